@@ -1,0 +1,75 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Model-specific registers: every MSR number the kernel uses is named here
+ * (Intel SDM volume 4, AMD APM volume 2 appendix A), with the accessors.
+ *
+ * msr_read()/msr_write() fault (#GP) on an MSR the CPU lacks, which is a
+ * kernel bug.  msr_read_safe()/msr_write_safe() return -EIO instead: they are
+ * for probing hardware whose presence CPUID may misreport (the PMU drivers).
+ */
+
+#ifndef ARCH_X86_MSR_H
+#define ARCH_X86_MSR_H
+
+#include <stdint.h>
+
+#define MSR_APIC_BASE               0x0000001b
+#define MSR_TSC_DEADLINE            0x000006e0
+#define MSR_X2APIC_BASE             0x00000800
+#define MSR_EFER                    0xc0000080
+#define MSR_FS_BASE                 0xc0000100
+#define MSR_GS_BASE                 0xc0000101
+#define MSR_KERNEL_GS_BASE          0xc0000102
+
+/* Intel architectural performance monitoring (SDM vol. 3B, ch. 20). */
+#define MSR_IA32_PMC0               0x000000c1
+#define MSR_IA32_PERFEVTSEL0        0x00000186
+#define MSR_IA32_PERF_CAPABILITIES  0x00000345
+#define MSR_IA32_FIXED_CTR0         0x00000309
+#define MSR_IA32_FIXED_CTR_CTRL     0x0000038d
+#define MSR_IA32_PERF_GLOBAL_STATUS 0x0000038e
+#define MSR_IA32_PERF_GLOBAL_CTRL   0x0000038f
+#define MSR_IA32_PERF_GLOBAL_OVF_CTRL 0x00000390
+#define MSR_IA32_A_PMC0             0x000004c1
+
+/* AMD performance counters (APM vol. 2, section 13.2). */
+#define MSR_AMD_K7_PERFEVTSEL0      0xc0010000
+#define MSR_AMD_K7_PERFCTR0         0xc0010004
+#define MSR_AMD_F15H_PERF_CTL0      0xc0010200
+#define MSR_AMD_F15H_PERF_CTR0      0xc0010201
+#define MSR_AMD_PERF_CNTR_GLOBAL_STATUS     0xc0000300
+#define MSR_AMD_PERF_CNTR_GLOBAL_CTL        0xc0000301
+#define MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR 0xc0000302
+
+#ifndef TALLY_HOST_TEST
+
+static inline uint64_t
+msr_read(uint32_t msr)
+{
+    uint32_t low, high;
+
+    __asm__ __volatile__("rdmsr" : "=a"(low), "=d"(high) : "c"(msr));
+    return ((uint64_t)high << 32) | low;
+}
+
+static inline void
+msr_write(uint32_t msr, uint64_t value)
+{
+    __asm__ __volatile__("wrmsr"
+                         : : "c"(msr), "a"((uint32_t)value),
+                             "d"((uint32_t)(value >> 32))
+                         : "memory");
+}
+
+#endif /* TALLY_HOST_TEST */
+
+/*
+ * Read or write an MSR, returning 0, or -EIO when the access raised #GP
+ * (the #GP handler resumes at a fixup, see trap.c).
+ */
+int msr_read_safe(uint32_t msr, uint64_t *valuep);
+int msr_write_safe(uint32_t msr, uint64_t value);
+
+#endif /* ARCH_X86_MSR_H */

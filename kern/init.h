@@ -1,0 +1,66 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Ordered initialization.
+ *
+ * Each module declares its init operation with INIT_OP_DEFINE(fn, deps...),
+ * naming the operations it needs first with INIT_OP_DEP(other_fn); a module
+ * that others depend on declares its operation in its header with
+ * INIT_OP_DECLARE(fn).  At boot init_run_all() sorts all operations so that
+ * each runs after its dependencies, on the boot CPU, and refuses to boot
+ * (a panic naming the cycle) when the dependencies form a cycle.  Nobody
+ * calls another module's init function by hand.
+ *
+ * An operation returns 0 or a negative error; operations that depend on a
+ * failed one are skipped, and both are reported in the log.
+ */
+
+#ifndef KERN_INIT_H
+#define KERN_INIT_H
+
+#include <stddef.h>
+
+#include "kern/macros.h"
+
+#define INIT_OP_STATE_NEW       0
+#define INIT_OP_STATE_VISITING  1   /* on the resolver's path (cycle check) */
+#define INIT_OP_STATE_SORTED    2
+
+typedef int (*init_op_fn_t)(void);
+
+struct init_op {
+    const char *name;
+    init_op_fn_t fn;
+    struct init_op *const *deps;    /* NULL-terminated */
+    unsigned int state;             /* resolver state */
+    int error;                      /* result; 1 while not run */
+} __aligned(8);
+
+#define INIT_OP_DECLARE(fn)     extern struct init_op init_op_##fn
+#define INIT_OP_DEP(fn)         (&init_op_##fn)
+
+#define INIT_OP_DEFINE(fn, ...)                                         \
+    static struct init_op *const init_op_deps_##fn[] = {                \
+        __VA_ARGS__ __VA_OPT__(,) NULL                                  \
+    };                                                                  \
+    struct init_op init_op_##fn __section("init_ops") __used           \
+    __aligned(8) = { #fn, fn, init_op_deps_##fn, INIT_OP_STATE_NEW, 1 }
+
+/*
+ * Sort ops[0..n) into order[0..n) so that every operation comes after its
+ * dependencies.  Returns 0, or -ELOOP when there is a cycle: then cycle[]
+ * receives the operations on it, first repeated at the end (a -> b -> a),
+ * and *cycle_lenp their count (cycle needs n + 1 slots).  Dependencies
+ * outside ops[] are an error too (-ENOENT, reported through cycle[0]).
+ */
+int init_sort(struct init_op *ops, size_t n, struct init_op **order,
+              struct init_op **cycle, size_t *cycle_lenp);
+
+/*
+ * Run every registered operation in dependency order.  Panics on a cycle.
+ * Returns the number of operations that failed or were skipped.
+ */
+unsigned int init_run_all(void);
+
+#endif /* KERN_INIT_H */

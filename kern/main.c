@@ -1,0 +1,105 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The kernel's entry from boot.asm.
+ *
+ * boot_main() brings up only what is needed to report anything (the serial
+ * console, this CPU's descriptor tables, the boot information and the
+ * command line); every other module starts as an init operation, in
+ * dependency order.  Then the kernel runs the in-kernel tests (`test` on the
+ * command line) or the shell.
+ */
+
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/fwcfg.h"
+#include "arch/x86/machine.h"
+#include "arch/x86/multiboot2.h"
+#include "arch/x86/tsc.h"
+#include "arch/x86/uart.h"
+#include "kern/cmdline.h"
+#include "kern/error.h"
+#include "kern/init.h"
+#include "kern/ktest.h"
+#include "kern/log.h"
+#include "kern/panic.h"
+#include "kern/pmem.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+
+#define MAIN_CMDLINE_MAX    1024
+
+void boot_main(uint32_t magic, uint64_t info_pa) __noreturn;
+
+static char main_cmdline[MAIN_CMDLINE_MAX];
+
+/*
+ * The command line is GRUB's, followed by the options QEMU passes through
+ * fw_cfg (later options win over earlier ones with the same key).
+ */
+static void
+main_setup_cmdline(void)
+{
+    char extra[MAIN_CMDLINE_MAX];
+    int n, error;
+
+    n = fwcfg_read_file(FWCFG_CMDLINE_FILE, extra, sizeof(extra));
+    ksnprintf(main_cmdline, sizeof(main_cmdline), "%s%s%s",
+              multiboot2_info.cmdline, n > 0 ? " " : "", n > 0 ? extra : "");
+    error = cmdline_parse(main_cmdline);
+
+    if (error) {
+        log_error("cmdline: ignored (%s): %s", error_str(error), main_cmdline);
+    }
+}
+
+static void __noreturn
+main_run_tests(void)
+{
+    unsigned int failed = ktest_run_all();
+
+    machine_qemu_exit(failed == 0 ? MACHINE_EXIT_SUCCESS
+                                  : MACHINE_EXIT_FAILURE);
+}
+
+void
+boot_main(uint32_t magic, uint64_t info_pa)
+{
+    int error;
+
+    uart_setup();
+    cpu_bootstrap();
+
+    if (magic != MULTIBOOT2_BOOT_MAGIC) {
+        panic("boot: bad multiboot2 magic 0x%x", magic);
+    }
+
+    error = multiboot2_parse(pmem_va(info_pa), info_pa);
+
+    if (error) {
+        panic("boot: unusable multiboot2 information");
+    }
+
+    main_setup_cmdline();
+    tsc_calibrate();
+    log_info("tally: booting on %s (%s family 0x%x model 0x%x)",
+             cpu_info.brand, cpu_info.vendor_str, cpu_info.family,
+             cpu_info.model);
+    log_info("tsc: %lu.%03lu MHz%s", tsc_freq() / 1000000,
+             tsc_freq() / 1000 % 1000,
+             cpu_info.invariant_tsc ? ", invariant" : "");
+    log_info("cmdline: %s", cmdline_raw());
+
+    if (init_run_all() != 0) {
+        log_warning("init: some modules failed to start (see above)");
+    }
+
+    if (cmdline_has("test")) {
+        main_run_tests();
+    }
+
+    shell_run();
+}

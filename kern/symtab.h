@@ -1,0 +1,31 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The kernel's own symbol table, generated at build time (tools/gensyms)
+ * and embedded in the image, for symbolized backtraces.
+ */
+
+#ifndef KERN_SYMTAB_H
+#define KERN_SYMTAB_H
+
+#include <stdint.h>
+
+struct symtab_entry {
+    uint64_t addr;
+    unsigned int name_offset;   /* into symtab_names */
+};
+
+/* Sorted by address, terminated by a zero entry. */
+extern const struct symtab_entry symtab_entries[];
+extern const unsigned int symtab_nr_entries;
+extern const char symtab_names[];
+
+/*
+ * Find the function containing addr.  Returns its name and stores the
+ * offset of addr in it, or returns NULL when addr is outside the kernel's
+ * text.
+ */
+const char *symtab_lookup(uint64_t addr, uint64_t *offsetp);
+
+#endif /* KERN_SYMTAB_H */
