@@ -1,0 +1,544 @@
+#
+# Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+#
+#
+# QEMU driver shared by tools/qemu and the boot tests (tests/boot/*.py).
+# Qemu boots the GRUB ISO (QEMU cannot load a multiboot2 kernel with -kernel)
+# with the serial console on pipes, an isa-debug-exit device through which
+# the kernel reports its verdict as the exit status, and extra kernel options
+# passed through the fw_cfg file opt/tally/cmdline.  A reader thread copies
+# every serial byte to a log file and to a buffer that wait_for() and
+# command() search.  kvm_usable() decides whether KVM really works here by
+# booting a 64 KiB firmware that only writes to isa-debug-exit; the verdict
+# is cached per host boot in build/.
+#
+# Exit statuses (value written to port 0xf4 is V, QEMU exits (V << 1) | 1):
+# 33 success, 35 test failure, 37 kernel panic, 0 guest reset (with
+# -no-reboot a triple fault ends QEMU with status 0).
+#
+
+import argparse
+import ctypes
+import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, 'build')
+DEFAULT_ISO = os.path.join(BUILD, 'tally.iso')
+QEMU = 'qemu-system-x86_64'
+PROMPT = 'tally> '
+
+EXIT_SUCCESS = 33
+EXIT_TEST_FAILURE = 35
+EXIT_PANIC = 37
+EXIT_RESET = 0
+
+# Generous: nested KVM spends ~28 s in GRUB, and the boot tests run two at a
+# time on machines with as few as two cores.
+BOOT_TIMEOUT_KVM = 180
+BOOT_TIMEOUT_TCG = 120
+TAIL_LINES = 30
+
+# CPU models tried under KVM, best first.  Some nested hypervisors refuse the
+# IA32_ARCH_CAPABILITIES MSR that "host" exposes, and QEMU aborts.
+_KVM_CPUS = ('host', 'host,-arch-capabilities')
+
+# Terminal escapes (GRUB clears the screen): dropped from error messages.
+_ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
+
+
+def describe_exit(code):
+    """A one-line explanation of a QEMU exit status."""
+    if code == EXIT_SUCCESS:
+        return 'success (exit 33)'
+    if code == EXIT_TEST_FAILURE:
+        return 'kernel reported test failure (exit 35)'
+    if code == EXIT_PANIC:
+        return 'kernel panic (exit 37)'
+    if code == EXIT_RESET:
+        return 'guest reset (triple fault?) (exit 0)'
+    if code is None:
+        return 'still running'
+    if code < 0:
+        return 'qemu killed by signal %d' % -code
+    return 'qemu exited with %d' % code
+
+
+class QemuExited(Exception):
+    """QEMU ended while we were waiting for output."""
+
+    def __init__(self, code, tail):
+        super().__init__('%s; last serial lines:\n%s'
+                         % (describe_exit(code), tail))
+        self.code = code
+        self.tail = tail
+
+
+def _probe_image():
+    """Write the probe firmware: at the reset vector, out 0xf4 <- 0x10."""
+    path = os.path.join(BUILD, 'kvm-probe.bin')
+    img = bytearray(b'\xf4' * 65536)            # hlt everywhere
+    code = bytes([0xb0, 0x10,                   # mov al, 0x10
+                  0xe6, 0xf4,                   # out 0xf4, al
+                  0xf4, 0xeb, 0xfd])            # hlt; jmp back to hlt
+    img[0xfff0:0xfff0 + len(code)] = code
+    os.makedirs(BUILD, exist_ok=True)
+    tmp = '%s.%d' % (path, os.getpid())
+    with open(tmp, 'wb') as f:
+        f.write(img)
+    os.replace(tmp, path)
+    return path
+
+
+def _probe_cpu(image, cpu):
+    try:
+        r = subprocess.run([QEMU, '-accel', 'kvm', '-cpu', cpu,
+                            '-machine', 'pc', '-nodefaults',
+                            '-display', 'none', '-monitor', 'none',
+                            '-serial', 'none', '-no-reboot', '-bios', image,
+                            '-device', 'isa-debug-exit,iobase=0xf4,iosize=0x04'],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == EXIT_SUCCESS
+
+
+def _boot_id():
+    try:
+        with open('/proc/sys/kernel/random/boot_id') as f:
+            return f.read().strip()
+    except OSError:
+        return ''
+
+
+def kvm_cpu():
+    """The -cpu model that works under KVM here, or None without KVM."""
+    try:
+        fd = os.open('/dev/kvm', os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    os.close(fd)
+    cache = os.path.join(BUILD, 'kvm-probe.json')
+    try:
+        qemu_path = subprocess.run(['sh', '-c', 'command -v ' + QEMU],
+                                   capture_output=True, text=True).stdout
+        qemu_path = qemu_path.strip()
+        key = [_boot_id(), qemu_path, os.stat(qemu_path).st_mtime]
+    except OSError:
+        return None
+    try:
+        with open(cache) as f:
+            saved = json.load(f)
+        if saved.get('key') == key:
+            return saved.get('cpu')
+    except (OSError, ValueError, AttributeError):
+        pass
+    image = _probe_image()
+    cpu = None
+    for model in _KVM_CPUS:
+        if _probe_cpu(image, model):
+            cpu = model
+            break
+    tmp = '%s.%d' % (cache, os.getpid())
+    try:
+        with open(tmp, 'w') as f:
+            json.dump({'key': key, 'cpu': cpu}, f)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return cpu
+
+
+def kvm_usable():
+    """True when /dev/kvm opens read-write and a tiny guest runs under it."""
+    return kvm_cpu() is not None
+
+
+def _die_with_parent():
+    """preexec_fn: have the kernel SIGKILL the child if we die first.
+
+    The child runs in its own session, out of reach of a signal to our
+    process group, so without this a killed test would leave QEMU running.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _fw_cfg_escape(s):
+    # QEMU option values double commas to keep them literal.
+    return s.replace(',', ',,')
+
+
+def qemu_args(iso, smp=1, mem='256M', kvm=False, cmdline='', gdb=False,
+              serial=('-serial', 'stdio'), no_reboot=True, extra_args=()):
+    """Build QEMU's argument list.  kvm: False, or the -cpu model for KVM.
+
+    no_reboot=True makes a guest reset (reboot command, triple fault) end
+    QEMU with status 0 instead of restarting the guest.
+    """
+    opts = 'panic=exit'
+    if cmdline:
+        opts += ' ' + cmdline.strip()
+    args = [QEMU, '-display', 'none', '-monitor', 'none']
+    if no_reboot:
+        args.append('-no-reboot')
+    args += ['-device', 'isa-debug-exit,iobase=0xf4,iosize=0x04',
+             '-cdrom', iso, '-boot', 'd', '-m', str(mem), '-smp', str(smp),
+             '-fw_cfg', 'name=opt/tally/cmdline,string=' + _fw_cfg_escape(opts)]
+    args += list(serial)
+    if kvm:
+        args += ['-enable-kvm', '-cpu', kvm if isinstance(kvm, str) else 'host']
+    else:
+        args += ['-accel', 'tcg', '-cpu', 'max']
+    if gdb:
+        args += ['-s', '-S']
+    args += list(extra_args)
+    return args
+
+
+def resolve_kvm(kvm, notice=sys.stderr):
+    """Map 'auto'/True/False to a -cpu model string or False.
+
+    With 'auto', an unusable KVM prints a one-line notice to notice (if not
+    None) and falls back to TCG.  True insists on KVM; if the probe found no
+    working model it still tries "host" so that QEMU explains what fails.
+    """
+    if kvm in (False, 0, '0', 'no', 'off'):
+        return False
+    cpu = kvm_cpu()
+    if kvm in (True, 1, '1', 'yes', 'on'):
+        return cpu or 'host'
+    if cpu is None and notice is not None:
+        print('qemu: /dev/kvm not usable, using TCG (slower)', file=notice)
+    return cpu or False
+
+
+class Qemu:
+    """One QEMU guest with its serial console on pipes (or a pty).
+
+    All methods are for one thread; the reader threads only append to the
+    buffers under self._cond.
+    """
+
+    def __init__(self, log=None, name='qemu'):
+        self.name = name
+        self.log_path = log
+        self.proc = None
+        self.kvm = False
+        self._buf = ''          # all serial output so far, latin-1 decoded
+        self._pos = 0           # wait_for() searches from here
+        self._stderr = ''
+        self._cond = threading.Condition()
+        self._eof = False
+        self._threads = []
+        self._log = None
+        self._in_fd = None
+        self._out_fd = None
+
+    # ---- lifetime --------------------------------------------------------
+
+    def start(self, iso=DEFAULT_ISO, smp=1, mem='256M', kvm='auto', cmdline='',
+              gdb=False, extra_args=(), log=None):
+        if self.proc is not None:
+            raise RuntimeError('qemu already started')
+        if not os.path.exists(iso):
+            raise FileNotFoundError('ISO not found: %s (run make)' % iso)
+        self.kvm = resolve_kvm(kvm)
+        if log is not None:
+            self.log_path = log
+        self.args = qemu_args(iso, smp=smp, mem=mem, kvm=self.kvm,
+                              cmdline=cmdline, gdb=gdb, extra_args=extra_args)
+        return self.spawn(self.args)
+
+    def spawn(self, argv, use_pty=False, cwd=None, env=None):
+        """Run argv with its console on pipes, or on a pseudo-terminal.
+
+        start() uses this for QEMU itself; a test of `make run` uses it with
+        use_pty=True to drive whatever ends up running QEMU.  The process
+        gets its own session so that kill() reaches all its children.
+        """
+        if self.proc is not None:
+            raise RuntimeError('already started')
+        if self._log is None:
+            if self.log_path is None:
+                self.log_path = os.path.join(
+                    BUILD, 'logs', '%s-%s-%d.txt'
+                    % (self.name, time.strftime('%Y%m%d-%H%M%S'), os.getpid()))
+            os.makedirs(os.path.dirname(os.path.abspath(self.log_path)),
+                        exist_ok=True)
+            self._log = open(self.log_path, 'wb')
+        if use_pty:
+            master, slave = pty.openpty()
+            try:
+                self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave,
+                                             stderr=slave, cwd=cwd, env=env,
+                                             start_new_session=True,
+                                             preexec_fn=_die_with_parent)
+            finally:
+                os.close(slave)
+            self._out_fd = master
+            self._in_fd = master
+            readers = ((self._read_serial, master),)
+        else:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, bufsize=0,
+                                         cwd=cwd, env=env,
+                                         start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+            self._out_fd = self.proc.stdout.fileno()
+            self._in_fd = self.proc.stdin.fileno()
+            readers = ((self._read_serial, self._out_fd),
+                       (self._read_stderr, self.proc.stderr.fileno()))
+        for target, fd in readers:
+            t = threading.Thread(target=target, args=(fd,), daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    @property
+    def boot_timeout(self):
+        return BOOT_TIMEOUT_KVM if self.kvm else BOOT_TIMEOUT_TCG
+
+    def _read_serial(self, fd):
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:     # EIO: the pty's other side is all closed
+                chunk = b''
+            if chunk:
+                self._log.write(chunk)
+                self._log.flush()
+            with self._cond:
+                if not chunk:
+                    self._eof = True
+                    self._cond.notify_all()
+                    return
+                self._buf += chunk.decode('latin-1')
+                self._cond.notify_all()
+
+    def _read_stderr(self, fd):
+        for raw in iter(lambda: os.read(fd, 4096), b''):
+            with self._cond:
+                self._stderr += raw.decode('utf-8', 'replace')
+
+    def kill(self):
+        """Stop QEMU (if running) and close the log.  Idempotent."""
+        if self.proc is None:
+            return
+        # Only while unreaped: after wait() the process group id may be
+        # reused.  The group is the whole session spawn() created, so it
+        # also holds a QEMU started by make.
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for t in self._threads:
+            t.join(timeout=5)
+        if self._out_fd is not None and self.proc.stdout is None:
+            os.close(self._out_fd)      # the pty master
+        self._out_fd = self._in_fd = None
+        for s in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if s is not None:
+                    s.close()
+            except OSError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+        return False
+
+    # ---- output ----------------------------------------------------------
+
+    @property
+    def output(self):
+        """All serial output so far (latin-1 decoded, \\r kept)."""
+        with self._cond:
+            return self._buf
+
+    @property
+    def stderr(self):
+        with self._cond:
+            return self._stderr
+
+    def tail(self, n=TAIL_LINES):
+        """The last n serial lines, for error messages."""
+        text = _ANSI_RE.sub('', self.output.replace('\r', ''))
+        lines = text.split('\n')[-n:]
+        out = '\n'.join('    | ' + ln for ln in lines)
+        err = self.stderr.strip()
+        if err:
+            out += '\n    qemu stderr: ' + err.replace('\n', '\n    ')
+        return out
+
+    def wait_for(self, pattern, timeout):
+        """Wait until pattern matches serial output not yet consumed.
+
+        Returns the re.Match (against self.output) and consumes output up to
+        its end.  Raises TimeoutError, or QemuExited if QEMU ends first;
+        both carry the last serial lines.
+        """
+        rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                m = rx.search(self._buf, self._pos)
+                if m:
+                    self._pos = m.end()
+                    return m
+                if self._eof:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 1.0))
+        if self._eof:
+            code = self._reap(10)
+            raise QemuExited(code, self.tail())
+        raise TimeoutError('timeout after %gs waiting for %r; last serial '
+                           'lines:\n%s' % (timeout, rx.pattern, self.tail()))
+
+    def skip_output(self):
+        """Consume everything received so far."""
+        with self._cond:
+            self._pos = len(self._buf)
+
+    # ---- input -----------------------------------------------------------
+
+    def send(self, data):
+        """Send raw bytes (or a latin-1 str) to the serial console."""
+        if isinstance(data, str):
+            data = data.encode('latin-1')
+        try:
+            while data:
+                data = data[os.write(self._in_fd, data):]
+        except (OSError, TypeError):
+            code = self._reap(10)
+            raise QemuExited(code, self.tail()) from None
+
+    def send_line(self, line):
+        """Type a line and press Enter (the terminal sends \\r)."""
+        self.send(line + '\r')
+
+    def wait_prompt(self, timeout=None):
+        """Wait for the shell prompt; default timeout covers a whole boot."""
+        return self.wait_for(re.escape(PROMPT),
+                             self.boot_timeout if timeout is None else timeout)
+
+    def command(self, line, timeout=30):
+        """Run a shell command; return its output with \\r removed.
+
+        The output is what lies between the echoed line and the next prompt.
+        """
+        self.skip_output()
+        self.send_line(line)
+        m = self.wait_for(re.compile(re.escape(line) + r'\r*\n(.*?)'
+                                     + re.escape(PROMPT), re.DOTALL),
+                          timeout)
+        return m.group(1).replace('\r', '')
+
+    # ---- exit ------------------------------------------------------------
+
+    def _reap(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def wait_exit(self, timeout):
+        """Wait for QEMU to exit and return its status (see describe_exit).
+
+        Raises TimeoutError, with the last serial lines, if it does not.
+        """
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError('timeout after %gs waiting for qemu to exit; '
+                               'last serial lines:\n%s'
+                               % (timeout, self.tail())) from None
+        for t in self._threads:
+            t.join(timeout=5)
+        return code
+
+
+# ---- helpers for tests/boot/*.py -------------------------------------------
+
+class Tap:
+    """Minimal TAP producer: "ok N - name" lines, plan printed at the end."""
+
+    def __init__(self, out=sys.stdout):
+        self.out = out
+        self.count = 0
+        self.failed = 0
+
+    def result(self, ok, name, detail=''):
+        self.count += 1
+        if not ok:
+            self.failed += 1
+        print('%s %d - %s' % ('ok' if ok else 'not ok', self.count, name),
+              file=self.out)
+        if detail:
+            for line in str(detail).rstrip('\n').split('\n'):
+                print('# ' + line, file=self.out)
+        self.out.flush()
+        return ok
+
+    def ok(self, name):
+        return self.result(True, name)
+
+    def fail(self, name, detail=''):
+        return self.result(False, name, detail)
+
+    def diag(self, text):
+        for line in str(text).rstrip('\n').split('\n'):
+            print('# ' + line, file=self.out)
+        self.out.flush()
+
+    def finish(self):
+        """Print the plan and return the script's exit status."""
+        print('1..%d' % self.count, file=self.out)
+        self.out.flush()
+        return 1 if self.failed or self.count == 0 else 0
+
+
+def boot_test_args(description, argv=None):
+    """Common command line of a boot test: --iso ISO [--kvm] [--log LOG]."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument('--iso', default=DEFAULT_ISO)
+    p.add_argument('--kvm', action='store_true',
+                   help='boot under KVM when usable (default: TCG)')
+    p.add_argument('--log', default=None, help='serial log file')
+    args = p.parse_args(argv)
+    args.kvm_mode = 'auto' if args.kvm else False
+    install_sigterm_exit()
+    return args
+
+
+def install_sigterm_exit():
+    """Turn SIGTERM into SystemExit so that `with Qemu()` cleans up."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
