@@ -14,7 +14,14 @@
 #include <stddef.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/ioapic.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/trap.h"
 #include "arch/x86/uart.h"
+#include "kern/error.h"
+#include "kern/init.h"
+#include "kern/log.h"
+#include "kern/thread.h"
 #include "kern/console.h"
 #include "kern/printf.h"
 #include "kern/spinlock.h"
@@ -80,23 +87,132 @@ console_write_nmi(const char *s, size_t n)
     console_put_raw(s, n);
 }
 
+/*
+ * Received characters, filled by the UART interrupt once console_setup has
+ * routed it; protected by console_rx_lock (interrupts disabled).  One
+ * reader at a time sleeps for input: the shell.
+ */
+#define CONSOLE_RX_SIZE     512
+
+static char console_rx[CONSOLE_RX_SIZE];
+static unsigned int console_rx_head;    /* next to read */
+static unsigned int console_rx_count;
+static struct thread *console_rx_waiter;
+static bool console_rx_intr_mode;
+static struct spinlock console_rx_lock = SPINLOCK_INITIALIZER;
+
+static int
+console_rx_pop(void)
+{
+    int c = -1;
+
+    if (console_rx_count != 0) {
+        c = (unsigned char)console_rx[console_rx_head];
+        console_rx_head = (console_rx_head + 1) % CONSOLE_RX_SIZE;
+        console_rx_count--;
+    }
+
+    return c;
+}
+
 int
 console_trygetc(void)
 {
-    return uart_getc();
+    unsigned long flags;
+    int c;
+
+    if (!__atomic_load_n(&console_rx_intr_mode, __ATOMIC_ACQUIRE)) {
+        return uart_getc();
+    }
+
+    spinlock_lock_intr_save(&console_rx_lock, &flags);
+    c = console_rx_pop();
+    spinlock_unlock_intr_restore(&console_rx_lock, flags);
+    return c;
 }
 
 int
 console_getc(void)
 {
+    unsigned long flags;
     int c;
 
-    while ((c = console_trygetc()) < 0) {
-        cpu_pause();
+    while (!__atomic_load_n(&console_rx_intr_mode, __ATOMIC_ACQUIRE)) {
+        c = uart_getc();
+
+        if (c >= 0) {
+            return c;
+        }
+
+        thread_yield();
     }
 
-    return c;
+    for (;;) {
+        thread_sleep_prepare();
+        spinlock_lock_intr_save(&console_rx_lock, &flags);
+        c = console_rx_pop();
+        console_rx_waiter = c < 0 ? thread_self() : NULL;
+        spinlock_unlock_intr_restore(&console_rx_lock, flags);
+
+        if (c >= 0) {
+            thread_sleep_cancel();
+            return c;
+        }
+
+        thread_sleep();
+    }
 }
+
+static void
+console_rx_intr(struct trap_frame *frame)
+{
+    struct thread *waiter;
+    int c;
+
+    (void)frame;
+    lapic_eoi();
+    spinlock_lock(&console_rx_lock);
+
+    while ((c = uart_getc()) >= 0) {
+        if (console_rx_count < CONSOLE_RX_SIZE) {
+            console_rx[(console_rx_head + console_rx_count)
+                       % CONSOLE_RX_SIZE] = (char)c;
+            console_rx_count++;
+        }
+    }
+
+    waiter = console_rx_waiter;
+    console_rx_waiter = NULL;
+    spinlock_unlock(&console_rx_lock);
+
+    if (waiter != NULL) {
+        thread_wakeup(waiter);
+    }
+}
+
+/* Switch console input from polling to the UART interrupt. */
+static int
+console_setup(void)
+{
+    int error;
+
+    trap_register(TRAP_VEC_SERIAL, console_rx_intr);
+    error = ioapic_route_isa(UART_COM1_IRQ, TRAP_VEC_SERIAL,
+                             cpu_table[0].apic_id);
+
+    if (error) {
+        log_warning("console: serial interrupt not routed (%s), polling",
+                    error_str(error));
+        return 0;
+    }
+
+    __atomic_store_n(&console_rx_intr_mode, true, __ATOMIC_RELEASE);
+    uart_intr_enable();
+    return 0;
+}
+
+INIT_OP_DEFINE(console_setup, INIT_OP_DEP(ioapic_setup),
+               INIT_OP_DEP(thread_setup), INIT_OP_DEP(lapic_setup));
 
 /*
  * kprintf output is collected in a small buffer and written in pieces, each

@@ -40,12 +40,18 @@ struct init_op {
 #define INIT_OP_DECLARE(fn)     extern struct init_op init_op_##fn
 #define INIT_OP_DEP(fn)         (&init_op_##fn)
 
+#ifdef TALLY_HOST_TEST
+/* Host tests call init functions themselves: no registry, no dependencies. */
+#define INIT_OP_DEFINE(fn, ...) \
+    static init_op_fn_t init_op_unused_##fn __unused = fn
+#else
 #define INIT_OP_DEFINE(fn, ...)                                         \
     static struct init_op *const init_op_deps_##fn[] = {                \
         __VA_ARGS__ __VA_OPT__(,) NULL                                  \
     };                                                                  \
     struct init_op init_op_##fn __section("init_ops") __used           \
     __aligned(8) = { #fn, fn, init_op_deps_##fn, INIT_OP_STATE_NEW, 1 }
+#endif
 
 /*
  * Sort ops[0..n) into order[0..n) so that every operation comes after its

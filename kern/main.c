@@ -20,6 +20,7 @@
 #include "arch/x86/tsc.h"
 #include "arch/x86/uart.h"
 #include "kern/cmdline.h"
+#include "kern/console.h"
 #include "kern/error.h"
 #include "kern/init.h"
 #include "kern/ktest.h"
@@ -29,6 +30,7 @@
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
+#include "kern/thread.h"
 
 #define MAIN_CMDLINE_MAX    1024
 
@@ -48,7 +50,9 @@ main_setup_cmdline(void)
 
     n = fwcfg_read_file(FWCFG_CMDLINE_FILE, extra, sizeof(extra));
     ksnprintf(main_cmdline, sizeof(main_cmdline), "%s%s%s",
-              multiboot2_info.cmdline, n > 0 ? " " : "", n > 0 ? extra : "");
+              multiboot2_info.cmdline,
+              n > 0 && multiboot2_info.cmdline[0] != '\0' ? " " : "",
+              n > 0 ? extra : "");
     error = cmdline_parse(main_cmdline);
 
     if (error) {
@@ -56,14 +60,69 @@ main_setup_cmdline(void)
     }
 }
 
-static void __noreturn
-main_run_tests(void)
+static void
+main_run_tests(void *arg)
 {
-    unsigned int failed = ktest_run_all();
+    unsigned int failed;
 
+    (void)arg;
+    failed = ktest_run_all();
     machine_qemu_exit(failed == 0 ? MACHINE_EXIT_SUCCESS
                                   : MACHINE_EXIT_FAILURE);
 }
+
+static void
+main_run_shell(void *arg)
+{
+    (void)arg;
+    shell_run();
+}
+
+/* Start the first thread: the test runner or the shell. */
+static void
+main_start(void)
+{
+    struct thread *thread;
+    bool test = cmdline_has("test");
+    int error;
+
+    error = thread_create(&thread, test ? "ktest" : "shell",
+                          test ? main_run_tests : main_run_shell, NULL,
+                          THREAD_CPUMASK_ALL);
+
+    if (error) {
+        panic("main: cannot start the %s thread: %s", test ? "test" : "shell",
+              error_str(error));
+    }
+
+    thread_unref(thread);
+}
+
+static int
+main_cmd_cmdline(int argc, char **argv)
+{
+    const char *key, *value;
+
+    (void)argv;
+
+    if (argc != 1) {
+        kprintf("usage: cmdline\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    kprintf("%s\n", cmdline_raw());
+
+    for (unsigned int i = 0; i < cmdline_nr_opts(); i++) {
+        cmdline_opt(i, &key, &value);
+        kprintf("  %s%s%s\n", key, value != NULL ? " = " : "",
+                value != NULL ? value : "");
+    }
+
+    return 0;
+}
+
+SHELL_COMMAND(cmdline, "cmdline", "", "show the kernel command line options",
+              main_cmd_cmdline);
 
 void
 boot_main(uint32_t magic, uint64_t info_pa)
@@ -97,9 +156,6 @@ boot_main(uint32_t magic, uint64_t info_pa)
         log_warning("init: some modules failed to start (see above)");
     }
 
-    if (cmdline_has("test")) {
-        main_run_tests();
-    }
-
-    shell_run();
+    main_start();
+    thread_run_idle();
 }

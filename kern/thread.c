@@ -3,20 +3,128 @@
  *
  *
  * Threads and the scheduler.
+ *
+ * Locking:
+ *   - A run queue's lock (taken with interrupts disabled) protects its
+ *     list, its current thread, and, for every thread whose `cpu` names
+ *     that run queue: state, on_runq and cpu itself.  A thread moving to
+ *     another run queue ("in transit") gets its new cpu written under the old
+ *     lock, and is enqueued under the new one, so whoever reads `cpu` and
+ *     locks that run queue sees a consistent thread.
+ *   - Two run queue locks are never held together except by the balancer,
+ *     which takes them in CPU order.  Work that needs another lock after a
+ *     switch (waking a joiner, freeing a dead thread, enqueueing a migrated
+ *     one) is done by the switch tail after the run queue lock is dropped.
+ *   - thread_list_lock protects the list of all threads (for `threads`);
+ *     it may be taken under a run queue lock, never the other way round.
+ *
+ * Preemption: a per-CPU count in struct cpu (a single GS-relative
+ * instruction changes it, so an interrupt cannot split the update).  A
+ * thread never sleeps with a nonzero count; the only count that crosses a
+ * context switch is the run queue lock's own, released by the thread that
+ * is switched in.
  */
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/trap.h"
 #include "kern/assert.h"
+#include "kern/clock.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/init.h"
+#include "kern/kmem.h"
+#include "kern/log.h"
+#include "kern/mem.h"
+#include "kern/macros.h"
+#include "kern/panic.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_types.h"
+#include "kern/printf.h"
+#include "kern/runq.h"
+#include "kern/shell.h"
+#include "kern/spinlock.h"
+#include "kern/string.h"
+#include "kern/swevent.h"
+#include "kern/syscnt.h"
 #include "kern/thread.h"
+#include "kern/timer.h"
+#include "kern/xcall.h"
 
-static unsigned int thread_preempt_counts[CPU_MAX];
+#define THREAD_STATE_RUNNING    0   /* running or runnable */
+#define THREAD_STATE_SLEEPING   1
+#define THREAD_STATE_DEAD       2
+
+/*
+ * A thread.  Locking keys: (r) the run queue named by cpu, (l) the list
+ * lock, (a) atomic, (c) constant after creation, (s) the thread itself.
+ */
+struct thread {
+    uint64_t sp;                    /* (r) saved stack pointer, when off CPU */
+    unsigned int id;                /* (c) */
+    char name[THREAD_NAME_SIZE];    /* (c) */
+    unsigned int state;             /* (r) */
+    unsigned int cpu;               /* (r) run queue holding it */
+    unsigned int last_cpu;          /* (r) where it last ran */
+    bool on_runq;                   /* (r) queued, not current */
+    bool idle;                      /* (c) a CPU's idle thread */
+    uint64_t cpumask;               /* (a) affinity */
+    unsigned int slice;             /* (r) ticks left in its time slice */
+    struct runq_node rq_node;       /* (r) run queue list */
+    unsigned int refcount;          /* (a) */
+    bool exited;                    /* (a) off CPU for good */
+    struct thread *joiner;          /* (a) thread waiting in thread_join */
+    void *stack;                    /* (c) NULL for boot and AP contexts */
+    thread_fn_t fn;                 /* (c) */
+    void *arg;                      /* (c) */
+    uint64_t nr_switches;           /* (r) times switched in */
+    struct thread *all_next;        /* (l) list of all threads */
+    struct perfmon_td perfmon_td;   /* perfmon's, see perfmon_types.h */
+};
+
+/*
+ * A CPU's run queue.  The list holds runnable threads that are not current,
+ * in FIFO order.  switch_prev and tail_* carry work from a context switch
+ * to the switch tail of the thread switched in.
+ */
+struct thread_runq {
+    struct spinlock lock;
+    struct thread *current;
+    struct thread *idle;
+    struct runq_list list;
+    struct thread *switch_prev;
+    struct syscnt sc_switches;
+    struct syscnt sc_migrations;
+    uint64_t idle_ticks;            /* ticks taken while idle, for `cpus` */
+    uint64_t busy_ticks;
+} __aligned(CACHE_LINE_SIZE);
+
+static struct thread_runq thread_runqs[CPU_MAX];
+
+static struct spinlock thread_list_lock = SPINLOCK_INITIALIZER;
+static struct thread *thread_list;
+static unsigned int thread_next_id;
+static bool thread_ready;
+
+/* Boot option perfmon.hook=off: remove perfmon from the switch path. */
+static bool thread_perfmon_hook = true;
+
+void thread_switch_context(uint64_t *prev_sp, uint64_t next_sp);
+void thread_start_entry(void);
+
+/* Preemption ------------------------------------------------------------ */
+
+static void thread_preempt_point(void);
 
 void
 thread_preempt_disable(void)
 {
-    thread_preempt_counts[cpu_id()]++;
+    cpu_local_add(preempt_count, 1);
     barrier();
 }
 
@@ -24,12 +132,991 @@ void
 thread_preempt_enable(void)
 {
     barrier();
-    assert(thread_preempt_counts[cpu_id()] != 0);
-    thread_preempt_counts[cpu_id()]--;
+    assert(cpu_local_read(preempt_count) != 0);
+    cpu_local_add(preempt_count, -1);
+
+    if (unlikely(cpu_local_read(need_resched) != 0)
+        && cpu_local_read(preempt_count) == 0 && thread_ready) {
+        thread_preempt_point();
+    }
 }
 
 bool
 thread_preempt_enabled(void)
 {
-    return thread_preempt_counts[cpu_id()] == 0;
+    return cpu_local_read(preempt_count) == 0;
 }
+
+/* Accessors ------------------------------------------------------------- */
+
+static struct thread_runq *
+thread_runq_local(void)
+{
+    return &thread_runqs[cpu_id()];
+}
+
+struct thread *
+thread_self(void)
+{
+    /* One GS-relative load: a migration cannot split it. */
+    return cpu_local_read_ptr(thread);
+}
+
+unsigned int
+thread_cpu(const struct thread *thread)
+{
+    return READ_ONCE(thread->cpu);
+}
+
+unsigned int
+thread_id(const struct thread *thread)
+{
+    return thread->id;
+}
+
+const char *
+thread_name(const struct thread *thread)
+{
+    return thread->name;
+}
+
+uint64_t
+thread_get_affinity(const struct thread *thread)
+{
+    return __atomic_load_n(&thread->cpumask, __ATOMIC_ACQUIRE);
+}
+
+struct perfmon_td *
+thread_get_perfmon_td(struct thread *thread)
+{
+    return &thread->perfmon_td;
+}
+
+static uint64_t
+thread_online_mask(void)
+{
+    unsigned int n = cpu_count();
+
+    return n >= 64 ? ~0ULL : (1ULL << n) - 1;
+}
+
+static bool
+thread_allowed(const struct thread *thread, unsigned int cpu)
+{
+    return (thread_get_affinity(thread) & THREAD_CPUMASK(cpu)) != 0;
+}
+
+static unsigned int
+thread_runq_nr_queued(unsigned int cpu)
+{
+    return READ_ONCE(thread_runqs[cpu].list.count);
+}
+
+/*
+ * The allowed online CPU with the fewest threads (queued plus running).
+ * Loads are read without locks: a stale value only makes a placement less
+ * balanced, never wrong.
+ */
+static unsigned int
+thread_pick_cpu(const struct thread *thread)
+{
+    uint64_t mask = thread_get_affinity(thread) & thread_online_mask();
+    unsigned int loads[CPU_MAX], n = cpu_count();
+    int cpu;
+
+    for (unsigned int i = 0; i < n; i++) {
+        loads[i] = thread_runq_nr_queued(i)
+                   + (READ_ONCE(thread_runqs[i].current)
+                      != thread_runqs[i].idle);
+    }
+
+    cpu = runq_pick_cpu(loads, n, mask);
+    assert(cpu >= 0);
+    return cpu;
+}
+
+/* References ------------------------------------------------------------ */
+
+void
+thread_ref(struct thread *thread)
+{
+    unsigned int prev = __atomic_fetch_add(&thread->refcount, 1,
+                                           __ATOMIC_RELAXED);
+
+    assert(prev != 0);
+}
+
+static void
+thread_destroy(struct thread *thread)
+{
+    unsigned long flags;
+    struct thread **p;
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+
+    for (p = &thread_list; *p != thread; p = &(*p)->all_next) {
+        assert(*p != NULL);
+    }
+
+    *p = thread->all_next;
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+
+    kmem_free(thread->stack, THREAD_STACK_SIZE);
+    kmem_free(thread, sizeof(*thread));
+}
+
+void
+thread_unref(struct thread *thread)
+{
+    unsigned int prev = __atomic_fetch_sub(&thread->refcount, 1,
+                                           __ATOMIC_ACQ_REL);
+
+    assert(prev != 0);
+
+    if (prev == 1) {
+        assert(__atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE));
+        thread_destroy(thread);
+    }
+}
+
+/* Run queues ------------------------------------------------------------ */
+
+static void
+thread_runq_enqueue(struct thread_runq *runq, struct thread *thread)
+{
+    assert(spinlock_held(&runq->lock));
+    assert(!thread->on_runq && !thread->idle);
+    runq_list_push(&runq->list, &thread->rq_node);
+    thread->on_runq = true;
+}
+
+static struct thread *
+thread_runq_dequeue(struct thread_runq *runq)
+{
+    struct runq_node *node;
+    struct thread *thread;
+
+    assert(spinlock_held(&runq->lock));
+    node = runq_list_pop(&runq->list);
+
+    if (node == NULL) {
+        return NULL;
+    }
+
+    thread = structof(node, struct thread, rq_node);
+    thread->on_runq = false;
+    return thread;
+}
+
+static void
+thread_runq_remove(struct thread_runq *runq, struct thread *thread)
+{
+    assert(thread->on_runq);
+    runq_list_remove(&runq->list, &thread->rq_node);
+    thread->on_runq = false;
+}
+
+/*
+ * Lock the run queue that holds thread, coping with a concurrent move:
+ * re-check cpu once the lock is held.
+ */
+static struct thread_runq *
+thread_lock_runq(struct thread *thread, unsigned long *flagsp)
+{
+    for (;;) {
+        unsigned int cpu = READ_ONCE(thread->cpu);
+        struct thread_runq *runq = &thread_runqs[cpu];
+
+        spinlock_lock_intr_save(&runq->lock, flagsp);
+
+        if (thread->cpu == cpu) {
+            return runq;
+        }
+
+        spinlock_unlock_intr_restore(&runq->lock, *flagsp);
+    }
+}
+
+static void
+thread_kick(unsigned int cpu)
+{
+    if (cpu == cpu_id()) {
+        cpu_local_write(need_resched, 1);
+    } else {
+        lapic_ipi_send(cpu_table[cpu].apic_id, TRAP_VEC_RESCHED);
+    }
+}
+
+/*
+ * Put a runnable thread that is on no run queue onto the one of cpu; its
+ * cpu field already names it (set under the previous run queue's lock).
+ */
+static void
+thread_enqueue_on(struct thread *thread, unsigned int cpu)
+{
+    struct thread_runq *runq = &thread_runqs[cpu];
+    unsigned long flags;
+    bool kick;
+
+    spinlock_lock_intr_save(&runq->lock, &flags);
+    assert(thread->cpu == cpu);
+    thread_runq_enqueue(runq, thread);
+    kick = runq->current == runq->idle;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+
+    if (kick) {
+        thread_kick(cpu);
+    }
+}
+
+/* Context switch -------------------------------------------------------- */
+
+/*
+ * The single hook point of the context switch: runs on the switching CPU
+ * with interrupts and preemption disabled and the run queue lock held.
+ */
+static void
+thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
+{
+    swevent_add(SWEVENT_CONTEXT_SWITCH, 1);
+
+    if (next->last_cpu != cpu && !next->idle) {
+        swevent_add(SWEVENT_MIGRATION, 1);
+        syscnt_inc(&thread_runqs[cpu].sc_migrations);
+    }
+
+    if (thread_perfmon_hook) {
+        perfmon_td_unload(&prev->perfmon_td);
+        perfmon_td_load(&next->perfmon_td);
+    }
+}
+
+/*
+ * Work left by the switch for the thread switched in, done after the run
+ * queue lock is released: a dead thread is released, a thread leaving its
+ * CPU is enqueued elsewhere.
+ */
+static void
+thread_switch_tail(struct thread *prev)
+{
+    struct thread *joiner;
+
+    if (prev == NULL) {
+        return;
+    }
+
+    if (prev->state == THREAD_STATE_DEAD) {
+        joiner = __atomic_load_n(&prev->joiner, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&prev->exited, true, __ATOMIC_RELEASE);
+
+        if (joiner != NULL) {
+            thread_wakeup(joiner);
+        }
+
+        thread_unref(prev);         /* the scheduler's reference */
+    } else if (prev->state == THREAD_STATE_RUNNING && !prev->on_runq
+               && prev->cpu != prev->last_cpu) {
+        thread_enqueue_on(prev, prev->cpu);
+    }
+}
+
+/*
+ * Choose what to do with prev, the thread leaving: requeue it here, leave
+ * it off (sleeping or dead), or send it to another CPU (affinity).  Sets
+ * prev->cpu for a move, under this run queue's lock.
+ */
+static void
+thread_put_prev(struct thread_runq *runq, struct thread *prev,
+                unsigned int cpu)
+{
+    if (prev->idle || prev->state != THREAD_STATE_RUNNING) {
+        return;
+    }
+
+    if (thread_allowed(prev, cpu)) {
+        thread_runq_enqueue(runq, prev);
+    } else {
+        prev->cpu = thread_pick_cpu(prev);  /* enqueued by the switch tail */
+    }
+}
+
+static void
+thread_schedule(bool sleep)
+{
+    struct thread_runq *runq;
+    struct thread *prev, *next;
+    unsigned long flags;
+    unsigned int cpu;
+
+    thread_preempt_disable();
+    cpu = cpu_id();
+    runq = &thread_runqs[cpu];
+    spinlock_lock_intr_save(&runq->lock, &flags);
+    thread_preempt_enable();    /* the lock's own count remains */
+
+    prev = runq->current;
+    cpu_local_write(need_resched, 0);
+
+    /*
+     * Preempted between sleep_prepare and sleep: the thread stays runnable,
+     * and its sleep returns at once (callers re-check their condition).
+     */
+    if (!sleep && prev->state == THREAD_STATE_SLEEPING) {
+        prev->state = THREAD_STATE_RUNNING;
+    }
+
+    thread_put_prev(runq, prev, cpu);
+    next = thread_runq_dequeue(runq);
+
+    if (next == NULL) {
+        next = runq->idle;
+    }
+
+    if (next == prev) {
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        return;
+    }
+
+    thread_switch_hook(prev, next, cpu);
+    next->cpu = cpu;
+    next->last_cpu = cpu;
+    next->slice = THREAD_SLICE_TICKS;
+    next->nr_switches++;
+    runq->current = next;
+    cpu_table[cpu].idle = next->idle;
+    cpu_local_write_ptr(thread, next);
+    runq->switch_prev = prev;
+    syscnt_inc(&runq->sc_switches);
+    thread_switch_context(&prev->sp, next->sp);
+
+    /* Back in prev, possibly on another CPU. */
+    runq = thread_runq_local();
+    prev = runq->switch_prev;
+    runq->switch_prev = NULL;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    thread_switch_tail(prev);
+}
+
+static void
+thread_preempt_point(void)
+{
+    if (cpu_intr_enabled()) {
+        thread_schedule(false);
+    }
+}
+
+/* Called by trap_dispatch() at the end of every device interrupt. */
+void
+trap_intr_exit(struct trap_frame *frame)
+{
+    swevent_add(SWEVENT_INTERRUPT, 1);
+
+    if (cpu_local_read(need_resched) && cpu_local_read(preempt_count) == 0
+        && (frame->rflags & CPU_RFLAGS_IF) && thread_ready) {
+        thread_schedule(false);
+    }
+}
+
+void
+thread_yield(void)
+{
+    assert(thread_preempt_enabled());
+    thread_schedule(false);
+}
+
+/* Entered on a new thread's stack with the run queue lock held. */
+static void __attribute__((noreturn))
+thread_start(void)
+{
+    struct thread_runq *runq = thread_runq_local();
+    struct thread *self = runq->current, *prev = runq->switch_prev;
+
+    runq->switch_prev = NULL;
+    spinlock_unlock(&runq->lock);
+    cpu_intr_enable();
+    thread_switch_tail(prev);
+    self->fn(self->arg);
+    thread_exit();
+}
+
+/* Sleep and wakeup ------------------------------------------------------ */
+
+void
+thread_sleep_prepare(void)
+{
+    struct thread *self;
+    unsigned long flags;
+    struct thread_runq *runq;
+
+    thread_preempt_disable();
+    self = thread_self();
+    runq = thread_runq_local();
+    spinlock_lock_intr_save(&runq->lock, &flags);
+    self->state = THREAD_STATE_SLEEPING;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    thread_preempt_enable();
+}
+
+void
+thread_sleep_cancel(void)
+{
+    struct thread *self;
+    unsigned long flags;
+    struct thread_runq *runq;
+
+    thread_preempt_disable();
+    self = thread_self();
+    runq = thread_runq_local();
+    spinlock_lock_intr_save(&runq->lock, &flags);
+    self->state = THREAD_STATE_RUNNING;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    thread_preempt_enable();
+}
+
+void
+thread_sleep(void)
+{
+    assert(thread_preempt_enabled());
+    assert(cpu_intr_enabled());
+    thread_schedule(true);
+}
+
+void
+thread_wakeup(struct thread *thread)
+{
+    struct thread_runq *runq;
+    unsigned long flags;
+    unsigned int target;
+
+    runq = thread_lock_runq(thread, &flags);
+
+    if (thread->state != THREAD_STATE_SLEEPING) {
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        return;
+    }
+
+    thread->state = THREAD_STATE_RUNNING;
+
+    /* Not switched out yet (between prepare and sleep): nothing to do. */
+    if (runq->current == thread || thread->on_runq) {
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        return;
+    }
+
+    target = thread->cpu;
+
+    if (!thread_allowed(thread, target)) {
+        target = thread_pick_cpu(thread);
+    }
+
+    if (target == thread->cpu) {
+        bool kick = runq->current == runq->idle;
+
+        thread_runq_enqueue(runq, thread);
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+
+        if (kick) {
+            thread_kick(target);
+        }
+
+        return;
+    }
+
+    thread->cpu = target;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    thread_enqueue_on(thread, target);
+}
+
+static void
+thread_msleep_wake(struct timer *timer)
+{
+    thread_wakeup(timer->arg);
+}
+
+void
+thread_msleep(uint64_t ms)
+{
+    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
+    struct timer timer;
+
+    timer_init(&timer, thread_msleep_wake, TIMER_INTR);
+    timer.arg = thread_self();
+
+    while (clock_get_time() < deadline) {
+        thread_sleep_prepare();
+        timer_schedule(&timer, deadline);
+
+        if (clock_get_time() >= deadline) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        thread_sleep();
+    }
+
+    timer_cancel(&timer);
+}
+
+/* Creation, exit, join -------------------------------------------------- */
+
+static void
+thread_init_common(struct thread *thread, const char *name, uint64_t cpumask)
+{
+    unsigned long flags;
+
+    strlcpy(thread->name, name, sizeof(thread->name));
+    thread->state = THREAD_STATE_RUNNING;
+    thread->cpumask = cpumask;
+    thread->refcount = 1;
+    thread->slice = THREAD_SLICE_TICKS;
+    perfmon_td_init(&thread->perfmon_td);
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+    thread->id = thread_next_id++;
+    thread->all_next = thread_list;
+    thread_list = thread;
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+}
+
+int
+thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
+              void *arg, uint64_t cpumask)
+{
+    struct thread *thread;
+    uint64_t *sp;
+
+    if ((cpumask & thread_online_mask()) == 0) {
+        return -EINVAL;
+    }
+
+    thread = kmem_zalloc(sizeof(*thread));
+
+    if (thread == NULL) {
+        return -ENOMEM;
+    }
+
+    thread->stack = kmem_alloc_aligned(THREAD_STACK_SIZE, 16);
+
+    if (thread->stack == NULL) {
+        kmem_free(thread, sizeof(*thread));
+        return -ENOMEM;
+    }
+
+    thread->fn = fn;
+    thread->arg = arg;
+    thread_init_common(thread, name, cpumask);
+    thread->refcount = 2;           /* the caller's and the scheduler's */
+
+    /* A frame as thread_switch_context leaves it: r15..rbp, then return. */
+    sp = (uint64_t *)((char *)thread->stack + THREAD_STACK_SIZE);
+    *--sp = (uint64_t)thread_start_entry;
+    *--sp = 0;                      /* rbp */
+    *--sp = (uint64_t)thread_start; /* rbx */
+    for (unsigned int i = 0; i < 4; i++) {
+        *--sp = 0;                  /* r12..r15 */
+    }
+    thread->sp = (uint64_t)sp;
+
+    thread_preempt_disable();
+    thread->cpu = thread_allowed(thread, cpu_id()) ? cpu_id()
+                                                   : thread_pick_cpu(thread);
+    thread->last_cpu = thread->cpu;
+    thread_preempt_enable();
+    thread_enqueue_on(thread, thread->cpu);
+    *threadp = thread;
+    return 0;
+}
+
+void
+thread_exit(void)
+{
+    struct thread *self;
+    struct thread_runq *runq;
+    unsigned long flags;
+
+    thread_preempt_disable();
+    self = thread_self();
+    assert(!self->idle);
+    runq = thread_runq_local();
+    spinlock_lock_intr_save(&runq->lock, &flags);
+    self->state = THREAD_STATE_DEAD;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    thread_preempt_enable();
+    thread_schedule(true);
+    panic("thread: dead thread %s scheduled again", self->name);
+}
+
+void
+thread_join(struct thread *thread)
+{
+    assert(thread != thread_self());
+    __atomic_store_n(&thread->joiner, thread_self(), __ATOMIC_RELEASE);
+
+    for (;;) {
+        thread_sleep_prepare();
+
+        if (__atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE)) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        thread_sleep();
+    }
+
+    thread_unref(thread);
+}
+
+/* Affinity and migration ------------------------------------------------ */
+
+int
+thread_set_affinity(struct thread *thread, uint64_t cpumask)
+{
+    struct thread_runq *runq;
+    unsigned long flags;
+    unsigned int target, cpu;
+
+    if ((cpumask & thread_online_mask()) == 0) {
+        return -EINVAL;
+    }
+
+    __atomic_store_n(&thread->cpumask, cpumask, __ATOMIC_RELEASE);
+
+    if (thread == thread_self()) {
+        while (!thread_allowed(thread, cpu_id())) {
+            thread_yield();     /* the switch sends us to an allowed CPU */
+        }
+
+        return 0;
+    }
+
+    runq = thread_lock_runq(thread, &flags);
+    cpu = thread->cpu;
+
+    if (thread_allowed(thread, cpu)) {
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        return 0;
+    }
+
+    if (runq->current == thread) {
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        thread_kick(cpu);       /* its next switch moves it */
+        return 0;
+    }
+
+    if (!thread->on_runq) {
+        /* Sleeping (its wakeup picks an allowed CPU) or already moving. */
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        return 0;
+    }
+
+    thread_runq_remove(runq, thread);
+    target = thread_pick_cpu(thread);
+    thread->cpu = target;
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    thread_enqueue_on(thread, target);
+    return 0;
+}
+
+/*
+ * Load balancing, run by an idle CPU: take the last queued thread of the
+ * busiest run queue that may run here.  Both locks are taken in CPU order.
+ */
+static bool
+thread_balance_pull(unsigned int cpu)
+{
+    struct thread_runq *src, *dst = &thread_runqs[cpu], *first, *second;
+    unsigned int queued[CPU_MAX], n = cpu_count();
+    struct thread *candidate = NULL;
+    unsigned long flags;
+    int busiest;
+
+    for (unsigned int i = 0; i < n; i++) {
+        queued[i] = thread_runq_nr_queued(i);
+    }
+
+    busiest = runq_pick_busiest(queued, n, cpu);
+
+    if (busiest < 0) {
+        return false;
+    }
+
+    src = &thread_runqs[busiest];
+    first = src < dst ? src : dst;
+    second = src < dst ? dst : src;
+    spinlock_lock_intr_save(&first->lock, &flags);
+    spinlock_lock(&second->lock);
+
+    for (struct runq_node *node = src->list.head; node != NULL;
+         node = node->next) {
+        struct thread *thread = structof(node, struct thread, rq_node);
+
+        if (thread_allowed(thread, cpu)) {
+            candidate = thread;
+        }
+    }
+
+    if (candidate != NULL) {
+        thread_runq_remove(src, candidate);
+        candidate->cpu = cpu;
+        thread_runq_enqueue(dst, candidate);
+    }
+
+    spinlock_unlock(&second->lock);
+    spinlock_unlock_intr_restore(&first->lock, flags);
+    return candidate != NULL;
+}
+
+/* Clock tick ------------------------------------------------------------ */
+
+/* Called by the clock interrupt on every CPU, interrupts disabled. */
+void thread_tick(void);
+
+void
+thread_tick(void)
+{
+    struct thread_runq *runq = thread_runq_local();
+    struct thread *current = runq->current;
+
+    if (!thread_ready || current == NULL) {
+        return;
+    }
+
+    if (current == runq->idle) {
+        runq->idle_ticks++;
+        return;
+    }
+
+    runq->busy_ticks++;
+
+    if (current->slice > 0) {
+        current->slice--;
+    }
+
+    if (current->slice == 0 && thread_runq_nr_queued(cpu_id()) != 0) {
+        cpu_local_write(need_resched, 1);
+    }
+}
+
+/* Calls pinned to a thread ---------------------------------------------- */
+
+struct thread_call_ctx {
+    struct thread *thread;
+    thread_call_fn_t fn;
+    void *arg;
+    bool done;
+};
+
+static void
+thread_call_remote(void *arg)
+{
+    struct thread_call_ctx *ctx = arg;
+
+    if (thread_runq_local()->current == ctx->thread) {
+        ctx->fn(ctx->thread, true, ctx->arg);
+        ctx->done = true;
+    }
+}
+
+static bool
+thread_call_if_stopped(struct thread *thread, thread_call_fn_t fn, void *arg)
+{
+    struct thread_runq *runq;
+    unsigned long flags;
+
+    runq = thread_lock_runq(thread, &flags);
+
+    if (runq->current == thread) {
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+        return false;
+    }
+
+    fn(thread, false, arg);
+    spinlock_unlock_intr_restore(&runq->lock, flags);
+    return true;
+}
+
+void
+thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
+{
+    struct thread_call_ctx ctx = { thread, fn, arg, false };
+    unsigned long flags;
+    unsigned int cpu;
+
+    assert(cpu_intr_enabled());
+
+    for (;;) {
+        flags = cpu_intr_save();
+
+        if (thread == thread_self()) {
+            fn(thread, true, arg);
+            cpu_intr_restore(flags);
+            return;
+        }
+
+        cpu_intr_restore(flags);
+        cpu = READ_ONCE(thread->cpu);
+
+        if (READ_ONCE(thread_runqs[cpu].current) == thread) {
+            xcall_call(thread_call_remote, &ctx, cpu);
+
+            if (ctx.done) {
+                return;
+            }
+        } else if (thread_call_if_stopped(thread, fn, arg)) {
+            return;
+        }
+    }
+}
+
+/* Idle threads and bootstrap -------------------------------------------- */
+
+static struct thread thread_idle_threads[CPU_MAX];
+
+/*
+ * Make the calling context the idle thread of this CPU (the boot context,
+ * or an AP's first context), so it can be switched away from.
+ */
+void thread_bootstrap_cpu(void);
+
+void
+thread_bootstrap_cpu(void)
+{
+    unsigned int cpu = cpu_id();
+    struct thread_runq *runq = &thread_runqs[cpu];
+    struct thread *idle = &thread_idle_threads[cpu];
+    char name[THREAD_NAME_SIZE];
+
+    ksnprintf(name, sizeof(name), "idle/%u", cpu);
+    thread_init_common(idle, name, THREAD_CPUMASK(cpu));
+    idle->idle = true;
+    idle->cpu = cpu;
+    idle->last_cpu = cpu;
+    idle->exited = false;
+    runq->idle = idle;
+    runq->current = idle;
+    cpu_local_write_ptr(thread, idle);
+}
+
+void
+thread_run_idle(void)
+{
+    struct thread_runq *runq = thread_runq_local();
+    unsigned int cpu = cpu_id();
+
+    assert(thread_self() == runq->idle);
+    cpu_intr_enable();
+
+    for (;;) {
+        if (thread_runq_nr_queued(cpu) == 0) {
+            thread_balance_pull(cpu);
+        }
+
+        cpu_intr_disable();
+
+        if (thread_runq_nr_queued(cpu) != 0) {
+            cpu_intr_enable();
+            thread_schedule(false);
+            continue;
+        }
+
+        cpu_idle_wait();        /* sti; hlt: no wakeup lost in between */
+    }
+}
+
+static void
+thread_intr_resched(struct trap_frame *frame)
+{
+    (void)frame;
+    lapic_eoi();
+    cpu_local_write(need_resched, 1);
+}
+
+static void
+thread_register_counters(unsigned int cpu)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    ksnprintf(name, sizeof(name), "thread_switches/%u", cpu);
+    syscnt_register(&thread_runqs[cpu].sc_switches, name);
+    ksnprintf(name, sizeof(name), "thread_migrations/%u", cpu);
+    syscnt_register(&thread_runqs[cpu].sc_migrations, name);
+}
+
+/* Bring up the scheduler structures of every possible CPU. */
+static int
+thread_setup(void)
+{
+    const char *hook = cmdline_get("perfmon.hook");
+
+    for (unsigned int cpu = 0; cpu < CPU_MAX; cpu++) {
+        spinlock_init(&thread_runqs[cpu].lock);
+        runq_list_init(&thread_runqs[cpu].list);
+    }
+
+    if (hook != NULL && strcmp(hook, "off") == 0) {
+        thread_perfmon_hook = false;
+        log_info("thread: perfmon context-switch hook disabled");
+    }
+
+    trap_register(TRAP_VEC_RESCHED, thread_intr_resched);
+    thread_bootstrap_cpu();
+    thread_register_counters(0);
+    __atomic_store_n(&thread_ready, true, __ATOMIC_RELEASE);
+    return 0;
+}
+
+INIT_OP_DEFINE(thread_setup, INIT_OP_DEP(mem_setup), INIT_OP_DEP(syscnt_setup));
+
+/* Per-AP part of the setup, on the AP itself. */
+void thread_setup_ap(void);
+
+void
+thread_setup_ap(void)
+{
+    thread_bootstrap_cpu();
+    thread_register_counters(cpu_id());
+}
+
+/* Shell command --------------------------------------------------------- */
+
+static const char *
+thread_state_name(const struct thread *thread)
+{
+    static const char *const names[] = { "run", "sleep", "dead" };
+
+    if (thread->state == THREAD_STATE_RUNNING
+        && thread_runqs[thread->cpu].current == thread) {
+        return "oncpu";
+    }
+
+    return names[thread->state];
+}
+
+static int
+thread_cmd(int argc, char **argv)
+{
+    unsigned long flags;
+
+    (void)argv;
+
+    if (argc != 1) {
+        kprintf("usage: threads\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    kprintf("%4s %-16s %3s %-6s %-18s %10s\n", "ID", "NAME", "CPU", "STATE",
+            "AFFINITY", "SWITCHES");
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+
+    for (struct thread *t = thread_list; t != NULL; t = t->all_next) {
+        kprintf("%4u %-16s %3u %-6s 0x%016lx %10lu\n", t->id, t->name,
+                t->cpu, thread_state_name(t),
+                thread_get_affinity(t) & thread_online_mask(),
+                t->nr_switches);
+    }
+
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+    return 0;
+}
+
+SHELL_COMMAND(threads, "threads", "", "list threads", thread_cmd);

@@ -2,16 +2,130 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Threads and the scheduler (work in progress: preemption control only).
+ * Kernel threads and the scheduler.
+ *
+ * Each CPU has a run queue, protected by its lock with interrupts disabled,
+ * and an idle thread.  Scheduling is preemptive round-robin with a time
+ * slice of THREAD_SLICE_TICKS; a periodic balancer moves runnable threads
+ * from busy CPUs to idle ones, within each thread's affinity.
+ *
+ * Lifetime: a thread is reference counted.  thread_create() returns a
+ * reference that the caller drops with thread_join() or thread_unref(); the
+ * scheduler holds another while the thread can still run.  The structure is
+ * freed with its last reference, so a thread may exit while others (a
+ * perfmon event, say) still look at it.
+ *
+ * Context switch hook: thread_switch_hook() in thread.c is the single place
+ * where a subsystem runs code for the thread leaving the CPU and the thread
+ * arriving, with interrupts and preemption disabled and the run queue lock
+ * held.  perfmon unloads and loads per-thread counters there.
+ *
+ * Sleeping: thread_sleep_prepare(), then check the condition, then
+ * thread_sleep() (or thread_sleep_cancel() when it already holds); a
+ * thread_wakeup() between prepare and sleep makes the sleep return at
+ * once, so no wakeup is lost.  A sleep may also return without a wakeup
+ * (after a preemption): callers always re-check their condition.  Sleeping with preemption disabled or a
+ * spinlock held is a bug and is asserted.
  */
 
 #ifndef KERN_THREAD_H
 #define KERN_THREAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
+#include "kern/init.h"
+
+#define THREAD_NAME_SIZE        24
+#define THREAD_STACK_SIZE       16384
+#define THREAD_SLICE_TICKS      10
+
+/* Affinity masks: bit N allows CPU N; THREAD_CPUMASK_ALL allows every CPU. */
+#define THREAD_CPUMASK_ALL      (~0ULL)
+#define THREAD_CPUMASK(cpu)     (1ULL << (cpu))
+
+struct thread;
+struct perfmon_td;
+
+typedef void (*thread_fn_t)(void *arg);
+
+/*
+ * Create a thread running fn(arg), allowed on the CPUs of cpumask, and make
+ * it runnable.  *threadp receives a reference.  Returns 0, -EINVAL when
+ * cpumask holds no online CPU, or -ENOMEM.  Thread context.
+ */
+int thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
+                  void *arg, uint64_t cpumask);
+
+/* Terminate the calling thread.  Its resources go with its last reference. */
+void thread_exit(void) __attribute__((noreturn));
+
+/* Wait for the thread to exit, then drop the caller's reference. */
+void thread_join(struct thread *thread);
+
+void thread_ref(struct thread *thread);
+void thread_unref(struct thread *thread);
+
+struct thread *thread_self(void);
+
+/*
+ * The CPU the thread runs on now, or, when it is not running, the CPU whose
+ * run queue holds it (where it will run next unless migrated).
+ */
+unsigned int thread_cpu(const struct thread *thread);
+
+unsigned int thread_id(const struct thread *thread);
+const char *thread_name(const struct thread *thread);
+
+/*
+ * Change the CPUs a thread may run on, effective at once: a thread running
+ * or queued on a CPU outside the new mask is moved.  When thread is the
+ * caller, the call returns on an allowed CPU.  Returns 0 or -EINVAL when
+ * the mask holds no online CPU.  Thread context.
+ */
+int thread_set_affinity(struct thread *thread, uint64_t cpumask);
+uint64_t thread_get_affinity(const struct thread *thread);
+
+void thread_yield(void);
+
+void thread_sleep_prepare(void);
+void thread_sleep(void);
+void thread_sleep_cancel(void);
+
+/* Make a sleeping thread runnable.  Any context but NMI. */
+void thread_wakeup(struct thread *thread);
+
+/* Sleep for at least ms milliseconds. */
+void thread_msleep(uint64_t ms);
+
+/* Nesting counts; the scheduler does not preempt while disabled. */
 void thread_preempt_disable(void);
 void thread_preempt_enable(void);
 bool thread_preempt_enabled(void);
+
+/* The perfmon state embedded in each thread. */
+struct perfmon_td *thread_get_perfmon_td(struct thread *thread);
+
+/*
+ * Run fn(thread, running, arg) with interrupts disabled at a point where
+ * the thread cannot be switched in or out:
+ *   - running == true: on the CPU the thread is running on, while it is the
+ *     current thread there (through an xcall, or directly when thread is
+ *     the caller);
+ *   - running == false: on the calling CPU, with the run queue that holds
+ *     the thread locked, so it cannot start running during fn.
+ * fn must not sleep.  Thread context with interrupts enabled.
+ */
+typedef void (*thread_call_fn_t)(struct thread *thread, bool running,
+                                 void *arg);
+void thread_call(struct thread *thread, thread_call_fn_t fn, void *arg);
+
+/*
+ * Start the scheduler on the calling CPU: the calling context becomes the
+ * CPU's idle thread and never returns.
+ */
+void thread_run_idle(void) __attribute__((noreturn));
+
+INIT_OP_DECLARE(thread_setup);
 
 #endif /* KERN_THREAD_H */

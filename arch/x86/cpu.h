@@ -96,6 +96,9 @@ struct cpu_info {
 struct cpu {
     struct cpu *self;
     unsigned int id;
+    unsigned int preempt_count;     /* kern/thread.c, through GS */
+    unsigned int need_resched;      /* kern/thread.c, through GS */
+    void *thread;                   /* current thread (kern/thread.c) */
     uint32_t apic_id;
     volatile bool online;           /* set by the CPU itself, once */
     volatile bool idle;             /* in the idle loop (for `cpus`) */
@@ -109,6 +112,7 @@ struct cpu {
 
 unsigned int cpu_id(void);
 bool cpu_intr_enabled(void);
+void cpu_pause(void);
 
 #else /* TALLY_HOST_TEST */
 
@@ -210,6 +214,43 @@ cpu_id(void)
     __asm__ __volatile__("movl %%gs:8, %0" : "=r"(id));
     return id;
 }
+
+/*
+ * Add to or read a 32-bit field of the calling CPU's struct cpu in one
+ * instruction, so that an interrupt (and a migration) cannot split it.
+ */
+#define cpu_local_add(field, delta)                                     \
+    __asm__ __volatile__("addl %1, %%gs:%c0"                            \
+                         : : "i"(__builtin_offsetof(struct cpu, field)), \
+                             "ir"(delta) : "memory", "cc")
+
+#define cpu_local_read(field)                                           \
+    ({                                                                  \
+        unsigned int cpu_local_v_;                                      \
+        __asm__ __volatile__("movl %%gs:%c1, %0" : "=r"(cpu_local_v_)   \
+                             : "i"(__builtin_offsetof(struct cpu, field)) \
+                             : "memory");                              \
+        cpu_local_v_;                                                   \
+    })
+
+#define cpu_local_read_ptr(field)                                       \
+    ({                                                                  \
+        void *cpu_local_p_;                                             \
+        __asm__ __volatile__("movq %%gs:%c1, %0" : "=r"(cpu_local_p_)   \
+                             : "i"(__builtin_offsetof(struct cpu, field)) \
+                             : "memory");                              \
+        cpu_local_p_;                                                   \
+    })
+
+#define cpu_local_write_ptr(field, value)                               \
+    __asm__ __volatile__("movq %1, %%gs:%c0"                            \
+                         : : "i"(__builtin_offsetof(struct cpu, field)), \
+                             "r"((void *)(value)) : "memory")
+
+#define cpu_local_write(field, value)                                   \
+    __asm__ __volatile__("movl %1, %%gs:%c0"                            \
+                         : : "i"(__builtin_offsetof(struct cpu, field)), \
+                             "ir"(value) : "memory")
 
 static inline uint64_t
 cpu_get_cr2(void)

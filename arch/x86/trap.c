@@ -17,6 +17,8 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/panic.h"
+#include "kern/printf.h"
+#include "kern/syscnt.h"
 
 #define TRAP_NMI_MAX_HANDLERS   8
 
@@ -54,6 +56,9 @@ static trap_nmi_fn_t trap_nmi_handlers[TRAP_NMI_MAX_HANDLERS];
 static unsigned int trap_nr_nmi_handlers;
 
 static uint64_t trap_unclaimed_nmis;
+
+/* NMIs received per CPU (all sources), registered as each CPU starts. */
+static struct syscnt trap_sc_nmis[CPU_MAX];
 
 static const char *const trap_names[TRAP_NR_EXCEPTIONS] = {
     [0] = "divide error",
@@ -151,6 +156,15 @@ trap_nmi_register(trap_nmi_fn_t fn)
                      __ATOMIC_RELEASE);
 }
 
+void
+trap_setup_cpu(void)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    ksnprintf(name, sizeof(name), "nmi/%u", cpu_id());
+    syscnt_register(&trap_sc_nmis[cpu_id()], name);
+}
+
 uint64_t
 trap_nr_unclaimed_nmis(void)
 {
@@ -178,6 +192,7 @@ trap_handle_nmi(struct trap_frame *frame)
     bool claimed = false;
 
     cpu_self()->nmi_nesting++;
+    syscnt_inc(&trap_sc_nmis[cpu_id()]);
 
     /* Every handler sees every NMI: several sources may have fired at once. */
     for (unsigned int i = 0; i < n; i++) {

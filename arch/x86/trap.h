@@ -64,6 +64,9 @@ typedef bool (*trap_nmi_fn_t)(struct trap_frame *frame);
 /* Build the IDT (once, shared by all CPUs). */
 void trap_setup(void);
 
+/* Register the calling CPU's NMI counter (nmi/N). */
+void trap_setup_cpu(void);
+
 /* Load the IDT on the calling CPU. */
 void trap_load(void);
 

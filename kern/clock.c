@@ -1,0 +1,75 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The system clock: the local APIC timer of every CPU interrupts CLOCK_HZ
+ * times a second; the boot CPU's advances the time, every CPU's expires its
+ * timers and accounts its scheduler time slice.
+ */
+
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/trap.h"
+#include "kern/clock.h"
+#include "kern/init.h"
+#include "kern/log.h"
+#include "kern/printf.h"
+#include "kern/syscnt.h"
+#include "kern/thread.h"
+#include "kern/timer.h"
+
+void thread_tick(void);
+void timer_tick(void);
+
+static uint64_t clock_ticks;
+static struct syscnt clock_sc_ticks[CPU_MAX];
+
+uint64_t
+clock_get_time(void)
+{
+    return __atomic_load_n(&clock_ticks, __ATOMIC_ACQUIRE);
+}
+
+static void
+clock_intr(struct trap_frame *frame)
+{
+    (void)frame;
+    lapic_eoi();
+    syscnt_inc(&clock_sc_ticks[cpu_id()]);
+
+    if (cpu_id() == 0) {
+        __atomic_fetch_add(&clock_ticks, 1, __ATOMIC_RELEASE);
+    }
+
+    timer_tick();
+    thread_tick();
+}
+
+/* Start this CPU's clock interrupt (the boot CPU here, APs in smp.c). */
+void clock_start_cpu(void);
+
+void
+clock_start_cpu(void)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    ksnprintf(name, sizeof(name), "clock_ticks/%u", cpu_id());
+    syscnt_register(&clock_sc_ticks[cpu_id()], name);
+    trap_setup_cpu();
+    lapic_setup_cpu();
+}
+
+static int
+clock_setup(void)
+{
+    trap_register(TRAP_VEC_TIMER, clock_intr);
+    clock_start_cpu();
+    cpu_intr_enable();
+    log_info("clock: %u Hz tick on every CPU", CLOCK_HZ);
+    return 0;
+}
+
+INIT_OP_DEFINE(clock_setup, INIT_OP_DEP(lapic_setup),
+               INIT_OP_DEP(thread_setup), INIT_OP_DEP(syscnt_setup));

@@ -1,0 +1,340 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core.
+ *
+ * PMU drivers register devices (struct perfmon_dev): an operation table, a
+ * counter width and a number of counters.  Users count events with struct
+ * perfmon_event, attached either to a thread (counting only while that
+ * thread runs, on any CPU) or to a CPU (counting everything that runs
+ * there).  The core shares one counter between events that ask for the same
+ * raw event, extends the device's narrow counters to 64 bits, catches every
+ * wrap through the device's overflow interrupt or, when it has none, a poll
+ * timer, and lets other drivers hook the overflow interrupt through a
+ * callback registry.
+ *
+ * Contexts: unless stated otherwise, functions are called from thread
+ * context with interrupts enabled (asserted), and may issue xcalls.  An
+ * event is owned by its user: calls on one event must not run concurrently
+ * (different events, even on the same thread or counter, may be used from
+ * any number of threads at once).
+ */
+
+#ifndef KERN_PERFMON_H
+#define KERN_PERFMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kern/init.h"
+#include "kern/macros.h"
+#include "kern/perfmon_types.h"
+
+struct thread;
+struct trap_frame;
+
+/*
+ * Generic events.  A device translates those it can count into its raw
+ * event codes; the software events are counted by the software PMU
+ * (drivers/pmu/soft.c), the others by hardware PMUs.
+ */
+#define PERFMON_EV_CYCLE            0   /* "cycles" */
+#define PERFMON_EV_REF_CYCLE        1   /* "ref-cycles" */
+#define PERFMON_EV_INSTRUCTION      2   /* "instructions" */
+#define PERFMON_EV_CACHE_REF        3   /* "cache-references" */
+#define PERFMON_EV_CACHE_MISS       4   /* "cache-misses" */
+#define PERFMON_EV_BRANCH           5   /* "branches" */
+#define PERFMON_EV_BRANCH_MISS      6   /* "branch-misses" */
+#define PERFMON_EV_TASK_CLOCK       7   /* "task-clock", "cpu-clock": TSC cycles */
+#define PERFMON_EV_CONTEXT_SWITCH   8   /* "context-switches" */
+#define PERFMON_EV_MIGRATION        9   /* "cpu-migrations" */
+#define PERFMON_EV_INTERRUPT        10  /* "interrupts" */
+#define PERFMON_EV_XCALL            11  /* "xcalls" */
+#define PERFMON_EV_NMI              12  /* "nmis" */
+#define PERFMON_EV_TEST             13  /* "test": softpmu_test_add() */
+#define PERFMON_NR_EVENTS           14
+
+/* Event flags: at least one of KERN and USER. */
+#define PERFMON_EF_KERN     0x1     /* count in kernel mode */
+#define PERFMON_EF_USER     0x2     /* count in user mode */
+#define PERFMON_EF_RAW      0x4     /* id is a raw event code of the device */
+#define PERFMON_EF_MODE     (PERFMON_EF_KERN | PERFMON_EF_USER)
+#define PERFMON_EF_MASK     (PERFMON_EF_MODE | PERFMON_EF_RAW)
+
+/*
+ * Device operations.
+ *
+ * Global operations (translate, alloc, free) are serialised by the core: it
+ * calls them with its allocator lock held and preemption disabled, so they
+ * must not sleep.  Processor-local operations (start, stop, read) act on
+ * the calling CPU's hardware, with interrupts and preemption disabled; read
+ * is also called from NMI context.  hw ids are the device's own counter
+ * numbers, below 64.
+ *
+ * translate: store the raw code of generic event event_id in *raw_eventp;
+ *   -ENOENT when the device cannot count it.
+ * alloc: reserve a hardware counter able to count raw_event with the mode
+ *   flags (PERFMON_EF_MODE bits), store its hw id in *hw_idp; -EAGAIN when
+ *   every suitable counter is taken, -ENOENT when the device cannot count
+ *   raw_event.
+ * free: release a counter reserved by alloc.
+ * start: program and enable the counter on this CPU.
+ * stop: disable the counter on this CPU.
+ * read: the counter's raw value on this CPU (the core keeps the low width
+ *   bits).
+ * handle_overflow_intr (optional, NMI context, this CPU): find which of the
+ *   device's counters overflowed, acknowledge them and return their mask
+ *   (bit N for hw id N), or 0 when the interrupt is not the device's.  A
+ *   device without it has no overflow interrupt: the core polls it.
+ */
+struct perfmon_dev_ops {
+    int (*translate)(uint64_t *raw_eventp, unsigned int event_id);
+    int (*alloc)(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags);
+    void (*free)(unsigned int hw_id);
+    void (*start)(unsigned int hw_id, uint64_t raw_event, unsigned int flags);
+    void (*stop)(unsigned int hw_id);
+    uint64_t (*read)(unsigned int hw_id);
+    uint64_t (*handle_overflow_intr)(void);
+};
+
+/* A named raw event a device offers (for perfmon_dev_lookup_event()). */
+struct perfmon_dev_event {
+    const char *name;
+    uint64_t raw_event;
+};
+
+/*
+ * A PMU device.  The driver fills the public fields and calls
+ * perfmon_register(); the structure must then live forever and the driver
+ * must not change it.
+ *
+ * poll_ms: 0 lets the core choose: no polling when the device has an
+ * overflow interrupt, otherwise an interval derived from the width and the
+ * CPU frequency (see perfmon_dev_info.poll_ms).  Nonzero: poll at that
+ * interval, also when there is an interrupt (for counters that never raise
+ * one).
+ */
+struct perfmon_dev {
+    const char *name;                   /* unique, e.g. "intel", "soft" */
+    const struct perfmon_dev_ops *ops;
+    unsigned int width;                 /* counter bits, 1..64 */
+    unsigned int nr_pmcs;               /* counters, 1..PERFMON_DEV_MAX_PMCS */
+    unsigned int poll_ms;
+    const struct perfmon_dev_event *events;   /* may be NULL */
+    unsigned int nr_events;
+
+    /* Private to the core. */
+    unsigned int index;                 /* in the device table */
+    unsigned int poll_interval_ms;      /* effective, 0 when not polled */
+    bool registered;
+};
+
+/*
+ * Register a device.  Returns 0, -EINVAL for a NULL device, name or
+ * operation table, a missing mandatory operation, a width outside 1..64
+ * or a counter count outside 1..PERFMON_DEV_MAX_PMCS, -EEXIST when it or a
+ * device of the same name is already registered, -ENOSPC when
+ * PERFMON_MAX_DEVS are.  Thread context, after perfmon_setup.
+ */
+int perfmon_register(struct perfmon_dev *dev);
+
+/* Devices in registration order: index 0..perfmon_nr_devs() - 1. */
+unsigned int perfmon_nr_devs(void);
+struct perfmon_dev *perfmon_dev_get(unsigned int index);   /* NULL past end */
+struct perfmon_dev *perfmon_dev_find(const char *name);    /* NULL if none */
+
+/* What `perfmon info` shows about a device.  Any context but NMI. */
+struct perfmon_dev_info {
+    const char *name;
+    unsigned int width;
+    unsigned int nr_pmcs;
+    unsigned int nr_pmcs_used;          /* allocated counters now */
+    bool overflow_intr;                 /* has an overflow interrupt */
+    unsigned int poll_ms;               /* poll interval, 0 when not polled */
+};
+
+int perfmon_dev_get_info(const struct perfmon_dev *dev,
+                         struct perfmon_dev_info *info);
+
+/*
+ * Name of generic event id ("cycles"), or NULL for an unknown id.
+ */
+const char *perfmon_event_name(unsigned int id);
+
+/*
+ * Look an event name up.  With dev NULL: the generic names only.  With a
+ * device: its own named raw events first (*flagsp = PERFMON_EF_RAW,
+ * *idp = raw code), then the generic events it can count (*flagsp = 0,
+ * *idp = generic id).  Returns 0, -EINVAL for a NULL argument, -ENOENT
+ * when the name is unknown or the device cannot count it.
+ */
+int perfmon_lookup_event(const struct perfmon_dev *dev, const char *name,
+                         uint64_t *idp, unsigned int *flagsp);
+
+/*
+ * Counters in use, for `perfmon info`: fn is called once per allocated
+ * counter, with the allocator lock held (fn must not sleep or call into
+ * perfmon).  users[] describes up to PERFMON_PMC_INFO_MAX_USERS of its
+ * events; thread names stay valid during the call.
+ */
+#define PERFMON_PMC_INFO_MAX_USERS  8
+
+struct perfmon_pmc_user {
+    const struct thread *thread;        /* NULL for a CPU event */
+    unsigned int cpu;                   /* for a CPU event */
+};
+
+struct perfmon_pmc_info {
+    const struct perfmon_dev *dev;
+    unsigned int index;                 /* counter slot in the device */
+    unsigned int hw_id;
+    uint64_t raw_event;
+    unsigned int flags;                 /* PERFMON_EF_MODE bits */
+    unsigned int nr_users;              /* events sharing the counter */
+    struct perfmon_pmc_user users[PERFMON_PMC_INFO_MAX_USERS];
+};
+
+typedef void (*perfmon_pmc_fn_t)(const struct perfmon_pmc_info *info,
+                                 void *arg);
+
+void perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg);
+
+/*
+ * An event.  The caller owns the storage; all fields are private to the
+ * core.
+ */
+struct perfmon_event {
+    uint64_t id;                        /* generic id or raw code */
+    unsigned int flags;
+    unsigned int state;
+    struct perfmon_dev *dev;            /* chosen device, or NULL */
+    unsigned int slot;                  /* global counter slot */
+    struct thread *thread;              /* attached thread, holds a ref */
+    unsigned int cpu;                   /* attached CPU */
+    uint64_t start;                     /* td or CPU value at attach */
+    uint64_t value;                     /* count of finished attachments */
+    struct perfmon_event *next_user;    /* on the counter's user list */
+};
+
+/*
+ * Initialise an event for generic event id, or raw code id of its device
+ * with PERFMON_EF_RAW.  Returns 0, or -EINVAL for a NULL event, unknown flag
+ * bits, no mode bit, or an unknown generic id.  The count starts at 0.
+ */
+int perfmon_event_init(struct perfmon_event *event, uint64_t id,
+                       unsigned int flags);
+
+/*
+ * Choose the device that counts the event (NULL: the default).  By default
+ * a generic event goes to the first registered device that can count it and
+ * a raw event to the first registered device.  Returns 0, -EINVAL for a
+ * NULL or attached event, -ENODEV when dev is not registered.
+ */
+int perfmon_event_set_dev(struct perfmon_event *event,
+                          struct perfmon_dev *dev);
+
+/*
+ * Attach an initialised or detached event to a thread, which may be the
+ * caller, running elsewhere, sleeping, or already exited; the event holds a
+ * reference on the thread until detached.  Counting starts now.
+ * Returns 0, or:
+ *   -EINVAL  NULL argument, or the event is attached or not initialised
+ *   -ENODEV  no device registered
+ *   -ENOENT  no device can count the event (or the raw code is refused)
+ *   -EAGAIN  every counter of the device is taken
+ * and leaves everything unchanged on error.
+ */
+int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
+
+/*
+ * Attach an event to a CPU: it counts everything that runs there.  Errors
+ * as perfmon_event_attach(), plus -EINVAL for a CPU that is not online.
+ */
+int perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu);
+
+/*
+ * Stop counting and release the counter (and the thread reference).  The
+ * event keeps its final count and may be attached again, counting on from
+ * there.  Returns 0, or -EINVAL for a NULL event or one not attached.
+ */
+int perfmon_event_detach(struct perfmon_event *event);
+
+/*
+ * The event's 64-bit count, up to date: a CPU event syncs on its CPU (no
+ * xcall when it is the caller's), a thread event on the CPU the thread runs
+ * on (none when it is the caller or not running).  0 for a NULL event.
+ */
+uint64_t perfmon_event_read(struct perfmon_event *event);
+
+bool perfmon_event_attached(const struct perfmon_event *event);
+
+/*
+ * Context switch hook (kern/thread.c): unload the counters of the thread
+ * leaving the CPU, then load those of the thread arriving.  Interrupts and
+ * preemption disabled, the run queue lock held.  A thread without events
+ * costs one test.
+ */
+void perfmon_td_load_slow(struct perfmon_td *td);
+void perfmon_td_unload_slow(struct perfmon_td *td);
+
+static inline void
+perfmon_td_load(struct perfmon_td *td)
+{
+    if (unlikely(td->active_mask != 0)) {
+        perfmon_td_load_slow(td);
+    }
+}
+
+static inline void
+perfmon_td_unload(struct perfmon_td *td)
+{
+    if (unlikely(td->loaded_mask != 0)) {
+        perfmon_td_unload_slow(td);
+    }
+}
+
+/*
+ * Overflow interrupt of a device, on the calling CPU, from the driver's
+ * NMI handler (or another interrupt handler with interrupts disabled):
+ * ask the device which counters overflowed, fold them into the 64-bit
+ * values, then run the registered callbacks.  Takes no lock.  Returns true
+ * when the interrupt was the device's.
+ */
+bool perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame);
+
+/*
+ * Overflow-interrupt callbacks, for drivers that must act on the PMC
+ * interrupt without owning it (branch-record capture).  On each overflow
+ * interrupt, after the device has reported which counters overflowed, fn
+ * runs in NMI context on the interrupted CPU with the device, the CPU, the
+ * device's overflow mask (bit N for hw id N) and the interrupted frame.  It
+ * must take no lock.
+ *
+ * perfmon_intr_register() returns a handle (>= 0), or -EINVAL for a NULL
+ * fn, -ENOSPC when PERFMON_MAX_INTR_CALLBACKS are registered.
+ * perfmon_intr_unregister() returns 0 once no CPU is running or can still
+ * start fn for that registration: its state may then be freed.  -EINVAL
+ * for a handle that is not registered.  Thread context with interrupts
+ * enabled; it never blocks an NMI.
+ */
+#define PERFMON_MAX_INTR_CALLBACKS  8
+
+typedef void (*perfmon_intr_fn_t)(struct perfmon_dev *dev, unsigned int cpu,
+                                  uint64_t ovf_mask, struct trap_frame *frame,
+                                  void *arg);
+
+int perfmon_intr_register(perfmon_intr_fn_t fn, void *arg);
+int perfmon_intr_unregister(int handle);
+
+INIT_OP_DECLARE(perfmon_setup);
+
+#ifdef TALLY_HOST_TEST
+/*
+ * Forget every device, counter, callback and count, then set the module up
+ * again as perfmon_setup does at boot (host tests only).
+ */
+void perfmon_reset(void);
+#endif
+
+#endif /* KERN_PERFMON_H */

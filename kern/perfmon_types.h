@@ -1,0 +1,66 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring: the types other modules embed.  struct thread
+ * embeds a struct perfmon_td, which thread creation clears with
+ * perfmon_td_init() before the thread can run; everything else about it is
+ * private to kern/perfmon.c.
+ */
+
+#ifndef KERN_PERFMON_TYPES_H
+#define KERN_PERFMON_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Counter slots.  Each registered device owns PERFMON_DEV_MAX_PMCS
+ * consecutive slots of a system-wide table of PERFMON_MAX_PMCS logical
+ * counters; a slot index names the same counter on every CPU and in every
+ * thread, which is what lets a monitored thread migrate freely.  A 64-bit
+ * mask covers all the slots.
+ */
+#define PERFMON_MAX_DEVS        4
+#define PERFMON_DEV_MAX_PMCS    16
+#define PERFMON_MAX_PMCS        (PERFMON_MAX_DEVS * PERFMON_DEV_MAX_PMCS)
+
+/*
+ * A thread's share of one counter slot.
+ *
+ * nr_refs counts the thread's events on the slot.  While the slot is loaded
+ * (bit set in td->loaded_mask), the thread is running on td->cpu and the
+ * counter runs there: what it counts is cpu_value minus cpu_snapshot, the
+ * per-CPU 64-bit value of the slot when it was loaded.  At unload that
+ * difference is added to value, so value is the count of everything that
+ * happened while the thread ran, on whatever CPUs.
+ */
+struct perfmon_td_pmc {
+    unsigned int nr_refs;
+    uint64_t cpu_snapshot;
+    uint64_t value;
+};
+
+/*
+ * Per-thread perfmon state.
+ *
+ * Access: only with interrupts disabled, on the CPU running the thread while
+ * it is current there, or with the run queue that holds the thread locked
+ * (thread_call() provides both; the context switch hook runs in the first
+ * case).  This exclusion is the "thread perfmon state" level of the lock
+ * order in kern/perfmon.c; no lock of its own is needed.
+ *
+ * active_mask is the one word the context switch hook looks at: zero means
+ * the thread has no event and load/unload do nothing else.
+ */
+struct perfmon_td {
+    uint64_t active_mask;               /* slots with nr_refs > 0 */
+    uint64_t loaded_mask;               /* slots counting on cpu now */
+    unsigned int cpu;                   /* valid when loaded_mask != 0 */
+    struct perfmon_td_pmc pmcs[PERFMON_MAX_PMCS];
+};
+
+/* Clear a thread's perfmon state (thread creation, before it runs). */
+void perfmon_td_init(struct perfmon_td *td);
+
+#endif /* KERN_PERFMON_TYPES_H */

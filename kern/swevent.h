@@ -1,0 +1,69 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Software events: counts of kernel activity (context switches, migrations,
+ * interrupts, xcalls, NMIs, and a test event) that the software PMU
+ * (drivers/pmu/soft.c) turns into perfmon counters.
+ *
+ * Kernel code reports an event with swevent_add(id, n), from any context,
+ * NMI handlers included.  While no counter counts id anywhere, that costs
+ * one load of a shared, read-mostly word and a predicted branch.
+ * Otherwise the handler the software PMU installed runs with interrupts
+ * disabled on the calling CPU and adds n to the counters of id running
+ * there.
+ *
+ * Why a system-wide check rather than a per-CPU one: reading "the flag of
+ * my CPU" takes two steps (cpu_id(), then the flag), and a thread moved to
+ * another CPU between them would read the old CPU's flag and could miss a
+ * count of its own event.  A count of active counters per id has no such
+ * window: a thread's counter is started on its CPU before it runs there.
+ */
+
+#ifndef KERN_SWEVENT_H
+#define KERN_SWEVENT_H
+
+#include <stdint.h>
+
+#include "kern/macros.h"
+
+#define SWEVENT_CONTEXT_SWITCH  0
+#define SWEVENT_MIGRATION       1
+#define SWEVENT_INTERRUPT       2
+#define SWEVENT_XCALL           3
+#define SWEVENT_NMI             4
+#define SWEVENT_TEST            5
+#define SWEVENT_NR              6
+
+/* Counters of each id running now, on all CPUs (atomic). */
+extern unsigned int swevent_nr_active[SWEVENT_NR];
+
+/* Slow path of swevent_add(): an id is counted somewhere. */
+void swevent_count(unsigned int id, uint64_t n);
+
+static inline void
+swevent_add(unsigned int id, uint64_t n)
+{
+    if (likely(__atomic_load_n(&swevent_nr_active[id], __ATOMIC_RELAXED)
+               == 0)) {
+        return;
+    }
+
+    swevent_count(id, n);
+}
+
+/*
+ * The software PMU's side.  The handler runs with interrupts disabled on
+ * the CPU where the events happened (maybe in NMI context).  A counter of
+ * id running on a CPU must be announced with swevent_activate(id) before it
+ * starts counting, and withdrawn with swevent_deactivate(id) after it
+ * stops.  Any context but NMI for these two; the handler is set once, at
+ * boot.
+ */
+typedef void (*swevent_handler_t)(unsigned int id, uint64_t n);
+
+void swevent_set_handler(swevent_handler_t handler);
+void swevent_activate(unsigned int id);
+void swevent_deactivate(unsigned int id);
+
+#endif /* KERN_SWEVENT_H */

@@ -1,0 +1,139 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Cross-CPU calls.
+ *
+ * Each (destination, source) pair of CPUs has its own mailbox slot, so
+ * calls from many CPUs to one never contend on a lock: the source fills its
+ * slot in the destination's row, publishes it (release), sends the xcall
+ * IPI and spins until the destination clears the pending flag (acquire).
+ * The destination's IPI handler scans its row.  The source spins with
+ * interrupts enabled, so it keeps serving calls made to it meanwhile.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/trap.h"
+#include "kern/assert.h"
+#include "kern/error.h"
+#include "kern/init.h"
+#include "kern/macros.h"
+#include "kern/printf.h"
+#include "kern/swevent.h"
+#include "kern/syscnt.h"
+#include "kern/thread.h"
+#include "kern/xcall.h"
+
+struct xcall_slot {
+    xcall_fn_t fn;
+    void *arg;
+    bool pending;                   /* release by the source, cleared by dst */
+} __aligned(CACHE_LINE_SIZE);
+
+/* Statistics of one CPU. */
+struct xcall_cpu {
+    struct syscnt sc_sent;
+    struct syscnt sc_received;
+} __aligned(CACHE_LINE_SIZE);
+
+/* xcall_slots[dst][src]. */
+static struct xcall_slot xcall_slots[CPU_MAX][CPU_MAX];
+static struct xcall_cpu xcall_cpus[CPU_MAX];
+
+static void
+xcall_run_local(xcall_fn_t fn, void *arg)
+{
+    unsigned long flags = cpu_intr_save();
+
+    fn(arg);
+    cpu_intr_restore(flags);
+}
+
+int
+xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
+{
+    struct xcall_slot *slot;
+    unsigned int self;
+
+    assert(cpu_intr_enabled());
+
+    if (cpu >= cpu_count()) {
+        return -EINVAL;
+    }
+
+    thread_preempt_disable();
+    self = cpu_id();
+
+    if (cpu == self) {
+        xcall_run_local(fn, arg);
+        thread_preempt_enable();
+        return 0;
+    }
+
+    slot = &xcall_slots[cpu][self];
+    assert(!slot->pending);
+    slot->fn = fn;
+    slot->arg = arg;
+    __atomic_store_n(&slot->pending, true, __ATOMIC_RELEASE);
+    syscnt_inc(&xcall_cpus[self].sc_sent);
+    lapic_ipi_send(cpu_table[cpu].apic_id, TRAP_VEC_XCALL);
+
+    while (__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
+        cpu_pause();
+    }
+
+    thread_preempt_enable();
+    return 0;
+}
+
+static void
+xcall_intr(struct trap_frame *frame)
+{
+    unsigned int self = cpu_id(), n = cpu_count();
+
+    (void)frame;
+    lapic_eoi();
+
+    for (unsigned int src = 0; src < n; src++) {
+        struct xcall_slot *slot = &xcall_slots[self][src];
+
+        if (!__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+
+        slot->fn(slot->arg);
+        syscnt_inc(&xcall_cpus[self].sc_received);
+        swevent_add(SWEVENT_XCALL, 1);
+        __atomic_store_n(&slot->pending, false, __ATOMIC_RELEASE);
+    }
+}
+
+/* Per-CPU counters, registered by each CPU as it comes online. */
+void xcall_setup_cpu(void);
+
+void
+xcall_setup_cpu(void)
+{
+    char name[SYSCNT_NAME_SIZE];
+    unsigned int cpu = cpu_id();
+
+    ksnprintf(name, sizeof(name), "xcall_sent/%u", cpu);
+    syscnt_register(&xcall_cpus[cpu].sc_sent, name);
+    ksnprintf(name, sizeof(name), "xcall_received/%u", cpu);
+    syscnt_register(&xcall_cpus[cpu].sc_received, name);
+}
+
+static int
+xcall_setup(void)
+{
+    trap_register(TRAP_VEC_XCALL, xcall_intr);
+    xcall_setup_cpu();
+    return 0;
+}
+
+INIT_OP_DEFINE(xcall_setup, INIT_OP_DEP(lapic_setup),
+               INIT_OP_DEP(syscnt_setup));

@@ -1,0 +1,30 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Cross-CPU calls.
+ *
+ * xcall_call(fn, arg, cpu) runs fn(arg) on the given CPU, with interrupts
+ * disabled there, and returns once fn has returned.  A call for the local
+ * CPU runs fn directly (with interrupts disabled).  Calls from many CPUs to
+ * one CPU are all served, one at a time.
+ *
+ * Context: thread context with interrupts enabled (asserted): a CPU
+ * waiting for its call keeps serving calls made to it, so two CPUs calling
+ * each other cannot deadlock.  fn runs in interrupt context: it must not
+ * sleep, and must not take a lock that is held with interrupts enabled.
+ */
+
+#ifndef KERN_XCALL_H
+#define KERN_XCALL_H
+
+#include "kern/init.h"
+
+typedef void (*xcall_fn_t)(void *arg);
+
+/* Returns 0, or -EINVAL when cpu is not online. */
+int xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu);
+
+INIT_OP_DECLARE(xcall_setup);
+
+#endif /* KERN_XCALL_H */
