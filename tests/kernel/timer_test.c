@@ -1,0 +1,388 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * In-kernel tests of timers and the clock (kern/timer.h, kern/clock.h):
+ * TIMER_INTR timers fire in expiry order (ties in scheduling order), never
+ * early, on the CPU that scheduled them, with interrupts disabled;
+ * thread-context timers run with interrupts and preemption enabled and may
+ * sleep and issue xcalls; rescheduling moves a timer; timer_cancel() of a
+ * pending timer returns true and it never fires, of an idle one false, and
+ * waits for a function running on another CPU; thread_msleep() sleeps at
+ * least the time asked.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/clock.h"
+#include "kern/ktest.h"
+#include "kern/thread.h"
+#include "kern/timer.h"
+#include "kern/xcall.h"
+
+#define TIMER_TEST_MAX      8
+
+/* One firing, in firing order. */
+struct timer_test_fire {
+    unsigned int index;
+    uint64_t now;
+    unsigned int cpu;
+    bool intr_enabled;
+    bool preempt_enabled;
+};
+
+static struct timer timer_test_timers[TIMER_TEST_MAX];
+static struct timer_test_fire timer_test_fires[TIMER_TEST_MAX * 2];
+static unsigned int timer_test_nr_fires;            /* atomic */
+
+static void
+timer_test_record(struct timer *timer)
+{
+    unsigned int i = __atomic_fetch_add(&timer_test_nr_fires, 1,
+                                        __ATOMIC_ACQ_REL);
+
+    if (i >= TIMER_TEST_MAX * 2) {
+        return;
+    }
+
+    timer_test_fires[i].index = timer - timer_test_timers;
+    timer_test_fires[i].now = clock_get_time();
+    timer_test_fires[i].cpu = cpu_id();
+    timer_test_fires[i].intr_enabled = cpu_intr_enabled();
+    timer_test_fires[i].preempt_enabled = thread_preempt_enabled();
+}
+
+static void
+timer_test_reset(void)
+{
+    __atomic_store_n(&timer_test_nr_fires, 0, __ATOMIC_RELEASE);
+}
+
+static unsigned int
+timer_test_fired(void)
+{
+    return __atomic_load_n(&timer_test_nr_fires, __ATOMIC_ACQUIRE);
+}
+
+/* Wait (sleeping) until count firings or ms pass; returns the count. */
+static unsigned int
+timer_test_wait_fires(unsigned int count, unsigned int ms)
+{
+    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
+
+    while (timer_test_fired() < count && clock_get_time() < deadline) {
+        thread_msleep(1);
+    }
+
+    return timer_test_fired();
+}
+
+static uint64_t
+timer_test_pin_self(unsigned int *cpup)
+{
+    struct thread *self = thread_self();
+    uint64_t saved = thread_get_affinity(self);
+
+    thread_preempt_disable();
+    *cpup = cpu_id();
+    thread_preempt_enable();
+    thread_set_affinity(self, THREAD_CPUMASK(*cpup));
+    return saved;
+}
+
+static int
+timer_test_intr_order(void)
+{
+    static const uint64_t delay[] = { 40, 10, 25, 25, 5, 25 };
+    static const unsigned int want[] = { 4, 1, 2, 3, 5, 0 };
+    uint64_t now, when[6];
+    unsigned int cpu, n;
+    uint64_t saved;
+
+    timer_test_reset();
+    saved = timer_test_pin_self(&cpu);
+    now = clock_get_time();
+
+    for (unsigned int i = 0; i < 6; i++) {
+        when[i] = now + delay[i];
+        timer_init(&timer_test_timers[i], timer_test_record, TIMER_INTR);
+        timer_schedule(&timer_test_timers[i], when[i]);
+        KTEST_ASSERT(timer_scheduled(&timer_test_timers[i]));
+    }
+
+    n = timer_test_wait_fires(6, 1000);
+    thread_set_affinity(thread_self(), saved);
+    KTEST_ASSERT_EQ(n, 6);
+
+    for (unsigned int i = 0; i < 6; i++) {
+        const struct timer_test_fire *f = &timer_test_fires[i];
+
+        KTEST_ASSERT_EQ(f->index, want[i]);
+        KTEST_ASSERT(f->now >= when[f->index]);
+        KTEST_ASSERT_EQ(f->cpu, cpu);
+        KTEST_ASSERT(!f->intr_enabled);
+        KTEST_ASSERT(!timer_scheduled(&timer_test_timers[i]));
+    }
+
+    thread_msleep(5);
+    KTEST_ASSERT_EQ(timer_test_fired(), 6);     /* one-shot */
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, intr_fire_in_order, timer_test_intr_order);
+
+/* Thread-context timers, in order too, in thread context. */
+static int
+timer_test_thread_order(void)
+{
+    static const uint64_t delay[] = { 30, 10, 20, 10 };
+    static const unsigned int want[] = { 1, 3, 2, 0 };
+    uint64_t now, when[4];
+    unsigned int cpu, n;
+    uint64_t saved;
+
+    timer_test_reset();
+    saved = timer_test_pin_self(&cpu);
+    now = clock_get_time();
+
+    for (unsigned int i = 0; i < 4; i++) {
+        when[i] = now + delay[i];
+        timer_init(&timer_test_timers[i], timer_test_record, 0);
+        timer_schedule(&timer_test_timers[i], when[i]);
+    }
+
+    n = timer_test_wait_fires(4, 1000);
+    thread_set_affinity(thread_self(), saved);
+    KTEST_ASSERT_EQ(n, 4);
+
+    for (unsigned int i = 0; i < 4; i++) {
+        const struct timer_test_fire *f = &timer_test_fires[i];
+
+        KTEST_ASSERT_EQ(f->index, want[i]);
+        KTEST_ASSERT(f->now >= when[f->index]);
+        KTEST_ASSERT_EQ(f->cpu, cpu);
+        KTEST_ASSERT(f->intr_enabled);
+        KTEST_ASSERT(f->preempt_enabled);
+    }
+
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, thread_fire_in_order, timer_test_thread_order);
+
+/* A thread-context function may sleep and issue xcalls (perfmon polls). */
+static volatile unsigned int timer_test_xcall_hits;
+static volatile bool timer_test_heavy_done;
+static int timer_test_heavy_error;
+
+static void
+timer_test_xcall_fn(void *arg)
+{
+    (void)arg;
+    timer_test_xcall_hits++;
+}
+
+static void
+timer_test_heavy_fn(struct timer *timer)
+{
+    (void)timer;
+    thread_msleep(2);
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        int error = xcall_call(timer_test_xcall_fn, NULL, cpu);
+
+        if (error) {
+            timer_test_heavy_error = error;
+        }
+    }
+
+    timer_test_heavy_done = true;
+}
+
+static int
+timer_test_thread_may_sleep_and_xcall(void)
+{
+    struct timer *timer = &timer_test_timers[0];
+    uint64_t deadline;
+
+    timer_test_xcall_hits = 0;
+    timer_test_heavy_done = false;
+    timer_test_heavy_error = 0;
+    timer_init(timer, timer_test_heavy_fn, 0);
+    timer_schedule(timer, clock_get_time() + 3);
+    deadline = clock_get_time() + clock_ticks_from_ms(2000);
+
+    while (!timer_test_heavy_done && clock_get_time() < deadline) {
+        thread_msleep(1);
+    }
+
+    KTEST_ASSERT(timer_test_heavy_done);
+    KTEST_ASSERT_EQ(timer_test_heavy_error, 0);
+    KTEST_ASSERT_EQ(timer_test_xcall_hits, cpu_count());
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, thread_may_sleep_and_xcall,
+             timer_test_thread_may_sleep_and_xcall);
+
+static int
+timer_test_cancel(void)
+{
+    uint64_t now = clock_get_time();
+
+    timer_test_reset();
+    timer_init(&timer_test_timers[0], timer_test_record, TIMER_INTR);
+    timer_init(&timer_test_timers[1], timer_test_record, 0);
+    timer_init(&timer_test_timers[2], timer_test_record, TIMER_INTR);
+
+    /* Idle: nothing to cancel. */
+    KTEST_ASSERT(!timer_cancel(&timer_test_timers[0]));
+
+    timer_schedule(&timer_test_timers[0], now + 15);
+    timer_schedule(&timer_test_timers[1], now + 15);
+    timer_schedule(&timer_test_timers[2], now + 20);
+    KTEST_ASSERT(timer_cancel(&timer_test_timers[0]));
+    KTEST_ASSERT(timer_cancel(&timer_test_timers[1]));
+    KTEST_ASSERT(!timer_scheduled(&timer_test_timers[0]));
+    KTEST_ASSERT(!timer_scheduled(&timer_test_timers[1]));
+    KTEST_ASSERT(!timer_cancel(&timer_test_timers[0]));
+
+    KTEST_ASSERT_EQ(timer_test_wait_fires(1, 1000), 1);
+    thread_msleep(30);
+    KTEST_ASSERT_EQ(timer_test_fired(), 1);
+    KTEST_ASSERT_EQ(timer_test_fires[0].index, 2);
+
+    /* Fired: not pending any more. */
+    KTEST_ASSERT(!timer_cancel(&timer_test_timers[2]));
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, cancel, timer_test_cancel);
+
+static int
+timer_test_reschedule(void)
+{
+    uint64_t now = clock_get_time();
+
+    timer_test_reset();
+    timer_init(&timer_test_timers[0], timer_test_record, TIMER_INTR);
+    timer_schedule(&timer_test_timers[0], now + 5);
+    timer_schedule(&timer_test_timers[0], now + 40);
+    thread_msleep(20);
+    KTEST_ASSERT_EQ(timer_test_fired(), 0);
+    KTEST_ASSERT(timer_scheduled(&timer_test_timers[0]));
+    KTEST_ASSERT_EQ(timer_test_wait_fires(1, 1000), 1);
+    KTEST_ASSERT(timer_test_fires[0].now >= now + 40);
+    thread_msleep(10);
+    KTEST_ASSERT_EQ(timer_test_fired(), 1);
+
+    /* Earlier: fires at the new time, not again at the old one. */
+    timer_test_reset();
+    now = clock_get_time();
+    timer_schedule(&timer_test_timers[0], now + 60);
+    timer_schedule(&timer_test_timers[0], now + 3);
+    KTEST_ASSERT_EQ(timer_test_wait_fires(1, 1000), 1);
+    KTEST_ASSERT(timer_test_fires[0].now < now + 60);
+    thread_msleep(70);
+    KTEST_ASSERT_EQ(timer_test_fired(), 1);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, reschedule_moves, timer_test_reschedule);
+
+/* timer_cancel() returns only once a running function has returned. */
+static volatile bool timer_test_slow_started;
+static volatile bool timer_test_slow_finished;
+
+static void
+timer_test_slow_fn(struct timer *timer)
+{
+    (void)timer;
+    timer_test_slow_started = true;
+    thread_msleep(30);
+    timer_test_slow_finished = true;
+}
+
+static int
+timer_test_cancel_waits(void)
+{
+    struct timer *timer = &timer_test_timers[0];
+    uint64_t deadline;
+    bool pending, finished;
+
+    timer_test_slow_started = false;
+    timer_test_slow_finished = false;
+    timer_init(timer, timer_test_slow_fn, 0);
+    timer_schedule(timer, clock_get_time() + 2);
+    deadline = clock_get_time() + clock_ticks_from_ms(1000);
+
+    while (!timer_test_slow_started && clock_get_time() < deadline) {
+        cpu_pause();
+    }
+
+    KTEST_ASSERT(timer_test_slow_started);
+    pending = timer_cancel(timer);
+    finished = timer_test_slow_finished;
+    KTEST_ASSERT(!pending);
+    KTEST_ASSERT(finished);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, cancel_waits_for_running, timer_test_cancel_waits);
+
+static int
+timer_test_msleep(void)
+{
+    static const unsigned int ms[] = { 1, 2, 5, 20, 50 };
+
+    for (unsigned int i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        uint64_t start = clock_get_time(), elapsed;
+
+        thread_msleep(ms[i]);
+        elapsed = clock_get_time() - start;
+
+        if (elapsed < clock_ticks_from_ms(ms[i])
+            || elapsed > clock_ticks_from_ms(ms[i]) + 1000) {
+            ktest_diag("msleep(%u) took %lu ticks", ms[i], elapsed);
+            return KTEST_FAIL;
+        }
+    }
+
+    /* Zero: returns. */
+    thread_msleep(0);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, msleep_at_least, timer_test_msleep);
+
+static int
+timer_test_clock(void)
+{
+    uint64_t a, b;
+
+    KTEST_ASSERT_EQ(CLOCK_HZ, 1000);
+    KTEST_ASSERT_EQ(clock_ticks_from_ms(7), 7);
+    KTEST_ASSERT_EQ(clock_ms_from_ticks(1500), 1500);
+
+    a = clock_get_time();
+
+    for (unsigned int i = 0; i < 1000; i++) {
+        b = clock_get_time();
+        KTEST_ASSERT(b >= a);
+        a = b;
+    }
+
+    /* It advances on its own (the CPU busy, interrupts on). */
+    a = clock_get_time();
+
+    for (uint64_t spins = 0; clock_get_time() < a + 3; spins++) {
+        KTEST_ASSERT(spins < 1000000000ULL);
+        cpu_pause();
+    }
+
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, clock_monotonic, timer_test_clock);
