@@ -50,12 +50,29 @@ ktest_filter(void)
     return value;
 }
 
+/* The filter is a comma-separated list of suite names. */
 static bool
 ktest_selected(const struct ktest *t)
 {
     const char *filter = ktest_filter();
+    size_t len = strlen(t->suite);
 
-    return filter == NULL || strcmp(filter, t->suite) == 0;
+    if (filter == NULL) {
+        return true;
+    }
+
+    while (*filter != '\0') {
+        const char *end = strchr(filter, ',');
+        size_t n = end == NULL ? strlen(filter) : (size_t)(end - filter);
+
+        if (n == len && strncmp(filter, t->suite, n) == 0) {
+            return true;
+        }
+
+        filter += n + (end != NULL);
+    }
+
+    return false;
 }
 
 /* Suites are groups of consecutive entries with the same suite name. */

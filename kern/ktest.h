@@ -8,8 +8,8 @@
  * with `test` on the command line runs them all, after every init
  * operation, from a thread, and prints the results as KTAP version 1: one
  * nested block per suite.  Then the kernel leaves QEMU through
- * isa-debug-exit with the success or failure status.  `test=SUITE` runs one
- * suite only.
+ * isa-debug-exit with the success or failure status.  `test=SUITE,...`
+ * runs the named suites only.
  *
  * A test returns KTEST_PASS, KTEST_SKIP (with ktest_skip_reason() set) or
  * KTEST_FAIL; KTEST_ASSERT() reports the failing expression as a KTAP
