@@ -71,6 +71,8 @@ struct thread {
     unsigned int state;             /* (r) */
     unsigned int cpu;               /* (r) run queue holding it */
     unsigned int last_cpu;          /* (r) where it last ran */
+    unsigned int move_to;           /* (r) target of a pending move */
+    bool moving;                    /* (r) leaving its CPU at this switch */
     bool on_runq;                   /* (r) queued, not current */
     bool idle;                      /* (c) a CPU's idle thread */
     uint64_t cpumask;               /* (a) affinity */
@@ -378,16 +380,31 @@ thread_enqueue_on(struct thread *thread, unsigned int cpu)
 static void
 thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
 {
+    /* Counted for prev: its events are still loaded. */
     swevent_add(SWEVENT_CONTEXT_SWITCH, 1);
-
-    if (next->last_cpu != cpu && !next->idle) {
-        swevent_add(SWEVENT_MIGRATION, 1);
-        syscnt_inc(&thread_runqs[cpu].sc_migrations);
-    }
 
     if (thread_perfmon_hook) {
         perfmon_td_unload(&prev->perfmon_td);
         perfmon_td_load(&next->perfmon_td);
+    }
+
+    /* Counted for next, once its events are loaded. */
+    if (next->last_cpu != cpu && !next->idle) {
+        swevent_add(SWEVENT_MIGRATION, 1);
+        syscnt_inc(&thread_runqs[cpu].sc_migrations);
+    }
+}
+
+/*
+ * Complete the switch away from prev on its old CPU, with that run queue
+ * still locked: only now that prev is off the CPU may its cpu field name
+ * the run queue it moves to (thread_call() trusts `cpu` and `current`).
+ */
+static void
+thread_switch_finish(struct thread *prev)
+{
+    if (prev != NULL && prev->moving) {
+        prev->cpu = prev->move_to;
     }
 }
 
@@ -414,8 +431,8 @@ thread_switch_tail(struct thread *prev)
         }
 
         thread_unref(prev);         /* the scheduler's reference */
-    } else if (prev->state == THREAD_STATE_RUNNING && !prev->on_runq
-               && prev->cpu != prev->last_cpu) {
+    } else if (prev->moving) {
+        prev->moving = false;
         thread_enqueue_on(prev, prev->cpu);
     }
 }
@@ -436,7 +453,9 @@ thread_put_prev(struct thread_runq *runq, struct thread *prev,
     if (thread_allowed(prev, cpu)) {
         thread_runq_enqueue(runq, prev);
     } else {
-        prev->cpu = thread_pick_cpu(prev);  /* enqueued by the switch tail */
+        /* Moved by thread_switch_finish, enqueued by the switch tail. */
+        prev->move_to = thread_pick_cpu(prev);
+        prev->moving = true;
     }
 }
 
@@ -493,6 +512,7 @@ thread_schedule(bool sleep)
     runq = thread_runq_local();
     prev = runq->switch_prev;
     runq->switch_prev = NULL;
+    thread_switch_finish(prev);
     spinlock_unlock_intr_restore(&runq->lock, flags);
     thread_switch_tail(prev);
 }
@@ -532,6 +552,7 @@ thread_start(void)
     struct thread *self = runq->current, *prev = runq->switch_prev;
 
     runq->switch_prev = NULL;
+    thread_switch_finish(prev);
     spinlock_unlock(&runq->lock);
     cpu_intr_enable();
     thread_switch_tail(prev);

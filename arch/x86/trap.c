@@ -18,6 +18,7 @@
 #include "kern/macros.h"
 #include "kern/panic.h"
 #include "kern/printf.h"
+#include "kern/swevent.h"
 #include "kern/syscnt.h"
 
 #define TRAP_NMI_MAX_HANDLERS   8
@@ -193,6 +194,7 @@ trap_handle_nmi(struct trap_frame *frame)
 
     cpu_self()->nmi_nesting++;
     syscnt_inc(&trap_sc_nmis[cpu_id()]);
+    swevent_add(SWEVENT_NMI, 1);
 
     /* Every handler sees every NMI: several sources may have fired at once. */
     for (unsigned int i = 0; i < n; i++) {
