@@ -162,7 +162,8 @@ static bool perfmon_ready;
 static struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
 static struct spinlock perfmon_intr_lock = SPINLOCK_INITIALIZER;
-static struct perfmon_intr_entry perfmon_intr_entries[PERFMON_MAX_INTR_CALLBACKS];
+static struct perfmon_intr_entry
+    perfmon_intr_entries[PERFMON_MAX_INTR_CALLBACKS];
 static unsigned int perfmon_intr_gen;
 
 /* Generic event names; the first name of an id is its canonical one. */
@@ -434,7 +435,8 @@ perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
     assert(pmc->nr_refs != 0);
 
     if (--pmc->nr_refs == 0) {
-        WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~perfmon_slot_bit(slot));
+        WRITE_ONCE(cpu->active_mask,
+                   cpu->active_mask & ~perfmon_slot_bit(slot));
         perfmon_slot_dev(slot)->ops->stop(pmc->hw_id);
     }
 }
@@ -1077,8 +1079,7 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
 
         for (const struct perfmon_event *e = pmc->users;
              e != NULL && n < PERFMON_PMC_INFO_MAX_USERS; e = e->next_user) {
-            info.users[n].thread = (e->state == PERFMON_EVENT_THREAD)
-                                   ? e->thread : NULL;
+            info.users[n].thread = e->thread;
             info.users[n].cpu = e->cpu;
             n++;
         }
@@ -1151,14 +1152,18 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         return -EINVAL;
     }
 
+    /* Referenced while on the counter's user list (perfmon_pmc_foreach). */
+    thread_ref(thread);
+    event->thread = thread;
+    event->cpu = 0;
     error = perfmon_event_get_pmc(event);
 
     if (error) {
+        event->thread = NULL;
+        thread_unref(thread);
         return error;
     }
 
-    thread_ref(thread);
-    event->thread = thread;
     event->state = PERFMON_EVENT_THREAD;
     thread_call(thread, perfmon_td_attach_fn, &call);
     return 0;
@@ -1177,13 +1182,14 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
         return -EINVAL;
     }
 
+    event->thread = NULL;
+    event->cpu = cpu;
     error = perfmon_event_get_pmc(event);
 
     if (error) {
         return error;
     }
 
-    event->cpu = cpu;
     event->state = PERFMON_EVENT_CPU;
     error = xcall_call(perfmon_cpu_attach_xcall, &call, cpu);
     assert(error == 0);                 /* CPUs never go offline */
@@ -1204,8 +1210,6 @@ perfmon_event_detach(struct perfmon_event *event)
 
     if (event->state == PERFMON_EVENT_THREAD) {
         thread_call(event->thread, perfmon_td_detach_fn, &call);
-        thread_unref(event->thread);
-        event->thread = NULL;
     } else {
         error = xcall_call(perfmon_cpu_detach_xcall, &call, event->cpu);
         assert(error == 0);
@@ -1214,6 +1218,12 @@ perfmon_event_detach(struct perfmon_event *event)
     event->value += call.result - event->start;
     event->state = PERFMON_EVENT_IDLE;
     perfmon_event_put_pmc(event);
+
+    if (event->thread != NULL) {
+        thread_unref(event->thread);
+        event->thread = NULL;
+    }
+
     return 0;
 }
 

@@ -46,7 +46,7 @@ struct trap_frame;
 #define PERFMON_EV_CACHE_MISS       4   /* "cache-misses" */
 #define PERFMON_EV_BRANCH           5   /* "branches" */
 #define PERFMON_EV_BRANCH_MISS      6   /* "branch-misses" */
-#define PERFMON_EV_TASK_CLOCK       7   /* "task-clock", "cpu-clock": TSC cycles */
+#define PERFMON_EV_TASK_CLOCK       7   /* "task-clock", "cpu-clock" (TSC) */
 #define PERFMON_EV_CONTEXT_SWITCH   8   /* "context-switches" */
 #define PERFMON_EV_MIGRATION        9   /* "cpu-migrations" */
 #define PERFMON_EV_INTERRUPT        10  /* "interrupts" */

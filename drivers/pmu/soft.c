@@ -1,0 +1,408 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The software PMU.  Each CPU has SOFTPMU_NR_PMCS counters; a running
+ * counter keeps a 64-bit count of its event on that CPU, of which the core
+ * sees the low width bits as the raw value, so it wraps like a hardware
+ * counter.  Event counters grow through the swevent handler; the clock
+ * counter is the TSC minus its value at start.
+ *
+ * Per-CPU state is used by its own CPU only, with interrupts disabled (the
+ * core's start, stop and read, and the swevent handler) or in NMI context
+ * (the handler again, for NMIs, and the overflow status).  The count and
+ * the status are updated with atomic operations so that an NMI landing in
+ * the middle of an update on the same CPU loses nothing.
+ *
+ * In nmi mode an increment is split at every wrap: the part up to the wrap
+ * is added, the overflow bit set, a self-NMI sent, and the rest waits until
+ * the NMI handler has taken the bit, i.e. the core has folded the wrap.
+ * Inside an NMI the self-NMI stays pending until the current one returns,
+ * so there is no waiting there (increments from NMI context are 1).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/trap.h"
+#include "drivers/pmu/soft.h"
+#include "kern/cmdline.h"
+#include "kern/error.h"
+#include "kern/init.h"
+#include "kern/log.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/printf.h"
+#include "kern/string.h"
+#include "kern/swevent.h"
+#include "kern/syscnt.h"
+
+/* Spins waiting for the overflow NMI before giving up on it. */
+#define SOFTPMU_NMI_WAIT        1000000
+
+/* Poll interval for the clock counters in nmi mode. */
+#define SOFTPMU_POLL_MIN_MS     10
+#define SOFTPMU_POLL_MAX_MS     10000
+#define SOFTPMU_FREQ_DEFAULT    5000000000ULL
+
+struct softpmu_counter {
+    uint64_t raw_event;
+    uint64_t count;                     /* atomic: events since start */
+    uint64_t tsc_start;                 /* the clock counter's start */
+    bool running;
+};
+
+struct softpmu_cpu {
+    struct softpmu_counter counters[SOFTPMU_NR_PMCS];
+    uint64_t status;                    /* atomic: wrapped, NMI not taken */
+    struct syscnt nr_lost_nmis;         /* waits that timed out */
+} __aligned(CACHE_LINE_SIZE);
+
+/* Generic events and their raw codes. */
+static const struct {
+    unsigned int id;
+    uint64_t raw_event;
+} softpmu_events[] = {
+    { PERFMON_EV_TASK_CLOCK, SOFTPMU_RAW_TASK_CLOCK },
+    { PERFMON_EV_CONTEXT_SWITCH, SOFTPMU_RAW_CONTEXT_SWITCH },
+    { PERFMON_EV_MIGRATION, SOFTPMU_RAW_MIGRATION },
+    { PERFMON_EV_INTERRUPT, SOFTPMU_RAW_INTERRUPT },
+    { PERFMON_EV_XCALL, SOFTPMU_RAW_XCALL },
+    { PERFMON_EV_NMI, SOFTPMU_RAW_NMI },
+    { PERFMON_EV_TEST, SOFTPMU_RAW_TEST },
+};
+
+static struct softpmu_cpu softpmu_cpus[CPU_MAX];
+static uint64_t softpmu_used;           /* serialised by the perfmon core */
+static unsigned int softpmu_width = SOFTPMU_WIDTH_DEFAULT;
+static bool softpmu_nmi;
+static bool softpmu_registered;
+
+static struct softpmu_cpu *
+softpmu_cpu_local(void)
+{
+    return &softpmu_cpus[cpu_id()];
+}
+
+static uint64_t
+softpmu_mask(void)
+{
+    return (softpmu_width >= 64) ? UINT64_MAX : (1ULL << softpmu_width) - 1;
+}
+
+/* The swevent id a raw code counts (not for the clock). */
+static unsigned int
+softpmu_swevent_id(uint64_t raw_event)
+{
+    return (unsigned int)(raw_event - SOFTPMU_RAW_CONTEXT_SWITCH);
+}
+
+/* ---- device operations -------------------------------------------------- */
+
+static int
+softpmu_translate(uint64_t *raw_eventp, unsigned int event_id)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(softpmu_events); i++) {
+        if (softpmu_events[i].id == event_id) {
+            *raw_eventp = softpmu_events[i].raw_event;
+            return 0;
+        }
+    }
+
+    return -ENOENT;
+}
+
+/*
+ * There is no user mode: the mode flags are accepted and every counter
+ * counts kernel activity.
+ */
+static int
+softpmu_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+{
+    (void)flags;
+
+    if (raw_event < SOFTPMU_RAW_TASK_CLOCK || raw_event > SOFTPMU_RAW_TEST) {
+        return -ENOENT;
+    }
+
+    for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
+        if (!(softpmu_used & (1ULL << i))) {
+            softpmu_used |= 1ULL << i;
+            *hw_idp = i;
+            return 0;
+        }
+    }
+
+    return -EAGAIN;
+}
+
+static void
+softpmu_free(unsigned int hw_id)
+{
+    softpmu_used &= ~(1ULL << hw_id);
+}
+
+static void
+softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+{
+    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+
+    (void)flags;
+    c->raw_event = raw_event;
+    __atomic_store_n(&c->count, 0, __ATOMIC_RELAXED);
+
+    if (raw_event == SOFTPMU_RAW_TASK_CLOCK) {
+        c->tsc_start = cpu_rdtsc();
+        WRITE_ONCE(c->running, true);
+    } else {
+        WRITE_ONCE(c->running, true);
+        swevent_activate(softpmu_swevent_id(raw_event));
+    }
+}
+
+static void
+softpmu_stop(unsigned int hw_id)
+{
+    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+
+    WRITE_ONCE(c->running, false);
+
+    if (c->raw_event != SOFTPMU_RAW_TASK_CLOCK) {
+        swevent_deactivate(softpmu_swevent_id(c->raw_event));
+    }
+}
+
+static uint64_t
+softpmu_read(unsigned int hw_id)
+{
+    const struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+
+    if (c->raw_event == SOFTPMU_RAW_TASK_CLOCK) {
+        return cpu_rdtsc() - c->tsc_start;
+    }
+
+    return __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+}
+
+static uint64_t
+softpmu_handle_overflow_intr(void)
+{
+    return __atomic_exchange_n(&softpmu_cpu_local()->status, 0,
+                               __ATOMIC_RELAXED);
+}
+
+static const struct perfmon_dev_ops softpmu_ops_poll = {
+    .translate = softpmu_translate,
+    .alloc = softpmu_alloc,
+    .free = softpmu_free,
+    .start = softpmu_start,
+    .stop = softpmu_stop,
+    .read = softpmu_read,
+};
+
+static const struct perfmon_dev_ops softpmu_ops_nmi = {
+    .translate = softpmu_translate,
+    .alloc = softpmu_alloc,
+    .free = softpmu_free,
+    .start = softpmu_start,
+    .stop = softpmu_stop,
+    .read = softpmu_read,
+    .handle_overflow_intr = softpmu_handle_overflow_intr,
+};
+
+static struct perfmon_dev softpmu_device = {
+    .name = "soft",
+    .nr_pmcs = SOFTPMU_NR_PMCS,
+};
+
+/* ---- counting ----------------------------------------------------------- */
+
+/* Report a wrap of counter hw_id and wait until the core has folded it. */
+static void
+softpmu_raise(struct softpmu_cpu *cpu, unsigned int hw_id)
+{
+    uint64_t bit = 1ULL << hw_id;
+
+    __atomic_fetch_or(&cpu->status, bit, __ATOMIC_RELAXED);
+    lapic_send_self_nmi();
+
+    if (cpu_self()->nmi_nesting != 0) {
+        return;
+    }
+
+    for (unsigned int i = 0; __atomic_load_n(&cpu->status, __ATOMIC_RELAXED)
+                             & bit; i++) {
+        if (i == SOFTPMU_NMI_WAIT) {
+            syscnt_inc(&cpu->nr_lost_nmis);
+            return;
+        }
+
+        cpu_pause();
+    }
+}
+
+/* Add n to a counter in nmi mode: one wrap, and its NMI, at a time. */
+static void
+softpmu_add_split(struct softpmu_cpu *cpu, unsigned int hw_id, uint64_t n)
+{
+    struct softpmu_counter *c = &cpu->counters[hw_id];
+    uint64_t mask = softpmu_mask();
+
+    while (n != 0) {
+        uint64_t room, chunk, old;
+
+        /* Events left before the wrap (0 stands for 2^64). */
+        room = mask - (__atomic_load_n(&c->count, __ATOMIC_RELAXED) & mask)
+               + 1;
+        chunk = (room == 0 || n < room) ? n : room;
+        old = __atomic_fetch_add(&c->count, chunk, __ATOMIC_RELAXED);
+        n -= chunk;
+
+        /* From old, not room: an NMI may have counted in between. */
+        if (chunk > mask - (old & mask)) {
+            softpmu_raise(cpu, hw_id);
+        }
+    }
+}
+
+/* The swevent handler: interrupts disabled, maybe in an NMI. */
+static void
+softpmu_count(unsigned int id, uint64_t n)
+{
+    struct softpmu_cpu *cpu = softpmu_cpu_local();
+    uint64_t raw_event = id + SOFTPMU_RAW_CONTEXT_SWITCH;
+
+    for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
+        struct softpmu_counter *c = &cpu->counters[i];
+
+        if (!READ_ONCE(c->running) || c->raw_event != raw_event) {
+            continue;
+        }
+
+        if (softpmu_nmi) {
+            softpmu_add_split(cpu, i, n);
+        } else {
+            __atomic_fetch_add(&c->count, n, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+void
+softpmu_test_add(uint64_t n)
+{
+    swevent_add(SWEVENT_TEST, n);
+}
+
+static bool
+softpmu_nmi_handler(struct trap_frame *frame)
+{
+    return perfmon_overflow_intr(&softpmu_device, frame);
+}
+
+struct perfmon_dev *
+softpmu_dev(void)
+{
+    return softpmu_registered ? &softpmu_device : NULL;
+}
+
+bool
+softpmu_nmi_mode(void)
+{
+    return softpmu_nmi;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static void
+softpmu_parse_options(void)
+{
+    const char *mode;
+    uint64_t width;
+    int error;
+
+    error = cmdline_get_u64("softpmu.width", &width);
+
+    if (error == 0 && width >= SOFTPMU_WIDTH_MIN && width <= 64) {
+        softpmu_width = (unsigned int)width;
+    } else if (error != -ENOENT) {
+        log_warning("softpmu: softpmu.width must be %u..64, using %u",
+                    SOFTPMU_WIDTH_MIN, SOFTPMU_WIDTH_DEFAULT);
+    }
+
+    mode = cmdline_get("softpmu.overflow");
+
+    if (mode != NULL && strcmp(mode, "nmi") == 0) {
+        softpmu_nmi = true;
+    } else if (mode != NULL && strcmp(mode, "poll") != 0) {
+        log_warning("softpmu: softpmu.overflow must be poll or nmi, "
+                    "using poll");
+    }
+}
+
+/*
+ * In nmi mode only the clock counters need polling: at a quarter of the
+ * time the TSC takes to wrap the counter.
+ */
+static unsigned int
+softpmu_clock_poll_ms(void)
+{
+    uint64_t freq = cpu_tsc_freq(), wrap_ms;
+
+    if (softpmu_width >= 64) {
+        return SOFTPMU_POLL_MAX_MS;
+    }
+
+    if (freq == 0) {
+        freq = SOFTPMU_FREQ_DEFAULT;
+    }
+
+    wrap_ms = (1ULL << softpmu_width) / MAX(freq / 1000, 1);
+    return (unsigned int)MIN(MAX(wrap_ms / 4, SOFTPMU_POLL_MIN_MS),
+                             SOFTPMU_POLL_MAX_MS);
+}
+
+static int
+softpmu_setup(void)
+{
+    unsigned int nr_cpus = cpu_count();
+    int error;
+
+    softpmu_parse_options();
+
+    for (unsigned int i = 0; i < nr_cpus; i++) {
+        char name[SYSCNT_NAME_SIZE];
+
+        ksnprintf(name, sizeof(name), "softpmu_lost_nmis/%u", i);
+        syscnt_register(&softpmu_cpus[i].nr_lost_nmis, name);
+    }
+
+    softpmu_device.width = softpmu_width;
+
+    if (softpmu_nmi) {
+        softpmu_device.ops = &softpmu_ops_nmi;
+        softpmu_device.poll_ms = softpmu_clock_poll_ms();
+        trap_nmi_register(softpmu_nmi_handler);
+    } else {
+        softpmu_device.ops = &softpmu_ops_poll;
+    }
+
+    swevent_set_handler(softpmu_count);
+    error = perfmon_register(&softpmu_device);
+
+    if (error) {
+        log_error("softpmu: cannot register: %s", error_str(error));
+        return error;
+    }
+
+    softpmu_registered = true;
+    log_info("softpmu: %u counters of %u bits, overflow by %s",
+             SOFTPMU_NR_PMCS, softpmu_width, softpmu_nmi ? "nmi" : "poll");
+    return 0;
+}
+
+INIT_OP_DEFINE(softpmu_setup, INIT_OP_DEP(perfmon_setup),
+               INIT_OP_DEP(lapic_setup));

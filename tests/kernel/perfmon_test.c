@@ -1,0 +1,771 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * In-kernel tests of perfmon with the software PMU: exact thread counts
+ * across migrations and the matching per-CPU counts, context switches of a
+ * yielding thread, exact counts of millions of events through thousands of
+ * wraps at the configured softpmu.width in the configured overflow mode,
+ * counter sharing, counter exhaustion, a torture run of threads attaching,
+ * reading, detaching and migrating on all CPUs, and the overflow-callback
+ * registry unregistering under a storm of NMIs on every CPU.
+ *
+ * The wrap test is meant to run at softpmu.width=16 in both
+ * softpmu.overflow=poll and softpmu.overflow=nmi; at other widths it still
+ * checks exact counts.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/trap.h"
+#include "drivers/pmu/soft.h"
+#include "kern/clock.h"
+#include "kern/error.h"
+#include "kern/ktest.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/printf.h"
+#include "kern/string.h"
+#include "kern/syscnt.h"
+#include "kern/thread.h"
+
+#define PT_WAIT_MS              5000
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int
+pt_event_init(struct perfmon_event *ev, unsigned int id, unsigned int flags)
+{
+    int error = perfmon_event_init(ev, id, flags);
+
+    if (error == 0) {
+        error = perfmon_event_set_dev(ev, softpmu_dev());
+    }
+
+    return error;
+}
+
+/* Sleep until *flag is set; false after PT_WAIT_MS. */
+static bool
+pt_wait(volatile bool *flag)
+{
+    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(PT_WAIT_MS);
+
+    while (!*flag) {
+        if (clock_get_time() > deadline) {
+            return false;
+        }
+
+        thread_msleep(1);
+    }
+
+    return true;
+}
+
+static unsigned int
+pt_cpu_now(void)
+{
+    unsigned int cpu;
+
+    thread_preempt_disable();
+    cpu = cpu_id();
+    thread_preempt_enable();
+    return cpu;
+}
+
+static uint64_t
+pt_overflows(unsigned int cpu)
+{
+    char name[SYSCNT_NAME_SIZE];
+    struct syscnt *s;
+
+    ksnprintf(name, sizeof(name), "perfmon_nr_overflows/%u", cpu);
+    s = syscnt_lookup(name);
+    return (s == NULL) ? 0 : syscnt_read(s);
+}
+
+static unsigned int
+pt_rand(uint32_t *state)
+{
+    *state = *state * 1103515245 + 12345;
+    return *state >> 8;
+}
+
+/* ---- a thread migrated while it counts ---------------------------------- */
+
+struct pt_mover {
+    volatile bool go;
+    volatile bool done;
+    unsigned int rounds;
+    uint64_t total;             /* added by the thread */
+};
+
+static void
+pt_mover_fn(void *arg)
+{
+    struct pt_mover *m = arg;
+    unsigned int n = cpu_count();
+
+    pt_wait(&m->go);
+
+    for (unsigned int i = 0; i < m->rounds; i++) {
+        uint64_t amount = 1 + (i * 7919) % 1000;
+
+        thread_set_affinity(thread_self(), THREAD_CPUMASK(i % n));
+        softpmu_test_add(amount);
+        m->total += amount;
+
+        if (i % 16 == 0) {
+            thread_yield();
+        }
+    }
+
+    m->done = true;
+}
+
+static int
+pt_thread_migrating_exact(void)
+{
+    struct perfmon_event thr, cpus[CPU_MAX];
+    struct pt_mover m = { .rounds = 2000 };
+    unsigned int n = cpu_count();
+    uint64_t sum = 0, last = 0, value;
+    struct thread *t;
+    bool finished;
+
+    KTEST_ASSERT(softpmu_dev() != NULL);
+
+    for (unsigned int cpu = 0; cpu < n; cpu++) {
+        KTEST_ASSERT_EQ(pt_event_init(&cpus[cpu], PERFMON_EV_TEST,
+                                      PERFMON_EF_KERN), 0);
+        KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&cpus[cpu], cpu), 0);
+    }
+
+    KTEST_ASSERT_EQ(thread_create(&t, "pt_mover", pt_mover_fn, &m,
+                                  THREAD_CPUMASK_ALL), 0);
+    KTEST_ASSERT_EQ(pt_event_init(&thr, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_ASSERT_EQ(perfmon_event_attach(&thr, t), 0);
+    m.go = true;
+
+    /* Reads while it runs and moves never go backwards. */
+    while (!m.done) {
+        value = perfmon_event_read(&thr);
+
+        if (value < last) {
+            ktest_diag("read went back from %llu to %llu",
+                       (unsigned long long)last, (unsigned long long)value);
+            m.rounds = 0;
+        }
+
+        last = value;
+        thread_msleep(2);
+    }
+
+    finished = m.rounds != 0;
+    thread_join(t);
+
+    /* The thread exited: its event still reads, then detaches. */
+    value = perfmon_event_read(&thr);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&thr), 0);
+    KTEST_ASSERT_EQ(perfmon_event_read(&thr), value);
+
+    for (unsigned int cpu = 0; cpu < n; cpu++) {
+        sum += perfmon_event_read(&cpus[cpu]);
+        KTEST_ASSERT_EQ(perfmon_event_detach(&cpus[cpu]), 0);
+    }
+
+    KTEST_ASSERT(finished);
+    KTEST_ASSERT_EQ(value, m.total);
+    KTEST_ASSERT_EQ(sum, m.total);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, thread_migrating_exact, pt_thread_migrating_exact);
+
+/* ---- context switches --------------------------------------------------- */
+
+struct pt_yielder {
+    volatile bool go;
+    volatile bool stop;
+    unsigned int yields;
+};
+
+static void
+pt_yielder_fn(void *arg)
+{
+    struct pt_yielder *y = arg;
+
+    pt_wait(&y->go);
+
+    for (unsigned int i = 0; i < y->yields; i++) {
+        thread_yield();
+    }
+}
+
+static void
+pt_spinner_fn(void *arg)
+{
+    struct pt_yielder *y = arg;
+
+    while (!y->stop) {
+        thread_yield();
+    }
+}
+
+static int
+pt_context_switches(void)
+{
+    struct pt_yielder y = { .yields = 200 };
+    unsigned int cpu = (pt_cpu_now() + 1) % cpu_count();
+    struct perfmon_event ev;
+    struct thread *t, *spinner;
+    uint64_t value;
+
+    /* A companion on the same CPU, so that each yield switches. */
+    KTEST_ASSERT_EQ(thread_create(&spinner, "pt_spinner", pt_spinner_fn, &y,
+                                  THREAD_CPUMASK(cpu)), 0);
+    KTEST_ASSERT_EQ(thread_create(&t, "pt_yielder", pt_yielder_fn, &y,
+                                  THREAD_CPUMASK(cpu)), 0);
+    KTEST_ASSERT_EQ(pt_event_init(&ev, PERFMON_EV_CONTEXT_SWITCH,
+                                  PERFMON_EF_KERN), 0);
+    KTEST_ASSERT_EQ(perfmon_event_attach(&ev, t), 0);
+    y.go = true;
+    thread_join(t);
+    y.stop = true;
+    thread_join(spinner);
+
+    value = perfmon_event_read(&ev);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&ev), 0);
+    ktest_diag("%u yields, %llu context switches", y.yields,
+               (unsigned long long)value);
+    KTEST_ASSERT(value >= y.yields);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, context_switches_yield, pt_context_switches);
+
+/* ---- exact counts through many wraps ------------------------------------ */
+
+#define PT_WRAP_TOTAL   3000000ULL
+
+static int
+pt_wrap_exact(void)
+{
+    struct perfmon_event thr, cpu_ev;
+    struct perfmon_dev_info info;
+    unsigned int cpu;
+    uint64_t saved, chunk, total = 0, before, wraps;
+    bool nmi = softpmu_nmi_mode();
+
+    KTEST_ASSERT(softpmu_dev() != NULL);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    saved = thread_get_affinity(thread_self());
+    cpu = pt_cpu_now();
+    thread_set_affinity(thread_self(), THREAD_CPUMASK(cpu));
+    cpu = pt_cpu_now();
+
+    /*
+     * Two modes, two counters: the CPU event is folded only by overflow
+     * NMIs or the poll timer (the thread event's counter is also folded
+     * at each switch of this thread).
+     */
+    KTEST_ASSERT_EQ(pt_event_init(&thr, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_ASSERT_EQ(pt_event_init(&cpu_ev, PERFMON_EV_TEST,
+                                  PERFMON_EF_KERN | PERFMON_EF_USER), 0);
+    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&cpu_ev, cpu), 0);
+    KTEST_ASSERT_EQ(perfmon_event_attach(&thr, thread_self()), 0);
+    before = pt_overflows(cpu);
+
+    /*
+     * NMI mode: large adds, split at every wrap by the PMU.  Poll mode:
+     * below one period between two polls.
+     */
+    chunk = nmi ? 1000003 : MIN(60000ULL << (info.width - 16), 1000003ULL);
+
+    while (total < PT_WRAP_TOTAL) {
+        softpmu_test_add(chunk);
+        total += chunk;
+
+        if (!nmi) {
+            thread_msleep(2 * info.poll_ms + 5);
+        }
+    }
+
+    KTEST_ASSERT_EQ(perfmon_event_read(&cpu_ev), total);
+    KTEST_ASSERT_EQ(perfmon_event_read(&thr), total);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&thr), 0);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&cpu_ev), 0);
+    thread_set_affinity(thread_self(), saved);
+
+    wraps = (info.width < 64) ? total >> info.width : 0;
+    ktest_diag("width %u, %s mode: %llu events, %llu overflows seen",
+               info.width, nmi ? "nmi" : "poll", (unsigned long long)total,
+               (unsigned long long)(pt_overflows(cpu) - before));
+    /*
+     * The CPU event's counter ran all along and wrapped that many times
+     * (the thread's restarts from 0 each time the thread comes back).
+     */
+    KTEST_ASSERT(pt_overflows(cpu) - before >= wraps);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, wrap_exact, pt_wrap_exact);
+
+/* ---- sharing and exhaustion --------------------------------------------- */
+
+struct pt_foreach {
+    const struct perfmon_dev *dev;
+    unsigned int counters;
+    unsigned int users;
+};
+
+static void
+pt_foreach_fn(const struct perfmon_pmc_info *info, void *arg)
+{
+    struct pt_foreach *f = arg;
+
+    if (info->dev == f->dev && info->raw_event == SOFTPMU_RAW_TEST) {
+        f->counters++;
+        f->users += info->nr_users;
+    }
+}
+
+static int
+pt_shared_counter(void)
+{
+    struct perfmon_event a, b;
+    struct pt_foreach f = { .dev = softpmu_dev() };
+    unsigned int cpu;
+    uint64_t saved;
+
+    KTEST_ASSERT(f.dev != NULL);
+    saved = thread_get_affinity(thread_self());
+    cpu = pt_cpu_now();
+    thread_set_affinity(thread_self(), THREAD_CPUMASK(cpu));
+
+    KTEST_ASSERT_EQ(pt_event_init(&a, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_ASSERT_EQ(perfmon_event_init(&b, SOFTPMU_RAW_TEST,
+                                       PERFMON_EF_KERN | PERFMON_EF_RAW), 0);
+    KTEST_ASSERT_EQ(perfmon_event_set_dev(&b, softpmu_dev()), 0);
+    KTEST_ASSERT_EQ(perfmon_event_attach(&a, thread_self()), 0);
+    softpmu_test_add(5);
+    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&b, pt_cpu_now()), 0);
+    softpmu_test_add(1000);
+
+    perfmon_pmc_foreach(pt_foreach_fn, &f);
+    KTEST_ASSERT_EQ(perfmon_event_read(&a), 1005);
+    KTEST_ASSERT_EQ(perfmon_event_read(&b), 1000);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+    softpmu_test_add(1);
+    KTEST_ASSERT_EQ(perfmon_event_read(&b), 1001);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+    thread_set_affinity(thread_self(), saved);
+
+    KTEST_ASSERT_EQ(f.counters, 1);
+    KTEST_ASSERT_EQ(f.users, 2);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, shared_counter, pt_shared_counter);
+
+static int
+pt_exhaustion(void)
+{
+    static const unsigned int ids[] = {
+        PERFMON_EV_TASK_CLOCK, PERFMON_EV_CONTEXT_SWITCH,
+        PERFMON_EV_MIGRATION, PERFMON_EV_INTERRUPT, PERFMON_EV_XCALL,
+        PERFMON_EV_NMI, PERFMON_EV_TEST,
+    };
+    struct perfmon_event evs[2 * ARRAY_SIZE(ids)], extra;
+    struct perfmon_dev_info info;
+    unsigned int nr = 0, used;
+    int error = 0;
+
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    used = info.nr_pmcs_used;
+    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, cpu_count()), -EINVAL);
+
+    /* Distinct (event, mode) pairs until the device is full. */
+    for (unsigned int i = 0; i < ARRAY_SIZE(evs); i++) {
+        unsigned int flags = (i < ARRAY_SIZE(ids)) ? PERFMON_EF_KERN
+                             : PERFMON_EF_KERN | PERFMON_EF_USER;
+
+        KTEST_ASSERT_EQ(pt_event_init(&evs[nr], ids[i % ARRAY_SIZE(ids)],
+                                      flags), 0);
+        error = perfmon_event_attach_cpu(&evs[nr], 0);
+
+        if (error) {
+            break;
+        }
+
+        nr++;
+    }
+
+    KTEST_ASSERT_EQ(error, -EAGAIN);
+    KTEST_ASSERT_EQ(nr, info.nr_pmcs - used);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&evs[0]), 0);
+    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&evs[nr], 0), 0);
+    KTEST_ASSERT_EQ(perfmon_event_detach(&evs[nr]), 0);
+
+    for (unsigned int i = 1; i < nr; i++) {
+        KTEST_ASSERT_EQ(perfmon_event_detach(&evs[i]), 0);
+    }
+
+    KTEST_ASSERT_EQ(perfmon_event_detach(&evs[0]), -EINVAL);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    KTEST_ASSERT_EQ(info.nr_pmcs_used, used);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, exhaustion_eagain, pt_exhaustion);
+
+/* ---- torture ------------------------------------------------------------ */
+
+#define PT_TORTURE_THREADS  6
+#define PT_TORTURE_MS       2500
+
+struct pt_torture {
+    volatile bool stop;
+    struct thread *victim;              /* everybody's target */
+    unsigned int failures;              /* atomic */
+    unsigned int rounds;                /* atomic */
+};
+
+struct pt_torturer {
+    struct pt_torture *t;
+    uint32_t seed;
+    volatile bool done;
+};
+
+static void
+pt_torture_fail(struct pt_torture *t, const char *what, uint64_t a,
+                uint64_t b)
+{
+    if (__atomic_fetch_add(&t->failures, 1, __ATOMIC_RELAXED) < 5) {
+        ktest_diag("torture: %s (%llu, %llu)", what, (unsigned long long)a,
+                   (unsigned long long)b);
+    }
+}
+
+static void
+pt_torturer_fn(void *arg)
+{
+    static const unsigned int ids[] = {
+        PERFMON_EV_TEST, PERFMON_EV_CONTEXT_SWITCH, PERFMON_EV_XCALL,
+        PERFMON_EV_INTERRUPT, PERFMON_EV_TASK_CLOCK,
+    };
+    struct pt_torturer *me = arg;
+    struct pt_torture *t = me->t;
+    unsigned int n = cpu_count();
+
+    while (!t->stop) {
+        unsigned int r = pt_rand(&me->seed);
+        unsigned int flags = (r & 1) ? PERFMON_EF_KERN
+                             : PERFMON_EF_KERN | PERFMON_EF_USER;
+        struct perfmon_event ev;
+        uint64_t last = 0, value;
+        int error;
+
+        if (pt_event_init(&ev, ids[(r >> 1) % ARRAY_SIZE(ids)], flags)) {
+            pt_torture_fail(t, "init", r, 0);
+            break;
+        }
+
+        switch ((r >> 4) % 3) {
+        case 0:
+            error = perfmon_event_attach(&ev, thread_self());
+            break;
+        case 1:
+            error = perfmon_event_attach(&ev, t->victim);
+            break;
+        default:
+            error = perfmon_event_attach_cpu(&ev, (r >> 6) % n);
+            break;
+        }
+
+        if (error == -EAGAIN) {
+            thread_yield();
+            continue;
+        } else if (error) {
+            pt_torture_fail(t, "attach", (uint64_t)-error, r);
+            break;
+        }
+
+        for (unsigned int i = 0; i < 1 + (r >> 8) % 8; i++) {
+            softpmu_test_add(1 + (r >> 12) % 100);
+            value = perfmon_event_read(&ev);
+
+            if (value < last) {
+                pt_torture_fail(t, "read went back", last, value);
+            }
+
+            last = value;
+
+            if ((r >> (13 + i)) & 1) {
+                thread_set_affinity(thread_self(),
+                                    THREAD_CPUMASK((r >> 20) % n));
+            }
+        }
+
+        if (perfmon_event_detach(&ev) != 0) {
+            pt_torture_fail(t, "detach", r, 0);
+            break;
+        }
+
+        if (perfmon_event_read(&ev) < last) {
+            pt_torture_fail(t, "final read went back", last, 0);
+        }
+
+        __atomic_fetch_add(&t->rounds, 1, __ATOMIC_RELAXED);
+        thread_set_affinity(thread_self(), THREAD_CPUMASK_ALL);
+    }
+
+    me->done = true;
+}
+
+static void
+pt_victim_fn(void *arg)
+{
+    struct pt_torture *t = arg;
+    unsigned int i = 0;
+
+    while (!t->stop) {
+        softpmu_test_add(3);
+
+        if (++i % 64 == 0) {
+            thread_set_affinity(thread_self(),
+                                THREAD_CPUMASK(i / 64 % cpu_count()));
+            thread_msleep(1);
+        }
+    }
+}
+
+static int
+pt_torture(void)
+{
+    struct pt_torturer ts[PT_TORTURE_THREADS];
+    struct thread *threads[PT_TORTURE_THREADS];
+    struct pt_torture t = { 0 };
+    struct perfmon_dev_info info;
+    unsigned int used;
+
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    used = info.nr_pmcs_used;
+    KTEST_ASSERT_EQ(thread_create(&t.victim, "pt_victim", pt_victim_fn, &t,
+                                  THREAD_CPUMASK_ALL), 0);
+
+    for (unsigned int i = 0; i < PT_TORTURE_THREADS; i++) {
+        ts[i] = (struct pt_torturer){ .t = &t, .seed = 0x9e3779b9u * (i + 1) };
+        KTEST_ASSERT_EQ(thread_create(&threads[i], "pt_torture",
+                                      pt_torturer_fn, &ts[i],
+                                      THREAD_CPUMASK_ALL), 0);
+    }
+
+    thread_msleep(PT_TORTURE_MS);
+    t.stop = true;
+
+    for (unsigned int i = 0; i < PT_TORTURE_THREADS; i++) {
+        thread_join(threads[i]);
+    }
+
+    thread_join(t.victim);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    ktest_diag("torture: %u rounds by %u threads", t.rounds,
+               PT_TORTURE_THREADS);
+    KTEST_ASSERT_EQ(t.failures, 0);
+    KTEST_ASSERT(t.rounds > PT_TORTURE_THREADS);
+    KTEST_ASSERT_EQ(info.nr_pmcs_used, used);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, torture, pt_torture);
+
+/* ---- interrupt callbacks under an NMI storm ----------------------------- */
+
+/*
+ * A device of the test's own, whose "overflow interrupt" is an NMI the
+ * test sends to a CPU after flagging it: the NMIs go through
+ * perfmon_overflow_intr() exactly as a PMU's do, on every CPU.
+ */
+#define PT_CB_ROUNDS        300
+#define PT_CB_ALIVE         0xa11fe
+#define PT_CB_POISON        0xdead
+
+static uint64_t pt_nmi_flag[CPU_MAX];   /* atomic */
+
+static int
+pt_dev_translate(uint64_t *raw_eventp, unsigned int event_id)
+{
+    (void)raw_eventp;
+    (void)event_id;
+    return -ENOENT;
+}
+
+static int
+pt_dev_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+{
+    (void)hw_idp;
+    (void)raw_event;
+    (void)flags;
+    return -ENOENT;
+}
+
+static void
+pt_dev_free(unsigned int hw_id)
+{
+    (void)hw_id;
+}
+
+static void
+pt_dev_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+{
+    (void)hw_id;
+    (void)raw_event;
+    (void)flags;
+}
+
+static void
+pt_dev_stop(unsigned int hw_id)
+{
+    (void)hw_id;
+}
+
+static uint64_t
+pt_dev_read(unsigned int hw_id)
+{
+    (void)hw_id;
+    return 0;
+}
+
+static uint64_t
+pt_dev_overflow(void)
+{
+    return __atomic_exchange_n(&pt_nmi_flag[cpu_id()], 0, __ATOMIC_RELAXED);
+}
+
+static const struct perfmon_dev_ops pt_dev_ops = {
+    pt_dev_translate, pt_dev_alloc, pt_dev_free, pt_dev_start, pt_dev_stop,
+    pt_dev_read, pt_dev_overflow,
+};
+
+static struct perfmon_dev pt_dev = {
+    .name = "ktest",
+    .ops = &pt_dev_ops,
+    .width = 48,
+    .nr_pmcs = 1,
+};
+
+static bool
+pt_nmi_handler(struct trap_frame *frame)
+{
+    return perfmon_overflow_intr(&pt_dev, frame);
+}
+
+struct pt_cb_state {
+    volatile unsigned int magic;
+    unsigned int calls;                 /* atomic */
+};
+
+static struct pt_cb_state pt_cb_states[PT_CB_ROUNDS];
+static unsigned int pt_cb_poisoned_calls;      /* atomic */
+static unsigned int pt_cb_bad_args;            /* atomic */
+
+static void
+pt_cb(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
+      struct trap_frame *frame, void *arg)
+{
+    struct pt_cb_state *s = arg;
+
+    if (dev != &pt_dev || cpu != cpu_id() || mask != 1 || frame == NULL) {
+        __atomic_fetch_add(&pt_cb_bad_args, 1, __ATOMIC_RELAXED);
+    }
+
+    if (s->magic != PT_CB_ALIVE) {
+        __atomic_fetch_add(&pt_cb_poisoned_calls, 1, __ATOMIC_RELAXED);
+    }
+
+    __atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+}
+
+struct pt_storm {
+    volatile bool stop;
+    unsigned int sent;
+};
+
+static void
+pt_storm_fn(void *arg)
+{
+    struct pt_storm *st = arg;
+    unsigned int n = cpu_count();
+
+    while (!st->stop) {
+        for (unsigned int cpu = 0; cpu < n; cpu++) {
+            __atomic_store_n(&pt_nmi_flag[cpu], 1, __ATOMIC_RELEASE);
+            lapic_ipi_nmi(cpu_table[cpu].apic_id);
+            st->sent++;
+        }
+
+        for (volatile unsigned int i = 0; i < 200; i++) {
+            cpu_pause();
+        }
+    }
+}
+
+static int
+pt_intr_callback_race(void)
+{
+    static bool registered;
+    struct pt_storm storm = { 0 };
+    struct thread *sender;
+    unsigned int calls = 0;
+
+    if (!registered) {
+        KTEST_ASSERT_EQ(perfmon_register(&pt_dev), 0);
+        trap_nmi_register(pt_nmi_handler);
+        registered = true;
+    }
+
+    KTEST_ASSERT_EQ(perfmon_intr_register(NULL, NULL), -EINVAL);
+    KTEST_ASSERT_EQ(perfmon_intr_unregister(-1), -EINVAL);
+    KTEST_ASSERT_EQ(thread_create(&sender, "pt_storm", pt_storm_fn, &storm,
+                                  THREAD_CPUMASK_ALL), 0);
+
+    for (unsigned int i = 0; i < PT_CB_ROUNDS; i++) {
+        struct pt_cb_state *s = &pt_cb_states[i];
+        int h;
+
+        s->magic = PT_CB_ALIVE;
+        h = perfmon_intr_register(pt_cb, s);
+        KTEST_ASSERT(h >= 0);
+
+        /* Let a few NMIs in, sometimes none. */
+        if (i % 4 != 0) {
+            thread_msleep(1);
+        }
+
+        KTEST_ASSERT_EQ(perfmon_intr_unregister(h), 0);
+        KTEST_ASSERT_EQ(perfmon_intr_unregister(h), -EINVAL);
+        s->magic = PT_CB_POISON;
+    }
+
+    storm.stop = true;
+    thread_join(sender);
+    thread_msleep(5);
+
+    for (unsigned int i = 0; i < PT_CB_ROUNDS; i++) {
+        calls += pt_cb_states[i].calls;
+    }
+
+    ktest_diag("%u NMIs sent, %u callback calls", storm.sent, calls);
+    KTEST_ASSERT_EQ(pt_cb_poisoned_calls, 0);
+    KTEST_ASSERT_EQ(pt_cb_bad_args, 0);
+    KTEST_ASSERT(calls > 0);
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(perfmon, intr_callback_unregister_race, pt_intr_callback_race);

@@ -1,0 +1,79 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Fake of the processor functions host-built modules use (cpu_id(),
+ * cpu_count(), the interrupt flag, the TSC frequency): plain variables a
+ * test sets through fake_smp.h.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "fakes/fake_smp.h"
+#include "kern/assert.h"
+#include "kern/param.h"
+
+static unsigned int fake_cpu_id;
+static unsigned int fake_cpu_nr = 1;
+static bool fake_cpu_intr = true;
+static uint64_t fake_cpu_tsc_freq = 3000000000ULL;
+
+void
+fake_cpu_reset(unsigned int nr_cpus)
+{
+    assert(nr_cpus >= 1 && nr_cpus <= CPU_MAX);
+    fake_cpu_nr = nr_cpus;
+    fake_cpu_id = 0;
+    fake_cpu_intr = true;
+    fake_cpu_tsc_freq = 3000000000ULL;
+}
+
+void
+fake_cpu_set_id(unsigned int cpu)
+{
+    assert(cpu < fake_cpu_nr);
+    fake_cpu_id = cpu;
+}
+
+void
+fake_cpu_set_intr(bool enabled)
+{
+    fake_cpu_intr = enabled;
+}
+
+void
+fake_cpu_set_tsc_freq(uint64_t hz)
+{
+    fake_cpu_tsc_freq = hz;
+}
+
+unsigned int
+cpu_id(void)
+{
+    return fake_cpu_id;
+}
+
+unsigned int
+cpu_count(void)
+{
+    return fake_cpu_nr;
+}
+
+bool
+cpu_intr_enabled(void)
+{
+    return fake_cpu_intr;
+}
+
+uint64_t
+cpu_tsc_freq(void)
+{
+    return fake_cpu_tsc_freq;
+}
+
+void
+cpu_pause(void)
+{
+}

@@ -1,0 +1,212 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Fake of the thread module for host tests: threads are records in a static
+ * pool, context switches and migrations are calls the test makes
+ * (fake_thread_switch(), fake_thread_migrate()), and thread_call() runs its
+ * function "on" the thread's CPU by switching the fake cpu_id().  The
+ * context switch runs the perfmon hook exactly as kern/thread.c does.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "arch/x86/cpu.h"
+#include "fakes/fake_smp.h"
+#include "kern/assert.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/thread.h"
+
+#define FAKE_THREAD_MAX     64
+
+static struct thread fake_threads[FAKE_THREAD_MAX];
+static unsigned int fake_nr_threads;
+static struct thread *fake_current[CPU_MAX];
+static unsigned int fake_preempt[CPU_MAX];
+static unsigned int fake_remote_calls;
+
+void
+fake_ctx_enter(struct fake_ctx *saved, unsigned int cpu)
+{
+    saved->cpu = cpu_id();
+    saved->intr = cpu_intr_enabled();
+    saved->preempt = fake_preempt[cpu];
+    fake_cpu_set_id(cpu);
+    fake_cpu_set_intr(false);
+    fake_preempt[cpu]++;
+}
+
+void
+fake_ctx_exit(const struct fake_ctx *saved)
+{
+    fake_preempt[cpu_id()] = saved->preempt;
+    fake_cpu_set_id(saved->cpu);
+    fake_cpu_set_intr(saved->intr);
+}
+
+void
+fake_thread_reset(void)
+{
+    memset(fake_threads, 0, sizeof(fake_threads));
+    memset(fake_current, 0, sizeof(fake_current));
+    memset(fake_preempt, 0, sizeof(fake_preempt));
+    fake_nr_threads = 0;
+    fake_remote_calls = 0;
+}
+
+struct thread *
+fake_thread_create(const char *name)
+{
+    struct thread *thread;
+
+    assert(fake_nr_threads < FAKE_THREAD_MAX);
+    thread = &fake_threads[fake_nr_threads];
+    thread->id = ++fake_nr_threads;
+    strncpy(thread->name, name, sizeof(thread->name) - 1);
+    thread->nr_refs = 1;
+    perfmon_td_init(&thread->perfmon_td);
+    return thread;
+}
+
+void
+fake_thread_switch(unsigned int cpu, struct thread *next)
+{
+    struct thread *prev = fake_current[cpu];
+    struct fake_ctx ctx;
+
+    assert(next == NULL || (!next->running && !next->exited));
+    fake_ctx_enter(&ctx, cpu);
+
+    if (prev != NULL) {
+        perfmon_td_unload(&prev->perfmon_td);
+        prev->running = false;
+    }
+
+    if (next != NULL) {
+        next->cpu = cpu;
+        next->running = true;
+        perfmon_td_load(&next->perfmon_td);
+    }
+
+    fake_current[cpu] = next;
+    fake_ctx_exit(&ctx);
+}
+
+struct thread *
+fake_thread_current(unsigned int cpu)
+{
+    return fake_current[cpu];
+}
+
+void
+fake_thread_migrate(struct thread *thread, unsigned int cpu)
+{
+    assert(!thread->running && cpu < cpu_count());
+    thread->cpu = cpu;
+}
+
+void
+fake_thread_exit(struct thread *thread)
+{
+    if (thread->running) {
+        fake_thread_switch(thread->cpu, NULL);
+    }
+
+    thread->exited = true;
+}
+
+unsigned int
+fake_thread_nr_remote_calls(void)
+{
+    return fake_remote_calls;
+}
+
+void
+thread_ref(struct thread *thread)
+{
+    assert(thread->nr_refs > 0);
+    thread->nr_refs++;
+}
+
+void
+thread_unref(struct thread *thread)
+{
+    assert(thread->nr_refs > 0);
+    thread->nr_refs--;
+}
+
+struct thread *
+thread_self(void)
+{
+    return fake_current[cpu_id()];
+}
+
+unsigned int
+thread_cpu(const struct thread *thread)
+{
+    return thread->cpu;
+}
+
+unsigned int
+thread_id(const struct thread *thread)
+{
+    return thread->id;
+}
+
+const char *
+thread_name(const struct thread *thread)
+{
+    return thread->name;
+}
+
+void
+thread_preempt_disable(void)
+{
+    fake_preempt[cpu_id()]++;
+}
+
+void
+thread_preempt_enable(void)
+{
+    assert(fake_preempt[cpu_id()] != 0);
+    fake_preempt[cpu_id()]--;
+}
+
+bool
+thread_preempt_enabled(void)
+{
+    return fake_preempt[cpu_id()] == 0;
+}
+
+struct perfmon_td *
+thread_get_perfmon_td(struct thread *thread)
+{
+    return &thread->perfmon_td;
+}
+
+void
+thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
+{
+    struct fake_ctx ctx;
+
+    assert(cpu_intr_enabled());
+    assert(thread->nr_refs > 0);
+
+    if (thread->running) {
+        if (thread->cpu != cpu_id()) {
+            fake_remote_calls++;
+        }
+
+        fake_ctx_enter(&ctx, thread->cpu);
+        fn(thread, true, arg);
+    } else {
+        /* The run queue lock of the thread's CPU would be held here. */
+        fake_ctx_enter(&ctx, cpu_id());
+        fn(thread, false, arg);
+    }
+
+    fake_ctx_exit(&ctx);
+}

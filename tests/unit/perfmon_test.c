@@ -1,0 +1,1753 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Host tests of the performance monitoring core (kern/perfmon.c) against
+ * fake PMU devices and the fakes of CPUs, threads, xcalls, timers and the
+ * clock: device registration, events and every error code, counter sharing
+ * and exhaustion, 64-bit extension across wraps at several widths in poll
+ * and interrupt mode, thread events across context switches, migrations
+ * and exit, several devices, and the overflow-interrupt callback registry.
+ *
+ * A fake device models per-CPU hardware counters: fdev_count() makes
+ * events happen on one CPU, and only counters started there with that raw
+ * event see them, wrapping at the device width and raising an overflow
+ * status bit as a PMU would.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/trap.h"
+#include "fakes/fake_smp.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/syscnt.h"
+#include "kern/thread.h"
+
+#define NR_CPUS     4
+#define FDEV_MAX_HW 16
+
+/* Raw codes of the fake devices. */
+#define RAW_CYCLES  0x3c
+#define RAW_INSNS   0xc0
+#define RAW_BRANCH  0xc4
+#define RAW_MISS    0xc5
+#define RAW_OTHER   0x99
+#define RAW_REFUSED 0xdead
+
+struct fdev_counter {
+    bool running;
+    uint64_t raw_event;
+    uint64_t value;
+};
+
+struct fdev {
+    struct perfmon_dev dev;
+    struct perfmon_dev_ops ops;
+    bool can[PERFMON_NR_EVENTS];
+    uint64_t code[PERFMON_NR_EVENTS];
+    unsigned int nr_hw;                 /* hardware counters */
+    uint64_t hw_used;
+    uint64_t initial;                   /* counter value at start */
+    struct fdev_counter counters[CPU_MAX][FDEV_MAX_HW];
+    uint64_t status[CPU_MAX];
+    uint64_t wraps[CPU_MAX];            /* counter wraps seen */
+    unsigned int nr_alloc, nr_free, nr_start, nr_stop;
+    bool nmi_in_read;                   /* next read is hit by an NMI */
+    uint64_t nmi_advance;               /* events just before that NMI */
+    bool nmi_result;
+};
+
+static struct fdev fdevs[3];
+static struct trap_frame test_frame;
+
+static void fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw,
+                       uint64_t n);
+
+static uint64_t
+fdev_mask(const struct fdev *fd)
+{
+    return fd->dev.width >= 64 ? UINT64_MAX : (1ULL << fd->dev.width) - 1;
+}
+
+static int
+fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
+{
+    if (id >= PERFMON_NR_EVENTS || !fd->can[id]) {
+        return -ENOENT;
+    }
+
+    *rawp = fd->code[id];
+    return 0;
+}
+
+static int
+fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
+           unsigned int flags)
+{
+    assert_true(flags != 0 && (flags & ~PERFMON_EF_MODE) == 0);
+
+    if (raw == RAW_REFUSED) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i < fd->nr_hw; i++) {
+        if (!(fd->hw_used & (1ULL << i))) {
+            fd->hw_used |= 1ULL << i;
+            *hw_idp = i;
+            fd->nr_alloc++;
+            return 0;
+        }
+    }
+
+    return -EAGAIN;
+}
+
+static void
+fdev_free(struct fdev *fd, unsigned int hw_id)
+{
+    assert_true(fd->hw_used & (1ULL << hw_id));
+    fd->hw_used &= ~(1ULL << hw_id);
+    fd->nr_free++;
+}
+
+static void
+fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
+           unsigned int flags)
+{
+    struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+
+    (void)flags;
+    assert_false(cpu_intr_enabled());
+    assert_true(fd->hw_used & (1ULL << hw_id));
+    assert_false(c->running);
+    c->running = true;
+    c->raw_event = raw;
+    c->value = fd->initial;
+    fd->nr_start++;
+}
+
+static void
+fdev_stop(struct fdev *fd, unsigned int hw_id)
+{
+    struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+
+    assert_false(cpu_intr_enabled());
+    assert_true(c->running);
+    c->running = false;
+    fd->nr_stop++;
+}
+
+static uint64_t
+fdev_read(struct fdev *fd, unsigned int hw_id)
+{
+    uint64_t value;
+
+    assert_false(cpu_intr_enabled());
+    assert_true(fd->counters[cpu_id()][hw_id].running);
+    value = fd->counters[cpu_id()][hw_id].value;
+
+    if (fd->nmi_in_read) {
+        /*
+         * The counter moves on after the read (and may wrap), then an NMI
+         * lands between two instructions of the core.
+         */
+        fd->nmi_in_read = false;
+        fdev_count(fd, cpu_id(), fd->counters[cpu_id()][hw_id].raw_event,
+                   fd->nmi_advance);
+        fd->nmi_advance = 0;
+        fd->nmi_result = perfmon_overflow_intr(&fd->dev, &test_frame);
+    }
+
+    /* Bits above the width are junk the core must ignore. */
+    return (fd->dev.width < 64) ? value | (0xa5ULL << fd->dev.width) : value;
+}
+
+static uint64_t
+fdev_ovf(struct fdev *fd)
+{
+    uint64_t mask = fd->status[cpu_id()];
+
+    fd->status[cpu_id()] = 0;
+    return mask;
+}
+
+#define FDEV_OPS(i)                                                         \
+static int fdev##i##_translate(uint64_t *r, unsigned int id)                \
+{ return fdev_translate(&fdevs[i], r, id); }                                \
+static int fdev##i##_alloc(unsigned int *h, uint64_t r, unsigned int f)     \
+{ return fdev_alloc(&fdevs[i], h, r, f); }                                  \
+static void fdev##i##_free(unsigned int h) { fdev_free(&fdevs[i], h); }     \
+static void fdev##i##_start(unsigned int h, uint64_t r, unsigned int f)     \
+{ fdev_start(&fdevs[i], h, r, f); }                                         \
+static void fdev##i##_stop(unsigned int h) { fdev_stop(&fdevs[i], h); }     \
+static uint64_t fdev##i##_read(unsigned int h)                              \
+{ return fdev_read(&fdevs[i], h); }                                         \
+static uint64_t fdev##i##_ovf(void) { return fdev_ovf(&fdevs[i]); }         \
+static const struct perfmon_dev_ops fdev##i##_ops = {                       \
+    fdev##i##_translate, fdev##i##_alloc, fdev##i##_free, fdev##i##_start,  \
+    fdev##i##_stop, fdev##i##_read, fdev##i##_ovf,                          \
+}
+
+FDEV_OPS(0);
+FDEV_OPS(1);
+FDEV_OPS(2);
+
+static const struct perfmon_dev_ops *const fdev_ops[] = {
+    &fdev0_ops, &fdev1_ops, &fdev2_ops,
+};
+
+static const char *const fdev_names[] = { "fake0", "fake1", "fake2" };
+
+static const struct perfmon_dev_event fdev_events[] = {
+    { "insns.any", RAW_INSNS },
+    { "other.thing", RAW_OTHER },
+};
+
+/*
+ * Prepare fake device i: a hardware-like PMU (cycles, instructions,
+ * branches, branch misses) for i != 1, a software-like one (the software
+ * events) for i == 1.  intr: with an overflow interrupt.
+ */
+static struct fdev *
+fdev_init(unsigned int i, unsigned int width, unsigned int nr_pmcs,
+          bool intr)
+{
+    struct fdev *fd = &fdevs[i];
+
+    memset(fd, 0, sizeof(*fd));
+    fd->ops = *fdev_ops[i];
+
+    if (!intr) {
+        fd->ops.handle_overflow_intr = NULL;
+    }
+
+    if (i == 1) {
+        for (unsigned int id = PERFMON_EV_TASK_CLOCK; id < PERFMON_NR_EVENTS;
+             id++) {
+            fd->can[id] = true;
+            fd->code[id] = 0x100 + id;
+        }
+    } else {
+        fd->can[PERFMON_EV_CYCLE] = true;
+        fd->code[PERFMON_EV_CYCLE] = RAW_CYCLES;
+        fd->can[PERFMON_EV_INSTRUCTION] = true;
+        fd->code[PERFMON_EV_INSTRUCTION] = RAW_INSNS;
+        fd->can[PERFMON_EV_BRANCH] = true;
+        fd->code[PERFMON_EV_BRANCH] = RAW_BRANCH;
+        fd->can[PERFMON_EV_BRANCH_MISS] = true;
+        fd->code[PERFMON_EV_BRANCH_MISS] = RAW_MISS;
+        fd->dev.events = fdev_events;
+        fd->dev.nr_events = ARRAY_SIZE(fdev_events);
+    }
+
+    fd->dev.name = fdev_names[i];
+    fd->dev.ops = &fd->ops;
+    fd->dev.width = width;
+    fd->dev.nr_pmcs = nr_pmcs;
+    fd->nr_hw = nr_pmcs;
+    return fd;
+}
+
+static struct fdev *
+fdev_add(unsigned int i, unsigned int width, unsigned int nr_pmcs, bool intr)
+{
+    struct fdev *fd = fdev_init(i, width, nr_pmcs, intr);
+
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    return fd;
+}
+
+/* n events of type raw happen on cpu. */
+static void
+fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n)
+{
+    uint64_t mask = fdev_mask(fd);
+
+    for (unsigned int i = 0; i < fd->nr_hw; i++) {
+        struct fdev_counter *c = &fd->counters[cpu][i];
+
+        if (!c->running || c->raw_event != raw) {
+            continue;
+        }
+
+        unsigned __int128 sum = (unsigned __int128)c->value + n;
+        uint64_t wraps = (uint64_t)(sum >> fd->dev.width);
+
+        if (wraps != 0) {
+            fd->status[cpu] |= 1ULL << i;
+            fd->wraps[cpu] += wraps;
+        }
+
+        c->value = (uint64_t)sum & mask;
+    }
+}
+
+/* An NMI for fd on cpu. */
+static bool
+dev_nmi(struct perfmon_dev *dev, unsigned int cpu)
+{
+    struct fake_ctx ctx;
+    bool handled;
+
+    fake_ctx_enter(&ctx, cpu);
+    handled = perfmon_overflow_intr(dev, &test_frame);
+    fake_ctx_exit(&ctx);
+    return handled;
+}
+
+static bool
+fdev_nmi(struct fdev *fd, unsigned int cpu)
+{
+    return dev_nmi(&fd->dev, cpu);
+}
+
+static uint64_t
+syscnt_value(const char *name)
+{
+    struct syscnt *s = syscnt_lookup(name);
+
+    assert_non_null(s);
+    return syscnt_read(s);
+}
+
+/* The thread the test runs as, current on CPU 0. */
+static struct thread *self;
+
+static int
+setup(void **state)
+{
+    (void)state;
+    fake_cpu_reset(NR_CPUS);
+    fake_thread_reset();
+    fake_xcall_reset();
+    fake_timer_reset();
+    fake_syscnt_reset();
+    fake_clock_set(1000);
+    perfmon_reset();
+    self = fake_thread_create("self");
+    fake_thread_switch(0, self);
+    return 0;
+}
+
+static void
+init_ok(struct perfmon_event *ev, uint64_t id, unsigned int flags)
+{
+    assert_int_equal(perfmon_event_init(ev, id, flags), 0);
+}
+
+/* ---- devices ------------------------------------------------------------ */
+
+static void
+test_register_errors(void **state)
+{
+    struct fdev *fd = fdev_init(0, 48, 4, true);
+    struct perfmon_dev_ops ops = fd->ops;
+    void **opp[] = {
+        (void **)&fd->ops.translate, (void **)&fd->ops.alloc,
+        (void **)&fd->ops.free, (void **)&fd->ops.start,
+        (void **)&fd->ops.stop, (void **)&fd->ops.read,
+    };
+
+    (void)state;
+    assert_int_equal(perfmon_register(NULL), -EINVAL);
+
+    fd->dev.name = NULL;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.name = "fake0";
+    fd->dev.ops = NULL;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.ops = &fd->ops;
+
+    for (size_t i = 0; i < ARRAY_SIZE(opp); i++) {
+        void *saved = *opp[i];
+
+        *opp[i] = NULL;
+        assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+        *opp[i] = saved;
+    }
+
+    assert_memory_equal(&ops, &fd->ops, sizeof(ops));
+
+    fd->dev.width = 0;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.width = 65;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.width = 48;
+    fd->dev.nr_pmcs = 0;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.nr_pmcs = PERFMON_DEV_MAX_PMCS + 1;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.nr_pmcs = 4;
+    fd->dev.events = NULL;
+    assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
+    fd->dev.events = fdev_events;
+
+    /* Nothing was registered by the failures. */
+    assert_int_equal(perfmon_nr_devs(), 0);
+    assert_null(perfmon_dev_get(0));
+    assert_false(fd->dev.registered);
+
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    assert_int_equal(perfmon_register(&fd->dev), -EEXIST);
+
+    /* Another device with the same name. */
+    fdev_init(1, 32, 4, false);
+    fdevs[1].dev.name = "fake0";
+    assert_int_equal(perfmon_register(&fdevs[1].dev), -EEXIST);
+    assert_int_equal(perfmon_nr_devs(), 1);
+}
+
+static void
+test_register_limits_and_lookup(void **state)
+{
+    static struct fdev extra[PERFMON_MAX_DEVS + 1];
+    static const char *const names[] = { "a", "b", "c", "d", "e" };
+
+    (void)state;
+
+    for (unsigned int i = 0; i <= PERFMON_MAX_DEVS; i++) {
+        extra[i] = *fdev_init(0, 1 + i, 1, false);
+        extra[i].dev.ops = &extra[i].ops;
+        extra[i].dev.name = names[i];
+        assert_int_equal(perfmon_register(&extra[i].dev),
+                         i < PERFMON_MAX_DEVS ? 0 : -ENOSPC);
+    }
+
+    assert_int_equal(perfmon_nr_devs(), PERFMON_MAX_DEVS);
+
+    for (unsigned int i = 0; i < PERFMON_MAX_DEVS; i++) {
+        assert_ptr_equal(perfmon_dev_get(i), &extra[i].dev);
+        assert_ptr_equal(perfmon_dev_find(names[i]), &extra[i].dev);
+    }
+
+    assert_null(perfmon_dev_get(PERFMON_MAX_DEVS));
+    assert_null(perfmon_dev_find("e"));
+    assert_null(perfmon_dev_find(NULL));
+    assert_false(extra[PERFMON_MAX_DEVS].dev.registered);
+}
+
+static void
+test_dev_info_and_poll_interval(void **state)
+{
+    struct perfmon_dev_info info;
+    struct fdev *intr, *poll16, *given;
+
+    (void)state;
+    fake_cpu_set_tsc_freq(1000000000ULL);
+    intr = fdev_add(0, 48, 4, true);
+    poll16 = fdev_add(1, 16, 3, false);
+    given = fdev_init(2, 40, 2, true);
+    given->dev.poll_ms = 7;
+    assert_int_equal(perfmon_register(&given->dev), 0);
+
+    assert_int_equal(perfmon_dev_get_info(&intr->dev, &info), 0);
+    assert_string_equal(info.name, "fake0");
+    assert_int_equal(info.width, 48);
+    assert_int_equal(info.nr_pmcs, 4);
+    assert_int_equal(info.nr_pmcs_used, 0);
+    assert_true(info.overflow_intr);
+    assert_int_equal(info.poll_ms, 0);
+
+    /* 2^16 events at 16 per cycle is far below the floor. */
+    assert_int_equal(perfmon_dev_get_info(&poll16->dev, &info), 0);
+    assert_false(info.overflow_intr);
+    assert_int_equal(info.poll_ms, 20);
+
+    assert_int_equal(perfmon_dev_get_info(&given->dev, &info), 0);
+    assert_true(info.overflow_intr);
+    assert_int_equal(info.poll_ms, 7);
+
+    assert_int_equal(perfmon_dev_get_info(NULL, &info), -EINVAL);
+    assert_int_equal(perfmon_dev_get_info(&intr->dev, NULL), -EINVAL);
+
+    /* Devices never registered, whatever their index says. */
+    struct perfmon_dev stranger = intr->dev;
+
+    assert_int_equal(perfmon_dev_get_info(&stranger, &info), -EINVAL);
+    stranger.index = 7;
+    assert_int_equal(perfmon_dev_get_info(&stranger, &info), -EINVAL);
+}
+
+/* Poll interval of a polled device of the given width, TSC at freq. */
+static unsigned int
+poll_ms_for(unsigned int width, uint64_t freq)
+{
+    struct perfmon_dev_info info;
+    struct fdev *fd;
+
+    fake_syscnt_reset();
+    perfmon_reset();
+    fake_cpu_set_tsc_freq(freq);
+    fd = fdev_add(0, width, 1, false);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    return info.poll_ms;
+}
+
+static void
+test_poll_interval_from_width(void **state)
+{
+    (void)state;
+    /* 2^32 / (16 * 10^6 per ms) / 4 = 67 ms. */
+    assert_int_equal(poll_ms_for(32, 1000000000ULL), 67);
+    /* At 4 GHz the same counter wraps 4 times sooner: floor. */
+    assert_int_equal(poll_ms_for(32, 4000000000ULL), 20);
+    assert_int_equal(poll_ms_for(36, 4000000000ULL), 268);
+    /* Wide counters: the ceiling. */
+    assert_int_equal(poll_ms_for(48, 3000000000ULL), 10000);
+    assert_int_equal(poll_ms_for(64, 3000000000ULL), 10000);
+    /* No TSC frequency yet: a fast 5 GHz CPU is assumed. */
+    assert_int_equal(poll_ms_for(36, 0), 214);
+    assert_int_equal(poll_ms_for(8, 0), 20);
+}
+
+static void
+test_lookup_event(void **state)
+{
+    struct fdev *hw, *sw;
+    uint64_t id;
+    unsigned int flags;
+
+    (void)state;
+    hw = fdev_add(0, 48, 4, true);
+    sw = fdev_add(1, 32, 4, false);
+
+    assert_int_equal(perfmon_lookup_event(NULL, "cycles", &id, &flags), 0);
+    assert_int_equal(id, PERFMON_EV_CYCLE);
+    assert_int_equal(flags, 0);
+    assert_int_equal(perfmon_lookup_event(NULL, "cpu-clock", &id, &flags), 0);
+    assert_int_equal(id, PERFMON_EV_TASK_CLOCK);
+    assert_int_equal(perfmon_lookup_event(NULL, "nope", &id, &flags), -ENOENT);
+
+    /* The device's own names, then the generic events it counts. */
+    assert_int_equal(perfmon_lookup_event(&hw->dev, "insns.any", &id, &flags),
+                     0);
+    assert_int_equal(id, RAW_INSNS);
+    assert_int_equal(flags, PERFMON_EF_RAW);
+    assert_int_equal(perfmon_lookup_event(&hw->dev, "branch-misses", &id,
+                                          &flags), 0);
+    assert_int_equal(id, PERFMON_EV_BRANCH_MISS);
+    assert_int_equal(flags, 0);
+    assert_int_equal(perfmon_lookup_event(&hw->dev, "test", &id, &flags),
+                     -ENOENT);
+    assert_int_equal(perfmon_lookup_event(&sw->dev, "test", &id, &flags), 0);
+    assert_int_equal(id, PERFMON_EV_TEST);
+    assert_int_equal(perfmon_lookup_event(&sw->dev, "insns.any", &id, &flags),
+                     -ENOENT);
+
+    assert_int_equal(perfmon_lookup_event(NULL, NULL, &id, &flags), -EINVAL);
+    assert_int_equal(perfmon_lookup_event(NULL, "cycles", NULL, &flags),
+                     -EINVAL);
+    assert_int_equal(perfmon_lookup_event(NULL, "cycles", &id, NULL),
+                     -EINVAL);
+    fdev_init(2, 48, 4, true);
+    assert_int_equal(perfmon_lookup_event(&fdevs[2].dev, "cycles", &id,
+                                          &flags), -EINVAL);
+
+    assert_string_equal(perfmon_event_name(PERFMON_EV_CYCLE), "cycles");
+    assert_string_equal(perfmon_event_name(PERFMON_EV_TASK_CLOCK),
+                        "task-clock");
+    assert_string_equal(perfmon_event_name(PERFMON_EV_CONTEXT_SWITCH),
+                        "context-switches");
+    assert_string_equal(perfmon_event_name(PERFMON_EV_TEST), "test");
+
+    for (unsigned int i = 0; i < PERFMON_NR_EVENTS; i++) {
+        assert_non_null(perfmon_event_name(i));
+    }
+
+    assert_null(perfmon_event_name(PERFMON_NR_EVENTS));
+}
+
+/* ---- event errors ------------------------------------------------------- */
+
+static void
+test_event_init_errors(void **state)
+{
+    struct perfmon_event ev;
+
+    (void)state;
+    assert_int_equal(perfmon_event_init(NULL, 0, PERFMON_EF_KERN), -EINVAL);
+    assert_int_equal(perfmon_event_init(&ev, 0, 0), -EINVAL);
+    assert_int_equal(perfmon_event_init(&ev, 0, PERFMON_EF_RAW), -EINVAL);
+    assert_int_equal(perfmon_event_init(&ev, 0, PERFMON_EF_KERN | 0x8),
+                     -EINVAL);
+    assert_int_equal(perfmon_event_init(&ev, PERFMON_NR_EVENTS,
+                                        PERFMON_EF_KERN), -EINVAL);
+    assert_int_equal(perfmon_event_init(&ev, UINT64_MAX, PERFMON_EF_USER),
+                     -EINVAL);
+
+    init_ok(&ev, PERFMON_NR_EVENTS - 1, PERFMON_EF_USER);
+    init_ok(&ev, 0, PERFMON_EF_KERN | PERFMON_EF_USER);
+    init_ok(&ev, UINT64_MAX, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_false(perfmon_event_attached(&ev));
+    assert_int_equal(perfmon_event_read(&ev), 0);
+    assert_int_equal(perfmon_event_read(NULL), 0);
+    assert_false(perfmon_event_attached(NULL));
+}
+
+static void
+test_attach_errors(void **state)
+{
+    struct perfmon_event ev, raw, garbage;
+    struct thread *t = fake_thread_create("t");
+    struct fdev *fd;
+
+    (void)state;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+
+    /* No device at all. */
+    assert_int_equal(perfmon_event_attach(&ev, t), -ENODEV);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -ENODEV);
+
+    fd = fdev_add(0, 48, 4, true);
+
+    assert_int_equal(perfmon_event_attach(NULL, t), -EINVAL);
+    assert_int_equal(perfmon_event_attach(&ev, NULL), -EINVAL);
+    assert_int_equal(perfmon_event_attach_cpu(NULL, 0), -EINVAL);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, NR_CPUS), -EINVAL);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, UINT32_MAX), -EINVAL);
+    memset(&garbage, 0x5a, sizeof(garbage));
+    assert_int_equal(perfmon_event_attach(&garbage, t), -EINVAL);
+    assert_int_equal(perfmon_event_attach_cpu(&garbage, 0), -EINVAL);
+    assert_int_equal(perfmon_event_detach(&garbage), -EINVAL);
+
+    /* An event no device counts, a raw code the device refuses. */
+    init_ok(&ev, PERFMON_EV_TEST, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ev, t), -ENOENT);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), -ENOENT);
+    init_ok(&raw, RAW_REFUSED, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&raw, 1), -ENOENT);
+    assert_int_equal(fd->hw_used, 0);
+    assert_int_equal(t->nr_refs, 1);
+
+    /* Not attached: detach refused, nothing changes. */
+    assert_int_equal(perfmon_event_detach(NULL), -EINVAL);
+    assert_int_equal(perfmon_event_detach(&ev), -EINVAL);
+
+    /* Attached twice, to a thread or a CPU. */
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    assert_true(perfmon_event_attached(&ev));
+    assert_int_equal(perfmon_event_attach(&ev, t), -EINVAL);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -EINVAL);
+    assert_int_equal(t->nr_refs, 2);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_event_detach(&ev), -EINVAL);
+    assert_int_equal(t->nr_refs, 1);
+    assert_int_equal(fd->nr_alloc, 1);
+    assert_int_equal(fd->nr_free, 1);
+
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 3), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 3), -EINVAL);
+    assert_int_equal(perfmon_event_attach(&ev, t), -EINVAL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(fd->hw_used, 0);
+}
+
+static void
+test_set_dev(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *a, *b;
+
+    (void)state;
+    a = fdev_add(0, 48, 4, true);
+    b = fdev_add(1, 32, 4, false);
+    fdev_init(2, 48, 4, true);
+
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_dev(NULL, &a->dev), -EINVAL);
+    assert_int_equal(perfmon_event_set_dev(&ev, &fdevs[2].dev), -ENODEV);
+
+    /* A device that cannot count the generic event. */
+    assert_int_equal(perfmon_event_set_dev(&ev, &b->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -ENOENT);
+    assert_int_equal(perfmon_event_set_dev(&ev, NULL), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    assert_int_equal(a->nr_alloc, 1);
+    assert_int_equal(perfmon_event_set_dev(&ev, &b->dev), -EINVAL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    /* Raw events: the first device unless one is chosen. */
+    init_ok(&ev, 0x123, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    assert_int_equal(a->nr_alloc, 2);
+    assert_int_equal(a->counters[0][0].raw_event, 0x123);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    init_ok(&ev, 0x123, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_dev(&ev, &b->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    assert_int_equal(b->nr_alloc, 1);
+    assert_int_equal(b->counters[0][0].raw_event, 0x123);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+static void
+test_misuse_asserted(void **state)
+{
+    struct perfmon_event ev;
+    struct thread *t = fake_thread_create("t");
+
+    (void)state;
+    fdev_add(0, 48, 4, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+
+    /* Interrupts disabled: xcalls could deadlock. */
+    fake_cpu_set_intr(false);
+    expect_assert_failure(perfmon_event_attach(&ev, t));
+    expect_assert_failure(perfmon_event_attach_cpu(&ev, 1));
+    fake_cpu_set_intr(true);
+    assert_false(perfmon_event_attached(&ev));
+
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    fake_cpu_set_intr(false);
+    expect_assert_failure(perfmon_event_read(&ev));
+    expect_assert_failure(perfmon_event_detach(&ev));
+    fake_cpu_set_intr(true);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    /* The context switch hook needs interrupts and preemption disabled. */
+    t->perfmon_td.active_mask = 1;
+    expect_assert_failure(perfmon_td_load_slow(&t->perfmon_td));
+    thread_preempt_disable();
+    expect_assert_failure(perfmon_td_load_slow(&t->perfmon_td));
+    thread_preempt_enable();
+    t->perfmon_td.active_mask = 0;
+
+    /* The overflow interrupt runs with interrupts disabled. */
+    expect_assert_failure(perfmon_overflow_intr(&fdevs[0].dev, &test_frame));
+}
+
+/* ---- sharing and exhaustion --------------------------------------------- */
+
+struct foreach_seen {
+    unsigned int nr;
+    struct perfmon_pmc_info infos[8];
+};
+
+static void
+foreach_fn(const struct perfmon_pmc_info *info, void *arg)
+{
+    struct foreach_seen *seen = arg;
+
+    assert_true(seen->nr < ARRAY_SIZE(seen->infos));
+    seen->infos[seen->nr++] = *info;
+}
+
+static void
+test_sharing_and_release(void **state)
+{
+    struct perfmon_event a, b, c, k;
+    struct thread *t = fake_thread_create("worker");
+    struct foreach_seen seen = { 0 };
+    struct perfmon_dev_info info;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_USER);
+    init_ok(&b, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_USER | PERFMON_EF_RAW);
+    init_ok(&c, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_USER);
+    init_ok(&k, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+
+    /* Generic and raw spellings of one event share one counter. */
+    assert_int_equal(perfmon_event_attach(&a, t), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 2), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&c, 2), 0);
+    assert_int_equal(fd->nr_alloc, 1);
+    /* Another mode is another counter. */
+    assert_int_equal(perfmon_event_attach_cpu(&k, 2), 0);
+    assert_int_equal(fd->nr_alloc, 2);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 2);
+
+    /* Started once on CPU 2 for two users. */
+    assert_int_equal(fd->nr_start, 2);
+    fdev_count(fd, 2, RAW_INSNS, 100);
+    assert_int_equal(perfmon_event_read(&b), 100);
+    assert_int_equal(perfmon_event_read(&c), 100);
+    assert_int_equal(perfmon_event_read(&k), 100);
+    assert_int_equal(perfmon_event_read(&a), 0);
+
+    perfmon_pmc_foreach(foreach_fn, &seen);
+    perfmon_pmc_foreach(NULL, NULL);
+    assert_int_equal(seen.nr, 2);
+    assert_ptr_equal(seen.infos[0].dev, &fd->dev);
+    assert_int_equal(seen.infos[0].index, 0);
+    assert_int_equal(seen.infos[0].raw_event, RAW_INSNS);
+    assert_int_equal(seen.infos[0].flags, PERFMON_EF_KERN | PERFMON_EF_USER);
+    assert_int_equal(seen.infos[0].nr_users, 3);
+    /* Most recent user first: c, b (CPU 2), then a (the thread). */
+    assert_null(seen.infos[0].users[0].thread);
+    assert_int_equal(seen.infos[0].users[0].cpu, 2);
+    assert_null(seen.infos[0].users[1].thread);
+    assert_ptr_equal(seen.infos[0].users[2].thread, t);
+    assert_null(seen.infos[0].users[3].thread);
+    assert_int_equal(seen.infos[1].index, 1);
+    assert_int_equal(seen.infos[1].flags, PERFMON_EF_KERN);
+    assert_int_equal(seen.infos[1].nr_users, 1);
+
+    /* Releasing one user keeps the counter for the others. */
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(fd->nr_free, 0);
+    assert_int_equal(fd->nr_stop, 0);
+    fdev_count(fd, 2, RAW_INSNS, 5);
+    assert_int_equal(perfmon_event_read(&b), 100);
+    assert_int_equal(perfmon_event_read(&c), 105);
+    assert_int_equal(perfmon_event_detach(&c), 0);
+    assert_int_equal(fd->nr_stop, 1);
+    assert_int_equal(fd->nr_free, 0);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(fd->nr_free, 1);
+    assert_int_equal(perfmon_event_detach(&k), 0);
+    assert_int_equal(fd->nr_free, 2);
+    assert_int_equal(fd->hw_used, 0);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 0);
+    seen.nr = 0;
+    perfmon_pmc_foreach(foreach_fn, &seen);
+    assert_int_equal(seen.nr, 0);
+}
+
+static void
+test_foreach_many_users(void **state)
+{
+    struct perfmon_event evs[PERFMON_PMC_INFO_MAX_USERS + 2];
+    struct foreach_seen seen = { 0 };
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+
+    for (size_t i = 0; i < ARRAY_SIZE(evs); i++) {
+        init_ok(&evs[i], PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], i % NR_CPUS), 0);
+    }
+
+    perfmon_pmc_foreach(foreach_fn, &seen);
+    assert_int_equal(seen.nr, 1);
+    assert_int_equal(seen.infos[0].nr_users, ARRAY_SIZE(evs));
+    /* The newest users are listed first. */
+    assert_int_equal(seen.infos[0].users[0].cpu,
+                     (ARRAY_SIZE(evs) - 1) % NR_CPUS);
+
+    for (size_t i = 0; i < ARRAY_SIZE(evs); i++) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
+}
+
+static void
+test_eagain_then_success(void **state)
+{
+    struct perfmon_event a, b, c;
+    struct thread *t = fake_thread_create("t");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&c, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+
+    assert_int_equal(perfmon_event_attach(&a, t), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    assert_int_equal(perfmon_event_attach(&c, t), -EAGAIN);
+    assert_int_equal(perfmon_event_attach_cpu(&c, 1), -EAGAIN);
+    assert_false(perfmon_event_attached(&c));
+    assert_int_equal(t->nr_refs, 2);
+
+    /* A shared event still fits. */
+    struct perfmon_event a2;
+
+    init_ok(&a2, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&a2, 3), 0);
+
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(perfmon_event_attach(&c, t), 0);
+    assert_int_equal(perfmon_event_detach(&c), 0);
+    assert_int_equal(perfmon_event_detach(&a2), 0);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(fd->hw_used, 0);
+    assert_int_equal(t->nr_refs, 1);
+}
+
+static void
+test_eagain_from_device(void **state)
+{
+    struct perfmon_event a, b;
+    struct fdev *fd;
+
+    (void)state;
+    /* Four logical slots, but the hardware has one counter. */
+    fd = fdev_init(0, 48, 4, true);
+    fd->nr_hw = 1;
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&a, 0), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 0), -EAGAIN);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 0), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+}
+
+/* ---- CPU events --------------------------------------------------------- */
+
+static void
+test_cpu_event_counts_its_cpu(void **state)
+{
+    struct perfmon_event ev, local;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    fd->initial = 12345;            /* counters start anywhere */
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&local, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(fake_xcall_nr_on(1), 1);
+
+    fdev_count(fd, 1, RAW_CYCLES, 1000);
+    fdev_count(fd, 0, RAW_CYCLES, 77);          /* not running there */
+    fdev_count(fd, 1, RAW_INSNS, 55);           /* another event */
+    assert_int_equal(perfmon_event_read(&ev), 1000);
+    assert_int_equal(fake_xcall_nr_remote(), 2);
+
+    /* The local CPU: no remote xcall. */
+    assert_int_equal(perfmon_event_attach_cpu(&local, 0), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 20);
+    assert_int_equal(perfmon_event_read(&local), 20);
+    assert_int_equal(fake_xcall_nr_remote(), 2);
+
+    /* Detached events keep their value; reattaching counts on. */
+    fdev_count(fd, 1, RAW_CYCLES, 1);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    fdev_count(fd, 1, RAW_CYCLES, 500);
+    assert_int_equal(perfmon_event_read(&ev), 1001);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 2), 0);
+    fdev_count(fd, 2, RAW_CYCLES, 9);
+    assert_int_equal(perfmon_event_read(&ev), 1010);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_event_read(&ev), 1010);
+    assert_int_equal(perfmon_event_detach(&local), 0);
+    assert_int_equal(perfmon_event_read(&local), 20);
+}
+
+/* ---- thread events ------------------------------------------------------ */
+
+static void
+test_thread_event_switches_and_migrations(void **state)
+{
+    struct perfmon_event ev, cpu1;
+    struct thread *t = fake_thread_create("t");
+    struct thread *u = fake_thread_create("u");
+    struct fdev *fd;
+    unsigned int calls;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    fd->initial = 1ULL << 40;
+    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&cpu1, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+
+    /* Attaching to a thread that does not run starts nothing. */
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    assert_int_equal(fd->nr_start, 0);
+    assert_int_equal(fake_thread_nr_remote_calls(), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&cpu1, 1), 0);
+    assert_int_equal(fd->nr_start, 1);
+
+    fake_thread_switch(1, t);
+    fdev_count(fd, 1, RAW_INSNS, 100);
+    fdev_count(fd, 0, RAW_INSNS, 50);           /* no counter there */
+
+    /* Running elsewhere: one remote call. */
+    calls = fake_thread_nr_remote_calls();
+    assert_int_equal(perfmon_event_read(&ev), 100);
+    assert_int_equal(fake_thread_nr_remote_calls(), calls + 1);
+
+    /* Switched out: what happens on CPU 1 is not its count anymore. */
+    fake_thread_switch(1, u);
+    fdev_count(fd, 1, RAW_INSNS, 30);
+    calls = fake_thread_nr_remote_calls();
+    assert_int_equal(perfmon_event_read(&ev), 100);
+    assert_int_equal(fake_thread_nr_remote_calls(), calls);
+    assert_int_equal(perfmon_event_read(&cpu1), 130);
+
+    /* Migrated to CPU 2, where nothing counted before. */
+    fake_thread_migrate(t, 2);
+    fake_thread_switch(2, t);
+    assert_int_equal(fd->nr_start, 2);
+    fdev_count(fd, 2, RAW_INSNS, 7);
+    fdev_count(fd, 1, RAW_INSNS, 1000);
+    assert_int_equal(perfmon_event_read(&ev), 107);
+
+    /* Back to CPU 1, sharing the counter with the CPU event. */
+    fake_thread_switch(2, NULL);
+    assert_int_equal(fd->nr_stop, 1);
+    fake_thread_switch(1, NULL);
+    fake_thread_migrate(t, 1);
+    fake_thread_switch(1, t);
+    fdev_count(fd, 1, RAW_INSNS, 3);
+    assert_int_equal(perfmon_event_read(&ev), 110);
+    assert_int_equal(perfmon_event_read(&cpu1), 1133);
+
+    /* Detaching a running thread's event stops nothing the CPU uses. */
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(t->perfmon_td.active_mask, 0);
+    assert_int_equal(t->perfmon_td.loaded_mask, 0);
+    fdev_count(fd, 1, RAW_INSNS, 3);
+    assert_int_equal(perfmon_event_read(&ev), 110);
+    assert_int_equal(perfmon_event_read(&cpu1), 1136);
+    assert_int_equal(perfmon_event_detach(&cpu1), 0);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+
+    /* Without events, the switch hook does nothing. */
+    fake_thread_switch(1, NULL);
+    fake_thread_switch(1, t);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+}
+
+static void
+test_thread_event_self(void **state)
+{
+    struct perfmon_event a, b, c;
+    struct fdev *fd;
+    unsigned int xcalls;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&c, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+
+    /* The caller's own thread: loaded at once, read without an xcall. */
+    assert_int_equal(perfmon_event_attach(&a, thread_self()), 0);
+    assert_int_equal(self->perfmon_td.loaded_mask, 1);
+    fdev_count(fd, 0, RAW_CYCLES, 40);
+    xcalls = fake_xcall_nr_remote();
+    assert_int_equal(perfmon_event_read(&a), 40);
+    assert_int_equal(fake_xcall_nr_remote(), xcalls);
+    assert_int_equal(fake_thread_nr_remote_calls(), 0);
+
+    /* A second event on the same counter, and one on another. */
+    assert_int_equal(perfmon_event_attach(&b, self), 0);
+    assert_int_equal(perfmon_event_attach(&c, self), 0);
+    assert_int_equal(self->perfmon_td.pmcs[0].nr_refs, 2);
+    assert_int_equal(self->perfmon_td.loaded_mask, 3);
+    fdev_count(fd, 0, RAW_CYCLES, 2);
+    fdev_count(fd, 0, RAW_BRANCH, 9);
+    assert_int_equal(perfmon_event_read(&a), 42);
+    assert_int_equal(perfmon_event_read(&b), 2);
+    assert_int_equal(perfmon_event_read(&c), 9);
+
+    /* Dropping one of two users keeps the counter loaded. */
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(self->perfmon_td.loaded_mask, 3);
+    fdev_count(fd, 0, RAW_CYCLES, 1);
+    assert_int_equal(perfmon_event_read(&b), 3);
+    assert_int_equal(perfmon_event_read(&a), 42);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(self->perfmon_td.loaded_mask, 2);
+    assert_int_equal(perfmon_event_detach(&c), 0);
+    assert_int_equal(self->perfmon_td.loaded_mask, 0);
+    assert_int_equal(self->perfmon_td.active_mask, 0);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+}
+
+static void
+test_thread_exit_while_monitored(void **state)
+{
+    struct perfmon_event ev;
+    struct thread *t = fake_thread_create("t");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_USER);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    fake_thread_switch(3, t);
+    fdev_count(fd, 3, RAW_CYCLES, 40);
+
+    /* The creator drops its reference; the event's keeps t alive. */
+    fake_thread_exit(t);
+    thread_unref(t);
+    assert_int_equal(t->nr_refs, 1);
+    assert_int_equal(fd->nr_stop, 1);
+    fdev_count(fd, 3, RAW_CYCLES, 1000);
+    assert_int_equal(perfmon_event_read(&ev), 40);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(t->nr_refs, 0);
+    assert_int_equal(perfmon_event_read(&ev), 40);
+    assert_int_equal(fd->hw_used, 0);
+}
+
+static void
+test_thread_attached_while_running_elsewhere(void **state)
+{
+    struct perfmon_event a, b;
+    struct thread *t = fake_thread_create("t");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+
+    /* t runs on CPU 2 without events: the switch in loaded nothing. */
+    fake_thread_switch(2, t);
+    fdev_count(fd, 2, RAW_CYCLES, 11);
+    assert_int_equal(perfmon_event_attach(&a, t), 0);
+    assert_int_equal(t->perfmon_td.cpu, 2);
+    assert_int_equal(fake_thread_nr_remote_calls(), 1);
+    fdev_count(fd, 2, RAW_CYCLES, 5);
+    assert_int_equal(perfmon_event_attach(&b, t), 0);
+    fdev_count(fd, 2, RAW_INSNS, 6);
+    fdev_count(fd, 2, RAW_CYCLES, 1);
+    assert_int_equal(perfmon_event_read(&a), 6);
+    assert_int_equal(perfmon_event_read(&b), 6);
+
+    /* Sleeping: both slots unloaded, the counts stay. */
+    fake_thread_switch(2, NULL);
+    assert_int_equal(t->perfmon_td.loaded_mask, 0);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_read(&a), 6);
+    assert_int_equal(perfmon_event_read(&b), 6);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+}
+
+/* ---- wraps -------------------------------------------------------------- */
+
+/*
+ * Count total events on a CPU event and a thread event at a device width,
+ * in steps below one period, folding by the poll timer (poll mode) or by
+ * overflow NMIs (interrupt mode) between steps.  The counters start close
+ * to their top to wrap early.
+ */
+static void
+check_wraps(unsigned int width, bool intr, uint64_t step, unsigned int steps)
+{
+    struct perfmon_event cpu_ev, thr_ev;
+    struct thread *t = fake_thread_create("t");
+    struct perfmon_dev_info info;
+    struct fdev *fd;
+    uint64_t total = 0, before;
+
+    fd = fdev_add(0, width, 4, intr);
+    fd->initial = fdev_mask(fd) - 2;
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    init_ok(&cpu_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&thr_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&cpu_ev, 2), 0);
+    fake_thread_switch(2, t);
+    assert_int_equal(perfmon_event_attach(&thr_ev, t), 0);
+    before = syscnt_value("perfmon_nr_overflows/2");
+
+    for (unsigned int i = 0; i < steps; i++) {
+        fdev_count(fd, 2, RAW_CYCLES, step);
+        total += step;
+
+        if (intr) {
+            if (fd->status[2] != 0) {
+                assert_true(fdev_nmi(fd, 2));
+            }
+        } else {
+            fake_clock_advance_ms(info.poll_ms);
+            assert_int_equal(fake_timer_run_due(), 1);
+        }
+
+        /* Every few steps, a read folds too. */
+        if (i % 3 == 0) {
+            assert_int_equal(perfmon_event_read(&cpu_ev), total);
+        }
+    }
+
+    assert_int_equal(perfmon_event_read(&cpu_ev), total);
+    assert_int_equal(perfmon_event_read(&thr_ev), total);
+    assert_true(fd->wraps[2] >= steps / 4);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/2") - before,
+                     fd->wraps[2]);
+    assert_int_equal(perfmon_event_detach(&thr_ev), 0);
+    assert_int_equal(perfmon_event_detach(&cpu_ev), 0);
+    assert_int_equal(perfmon_event_read(&cpu_ev), total);
+}
+
+static void
+test_wrap_width16_poll(void **state)
+{
+    (void)state;
+    /* 200 wraps of a 16-bit counter, 65000 events per poll. */
+    check_wraps(16, false, 65000, 200);
+}
+
+static void
+test_wrap_width16_intr(void **state)
+{
+    (void)state;
+    check_wraps(16, true, 65535, 300);
+}
+
+static void
+test_wrap_width32(void **state)
+{
+    (void)state;
+    check_wraps(32, false, 3000000000ULL, 50);
+    setup(NULL);
+    check_wraps(32, true, UINT32_MAX, 50);
+}
+
+static void
+test_wrap_width48(void **state)
+{
+    (void)state;
+    check_wraps(48, false, (1ULL << 47) + 12345, 20);
+    setup(NULL);
+    check_wraps(48, true, (1ULL << 48) - 1, 20);
+}
+
+static void
+test_wrap_width64(void **state)
+{
+    (void)state;
+    /* The 64-bit count itself wraps modulo 2^64, as the counter does. */
+    check_wraps(64, false, 1ULL << 62, 7);
+    setup(NULL);
+    check_wraps(64, true, (1ULL << 63) + 1, 3);
+}
+
+static void
+test_wrap_width1(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 1, 1, false);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+
+    for (unsigned int i = 0; i < 25; i++) {
+        fdev_count(fd, 0, RAW_CYCLES, 1);
+        assert_int_equal(perfmon_event_read(&ev), i + 1);
+    }
+
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * With an interrupt, a wrap is caught even when the counter has already
+ * gone past its previous value when the core looks (interrupt latency),
+ * and is not counted twice when a plain read saw it first.
+ */
+static void
+test_wrap_latency_intr(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    fdev_count(fd, 1, RAW_CYCLES, 10);
+    assert_int_equal(perfmon_event_read(&ev), 10);
+
+    /* A full period and 5: the raw value (15) is past the previous one. */
+    fdev_count(fd, 1, RAW_CYCLES, 40000);
+    fdev_count(fd, 1, RAW_CYCLES, 25541);
+    assert_int_equal(fd->status[1], 1);
+    assert_true(fdev_nmi(fd, 1));
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541);
+
+    /* A read after the wrap and before its NMI: counted once. */
+    fdev_count(fd, 1, RAW_CYCLES, 65530);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65530);
+    assert_true(fdev_nmi(fd, 1));
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65530);
+
+    /* A read after the wrap that missed it, then the NMI. */
+    fdev_count(fd, 1, RAW_CYCLES, 65536);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65530);
+    assert_true(fdev_nmi(fd, 1));
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65530 + 65536);
+
+    /* Not this device's NMI. */
+    assert_false(fdev_nmi(fd, 1));
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* An overflow NMI arriving while the core is folding is deferred to it. */
+static void
+test_nmi_during_update(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *fd;
+    uint64_t intrs;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 10);
+    assert_int_equal(perfmon_event_read(&ev), 10);
+
+    intrs = syscnt_value("perfmon_nr_intrs/0");
+    fdev_count(fd, 0, RAW_CYCLES, 65536 + 5);
+    fd->nmi_in_read = true;
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541);
+    assert_true(fd->nmi_result);
+    assert_int_equal(syscnt_value("perfmon_nr_intrs/0"), intrs + 1);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/0"), 1);
+
+    /* The same from a thread event loaded by a context switch. */
+    struct perfmon_event tev;
+    struct thread *t = fake_thread_create("t");
+
+    init_ok(&tev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&tev, t), 0);
+    fake_thread_switch(1, t);
+    fdev_count(fd, 1, RAW_CYCLES, 3);
+    fake_thread_switch(1, NULL);
+    fake_thread_switch(1, t);
+    fdev_count(fd, 1, RAW_CYCLES, 65536);
+    fd->nmi_in_read = true;
+    fake_thread_switch(1, NULL);        /* the unload is interrupted */
+    assert_true(fd->nmi_result);
+    assert_int_equal(perfmon_event_read(&tev), 65539);
+    assert_int_equal(perfmon_event_detach(&tev), 0);
+
+    /*
+     * The NMI is for another counter than the one being read: it is left
+     * pending, and folded when the core leaves its section.
+     */
+    struct perfmon_event other;
+
+    init_ok(&other, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 0), 0);
+    fdev_count(fd, 0, RAW_BRANCH, 4);
+    assert_int_equal(perfmon_event_read(&other), 4);
+    fdev_count(fd, 0, RAW_BRANCH, 65536 + 1);
+    fd->nmi_in_read = true;
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541);
+    assert_true(fd->nmi_result);
+    assert_int_equal(perfmon_event_read(&other), 4 + 65537);
+    assert_int_equal(perfmon_event_detach(&other), 0);
+
+    /*
+     * The counter wraps just after the core read it, and the NMI comes
+     * before the core used the value: the core must finish with what it
+     * read, then fold the wrap; folding inside the NMI would mix both.
+     */
+    fdev_count(fd, 0, RAW_CYCLES, 65500);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65500);
+    fd->nmi_in_read = true;
+    fd->nmi_advance = 100;
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65500 + 100);
+    assert_true(fd->nmi_result);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65500 + 100);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* ---- poll timer --------------------------------------------------------- */
+
+static void
+test_poll_timer_lifecycle(void **state)
+{
+    struct perfmon_event a, b, c;
+    struct perfmon_dev_info info;
+    struct fdev *poll, *intr;
+
+    (void)state;
+    intr = fdev_add(0, 48, 4, true);
+    poll = fdev_add(1, 32, 4, false);
+    assert_int_equal(perfmon_dev_get_info(&poll->dev, &info), 0);
+    assert_true(info.poll_ms >= 20);
+
+    /* An interrupt-driven device arms no timer. */
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&a, 1), 0);
+    fake_clock_advance_ms(100000);
+    assert_int_equal(fake_timer_run_due(), 0);
+
+    /* The first counter of a polled device arms it, once. */
+    init_ok(&b, PERFMON_EV_TEST, PERFMON_EF_KERN);
+    init_ok(&c, PERFMON_EV_XCALL, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 3), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&c, 3), 0);
+    fake_clock_advance_ms(info.poll_ms - 1);
+    assert_int_equal(fake_timer_run_due(), 0);
+    fake_clock_advance_ms(1);
+
+    /* It polls the CPUs where the device counts, and only those. */
+    fake_xcall_reset();
+    assert_int_equal(fake_timer_run_due(), 1);
+    assert_int_equal(fake_xcall_nr_on(3), 1);
+    assert_int_equal(fake_xcall_nr_on(1), 0);
+    assert_int_equal(fake_xcall_nr_on(0) + fake_xcall_nr_on(2), 0);
+    assert_int_equal(syscnt_value("perfmon_nr_polls/3"), 1);
+    assert_int_equal(syscnt_value("perfmon_nr_polls/1"), 0);
+
+    /* While counters are allocated, it comes back. */
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    fake_clock_advance_ms(info.poll_ms);
+    assert_int_equal(fake_timer_run_due(), 1);
+    assert_int_equal(syscnt_value("perfmon_nr_polls/3"), 2);
+
+    /* Then stops after the last one is released... */
+    assert_int_equal(perfmon_event_detach(&c), 0);
+    fake_clock_advance_ms(info.poll_ms);
+    assert_int_equal(fake_timer_run_due(), 1);
+    assert_int_equal(syscnt_value("perfmon_nr_polls/3"), 2);
+    fake_clock_advance_ms(info.poll_ms * 10);
+    assert_int_equal(fake_timer_run_due(), 0);
+
+    /* ...and starts again with the next. */
+    assert_int_equal(perfmon_event_attach_cpu(&b, 0), 0);
+    fake_clock_advance_ms(info.poll_ms);
+    assert_int_equal(fake_timer_run_due(), 1);
+    assert_int_equal(syscnt_value("perfmon_nr_polls/0"), 1);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    (void)intr;
+}
+
+static void
+test_poll_given_interval_with_intr(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_init(1, 16, 4, true);
+    fd->dev.poll_ms = 5;
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    init_ok(&ev, PERFMON_EV_TASK_CLOCK, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 2), 0);
+    fdev_count(fd, 2, 0x100 + PERFMON_EV_TASK_CLOCK, 60000);
+    fake_clock_advance_ms(5);
+    assert_int_equal(fake_timer_run_due(), 1);
+    fdev_count(fd, 2, 0x100 + PERFMON_EV_TASK_CLOCK, 60000);
+    fake_clock_advance_ms(5);
+    assert_int_equal(fake_timer_run_due(), 1);
+    fd->status[2] = 0;          /* this wrap never raises an NMI */
+    assert_int_equal(perfmon_event_read(&ev), 120000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* ---- several devices ---------------------------------------------------- */
+
+static void
+test_several_devices(void **state)
+{
+    struct perfmon_event cyc, tst, raw_b, tst_thr;
+    struct thread *t = fake_thread_create("t");
+    struct fdev *a, *b;
+
+    (void)state;
+    a = fdev_add(0, 48, 2, true);
+    b = fdev_add(1, 16, 2, false);
+
+    /* Each generic event goes to the device that counts it. */
+    init_ok(&cyc, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&tst, PERFMON_EV_TEST, PERFMON_EF_KERN);
+    init_ok(&tst_thr, PERFMON_EV_TEST, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&cyc, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&tst, 1), 0);
+    assert_int_equal(perfmon_event_attach(&tst_thr, t), 0);
+    assert_int_equal(a->nr_alloc, 1);
+    assert_int_equal(b->nr_alloc, 1);
+
+    /* Slots are per device: both devices' first counters are in use. */
+    assert_int_equal(cyc.slot, 0);
+    assert_int_equal(tst.slot, PERFMON_DEV_MAX_PMCS);
+
+    fake_thread_switch(1, t);
+    fdev_count(a, 1, RAW_CYCLES, 1000);
+    fdev_count(b, 1, 0x100 + PERFMON_EV_TEST, 17);
+    fdev_count(b, 1, RAW_CYCLES, 99);   /* b has no such counter running */
+    assert_int_equal(perfmon_event_read(&cyc), 1000);
+    assert_int_equal(perfmon_event_read(&tst), 17);
+    assert_int_equal(perfmon_event_read(&tst_thr), 17);
+
+    /* Filling one device leaves the other free. */
+    init_ok(&raw_b, RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_dev(&raw_b, &b->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&raw_b, 0), 0);
+    struct perfmon_event more;
+
+    init_ok(&more, PERFMON_EV_XCALL, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&more, 0), -EAGAIN);
+    init_ok(&more, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&more, 0), 0);
+
+    /* An NMI of one device does not touch the other's counters. */
+    assert_false(fdev_nmi(b, 1));
+    a->status[1] = 2;               /* a counter not running here */
+    assert_true(fdev_nmi(a, 1));
+    assert_int_equal(perfmon_event_read(&cyc), 1000);
+
+    assert_int_equal(perfmon_event_detach(&more), 0);
+    assert_int_equal(perfmon_event_detach(&raw_b), 0);
+    assert_int_equal(perfmon_event_detach(&tst_thr), 0);
+    assert_int_equal(perfmon_event_detach(&tst), 0);
+    assert_int_equal(perfmon_event_detach(&cyc), 0);
+    assert_int_equal(a->hw_used | b->hw_used, 0);
+}
+
+static void
+test_overflow_intr_not_ours(void **state)
+{
+    struct fdev *poll;
+
+    (void)state;
+    poll = fdev_add(1, 32, 2, false);
+    fdev_init(0, 48, 2, true);              /* never registered */
+    assert_false(fdev_nmi(&fdevs[0], 0));
+    assert_false(fdev_nmi(poll, 0));
+    assert_false(dev_nmi(NULL, 0));
+}
+
+/* ---- interrupt callbacks ------------------------------------------------ */
+
+struct cb_state {
+    unsigned int calls;
+    struct perfmon_dev *dev;
+    unsigned int cpu;
+    uint64_t mask;
+    struct trap_frame *frame;
+    bool poisoned;
+};
+
+static void
+cb_fn(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
+      struct trap_frame *frame, void *arg)
+{
+    struct cb_state *s = arg;
+
+    assert_false(s->poisoned);
+    assert_false(cpu_intr_enabled());
+    assert_int_equal(cpu, cpu_id());
+    s->calls++;
+    s->dev = dev;
+    s->cpu = cpu;
+    s->mask = mask;
+    s->frame = frame;
+}
+
+static void
+test_intr_callbacks(void **state)
+{
+    struct cb_state s1 = { 0 }, s2 = { 0 };
+    struct perfmon_event ev;
+    struct fdev *fd;
+    int h1, h2;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    assert_int_equal(perfmon_intr_register(NULL, &s1), -EINVAL);
+    h1 = perfmon_intr_register(cb_fn, &s1);
+    h2 = perfmon_intr_register(cb_fn, &s2);
+    assert_true(h1 >= 0 && h2 >= 0 && h1 != h2);
+
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 2), 0);
+    fdev_count(fd, 2, RAW_CYCLES, 65540);
+    assert_true(fdev_nmi(fd, 2));
+
+    /* After the device reported the mask, with the frame. */
+    assert_int_equal(s1.calls, 1);
+    assert_ptr_equal(s1.dev, &fd->dev);
+    assert_int_equal(s1.cpu, 2);
+    assert_int_equal(s1.mask, 1);
+    assert_ptr_equal(s1.frame, &test_frame);
+    assert_int_equal(s2.calls, 1);
+    assert_int_equal(perfmon_event_read(&ev), 65540);
+
+    /* No callback for an NMI that is not the PMU's. */
+    assert_false(fdev_nmi(fd, 2));
+    assert_int_equal(s1.calls, 1);
+
+    assert_int_equal(perfmon_intr_unregister(h1), 0);
+    s1.poisoned = true;
+    fd->status[3] = 1;
+    assert_true(fdev_nmi(fd, 3));
+    assert_int_equal(s2.calls, 2);
+    assert_int_equal(s2.cpu, 3);
+    assert_int_equal(s1.calls, 1);
+
+    /* Bad handles. */
+    assert_int_equal(perfmon_intr_unregister(h1), -EINVAL);
+    assert_int_equal(perfmon_intr_unregister(-1), -EINVAL);
+    assert_int_equal(perfmon_intr_unregister(h2 + PERFMON_MAX_INTR_CALLBACKS),
+                     -EINVAL);
+
+    /* A new registration in the freed entry has a new handle. */
+    int h3 = perfmon_intr_register(cb_fn, &s2);
+
+    assert_true(h3 >= 0 && h3 != h1);
+    assert_int_equal(h3 % PERFMON_MAX_INTR_CALLBACKS,
+                     h1 % PERFMON_MAX_INTR_CALLBACKS);
+    assert_int_equal(perfmon_intr_unregister(h1), -EINVAL);
+    assert_int_equal(perfmon_intr_unregister(h3), 0);
+    assert_int_equal(perfmon_intr_unregister(h2), 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+static void
+test_intr_register_full(void **state)
+{
+    struct cb_state s = { 0 };
+    int handles[PERFMON_MAX_INTR_CALLBACKS];
+
+    (void)state;
+
+    for (int i = 0; i < PERFMON_MAX_INTR_CALLBACKS; i++) {
+        handles[i] = perfmon_intr_register(cb_fn, &s);
+        assert_true(handles[i] >= 0);
+    }
+
+    assert_int_equal(perfmon_intr_register(cb_fn, &s), -ENOSPC);
+    assert_int_equal(perfmon_intr_unregister(handles[3]), 0);
+    handles[3] = perfmon_intr_register(cb_fn, &s);
+    assert_true(handles[3] >= 0);
+
+    for (int i = 0; i < PERFMON_MAX_INTR_CALLBACKS; i++) {
+        assert_int_equal(perfmon_intr_unregister(handles[i]), 0);
+    }
+}
+
+/*
+ * Unregister waits for every CPU: each serves an xcall, which it cannot do
+ * from inside an NMI handler.  Meanwhile NMIs keep coming and must not run
+ * the callback, and the entry cannot be handed out again.
+ */
+static struct fdev *race_dev;
+static unsigned int race_sync_cpus;
+static int race_register_result;
+
+static void
+race_hook(unsigned int cpu)
+{
+    struct cb_state other = { 0 };
+
+    race_sync_cpus |= 1U << cpu;
+    race_dev->status[cpu] = 1;
+    assert_true(fdev_nmi(race_dev, cpu));
+    race_register_result = perfmon_intr_register(cb_fn, &other);
+}
+
+static void
+test_intr_unregister_waits_for_cpus(void **state)
+{
+    struct cb_state s = { 0 };
+    struct cb_state fill = { 0 };
+    int h, others[PERFMON_MAX_INTR_CALLBACKS - 1];
+
+    (void)state;
+    race_dev = fdev_add(0, 16, 2, true);
+    h = perfmon_intr_register(cb_fn, &s);
+    assert_true(h >= 0);
+
+    for (int i = 0; i < PERFMON_MAX_INTR_CALLBACKS - 1; i++) {
+        others[i] = perfmon_intr_register(cb_fn, &fill);
+        assert_true(others[i] >= 0);
+    }
+
+    race_sync_cpus = 0;
+    fake_xcall_set_hook(race_hook);
+    assert_int_equal(perfmon_intr_unregister(h), 0);
+    fake_xcall_set_hook(NULL);
+    s.poisoned = true;
+
+    assert_int_equal(race_sync_cpus, (1U << NR_CPUS) - 1);
+    assert_int_equal(s.calls, 0);
+    assert_int_equal(fill.calls, (PERFMON_MAX_INTR_CALLBACKS - 1) * NR_CPUS);
+    assert_int_equal(race_register_result, -ENOSPC);
+
+    for (unsigned int cpu = 0; cpu < NR_CPUS; cpu++) {
+        race_dev->status[cpu] = 1;
+        assert_true(fdev_nmi(race_dev, cpu));
+    }
+
+    assert_int_equal(s.calls, 0);
+
+    for (int i = 0; i < PERFMON_MAX_INTR_CALLBACKS - 1; i++) {
+        assert_int_equal(perfmon_intr_unregister(others[i]), 0);
+    }
+}
+
+/* ---- syscnt names ------------------------------------------------------- */
+
+static void
+test_syscnt_per_cpu(void **state)
+{
+    (void)state;
+
+    for (unsigned int cpu = 0; cpu < NR_CPUS; cpu++) {
+        char name[SYSCNT_NAME_SIZE];
+
+        snprintf(name, sizeof(name), "perfmon_nr_overflows/%u", cpu);
+        assert_int_equal(syscnt_value(name), 0);
+        snprintf(name, sizeof(name), "perfmon_nr_intrs/%u", cpu);
+        assert_int_equal(syscnt_value(name), 0);
+        snprintf(name, sizeof(name), "perfmon_nr_polls/%u", cpu);
+        assert_int_equal(syscnt_value(name), 0);
+    }
+
+    assert_null(syscnt_lookup("perfmon_nr_overflows/4"));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_register_errors, setup),
+        cmocka_unit_test_setup(test_register_limits_and_lookup, setup),
+        cmocka_unit_test_setup(test_dev_info_and_poll_interval, setup),
+        cmocka_unit_test_setup(test_poll_interval_from_width, setup),
+        cmocka_unit_test_setup(test_lookup_event, setup),
+        cmocka_unit_test_setup(test_event_init_errors, setup),
+        cmocka_unit_test_setup(test_attach_errors, setup),
+        cmocka_unit_test_setup(test_set_dev, setup),
+        cmocka_unit_test_setup(test_misuse_asserted, setup),
+        cmocka_unit_test_setup(test_sharing_and_release, setup),
+        cmocka_unit_test_setup(test_foreach_many_users, setup),
+        cmocka_unit_test_setup(test_eagain_then_success, setup),
+        cmocka_unit_test_setup(test_eagain_from_device, setup),
+        cmocka_unit_test_setup(test_cpu_event_counts_its_cpu, setup),
+        cmocka_unit_test_setup(test_thread_event_switches_and_migrations,
+                               setup),
+        cmocka_unit_test_setup(test_thread_event_self, setup),
+        cmocka_unit_test_setup(test_thread_exit_while_monitored, setup),
+        cmocka_unit_test_setup(test_thread_attached_while_running_elsewhere,
+                               setup),
+        cmocka_unit_test_setup(test_wrap_width16_poll, setup),
+        cmocka_unit_test_setup(test_wrap_width16_intr, setup),
+        cmocka_unit_test_setup(test_wrap_width32, setup),
+        cmocka_unit_test_setup(test_wrap_width48, setup),
+        cmocka_unit_test_setup(test_wrap_width64, setup),
+        cmocka_unit_test_setup(test_wrap_width1, setup),
+        cmocka_unit_test_setup(test_wrap_latency_intr, setup),
+        cmocka_unit_test_setup(test_nmi_during_update, setup),
+        cmocka_unit_test_setup(test_poll_timer_lifecycle, setup),
+        cmocka_unit_test_setup(test_poll_given_interval_with_intr, setup),
+        cmocka_unit_test_setup(test_several_devices, setup),
+        cmocka_unit_test_setup(test_overflow_intr_not_ours, setup),
+        cmocka_unit_test_setup(test_intr_callbacks, setup),
+        cmocka_unit_test_setup(test_intr_register_full, setup),
+        cmocka_unit_test_setup(test_intr_unregister_waits_for_cpus, setup),
+        cmocka_unit_test_setup(test_syscnt_per_cpu, setup),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
