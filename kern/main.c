@@ -19,6 +19,7 @@
 #include "arch/x86/multiboot2.h"
 #include "arch/x86/tsc.h"
 #include "arch/x86/uart.h"
+#include "kern/assert.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -76,6 +77,30 @@ main_run_shell(void *arg)
 {
     (void)arg;
     shell_run();
+}
+
+/*
+ * The boot option crashtest=KIND makes the kernel fail on purpose once it
+ * is up, so that tests can check the panic report a user would read:
+ * pagefault (a write to an unmapped address), assert (a failed assertion),
+ * or divide (a division by zero).
+ */
+static volatile unsigned int main_crash_divisor;
+static volatile uintptr_t main_crash_address = 0x10;   /* unmapped after SMP */
+
+static void __attribute__((noinline))
+main_crash_test(const char *kind)
+{
+    if (strcmp(kind, "pagefault") == 0) {
+        *(volatile uint64_t *)main_crash_address = 1;
+    } else if (strcmp(kind, "assert") == 0) {
+        assert(kind[0] == '\0');
+    } else if (strcmp(kind, "divide") == 0) {
+        log_info("crashtest: %u", 1000 / main_crash_divisor);
+    }
+
+    log_warning("crashtest: unknown kind '%s' (pagefault, assert, divide)",
+                kind);
 }
 
 /* Start the first thread: the test runner or the shell. */
@@ -154,6 +179,10 @@ boot_main(uint32_t magic, uint64_t info_pa)
 
     if (init_run_all() != 0) {
         log_warning("init: some modules failed to start (see above)");
+    }
+
+    if (cmdline_get("crashtest") != NULL) {
+        main_crash_test(cmdline_get("crashtest"));
     }
 
     main_start();

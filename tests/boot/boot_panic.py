@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+#
+# Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+#
+#
+# Boot test of the panic report: the boot option crashtest=KIND makes the
+# kernel fail on purpose (kern/main.c).  For a page fault, a failed
+# assertion and a division by zero, the console must show what a user
+# needs to read the crash (the exception's vector and name or the failed
+# expression with file and line, RIP, CR2 for a page fault, the registers,
+# the CPU, a backtrace naming the kernel functions involved), and QEMU must
+# exit with the panic status 37 (panic=exit) instead of hanging.  Prints TAP.
+#
+
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'tools'))
+
+import tallyqemu  # noqa: E402
+
+TIMEOUT = 120
+EXIT_PANIC = 37
+
+CASES = (
+    ('pagefault', [
+        r'panic: cpu0: exception 14 \(page fault\), error code 0x2',
+        r'rip: \[<ffffffff[0-9a-f]{8}>\] main_crash_test\+0x[0-9a-f]+',
+        r'cr2: 0000000000000010 \(page fault address\)',
+        r'rax [0-9a-f]{16} rbx [0-9a-f]{16}',
+        r'rflags [0-9a-f]{16} cs 0008',
+        r'backtrace:\n(.*\n)*\s+\[<[0-9a-f]+>\] boot_main\+0x[0-9a-f]+',
+    ]),
+    ('assert', [
+        r"panic: cpu0: assertion failed: kind\[0\] == '\\0'",
+        r'at kern/main\.c:\d+ in main_crash_test\(\)',
+        r'backtrace:\n\s+\[<[0-9a-f]+>\] assert_fail\+0x[0-9a-f]+\n'
+        r'\s+\[<[0-9a-f]+>\] main_crash_test\+0x[0-9a-f]+',
+    ]),
+    ('divide', [
+        r'panic: cpu0: exception 0 \(divide error\)',
+        r'rip: \[<ffffffff[0-9a-f]{8}>\] main_crash_test\+0x[0-9a-f]+',
+    ]),
+)
+
+
+def main():
+    args = tallyqemu.boot_test_args(__doc__)
+    tap = tallyqemu.Tap()
+    for kind, patterns in CASES:
+        log = os.path.join(tallyqemu.BUILD, 'logs',
+                           'serial-boot_panic-%s.txt' % kind)
+        with tallyqemu.Qemu(log=log, name='boot_panic') as q:
+            q.start(args.iso, smp=2, kvm=args.kvm_mode,
+                    cmdline='crashtest=' + kind)
+            try:
+                code = q.wait_exit(TIMEOUT)
+            except TimeoutError as e:
+                code = None
+                tap.fail('%s: QEMU exits' % kind, str(e))
+            out = q.output.replace('\r', '')
+        if code is not None:
+            tap.result(code == EXIT_PANIC, '%s: QEMU exits with 37' % kind,
+                       tallyqemu.describe_exit(code))
+        for pattern in patterns:
+            tap.result(re.search(pattern, out) is not None,
+                       '%s: report shows /%s/' % (kind, pattern.split('\n')[0]),
+                       out[-1500:])
+    return tap.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
