@@ -18,6 +18,7 @@ spinlock_init(struct spinlock *lock)
 {
     lock->locked = 0;
     lock->owner = SPINLOCK_OWNER_NONE;
+    lock->intr_taken = false;
 }
 
 static void
@@ -33,6 +34,10 @@ spinlock_acquire(struct spinlock *lock)
     }
 
     lock->owner = cpu_id();
+
+    if (cpu_in_intr()) {
+        lock->intr_taken = true;
+    }
 }
 
 static void
@@ -46,6 +51,8 @@ spinlock_release(struct spinlock *lock)
 void
 spinlock_lock(struct spinlock *lock)
 {
+    /* An interrupt handler taking it here would spin on its own CPU. */
+    assert(!lock->intr_taken || !cpu_intr_enabled());
     thread_preempt_disable();
     spinlock_acquire(lock);
 }

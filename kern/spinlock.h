@@ -9,10 +9,10 @@
  * disable local interrupts and must be used for any lock that an interrupt
  * handler (not an NMI: nothing called from NMI context takes a lock) may take.
  *
- * Misuse is asserted: taking a plain spinlock with interrupts disabled where
- * an interrupt-saving one is registered for the same lock is the caller's
- * problem, but taking a lock already held by the current CPU, or releasing
- * one not held by it, fails loudly.
+ * Misuse is asserted: taking a lock already held by the current CPU,
+ * releasing one not held by it, and taking with interrupts enabled a lock
+ * that an interrupt handler has taken (the handler could interrupt the
+ * holder on its own CPU and spin forever) all fail loudly.
  */
 
 #ifndef KERN_SPINLOCK_H
@@ -23,10 +23,11 @@
 struct spinlock {
     volatile unsigned int locked;
     unsigned int owner;             /* CPU holding it, for assertions */
+    bool intr_taken;                /* ever taken by an interrupt handler */
 };
 
 #define SPINLOCK_OWNER_NONE     (~0U)
-#define SPINLOCK_INITIALIZER    { 0, SPINLOCK_OWNER_NONE }
+#define SPINLOCK_INITIALIZER    { 0, SPINLOCK_OWNER_NONE, false }
 
 void spinlock_init(struct spinlock *lock);
 

@@ -103,6 +103,7 @@ struct cpu {
     volatile bool online;           /* set by the CPU itself, once */
     volatile bool idle;             /* in the idle loop (for `cpus`) */
     unsigned int nmi_nesting;
+    unsigned int intr_nesting;      /* device interrupt handlers running */
     uint64_t gdt[7];
     struct cpu_tss tss;
     void *ist_stacks[CPU_NR_IST];
@@ -251,6 +252,13 @@ cpu_id(void)
     __asm__ __volatile__("movl %1, %%gs:%c0"                            \
                          : : "i"(__builtin_offsetof(struct cpu, field)), \
                              "ir"(value) : "memory")
+
+/* True inside a device interrupt or NMI handler. */
+static inline bool
+cpu_in_intr(void)
+{
+    return cpu_local_read(intr_nesting) != 0 || cpu_local_read(nmi_nesting) != 0;
+}
 
 static inline uint64_t
 cpu_get_cr2(void)

@@ -271,7 +271,9 @@ trap_dispatch(struct trap_frame *frame)
         panic("trap: unexpected interrupt on vector %u", vector);
     }
 
+    cpu_local_add(intr_nesting, 1);
     trap_handlers[vector](frame);
+    cpu_local_add(intr_nesting, -1);
     trap_intr_exit(frame);
 }
 
