@@ -19,10 +19,14 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "kern/assert.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
 #include "kern/error.h"
 #include "kern/init.h"
+#include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/printf.h"
+#include "kern/shell.h"
 #include "kern/swevent.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
@@ -111,6 +115,107 @@ xcall_intr(struct trap_frame *frame)
         __atomic_store_n(&slot->pending, false, __ATOMIC_RELEASE);
     }
 }
+
+/* Benchmark: round trips of an empty call --------------------------------- */
+
+#define XCALL_BENCH_DEFAULT     1000
+#define XCALL_BENCH_MAX         100000
+#define XCALL_BENCH_WARMUP      100
+
+static void
+xcall_bench_nop(void *arg)
+{
+    (void)arg;
+}
+
+static int
+xcall_bench_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Shell sort: the samples are few, and the kernel has no qsort. */
+static void
+xcall_bench_sort(uint64_t *v, size_t n)
+{
+    for (size_t gap = n / 2; gap > 0; gap /= 2) {
+        for (size_t i = gap; i < n; i++) {
+            uint64_t x = v[i];
+            size_t j = i;
+
+            while (j >= gap && xcall_bench_cmp(&v[j - gap], &x) > 0) {
+                v[j] = v[j - gap];
+                j -= gap;
+            }
+
+            v[j] = x;
+        }
+    }
+}
+
+/* Time n round trips to cpu; samples[] receives each one's TSC cycles. */
+static void
+xcall_bench_cpu(unsigned int cpu, uint64_t *samples, size_t n)
+{
+    for (size_t i = 0; i < XCALL_BENCH_WARMUP; i++) {
+        xcall_call(xcall_bench_nop, NULL, cpu);
+    }
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t start = cpu_rdtsc();
+
+        xcall_call(xcall_bench_nop, NULL, cpu);
+        samples[i] = cpu_rdtsc() - start;
+    }
+
+    xcall_bench_sort(samples, n);
+}
+
+static int
+xcall_cmd_bench(int argc, char **argv)
+{
+    uint64_t n = XCALL_BENCH_DEFAULT, *samples, affinity;
+    unsigned int self;
+
+    if (argc > 2 || (argc == 2 && (cmdline_parse_u64(argv[1], &n) != 0
+                                   || n == 0 || n > XCALL_BENCH_MAX))) {
+        kprintf("usage: xcallbench [N]  (1..%u round trips per CPU)\n",
+                XCALL_BENCH_MAX);
+        return SHELL_ERR_REPORTED;
+    }
+
+    samples = kmem_alloc(n * sizeof(*samples));
+
+    if (samples == NULL) {
+        return -ENOMEM;
+    }
+
+    /* Stay on one CPU, so that "local" and "remote" keep their meaning. */
+    affinity = thread_get_affinity(thread_self());
+    thread_preempt_disable();
+    self = cpu_id();
+    thread_preempt_enable();
+    thread_set_affinity(thread_self(), THREAD_CPUMASK(self));
+    kprintf("xcall round trip from cpu%u, empty function, %lu calls each, "
+            "TSC cycles:\n", self, n);
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        xcall_bench_cpu(cpu, samples, n);
+        kprintf("  to cpu%-3u %s  min %8lu  median %8lu\n", cpu,
+                cpu == self ? "(local) " : "(remote)", samples[0],
+                samples[n / 2]);
+    }
+
+    thread_set_affinity(thread_self(), affinity);
+    kmem_free(samples, n * sizeof(*samples));
+    return 0;
+}
+
+SHELL_COMMAND(xcallbench, "xcallbench", "[N]",
+              "time xcall round trips from this CPU to every CPU",
+              xcall_cmd_bench);
 
 /* Per-CPU counters, registered by each CPU as it comes online. */
 void xcall_setup_cpu(void);

@@ -5,7 +5,8 @@
 #
 # Boot test of the SMP core on several CPU counts: under TCG with 1, 2 and 4
 # CPUs, the shell's `cpus` lists exactly that many online CPUs and
-# `threads` lists the idle thread of each plus the shell thread; then the
+# `threads` lists the idle thread of each plus the shell thread, and
+# `xcallbench` times a round trip to each; then the
 # in-kernel smp and xcall suites pass on 2 CPUs.  When KVM is usable, the
 # same suites also run once under KVM (GRUB alone takes about a minute in
 # this nested setup); otherwise that run is reported as skipped.  The
@@ -41,12 +42,20 @@ def check_shell(tap, iso, smp, cmdline='', expect=None):
             q.wait_prompt()
             cpus = q.command('cpus', CMD_TIMEOUT)
             threads = q.command('threads', CMD_TIMEOUT)
+            bench = q.command('xcallbench 50', CMD_TIMEOUT)
         except (TimeoutError, tallyqemu.QemuExited) as e:
             tap.fail('%s: boots to the prompt' % name, str(e))
             return
     online = re.findall(r'^\s*(\d+)\s+\d+\s+online\b', cpus, re.M)
     tap.result(online == [str(i) for i in range(expect)],
                '%s: cpus lists %d online CPUs' % (name, expect), cpus)
+    rows = re.findall(r'to cpu(\d+)\s+\((local|remote)\)\s+min\s+(\d+)'
+                      r'\s+median\s+(\d+)', bench)
+    tap.result(sorted(int(r[0]) for r in rows) == list(range(expect))
+               and [r[1] for r in rows].count('local') == 1
+               and all(int(r[2]) > 0 and int(r[3]) >= int(r[2]) for r in rows),
+               '%s: xcallbench reports min <= median for each CPU' % name,
+               bench)
     idles = set(re.findall(r'\bidle/(\d+)\b', threads))
     tap.result(idles == set(str(i) for i in range(expect))
                and re.search(r'\bshell\b', threads) is not None,
