@@ -383,7 +383,7 @@ thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
     /* Counted for prev: its events are still loaded. */
     swevent_add(SWEVENT_CONTEXT_SWITCH, 1);
 
-    if (thread_perfmon_hook) {
+    if (__atomic_load_n(&thread_perfmon_hook, __ATOMIC_RELAXED)) {
         perfmon_td_unload(&prev->perfmon_td);
         perfmon_td_load(&next->perfmon_td);
     }
@@ -1096,6 +1096,18 @@ thread_setup_ap(void)
 {
     thread_bootstrap_cpu();
     thread_register_counters(cpu_id());
+}
+
+void
+thread_set_perfmon_hook(bool enabled)
+{
+    __atomic_store_n(&thread_perfmon_hook, enabled, __ATOMIC_RELEASE);
+}
+
+bool
+thread_perfmon_hook_enabled(void)
+{
+    return __atomic_load_n(&thread_perfmon_hook, __ATOMIC_ACQUIRE);
 }
 
 /* Shell command --------------------------------------------------------- */

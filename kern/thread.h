@@ -121,6 +121,14 @@ typedef void (*thread_call_fn_t)(struct thread *thread, bool running,
 void thread_call(struct thread *thread, thread_call_fn_t fn, void *arg);
 
 /*
+ * Switch perfmon's context-switch hook on or off (boot option
+ * perfmon.hook=off; perfmon bench compares both).  Only when no thread has
+ * a perfmon event: counts would be wrong otherwise.
+ */
+void thread_set_perfmon_hook(bool enabled);
+bool thread_perfmon_hook_enabled(void);
+
+/*
  * Start the scheduler on the calling CPU: the calling context becomes the
  * CPU's idle thread and never returns.
  */

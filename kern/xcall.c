@@ -19,6 +19,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "kern/assert.h"
+#include "kern/bench.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -128,36 +129,10 @@ xcall_bench_nop(void *arg)
     (void)arg;
 }
 
-static int
-xcall_bench_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Shell sort: the samples are few, and the kernel has no qsort. */
+/* Time n round trips to cpu, using samples[] for each one's TSC cycles. */
 static void
-xcall_bench_sort(uint64_t *v, size_t n)
-{
-    for (size_t gap = n / 2; gap > 0; gap /= 2) {
-        for (size_t i = gap; i < n; i++) {
-            uint64_t x = v[i];
-            size_t j = i;
-
-            while (j >= gap && xcall_bench_cmp(&v[j - gap], &x) > 0) {
-                v[j] = v[j - gap];
-                j -= gap;
-            }
-
-            v[j] = x;
-        }
-    }
-}
-
-/* Time n round trips to cpu; samples[] receives each one's TSC cycles. */
-static void
-xcall_bench_cpu(unsigned int cpu, uint64_t *samples, size_t n)
+xcall_bench_cpu(unsigned int cpu, uint64_t *samples, size_t n,
+                struct bench_result *result)
 {
     for (size_t i = 0; i < XCALL_BENCH_WARMUP; i++) {
         xcall_call(xcall_bench_nop, NULL, cpu);
@@ -170,7 +145,7 @@ xcall_bench_cpu(unsigned int cpu, uint64_t *samples, size_t n)
         samples[i] = cpu_rdtsc() - start;
     }
 
-    xcall_bench_sort(samples, n);
+    bench_summarize(samples, n, result);
 }
 
 static int
@@ -202,10 +177,12 @@ xcall_cmd_bench(int argc, char **argv)
             "TSC cycles:\n", self, n);
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        xcall_bench_cpu(cpu, samples, n);
+        struct bench_result result;
+
+        xcall_bench_cpu(cpu, samples, n, &result);
         kprintf("  to cpu%-3u %s  min %8lu  median %8lu\n", cpu,
-                cpu == self ? "(local) " : "(remote)", samples[0],
-                samples[n / 2]);
+                cpu == self ? "(local) " : "(remote)", result.min,
+                result.median);
     }
 
     thread_set_affinity(thread_self(), affinity);

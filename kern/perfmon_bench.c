@@ -1,0 +1,675 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * perfmon microbenchmarks.
+ *
+ * Cheap operations are timed in batches of PB_BATCH calls per sample, so
+ * that the cost of reading the TSC does not swamp what is measured; each
+ * row reports the minimum and median of its samples, per operation.  The
+ * benchmark pins itself to one CPU and leaves every event and thread it
+ * created released.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/trap.h"
+#include "drivers/pmu/soft.h"
+#include "kern/bench.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_bench.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+#include "kern/xcall.h"
+
+#define PB_SAMPLES_DEFAULT  2000
+#define PB_SAMPLES_QUICK    50
+#define PB_SAMPLES_MAX      100000
+#define PB_BATCH            16
+#define PB_SWITCH_YIELDS    2000
+#define PB_SWITCH_ROUNDS    7
+#define PB_SWITCH_MAX_EVS   4
+
+/* The events the context-switch rows attach to each ping-pong thread. */
+static const unsigned int pb_switch_events[PB_SWITCH_MAX_EVS] = {
+    PERFMON_EV_TEST, PERFMON_EV_CONTEXT_SWITCH, PERFMON_EV_INTERRUPT,
+    PERFMON_EV_XCALL,
+};
+
+/* State of one run. */
+struct pb_run {
+    unsigned int self;              /* the CPU the benchmark runs on */
+    unsigned int remote;            /* another CPU, or self with one CPU */
+    size_t nr_samples;
+    uint64_t *samples;
+    struct perfmon_dev *dev;        /* the software PMU */
+    unsigned int hw_id;             /* counter of cpu_event on dev */
+    uint64_t raw_event;
+    struct perfmon_event cpu_event;     /* `test` on self */
+    struct perfmon_event self_event;    /* `test` on this thread */
+    struct bench_result raw_read;
+    struct bench_result xcall;
+    struct bench_result raw_switch_ops; /* stop + read + start, one counter */
+};
+
+typedef void (*pb_op_fn_t)(struct pb_run *run, void *arg);
+
+/* Measurement ------------------------------------------------------------ */
+
+static void
+pb_measure(struct pb_run *run, pb_op_fn_t fn, void *arg, unsigned int batch,
+           bool intr_off, struct bench_result *result)
+{
+    for (size_t i = 0; i < run->nr_samples + run->nr_samples / 10; i++) {
+        unsigned long flags = 0;
+        uint64_t start;
+
+        if (intr_off) {
+            flags = cpu_intr_save();
+        }
+
+        start = cpu_rdtsc();
+
+        for (unsigned int j = 0; j < batch; j++) {
+            fn(run, arg);
+        }
+
+        /* The first tenth warms caches up and is thrown away. */
+        if (i >= run->nr_samples / 10) {
+            run->samples[i - run->nr_samples / 10] =
+                (cpu_rdtsc() - start) / batch;
+        }
+
+        if (intr_off) {
+            cpu_intr_restore(flags);
+        }
+    }
+
+    bench_summarize(run->samples, run->nr_samples, result);
+}
+
+static void
+pb_print_row(const char *id, const char *what, const struct bench_result *r,
+             const struct bench_result *base, const char *target)
+{
+    char ratio[16] = "-";
+
+    if (base != NULL && base->median != 0) {
+        uint64_t x100 = r->median * 100 / base->median;
+
+        ksnprintf(ratio, sizeof(ratio), "%lu.%02lux", x100 / 100, x100 % 100);
+    }
+
+    kprintf("%-4s %-44s %9lu %9lu %8s  %s\n", id, what, r->min, r->median,
+            ratio, target);
+}
+
+/* Rows 1-3: reads ---------------------------------------------------------- */
+
+static void
+pb_op_raw_read(struct pb_run *run, void *arg)
+{
+    (void)arg;
+    run->dev->ops->read(run->hw_id);
+}
+
+static void
+pb_op_event_read(struct pb_run *run, void *arg)
+{
+    (void)run;
+    perfmon_event_read(arg);
+}
+
+static void
+pb_nop(void *arg)
+{
+    (void)arg;
+}
+
+static void
+pb_op_xcall(struct pb_run *run, void *arg)
+{
+    (void)arg;
+    xcall_call(pb_nop, NULL, run->remote);
+}
+
+/* Find the hardware counter behind the benchmark's CPU event. */
+static void
+pb_find_counter(const struct perfmon_pmc_info *info, void *arg)
+{
+    struct pb_run *run = arg;
+
+    if (info->dev == run->dev && info->raw_event == run->raw_event) {
+        run->hw_id = info->hw_id;
+    }
+}
+
+static int
+pb_attach_test_event(struct perfmon_event *event, struct thread *thread,
+                     int cpu)
+{
+    int error = perfmon_event_init(event, PERFMON_EV_TEST, PERFMON_EF_KERN);
+
+    if (error) {
+        return error;
+    }
+
+    return thread != NULL ? perfmon_event_attach(event, thread)
+                          : perfmon_event_attach_cpu(event, cpu);
+}
+
+static void
+pb_rows_local(struct pb_run *run)
+{
+    struct bench_result r;
+
+    pb_measure(run, pb_op_raw_read, NULL, PB_BATCH, true, &run->raw_read);
+    pb_print_row("1", "raw device read (soft PMU)", &run->raw_read, NULL, "");
+    pb_measure(run, pb_op_event_read, &run->cpu_event, PB_BATCH, false, &r);
+    pb_print_row("2a", "perfmon_event_read: local CPU event", &r,
+                 &run->raw_read, "<= 1.50x row 1");
+    pb_measure(run, pb_op_event_read, &run->self_event, PB_BATCH, false, &r);
+    pb_print_row("2b", "perfmon_event_read: own thread event", &r,
+                 &run->raw_read, "<= 1.50x row 1");
+}
+
+/* A thread that spins on the remote CPU while its event is read. */
+static volatile bool pb_spin_stop;
+
+static void
+pb_spinner(void *arg)
+{
+    (void)arg;
+
+    while (!READ_ONCE(pb_spin_stop)) {
+        cpu_pause();
+    }
+}
+
+static int
+pb_rows_remote(struct pb_run *run)
+{
+    struct perfmon_event remote_cpu, remote_thread;
+    struct thread *spinner;
+    struct bench_result r;
+    int error;
+
+    pb_measure(run, pb_op_xcall, NULL, 1, false, &run->xcall);
+    pb_print_row("3a", "bare xcall round trip", &run->xcall, NULL, "");
+
+    error = pb_attach_test_event(&remote_cpu, NULL, run->remote);
+
+    if (error) {
+        return error;
+    }
+
+    pb_measure(run, pb_op_event_read, &remote_cpu, 1, false, &r);
+    pb_print_row("3b", "perfmon_event_read: remote CPU event", &r,
+                 &run->xcall, "<= 1.20x row 3a");
+    perfmon_event_detach(&remote_cpu);
+
+    pb_spin_stop = false;
+    error = thread_create(&spinner, "bench-spin", pb_spinner, NULL,
+                          THREAD_CPUMASK(run->remote));
+
+    if (error) {
+        return error;
+    }
+
+    error = pb_attach_test_event(&remote_thread, spinner, 0);
+
+    if (!error) {
+        thread_msleep(5);   /* let it start running there */
+        pb_measure(run, pb_op_event_read, &remote_thread, 1, false, &r);
+        pb_print_row("3c", "perfmon_event_read: thread on another CPU", &r,
+                     &run->xcall, "<= 1.20x row 3a");
+        perfmon_event_detach(&remote_thread);
+    }
+
+    WRITE_ONCE(pb_spin_stop, true);
+    thread_join(spinner);
+    return error;
+}
+
+/* Row 4: context switches ---------------------------------------------- */
+
+/*
+ * Two threads pinned to one CPU yield to each other; the first measures
+ * the time of its yields, each of which is two switches.
+ */
+struct pb_pingpong {
+    volatile bool go;
+    uint64_t cycles;
+    unsigned int yields;
+};
+
+static void
+pb_pingpong_main(void *arg)
+{
+    struct pb_pingpong *pp = arg;
+    uint64_t start;
+
+    while (!READ_ONCE(pp->go)) {
+        thread_yield();
+    }
+
+    start = cpu_rdtsc();
+
+    for (unsigned int i = 0; i < pp->yields; i++) {
+        thread_yield();
+    }
+
+    pp->cycles = cpu_rdtsc() - start;
+}
+
+static void
+pb_detach_all(struct perfmon_event *events, unsigned int n)
+{
+    for (unsigned int i = 0; i < n; i++) {
+        if (perfmon_event_attached(&events[i])) {
+            perfmon_event_detach(&events[i]);
+        }
+    }
+}
+
+static int
+pb_attach_switch_events(struct perfmon_event *events, unsigned int nr_events,
+                        struct thread *thread)
+{
+    for (unsigned int i = 0; i < nr_events; i++) {
+        int error = perfmon_event_init(&events[i], pb_switch_events[i],
+                                       PERFMON_EF_KERN);
+
+        if (!error) {
+            error = perfmon_event_attach(&events[i], thread);
+        }
+
+        if (error) {
+            pb_detach_all(events, i);
+            return error;
+        }
+    }
+
+    return 0;
+}
+
+/* One round: cycles per switch with nr_events events on each thread. */
+static int
+pb_switch_round(struct pb_run *run, unsigned int nr_events, uint64_t *cyclesp)
+{
+    struct perfmon_event events[2][PB_SWITCH_MAX_EVS];
+    struct pb_pingpong pp[2];
+    struct thread *threads[2];
+    int error = 0;
+
+    memset(events, 0, sizeof(events));
+
+    for (unsigned int i = 0; i < 2; i++) {
+        pp[i].go = false;
+        pp[i].yields = PB_SWITCH_YIELDS;
+        error = thread_create(&threads[i], "bench-pingpong", pb_pingpong_main,
+                              &pp[i], THREAD_CPUMASK(run->remote));
+
+        if (error) {
+            if (i == 1) {
+                WRITE_ONCE(pp[0].go, true);
+                thread_join(threads[0]);
+            }
+
+            return error;
+        }
+    }
+
+    for (unsigned int i = 0; i < 2 && !error; i++) {
+        error = pb_attach_switch_events(events[i], nr_events, threads[i]);
+    }
+
+    WRITE_ONCE(pp[0].go, true);
+    WRITE_ONCE(pp[1].go, true);
+    thread_join(threads[0]);
+    thread_join(threads[1]);
+    pb_detach_all(events[0], nr_events);
+    pb_detach_all(events[1], nr_events);
+    *cyclesp = pp[0].cycles / (2 * PB_SWITCH_YIELDS);
+    return error;
+}
+
+static int
+pb_switch_measure(struct pb_run *run, unsigned int nr_events,
+                  struct bench_result *result)
+{
+    uint64_t samples[PB_SWITCH_ROUNDS];
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(samples); i++) {
+        int error = pb_switch_round(run, nr_events, &samples[i]);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    bench_summarize(samples, ARRAY_SIZE(samples), result);
+    return 0;
+}
+
+/* The counter work a switch cannot avoid: stop, read and start, per counter. */
+static void
+pb_op_raw_switch(struct pb_run *run, void *arg)
+{
+    const struct perfmon_dev_ops *ops = run->dev->ops;
+
+    (void)arg;
+    ops->stop(run->hw_id);
+    ops->read(run->hw_id);
+    ops->start(run->hw_id, run->raw_event, PERFMON_EF_KERN);
+}
+
+static void
+pb_print_added(const char *id, const char *what,
+               const struct bench_result *with, const struct bench_result *none,
+               unsigned int nr_counters, const struct bench_result *raw)
+{
+    struct bench_result added, unavoidable;
+
+    added.min = with->min > none->min ? with->min - none->min : 0;
+    added.median = with->median > none->median
+                   ? with->median - none->median : 0;
+    unavoidable.min = raw->min * nr_counters;
+    unavoidable.median = raw->median * nr_counters;
+    pb_print_row(id, what, &added, &unavoidable,
+                 "<= 1.25x the raw ops (row 4r x counters)");
+}
+
+static int
+pb_rows_switch(struct pb_run *run)
+{
+    struct bench_result none, off, one, four;
+    bool hook = thread_perfmon_hook_enabled();
+    int error;
+
+    pb_measure(run, pb_op_raw_switch, NULL, PB_BATCH, true,
+               &run->raw_switch_ops);
+    pb_print_row("4r", "raw stop+read+start, one counter",
+                 &run->raw_switch_ops, NULL, "");
+
+    thread_set_perfmon_hook(false);
+    error = pb_switch_measure(run, 0, &off);
+    thread_set_perfmon_hook(true);
+
+    if (!error) {
+        error = pb_switch_measure(run, 0, &none);
+    }
+
+    if (!error) {
+        error = pb_switch_measure(run, 1, &one);
+    }
+
+    if (!error) {
+        error = pb_switch_measure(run, PB_SWITCH_MAX_EVS, &four);
+    }
+
+    thread_set_perfmon_hook(hook);
+
+    if (error) {
+        return error;
+    }
+
+    pb_print_row("4a", "context switch, perfmon hook off", &off, NULL, "");
+    pb_print_row("4b", "context switch, no event anywhere", &none, &off,
+                 "<= 1.02x row 4a");
+    pb_print_row("4c", "context switch, 1 event per thread", &one, NULL, "");
+    pb_print_row("4d", "context switch, 4 events per thread", &four, NULL, "");
+    pb_print_added("4e", "added per switch, 1 event", &one, &none, 1,
+                   &run->raw_switch_ops);
+    pb_print_added("4f", "added per switch, 4 events", &four, &none,
+                   PB_SWITCH_MAX_EVS, &run->raw_switch_ops);
+    return 0;
+}
+
+/* Row 5: attach and detach ------------------------------------------------ */
+
+static void
+pb_op_attach_detach(struct pb_run *run, void *arg)
+{
+    struct perfmon_event event;
+
+    if (pb_attach_test_event(&event, arg, run->self) == 0) {
+        perfmon_event_detach(&event);
+    }
+}
+
+static void
+pb_rows_attach(struct pb_run *run)
+{
+    struct bench_result r;
+
+    pb_measure(run, pb_op_attach_detach, thread_self(), 1, false, &r);
+    pb_print_row("5a", "attach + detach, thread event", &r, NULL, "");
+    pb_measure(run, pb_op_attach_detach, NULL, 1, false, &r);
+    pb_print_row("5b", "attach + detach, CPU event", &r, NULL, "");
+}
+
+/* Row 6: the overflow NMI ------------------------------------------------- */
+
+static void
+pb_op_overflow(struct pb_run *run, void *arg)
+{
+    const unsigned int *width = arg;
+
+    (void)run;
+    softpmu_test_add(*width >= 64 ? UINT64_MAX : 1ULL << *width);
+}
+
+static void
+pb_row_nmi(struct pb_run *run)
+{
+    struct perfmon_dev_info info;
+    struct bench_result r;
+
+    if (!softpmu_nmi_mode()) {
+        kprintf("%-4s %-44s %9s %9s %8s  %s\n", "6",
+                "soft PMU overflow NMI, entry to return", "-", "-", "-",
+                "(boot with softpmu.overflow=nmi)");
+        return;
+    }
+
+    perfmon_dev_get_info(run->dev, &info);
+
+    /* Each add wraps the counter once: one NMI, timed by the trap code. */
+    for (size_t i = 0; i < run->nr_samples; i++) {
+        pb_op_overflow(run, &info.width);
+        run->samples[i] = trap_nmi_last_cycles(run->self);
+    }
+
+    bench_summarize(run->samples, run->nr_samples, &r);
+    pb_print_row("6", "soft PMU overflow NMI, handlers entry to return",
+                 &r, NULL, "");
+}
+
+/* Row 7: remote read at this boot's CPU count ---------------------------- */
+
+static int
+pb_row_scaling(struct pb_run *run)
+{
+    struct perfmon_event event;
+    struct bench_result r;
+    char what[48];
+    int error;
+
+    error = pb_attach_test_event(&event, NULL, run->remote);
+
+    if (error) {
+        return error;
+    }
+
+    pb_measure(run, pb_op_event_read, &event, 1, false, &r);
+    perfmon_event_detach(&event);
+    ksnprintf(what, sizeof(what), "remote CPU event read, %u CPUs online",
+              cpu_count());
+    pb_print_row("7", what, &r, NULL, cpu_count() == 1 ? "(local: 1 CPU)"
+                                                       : "");
+    return 0;
+}
+
+/* Driver ------------------------------------------------------------------ */
+
+static int
+pb_setup(struct pb_run *run)
+{
+    int error;
+
+    run->dev = softpmu_dev();
+
+    if (run->dev == NULL) {
+        return -ENODEV;
+    }
+
+    error = pb_attach_test_event(&run->cpu_event, NULL, run->self);
+
+    if (error) {
+        return error;
+    }
+
+    error = pb_attach_test_event(&run->self_event, thread_self(), 0);
+
+    if (error) {
+        perfmon_event_detach(&run->cpu_event);
+        return error;
+    }
+
+    run->raw_event = SOFTPMU_RAW_TEST;
+    perfmon_pmc_foreach(pb_find_counter, run);
+    return 0;
+}
+
+static void
+pb_header(const struct pb_run *run)
+{
+    struct perfmon_dev_info info;
+
+    perfmon_dev_get_info(run->dev, &info);
+    kprintf("perfmon bench: %u CPUs, cpu%u -> cpu%u, TSC %lu MHz, soft PMU "
+            "%u-bit, overflow by %s, %zu samples\n", cpu_count(), run->self,
+            run->remote, cpu_tsc_freq() / 1000000, info.width,
+            softpmu_nmi_mode() ? "nmi" : "poll", run->nr_samples);
+    kprintf("%-4s %-44s %9s %9s %8s  %s\n", "row", "operation (TSC cycles)",
+            "min", "median", "ratio", "target");
+}
+
+static int
+pb_run_selected(struct pb_run *run, const char *what)
+{
+    int error;
+
+    pb_header(run);
+    pb_rows_local(run);
+
+    if (strcmp(what, "remote") == 0) {
+        error = pb_rows_remote(run);
+        return error ? error : pb_row_scaling(run);
+    }
+
+    error = pb_rows_remote(run);
+
+    if (!error) {
+        error = pb_rows_switch(run);
+    }
+
+    if (!error) {
+        pb_rows_attach(run);
+        pb_row_nmi(run);
+        error = pb_row_scaling(run);
+    }
+
+    return error;
+}
+
+static int
+pb_parse(int argc, char **argv, size_t *nr_samplesp, const char **whatp)
+{
+    uint64_t n = PB_SAMPLES_DEFAULT;
+    int i = 1;
+
+    *whatp = "all";
+
+    if (argc > i + 1 && strcmp(argv[i], "-n") == 0) {
+        if (cmdline_parse_u64(argv[i + 1], &n) != 0 || n < 10
+            || n > PB_SAMPLES_MAX) {
+            return -EINVAL;
+        }
+
+        i += 2;
+    }
+
+    if (i < argc) {
+        *whatp = argv[i++];
+
+        if (strcmp(*whatp, "quick") == 0) {
+            n = MIN(n, (uint64_t)PB_SAMPLES_QUICK);
+        } else if (strcmp(*whatp, "all") != 0
+                   && strcmp(*whatp, "remote") != 0) {
+            return -EINVAL;
+        }
+    }
+
+    *nr_samplesp = n;
+    return i == argc ? 0 : -EINVAL;
+}
+
+int
+perfmon_bench_main(int argc, char **argv)
+{
+    struct pb_run run;
+    uint64_t affinity;
+    const char *what;
+    int error;
+
+    memset(&run, 0, sizeof(run));
+
+    if (pb_parse(argc, argv, &run.nr_samples, &what) != 0) {
+        kprintf("usage: perfmon bench [-n SAMPLES] [all|quick|remote]\n"
+                "  SAMPLES: 10..%u (default %u; quick: %u)\n",
+                PB_SAMPLES_MAX, PB_SAMPLES_DEFAULT, PB_SAMPLES_QUICK);
+        return SHELL_ERR_REPORTED;
+    }
+
+    run.samples = kmem_alloc(run.nr_samples * sizeof(*run.samples));
+
+    if (run.samples == NULL) {
+        return -ENOMEM;
+    }
+
+    affinity = thread_get_affinity(thread_self());
+    thread_preempt_disable();
+    run.self = cpu_id();
+    thread_preempt_enable();
+    thread_set_affinity(thread_self(), THREAD_CPUMASK(run.self));
+    run.remote = cpu_count() > 1 ? (run.self + 1) % cpu_count() : run.self;
+    error = pb_setup(&run);
+
+    if (!error) {
+        error = pb_run_selected(&run, what);
+        perfmon_event_detach(&run.self_event);
+        perfmon_event_detach(&run.cpu_event);
+    }
+
+    thread_set_affinity(thread_self(), affinity);
+    kmem_free(run.samples, run.nr_samples * sizeof(*run.samples));
+
+    if (error) {
+        kprintf("perfmon bench: %s\n", error_str(error));
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}

@@ -1,0 +1,24 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon bench`: microbenchmarks of the perfmon layer next to the raw
+ * device operations it wraps, in TSC cycles, measured side by side in one
+ * run so that their ratios mean something on a noisy machine.
+ *
+ * Rows (issue 7): 1 raw device read; 2 local reads (CPU event, own thread
+ * event); 3 bare xcall round trip and remote reads (CPU event, running
+ * thread); 4 context switch ping-pong with no event, with the perfmon hook
+ * off, with 1 and 4 events per thread, against the raw stop/read/start
+ * cost; 5 attach+detach; 6 the software PMU's overflow NMI; 7 remote read
+ * at this boot's CPU count (tools/bench boots with 1, 2, 4 and 8 CPUs).
+ * Each row line starts with its row id, so tools/bench can parse it.
+ */
+
+#ifndef KERN_PERFMON_BENCH_H
+#define KERN_PERFMON_BENCH_H
+
+/* `perfmon bench [-n SAMPLES] [all|quick|remote]`, from the shell. */
+int perfmon_bench_main(int argc, char **argv);
+
+#endif /* KERN_PERFMON_BENCH_H */
