@@ -177,17 +177,60 @@ acpi_table_get(uint64_t pa)
     return sdt;
 }
 
-static void
-acpi_madt_add_cpu(uint32_t apic_id, uint32_t flags)
+/* The APIC id of an enabled processor entry, or false for other entries. */
+static bool
+acpi_madt_entry_cpu(const struct acpi_madt_entry *e, uint32_t *apic_idp)
 {
-    if ((flags & ACPI_MADT_ENABLED) == 0) {
-        return;
+    if (e->type == ACPI_MADT_LAPIC
+        && e->length >= sizeof(struct acpi_madt_lapic)) {
+        const struct acpi_madt_lapic *l = (const void *)e;
+
+        *apic_idp = l->apic_id;
+        return (l->flags & ACPI_MADT_ENABLED) != 0;
     }
 
-    for (unsigned int i = 0; i < acpi_info.nr_cpus; i++) {
-        if (acpi_info.cpu_apic_ids[i] == apic_id) {
-            return;     /* listed both as LAPIC and x2APIC */
+    if (e->type == ACPI_MADT_X2APIC
+        && e->length >= sizeof(struct acpi_madt_x2apic)) {
+        const struct acpi_madt_x2apic *x = (const void *)e;
+
+        *apic_idp = x->x2apic_id;
+        return (x->flags & ACPI_MADT_ENABLED) != 0;
+    }
+
+    return false;
+}
+
+/* True when an entry of the MADT before e already lists apic_id. */
+static bool
+acpi_madt_listed_before(const char *first, const struct acpi_madt_entry *e,
+                        uint32_t apic_id)
+{
+    for (const char *p = first; p < (const char *)e;) {
+        const struct acpi_madt_entry *prev = (const void *)p;
+        uint32_t id;
+
+        if (acpi_madt_entry_cpu(prev, &id) && id == apic_id) {
+            return true;
         }
+
+        p += prev->length;      /* lengths already checked by the walk */
+    }
+
+    return false;
+}
+
+/*
+ * A processor may be listed both as a local APIC and as an x2APIC: count
+ * it once, whether it is kept or beyond CPU_MAX.
+ */
+static void
+acpi_madt_add_cpu(const char *first, const struct acpi_madt_entry *e)
+{
+    uint32_t apic_id;
+
+    if (!acpi_madt_entry_cpu(e, &apic_id)
+        || acpi_madt_listed_before(first, e, apic_id)) {
+        return;
     }
 
     if (acpi_info.nr_cpus == CPU_MAX) {
@@ -231,20 +274,12 @@ acpi_madt_add_ioapic(const struct acpi_madt_ioapic *e)
 }
 
 static void
-acpi_madt_parse_entry(const struct acpi_madt_entry *e)
+acpi_madt_parse_entry(const char *first, const struct acpi_madt_entry *e)
 {
     switch (e->type) {
     case ACPI_MADT_LAPIC:
-        if (e->length >= sizeof(struct acpi_madt_lapic)) {
-            const struct acpi_madt_lapic *l = (const void *)e;
-            acpi_madt_add_cpu(l->apic_id, l->flags);
-        }
-        break;
     case ACPI_MADT_X2APIC:
-        if (e->length >= sizeof(struct acpi_madt_x2apic)) {
-            const struct acpi_madt_x2apic *x = (const void *)e;
-            acpi_madt_add_cpu(x->x2apic_id, x->flags);
-        }
+        acpi_madt_add_cpu(first, e);
         break;
     case ACPI_MADT_IOAPIC:
         if (e->length >= sizeof(struct acpi_madt_ioapic)) {
@@ -270,13 +305,18 @@ acpi_madt_parse_entry(const struct acpi_madt_entry *e)
 static int
 acpi_madt_parse(const struct acpi_madt *madt)
 {
-    const char *p = (const char *)(madt + 1);
+    const char *first = (const char *)(madt + 1), *p = first;
     const char *end = (const char *)madt + madt->header.length;
+    uint16_t port = acpi_info.pm1a_cnt_port, s5 = acpi_info.slp_typ_s5;
 
     if (madt->header.length < sizeof(*madt)) {
         return -EINVAL;
     }
 
+    /* Start afresh: nothing of an earlier, broken MADT may remain. */
+    acpi_set_defaults();
+    acpi_info.pm1a_cnt_port = port;
+    acpi_info.slp_typ_s5 = s5;
     acpi_info.lapic_address = madt->lapic_address;
 
     while (p + sizeof(struct acpi_madt_entry) <= end) {
@@ -286,7 +326,7 @@ acpi_madt_parse(const struct acpi_madt *madt)
             return -EINVAL;     /* a truncated entry: distrust the table */
         }
 
-        acpi_madt_parse_entry(e);
+        acpi_madt_parse_entry(first, e);
         p += e->length;
     }
 
