@@ -1,0 +1,280 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * x86 hardware performance counters: the definitions the Intel and AMD
+ * drivers (pmu_intel.c, pmu_amd.c) share with the common glue (pmu.c), the
+ * shell and the tests.  Each driver probes its PMU from CPUID, checks that
+ * the counters really hold values before trusting CPUID, and registers a
+ * struct perfmon_dev whose hw ids are the PMU's own overflow-status bit
+ * numbers (Intel: general-purpose counters 0..n-1, fixed counters from 32;
+ * AMD: counters 0..n-1).  Counter overflows arrive as NMIs through the
+ * local APIC performance-counter LVT, or the core polls when there is no
+ * usable interrupt.
+ *
+ * Hardware access goes through a small seam (pmu_msr_read/write, the safe
+ * msr_*_safe() of msr.h, pmu_cpuid and lapic_pmc_unmask): the kernel maps
+ * it onto the instructions, the host unit tests onto a register-level model
+ * of the MSR space (tests/unit/msr_model.c).
+ */
+
+#ifndef ARCH_X86_PMU_H
+#define ARCH_X86_PMU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/msr.h"
+#include "kern/perfmon.h"
+
+/*
+ * PERFEVTSEL layout, common to Intel IA32_PERFEVTSELx (SDM vol. 3B,
+ * "Architectural Performance Monitoring Version 1", figure "Layout of
+ * IA32_PERFEVTSELx MSRs") and AMD PerfEvtSeln (APM vol. 2, section 13.2.1,
+ * "Performance Event-Select Registers").  AMD extends the event select to
+ * 12 bits with bits 35:32.
+ */
+#define PMU_EVTSEL_EVENT            0x000000ffULL
+#define PMU_EVTSEL_UMASK            0x0000ff00ULL
+#define PMU_EVTSEL_USR              (1ULL << 16)
+#define PMU_EVTSEL_OS               (1ULL << 17)
+#define PMU_EVTSEL_EDGE             (1ULL << 18)
+#define PMU_EVTSEL_PC               (1ULL << 19)    /* Intel pin control */
+#define PMU_EVTSEL_INT              (1ULL << 20)
+#define PMU_EVTSEL_ANY              (1ULL << 21)    /* Intel v3+ AnyThread */
+#define PMU_EVTSEL_EN               (1ULL << 22)
+#define PMU_EVTSEL_INV              (1ULL << 23)
+#define PMU_EVTSEL_CMASK            0xff000000ULL
+#define PMU_EVTSEL_AMD_EVENT_HI     0xf00000000ULL  /* event select 11:8 */
+#define PMU_EVTSEL_AMD_GUEST_ONLY   (1ULL << 40)
+#define PMU_EVTSEL_AMD_HOST_ONLY    (1ULL << 41)
+
+/*
+ * The bits of a raw event code a user may give: event select, unit mask,
+ * edge, invert and counter mask.  USR/OS come from the event's mode flags,
+ * INT and EN belong to the driver; anything else is refused with -EINVAL.
+ */
+#define PMU_INTEL_RAW_MASK  (PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK         \
+                             | PMU_EVTSEL_EDGE | PMU_EVTSEL_INV          \
+                             | PMU_EVTSEL_CMASK)
+#define PMU_AMD_RAW_MASK    (PMU_INTEL_RAW_MASK | PMU_EVTSEL_AMD_EVENT_HI)
+
+/*
+ * IA32_FIXED_CTR_CTRL: a 4-bit field per fixed counter (SDM vol. 3B,
+ * "Architectural Performance Monitoring Version 2", figure "Layout of
+ * IA32_FIXED_CTR_CTRL MSR").
+ */
+#define PMU_FIXED_CTRL_OS           0x1ULL
+#define PMU_FIXED_CTRL_USR          0x2ULL
+#define PMU_FIXED_CTRL_ANY          0x4ULL
+#define PMU_FIXED_CTRL_PMI          0x8ULL
+#define PMU_FIXED_CTRL_SHIFT(i)     (4 * (i))
+#define PMU_FIXED_CTRL_FIELD(i)     (0xfULL << PMU_FIXED_CTRL_SHIFT(i))
+
+/* Overflow status and global control: fixed counter i is bit 32 + i. */
+#define PMU_INTEL_FIXED_BASE        32
+
+/* IA32_PERF_CAPABILITIES bit 13: IA32_A_PMCx full-width writes. */
+#define PMU_PERF_CAP_FW_WRITE       (1ULL << 13)
+
+/*
+ * Intel pre-defined architectural events (SDM vol. 3B, table "UMask and
+ * Event Select Encodings for Pre-Defined Architectural Performance
+ * Events"): index = bit of CPUID.0AH:EBX, which is set when the event is
+ * NOT available.
+ */
+#define PMU_INTEL_ARCH_CYCLES       0   /* 3CH/00H, fixed counter 1 */
+#define PMU_INTEL_ARCH_INSTRUCTIONS 1   /* C0H/00H, fixed counter 0 */
+#define PMU_INTEL_ARCH_REF_CYCLES   2   /* 3CH/01H (bus clock on a GP) */
+#define PMU_INTEL_ARCH_LLC_REF      3   /* 2EH/4FH */
+#define PMU_INTEL_ARCH_LLC_MISS     4   /* 2EH/41H */
+#define PMU_INTEL_ARCH_BRANCH       5   /* C4H/00H */
+#define PMU_INTEL_ARCH_BRANCH_MISS  6   /* C5H/00H */
+#define PMU_INTEL_NR_ARCH_EVENTS    7
+
+/* Raw codes (event | umask << 8) the Intel driver uses for generic events. */
+#define PMU_INTEL_EV_CYCLES         0x003cULL
+#define PMU_INTEL_EV_INSTRUCTIONS   0x00c0ULL
+#define PMU_INTEL_EV_REF_CYCLES     0x0300ULL   /* pseudo code: fixed 2 only */
+#define PMU_INTEL_EV_LLC_REF        0x4f2eULL
+#define PMU_INTEL_EV_LLC_MISS       0x412eULL
+#define PMU_INTEL_EV_BRANCH         0x00c4ULL
+#define PMU_INTEL_EV_BRANCH_MISS    0x00c5ULL
+
+/*
+ * CPUID.0AH decoding (SDM vol. 2A, CPUID, "Architectural Performance
+ * Monitoring Leaf").
+ */
+#define PMU_CPUID_0A_VERSION(eax)       ((eax) & 0xff)
+#define PMU_CPUID_0A_NR_GP(eax)         (((eax) >> 8) & 0xff)
+#define PMU_CPUID_0A_GP_WIDTH(eax)      (((eax) >> 16) & 0xff)
+#define PMU_CPUID_0A_EBX_LEN(eax)       (((eax) >> 24) & 0xff)
+#define PMU_CPUID_0A_NR_FIXED(edx)      ((edx) & 0x1f)
+#define PMU_CPUID_0A_FIXED_WIDTH(edx)   (((edx) >> 5) & 0xff)
+
+/* CPUID leaf 1 bits the drivers look at. */
+#define PMU_CPUID_1_ECX_PDCM        (1U << 15)
+#define PMU_CPUID_1_ECX_HYPERVISOR  (1U << 31)
+#define PMU_CPUID_1_EDX_MSR         (1U << 5)
+#define PMU_CPUID_1_EDX_APIC        (1U << 9)
+
+/* AMD: CPUID 8000_0001h ECX[23] PerfCtrExtCore, 8000_0022h PerfMonV2. */
+#define PMU_CPUID_X1_ECX_PERFCTR_CORE   (1U << 23)
+#define PMU_CPUID_X22_EAX_PERFMON_V2    (1U << 0)
+#define PMU_CPUID_X22_EBX_NR_CORE(ebx)  ((ebx) & 0xf)
+
+/*
+ * An AMD raw code from a 12-bit event select and a unit mask: bits 7:0 of
+ * the select go to PerfEvtSel[7:0], bits 11:8 to PerfEvtSel[35:32] (APM
+ * vol. 2, section 13.2.1).
+ */
+#define PMU_AMD_RAW(event, umask)                                       \
+    ((((uint64_t)(event) & 0xf00) << 24) | ((uint64_t)(event) & 0xff)   \
+     | (((uint64_t)(umask) & 0xff) << 8))
+
+/* AMD codes for the generic events. */
+#define PMU_AMD_EV_CYCLES           0x0076ULL
+#define PMU_AMD_EV_INSTRUCTIONS     0x00c0ULL
+#define PMU_AMD_EV_BRANCH           0x00c2ULL
+#define PMU_AMD_EV_BRANCH_MISS      0x00c3ULL
+#define PMU_AMD_EV_CACHE_REF_K8     0x077dULL   /* families 0Fh..16h */
+#define PMU_AMD_EV_CACHE_MISS_K8    0x077eULL
+#define PMU_AMD_EV_CACHE_REF_ZEN    0xff60ULL   /* family 17h and later */
+#define PMU_AMD_EV_CACHE_MISS_ZEN   0x0964ULL
+#define PMU_AMD_FAMILY_ZEN          0x17
+
+/* AMD counters are 48 bits wide (APM vol. 2, section 13.2.1). */
+#define PMU_AMD_WIDTH               48
+#define PMU_AMD_NR_LEGACY           4
+#define PMU_AMD_NR_CORE             6
+
+/* Limits of the drivers' tables. */
+#define PMU_MAX_GP                  PERFMON_DEV_MAX_PMCS
+#define PMU_MAX_FIXED               3   /* instructions, cycles, ref cycles */
+
+/*
+ * What the shell shows about the hardware PMU (`perfmon info`), filled
+ * once at boot by the probe and constant afterwards.
+ */
+struct pmu_caps {
+    bool present;               /* a hardware device is registered */
+    const char *driver;         /* "intel", "amd", or NULL */
+    const char *reason;         /* why there is none, when !present */
+    unsigned int vendor;        /* CPU_VENDOR_* */
+    unsigned int family;
+    unsigned int model;
+    unsigned int version;       /* Intel arch perfmon version; AMD: 1, or
+                                   2 with PerfMonV2 */
+    bool core_ext;              /* AMD core performance counter extension */
+    unsigned int nr_gp;         /* general-purpose counters in use */
+    unsigned int gp_width;      /* their physical width */
+    unsigned int nr_fixed;      /* fixed counters in use */
+    unsigned int fixed_width;
+    unsigned int width;         /* counter width the core sees */
+    bool global_ctrl;           /* global control and status registers */
+    bool full_width_write;      /* Intel IA32_A_PMCx */
+    bool overflow_nmi;          /* overflow NMIs; false: the core polls */
+    uint32_t arch_events;       /* Intel: available architectural events */
+};
+
+/*
+ * A vendor driver, as pmu.c drives it.
+ *
+ * probe: on the boot CPU, at boot, before any other call: read CPUID,
+ *   check the counters, fill *caps (always: also the reason when it
+ *   declines) and return 0 with the device ready to register, or -ENODEV
+ *   when there is no working PMU (nothing is left programmed).  use_nmi
+ *   false asks for a device without overflow interrupt (polled).
+ * cpu_init: on each CPU after a successful probe, interrupts disabled:
+ *   stop every counter, clear stale overflow status, open the global
+ *   enable gate.
+ * preset: on this CPU, interrupts disabled: load an allocated counter with
+ *   value (in the device's width), for the self-test of the wrap path.
+ *   -EINVAL for an unknown hw id or a value the counter cannot take.
+ * nr_pmis: overflow interrupts the driver claimed, on all CPUs.
+ */
+struct pmu_driver {
+    const char *name;
+    int (*probe)(struct pmu_caps *caps, bool use_nmi);
+    void (*cpu_init)(void);
+    int (*preset)(unsigned int hw_id, uint64_t value);
+    uint64_t (*nr_pmis)(void);
+    struct perfmon_dev *dev;
+};
+
+extern const struct pmu_driver pmu_intel_driver;
+extern const struct pmu_driver pmu_amd_driver;
+
+/*
+ * The hardware seam.  pmu_msr_read/pmu_msr_write are for MSRs the probe
+ * has shown to exist; the probe itself uses msr_read_safe/msr_write_safe.
+ * pmu_cpuid returns the four registers of a CPUID leaf.
+ */
+#ifdef TALLY_HOST_TEST
+
+uint64_t pmu_msr_read(uint32_t msr);
+void pmu_msr_write(uint32_t msr, uint64_t value);
+void pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4]);
+
+#else /* TALLY_HOST_TEST */
+
+#include "arch/x86/cpu.h"
+
+static inline uint64_t
+pmu_msr_read(uint32_t msr)
+{
+    return msr_read(msr);
+}
+
+static inline void
+pmu_msr_write(uint32_t msr, uint64_t value)
+{
+    msr_write(msr, value);
+}
+
+static inline void
+pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
+{
+    cpu_cpuid(leaf, subleaf, &regs[0], &regs[1], &regs[2], &regs[3]);
+}
+
+#endif /* TALLY_HOST_TEST */
+
+/*
+ * Family and model from CPUID leaf 1 EAX (SDM vol. 2A, CPUID, "Version
+ * Information"): the extended fields count from family 0FH on (Intel
+ * also adds the extended model for family 06H).
+ */
+static inline unsigned int
+pmu_cpuid_family(uint32_t eax)
+{
+    unsigned int family = (eax >> 8) & 0xf;
+
+    return (family == 0xf) ? family + ((eax >> 20) & 0xff) : family;
+}
+
+static inline unsigned int
+pmu_cpuid_model(uint32_t eax)
+{
+    unsigned int family = (eax >> 8) & 0xf;
+    unsigned int model = (eax >> 4) & 0xf;
+
+    if (family == 0x6 || family == 0xf) {
+        model |= ((eax >> 16) & 0xf) << 4;
+    }
+
+    return model;
+}
+
+/* The capability summary (thread context, after boot); never NULL. */
+const struct pmu_caps *pmu_get_caps(void);
+
+/* The registered hardware device, or NULL when there is none. */
+struct perfmon_dev *pmu_get_dev(void);
+
+/* The driver in use, or NULL. */
+const struct pmu_driver *pmu_get_driver(void);
+
+INIT_OP_DECLARE(pmu_setup);
+
+#endif /* ARCH_X86_PMU_H */

@@ -1,0 +1,510 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * AMD performance counter driver (APM vol. 2, section 13.2,
+ * "Performance-Monitoring Counters"): the four legacy counters at
+ * C001_0000h, the six counters of the core performance counter extension
+ * at C001_0200h when CPUID 8000_0001h:ECX[23] says so, and the PerfMonV2
+ * global control and status registers at C000_0300h when CPUID
+ * 8000_0022h:EAX[0] says so.
+ *
+ * Counters run free and the core extends them to 64 bits.  With PerfMonV2
+ * the overflowed counters are read from PerfCntrGlobalStatus.  Without it
+ * there is no status register: the driver shows the core 47 of the 48
+ * bits and keeps bit 47 set, so the counter overflows, raising its
+ * interrupt, exactly when the 47 bits the core sees wrap; an active counter
+ * whose bit 47 is clear has overflowed.
+ *
+ * Locking: as for the Intel driver, alloc and free run under the core's
+ * allocator lock, everything else on the calling CPU with interrupts
+ * disabled; the per-CPU active masks are written by their CPU only.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/pmu.h"
+#include "kern/assert.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+
+/* AMD's vendor string in CPUID leaf 0 (EBX, EDX, ECX). */
+#define PMU_AMD_VENDOR_EBX      0x68747541  /* "Auth" */
+#define PMU_AMD_VENDOR_EDX      0x69746e65  /* "enti" */
+#define PMU_AMD_VENDOR_ECX      0x444d4163  /* "cAMD" */
+
+#define PMU_AMD_CNT_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
+#define PMU_AMD_TOP_BIT         (1ULL << (PMU_AMD_WIDTH - 1))
+
+/* Status rounds in one interrupt before giving up (a stuck status). */
+#define PMU_AMD_MAX_ROUNDS      16
+
+/* The probed PMU, constant after probe except alloc_mask (core lock). */
+struct pmu_amd {
+    unsigned int family;
+    unsigned int nr;            /* counters */
+    bool core_ext;              /* C001_0200h counters */
+    bool v2;                    /* PerfMonV2 global registers */
+    bool nmi;
+    bool topbit;                /* overflow from bit 47, without v2 */
+    uint64_t val_mask;          /* counter bits the core sees */
+    uint64_t exist_mask;
+    uint64_t alloc_mask;
+};
+
+static struct pmu_amd pmu_amd;
+
+static uint64_t pmu_amd_active[CPU_MAX];
+
+static uint64_t pmu_amd_pmis;
+
+static struct perfmon_dev pmu_amd_dev;
+
+/*
+ * Counter i's MSRs: the extension interleaves control and counter (step
+ * 2), the legacy block has four controls then four counters.  The legacy
+ * MSRs alias the first four extension counters.
+ */
+static uint32_t
+pmu_amd_ctl_msr(unsigned int i)
+{
+    return pmu_amd.core_ext ? MSR_AMD_F15H_PERF_CTL0 + 2 * i
+                            : MSR_AMD_K7_PERFEVTSEL0 + i;
+}
+
+static uint32_t
+pmu_amd_ctr_msr(unsigned int i)
+{
+    return pmu_amd.core_ext ? MSR_AMD_F15H_PERF_CTR0 + 2 * i
+                            : MSR_AMD_K7_PERFCTR0 + i;
+}
+
+static bool
+pmu_amd_hw_id_valid(unsigned int hw_id)
+{
+    return hw_id < pmu_amd.nr;
+}
+
+static uint64_t
+pmu_amd_armed(uint64_t value)
+{
+    value &= pmu_amd.val_mask;
+    return pmu_amd.topbit ? (value | PMU_AMD_TOP_BIT) : value;
+}
+
+/* ---- perfmon_dev operations --------------------------------------------- */
+
+/*
+ * Generic events (AMD family 10h-16h BKDGs and family 17h+ PPRs, as the
+ * APM lists the core events): cache references and misses moved with Zen.
+ * There is no reference-cycle event at all: refused here, at translate,
+ * rather than failing later.
+ */
+static int
+pmu_amd_translate(uint64_t *raw_eventp, unsigned int event_id)
+{
+    bool zen = pmu_amd.family >= PMU_AMD_FAMILY_ZEN;
+    uint64_t raw;
+
+    switch (event_id) {
+    case PERFMON_EV_CYCLE:
+        raw = PMU_AMD_EV_CYCLES;
+        break;
+    case PERFMON_EV_INSTRUCTION:
+        raw = PMU_AMD_EV_INSTRUCTIONS;
+        break;
+    case PERFMON_EV_CACHE_REF:
+        raw = zen ? PMU_AMD_EV_CACHE_REF_ZEN : PMU_AMD_EV_CACHE_REF_K8;
+        break;
+    case PERFMON_EV_CACHE_MISS:
+        raw = zen ? PMU_AMD_EV_CACHE_MISS_ZEN : PMU_AMD_EV_CACHE_MISS_K8;
+        break;
+    case PERFMON_EV_BRANCH:
+        raw = PMU_AMD_EV_BRANCH;
+        break;
+    case PERFMON_EV_BRANCH_MISS:
+        raw = PMU_AMD_EV_BRANCH_MISS;
+        break;
+    default:
+        return -ENOENT;
+    }
+
+    *raw_eventp = raw;
+    return 0;
+}
+
+static int
+pmu_amd_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+{
+    if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
+        || (flags & PERFMON_EF_MODE) == 0
+        || (raw_event & ~PMU_AMD_RAW_MASK) != 0) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i < pmu_amd.nr; i++) {
+        if ((pmu_amd.alloc_mask & (1ULL << i)) == 0) {
+            pmu_amd.alloc_mask |= 1ULL << i;
+            *hw_idp = i;
+            return 0;
+        }
+    }
+
+    return -EAGAIN;
+}
+
+static void
+pmu_amd_free(unsigned int hw_id)
+{
+    assert(pmu_amd_hw_id_valid(hw_id));
+    assert(pmu_amd.alloc_mask & (1ULL << hw_id));
+    pmu_amd.alloc_mask &= ~(1ULL << hw_id);
+}
+
+static void
+pmu_amd_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+{
+    unsigned int cpu = cpu_id();
+    uint64_t sel = raw_event | PMU_EVTSEL_EN;
+
+    assert(pmu_amd_hw_id_valid(hw_id));
+
+    /*
+     * Neither HostOnly nor GuestOnly: count in both (APM vol. 2, section
+     * 13.2.1); the mode comes from OS and USR.
+     */
+    if (flags & PERFMON_EF_KERN) {
+        sel |= PMU_EVTSEL_OS;
+    }
+
+    if (flags & PERFMON_EF_USER) {
+        sel |= PMU_EVTSEL_USR;
+    }
+
+    if (pmu_amd.nmi) {
+        sel |= PMU_EVTSEL_INT;
+    }
+
+    pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
+    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(0));
+    pmu_msr_write(pmu_amd_ctl_msr(hw_id), sel);
+    WRITE_ONCE(pmu_amd_active[cpu], pmu_amd_active[cpu] | (1ULL << hw_id));
+}
+
+static void
+pmu_amd_stop(unsigned int hw_id)
+{
+    unsigned int cpu = cpu_id();
+
+    assert(pmu_amd_hw_id_valid(hw_id));
+    pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
+    WRITE_ONCE(pmu_amd_active[cpu], pmu_amd_active[cpu] & ~(1ULL << hw_id));
+}
+
+static uint64_t
+pmu_amd_read(unsigned int hw_id)
+{
+    assert(pmu_amd_hw_id_valid(hw_id));
+    return pmu_msr_read(pmu_amd_ctr_msr(hw_id));
+}
+
+/*
+ * PerfMonV2: overflowed counters are the bits of PerfCntrGlobalStatus,
+ * cleared through PerfCntrGlobalStatusClr; only bits of our counters are
+ * taken or cleared.
+ */
+static uint64_t
+pmu_amd_status_intr(void)
+{
+    uint64_t mask = 0;
+
+    for (unsigned int round = 0; round < PMU_AMD_MAX_ROUNDS; round++) {
+        uint64_t bits = pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_STATUS)
+                        & pmu_amd.exist_mask;
+
+        if (bits == 0) {
+            break;
+        }
+
+        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, bits);
+        mask |= bits;
+    }
+
+    return mask;
+}
+
+static uint64_t
+pmu_amd_topbit_intr(void)
+{
+    uint64_t active = READ_ONCE(pmu_amd_active[cpu_id()]);
+    uint64_t mask = 0;
+
+    while (active != 0) {
+        unsigned int hw_id = (unsigned int)__builtin_ctzll(active);
+        uint64_t value;
+
+        active &= active - 1;
+        value = pmu_msr_read(pmu_amd_ctr_msr(hw_id));
+
+        if ((value & PMU_AMD_TOP_BIT) == 0) {
+            pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
+            mask |= 1ULL << hw_id;
+        }
+    }
+
+    return mask;
+}
+
+static uint64_t
+pmu_amd_handle_overflow_intr(void)
+{
+    uint64_t mask;
+
+    mask = pmu_amd.topbit ? pmu_amd_topbit_intr() : pmu_amd_status_intr();
+
+    if (mask == 0) {
+        return 0;
+    }
+
+    __atomic_fetch_add(&pmu_amd_pmis, 1, __ATOMIC_RELAXED);
+
+    /*
+     * AMD does not mask the LVT on a PMI, but rewriting it unmasked is
+     * harmless and keeps us working where a hypervisor does.
+     */
+    lapic_pmc_unmask();
+    return mask;
+}
+
+static const struct perfmon_dev_ops pmu_amd_ops_nmi = {
+    .translate = pmu_amd_translate,
+    .alloc = pmu_amd_alloc,
+    .free = pmu_amd_free,
+    .start = pmu_amd_start,
+    .stop = pmu_amd_stop,
+    .read = pmu_amd_read,
+    .handle_overflow_intr = pmu_amd_handle_overflow_intr,
+};
+
+static const struct perfmon_dev_ops pmu_amd_ops_poll = {
+    .translate = pmu_amd_translate,
+    .alloc = pmu_amd_alloc,
+    .free = pmu_amd_free,
+    .start = pmu_amd_start,
+    .stop = pmu_amd_stop,
+    .read = pmu_amd_read,
+    .handle_overflow_intr = NULL,
+};
+
+/* ---- probe -------------------------------------------------------------- */
+
+static bool
+pmu_amd_holds(uint32_t msr, uint64_t value)
+{
+    uint64_t back;
+
+    if (msr_write_safe(msr, value) != 0 || msr_read_safe(msr, &back) != 0) {
+        return false;
+    }
+
+    return back == value;
+}
+
+/*
+ * Nothing in CPUID announces the legacy counters, and emulators (QEMU TCG)
+ * let their MSRs read 0 and drop writes: check that counter 0 keeps
+ * values, including its top bit, and that the MSRs do not fault.
+ */
+static const char *
+pmu_amd_check_hw(void)
+{
+    static const uint64_t patterns[] = { 0x5a5a, PMU_AMD_TOP_BIT | 0xa5a5 };
+    uint32_t ctl = pmu_amd_ctl_msr(0), ctr = pmu_amd_ctr_msr(0);
+
+    if (pmu_amd.v2 && msr_write_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, 0) != 0) {
+        return "PerfCntrGlobalCtl faults";
+    }
+
+    if (msr_write_safe(ctl, 0) != 0) {
+        return "PerfEvtSel0 faults";
+    }
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
+        if (!pmu_amd_holds(ctr, patterns[i])) {
+            msr_write_safe(ctr, 0);
+            return "counters do not hold values";
+        }
+    }
+
+    msr_write_safe(ctr, 0);
+    return NULL;
+}
+
+static bool
+pmu_amd_is_amd(void)
+{
+    uint32_t regs[4];
+
+    pmu_cpuid(0, 0, regs);
+    return regs[1] == PMU_AMD_VENDOR_EBX && regs[3] == PMU_AMD_VENDOR_EDX
+           && regs[2] == PMU_AMD_VENDOR_ECX;
+}
+
+static void
+pmu_amd_reset_state(void)
+{
+    pmu_amd = (struct pmu_amd){ 0 };
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_amd_active); i++) {
+        pmu_amd_active[i] = 0;
+    }
+
+    pmu_amd_pmis = 0;
+}
+
+static int
+pmu_amd_decline(struct pmu_caps *caps, const char *reason)
+{
+    caps->present = false;
+    caps->reason = reason;
+    pmu_amd_reset_state();
+    return -ENODEV;
+}
+
+static int
+pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
+{
+    uint32_t leaf1[4], ext0[4], ext1[4], ext22[4];
+    const char *reason;
+
+    assert(caps != NULL);
+    pmu_amd_reset_state();
+    *caps = (struct pmu_caps){ .driver = "amd", .vendor = CPU_VENDOR_AMD };
+
+    if (!pmu_amd_is_amd()) {
+        return pmu_amd_decline(caps, "not an AMD CPU");
+    }
+
+    pmu_cpuid(1, 0, leaf1);
+    pmu_amd.family = pmu_cpuid_family(leaf1[0]);
+    caps->family = pmu_amd.family;
+    caps->model = pmu_cpuid_model(leaf1[0]);
+
+    if (!(leaf1[3] & PMU_CPUID_1_EDX_MSR)) {
+        return pmu_amd_decline(caps, "no MSRs");
+    }
+
+    /* The counters came with the K7, family 6. */
+    if (pmu_amd.family < 6) {
+        return pmu_amd_decline(caps, "CPU family without counters");
+    }
+
+    pmu_cpuid(0x80000000, 0, ext0);
+
+    if (ext0[0] >= 0x80000001) {
+        pmu_cpuid(0x80000001, 0, ext1);
+        pmu_amd.core_ext = (ext1[2] & PMU_CPUID_X1_ECX_PERFCTR_CORE) != 0;
+    }
+
+    pmu_amd.nr = pmu_amd.core_ext ? PMU_AMD_NR_CORE : PMU_AMD_NR_LEGACY;
+
+    if (ext0[0] >= 0x80000022) {
+        pmu_cpuid(0x80000022, 0, ext22);
+
+        /* PerfMonV2 counters use the extension's MSRs. */
+        if ((ext22[0] & PMU_CPUID_X22_EAX_PERFMON_V2) && pmu_amd.core_ext) {
+            pmu_amd.v2 = true;
+
+            if (PMU_CPUID_X22_EBX_NR_CORE(ext22[1]) != 0) {
+                pmu_amd.nr = PMU_CPUID_X22_EBX_NR_CORE(ext22[1]);
+            }
+        }
+    }
+
+    pmu_amd.nr = MIN(pmu_amd.nr, PMU_MAX_GP);
+    reason = pmu_amd_check_hw();
+
+    if (reason != NULL) {
+        return pmu_amd_decline(caps, reason);
+    }
+
+    pmu_amd.exist_mask = (1ULL << pmu_amd.nr) - 1;
+    pmu_amd.nmi = use_nmi && (leaf1[3] & PMU_CPUID_1_EDX_APIC);
+    pmu_amd.topbit = pmu_amd.nmi && !pmu_amd.v2;
+    pmu_amd.val_mask = pmu_amd.topbit ? PMU_AMD_CNT_MASK >> 1
+                                      : PMU_AMD_CNT_MASK;
+
+    pmu_amd_dev = (struct perfmon_dev){
+        .name = "amd",
+        .ops = pmu_amd.nmi ? &pmu_amd_ops_nmi : &pmu_amd_ops_poll,
+        .width = pmu_amd.topbit ? PMU_AMD_WIDTH - 1 : PMU_AMD_WIDTH,
+        .nr_pmcs = pmu_amd.nr,
+    };
+
+    caps->present = true;
+    caps->reason = NULL;
+    caps->version = pmu_amd.v2 ? 2 : 1;
+    caps->core_ext = pmu_amd.core_ext;
+    caps->nr_gp = pmu_amd.nr;
+    caps->gp_width = PMU_AMD_WIDTH;
+    caps->width = pmu_amd_dev.width;
+    caps->global_ctrl = pmu_amd.v2;
+    caps->full_width_write = true;
+    caps->overflow_nmi = pmu_amd.nmi;
+    return 0;
+}
+
+static void
+pmu_amd_cpu_init(void)
+{
+    for (unsigned int i = 0; i < pmu_amd.nr; i++) {
+        pmu_msr_write(pmu_amd_ctl_msr(i), 0);
+        pmu_msr_write(pmu_amd_ctr_msr(i), 0);
+    }
+
+    if (pmu_amd.v2) {
+        uint64_t stale = pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_STATUS)
+                         & pmu_amd.exist_mask;
+
+        if (stale != 0) {
+            pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, stale);
+        }
+
+        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
+    }
+
+    WRITE_ONCE(pmu_amd_active[cpu_id()], 0);
+}
+
+static int
+pmu_amd_preset(unsigned int hw_id, uint64_t value)
+{
+    if (!pmu_amd_hw_id_valid(hw_id) || (value & ~pmu_amd.val_mask) != 0) {
+        return -EINVAL;
+    }
+
+    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
+    return 0;
+}
+
+static uint64_t
+pmu_amd_nr_pmis(void)
+{
+    return __atomic_load_n(&pmu_amd_pmis, __ATOMIC_RELAXED);
+}
+
+const struct pmu_driver pmu_amd_driver = {
+    .name = "amd",
+    .probe = pmu_amd_probe,
+    .cpu_init = pmu_amd_cpu_init,
+    .preset = pmu_amd_preset,
+    .nr_pmis = pmu_amd_nr_pmis,
+    .dev = &pmu_amd_dev,
+};

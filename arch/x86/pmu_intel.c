@@ -1,0 +1,841 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Intel architectural performance monitoring driver (SDM vol. 3B, chapter
+ * 20, "Architectural Performance Monitoring", versions 1 to 5).  It offers
+ * the general-purpose counters IA32_PMCx and, from version 2 on, the fixed
+ * counters for instructions, core cycles and reference cycles, so that the
+ * general counters stay free for everything else.
+ *
+ * Counters run free and the core extends them to 64 bits.  From version 2
+ * on, overflows are read from IA32_PERF_GLOBAL_STATUS.  Version 1 has no
+ * status register: there the driver shows the core fewer bits than the
+ * counter holds (width - 1, at most 31 without full-width writes) and keeps
+ * the bits above armed (all ones), so that the counter overflows, and
+ * raises its PMI, exactly when the value the core sees wraps; a counter
+ * whose top bit is clear has overflowed.
+ *
+ * Locking: alloc and free run under the core's allocator lock; start, stop,
+ * read and the overflow handler act on the calling CPU with interrupts
+ * disabled.  The per-CPU active masks are written by their CPU only and
+ * read by its NMI handler.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/pmu.h"
+#include "kern/assert.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+
+/* Intel's vendor string in CPUID leaf 0 (EBX, EDX, ECX). */
+#define PMU_INTEL_VENDOR_EBX    0x756e6547  /* "Genu" */
+#define PMU_INTEL_VENDOR_EDX    0x49656e69  /* "ineI" */
+#define PMU_INTEL_VENDOR_ECX    0x6c65746e  /* "ntel" */
+
+/* Overflow-status rounds in one PMI before giving up (a stuck status). */
+#define PMU_INTEL_MAX_ROUNDS    16
+
+/*
+ * The probed PMU, written by probe and constant afterwards, except
+ * alloc_mask (the core's allocator lock).
+ */
+struct pmu_intel {
+    unsigned int version;
+    unsigned int nr_gp;
+    unsigned int gp_width;
+    unsigned int nr_fixed;
+    unsigned int fixed_width;
+    uint32_t fixed_map;         /* fixed counters in use, bit i = counter i */
+    uint32_t avail;             /* available architectural events */
+    uint64_t cnt_mask;          /* physical counter bits */
+    uint64_t val_mask;          /* counter bits the core sees */
+    uint64_t exist_mask;        /* hw ids (= status bits) of our counters */
+    bool fw_write;
+    bool nmi;
+    bool topbit;                /* version 1 overflow detection */
+    uint64_t alloc_mask;
+};
+
+static struct pmu_intel pmu_intel;
+
+/* Counters started on each CPU (hw id bits). */
+static uint64_t pmu_intel_active[CPU_MAX];
+
+static uint64_t pmu_intel_pmis;
+
+static struct perfmon_dev pmu_intel_dev;
+
+/* Encodings of the architectural events, by CPUID.0AH:EBX bit. */
+static const uint16_t pmu_intel_arch_codes[PMU_INTEL_NR_ARCH_EVENTS] = {
+    [PMU_INTEL_ARCH_CYCLES] = 0x003c,
+    [PMU_INTEL_ARCH_INSTRUCTIONS] = 0x00c0,
+    [PMU_INTEL_ARCH_REF_CYCLES] = 0x013c,
+    [PMU_INTEL_ARCH_LLC_REF] = 0x4f2e,
+    [PMU_INTEL_ARCH_LLC_MISS] = 0x412e,
+    [PMU_INTEL_ARCH_BRANCH] = 0x00c4,
+    [PMU_INTEL_ARCH_BRANCH_MISS] = 0x00c5,
+};
+
+/* No libgcc in the kernel: count bits by hand (a few, at probe time). */
+static unsigned int
+pmu_intel_popcount(uint64_t x)
+{
+    unsigned int n = 0;
+
+    while (x != 0) {
+        x &= x - 1;
+        n++;
+    }
+
+    return n;
+}
+
+static bool
+pmu_intel_is_fixed(unsigned int hw_id)
+{
+    return hw_id >= PMU_INTEL_FIXED_BASE;
+}
+
+static bool
+pmu_intel_hw_id_valid(unsigned int hw_id)
+{
+    return hw_id < 64 && (pmu_intel.exist_mask & (1ULL << hw_id)) != 0;
+}
+
+static uint32_t
+pmu_intel_ctr_msr(unsigned int hw_id)
+{
+    if (pmu_intel_is_fixed(hw_id)) {
+        return MSR_IA32_FIXED_CTR0 + (hw_id - PMU_INTEL_FIXED_BASE);
+    }
+
+    return MSR_IA32_PMC0 + hw_id;
+}
+
+/*
+ * The physical value that shows value to the core and, in top-bit mode,
+ * has every bit above the visible ones set, so the counter overflows when
+ * the visible value wraps.
+ */
+static uint64_t
+pmu_intel_armed(uint64_t value)
+{
+    value &= pmu_intel.val_mask;
+
+    if (pmu_intel.topbit) {
+        value |= pmu_intel.cnt_mask & ~pmu_intel.val_mask;
+    }
+
+    return value;
+}
+
+/*
+ * Whether a write through the legacy IA32_PMCx alias, which loads bits 31:0
+ * sign-extended (SDM vol. 3B, "Full-Width Writes to Performance Counter
+ * Registers"), leaves the counter holding exactly value.
+ */
+static bool
+pmu_intel_legacy_writable(uint64_t value)
+{
+    uint64_t loaded = (uint64_t)(int64_t)(int32_t)(uint32_t)value;
+
+    return (loaded & pmu_intel.cnt_mask) == value;
+}
+
+/* Load a counter (physical value), this CPU.  -EINVAL if it cannot be. */
+static int
+pmu_intel_ctr_write(unsigned int hw_id, uint64_t value)
+{
+    if ((value & ~pmu_intel.cnt_mask) != 0) {
+        return -EINVAL;
+    }
+
+    if (pmu_intel_is_fixed(hw_id)) {
+        /* Fixed counters take every implemented bit. */
+        pmu_msr_write(pmu_intel_ctr_msr(hw_id), value);
+    } else if (pmu_intel.fw_write) {
+        pmu_msr_write(MSR_IA32_A_PMC0 + hw_id, value);
+    } else if (pmu_intel_legacy_writable(value)) {
+        pmu_msr_write(MSR_IA32_PMC0 + hw_id, value & 0xffffffffULL);
+    } else {
+        return -EINVAL;
+    }
+
+    return 0;
+}
+
+static uint64_t
+pmu_intel_mode_bits(unsigned int flags)
+{
+    uint64_t bits = 0;
+
+    if (flags & PERFMON_EF_KERN) {
+        bits |= PMU_EVTSEL_OS;
+    }
+
+    if (flags & PERFMON_EF_USER) {
+        bits |= PMU_EVTSEL_USR;
+    }
+
+    return bits;
+}
+
+static uint64_t
+pmu_intel_fixed_bits(unsigned int flags)
+{
+    uint64_t bits = 0;
+
+    if (flags & PERFMON_EF_KERN) {
+        bits |= PMU_FIXED_CTRL_OS;
+    }
+
+    if (flags & PERFMON_EF_USER) {
+        bits |= PMU_FIXED_CTRL_USR;
+    }
+
+    if (pmu_intel.nmi) {
+        bits |= PMU_FIXED_CTRL_PMI;
+    }
+
+    return bits;
+}
+
+static bool
+pmu_intel_arch_avail(unsigned int index)
+{
+    return (pmu_intel.avail & (1U << index)) != 0;
+}
+
+static bool
+pmu_intel_has_fixed(unsigned int index)
+{
+    return (pmu_intel.fixed_map & (1U << index)) != 0;
+}
+
+/* ---- perfmon_dev operations --------------------------------------------- */
+
+static int
+pmu_intel_translate(uint64_t *raw_eventp, unsigned int event_id)
+{
+    uint64_t raw;
+    bool ok;
+
+    switch (event_id) {
+    case PERFMON_EV_CYCLE:
+        raw = PMU_INTEL_EV_CYCLES;
+        ok = pmu_intel_has_fixed(1) || pmu_intel_arch_avail(PMU_INTEL_ARCH_CYCLES);
+        break;
+    case PERFMON_EV_INSTRUCTION:
+        raw = PMU_INTEL_EV_INSTRUCTIONS;
+        ok = pmu_intel_has_fixed(0)
+             || pmu_intel_arch_avail(PMU_INTEL_ARCH_INSTRUCTIONS);
+        break;
+    case PERFMON_EV_REF_CYCLE:
+        /*
+         * 3CH/01H on a general counter ticks at the bus or crystal clock,
+         * not the TSC rate: reference cycles come from fixed counter 2
+         * only.
+         */
+        raw = PMU_INTEL_EV_REF_CYCLES;
+        ok = pmu_intel_has_fixed(2);
+        break;
+    case PERFMON_EV_CACHE_REF:
+        raw = PMU_INTEL_EV_LLC_REF;
+        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_LLC_REF);
+        break;
+    case PERFMON_EV_CACHE_MISS:
+        raw = PMU_INTEL_EV_LLC_MISS;
+        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_LLC_MISS);
+        break;
+    case PERFMON_EV_BRANCH:
+        raw = PMU_INTEL_EV_BRANCH;
+        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_BRANCH);
+        break;
+    case PERFMON_EV_BRANCH_MISS:
+        raw = PMU_INTEL_EV_BRANCH_MISS;
+        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_BRANCH_MISS);
+        break;
+    default:
+        ok = false;
+        raw = 0;
+        break;
+    }
+
+    if (!ok) {
+        return -ENOENT;
+    }
+
+    *raw_eventp = raw;
+    return 0;
+}
+
+/* The fixed counter that counts raw exactly, or -1. */
+static int
+pmu_intel_fixed_for(uint64_t raw)
+{
+    switch (raw) {
+    case PMU_INTEL_EV_INSTRUCTIONS:
+        return 0;
+    case PMU_INTEL_EV_CYCLES:
+        return 1;
+    case PMU_INTEL_EV_REF_CYCLES:
+        return 2;
+    default:
+        return -1;
+    }
+}
+
+/* Whether raw is an architectural event the CPU marks unavailable. */
+static bool
+pmu_intel_arch_unavailable(uint64_t raw)
+{
+    uint64_t code = raw & (PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_intel_arch_codes); i++) {
+        if (code == pmu_intel_arch_codes[i]) {
+            return !pmu_intel_arch_avail(i);
+        }
+    }
+
+    return false;
+}
+
+static int
+pmu_intel_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+{
+    int fixed;
+    bool fixed_busy = false;
+
+    if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
+        || (flags & PERFMON_EF_MODE) == 0
+        || (raw_event & ~PMU_INTEL_RAW_MASK) != 0) {
+        return -EINVAL;
+    }
+
+    fixed = pmu_intel_fixed_for(raw_event);
+
+    if (fixed >= 0 && pmu_intel_has_fixed((unsigned int)fixed)) {
+        unsigned int hw_id = PMU_INTEL_FIXED_BASE + (unsigned int)fixed;
+
+        if ((pmu_intel.alloc_mask & (1ULL << hw_id)) == 0) {
+            pmu_intel.alloc_mask |= 1ULL << hw_id;
+            *hw_idp = hw_id;
+            return 0;
+        }
+
+        fixed_busy = true;
+    }
+
+    /* Reference cycles are a fixed-counter pseudo event. */
+    if (raw_event == PMU_INTEL_EV_REF_CYCLES
+        || pmu_intel_arch_unavailable(raw_event)) {
+        return fixed_busy ? -EAGAIN : -ENOENT;
+    }
+
+    for (unsigned int i = 0; i < pmu_intel.nr_gp; i++) {
+        if ((pmu_intel.alloc_mask & (1ULL << i)) == 0) {
+            pmu_intel.alloc_mask |= 1ULL << i;
+            *hw_idp = i;
+            return 0;
+        }
+    }
+
+    return -EAGAIN;
+}
+
+static void
+pmu_intel_free(unsigned int hw_id)
+{
+    assert(pmu_intel_hw_id_valid(hw_id));
+    assert(pmu_intel.alloc_mask & (1ULL << hw_id));
+    pmu_intel.alloc_mask &= ~(1ULL << hw_id);
+}
+
+static void
+pmu_intel_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+{
+    unsigned int cpu = cpu_id();
+
+    assert(pmu_intel_hw_id_valid(hw_id));
+
+    if (pmu_intel_is_fixed(hw_id)) {
+        unsigned int i = hw_id - PMU_INTEL_FIXED_BASE;
+        uint64_t ctrl = pmu_msr_read(MSR_IA32_FIXED_CTR_CTRL);
+
+        /* Load the counter while its field is clear, then enable it. */
+        ctrl &= ~PMU_FIXED_CTRL_FIELD(i);
+        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+        pmu_msr_write(pmu_intel_ctr_msr(hw_id), 0);
+        ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
+        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+    } else {
+        uint64_t sel = raw_event | pmu_intel_mode_bits(flags) | PMU_EVTSEL_EN;
+
+        if (pmu_intel.nmi) {
+            sel |= PMU_EVTSEL_INT;
+        }
+
+        /* SDM: write the counter before setting PERFEVTSEL.EN. */
+        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
+        pmu_intel_ctr_write(hw_id, pmu_intel_armed(0));
+        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, sel);
+    }
+
+    WRITE_ONCE(pmu_intel_active[cpu], pmu_intel_active[cpu] | (1ULL << hw_id));
+}
+
+static void
+pmu_intel_stop(unsigned int hw_id)
+{
+    unsigned int cpu = cpu_id();
+
+    assert(pmu_intel_hw_id_valid(hw_id));
+
+    if (pmu_intel_is_fixed(hw_id)) {
+        uint64_t ctrl = pmu_msr_read(MSR_IA32_FIXED_CTR_CTRL);
+
+        ctrl &= ~PMU_FIXED_CTRL_FIELD(hw_id - PMU_INTEL_FIXED_BASE);
+        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+    } else {
+        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
+    }
+
+    WRITE_ONCE(pmu_intel_active[cpu], pmu_intel_active[cpu] & ~(1ULL << hw_id));
+}
+
+static uint64_t
+pmu_intel_read(unsigned int hw_id)
+{
+    assert(pmu_intel_hw_id_valid(hw_id));
+    return pmu_msr_read(pmu_intel_ctr_msr(hw_id));
+}
+
+/*
+ * Version 2 and later: the overflowed counters are the bits of
+ * IA32_PERF_GLOBAL_STATUS, cleared by writing them to
+ * IA32_PERF_GLOBAL_OVF_CTRL (SDM vol. 3B, "Architectural Performance
+ * Monitoring Version 2").  Only bits of counters we run are acknowledged:
+ * other status bits (buffers, trace, CondChgd) and bits of counters that do
+ * not exist are left alone, since clearing bits that are not set or not
+ * implemented may fault.  Status is read again after acknowledging, to pick
+ * up a counter that overflowed meanwhile; the number of rounds is bounded.
+ */
+static uint64_t
+pmu_intel_status_intr(void)
+{
+    uint64_t mask = 0;
+
+    for (unsigned int round = 0; round < PMU_INTEL_MAX_ROUNDS; round++) {
+        uint64_t bits = pmu_msr_read(MSR_IA32_PERF_GLOBAL_STATUS)
+                        & pmu_intel.exist_mask;
+
+        if (bits == 0) {
+            break;
+        }
+
+        pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, bits);
+        mask |= bits;
+    }
+
+    return mask;
+}
+
+/*
+ * Version 1: an active counter whose top bit is clear has wrapped; arm it
+ * again without changing the bits the core sees.
+ */
+static uint64_t
+pmu_intel_topbit_intr(void)
+{
+    uint64_t active = READ_ONCE(pmu_intel_active[cpu_id()]);
+    uint64_t top = (pmu_intel.cnt_mask >> 1) + 1;
+    uint64_t mask = 0;
+
+    while (active != 0) {
+        unsigned int hw_id = (unsigned int)__builtin_ctzll(active);
+        uint64_t value;
+
+        active &= active - 1;
+        value = pmu_msr_read(pmu_intel_ctr_msr(hw_id));
+
+        if ((value & top) == 0) {
+            pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+            mask |= 1ULL << hw_id;
+        }
+    }
+
+    return mask;
+}
+
+static uint64_t
+pmu_intel_handle_overflow_intr(void)
+{
+    uint64_t mask;
+
+    mask = pmu_intel.topbit ? pmu_intel_topbit_intr() : pmu_intel_status_intr();
+
+    if (mask == 0) {
+        return 0;
+    }
+
+    __atomic_fetch_add(&pmu_intel_pmis, 1, __ATOMIC_RELAXED);
+
+    /*
+     * The local APIC sets the mask bit of the performance-counter LVT when
+     * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): unmask it last,
+     * once the overflows are cleared, or there would be no further PMI.
+     */
+    lapic_pmc_unmask();
+    return mask;
+}
+
+static const struct perfmon_dev_ops pmu_intel_ops_nmi = {
+    .translate = pmu_intel_translate,
+    .alloc = pmu_intel_alloc,
+    .free = pmu_intel_free,
+    .start = pmu_intel_start,
+    .stop = pmu_intel_stop,
+    .read = pmu_intel_read,
+    .handle_overflow_intr = pmu_intel_handle_overflow_intr,
+};
+
+static const struct perfmon_dev_ops pmu_intel_ops_poll = {
+    .translate = pmu_intel_translate,
+    .alloc = pmu_intel_alloc,
+    .free = pmu_intel_free,
+    .start = pmu_intel_start,
+    .stop = pmu_intel_stop,
+    .read = pmu_intel_read,
+    .handle_overflow_intr = NULL,
+};
+
+/* ---- probe -------------------------------------------------------------- */
+
+/* Write value to a counter and read it back, without trusting anything. */
+static bool
+pmu_intel_holds(uint32_t msr, uint64_t value)
+{
+    uint64_t back;
+
+    if (msr_write_safe(msr, value) != 0 || msr_read_safe(msr, &back) != 0) {
+        return false;
+    }
+
+    return back == value;
+}
+
+/*
+ * CPUID alone is not trusted: hypervisors and emulators may advertise
+ * counters whose MSRs fault, or read 0 and drop writes.  Check that the
+ * control MSRs can be written and that a counter keeps what is written to
+ * it, everything through the faulting-safe accessors.
+ */
+static const char *
+pmu_intel_check_hw(void)
+{
+    static const uint64_t patterns[] = { 0x5a5a, 0xa5a5 };
+    uint32_t fixed0;
+
+    if (pmu_intel.version >= 2
+        && msr_write_safe(MSR_IA32_PERF_GLOBAL_CTRL, 0) != 0) {
+        return "IA32_PERF_GLOBAL_CTRL faults";
+    }
+
+    if (msr_write_safe(MSR_IA32_PERFEVTSEL0, 0) != 0) {
+        return "IA32_PERFEVTSEL0 faults";
+    }
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
+        if (!pmu_intel_holds(MSR_IA32_PMC0, patterns[i])) {
+            msr_write_safe(MSR_IA32_PMC0, 0);
+            return "counters do not hold values";
+        }
+    }
+
+    msr_write_safe(MSR_IA32_PMC0, 0);
+
+    if (pmu_intel.fw_write) {
+        uint64_t top = (pmu_intel.cnt_mask >> 1) + 1;
+        uint64_t back;
+
+        /* A full-width write must reach the bits a legacy write cannot. */
+        if (msr_write_safe(MSR_IA32_A_PMC0, top | 0x5a5a) != 0
+            || msr_read_safe(MSR_IA32_PMC0, &back) != 0
+            || back != (top | 0x5a5a)) {
+            pmu_intel.fw_write = false;
+        }
+
+        msr_write_safe(MSR_IA32_PMC0, 0);
+    }
+
+    if (pmu_intel.fixed_map != 0) {
+        fixed0 = MSR_IA32_FIXED_CTR0
+                 + (uint32_t)__builtin_ctz(pmu_intel.fixed_map);
+
+        if (msr_write_safe(MSR_IA32_FIXED_CTR_CTRL, 0) != 0) {
+            return "IA32_FIXED_CTR_CTRL faults";
+        }
+
+        for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
+            if (!pmu_intel_holds(fixed0, patterns[i])) {
+                msr_write_safe(fixed0, 0);
+                return "fixed counters do not hold values";
+            }
+        }
+
+        msr_write_safe(fixed0, 0);
+    }
+
+    return NULL;
+}
+
+static bool
+pmu_intel_is_intel(void)
+{
+    uint32_t regs[4];
+
+    pmu_cpuid(0, 0, regs);
+    return regs[1] == PMU_INTEL_VENDOR_EBX && regs[3] == PMU_INTEL_VENDOR_EDX
+           && regs[2] == PMU_INTEL_VENDOR_ECX;
+}
+
+/*
+ * Fixed counters from CPUID.0AH (SDM vol. 2A, CPUID leaf 0AH): version 2
+ * to 4 count them in EDX[4:0]; version 5 adds the ECX bitmap, counter i
+ * being supported when ECX bit i is set or i < EDX[4:0].  Only the three
+ * the generic events use are kept.
+ */
+static uint32_t
+pmu_intel_fixed_map(uint32_t ecx, uint32_t edx)
+{
+    unsigned int nr = PMU_CPUID_0A_NR_FIXED(edx);
+    uint32_t map = 0;
+
+    if (pmu_intel.version < 2) {
+        return 0;
+    }
+
+    for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
+        if (i < nr || (pmu_intel.version >= 5 && (ecx & (1U << i)))) {
+            map |= 1U << i;
+        }
+    }
+
+    return map;
+}
+
+static void
+pmu_intel_reset_state(void)
+{
+    pmu_intel = (struct pmu_intel){ 0 };
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_intel_active); i++) {
+        pmu_intel_active[i] = 0;
+    }
+
+    pmu_intel_pmis = 0;
+}
+
+static int
+pmu_intel_decline(struct pmu_caps *caps, const char *reason)
+{
+    caps->present = false;
+    caps->reason = reason;
+    pmu_intel_reset_state();
+    return -ENODEV;
+}
+
+static int
+pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
+{
+    uint32_t leaf0[4], leaf1[4], leafa[4];
+    unsigned int ebx_len, top;
+    const char *reason;
+
+    assert(caps != NULL);
+    pmu_intel_reset_state();
+    *caps = (struct pmu_caps){ .driver = "intel", .vendor = CPU_VENDOR_INTEL };
+
+    if (!pmu_intel_is_intel()) {
+        return pmu_intel_decline(caps, "not an Intel CPU");
+    }
+
+    pmu_cpuid(0, 0, leaf0);
+    pmu_cpuid(1, 0, leaf1);
+    caps->family = pmu_cpuid_family(leaf1[0]);
+    caps->model = pmu_cpuid_model(leaf1[0]);
+
+    if (!(leaf1[3] & PMU_CPUID_1_EDX_MSR)) {
+        return pmu_intel_decline(caps, "no MSRs");
+    }
+
+    if (leaf0[0] < 0xa) {
+        return pmu_intel_decline(caps, "no CPUID leaf 0AH");
+    }
+
+    pmu_cpuid(0xa, 0, leafa);
+    pmu_intel.version = PMU_CPUID_0A_VERSION(leafa[0]);
+    pmu_intel.nr_gp = PMU_CPUID_0A_NR_GP(leafa[0]);
+    pmu_intel.gp_width = PMU_CPUID_0A_GP_WIDTH(leafa[0]);
+    caps->version = pmu_intel.version;
+
+    if (pmu_intel.version == 0 || pmu_intel.nr_gp == 0) {
+        return pmu_intel_decline(caps, "CPUID leaf 0AH reports no counters");
+    }
+
+    if (pmu_intel.gp_width < 16 || pmu_intel.gp_width > 64) {
+        return pmu_intel_decline(caps, "CPUID leaf 0AH reports a bad width");
+    }
+
+    /* EBX bit i set, or i past the vector length: event i unavailable. */
+    ebx_len = MIN(PMU_CPUID_0A_EBX_LEN(leafa[0]), PMU_INTEL_NR_ARCH_EVENTS);
+    pmu_intel.avail = ~leafa[1] & ((1U << ebx_len) - 1);
+
+    pmu_intel.fixed_map = pmu_intel_fixed_map(leafa[2], leafa[3]);
+    pmu_intel.fixed_width = PMU_CPUID_0A_FIXED_WIDTH(leafa[3]);
+
+    /*
+     * The core sees one width per device: fixed counters of another width
+     * would wrap without the interrupt the core expects, so do without.
+     */
+    if (pmu_intel.fixed_width != pmu_intel.gp_width) {
+        pmu_intel.fixed_map = 0;
+    }
+
+    pmu_intel.nr_fixed = pmu_intel_popcount(pmu_intel.fixed_map);
+    pmu_intel.nr_gp = MIN(pmu_intel.nr_gp, PMU_MAX_GP - pmu_intel.nr_fixed);
+    pmu_intel.cnt_mask = (pmu_intel.gp_width >= 64)
+                         ? UINT64_MAX : (1ULL << pmu_intel.gp_width) - 1;
+
+    /* IA32_PERF_CAPABILITIES exists when CPUID.1:ECX.PDCM is set. */
+    if (leaf1[2] & PMU_CPUID_1_ECX_PDCM) {
+        uint64_t cap;
+
+        if (msr_read_safe(MSR_IA32_PERF_CAPABILITIES, &cap) == 0) {
+            pmu_intel.fw_write = (cap & PMU_PERF_CAP_FW_WRITE) != 0;
+        }
+    }
+
+    reason = pmu_intel_check_hw();
+
+    if (reason != NULL) {
+        return pmu_intel_decline(caps, reason);
+    }
+
+    pmu_intel.exist_mask = ((pmu_intel.nr_gp >= 64)
+                            ? UINT64_MAX : (1ULL << pmu_intel.nr_gp) - 1)
+                           | ((uint64_t)pmu_intel.fixed_map
+                              << PMU_INTEL_FIXED_BASE);
+    pmu_intel.nmi = use_nmi && (leaf1[3] & PMU_CPUID_1_EDX_APIC);
+
+    /*
+     * Version 1 has no overflow status: keep the counter's top bits armed
+     * (see the top of the file).  A legacy write loads 32 bits
+     * sign-extended, which arms every bit from 31 up.
+     */
+    pmu_intel.topbit = pmu_intel.nmi && pmu_intel.version == 1;
+
+    if (pmu_intel.topbit) {
+        top = pmu_intel.gp_width - 1;
+
+        if (!pmu_intel.fw_write) {
+            top = MIN(top, 31U);
+        }
+
+        pmu_intel.val_mask = (1ULL << top) - 1;
+    } else {
+        pmu_intel.val_mask = pmu_intel.cnt_mask;
+    }
+
+    pmu_intel_dev = (struct perfmon_dev){
+        .name = "intel",
+        .ops = pmu_intel.nmi ? &pmu_intel_ops_nmi : &pmu_intel_ops_poll,
+        .width = pmu_intel_popcount(pmu_intel.val_mask),
+        .nr_pmcs = pmu_intel.nr_gp + pmu_intel.nr_fixed,
+    };
+
+    caps->present = true;
+    caps->reason = NULL;
+    caps->nr_gp = pmu_intel.nr_gp;
+    caps->gp_width = pmu_intel.gp_width;
+    caps->nr_fixed = pmu_intel.nr_fixed;
+    caps->fixed_width = pmu_intel.nr_fixed ? pmu_intel.fixed_width : 0;
+    caps->width = pmu_intel_dev.width;
+    caps->global_ctrl = pmu_intel.version >= 2;
+    caps->full_width_write = pmu_intel.fw_write;
+    caps->overflow_nmi = pmu_intel.nmi;
+    caps->arch_events = pmu_intel.avail;
+    return 0;
+}
+
+/*
+ * Every counter stopped and cleared, stale overflow bits acknowledged, and
+ * from version 2 on the global enable gate opened for all our counters:
+ * counting is then controlled by each counter's own enable bits.
+ */
+static void
+pmu_intel_cpu_init(void)
+{
+    for (unsigned int i = 0; i < pmu_intel.nr_gp; i++) {
+        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + i, 0);
+        pmu_msr_write(MSR_IA32_PMC0 + i, 0);
+    }
+
+    if (pmu_intel.fixed_map != 0) {
+        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, 0);
+
+        for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
+            if (pmu_intel_has_fixed(i)) {
+                pmu_msr_write(MSR_IA32_FIXED_CTR0 + i, 0);
+            }
+        }
+    }
+
+    if (pmu_intel.version >= 2) {
+        uint64_t stale = pmu_msr_read(MSR_IA32_PERF_GLOBAL_STATUS)
+                         & pmu_intel.exist_mask;
+
+        if (stale != 0) {
+            pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, stale);
+        }
+
+        pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
+    }
+
+    WRITE_ONCE(pmu_intel_active[cpu_id()], 0);
+}
+
+static int
+pmu_intel_preset(unsigned int hw_id, uint64_t value)
+{
+    if (!pmu_intel_hw_id_valid(hw_id)
+        || (value & ~pmu_intel.val_mask) != 0) {
+        return -EINVAL;
+    }
+
+    return pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+}
+
+static uint64_t
+pmu_intel_nr_pmis(void)
+{
+    return __atomic_load_n(&pmu_intel_pmis, __ATOMIC_RELAXED);
+}
+
+const struct pmu_driver pmu_intel_driver = {
+    .name = "intel",
+    .probe = pmu_intel_probe,
+    .cpu_init = pmu_intel_cpu_init,
+    .preset = pmu_intel_preset,
+    .nr_pmis = pmu_intel_nr_pmis,
+    .dev = &pmu_intel_dev,
+};

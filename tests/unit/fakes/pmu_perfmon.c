@@ -1,0 +1,241 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The perfmon core stand-in of pmu_perfmon.h: perfmon_register() and
+ * perfmon_overflow_intr() as the PMU drivers call them, plus the handful
+ * of counter operations a driver test needs.  Values are extended the way
+ * the core documents it: the difference between raw reads modulo 2^width,
+ * plus one period when the overflow interrupt reports a wrap the
+ * difference cannot see.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fakes/pmu_perfmon.h"
+#include "kern/assert.h"
+#include "kern/error.h"
+#include "kern/perfmon.h"
+
+struct fake_counter {
+    bool open;
+    unsigned int hw_id;
+    uint64_t prev;
+    uint64_t value;
+    bool wrap_seen;
+};
+
+static struct perfmon_dev *fake_dev;
+static struct fake_counter fake_counters[FAKE_PERFMON_MAX_OPEN];
+static unsigned int fake_nr_intrs;
+static unsigned int fake_nr_ovf_folds;
+static uint64_t fake_last_mask;
+
+void
+fake_perfmon_reset(void)
+{
+    if (fake_dev != NULL) {
+        fake_dev->registered = false;
+    }
+
+    fake_dev = NULL;
+    memset(fake_counters, 0, sizeof(fake_counters));
+    fake_nr_intrs = 0;
+    fake_nr_ovf_folds = 0;
+    fake_last_mask = 0;
+}
+
+struct perfmon_dev *
+fake_perfmon_dev(void)
+{
+    return fake_dev;
+}
+
+int
+perfmon_register(struct perfmon_dev *dev)
+{
+    const struct perfmon_dev_ops *ops;
+
+    if (dev == NULL || dev->name == NULL || dev->ops == NULL) {
+        return -EINVAL;
+    }
+
+    ops = dev->ops;
+
+    if (ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
+        || ops->start == NULL || ops->stop == NULL || ops->read == NULL
+        || dev->width == 0 || dev->width > 64 || dev->nr_pmcs == 0
+        || dev->nr_pmcs > PERFMON_DEV_MAX_PMCS) {
+        return -EINVAL;
+    }
+
+    if (fake_dev != NULL) {
+        return -EEXIST;
+    }
+
+    fake_dev = dev;
+    dev->registered = true;
+    return 0;
+}
+
+static uint64_t
+fake_mask(void)
+{
+    return (fake_dev->width >= 64) ? UINT64_MAX
+                                   : (1ULL << fake_dev->width) - 1;
+}
+
+static void
+fake_fold(struct fake_counter *c, bool ovf)
+{
+    uint64_t mask = fake_mask();
+    uint64_t raw = fake_dev->ops->read(c->hw_id) & mask;
+    uint64_t delta = (raw - c->prev) & mask;
+    bool wrapped = raw < c->prev;
+
+    if (ovf) {
+        fake_nr_ovf_folds++;
+
+        if (!wrapped && !c->wrap_seen) {
+            delta += mask + 1;
+        }
+
+        c->wrap_seen = false;
+    } else if (wrapped) {
+        c->wrap_seen = true;
+    }
+
+    c->value += delta;
+    c->prev = raw;
+}
+
+bool
+perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
+{
+    uint64_t mask;
+
+    (void)frame;
+
+    if (dev == NULL || dev != fake_dev
+        || dev->ops->handle_overflow_intr == NULL) {
+        return false;
+    }
+
+    mask = dev->ops->handle_overflow_intr();
+    fake_last_mask = mask;
+
+    if (mask == 0) {
+        return false;
+    }
+
+    fake_nr_intrs++;
+
+    for (unsigned int i = 0; i < FAKE_PERFMON_MAX_OPEN; i++) {
+        struct fake_counter *c = &fake_counters[i];
+
+        if (c->open && (mask & (1ULL << c->hw_id))) {
+            fake_fold(c, true);
+        }
+    }
+
+    return true;
+}
+
+int
+fake_perfmon_open_raw(uint64_t raw, unsigned int flags, unsigned int *hw_idp)
+{
+    unsigned int hw_id;
+    int error;
+
+    assert(fake_dev != NULL);
+
+    for (int i = 0; i < FAKE_PERFMON_MAX_OPEN; i++) {
+        struct fake_counter *c = &fake_counters[i];
+
+        if (c->open) {
+            continue;
+        }
+
+        error = fake_dev->ops->alloc(&hw_id, raw, flags);
+
+        if (error) {
+            return error;
+        }
+
+        assert(hw_id < 64);
+        fake_dev->ops->start(hw_id, raw, flags);
+        *c = (struct fake_counter){
+            .open = true,
+            .hw_id = hw_id,
+            .prev = fake_dev->ops->read(hw_id) & fake_mask(),
+        };
+
+        if (hw_idp != NULL) {
+            *hw_idp = hw_id;
+        }
+
+        return i;
+    }
+
+    return -ENOSPC;
+}
+
+int
+fake_perfmon_open(unsigned int event_id, unsigned int flags,
+                  unsigned int *hw_idp)
+{
+    uint64_t raw;
+    int error;
+
+    assert(fake_dev != NULL);
+    error = fake_dev->ops->translate(&raw, event_id);
+
+    if (error) {
+        return error;
+    }
+
+    return fake_perfmon_open_raw(raw, flags, hw_idp);
+}
+
+uint64_t
+fake_perfmon_value(int handle)
+{
+    struct fake_counter *c = &fake_counters[handle];
+
+    assert(handle >= 0 && handle < FAKE_PERFMON_MAX_OPEN && c->open);
+    fake_fold(c, false);
+    return c->value;
+}
+
+uint64_t
+fake_perfmon_close(int handle)
+{
+    struct fake_counter *c = &fake_counters[handle];
+    uint64_t value = fake_perfmon_value(handle);
+
+    fake_dev->ops->stop(c->hw_id);
+    fake_dev->ops->free(c->hw_id);
+    c->open = false;
+    return value;
+}
+
+unsigned int
+fake_perfmon_nr_intrs(void)
+{
+    return fake_nr_intrs;
+}
+
+unsigned int
+fake_perfmon_nr_ovf_folds(void)
+{
+    return fake_nr_ovf_folds;
+}
+
+uint64_t
+fake_perfmon_last_mask(void)
+{
+    return fake_last_mask;
+}

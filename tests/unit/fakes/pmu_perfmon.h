@@ -1,0 +1,51 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * A small stand-in for the perfmon core, for the PMU driver tests: it
+ * takes the device the driver registers, opens counters on it the way the
+ * core does (alloc, then start on "this CPU"), and extends their values to
+ * 64 bits from plain reads and from the overflow interrupt
+ * (perfmon_overflow_intr, which the driver's NMI path calls).  One CPU.
+ */
+
+#ifndef TESTS_UNIT_FAKES_PMU_PERFMON_H
+#define TESTS_UNIT_FAKES_PMU_PERFMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kern/perfmon.h"
+
+#define FAKE_PERFMON_MAX_OPEN   32
+
+/* Forget the registered device and every open counter. */
+void fake_perfmon_reset(void);
+
+/* The registered device, or NULL. */
+struct perfmon_dev *fake_perfmon_dev(void);
+
+/*
+ * Open a counter for raw code raw (or generic event id through translate)
+ * with mode flags: alloc and start.  Returns a handle >= 0, or the
+ * driver's error.  *hw_idp (may be NULL) receives the hw id.
+ */
+int fake_perfmon_open_raw(uint64_t raw, unsigned int flags,
+                          unsigned int *hw_idp);
+int fake_perfmon_open(unsigned int event_id, unsigned int flags,
+                      unsigned int *hw_idp);
+
+/* The 64-bit count of an open counter, after a plain read. */
+uint64_t fake_perfmon_value(int handle);
+
+/* Stop and free; returns the final count. */
+uint64_t fake_perfmon_close(int handle);
+
+/* Overflow interrupts the fake core saw claimed, and counters folded. */
+unsigned int fake_perfmon_nr_intrs(void);
+unsigned int fake_perfmon_nr_ovf_folds(void);
+
+/* The overflow mask the driver returned last. */
+uint64_t fake_perfmon_last_mask(void);
+
+#endif /* TESTS_UNIT_FAKES_PMU_PERFMON_H */

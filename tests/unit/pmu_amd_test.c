@@ -1,0 +1,608 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Tests of the AMD PMU driver (arch/x86/pmu_amd.c) against the
+ * register-level model of tests/unit/msr_model.c: legacy counters, the
+ * core performance counter extension and PerfMonV2, generic events per
+ * family, the 12-bit event select, raw-code checks, mode bits, exact counts
+ * across thousands of wraps through the overflow interrupt, spurious NMIs,
+ * counter reuse, polled operation, and the machines without a working PMU.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/pmu.h"
+#include "fakes/fake_smp.h"
+#include "fakes/pmu_perfmon.h"
+#include "kern/error.h"
+#include "kern/perfmon.h"
+#include "msr_model.h"
+
+#define KERN    PERFMON_EF_KERN
+#define USER    PERFMON_EF_USER
+#define BOTH    (PERFMON_EF_KERN | PERFMON_EF_USER)
+
+#define TOP     (1ULL << 47)
+
+static const struct pmu_driver *drv = &pmu_amd_driver;
+static struct pmu_caps caps;
+static uint64_t rng_state;
+
+static uint64_t
+rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static struct perfmon_dev *
+boot(const struct msr_model_config *config, bool use_nmi)
+{
+    fake_cpu_reset(1);
+    fake_perfmon_reset();
+    msr_model_init(config);
+    assert_int_equal(drv->probe(&caps, use_nmi), 0);
+    drv->cpu_init();
+
+    if (caps.overflow_nmi) {
+        lapic_pmc_setup();
+    }
+
+    assert_int_equal(perfmon_register(drv->dev), 0);
+    return drv->dev;
+}
+
+static struct perfmon_dev *
+boot_amd(unsigned int family, bool core_ext, bool v2)
+{
+    struct msr_model_config c = msr_model_amd(family, core_ext, v2);
+
+    return boot(&c, true);
+}
+
+static void
+deliver_nmis(struct perfmon_dev *dev)
+{
+    while (msr_model_take_nmi()) {
+        assert_true(perfmon_overflow_intr(dev, NULL));
+        assert_false(msr_model_lvt_masked());
+    }
+}
+
+static uint64_t
+peek(uint32_t msr)
+{
+    uint64_t value = 0;
+
+    assert_true(msr_model_peek(msr, &value));
+    return value;
+}
+
+static void
+assert_no_fault(void)
+{
+    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
+}
+
+/* ---- probe -------------------------------------------------------------- */
+
+static void
+test_probe_legacy(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+
+    (void)state;
+    dev = boot_amd(0x10, false, false);
+    assert_true(caps.present);
+    assert_string_equal(caps.driver, "amd");
+    assert_int_equal(caps.family, 0x10);
+    assert_int_equal(caps.version, 1);
+    assert_false(caps.core_ext);
+    assert_false(caps.global_ctrl);
+    assert_int_equal(caps.nr_gp, 4);
+    assert_int_equal(caps.gp_width, 48);
+    /* Bit 47 is the overflow flag: the core sees 47 bits. */
+    assert_int_equal(dev->width, 47);
+    assert_int_equal(dev->nr_pmcs, 4);
+
+    /* Legacy MSR block: four controls, then four counters. */
+    assert_true(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw) >= 0);
+    assert_true(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw) >= 0);
+    assert_int_equal(hw, 1);
+    assert_int_equal(peek(MSR_AMD_K7_PERFEVTSEL0 + 1),
+                     0x76 | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
+    assert_int_equal(peek(MSR_AMD_K7_PERFCTR0 + 1), TOP);
+    assert_false(msr_model_peek(MSR_AMD_F15H_PERF_CTL0, &(uint64_t){ 0 }));
+    assert_no_fault();
+}
+
+static void
+test_probe_core_ext(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw = 0;
+
+    (void)state;
+    dev = boot_amd(0x15, true, false);
+    assert_true(caps.core_ext);
+    assert_int_equal(caps.nr_gp, 6);
+    assert_int_equal(dev->width, 47);
+
+    for (unsigned int i = 0; i < 6; i++) {
+        assert_true(fake_perfmon_open_raw(0x00c0, KERN, &hw) >= 0);
+        assert_int_equal(hw, i);
+        /* Extension MSRs: control and counter interleaved. */
+        assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * i),
+                         0xc0 | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
+        assert_int_equal(peek(MSR_AMD_F15H_PERF_CTR0 + 2 * i), TOP);
+    }
+
+    assert_int_equal(fake_perfmon_open_raw(0x00c0, KERN, &hw), -EAGAIN);
+    assert_no_fault();
+}
+
+static void
+test_probe_perfmon_v2(void **state)
+{
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot_amd(0x19, true, true);
+    assert_int_equal(caps.version, 2);
+    assert_true(caps.global_ctrl);
+    assert_int_equal(caps.nr_gp, 6);
+    /* Overflow status register: the full 48 bits. */
+    assert_int_equal(dev->width, 48);
+    assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0x3f);
+
+    /* A PerfMonV2 CPU announcing 4 core counters. */
+    {
+        struct msr_model_config c = msr_model_amd(0x19, true, true);
+
+        c.v2_nr = 4;
+        dev = boot(&c, true);
+        assert_int_equal(caps.nr_gp, 4);
+        assert_int_equal(dev->nr_pmcs, 4);
+        assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0xf);
+    }
+
+    assert_no_fault();
+}
+
+static void
+check_declines(const struct msr_model_config *c, const char *reason)
+{
+    fake_perfmon_reset();
+    msr_model_init(c);
+    assert_int_equal(drv->probe(&caps, true), -ENODEV);
+    assert_false(caps.present);
+    assert_string_equal(caps.reason, reason);
+    assert_no_fault();
+    assert_false(perfmon_overflow_intr(drv->dev, NULL));
+}
+
+static void
+test_decline_tcg(void **state)
+{
+    /* QEMU TCG's default CPUs: AuthenticAMD, family 0Fh, no counters. */
+    struct msr_model_config c = msr_model_amd(0xf, false, false);
+
+    (void)state;
+    c.kind = MSR_MODEL_TCG;
+    check_declines(&c, "counters do not hold values");
+}
+
+static void
+test_decline_kvm_without_pmu(void **state)
+{
+    struct msr_model_config c = msr_model_amd(0x17, true, false);
+
+    (void)state;
+    c.kind = MSR_MODEL_KVM_NO_PMU;
+    /* CPUID claims the extension, whose MSRs fault. */
+    check_declines(&c, "PerfEvtSel0 faults");
+    assert_true(msr_model_nr_gp_safe() > 0);
+
+    /* Without the extension the K7 MSRs read 0 and drop writes. */
+    c = msr_model_amd(0x10, false, false);
+    c.kind = MSR_MODEL_KVM_NO_PMU;
+    check_declines(&c, "counters do not hold values");
+}
+
+static void
+test_decline_broken_and_faulting(void **state)
+{
+    struct msr_model_config c = msr_model_amd(0x19, true, true);
+
+    (void)state;
+    c.kind = MSR_MODEL_BROKEN;
+    check_declines(&c, "counters do not hold values");
+    c.kind = MSR_MODEL_FAULTING;
+    check_declines(&c, "PerfCntrGlobalCtl faults");
+    c = msr_model_amd(5, false, false);
+    check_declines(&c, "CPU family without counters");
+    c = msr_model_intel(2);
+    check_declines(&c, "not an AMD CPU");
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+struct event_case {
+    unsigned int event_id;
+    uint64_t raw_k8;
+    uint64_t raw_zen;
+    unsigned int model_event;
+};
+
+static const struct event_case amd_events[] = {
+    { PERFMON_EV_CYCLE, 0x0076, 0x0076, MSR_MODEL_EV_CYCLES },
+    { PERFMON_EV_INSTRUCTION, 0x00c0, 0x00c0, MSR_MODEL_EV_INSTRUCTIONS },
+    { PERFMON_EV_CACHE_REF, 0x077d, 0xff60, MSR_MODEL_EV_LLC_REF },
+    { PERFMON_EV_CACHE_MISS, 0x077e, 0x0964, MSR_MODEL_EV_LLC_MISS },
+    { PERFMON_EV_BRANCH, 0x00c2, 0x00c2, MSR_MODEL_EV_BRANCH },
+    { PERFMON_EV_BRANCH_MISS, 0x00c3, 0x00c3, MSR_MODEL_EV_BRANCH_MISS },
+};
+
+static void
+check_events_on(unsigned int family, bool core_ext, bool v2)
+{
+    bool zen = family >= 0x17;
+
+    for (unsigned int i = 0; i < sizeof(amd_events) / sizeof(amd_events[0]);
+         i++) {
+        const struct event_case *ec = &amd_events[i];
+        struct perfmon_dev *dev = boot_amd(family, core_ext, v2);
+        uint64_t expect = zen ? ec->raw_zen : ec->raw_k8;
+        uint32_t ctl;
+        uint64_t raw;
+        unsigned int hw;
+        int h;
+
+        assert_int_equal(dev->ops->translate(&raw, ec->event_id), 0);
+        assert_int_equal(raw, expect);
+        h = fake_perfmon_open(ec->event_id, KERN, &hw);
+        assert_true(h >= 0);
+        ctl = core_ext ? MSR_AMD_F15H_PERF_CTL0 + 2 * hw
+                       : MSR_AMD_K7_PERFEVTSEL0 + hw;
+        assert_int_equal(peek(ctl), expect | PMU_EVTSEL_OS | PMU_EVTSEL_EN
+                                    | PMU_EVTSEL_INT);
+
+        for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
+            msr_model_inject(e, 100 + e, false);
+        }
+
+        assert_int_equal(fake_perfmon_value(h), 100 + ec->model_event);
+        fake_perfmon_close(h);
+
+        /* No reference-cycle event on any family: refused at translate. */
+        assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_REF_CYCLE),
+                         -ENOENT);
+        assert_no_fault();
+    }
+}
+
+static void
+test_generic_events_k10(void **state)
+{
+    (void)state;
+    check_events_on(0x10, false, false);
+}
+
+static void
+test_generic_events_f15h(void **state)
+{
+    (void)state;
+    check_events_on(0x15, true, false);
+}
+
+static void
+test_generic_events_zen(void **state)
+{
+    (void)state;
+    check_events_on(0x17, true, false);
+    check_events_on(0x19, true, true);
+}
+
+static void
+test_raw_events(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    uint64_t raw;
+    int h;
+
+    (void)state;
+    dev = boot_amd(0x17, true, false);
+
+    /* A 12-bit event select: bits 11:8 go to PerfEvtSel[35:32]. */
+    raw = PMU_AMD_RAW(0x1c0, 0x01);
+    assert_int_equal(raw, 0x1000001c0ULL | 0x100);
+    h = fake_perfmon_open_raw(raw, BOTH, &hw);
+    assert_true(h >= 0);
+    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
+                     raw | PMU_EVTSEL_USR | PMU_EVTSEL_OS | PMU_EVTSEL_EN
+                     | PMU_EVTSEL_INT);
+
+    /* Edge, invert, counter mask: as given. */
+    raw = 0x00c2 | PMU_EVTSEL_EDGE | PMU_EVTSEL_INV | (2ULL << 24);
+    assert_true(fake_perfmon_open_raw(raw, KERN, &hw) >= 0);
+    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
+                     raw | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
+
+    {
+        static const uint64_t bad[] = {
+            PMU_EVTSEL_USR, PMU_EVTSEL_OS, PMU_EVTSEL_PC, PMU_EVTSEL_INT,
+            PMU_EVTSEL_ANY, PMU_EVTSEL_EN, 1ULL << 36, 1ULL << 39,
+            PMU_EVTSEL_AMD_GUEST_ONLY, PMU_EVTSEL_AMD_HOST_ONLY, 1ULL << 63,
+        };
+
+        for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            assert_int_equal(dev->ops->alloc(&hw, 0x00c2 | bad[i], KERN),
+                             -EINVAL);
+        }
+    }
+
+    assert_int_equal(dev->ops->alloc(&hw, 0x00c2, 0), -EINVAL);
+    assert_int_equal(dev->ops->alloc(&hw, 0x00c2, PERFMON_EF_RAW | KERN),
+                     -EINVAL);
+    assert_no_fault();
+}
+
+static void
+test_mode_bits(void **state)
+{
+    int hk, hu, hb;
+
+    (void)state;
+    boot_amd(0x19, true, true);
+    hk = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, NULL);
+    hu = fake_perfmon_open(PERFMON_EV_INSTRUCTION, USER, NULL);
+    hb = fake_perfmon_open(PERFMON_EV_INSTRUCTION, BOTH, NULL);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 300, false);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 20, true);
+    assert_int_equal(fake_perfmon_value(hk), 300);
+    assert_int_equal(fake_perfmon_value(hu), 20);
+    assert_int_equal(fake_perfmon_value(hb), 320);
+    assert_no_fault();
+}
+
+static void
+test_free_and_reuse(void **state)
+{
+    int h[4], h2;
+    unsigned int hw[4], hw2;
+
+    (void)state;
+    boot_amd(0x10, false, false);
+
+    for (unsigned int i = 0; i < 4; i++) {
+        h[i] = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw[i]);
+        assert_int_equal(hw[i], i);
+    }
+
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw2), -EAGAIN);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 33, false);
+    assert_int_equal(fake_perfmon_close(h[1]), 33);
+    assert_int_equal(peek(MSR_AMD_K7_PERFEVTSEL0 + 1), 0);
+    h2 = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw2);
+    assert_int_equal(hw2, 1);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 7, false);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 1, false);
+    assert_int_equal(fake_perfmon_value(h2), 7);
+    assert_int_equal(fake_perfmon_value(h[0]), 34);
+    assert_no_fault();
+}
+
+/* ---- overflow ----------------------------------------------------------- */
+
+static void
+check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
+            uint64_t max_chunk, unsigned int min_wraps)
+{
+    uint64_t t[3] = { 0, 0, 0 };
+    int h[3];
+
+    rng_state = 0x2545f4914f6cdd1dULL;
+    h[0] = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+    h[1] = fake_perfmon_open(PERFMON_EV_INSTRUCTION, BOTH, NULL);
+    h[2] = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, NULL);
+    assert_true(h[0] >= 0 && h[1] >= 0 && h[2] >= 0);
+
+    for (unsigned int i = 0; i < nr_rounds; i++) {
+        uint64_t b = rng_next() % max_chunk, n = rng_next() % max_chunk;
+        uint64_t c = rng_next() % max_chunk;
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, b, false);
+        msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n, (i & 1) != 0);
+        msr_model_inject(MSR_MODEL_EV_CYCLES, c, false);
+        t[0] += b;
+        t[1] += n;
+        t[2] += c;
+        deliver_nmis(dev);
+
+        if (caps.global_ctrl) {
+            assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS), 0);
+        }
+
+        if (i % 101 == 0) {
+            assert_int_equal(fake_perfmon_value(h[1]), t[1]);
+        }
+    }
+
+    for (unsigned int i = 0; i < 3; i++) {
+        assert_int_equal(fake_perfmon_value(h[i]), t[i]);
+    }
+
+    assert_true(fake_perfmon_nr_ovf_folds() >= min_wraps);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_int_equal(drv->nr_pmis(), fake_perfmon_nr_intrs());
+    assert_int_equal(msr_model_nr_unmasks(), fake_perfmon_nr_intrs());
+    assert_no_fault();
+}
+
+static void
+test_wraps_legacy(void **state)
+{
+    (void)state;
+    /* 47 visible bits, chunks up to 2^46. */
+    check_wraps(boot_amd(0x10, false, false), 8000, 1ULL << 46, 3000);
+}
+
+static void
+test_wraps_core_ext(void **state)
+{
+    (void)state;
+    check_wraps(boot_amd(0x17, true, false), 4000, 1ULL << 46, 1500);
+}
+
+static void
+test_wraps_perfmon_v2(void **state)
+{
+    (void)state;
+    check_wraps(boot_amd(0x19, true, true), 8000, 1ULL << 47, 3000);
+}
+
+static void
+test_spurious_nmi(void **state)
+{
+    struct perfmon_dev *dev;
+    int h;
+
+    (void)state;
+    /* Legacy: every active counter still has bit 47 set. */
+    dev = boot_amd(0x15, true, false);
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 5000, false);
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_int_equal(fake_perfmon_value(h), 5000);
+    assert_int_equal(drv->nr_pmis(), 0);
+
+    /* A stopped counter whose bit 47 is clear is none of our business. */
+    fake_perfmon_close(h);
+    msr_write_safe(MSR_AMD_F15H_PERF_CTR0, 5);
+    assert_false(perfmon_overflow_intr(dev, NULL));
+
+    /* PerfMonV2: bits of counters that do not exist are ignored. */
+    {
+        struct msr_model_config c = msr_model_amd(0x19, true, true);
+
+        c.v2_nr = 4;
+        dev = boot(&c, true);
+        assert_false(perfmon_overflow_intr(dev, NULL));
+        h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+        assert_true(h >= 0);
+        /* The model's StatusSet accepts only existing counters: set the
+           foreign bits behind its back. */
+        msr_model_set_status((1ULL << 5) | (1ULL << 58));
+        assert_false(perfmon_overflow_intr(dev, NULL));
+        assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
+                         (1ULL << 5) | (1ULL << 58));
+        msr_model_set_status(1ULL << 0);
+        assert_true(perfmon_overflow_intr(dev, NULL));
+        assert_int_equal(fake_perfmon_last_mask(), 1);
+        assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
+                         (1ULL << 5) | (1ULL << 58));
+    }
+
+    assert_no_fault();
+}
+
+static void
+test_preset_and_wrap(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    dev = boot_amd(0x10, false, false);
+    h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
+    assert_int_equal(drv->preset(hw, TOP - 100), 0);
+    /* The flag bit stays set: the counter is still armed. */
+    assert_int_equal(peek(MSR_AMD_K7_PERFCTR0 + hw), TOP | (TOP - 100));
+    assert_int_equal(drv->preset(hw, TOP), -EINVAL);
+    assert_int_equal(drv->preset(9, 0), -EINVAL);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 150, false);
+    assert_int_equal(msr_model_nmis_pending(), 1);
+    deliver_nmis(dev);
+    assert_int_equal(fake_perfmon_last_mask(), 1ULL << hw);
+    /* Re-armed without losing the 50 counted past the wrap. */
+    assert_int_equal(peek(MSR_AMD_K7_PERFCTR0 + hw), TOP | 50);
+    assert_int_equal(fake_perfmon_value(h) & (TOP - 1), 50);
+    assert_no_fault();
+}
+
+static void
+test_polled(void **state)
+{
+    struct msr_model_config c = msr_model_amd(0x17, true, false);
+    struct perfmon_dev *dev;
+    uint64_t total = 0;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    dev = boot(&c, false);
+    assert_false(caps.overflow_nmi);
+    assert_null(dev->ops->handle_overflow_intr);
+    assert_int_equal(dev->width, 48);
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
+    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
+                     0xc2 | PMU_EVTSEL_OS | PMU_EVTSEL_EN);
+    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTR0 + 2 * hw), 0);
+    rng_state = 99;
+
+    for (unsigned int i = 0; i < 2000; i++) {
+        uint64_t n = rng_next() % (1ULL << 47);
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
+        total += n;
+        assert_int_equal(fake_perfmon_value(h), total);
+    }
+
+    assert_int_equal(msr_model_nmis_pending(), 0);
+
+    c.apic = false;
+    boot(&c, true);
+    assert_false(caps.overflow_nmi);
+    assert_no_fault();
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_probe_legacy),
+        cmocka_unit_test(test_probe_core_ext),
+        cmocka_unit_test(test_probe_perfmon_v2),
+        cmocka_unit_test(test_decline_tcg),
+        cmocka_unit_test(test_decline_kvm_without_pmu),
+        cmocka_unit_test(test_decline_broken_and_faulting),
+        cmocka_unit_test(test_generic_events_k10),
+        cmocka_unit_test(test_generic_events_f15h),
+        cmocka_unit_test(test_generic_events_zen),
+        cmocka_unit_test(test_raw_events),
+        cmocka_unit_test(test_mode_bits),
+        cmocka_unit_test(test_free_and_reuse),
+        cmocka_unit_test(test_wraps_legacy),
+        cmocka_unit_test(test_wraps_core_ext),
+        cmocka_unit_test(test_wraps_perfmon_v2),
+        cmocka_unit_test(test_spurious_nmi),
+        cmocka_unit_test(test_preset_and_wrap),
+        cmocka_unit_test(test_polled),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

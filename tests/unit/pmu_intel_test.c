@@ -1,0 +1,914 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Tests of the Intel PMU driver (arch/x86/pmu_intel.c) against the
+ * register-level model of tests/unit/msr_model.c: probing versions 1 to 5
+ * and the machines without a working PMU, generic and raw events on the
+ * right counters with the right encodings, mode bits, exact counts across
+ * thousands of wraps through the overflow interrupt, acknowledgement and
+ * LVT unmasking, spurious NMIs, counter reuse and polled operation.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
+#include "arch/x86/pmu.h"
+#include "fakes/fake_smp.h"
+#include "fakes/pmu_perfmon.h"
+#include "kern/error.h"
+#include "kern/perfmon.h"
+#include "msr_model.h"
+
+#define KERN    PERFMON_EF_KERN
+#define USER    PERFMON_EF_USER
+#define BOTH    (PERFMON_EF_KERN | PERFMON_EF_USER)
+
+static const struct pmu_driver *drv = &pmu_intel_driver;
+static struct pmu_caps caps;
+
+/* A tiny deterministic generator for chunk sizes. */
+static uint64_t rng_state;
+
+static uint64_t
+rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Model, probe, per-CPU init, LVT armed, registration: a booted machine. */
+static struct perfmon_dev *
+boot(const struct msr_model_config *config, bool use_nmi)
+{
+    fake_cpu_reset(1);
+    fake_perfmon_reset();
+    msr_model_init(config);
+    assert_int_equal(drv->probe(&caps, use_nmi), 0);
+    drv->cpu_init();
+
+    if (caps.overflow_nmi) {
+        lapic_pmc_setup();
+    }
+
+    assert_int_equal(perfmon_register(drv->dev), 0);
+    return drv->dev;
+}
+
+static struct perfmon_dev *
+boot_version(unsigned int version)
+{
+    struct msr_model_config c = msr_model_intel(version);
+
+    return boot(&c, true);
+}
+
+/* Deliver the pending NMIs through the driver's path; all must be its. */
+static void
+deliver_nmis(struct perfmon_dev *dev)
+{
+    while (msr_model_take_nmi()) {
+        assert_true(perfmon_overflow_intr(dev, NULL));
+        assert_false(msr_model_lvt_masked());
+    }
+}
+
+static uint64_t
+peek(uint32_t msr)
+{
+    uint64_t value = 0;
+
+    assert_true(msr_model_peek(msr, &value));
+    return value;
+}
+
+static void
+assert_no_fault(void)
+{
+    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
+}
+
+/* ---- probe -------------------------------------------------------------- */
+
+static void
+test_probe_v1(void **state)
+{
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot_version(1);
+    assert_true(caps.present);
+    assert_string_equal(caps.driver, "intel");
+    assert_int_equal(caps.version, 1);
+    assert_int_equal(caps.nr_gp, 2);
+    assert_int_equal(caps.gp_width, 40);
+    assert_int_equal(caps.nr_fixed, 0);
+    assert_false(caps.global_ctrl);
+    assert_false(caps.full_width_write);
+    assert_true(caps.overflow_nmi);
+    /* No status register: the core sees the 31 bits below the armed ones. */
+    assert_int_equal(dev->width, 31);
+    assert_int_equal(dev->nr_pmcs, 2);
+    assert_non_null(dev->ops->handle_overflow_intr);
+    assert_no_fault();
+}
+
+static void
+test_probe_v2_to_v5(void **state)
+{
+    static const struct {
+        unsigned int version, nr_gp, nr_fixed;
+        bool fw;
+    } expect[] = {
+        { 2, 4, 3, false },
+        { 3, 4, 3, false },
+        { 4, 8, 3, true },
+        { 5, 8, 3, true },    /* fixed counter 3 (slots) is not used */
+    };
+
+    (void)state;
+
+    for (unsigned int i = 0; i < 4; i++) {
+        struct perfmon_dev *dev = boot_version(expect[i].version);
+
+        assert_int_equal(caps.version, expect[i].version);
+        assert_int_equal(caps.nr_gp, expect[i].nr_gp);
+        assert_int_equal(caps.nr_fixed, expect[i].nr_fixed);
+        assert_int_equal(caps.gp_width, 48);
+        assert_int_equal(caps.fixed_width, 48);
+        assert_true(caps.global_ctrl);
+        assert_int_equal(caps.full_width_write, expect[i].fw);
+        assert_int_equal(caps.arch_events, 0x7f);
+        assert_int_equal(dev->width, 48);
+        assert_int_equal(dev->nr_pmcs, expect[i].nr_gp + expect[i].nr_fixed);
+
+        /* cpu_init opened the gate for exactly our counters. */
+        assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_CTRL),
+                         ((1ULL << expect[i].nr_gp) - 1) | (7ULL << 32));
+        assert_no_fault();
+    }
+}
+
+static void
+test_probe_v5_fixed_bitmap(void **state)
+{
+    struct msr_model_config c = msr_model_intel(5);
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    /* Fixed counters 0 and 2 only, announced through ECX alone. */
+    c.nr_fixed = 0;
+    c.fixed_bitmap = 0x5;
+    dev = boot(&c, true);
+    assert_int_equal(caps.nr_fixed, 2);
+    assert_int_equal(dev->nr_pmcs, 10);
+
+    h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
+    assert_true(h >= 0);
+    assert_int_equal(hw, 32);
+    h = fake_perfmon_open(PERFMON_EV_REF_CYCLE, KERN, &hw);
+    assert_true(h >= 0);
+    assert_int_equal(hw, 34);
+    /* No fixed counter 1: cycles on a general counter. */
+    h = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw);
+    assert_true(h >= 0);
+    assert_int_equal(hw, 0);
+    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0),
+                     0x3c | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, false);
+    assert_int_equal(fake_perfmon_value(h), 1000);
+    assert_no_fault();
+}
+
+static void
+test_probe_fixed_width_differs(void **state)
+{
+    struct msr_model_config c = msr_model_intel(3);
+    unsigned int hw;
+
+    (void)state;
+    c.fixed_width = 40;
+    boot(&c, true);
+    assert_int_equal(caps.nr_fixed, 0);
+    assert_int_equal(drv->dev->nr_pmcs, 4);
+    assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw) >= 0);
+    assert_true(hw < 4);
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_REF_CYCLE, KERN, &hw),
+                     -ENOENT);
+    assert_no_fault();
+}
+
+static void
+check_declines(const struct msr_model_config *c, const char *reason)
+{
+    fake_perfmon_reset();
+    msr_model_init(c);
+    assert_int_equal(drv->probe(&caps, true), -ENODEV);
+    assert_false(caps.present);
+    assert_non_null(caps.reason);
+    assert_string_equal(caps.reason, reason);
+    assert_no_fault();
+    /* No device: an NMI is not the driver's. */
+    assert_false(perfmon_overflow_intr(drv->dev, NULL));
+}
+
+static void
+test_decline_kvm_without_pmu(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    (void)state;
+    c.kind = MSR_MODEL_KVM_NO_PMU;
+    check_declines(&c, "CPUID leaf 0AH reports no counters");
+    /* Detected from CPUID: not a single MSR touched. */
+    assert_int_equal(msr_model_nr_writes(), 0);
+    assert_int_equal(msr_model_nr_gp_safe(), 0);
+}
+
+static void
+test_decline_tcg(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    (void)state;
+    c.kind = MSR_MODEL_TCG;
+    check_declines(&c, "CPUID leaf 0AH reports no counters");
+    assert_int_equal(msr_model_nr_writes(), 0);
+}
+
+static void
+test_decline_broken_counters(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    (void)state;
+    c.kind = MSR_MODEL_BROKEN;
+    check_declines(&c, "counters do not hold values");
+}
+
+static void
+test_decline_faulting_msrs(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    (void)state;
+    c.kind = MSR_MODEL_FAULTING;
+    check_declines(&c, "IA32_PERF_GLOBAL_CTRL faults");
+    assert_true(msr_model_nr_gp_safe() > 0);
+
+    c = msr_model_intel(1);
+    c.kind = MSR_MODEL_FAULTING;
+    check_declines(&c, "IA32_PERFEVTSEL0 faults");
+}
+
+static void
+test_decline_bad_cpuid(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    (void)state;
+    c.gp_width = 8;
+    check_declines(&c, "CPUID leaf 0AH reports a bad width");
+    c = msr_model_intel(2);
+    c.nr_gp = 0;
+    check_declines(&c, "CPUID leaf 0AH reports no counters");
+    c = msr_model_amd(0x17, true, false);
+    check_declines(&c, "not an Intel CPU");
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+struct event_case {
+    unsigned int event_id;
+    uint64_t raw;
+    unsigned int model_event;
+    unsigned int fixed_hw;      /* hw id when fixed counters exist, or 0 */
+};
+
+static const struct event_case intel_events[] = {
+    { PERFMON_EV_INSTRUCTION, 0x00c0, MSR_MODEL_EV_INSTRUCTIONS, 32 },
+    { PERFMON_EV_CYCLE, 0x003c, MSR_MODEL_EV_CYCLES, 33 },
+    { PERFMON_EV_REF_CYCLE, 0x0300, MSR_MODEL_EV_REF_CYCLES, 34 },
+    { PERFMON_EV_CACHE_REF, 0x4f2e, MSR_MODEL_EV_LLC_REF, 0 },
+    { PERFMON_EV_CACHE_MISS, 0x412e, MSR_MODEL_EV_LLC_MISS, 0 },
+    { PERFMON_EV_BRANCH, 0x00c4, MSR_MODEL_EV_BRANCH, 0 },
+    { PERFMON_EV_BRANCH_MISS, 0x00c5, MSR_MODEL_EV_BRANCH_MISS, 0 },
+};
+
+/*
+ * Each generic event alone: translated to its architectural code, put on
+ * its fixed counter or a general one programmed with that code, counting
+ * only its own injected event.
+ */
+static void
+check_events_on(unsigned int version)
+{
+    for (unsigned int i = 0; i < sizeof(intel_events) / sizeof(intel_events[0]);
+         i++) {
+        const struct event_case *ec = &intel_events[i];
+        struct perfmon_dev *dev = boot_version(version);
+        bool fixed = caps.nr_fixed != 0 && ec->fixed_hw != 0;
+        uint64_t raw = 0;
+        unsigned int hw;
+        int h;
+
+        if (ec->event_id == PERFMON_EV_REF_CYCLE && !fixed) {
+            assert_int_equal(dev->ops->translate(&raw, ec->event_id), -ENOENT);
+            continue;
+        }
+
+        assert_int_equal(dev->ops->translate(&raw, ec->event_id), 0);
+        assert_int_equal(raw, ec->raw);
+        h = fake_perfmon_open(ec->event_id, KERN, &hw);
+        assert_true(h >= 0);
+
+        if (fixed) {
+            unsigned int f = ec->fixed_hw - 32;
+
+            assert_int_equal(hw, ec->fixed_hw);
+            assert_int_equal((peek(MSR_IA32_FIXED_CTR_CTRL) >> (4 * f)) & 0xf,
+                             PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_PMI);
+        } else {
+            assert_true(hw < caps.nr_gp);
+            assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw),
+                             ec->raw | PMU_EVTSEL_OS | PMU_EVTSEL_EN
+                             | PMU_EVTSEL_INT);
+        }
+
+        for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
+            msr_model_inject(e, 100 + e, false);
+        }
+
+        assert_int_equal(fake_perfmon_value(h), 100 + ec->model_event);
+        fake_perfmon_close(h);
+        assert_no_fault();
+    }
+}
+
+static void
+test_generic_events_v1(void **state)
+{
+    (void)state;
+    check_events_on(1);
+}
+
+static void
+test_generic_events_v2(void **state)
+{
+    (void)state;
+    check_events_on(2);
+}
+
+static void
+test_generic_events_v5(void **state)
+{
+    (void)state;
+    check_events_on(5);
+}
+
+static void
+test_unavailable_events(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+    struct perfmon_dev *dev;
+    uint64_t raw;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    /* Branch misses and core cycles marked unavailable; LLC events past a
+       vector of length 3. */
+    c.ebx_len = 7;
+    c.ebx_unavail = (1U << 6) | (1U << 0);
+    dev = boot(&c, true);
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_BRANCH_MISS), -ENOENT);
+    assert_int_equal(fake_perfmon_open_raw(0x00c5, KERN, &hw), -ENOENT);
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_BRANCH), 0);
+
+    /* Cycles still come from fixed counter 1, but not from a GP. */
+    h = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw);
+    assert_true(h >= 0);
+    assert_int_equal(hw, 33);
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw), -EAGAIN);
+    fake_perfmon_close(h);
+
+    c.ebx_unavail = 0;
+    c.ebx_len = 3;
+    dev = boot(&c, true);
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_CACHE_REF), -ENOENT);
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_BRANCH), -ENOENT);
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_INSTRUCTION), 0);
+
+    /* Software events are not the hardware's. */
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_CONTEXT_SWITCH),
+                     -ENOENT);
+    assert_int_equal(dev->ops->translate(&raw, PERFMON_NR_EVENTS + 5), -ENOENT);
+    assert_no_fault();
+}
+
+static void
+test_raw_events(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    uint64_t raw;
+
+    (void)state;
+    dev = boot_version(3);
+
+    /* Edge, invert and counter mask are programmed exactly as given. */
+    raw = 0x00c4 | PMU_EVTSEL_EDGE | PMU_EVTSEL_INV | (3ULL << 24) | 0x1200;
+    assert_true(fake_perfmon_open_raw(raw, USER, &hw) >= 0);
+    assert_true(hw < 4);
+    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw),
+                     raw | PMU_EVTSEL_USR | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
+
+    /* A raw code with edge on the instructions event is not fixed 0's. */
+    assert_true(fake_perfmon_open_raw(0x00c0 | PMU_EVTSEL_EDGE, KERN, &hw) >= 0);
+    assert_true(hw < 4);
+
+    /* Bits the driver owns or the hardware does not define: -EINVAL. */
+    {
+        static const uint64_t bad[] = {
+            PMU_EVTSEL_USR, PMU_EVTSEL_OS, PMU_EVTSEL_PC, PMU_EVTSEL_INT,
+            PMU_EVTSEL_ANY, PMU_EVTSEL_EN, 1ULL << 32, 1ULL << 33,
+            1ULL << 63,
+        };
+
+        for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            assert_int_equal(dev->ops->alloc(&hw, 0x00c4 | bad[i], KERN),
+                             -EINVAL);
+        }
+    }
+
+    /* Bad mode flags. */
+    assert_int_equal(dev->ops->alloc(&hw, 0x00c4, 0), -EINVAL);
+    assert_int_equal(dev->ops->alloc(&hw, 0x00c4, PERFMON_EF_RAW | KERN),
+                     -EINVAL);
+    assert_int_equal(dev->ops->alloc(NULL, 0x00c4, KERN), -EINVAL);
+    assert_no_fault();
+}
+
+static void
+test_mode_bits(void **state)
+{
+    int hk, hu, hb, fk, fu;
+
+    (void)state;
+    boot_version(2);
+    hk = fake_perfmon_open_raw(0x00c4, KERN, NULL);
+    hu = fake_perfmon_open_raw(0x00c4, USER, NULL);
+    hb = fake_perfmon_open_raw(0x00c4, BOTH, NULL);
+    fk = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, NULL);
+    fu = fake_perfmon_open(PERFMON_EV_CYCLE, USER, NULL);
+    assert_true(hk >= 0 && hu >= 0 && hb >= 0 && fk >= 0 && fu >= 0);
+
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 10, false);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 7, true);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 50, false);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 5, true);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 30, false);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 3, true);
+
+    assert_int_equal(fake_perfmon_value(hk), 10);
+    assert_int_equal(fake_perfmon_value(hu), 7);
+    assert_int_equal(fake_perfmon_value(hb), 17);
+    assert_int_equal(fake_perfmon_value(fk), 50);
+    assert_int_equal(fake_perfmon_value(fu), 3);
+    assert_int_equal((peek(MSR_IA32_FIXED_CTR_CTRL) >> 4) & 0xf,
+                     PMU_FIXED_CTRL_USR | PMU_FIXED_CTRL_PMI);
+    assert_no_fault();
+}
+
+static void
+test_free_and_reuse(void **state)
+{
+    int h[4], h2;
+    unsigned int hw[4], hw2;
+
+    (void)state;
+    boot_version(2);
+
+    for (unsigned int i = 0; i < 4; i++) {
+        h[i] = fake_perfmon_open_raw(0x00c4, KERN, &hw[i]);
+        assert_true(h[i] >= 0);
+        assert_int_equal(hw[i], i);
+    }
+
+    assert_int_equal(fake_perfmon_open_raw(0x00c5, KERN, &hw2), -EAGAIN);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 40, false);
+    assert_int_equal(fake_perfmon_close(h[2]), 40);
+    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + 2), 0);
+
+    /* A stopped counter counts nothing. */
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 5, false);
+    assert_int_equal(peek(MSR_IA32_PMC0 + 2), 40);
+
+    /* Reused from zero, with its new event. */
+    h2 = fake_perfmon_open_raw(0x00c5, KERN, &hw2);
+    assert_true(h2 >= 0);
+    assert_int_equal(hw2, 2);
+    assert_int_equal(peek(MSR_IA32_PMC0 + 2), 0);
+    msr_model_inject(MSR_MODEL_EV_BRANCH_MISS, 9, false);
+    assert_int_equal(fake_perfmon_value(h2), 9);
+    assert_int_equal(fake_perfmon_value(h[0]), 45);
+
+    /* Fixed counters free and reuse the same way. */
+    h[2] = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw[2]);
+    assert_int_equal(hw[2], 32);
+    fake_perfmon_close(h[2]);
+    h[2] = fake_perfmon_open(PERFMON_EV_INSTRUCTION, USER, &hw[2]);
+    assert_int_equal(hw[2], 32);
+    assert_int_equal(peek(MSR_IA32_FIXED_CTR_CTRL) & 0xf,
+                     PMU_FIXED_CTRL_USR | PMU_FIXED_CTRL_PMI);
+    assert_no_fault();
+}
+
+/* ---- overflow ----------------------------------------------------------- */
+
+/*
+ * Run nr_rounds injections of random sizes below max_chunk into three
+ * counters (a general one, two fixed ones when present), delivering the
+ * NMIs after each: the counts must be exact and every PMI acknowledged and
+ * followed by an unmasked LVT.
+ */
+static void
+check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
+            uint64_t max_chunk, unsigned int min_wraps)
+{
+    uint64_t total_br = 0, total_in = 0, total_cy = 0;
+    int hb, hi, hc;
+
+    rng_state = 0x9e3779b97f4a7c15ULL;
+    hb = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+    hi = fake_perfmon_open(PERFMON_EV_INSTRUCTION, BOTH, NULL);
+    hc = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, NULL);
+    assert_true(hb >= 0 && hi >= 0 && hc >= 0);
+
+    for (unsigned int i = 0; i < nr_rounds; i++) {
+        uint64_t b = rng_next() % max_chunk, n = rng_next() % max_chunk;
+        uint64_t c = rng_next() % max_chunk;
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, b, false);
+        msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n, (i & 1) != 0);
+        msr_model_inject(MSR_MODEL_EV_CYCLES, c, false);
+        total_br += b;
+        total_in += n;
+        total_cy += c;
+        deliver_nmis(dev);
+
+        if (caps.global_ctrl) {
+            assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 0);
+        }
+
+        /* Read now and then, as the core does between interrupts. */
+        if (i % 97 == 0) {
+            assert_int_equal(fake_perfmon_value(hb), total_br);
+        }
+    }
+
+    assert_int_equal(fake_perfmon_value(hb), total_br);
+    assert_int_equal(fake_perfmon_value(hi), total_in);
+    assert_int_equal(fake_perfmon_value(hc), total_cy);
+    assert_true(fake_perfmon_nr_ovf_folds() >= min_wraps);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_true(msr_model_pmis_merged() > 0);
+    assert_int_equal(msr_model_nr_unmasks(), fake_perfmon_nr_intrs());
+    assert_int_equal(drv->nr_pmis(), fake_perfmon_nr_intrs());
+    assert_no_fault();
+}
+
+static void
+test_wraps_v2(void **state)
+{
+    (void)state;
+    /* 48-bit counters, chunks up to 2^47: about one wrap in four rounds
+       per counter. */
+    check_wraps(boot_version(2), 8000, 1ULL << 47, 3000);
+}
+
+static void
+test_wraps_v4_full_width(void **state)
+{
+    struct msr_model_config c = msr_model_intel(4);
+
+    (void)state;
+    c.gp_width = c.fixed_width = 40;
+    check_wraps(boot(&c, true), 4000, 1ULL << 39, 1500);
+}
+
+static void
+test_wraps_v1_no_global_ctrl(void **state)
+{
+    struct perfmon_dev *dev;
+    uint64_t total = 0, total2 = 0;
+    int h, h2;
+
+    (void)state;
+    dev = boot_version(1);
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+    h2 = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, NULL);
+    assert_true(h >= 0 && h2 >= 0);
+    /* Armed: the bits above the 31 the core sees are set. */
+    assert_int_equal(peek(MSR_IA32_PMC0), 0xff80000000ULL);
+    rng_state = 12345;
+
+    for (unsigned int i = 0; i < 6000; i++) {
+        uint64_t n = rng_next() % (1ULL << 30);
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
+        msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n / 3, false);
+        total += n;
+        total2 += n / 3;
+        deliver_nmis(dev);
+    }
+
+    assert_int_equal(fake_perfmon_value(h), total);
+    assert_int_equal(fake_perfmon_value(h2), total2);
+    assert_true(fake_perfmon_nr_intrs() > 1000);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    /* Never a global register on version 1. */
+    assert_false(msr_model_peek(MSR_IA32_PERF_GLOBAL_CTRL, &(uint64_t){ 0 }));
+    assert_no_fault();
+}
+
+static void
+test_wraps_v1_full_width(void **state)
+{
+    struct msr_model_config c = msr_model_intel(1);
+    struct perfmon_dev *dev;
+
+    (void)state;
+    c.nr_gp = 4;
+    c.pdcm = true;
+    c.fw_write = true;
+    dev = boot(&c, true);
+    assert_true(caps.full_width_write);
+    assert_int_equal(dev->width, 39);
+    check_wraps(dev, 3000, 1ULL << 38, 500);
+}
+
+static void
+test_spurious_nmi(void **state)
+{
+    struct perfmon_dev *dev;
+    int h;
+
+    (void)state;
+    dev = boot_version(2);
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+    assert_true(h >= 0);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 1000, false);
+
+    /* No overflow: not claimed, nothing acknowledged. */
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_int_equal(fake_perfmon_nr_intrs(), 0);
+    assert_int_equal(drv->nr_pmis(), 0);
+
+    /*
+     * Status bits that are not counters of ours (counter 5 on a 4-counter
+     * CPU, fixed counter 3, OvfBuffer, CondChgd): ignored, left set, never
+     * written to the reset register (which would fault).
+     */
+    msr_model_set_status((1ULL << 5) | (1ULL << 35) | (1ULL << 62)
+                         | (1ULL << 63));
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS),
+                     (1ULL << 5) | (1ULL << 35) | (1ULL << 62) | (1ULL << 63));
+
+    /* Mixed with a real overflow: only our bit is taken and cleared. */
+    msr_model_set_status(1ULL << 1);
+    assert_true(perfmon_overflow_intr(dev, NULL));
+    assert_int_equal(fake_perfmon_last_mask(), 1ULL << 1);
+    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS) & 0xf, 0);
+    assert_int_equal(fake_perfmon_value(h), 1000);
+    assert_no_fault();
+}
+
+static void
+test_spurious_nmi_v1(void **state)
+{
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot_version(1);
+    /* Nothing active: nothing to claim. */
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_true(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL) >= 0);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 12345, false);
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_int_equal(msr_model_nmis_pending(), 0);
+    assert_no_fault();
+}
+
+static void
+test_pmi_acknowledged_and_unmasked(void **state)
+{
+    struct perfmon_dev *dev;
+    int h;
+    unsigned int hw;
+
+    (void)state;
+    dev = boot_version(3);
+    h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
+    assert_int_equal(hw, 32);
+    assert_int_equal(drv->preset(hw, (1ULL << 48) - 10), 0);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 25, false);
+
+    /* The overflow set fixed 0's status bit and masked the LVT. */
+    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 1ULL << 32);
+    assert_true(msr_model_lvt_masked());
+    assert_int_equal(msr_model_nmis_pending(), 1);
+
+    /* Another overflow while masked would be lost: the handler runs. */
+    assert_true(msr_model_take_nmi());
+    assert_true(perfmon_overflow_intr(dev, NULL));
+    assert_int_equal(fake_perfmon_last_mask(), 1ULL << 32);
+    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 0);
+    assert_false(msr_model_lvt_masked());
+    assert_int_equal(peek(MSR_IA32_FIXED_CTR0), 15);
+    /* The core's value: what it saw before the preset, plus the wrap. */
+    assert_int_equal(fake_perfmon_value(h) & ((1ULL << 48) - 1), 15);
+    assert_no_fault();
+}
+
+static void
+test_preset(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+    unsigned int hw;
+
+    (void)state;
+    boot(&c, true);
+    assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
+
+    /* Legacy writes: only values the sign extension can produce. */
+    assert_int_equal(drv->preset(hw, 0x12345678), 0);
+    assert_int_equal(peek(MSR_IA32_PMC0 + hw), 0x12345678);
+    assert_int_equal(drv->preset(hw, (1ULL << 48) - 1000), 0);
+    assert_int_equal(peek(MSR_IA32_PMC0 + hw), (1ULL << 48) - 1000);
+    assert_int_equal(drv->preset(hw, 1ULL << 40), -EINVAL);
+    assert_int_equal(drv->preset(hw, 1ULL << 48), -EINVAL);
+    assert_int_equal(drv->preset(20, 0), -EINVAL);
+    assert_int_equal(drv->preset(64, 0), -EINVAL);
+
+    /* Full-width writes go through IA32_A_PMCx. */
+    c = msr_model_intel(4);
+    boot(&c, true);
+    assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
+    assert_int_equal(drv->preset(hw, 1ULL << 40), 0);
+    assert_int_equal(peek(MSR_IA32_PMC0 + hw), 1ULL << 40);
+    assert_no_fault();
+}
+
+static void
+test_cpu_init_clears_stale_state(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    (void)state;
+    fake_cpu_reset(1);
+    fake_perfmon_reset();
+    msr_model_init(&c);
+    assert_int_equal(drv->probe(&caps, true), 0);
+
+    /* Firmware left a counter running and overflow bits set. */
+    msr_write_safe(MSR_IA32_PERFEVTSEL0 + 1, 0x00c4 | PMU_EVTSEL_EN);
+    msr_write_safe(MSR_IA32_PMC0 + 1, 77);
+    msr_model_set_status((1ULL << 0) | (1ULL << 33) | (1ULL << 62));
+    drv->cpu_init();
+    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + 1), 0);
+    assert_int_equal(peek(MSR_IA32_PMC0 + 1), 0);
+    /* Ours cleared, the foreign bit left alone. */
+    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 1ULL << 62);
+    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_CTRL), 0xfULL | (7ULL << 32));
+    assert_no_fault();
+}
+
+static void
+test_polled(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+    struct perfmon_dev *dev;
+    uint64_t total = 0;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    dev = boot(&c, false);
+    assert_false(caps.overflow_nmi);
+    assert_null(dev->ops->handle_overflow_intr);
+    h = fake_perfmon_open_raw(0x00c4, KERN, &hw);
+    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw),
+                     0x00c4 | PMU_EVTSEL_OS | PMU_EVTSEL_EN);
+    assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, NULL) >= 0);
+    assert_int_equal(peek(MSR_IA32_FIXED_CTR_CTRL) & 0xf, PMU_FIXED_CTRL_OS);
+
+    /* Polled often enough, the core keeps exact counts across wraps. */
+    rng_state = 777;
+
+    for (unsigned int i = 0; i < 2000; i++) {
+        uint64_t n = rng_next() % (1ULL << 47);
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
+        total += n;
+        assert_int_equal(fake_perfmon_value(h), total);
+    }
+
+    assert_int_equal(msr_model_nmis_pending(), 0);
+    assert_false(perfmon_overflow_intr(dev, NULL));
+
+    /* Version 1 polled: full width, no arming. */
+    c = msr_model_intel(1);
+    dev = boot(&c, false);
+    assert_int_equal(dev->width, 40);
+    assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
+    assert_int_equal(peek(MSR_IA32_PMC0 + hw), 0);
+    assert_no_fault();
+}
+
+static void
+test_no_apic_polls(void **state)
+{
+    struct msr_model_config c = msr_model_intel(3);
+
+    (void)state;
+    c.apic = false;
+    boot(&c, true);
+    assert_false(caps.overflow_nmi);
+    assert_null(drv->dev->ops->handle_overflow_intr);
+}
+
+static void
+test_reference_cycles_fixed_only(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    dev = boot_version(2);
+    h = fake_perfmon_open(PERFMON_EV_REF_CYCLE, KERN, &hw);
+    assert_int_equal(hw, 34);
+    /* Fixed 2 taken: no general counter may stand in. */
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_REF_CYCLE, KERN, &hw),
+                     -EAGAIN);
+    msr_model_inject(MSR_MODEL_EV_REF_CYCLES, 500, false);
+    assert_int_equal(fake_perfmon_value(h), 500);
+
+    /* A second instructions counter lands on a general one. */
+    assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw) >= 0);
+    assert_int_equal(hw, 32);
+    assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw) >= 0);
+    assert_true(hw < 4);
+    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw) & 0xffff, 0x00c0);
+    (void)dev;
+    assert_no_fault();
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_probe_v1),
+        cmocka_unit_test(test_probe_v2_to_v5),
+        cmocka_unit_test(test_probe_v5_fixed_bitmap),
+        cmocka_unit_test(test_probe_fixed_width_differs),
+        cmocka_unit_test(test_decline_kvm_without_pmu),
+        cmocka_unit_test(test_decline_tcg),
+        cmocka_unit_test(test_decline_broken_counters),
+        cmocka_unit_test(test_decline_faulting_msrs),
+        cmocka_unit_test(test_decline_bad_cpuid),
+        cmocka_unit_test(test_generic_events_v1),
+        cmocka_unit_test(test_generic_events_v2),
+        cmocka_unit_test(test_generic_events_v5),
+        cmocka_unit_test(test_unavailable_events),
+        cmocka_unit_test(test_raw_events),
+        cmocka_unit_test(test_mode_bits),
+        cmocka_unit_test(test_free_and_reuse),
+        cmocka_unit_test(test_wraps_v2),
+        cmocka_unit_test(test_wraps_v4_full_width),
+        cmocka_unit_test(test_wraps_v1_no_global_ctrl),
+        cmocka_unit_test(test_wraps_v1_full_width),
+        cmocka_unit_test(test_spurious_nmi),
+        cmocka_unit_test(test_spurious_nmi_v1),
+        cmocka_unit_test(test_pmi_acknowledged_and_unmasked),
+        cmocka_unit_test(test_preset),
+        cmocka_unit_test(test_cpu_init_clears_stale_state),
+        cmocka_unit_test(test_polled),
+        cmocka_unit_test(test_no_apic_polls),
+        cmocka_unit_test(test_reference_cycles_fixed_only),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
