@@ -38,6 +38,8 @@
 #define PB_BATCH            16
 #define PB_SWITCH_YIELDS    2000
 #define PB_SWITCH_ROUNDS    7
+#define PB_QUICK_YIELDS     100
+#define PB_QUICK_ROUNDS     3
 #define PB_SWITCH_MAX_EVS   4
 
 /* The events the context-switch rows attach to each ping-pong thread. */
@@ -52,6 +54,8 @@ struct pb_run {
     unsigned int remote;            /* another CPU, or self with one CPU */
     size_t nr_samples;
     uint64_t *samples;
+    unsigned int switch_yields;     /* per ping-pong thread and round */
+    unsigned int switch_rounds;
     struct perfmon_dev *dev;        /* the software PMU */
     unsigned int hw_id;             /* counter of cpu_event on dev */
     uint64_t raw_event;
@@ -316,7 +320,7 @@ pb_switch_round(struct pb_run *run, unsigned int nr_events, uint64_t *cyclesp)
 
     for (unsigned int i = 0; i < 2; i++) {
         pp[i].go = false;
-        pp[i].yields = PB_SWITCH_YIELDS;
+        pp[i].yields = run->switch_yields;
         error = thread_create(&threads[i], "bench-pingpong", pb_pingpong_main,
                               &pp[i], THREAD_CPUMASK(run->remote));
 
@@ -340,7 +344,7 @@ pb_switch_round(struct pb_run *run, unsigned int nr_events, uint64_t *cyclesp)
     thread_join(threads[1]);
     pb_detach_all(events[0], nr_events);
     pb_detach_all(events[1], nr_events);
-    *cyclesp = pp[0].cycles / (2 * PB_SWITCH_YIELDS);
+    *cyclesp = pp[0].cycles / (2 * run->switch_yields);
     return error;
 }
 
@@ -350,7 +354,7 @@ pb_switch_measure(struct pb_run *run, unsigned int nr_events,
 {
     uint64_t samples[PB_SWITCH_ROUNDS];
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(samples); i++) {
+    for (unsigned int i = 0; i < run->switch_rounds; i++) {
         int error = pb_switch_round(run, nr_events, &samples[i]);
 
         if (error) {
@@ -358,7 +362,7 @@ pb_switch_measure(struct pb_run *run, unsigned int nr_events,
         }
     }
 
-    bench_summarize(samples, ARRAY_SIZE(samples), result);
+    bench_summarize(samples, run->switch_rounds, result);
     return 0;
 }
 
@@ -655,6 +659,14 @@ perfmon_bench_main(int argc, char **argv)
     thread_preempt_enable();
     thread_set_affinity(thread_self(), THREAD_CPUMASK(run.self));
     run.remote = cpu_count() > 1 ? (run.self + 1) % cpu_count() : run.self;
+    run.switch_yields = PB_SWITCH_YIELDS;
+    run.switch_rounds = PB_SWITCH_ROUNDS;
+
+    if (strcmp(what, "quick") == 0) {
+        run.switch_yields = PB_QUICK_YIELDS;
+        run.switch_rounds = PB_QUICK_ROUNDS;
+    }
+
     error = pb_setup(&run);
 
     if (!error) {

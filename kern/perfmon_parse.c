@@ -1,0 +1,657 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The pure parts of the `perfmon` shell command: event-list and CPU-list
+ * parsing, event names and suggestions, integer number formatting.  See
+ * kern/perfmon_parse.h.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_parse.h"
+#include "kern/printf.h"
+#include "kern/string.h"
+
+/*
+ * Must match the name table of kern/perfmon.c: the command only shows an
+ * alias that perfmon_lookup_event() resolves to the same id, so a name
+ * missing there is hidden, never offered wrongly.
+ */
+static const struct perfmon_parse_name perfmon_parse_names[] = {
+    { "cycles", PERFMON_EV_CYCLE, false, "CPU core cycles" },
+    { "cpu-cycles", PERFMON_EV_CYCLE, true, NULL },
+    { "ref-cycles", PERFMON_EV_REF_CYCLE, false,
+      "reference cycles, at a constant rate" },
+    { "instructions", PERFMON_EV_INSTRUCTION, false,
+      "instructions retired" },
+    { "cache-references", PERFMON_EV_CACHE_REF, false,
+      "last-level cache references" },
+    { "cache-misses", PERFMON_EV_CACHE_MISS, false,
+      "last-level cache misses" },
+    { "branches", PERFMON_EV_BRANCH, false, "branch instructions retired" },
+    { "branch-instructions", PERFMON_EV_BRANCH, true, NULL },
+    { "branch-misses", PERFMON_EV_BRANCH_MISS, false,
+      "mispredicted branches retired" },
+    { "task-clock", PERFMON_EV_TASK_CLOCK, false,
+      "TSC cycles while counting (shown in msec)" },
+    { "cpu-clock", PERFMON_EV_TASK_CLOCK, true, NULL },
+    { "context-switches", PERFMON_EV_CONTEXT_SWITCH, false,
+      "context switches" },
+    { "cs", PERFMON_EV_CONTEXT_SWITCH, true, NULL },
+    { "cpu-migrations", PERFMON_EV_MIGRATION, false,
+      "moves of a thread to another CPU" },
+    { "migrations", PERFMON_EV_MIGRATION, true, NULL },
+    { "interrupts", PERFMON_EV_INTERRUPT, false, "interrupts taken" },
+    { "xcalls", PERFMON_EV_XCALL, false, "cross-CPU calls served" },
+    { "nmis", PERFMON_EV_NMI, false, "non-maskable interrupts" },
+    { "test", PERFMON_EV_TEST, false, "software test event (softpmu)" },
+};
+
+unsigned int
+perfmon_parse_nr_names(void)
+{
+    return ARRAY_SIZE(perfmon_parse_names);
+}
+
+const struct perfmon_parse_name *
+perfmon_parse_name_get(unsigned int index)
+{
+    if (index >= ARRAY_SIZE(perfmon_parse_names)) {
+        return NULL;
+    }
+
+    return &perfmon_parse_names[index];
+}
+
+/* ---- event lists -------------------------------------------------------- */
+
+static void
+perfmon_parse_set_error(struct perfmon_parse_error *errp, const char *reason,
+                        const char *item, size_t len)
+{
+    if (errp == NULL) {
+        return;
+    }
+
+    errp->reason = reason;
+    len = MIN(len, sizeof(errp->item) - 1);
+    memcpy(errp->item, item, len);
+    errp->item[len] = '\0';
+}
+
+static bool
+perfmon_parse_is_name_char(char c)
+{
+    return ((c >= 'a') && (c <= 'z')) || ((c >= 'A') && (c <= 'Z'))
+           || ((c >= '0') && (c <= '9')) || (c == '-') || (c == '_')
+           || (c == '.');
+}
+
+static int
+perfmon_parse_hex_digit(char c)
+{
+    if ((c >= '0') && (c <= '9')) {
+        return c - '0';
+    } else if ((c >= 'a') && (c <= 'f')) {
+        return c - 'a' + 10;
+    } else if ((c >= 'A') && (c <= 'F')) {
+        return c - 'A' + 10;
+    }
+
+    return -1;
+}
+
+/*
+ * An `r` followed by hex digits only is a raw code (perf's rule, which
+ * makes a name like "rab" raw too).  Returns true and the code, or false
+ * when the name is not of that form; *too_longp tells a raw code of more
+ * than 16 digits.
+ */
+static bool
+perfmon_parse_raw(const char *name, size_t len, uint64_t *codep,
+                  bool *too_longp)
+{
+    uint64_t code = 0;
+
+    *too_longp = false;
+
+    if ((len < 2) || (name[0] != 'r')) {
+        return false;
+    }
+
+    for (size_t i = 1; i < len; i++) {
+        int digit = perfmon_parse_hex_digit(name[i]);
+
+        if (digit < 0) {
+            return false;
+        }
+
+        code = (code << 4) | (unsigned int)digit;
+    }
+
+    if (len - 1 > 16) {
+        *too_longp = true;
+    }
+
+    *codep = code;
+    return true;
+}
+
+static int
+perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
+{
+    unsigned int flags = 0;
+
+    if (len == 0) {
+        return -EINVAL;
+    }
+
+    for (size_t i = 0; i < len; i++) {
+        if (mods[i] == 'u') {
+            flags |= PERFMON_EF_USER;
+        } else if (mods[i] == 'k') {
+            flags |= PERFMON_EF_KERN;
+        } else {
+            return -EINVAL;
+        }
+    }
+
+    *flagsp = flags;
+    return 0;
+}
+
+static int
+perfmon_parse_item(const char *item, size_t len,
+                   struct perfmon_parse_event *event,
+                   struct perfmon_parse_error *errp)
+{
+    size_t name_len = len;
+    const char *colon = NULL;
+    unsigned int flags = PERFMON_EF_MODE;
+    bool too_long;
+    uint64_t code;
+
+    if (len == 0) {
+        perfmon_parse_set_error(errp, "empty event name", item, len);
+        return -EINVAL;
+    }
+
+    if (len >= PERFMON_PARSE_NAME_SIZE) {
+        perfmon_parse_set_error(errp, "event name too long", item, len);
+        return -E2BIG;
+    }
+
+    for (size_t i = 0; i < len; i++) {
+        char c = item[i];
+
+        if ((c == '{') || (c == '}')) {
+            perfmon_parse_set_error(errp, "event groups are not supported",
+                                    item, len);
+            return -EINVAL;
+        } else if (c == '/') {
+            perfmon_parse_set_error(errp, "PMU terms (pmu/.../) are not "
+                                    "supported, use rNNNN", item, len);
+            return -EINVAL;
+        } else if (c == ':') {
+            if (colon != NULL) {
+                perfmon_parse_set_error(errp, "more than one ':'", item, len);
+                return -EINVAL;
+            }
+
+            colon = &item[i];
+            name_len = i;
+        } else if ((colon == NULL) && !perfmon_parse_is_name_char(c)) {
+            perfmon_parse_set_error(errp, "bad character in event name",
+                                    item, len);
+            return -EINVAL;
+        }
+    }
+
+    if (name_len == 0) {
+        perfmon_parse_set_error(errp, "empty event name", item, len);
+        return -EINVAL;
+    }
+
+    if ((colon != NULL)
+        && (perfmon_parse_modifiers(colon + 1, len - name_len - 1,
+                                    &flags) != 0)) {
+        perfmon_parse_set_error(errp, "bad modifier (only u and k are "
+                                "supported)", item, len);
+        return -EINVAL;
+    }
+
+    memcpy(event->spec, item, len);
+    event->spec[len] = '\0';
+    event->flags = flags;
+    event->raw_code = 0;
+
+    if (perfmon_parse_raw(item, name_len, &code, &too_long)) {
+        if (too_long) {
+            perfmon_parse_set_error(errp, "raw code over 64 bits", item, len);
+            return -EINVAL;
+        }
+
+        event->name[0] = '\0';
+        event->raw_code = code;
+        event->flags |= PERFMON_EF_RAW;
+    } else {
+        memcpy(event->name, item, name_len);
+        event->name[name_len] = '\0';
+    }
+
+    return 0;
+}
+
+int
+perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
+                     unsigned int max, struct perfmon_parse_error *errp)
+{
+    unsigned int nr = 0;
+    const char *item;
+    size_t len;
+    int error;
+
+    if ((list == NULL) || (events == NULL)) {
+        perfmon_parse_set_error(errp, "no event list", "", 0);
+        return -EINVAL;
+    }
+
+    len = strnlen(list, PERFMON_PARSE_LIST_MAX + 1);
+
+    if (len > PERFMON_PARSE_LIST_MAX) {
+        perfmon_parse_set_error(errp, "event list too long", list,
+                                PERFMON_PARSE_NAME_SIZE - 1);
+        return -E2BIG;
+    }
+
+    if (len == 0) {
+        perfmon_parse_set_error(errp, "empty event list", "", 0);
+        return -EINVAL;
+    }
+
+    item = list;
+
+    for (;;) {
+        const char *end = strchr(item, ',');
+        size_t item_len = (end == NULL) ? strlen(item) : (size_t)(end - item);
+
+        if (nr == max) {
+            perfmon_parse_set_error(errp, "too many events", item, item_len);
+            return -E2BIG;
+        }
+
+        error = perfmon_parse_item(item, item_len, &events[nr], errp);
+
+        if (error) {
+            return error;
+        }
+
+        nr++;
+
+        if (end == NULL) {
+            break;
+        }
+
+        item = end + 1;
+    }
+
+    return (int)nr;
+}
+
+/* ---- CPU lists ---------------------------------------------------------- */
+
+/* Parse decimal digits at *sp, advancing it.  -EINVAL when there are none. */
+static int
+perfmon_parse_cpu(const char **sp, unsigned int *cpup)
+{
+    const char *s = *sp;
+    unsigned int cpu = 0;
+
+    if ((*s < '0') || (*s > '9')) {
+        return -EINVAL;
+    }
+
+    while ((*s >= '0') && (*s <= '9')) {
+        cpu = cpu * 10 + (unsigned int)(*s - '0');
+
+        /* Anything this big is out of range; stop before it wraps. */
+        if (cpu > 100000) {
+            cpu = 100000;
+        }
+
+        s++;
+    }
+
+    *sp = s;
+    *cpup = cpu;
+    return 0;
+}
+
+int
+perfmon_parse_cpulist(const char *s, unsigned int nr_cpus, uint64_t *maskp)
+{
+    uint64_t mask = 0;
+
+    if ((s == NULL) || (maskp == NULL)) {
+        return -EINVAL;
+    }
+
+    nr_cpus = MIN(nr_cpus, PERFMON_PARSE_MAX_CPUS);
+
+    for (;;) {
+        unsigned int first, last;
+
+        if (perfmon_parse_cpu(&s, &first) != 0) {
+            return -EINVAL;
+        }
+
+        last = first;
+
+        if (*s == '-') {
+            s++;
+
+            if ((perfmon_parse_cpu(&s, &last) != 0) || (last < first)) {
+                return -EINVAL;
+            }
+        }
+
+        if ((*s != ',') && (*s != '\0')) {
+            return -EINVAL;
+        }
+
+        if (last >= nr_cpus) {
+            return -ERANGE;
+        }
+
+        for (unsigned int cpu = first; cpu <= last; cpu++) {
+            mask |= 1ULL << cpu;
+        }
+
+        if (*s == '\0') {
+            break;
+        }
+
+        s++;
+    }
+
+    *maskp = mask;
+    return 0;
+}
+
+/* ---- suggestions -------------------------------------------------------- */
+
+unsigned int
+perfmon_parse_distance(const char *a, const char *b)
+{
+    unsigned int row[PERFMON_PARSE_NAME_SIZE];
+    size_t la, lb;
+
+    la = strnlen(a, PERFMON_PARSE_NAME_SIZE - 1);
+    lb = strnlen(b, PERFMON_PARSE_NAME_SIZE - 1);
+
+    /* One row of the dynamic programming table: distances to b's prefixes. */
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = (unsigned int)j;
+    }
+
+    for (size_t i = 1; i <= la; i++) {
+        unsigned int diag = row[0];
+
+        row[0] = (unsigned int)i;
+
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned int up = row[j];
+            unsigned int best = diag + ((a[i - 1] == b[j - 1]) ? 0 : 1);
+
+            best = MIN(best, up + 1);
+            best = MIN(best, row[j - 1] + 1);
+            diag = up;
+            row[j] = best;
+        }
+    }
+
+    return row[lb];
+}
+
+static unsigned int
+perfmon_parse_score(const char *name, size_t len, const char *cand)
+{
+    if ((len >= 3) && (strncmp(cand, name, len) == 0) && (cand[len] != '\0')) {
+        return 1;
+    }
+
+    return perfmon_parse_distance(name, cand);
+}
+
+unsigned int
+perfmon_parse_suggest(const char *name, const char *const *cands,
+                      unsigned int nr_cands, const char **out,
+                      unsigned int max_out)
+{
+    unsigned int best = UINT32_MAX, limit, nr = 0;
+    size_t len;
+
+    if ((name == NULL) || (cands == NULL) || (out == NULL)) {
+        return 0;
+    }
+
+    len = strnlen(name, PERFMON_PARSE_NAME_SIZE - 1);
+    limit = MAX(2U, (unsigned int)len / 3);
+
+    for (unsigned int i = 0; i < nr_cands; i++) {
+        if (cands[i] != NULL) {
+            best = MIN(best, perfmon_parse_score(name, len, cands[i]));
+        }
+    }
+
+    if (best > limit) {
+        return 0;
+    }
+
+    for (unsigned int i = 0; (i < nr_cands) && (nr < max_out); i++) {
+        bool seen = false;
+
+        if ((cands[i] == NULL)
+            || (perfmon_parse_score(name, len, cands[i]) != best)) {
+            continue;
+        }
+
+        for (unsigned int j = 0; j < nr; j++) {
+            if (strcmp(out[j], cands[i]) == 0) {
+                seen = true;
+            }
+        }
+
+        if (!seen) {
+            out[nr++] = cands[i];
+        }
+    }
+
+    return nr;
+}
+
+/* ---- numbers ------------------------------------------------------------ */
+
+int
+perfmon_fmt_count(char *buf, size_t size, uint64_t v)
+{
+    return ksnprintf(buf, size, "%'llu", (unsigned long long)v);
+}
+
+/*
+ * 128-by-64-bit division, bit by bit: the kernel has no libgcc, so the
+ * compiler's own 128-bit division is not available.
+ */
+static uint64_t
+perfmon_div128(unsigned __int128 n, uint64_t d)
+{
+    unsigned __int128 rem = 0, q = 0;
+
+    for (int i = 127; i >= 0; i--) {
+        rem = (rem << 1) | ((n >> i) & 1);
+        q <<= 1;
+
+        if (rem >= d) {
+            rem -= d;
+            q |= 1;
+        }
+    }
+
+    return (q > UINT64_MAX) ? UINT64_MAX : (uint64_t)q;
+}
+
+uint64_t
+perfmon_muldiv(uint64_t num, uint64_t scale, uint64_t den)
+{
+    if (den == 0) {
+        return 0;
+    }
+
+    return perfmon_div128((unsigned __int128)num * scale, den);
+}
+
+static uint64_t
+perfmon_pow10(unsigned int n)
+{
+    uint64_t p = 1;
+
+    while (n-- > 0) {
+        p *= 10;
+    }
+
+    return p;
+}
+
+int
+perfmon_fmt_ratio(char *buf, size_t size, uint64_t num, uint64_t den,
+                  unsigned int decimals, bool group)
+{
+    uint64_t q = 0, frac = 0, unit;
+
+    decimals = MIN(decimals, 9U);
+    unit = perfmon_pow10(decimals);
+
+    if (den != 0) {
+        q = num / den;
+
+        /* Twice the fraction, to round half up. */
+        frac = perfmon_muldiv(num % den, 2 * unit, den);
+        frac = (frac + 1) / 2;
+
+        if (frac >= unit) {
+            frac -= unit;
+
+            if (q != UINT64_MAX) {
+                q++;
+            }
+        }
+    }
+
+    if (decimals == 0) {
+        return ksnprintf(buf, size, group ? "%'llu" : "%llu",
+                         (unsigned long long)q);
+    }
+
+    return ksnprintf(buf, size, group ? "%'llu.%0*llu" : "%llu.%0*llu",
+                     (unsigned long long)q, (int)decimals,
+                     (unsigned long long)frac);
+}
+
+uint64_t
+perfmon_isqrt(uint64_t v)
+{
+    uint64_t r = 0;
+
+    /* Bit by bit from the top: r stays the root of the bits seen so far. */
+    for (int bit = 31; bit >= 0; bit--) {
+        uint64_t t = r | (1ULL << bit);
+
+        if (t * t <= v) {
+            r = t;
+        }
+    }
+
+    return r;
+}
+
+int
+perfmon_stats(const uint64_t *values, unsigned int nr, uint64_t *meanp,
+              uint64_t *rsd_bpp)
+{
+    uint64_t mean = 0, rem = 0, max_dev = 0, sumsq = 0, var, limit, sd, rsd;
+    unsigned int shift = 0, frac_bits = 0;
+
+    if ((values == NULL) || (nr == 0) || (meanp == NULL) || (rsd_bpp == NULL)) {
+        return -EINVAL;
+    }
+
+    /* The mean without summing: the sum of nr values can overflow. */
+    for (unsigned int i = 0; i < nr; i++) {
+        mean += values[i] / nr;
+        rem += values[i] % nr;
+    }
+
+    mean += rem / nr;
+    *meanp = mean;
+    *rsd_bpp = 0;
+
+    if ((nr < 2) || (mean == 0)) {
+        return 0;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        uint64_t dev = (values[i] > mean) ? values[i] - mean : mean - values[i];
+
+        max_dev = MAX(max_dev, dev);
+    }
+
+    /* Scale the deviations down so that the sum of squares cannot wrap. */
+    limit = perfmon_isqrt(UINT64_MAX / nr);
+
+    while ((max_dev >> shift) > limit) {
+        shift++;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        uint64_t dev = (values[i] > mean) ? values[i] - mean : mean - values[i];
+
+        dev >>= shift;
+        sumsq += dev * dev;
+    }
+
+    /* Variance of the mean, with up to 30 fraction bits kept in the root. */
+    var = sumsq / ((uint64_t)nr * (nr - 1));
+
+    while ((frac_bits < 30) && (var < (1ULL << (62 - 2 * (frac_bits + 1))))) {
+        frac_bits++;
+    }
+
+    var = perfmon_muldiv(sumsq, 1ULL << (2 * frac_bits),
+                         (uint64_t)nr * (nr - 1));
+    sd = perfmon_isqrt(var);
+
+    /*
+     * sd is the deviation times 2^(frac_bits - shift).  Scale it back
+     * before dividing by the mean where possible, not after, to keep the
+     * low digits.
+     */
+    if (frac_bits >= shift) {
+        rsd = perfmon_muldiv(sd, 10000, mean) >> (frac_bits - shift);
+    } else {
+        unsigned int up = shift - frac_bits;
+        unsigned int now = MIN(up, 50U);
+
+        rsd = perfmon_muldiv(sd, 10000ULL << now, mean);
+        up -= now;
+        rsd = (rsd > (UINT64_MAX >> up)) ? UINT64_MAX : rsd << up;
+    }
+
+    *rsd_bpp = rsd;
+    return 0;
+}

@@ -1,0 +1,154 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The pure parts of the `perfmon` shell command, kept apart so that they
+ * can be tested on the host: the event-list parser (perf's `-e` syntax:
+ * names, aliases, raw `rNNNN` codes, `:u`/`:k` modifiers), the CPU-list
+ * parser ("0,2-3"), the table of generic event names and their aliases,
+ * closest-name suggestions (edit distance), and the integer-only number
+ * formatting the output needs (thousands grouping, fixed-point ratios, the
+ * mean and relative standard deviation of repeated runs; kernel code has no
+ * floating point).  Nothing here touches hardware, threads or locks: every
+ * function is reentrant and works on the caller's buffers only.
+ */
+
+#ifndef KERN_PERFMON_PARSE_H
+#define KERN_PERFMON_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest -e argument accepted, in characters. */
+#define PERFMON_PARSE_LIST_MAX      255
+
+/* Bytes of an event name or of an item as typed, NUL included. */
+#define PERFMON_PARSE_NAME_SIZE     32
+
+/* Most events in one -e list. */
+#define PERFMON_PARSE_MAX_EVENTS    16
+
+/* Most CPUs a CPU list can name (the width of the mask). */
+#define PERFMON_PARSE_MAX_CPUS      64
+
+/*
+ * One item of an event list.  spec is the item as typed (shown in the
+ * output, modifiers kept, as perf does); name is the event name without
+ * its modifiers (empty for a raw event).  flags holds the PERFMON_EF_MODE
+ * bits the modifiers asked for (both when there were none) and
+ * PERFMON_EF_RAW for an rNNNN item, whose code is raw_code.
+ */
+struct perfmon_parse_event {
+    char spec[PERFMON_PARSE_NAME_SIZE];
+    char name[PERFMON_PARSE_NAME_SIZE];
+    uint64_t raw_code;
+    unsigned int flags;
+};
+
+/*
+ * Why a list was refused: reason is a static phrase ("unknown modifier"),
+ * item the offending item as typed (truncated to fit), possibly empty.
+ */
+struct perfmon_parse_error {
+    const char *reason;
+    char item[PERFMON_PARSE_NAME_SIZE];
+};
+
+/*
+ * Parse a comma-separated event list into events[0..max).  Items are
+ * `name[:mods]` or `rHEX[:mods]` (1 to 16 hex digits; a name that is `r`
+ * followed only by hex digits is a raw code, as in perf), mods being any
+ * non-empty combination of `u` and `k`.  Names may hold letters, digits,
+ * '-', '_' and '.'.  The names are not looked up: that is the caller's job.
+ * Returns the number of events (at least 1), or:
+ *   -EINVAL  NULL argument, empty list or item, bad character, bad or
+ *            unsupported modifier, bad raw code, perf syntax we do not
+ *            support (groups `{...}`, PMU terms `pmu/.../`)
+ *   -E2BIG   list longer than PERFMON_PARSE_LIST_MAX, an item longer than
+ *            PERFMON_PARSE_NAME_SIZE - 1, or more than max items
+ * filling *errp (when not NULL) on error.  events may be partly written on
+ * error.
+ */
+int perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
+                         unsigned int max, struct perfmon_parse_error *errp);
+
+/*
+ * Parse a CPU list such as "0,2-3" (decimal numbers and inclusive ranges,
+ * comma-separated, repeats allowed) into a mask of CPUs below nr_cpus
+ * (at most PERFMON_PARSE_MAX_CPUS).  Returns 0, -EINVAL for a NULL
+ * argument, an empty list or item, a malformed number or a reversed range,
+ * -ERANGE for a CPU at or above nr_cpus (the first problem from the left
+ * decides).  *maskp is written only on success.
+ */
+int perfmon_parse_cpulist(const char *s, unsigned int nr_cpus,
+                          uint64_t *maskp);
+
+/*
+ * The generic event names perfmon_lookup_event() accepts, canonical name
+ * first for each id, in PERFMON_EV_* order, with a one-line description.
+ */
+struct perfmon_parse_name {
+    const char *name;
+    unsigned int id;
+    bool alias;                 /* false for the id's canonical name */
+    const char *desc;           /* NULL for aliases */
+};
+
+unsigned int perfmon_parse_nr_names(void);
+const struct perfmon_parse_name *perfmon_parse_name_get(unsigned int index);
+
+/*
+ * Levenshtein distance between a and b (insert, delete, replace cost 1),
+ * comparing at most PERFMON_PARSE_NAME_SIZE - 1 characters of each.
+ */
+unsigned int perfmon_parse_distance(const char *a, const char *b);
+
+/*
+ * Choose the candidates closest to name: those at the smallest distance
+ * (a candidate that name is a prefix of, for names of 3 characters or
+ * more, counts as distance 1), provided that distance is at most
+ * max(2, strlen(name) / 3), in the order given, duplicates skipped.
+ * Stores up to max_out pointers from cands into out and returns how many;
+ * 0 when nothing is close enough or on a NULL argument.
+ */
+unsigned int perfmon_parse_suggest(const char *name, const char *const *cands,
+                                   unsigned int nr_cands, const char **out,
+                                   unsigned int max_out);
+
+/*
+ * Write v with thousands grouping ("1,234,567") into buf.  Returns what
+ * ksnprintf() returns (the length it needed).
+ */
+int perfmon_fmt_count(char *buf, size_t size, uint64_t v);
+
+/*
+ * floor(num * scale / den) without overflow in the intermediate product,
+ * saturated to UINT64_MAX; 0 when den is 0.
+ */
+uint64_t perfmon_muldiv(uint64_t num, uint64_t scale, uint64_t den);
+
+/*
+ * Write num / den rounded to decimals (0..9) digits, the integer part
+ * grouped in thousands when group is true ("1,234.57", else "1234.57").
+ * den 0 writes "0" with the decimals.  Returns what ksnprintf() returns.
+ */
+int perfmon_fmt_ratio(char *buf, size_t size, uint64_t num, uint64_t den,
+                      unsigned int decimals, bool group);
+
+/* Integer square root: the largest r with r * r <= v. */
+uint64_t perfmon_isqrt(uint64_t v);
+
+/*
+ * Statistics of nr repeated measurements, as `perf stat -r` shows them:
+ * the mean (rounded down), and the relative standard deviation of the
+ * mean, sqrt(sum((v - mean)^2) / (nr - 1) / nr) / mean, in hundredths of
+ * a percent (123 = 1.23%), rounded down (from a root of at least 31
+ * significant bits: with huge deviations the last digit may be one low).
+ * With nr < 2 or a zero mean the deviation is 0.
+ * Returns 0, or -EINVAL for a NULL argument or nr 0.
+ */
+int perfmon_stats(const uint64_t *values, unsigned int nr, uint64_t *meanp,
+                  uint64_t *rsd_bpp);
+
+#endif /* KERN_PERFMON_PARSE_H */

@@ -1,0 +1,43 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Built-in workloads: deterministic shell commands worth counting with
+ * `perfmon stat`.  Each validates its arguments, stops early (-EINTR) on
+ * Ctrl-C, and prints a one-line summary of what it did:
+ *
+ *   spin N              N iterations of a loop of exactly
+ *                       WORKLOAD_SPIN_INSNS instructions (inline asm)
+ *   memwalk SIZE STRIDE [PASSES]
+ *                       read every STRIDE-th byte of a SIZE-byte heap
+ *                       buffer, PASSES times (default
+ *                       WORKLOAD_MEMWALK_PASSES); SIZE and STRIDE take K/M
+ *                       suffixes, SIZE is capped at WORKLOAD_MEMWALK_MAX
+ *   branchy N           N conditional branches on the bits of a seeded
+ *                       xorshift generator: about half are taken, in no
+ *                       pattern a predictor can learn
+ *   yield N             N thread_yield() calls, each one a real context
+ *                       switch: a helper thread pinned to the same CPU
+ *                       yields straight back
+ *   hop N               N migrations, round-robin over every CPU, by
+ *                       changing the caller's own affinity
+ *   xcall N             N cross-CPU calls, round-robin over the other CPUs
+ *   sleep MS            sleep MS milliseconds
+ *
+ * The commands run in the calling thread (the shell's, or the thread
+ * `perfmon stat` creates) and restore any affinity they change.
+ */
+
+#ifndef KERN_WORKLOAD_H
+#define KERN_WORKLOAD_H
+
+/* Instructions in one iteration of the spin loop: add, xor, sub, jnz. */
+#define WORKLOAD_SPIN_INSNS         4
+
+#define WORKLOAD_MEMWALK_MAX        (8UL << 20)
+#define WORKLOAD_MEMWALK_PASSES     4
+
+/* The seed of the branchy generator, fixed so that runs repeat exactly. */
+#define WORKLOAD_BRANCHY_SEED       0x9e3779b97f4a7c15ULL
+
+#endif /* KERN_WORKLOAD_H */

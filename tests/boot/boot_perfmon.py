@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+#
+# Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+#
+#
+# Boot test of the `perfmon` shell command and the built-in workloads on 4
+# CPUs: `perfmon list` shows the software events (and, under TCG, that the
+# hardware events are not available); `perfmon stat` counts at least 100
+# migrations for `hop 100` and 1000 context switches for `yield 1000`,
+# sums cpu-clock over all CPUs with -a, prints one row per CPU with -A, a
+# relative deviation with -r, and CSV lines with a constant field count
+# with -x; bad event names get a suggestion, and every error (bad CPU list,
+# bad number, missing command, unknown option, unknown command, bad
+# modifier, -A alone), a counter shortage and Ctrl-C leave a working prompt
+# and no counter in use (`perfmon info`).  Prints TAP; exits 1 on failure.
+#
+
+import os
+import re
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'tools'))
+
+import tallyqemu  # noqa: E402
+
+SMP = 4
+CMD_TIMEOUT = 90
+USAGE = 'usage: perfmon stat'
+
+
+class Stop(Exception):
+    """The guest is gone or wedged: later steps cannot run."""
+
+
+def count_of(out, event):
+    """The count printed for event (grouped digits), or None."""
+    m = re.search(r'^\s*([\d,]+)\s+' + re.escape(event) + r'\b', out, re.M)
+    return int(m.group(1).replace(',', '')) if m else None
+
+
+def msec_of(out, event):
+    m = re.search(r'^\s*([\d,]+\.\d+) msec ' + re.escape(event) + r'\b',
+                  out, re.M)
+    return float(m.group(1).replace(',', '')) if m else None
+
+
+def elapsed_of(out):
+    m = re.search(r'^\s*([\d,]+\.\d{9}) seconds time elapsed', out, re.M)
+    return float(m.group(1).replace(',', '')) if m else None
+
+
+def main():
+    args = tallyqemu.boot_test_args(__doc__)
+    tap = tallyqemu.Tap()
+    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
+                                   'serial-boot_perfmon.txt')
+    with tallyqemu.Qemu(log=log, name='boot_perfmon') as q:
+        q.start(args.iso, smp=SMP, kvm=args.kvm_mode)
+        tap.diag('qemu: %s; serial log %s'
+                 % ('KVM' if q.kvm else 'TCG', q.log_path))
+
+        def step(name, fn):
+            """Run one check; a timeout or guest exit stops the test."""
+            try:
+                err = fn()
+            except (TimeoutError, tallyqemu.QemuExited) as e:
+                tap.fail(name, str(e))
+                raise Stop() from None
+            if err:
+                tap.fail(name, err)
+            else:
+                tap.ok(name)
+
+        def run(line):
+            return q.command(line, CMD_TIMEOUT)
+
+        def no_leak():
+            out = run('perfmon info')
+            if 'counters in use: none' not in out:
+                return 'perfmon info shows counters in use:\n' + out
+            if not re.search(r'in use: 0 of \d+', out):
+                return 'a device still has counters allocated:\n' + out
+            return None
+
+        def perfmon_list():
+            out = run('perfmon list')
+            missing = [e for e in ('task-clock', 'context-switches',
+                                   'cpu-migrations', 'interrupts', 'xcalls',
+                                   'test') if not re.search(
+                                       r'^\s+' + e + r'\s.*\br[0-9a-f]+\b',
+                                       out, re.M)]
+            if missing:
+                return 'software events missing or without raw code: %s\n%s' \
+                    % (missing, out)
+            if not re.search(r'^\s+task-clock\s+cpu-clock\b', out, re.M):
+                return 'alias cpu-clock not shown for task-clock:\n' + out
+            if not q.kvm:
+                # TCG has no PMU: the hardware events are listed as absent.
+                if 'hardware events: <not available>' not in out:
+                    return 'no hardware-absence line under TCG:\n' + out
+                if not re.search(r'^\s+cycles\s.*<not available>', out, re.M):
+                    return 'cycles not marked <not available>:\n' + out
+            return None
+
+        def hop():
+            out = run('perfmon stat -e test,context-switches,cpu-migrations '
+                      '-- hop 100')
+            if "Performance counter stats for 'hop 100'" not in out:
+                return 'no perf-style header:\n' + out
+            n = count_of(out, 'cpu-migrations')
+            if n is None or n < 100:
+                return 'cpu-migrations %r < 100:\n%s' % (n, out)
+            if count_of(out, 'test') is None or elapsed_of(out) is None:
+                return 'test count or elapsed time missing:\n' + out
+            return None
+
+        def yield_():
+            out = run('perfmon stat -e context-switches -- yield 1000')
+            n = count_of(out, 'context-switches')
+            if n is None or n < 1000:
+                return 'context-switches %r < 1000:\n%s' % (n, out)
+            if not re.search(r'^\s+1,\d{3}\s+context-switches', out, re.M):
+                return 'count not grouped in thousands:\n' + out
+            return None
+
+        def system_wide():
+            out = run('perfmon stat -a sleep 200')
+            if '(system wide, %d CPUs)' % SMP not in out:
+                return 'header lacks system wide, %d CPUs:\n%s' % (SMP, out)
+            clock, elapsed = msec_of(out, 'cpu-clock'), elapsed_of(out)
+            if clock is None or elapsed is None or elapsed < 0.2:
+                return 'cpu-clock or elapsed missing or short:\n' + out
+            # Every CPU's clock runs for the whole time: about SMP times.
+            if not (SMP - 0.5) * elapsed * 1000 <= clock \
+                    <= (SMP + 1) * elapsed * 1000:
+                return 'cpu-clock %.2f msec is not %d x %.3f s:\n%s' \
+                    % (clock, SMP, elapsed, out)
+            if not re.search(r'#\s+[34]\.\d{3} CPUs utilized', out):
+                return 'no "CPUs utilized" near %d:\n%s' % (SMP, out)
+            return None
+
+        def per_cpu():
+            out = run('perfmon stat -a -A -e cpu-clock,interrupts sleep 50')
+            rows = re.findall(r'^CPU(\d+)\s+[\d,]+\s+interrupts', out, re.M)
+            if sorted(int(c) for c in rows) != list(range(SMP)):
+                return 'interrupts rows %r, expected CPU0..%d:\n%s' \
+                    % (rows, SMP - 1, out)
+            rows = re.findall(r'^CPU(\d+)\s+[\d,.]+ msec cpu-clock', out, re.M)
+            if len(rows) != SMP:
+                return '%d cpu-clock rows:\n%s' % (len(rows), out)
+            return None
+
+        def repeat():
+            out = run('perfmon stat -r 5 -e task-clock,cs spin 20000')
+            if len(re.findall(r'^spin: 20,000 iterations', out, re.M)) != 5:
+                return 'spin did not run 5 times:\n' + out
+            if '(5 runs)' not in out:
+                return 'header lacks (5 runs):\n' + out
+            devs = re.findall(r'\( \+-\s+\d+\.\d\d% \)', out)
+            if len(devs) != 3:  # two events and the elapsed time
+                return '%d deviations, expected 3:\n%s' % (len(devs), out)
+            return None
+
+        def csv():
+            events = ['task-clock', 'cs', 'cpu-migrations', 'test', 'cycles']
+            out = run('perfmon stat -x , -e %s -- yield 20' % ','.join(events))
+            lines = [ln for ln in out.split('\n') if ln.strip()]
+            if len(lines) < len(events) + 1 or \
+                    not lines[0].startswith('yield:'):
+                return 'expected the yield summary and %d lines:\n%s' \
+                    % (len(events), out)
+            rows = [ln.split(',') for ln in lines[-len(events):]]
+            counts = set(len(r) for r in rows)
+            if len(counts) != 1:
+                return 'field counts differ %r:\n%s' % (counts, out)
+            if rows[0][:3] != [rows[0][0], 'msec', 'task-clock']:
+                return 'bad task-clock line %r' % rows[0]
+            for r, ev in zip(rows, events):
+                if r[2] != ev:
+                    return 'event field %r, expected %r' % (r[2], ev)
+                if r[0] not in ('<not supported>', '<not counted>'):
+                    float(r[0])
+                    int(r[3])
+            if int(rows[1][0]) < 20:
+                return 'cs %s < 20 in %r' % (rows[1][0], rows[1])
+            if not q.kvm and rows[4][0] != '<not supported>':
+                return 'cycles under TCG: %r' % rows[4]
+            return None
+
+        def expect(line, needles):
+            def check():
+                out = run(line)
+                for n in needles:
+                    if n not in out:
+                        return '%r not in the reply to %r:\n%s' \
+                            % (n, line, out)
+                return None
+            return check
+
+        def ctrl_c():
+            q.skip_output()
+            q.send_line('perfmon stat spin 100000000000')
+            q.wait_for(re.escape('spin 100000000000'), CMD_TIMEOUT)
+            time.sleep(1.5)
+            q.send(b'\x03')
+            m = q.wait_for(re.compile(r'(.*?)' + re.escape(tallyqemu.PROMPT),
+                                      re.DOTALL), CMD_TIMEOUT)
+            out = m.group(1).replace('\r', '')
+            if 'interrupted' not in out or msec_of(out, 'task-clock') is None:
+                return 'no counts after Ctrl-C:\n' + out
+            return None
+
+        try:
+            step('reaches the prompt with -smp %d' % SMP,
+                 lambda: q.wait_prompt() and None)
+            step('perfmon list shows software events, hardware absence',
+                 perfmon_list)
+            step('hop 100 counts at least 100 cpu-migrations', hop)
+            step('yield 1000 counts at least 1000 context-switches', yield_)
+            step('-a sleep 200 sums cpu-clock over all CPUs', system_wide)
+            step('-A prints one row per CPU', per_cpu)
+            step('-r 5 prints relative deviations', repeat)
+            step('-x , lines have a constant field count', csv)
+            step('no counter in use after the runs', no_leak)
+            bad = [
+                ('unknown event suggests', 'perfmon stat -e cyclez spin 1',
+                 ["unknown event 'cyclez'", "did you mean 'cycles'"]),
+                ('bad CPU list', 'perfmon stat -C 0,2-x sleep 1',
+                 ['bad CPU list', USAGE]),
+                ('CPU out of range', 'perfmon stat -C 0-%d sleep 1' % SMP,
+                 ['CPUs 0 to %d' % (SMP - 1), USAGE]),
+                ('bad number', 'perfmon stat -r 1x sleep 1',
+                 ["'1x' is not a number", USAGE]),
+                ('missing command', 'perfmon stat -e cs',
+                 ['missing command', USAGE]),
+                ('unknown option', 'perfmon stat -q sleep 1',
+                 ["unknown option '-q'", USAGE]),
+                ('unknown command', 'perfmon stat frobnicate',
+                 ["unknown command 'frobnicate'", USAGE]),
+                ('bad modifier', 'perfmon stat -e cycles:p sleep 1',
+                 ['bad modifier', USAGE]),
+                ('-A without -a', 'perfmon stat -A sleep 1',
+                 ['-A needs -a or -C', USAGE]),
+                ('bad workload argument', 'perfmon stat spin 0',
+                 ['spin: N must be a number', 'usage: spin N']),
+                ('counter shortage', 'perfmon stat -e cs:u,cs:k,cs,'
+                 'cpu-migrations:u,cpu-migrations:k,cpu-migrations,test:u,'
+                 'test:k,test,interrupts -- yield 5',
+                 ['<not counted>', 'counters of soft are in use']),
+            ]
+            for name, line, needles in bad:
+                step('%s is reported' % name, expect(line, needles))
+                step('no counter leaked after %s' % name, no_leak)
+            step('Ctrl-C stops the command and prints the counts', ctrl_c)
+            step('no counter leaked after Ctrl-C', no_leak)
+        except Stop:
+            pass
+    return tap.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
