@@ -784,8 +784,13 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
 
     error = dev->ops->alloc(&hw_id, raw, mode);
 
+    /*
+     * -EAGAIN (counters taken) and -EINVAL (a raw code with bits the device
+     * does not define) mean something to the user; anything else is "this
+     * device cannot count that".
+     */
     if (error) {
-        return (error == -EAGAIN) ? -EAGAIN : -ENOENT;
+        return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
     }
 
     assert(hw_id < 64);
@@ -1000,6 +1005,23 @@ perfmon_event_name(unsigned int id)
     }
 
     return NULL;
+}
+
+int
+perfmon_dev_translate(const struct perfmon_dev *dev, unsigned int event_id,
+                      uint64_t *raw_eventp)
+{
+    int error;
+
+    if (dev == NULL || raw_eventp == NULL || event_id >= PERFMON_NR_EVENTS
+        || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    error = dev->ops->translate(raw_eventp, event_id);
+    spinlock_unlock(&perfmon_lock);
+    return error == 0 ? 0 : -ENOENT;
 }
 
 int

@@ -163,6 +163,15 @@ int perfmon_dev_get_info(const struct perfmon_dev *dev,
 const char *perfmon_event_name(unsigned int id);
 
 /*
+ * The raw code of generic event event_id on dev, through the device's
+ * translate operation (serialized like the other global operations).
+ * Returns 0, -EINVAL for a bad argument or unregistered device, -ENOENT
+ * when the device cannot count the event.  Thread context.
+ */
+int perfmon_dev_translate(const struct perfmon_dev *dev, unsigned int event_id,
+                          uint64_t *raw_eventp);
+
+/*
  * Look an event name up.  With dev NULL: the generic names only.  With a
  * device: its own named raw events first (*flagsp = PERFMON_EF_RAW,
  * *idp = raw code), then the generic events it can count (*flagsp = 0,
@@ -241,7 +250,8 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  * Returns 0, or:
  *   -EINVAL  NULL argument, or the event is attached or not initialised
  *   -ENODEV  no device registered
- *   -ENOENT  no device can count the event (or the raw code is refused)
+ *   -ENOENT  no device can count the event
+ *   -EINVAL  also for a raw code with bits the device does not define
  *   -EAGAIN  every counter of the device is taken
  * and leaves everything unchanged on error.
  */

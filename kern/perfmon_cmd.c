@@ -144,23 +144,11 @@ perfmon_cmd_line_print(struct perfmon_cmd_line *line)
 
 /* ---- devices and names -------------------------------------------------- */
 
-/*
- * The raw code of a generic event on a device.  The core serialises the
- * translate operation with its allocator lock, which is private; translate
- * is a pure table lookup in every driver, so calling it with preemption
- * disabled is safe in practice.  A core call for this would be better
- * (see the report of issue 6).
- */
 static int
 perfmon_cmd_translate(const struct perfmon_dev *dev, unsigned int id,
                       uint64_t *rawp)
 {
-    int error;
-
-    thread_preempt_disable();
-    error = dev->ops->translate(rawp, id);
-    thread_preempt_enable();
-    return error;
+    return perfmon_dev_translate(dev, id, rawp);
 }
 
 /* The device that would count name (generic or device event), or NULL. */

@@ -151,7 +151,7 @@ pmu_setup(void)
         pmu_caps.present = false;
         pmu_caps.reason = "registration failed";
         log_error("pmu: cannot register %s: %s", dev->name, error_str(error));
-        return error;
+        return 0;   /* logged; the software PMU (which follows) still serves */
     }
 
     __atomic_store_n(&pmu_driver, driver, __ATOMIC_RELEASE);

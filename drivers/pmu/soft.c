@@ -31,6 +31,7 @@
 #include "drivers/pmu/soft.h"
 #include "kern/cmdline.h"
 #include "kern/error.h"
+#include "arch/x86/pmu.h"
 #include "kern/init.h"
 #include "kern/log.h"
 #include "kern/macros.h"
@@ -404,5 +405,10 @@ softpmu_setup(void)
     return 0;
 }
 
+/*
+ * After the hardware driver: the first registered device is the default
+ * for raw event codes, and rNNNN should mean the hardware's encoding when
+ * there is hardware.
+ */
 INIT_OP_DEFINE(softpmu_setup, INIT_OP_DEP(perfmon_setup),
-               INIT_OP_DEP(lapic_setup));
+               INIT_OP_DEP(lapic_setup), INIT_OP_DEP(pmu_setup));

@@ -43,7 +43,8 @@
 #define RAW_BRANCH  0xc4
 #define RAW_MISS    0xc5
 #define RAW_OTHER   0x99
-#define RAW_REFUSED 0xdead
+#define RAW_REFUSED 0xdead         /* the device says: bits it does not define */
+#define RAW_UNCOUNTABLE 0xbeef     /* the device says: cannot count this */
 
 struct fdev_counter {
     bool running;
@@ -96,6 +97,10 @@ fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
            unsigned int flags)
 {
     assert_true(flags != 0 && (flags & ~PERFMON_EF_MODE) == 0);
+
+    if (raw == RAW_UNCOUNTABLE) {
+        return -ENOENT;
+    }
 
     if (raw == RAW_REFUSED) {
         return -EINVAL;
@@ -566,6 +571,24 @@ test_lookup_event(void **state)
     }
 
     assert_null(perfmon_event_name(PERFMON_NR_EVENTS));
+
+    /* Translation of a generic event on a given device. */
+    assert_int_equal(perfmon_dev_translate(&hw->dev, PERFMON_EV_BRANCH_MISS,
+                                           &id), 0);
+    assert_int_equal(id, hw->code[PERFMON_EV_BRANCH_MISS]);
+    assert_int_equal(perfmon_dev_translate(&hw->dev, PERFMON_EV_TEST, &id),
+                     -ENOENT);
+    assert_int_equal(perfmon_dev_translate(&sw->dev, PERFMON_EV_TEST, &id),
+                     0);
+    assert_int_equal(id, sw->code[PERFMON_EV_TEST]);
+    assert_int_equal(perfmon_dev_translate(&hw->dev, PERFMON_NR_EVENTS, &id),
+                     -EINVAL);
+    assert_int_equal(perfmon_dev_translate(NULL, PERFMON_EV_CYCLE, &id),
+                     -EINVAL);
+    assert_int_equal(perfmon_dev_translate(&hw->dev, PERFMON_EV_CYCLE, NULL),
+                     -EINVAL);
+    assert_int_equal(perfmon_dev_translate(&fdevs[2].dev, PERFMON_EV_CYCLE,
+                                           &id), -EINVAL);
 }
 
 /* ---- event errors ------------------------------------------------------- */
@@ -626,6 +649,8 @@ test_attach_errors(void **state)
     assert_int_equal(perfmon_event_attach(&ev, t), -ENOENT);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 1), -ENOENT);
     init_ok(&raw, RAW_REFUSED, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&raw, 1), -EINVAL);
+    init_ok(&raw, RAW_UNCOUNTABLE, PERFMON_EF_KERN | PERFMON_EF_RAW);
     assert_int_equal(perfmon_event_attach_cpu(&raw, 1), -ENOENT);
     assert_int_equal(fd->hw_used, 0);
     assert_int_equal(t->nr_refs, 1);
