@@ -1249,6 +1249,25 @@ perfmon_event_detach(struct perfmon_event *event)
     return 0;
 }
 
+/*
+ * The read of a CPU event on its own CPU, without the xcall layer: with
+ * interrupts disabled the caller cannot move.  Returns false when the
+ * event's CPU is another one.
+ */
+static bool
+perfmon_cpu_read_local(struct perfmon_call *call)
+{
+    unsigned long flags = cpu_intr_save();
+    bool local = call->event->cpu == cpu_id();
+
+    if (local) {
+        perfmon_cpu_read_xcall(call);
+    }
+
+    cpu_intr_restore(flags);
+    return local;
+}
+
 uint64_t
 perfmon_event_read(struct perfmon_event *event)
 {
@@ -1264,8 +1283,11 @@ perfmon_event_read(struct perfmon_event *event)
         thread_call(event->thread, perfmon_td_read_fn, &call);
     } else if (event->state == PERFMON_EVENT_CPU) {
         perfmon_assert_thread_context();
-        error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
-        assert(error == 0);
+
+        if (!perfmon_cpu_read_local(&call)) {
+            error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
+            assert(error == 0);
+        }
     } else {
         return event->value;
     }

@@ -113,6 +113,8 @@ struct cpu {
 
 unsigned int cpu_id(void);
 bool cpu_intr_enabled(void);
+unsigned long cpu_intr_save(void);
+void cpu_intr_restore(unsigned long flags);
 void cpu_pause(void);
 
 #else /* TALLY_HOST_TEST */

@@ -67,6 +67,22 @@ cpu_intr_enabled(void)
     return fake_cpu_intr;
 }
 
+/* The saved state is the "interrupts enabled" flag itself. */
+unsigned long
+cpu_intr_save(void)
+{
+    unsigned long flags = fake_cpu_intr;
+
+    fake_cpu_intr = false;
+    return flags;
+}
+
+void
+cpu_intr_restore(unsigned long flags)
+{
+    fake_cpu_intr = flags != 0;
+}
+
 uint64_t
 cpu_tsc_freq(void)
 {
