@@ -30,8 +30,10 @@
 #include "kern/pmem.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
+#include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/thread.h"
+#include "kern/xcall.h"
 
 #define MAIN_CMDLINE_MAX    1024
 
@@ -83,9 +85,21 @@ main_run_shell(void *arg)
  * The boot option crashtest=KIND makes the kernel fail on purpose once it
  * is up, so that tests can check the panic report a user would read:
  * pagefault (a write to an unmapped address), assert (a failed assertion),
- * or divide (a division by zero).
+ * divide (a division by zero), spinlock (a lock an interrupt handler took,
+ * then taken with interrupts enabled), or sleep (a sleep with a spinlock
+ * held).  The last two check that the locking assertions fire.
  */
 static volatile unsigned int main_crash_divisor;
+static struct spinlock main_crash_lock = SPINLOCK_INITIALIZER;
+
+/* Runs in the xcall interrupt handler of another CPU. */
+static void
+main_crash_lock_in_intr(void *arg)
+{
+    (void)arg;
+    spinlock_lock(&main_crash_lock);
+    spinlock_unlock(&main_crash_lock);
+}
 static volatile uintptr_t main_crash_address = 0x10;   /* unmapped after SMP */
 
 static void __attribute__((noinline))
@@ -97,10 +111,16 @@ main_crash_test(const char *kind)
         assert(kind[0] == '\0');
     } else if (strcmp(kind, "divide") == 0) {
         log_info("crashtest: %u", 1000 / main_crash_divisor);
+    } else if (strcmp(kind, "spinlock") == 0 && cpu_count() > 1) {
+        xcall_call(main_crash_lock_in_intr, NULL, 1);
+        spinlock_lock(&main_crash_lock);
+    } else if (strcmp(kind, "sleep") == 0) {
+        spinlock_lock(&main_crash_lock);
+        thread_sleep();
     }
 
-    log_warning("crashtest: unknown kind '%s' (pagefault, assert, divide)",
-                kind);
+    log_warning("crashtest: unknown kind '%s' (pagefault, assert, divide, "
+                "spinlock with 2 CPUs or more, sleep)", kind);
 }
 
 /* Start the first thread: the test runner or the shell. */

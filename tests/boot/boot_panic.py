@@ -9,7 +9,10 @@
 # needs to read the crash (the exception's vector and name or the failed
 # expression with file and line, RIP, CR2 for a page fault, the registers,
 # the CPU, a backtrace naming the kernel functions involved), and QEMU must
-# exit with the panic status 37 (panic=exit) instead of hanging.  Prints TAP.
+# exit with the panic status 37 (panic=exit) instead of hanging.  Two more
+# kinds check that the locking assertions fire: a spinlock that an
+# interrupt handler took, taken again with interrupts enabled, and a sleep
+# with a spinlock held.  Prints TAP.
 #
 
 import os
@@ -43,6 +46,18 @@ CASES = (
     ('divide', [
         r'panic: cpu0: exception 0 \(divide error\)',
         r'rip: \[<ffffffff[0-9a-f]{8}>\] main_crash_test\+0x[0-9a-f]+',
+    ]),
+    # A lock an interrupt handler took, then taken with interrupts enabled.
+    ('spinlock', [
+        r'assertion failed: !lock->intr_taken \|\| !cpu_intr_enabled\(\)',
+        r'\] spinlock_lock\+0x[0-9a-f]+\n\s+\[<[0-9a-f]+>\] '
+        r'main_crash_test\+0x[0-9a-f]+',
+    ]),
+    # A sleep with a spinlock held.
+    ('sleep', [
+        r'assertion failed: thread_preempt_enabled\(\)',
+        r'\] thread_sleep\+0x[0-9a-f]+\n\s+\[<[0-9a-f]+>\] '
+        r'main_crash_test\+0x[0-9a-f]+',
     ]),
 )
 
