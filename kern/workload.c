@@ -87,6 +87,39 @@ workload_check_nargs(int argc, char **argv, int max, const char *args)
     return 0;
 }
 
+/*
+ * The arguments of a command that takes exactly one number, from min to
+ * max, named args in its usage and its messages.
+ */
+static int
+workload_parse_one(int argc, char **argv, const char *args, uint64_t min,
+                   uint64_t max, uint64_t *valp)
+{
+    int error;
+
+    error = workload_check_nargs(argc, argv, 2, args);
+
+    if (error) {
+        return error;
+    }
+
+    return workload_parse_arg(argc, argv, 1, args, args, false, min, max,
+                              valp);
+}
+
+/* hop and xcall move work between CPUs: they need two at least. */
+static int
+workload_check_smp(const char *cmd, unsigned int nr_cpus)
+{
+    if (nr_cpus < 2) {
+        kprintf("%s: needs at least 2 CPUs, this machine has %u\n", cmd,
+                nr_cpus);
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
 /* Milliseconds since start (a TSC value), with 3 decimals, into buf. */
 static void
 workload_fmt_ms(char *buf, size_t size, uint64_t start)
@@ -132,12 +165,8 @@ workload_spin_cmd(int argc, char **argv)
     bool interrupted = false;
     int error;
 
-    error = workload_check_nargs(argc, argv, 2, args);
-
-    if (error == 0) {
-        error = workload_parse_arg(argc, argv, 1, "N", args, false, 1,
-                                   WORKLOAD_MAX_COUNT, &n);
-    }
+    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_COUNT,
+                               &n);
 
     if (error) {
         return error;
@@ -299,12 +328,8 @@ workload_branchy_cmd(int argc, char **argv)
     bool interrupted = false;
     int error;
 
-    error = workload_check_nargs(argc, argv, 2, args);
-
-    if (error == 0) {
-        error = workload_parse_arg(argc, argv, 1, "N", args, false, 1,
-                                   WORKLOAD_MAX_COUNT, &n);
-    }
+    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_COUNT,
+                               &n);
 
     if (error) {
         return error;
@@ -367,12 +392,8 @@ workload_yield_cmd(int argc, char **argv)
     unsigned int cpu;
     int error;
 
-    error = workload_check_nargs(argc, argv, 2, args);
-
-    if (error == 0) {
-        error = workload_parse_arg(argc, argv, 1, "N", args, false, 1,
-                                   WORKLOAD_MAX_EVENTS, &n);
-    }
+    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_EVENTS,
+                               &n);
 
     if (error) {
         return error;
@@ -439,20 +460,17 @@ workload_hop_cmd(int argc, char **argv)
     bool interrupted = false;
     int error;
 
-    error = workload_check_nargs(argc, argv, 2, args);
-
-    if (error == 0) {
-        error = workload_parse_arg(argc, argv, 1, "N", args, false, 1,
-                                   WORKLOAD_MAX_EVENTS, &n);
-    }
+    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_EVENTS,
+                               &n);
 
     if (error) {
         return error;
     }
 
-    if (nr_cpus < 2) {
-        kprintf("hop: needs at least 2 CPUs, this machine has %u\n", nr_cpus);
-        return SHELL_ERR_REPORTED;
+    error = workload_check_smp("hop", nr_cpus);
+
+    if (error) {
+        return error;
     }
 
     affinity = thread_get_affinity(self);
@@ -514,21 +532,17 @@ workload_xcall_cmd(int argc, char **argv)
     bool interrupted = false;
     int error = 0;
 
-    error = workload_check_nargs(argc, argv, 2, args);
-
-    if (error == 0) {
-        error = workload_parse_arg(argc, argv, 1, "N", args, false, 1,
-                                   WORKLOAD_MAX_EVENTS, &n);
-    }
+    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_EVENTS,
+                               &n);
 
     if (error) {
         return error;
     }
 
-    if (nr_cpus < 2) {
-        kprintf("xcall: needs at least 2 CPUs, this machine has %u\n",
-                nr_cpus);
-        return SHELL_ERR_REPORTED;
+    error = workload_check_smp("xcall", nr_cpus);
+
+    if (error) {
+        return error;
     }
 
     start = cpu_rdtsc();
@@ -583,12 +597,8 @@ workload_sleep_cmd(int argc, char **argv)
     bool interrupted = false;
     int error;
 
-    error = workload_check_nargs(argc, argv, 2, args);
-
-    if (error == 0) {
-        error = workload_parse_arg(argc, argv, 1, "MS", args, false, 0,
-                                   WORKLOAD_MAX_SLEEP_MS, &ms);
-    }
+    error = workload_parse_one(argc, argv, args, 0, WORKLOAD_MAX_SLEEP_MS,
+                               &ms);
 
     if (error) {
         return error;

@@ -523,6 +523,36 @@ class Tap:
         self.out.flush()
         return 1 if self.failed or self.count == 0 else 0
 
+    def step(self, name, fn):
+        """Run one check of a live guest: fn() returns None or an error.
+
+        A timeout or the guest's exit fails the check and raises Stop,
+        since the checks after it cannot run.
+        """
+        try:
+            err = fn()
+        except (TimeoutError, QemuExited) as e:
+            self.fail(name, str(e))
+            raise Stop() from None
+        if err:
+            self.fail(name, err)
+        else:
+            self.ok(name)
+
+
+class Stop(Exception):
+    """The guest is gone or wedged: later steps cannot run."""
+
+
+def poweroff(q, timeout=60):
+    """Power the guest off from its prompt: None, or what went wrong."""
+    q.skip_output()
+    q.send_line('poweroff')
+    code = q.wait_exit(timeout)
+    if code != EXIT_SUCCESS:
+        return 'poweroff: %s' % describe_exit(code)
+    return None
+
 
 def boot_test_args(description, argv=None):
     """Common command line of a boot test: --iso ISO [--kvm] [--log LOG]."""

@@ -534,6 +534,27 @@ pmu_intel_holds(uint32_t msr, uint64_t value)
 }
 
 /*
+ * Whether a counter keeps each test pattern written to it; it is left
+ * holding 0 either way.
+ */
+static bool
+pmu_intel_ctr_works(uint32_t msr)
+{
+    static const uint64_t patterns[] = { 0x5a5a, 0xa5a5 };
+    bool works = true;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
+        if (!pmu_intel_holds(msr, patterns[i])) {
+            works = false;
+            break;
+        }
+    }
+
+    msr_write_safe(msr, 0);
+    return works;
+}
+
+/*
  * CPUID alone is not trusted: hypervisors and emulators may advertise
  * counters whose MSRs fault, or read 0 and drop writes.  Check that the
  * control MSRs can be written and that a counter keeps what is written to
@@ -542,7 +563,6 @@ pmu_intel_holds(uint32_t msr, uint64_t value)
 static const char *
 pmu_intel_check_hw(void)
 {
-    static const uint64_t patterns[] = { 0x5a5a, 0xa5a5 };
     uint32_t fixed0;
 
     if (pmu_intel.version >= 2
@@ -554,14 +574,9 @@ pmu_intel_check_hw(void)
         return "IA32_PERFEVTSEL0 faults";
     }
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
-        if (!pmu_intel_holds(MSR_IA32_PMC0, patterns[i])) {
-            msr_write_safe(MSR_IA32_PMC0, 0);
-            return "counters do not hold values";
-        }
+    if (!pmu_intel_ctr_works(MSR_IA32_PMC0)) {
+        return "counters do not hold values";
     }
-
-    msr_write_safe(MSR_IA32_PMC0, 0);
 
     if (pmu_intel.fw_write) {
         uint64_t top = (pmu_intel.cnt_mask >> 1) + 1;
@@ -585,14 +600,9 @@ pmu_intel_check_hw(void)
             return "IA32_FIXED_CTR_CTRL faults";
         }
 
-        for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
-            if (!pmu_intel_holds(fixed0, patterns[i])) {
-                msr_write_safe(fixed0, 0);
-                return "fixed counters do not hold values";
-            }
+        if (!pmu_intel_ctr_works(fixed0)) {
+            return "fixed counters do not hold values";
         }
-
-        msr_write_safe(fixed0, 0);
     }
 
     return NULL;

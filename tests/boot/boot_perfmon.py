@@ -31,10 +31,6 @@ CMD_TIMEOUT = 90
 USAGE = 'usage: perfmon stat'
 
 
-class Stop(Exception):
-    """The guest is gone or wedged: later steps cannot run."""
-
-
 def count_of(out, event):
     """The count printed for event (grouped digits), or None."""
     m = re.search(r'^\s*([\d,]+)\s+' + re.escape(event) + r'\b', out, re.M)
@@ -61,18 +57,6 @@ def main():
         q.start(args.iso, smp=SMP, kvm=args.kvm_mode)
         tap.diag('qemu: %s; serial log %s'
                  % ('KVM' if q.kvm else 'TCG', q.log_path))
-
-        def step(name, fn):
-            """Run one check; a timeout or guest exit stops the test."""
-            try:
-                err = fn()
-            except (TimeoutError, tallyqemu.QemuExited) as e:
-                tap.fail(name, str(e))
-                raise Stop() from None
-            if err:
-                tap.fail(name, err)
-            else:
-                tap.ok(name)
 
         def run(line):
             return q.command(line, CMD_TIMEOUT)
@@ -214,17 +198,18 @@ def main():
             return None
 
         try:
-            step('reaches the prompt with -smp %d' % SMP,
-                 lambda: q.wait_prompt() and None)
-            step('perfmon list shows software events, hardware absence',
-                 perfmon_list)
-            step('hop 100 counts at least 100 cpu-migrations', hop)
-            step('yield 1000 counts at least 1000 context-switches', yield_)
-            step('-a sleep 200 sums cpu-clock over all CPUs', system_wide)
-            step('-A prints one row per CPU', per_cpu)
-            step('-r 5 prints relative deviations', repeat)
-            step('-x , lines have a constant field count', csv)
-            step('no counter in use after the runs', no_leak)
+            tap.step('reaches the prompt with -smp %d' % SMP,
+                     lambda: q.wait_prompt() and None)
+            tap.step('perfmon list shows software events, hardware absence',
+                     perfmon_list)
+            tap.step('hop 100 counts at least 100 cpu-migrations', hop)
+            tap.step('yield 1000 counts at least 1000 context-switches',
+                     yield_)
+            tap.step('-a sleep 200 sums cpu-clock over all CPUs', system_wide)
+            tap.step('-A prints one row per CPU', per_cpu)
+            tap.step('-r 5 prints relative deviations', repeat)
+            tap.step('-x , lines have a constant field count', csv)
+            tap.step('no counter in use after the runs', no_leak)
             bad = [
                 ('unknown event suggests', 'perfmon stat -e cyclez spin 1',
                  ["unknown event 'cyclez'", "did you mean 'cycles'"]),
@@ -252,11 +237,11 @@ def main():
                  ['<not counted>', 'counters of soft are in use']),
             ]
             for name, line, needles in bad:
-                step('%s is reported' % name, expect(line, needles))
-                step('no counter leaked after %s' % name, no_leak)
-            step('Ctrl-C stops the command and prints the counts', ctrl_c)
-            step('no counter leaked after Ctrl-C', no_leak)
-        except Stop:
+                tap.step('%s is reported' % name, expect(line, needles))
+                tap.step('no counter leaked after %s' % name, no_leak)
+            tap.step('Ctrl-C stops the command and prints the counts', ctrl_c)
+            tap.step('no counter leaked after Ctrl-C', no_leak)
+        except tallyqemu.Stop:
             pass
     return tap.finish()
 

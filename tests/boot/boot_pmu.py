@@ -34,10 +34,6 @@ PMU_LINE_RE = re.compile(r'\bpmu: [^\r\n]*')
 BAD_RE = re.compile(r'panic: |backtrace:|unclaimed NMI')
 
 
-class Stop(Exception):
-    """The guest is gone or wedged: later steps cannot run."""
-
-
 def boot(args, tap, name, cmdline, checks):
     log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_pmu-%s.txt' % name)
     with tallyqemu.Qemu(log=log, name='boot_pmu') as q:
@@ -46,15 +42,7 @@ def boot(args, tap, name, cmdline, checks):
                  % (name, 'KVM' if q.kvm else 'TCG', q.log_path))
 
         def step(desc, fn):
-            try:
-                err = fn()
-            except (TimeoutError, tallyqemu.QemuExited) as e:
-                tap.fail('%s: %s' % (name, desc), str(e))
-                raise Stop() from None
-            if err:
-                tap.fail('%s: %s' % (name, desc), err)
-            else:
-                tap.ok('%s: %s' % (name, desc))
+            tap.step('%s: %s' % (name, desc), fn)
 
         def prompt():
             q.wait_prompt()
@@ -62,14 +50,6 @@ def boot(args, tap, name, cmdline, checks):
 
         def boot_log():
             return q.output.replace('\r', '')
-
-        def poweroff():
-            q.skip_output()
-            q.send_line('poweroff')
-            code = q.wait_exit(60)
-            if code != tallyqemu.EXIT_SUCCESS:
-                return 'poweroff: %s' % tallyqemu.describe_exit(code)
-            return None
 
         try:
             step('reaches the prompt', prompt)
@@ -81,8 +61,8 @@ def boot(args, tap, name, cmdline, checks):
             step('the pmu line is in the `log` buffer',
                  lambda: None if 'pmu: ' in q.command('log', CMD_TIMEOUT)
                  else '`log` shows no "pmu:" line')
-            step('poweroff exits with 33', poweroff)
-        except Stop:
+            step('poweroff exits with 33', lambda: tallyqemu.poweroff(q))
+        except tallyqemu.Stop:
             pass
 
 

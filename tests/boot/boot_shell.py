@@ -26,10 +26,6 @@ MARKER = 'shelltest=7'      # an option only this test passes
 CMD_TIMEOUT = 30
 
 
-class Stop(Exception):
-    """The guest is gone or wedged: later steps cannot run."""
-
-
 def lists_commands(out):
     words = set(re.findall(r'[A-Za-z_]+', out))
     return [c for c in COMMANDS if c not in words]
@@ -44,18 +40,6 @@ def main():
         q.start(args.iso, smp=1, kvm=args.kvm_mode, cmdline=MARKER)
         tap.diag('qemu: %s; serial log %s'
                  % ('KVM' if q.kvm else 'TCG', q.log_path))
-
-        def step(name, fn):
-            """Run one check; a timeout or guest exit stops the test."""
-            try:
-                err = fn()
-            except (TimeoutError, tallyqemu.QemuExited) as e:
-                tap.fail(name, str(e))
-                raise Stop() from None
-            if err:
-                tap.fail(name, err)
-            else:
-                tap.ok(name)
 
         def help_works():
             out = q.command('help', CMD_TIMEOUT)
@@ -100,20 +84,12 @@ def main():
             out = q.command('mem', CMD_TIMEOUT)
             return None if 'free' in out else 'mem output %r lacks "free"' % out
 
-        def poweroff():
-            q.skip_output()
-            q.send_line('poweroff')
-            code = q.wait_exit(60)
-            if code != tallyqemu.EXIT_SUCCESS:
-                return 'poweroff: %s' % tallyqemu.describe_exit(code)
-            return None
-
         try:
-            step('reaches the prompt with -smp 1',
-                 lambda: q.wait_prompt() and None)
-            step('help lists ' + ', '.join(COMMANDS), help_works)
-            step('cmdline shows the fw_cfg options', cmdline)
-            step('mem reports free memory', mem)
+            tap.step('reaches the prompt with -smp 1',
+                     lambda: q.wait_prompt() and None)
+            tap.step('help lists ' + ', '.join(COMMANDS), help_works)
+            tap.step('cmdline shows the fw_cfg options', cmdline)
+            tap.step('mem reports free memory', mem)
             bad = [
                 ('unknown command', b'frobnicate', 'unknown command'),
                 ('overlong line (300 chars)', b'x' * 300, 'line too long'),
@@ -122,12 +98,12 @@ def main():
                  'non-printable'),
             ]
             for name, data, needle in bad:
-                step('%s is rejected' % name, expect_error(data, needle))
-                step('help works after %s' % name, help_works)
-            step('Ctrl-C discards a half-typed line', ctrl_c)
-            step('help works after Ctrl-C', help_works)
-            step('poweroff exits with 33', poweroff)
-        except Stop:
+                tap.step('%s is rejected' % name, expect_error(data, needle))
+                tap.step('help works after %s' % name, help_works)
+            tap.step('Ctrl-C discards a half-typed line', ctrl_c)
+            tap.step('help works after Ctrl-C', help_works)
+            tap.step('poweroff exits with 33', lambda: tallyqemu.poweroff(q))
+        except tallyqemu.Stop:
             pass
     return tap.finish()
 

@@ -25,6 +25,7 @@
 #include "kern/error.h"
 #include "kern/perfmon.h"
 #include "msr_model.h"
+#include "pmu_test_common.h"
 
 #define KERN    PERFMON_EF_KERN
 #define USER    PERFMON_EF_USER
@@ -34,32 +35,12 @@
 
 static const struct pmu_driver *drv = &pmu_amd_driver;
 static struct pmu_caps caps;
-static uint64_t rng_state;
 
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
+/* The driver under test, booted on config. */
 static struct perfmon_dev *
 boot(const struct msr_model_config *config, bool use_nmi)
 {
-    fake_cpu_reset(1);
-    fake_perfmon_reset();
-    msr_model_init(config);
-    assert_int_equal(drv->probe(&caps, use_nmi), 0);
-    drv->cpu_init();
-
-    if (caps.overflow_nmi) {
-        lapic_pmc_setup();
-    }
-
-    assert_int_equal(perfmon_register(drv->dev), 0);
-    return drv->dev;
+    return pmu_test_boot(drv, &caps, config, use_nmi);
 }
 
 static struct perfmon_dev *
@@ -68,30 +49,6 @@ boot_amd(unsigned int family, bool core_ext, bool v2)
     struct msr_model_config c = msr_model_amd(family, core_ext, v2);
 
     return boot(&c, true);
-}
-
-static void
-deliver_nmis(struct perfmon_dev *dev)
-{
-    while (msr_model_take_nmi()) {
-        assert_true(perfmon_overflow_intr(dev, NULL));
-        assert_false(msr_model_lvt_masked());
-    }
-}
-
-static uint64_t
-peek(uint32_t msr)
-{
-    uint64_t value = 0;
-
-    assert_true(msr_model_peek(msr, &value));
-    return value;
-}
-
-static void
-assert_no_fault(void)
-{
-    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
 }
 
 /* ---- probe -------------------------------------------------------------- */
@@ -120,11 +77,11 @@ test_probe_legacy(void **state)
     assert_true(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw) >= 0);
     assert_true(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw) >= 0);
     assert_int_equal(hw, 1);
-    assert_int_equal(peek(MSR_AMD_K7_PERFEVTSEL0 + 1),
+    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFEVTSEL0 + 1),
                      0x76 | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
-    assert_int_equal(peek(MSR_AMD_K7_PERFCTR0 + 1), TOP);
+    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + 1), TOP);
     assert_false(msr_model_peek(MSR_AMD_F15H_PERF_CTL0, &(uint64_t){ 0 }));
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -143,13 +100,13 @@ test_probe_core_ext(void **state)
         assert_true(fake_perfmon_open_raw(0x00c0, KERN, &hw) >= 0);
         assert_int_equal(hw, i);
         /* Extension MSRs: control and counter interleaved. */
-        assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * i),
+        assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2 * i),
                          0xc0 | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
-        assert_int_equal(peek(MSR_AMD_F15H_PERF_CTR0 + 2 * i), TOP);
+        assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * i), TOP);
     }
 
     assert_int_equal(fake_perfmon_open_raw(0x00c0, KERN, &hw), -EAGAIN);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -164,7 +121,7 @@ test_probe_perfmon_v2(void **state)
     assert_int_equal(caps.nr_gp, 6);
     /* Overflow status register: the full 48 bits. */
     assert_int_equal(dev->width, 48);
-    assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0x3f);
+    assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0x3f);
 
     /* A PerfMonV2 CPU announcing 4 core counters. */
     {
@@ -174,22 +131,16 @@ test_probe_perfmon_v2(void **state)
         dev = boot(&c, true);
         assert_int_equal(caps.nr_gp, 4);
         assert_int_equal(dev->nr_pmcs, 4);
-        assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0xf);
+        assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0xf);
     }
 
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
 check_declines(const struct msr_model_config *c, const char *reason)
 {
-    fake_perfmon_reset();
-    msr_model_init(c);
-    assert_int_equal(drv->probe(&caps, true), -ENODEV);
-    assert_false(caps.present);
-    assert_string_equal(caps.reason, reason);
-    assert_no_fault();
-    assert_false(perfmon_overflow_intr(drv->dev, NULL));
+    pmu_test_check_declines(drv, &caps, c, reason);
 }
 
 static void
@@ -275,8 +226,9 @@ check_events_on(unsigned int family, bool core_ext, bool v2)
         assert_true(h >= 0);
         ctl = core_ext ? MSR_AMD_F15H_PERF_CTL0 + 2 * hw
                        : MSR_AMD_K7_PERFEVTSEL0 + hw;
-        assert_int_equal(peek(ctl), expect | PMU_EVTSEL_OS | PMU_EVTSEL_EN
-                                    | PMU_EVTSEL_INT);
+        assert_int_equal(pmu_test_peek(ctl),
+                         expect | PMU_EVTSEL_OS | PMU_EVTSEL_EN
+                         | PMU_EVTSEL_INT);
 
         for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
             msr_model_inject(e, 100 + e, false);
@@ -288,7 +240,7 @@ check_events_on(unsigned int family, bool core_ext, bool v2)
         /* No reference-cycle event on any family: refused at translate. */
         assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_REF_CYCLE),
                          -ENOENT);
-        assert_no_fault();
+        pmu_test_assert_no_fault();
     }
 }
 
@@ -330,14 +282,14 @@ test_raw_events(void **state)
     assert_int_equal(raw, 0x1000001c0ULL | 0x100);
     h = fake_perfmon_open_raw(raw, BOTH, &hw);
     assert_true(h >= 0);
-    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
                      raw | PMU_EVTSEL_USR | PMU_EVTSEL_OS | PMU_EVTSEL_EN
                      | PMU_EVTSEL_INT);
 
     /* Edge, invert, counter mask: as given. */
     raw = 0x00c2 | PMU_EVTSEL_EDGE | PMU_EVTSEL_INV | (2ULL << 24);
     assert_true(fake_perfmon_open_raw(raw, KERN, &hw) >= 0);
-    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
                      raw | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
 
     {
@@ -356,7 +308,7 @@ test_raw_events(void **state)
     assert_int_equal(dev->ops->alloc(&hw, 0x00c2, 0), -EINVAL);
     assert_int_equal(dev->ops->alloc(&hw, 0x00c2, PERFMON_EF_RAW | KERN),
                      -EINVAL);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -374,7 +326,7 @@ test_mode_bits(void **state)
     assert_int_equal(fake_perfmon_value(hk), 300);
     assert_int_equal(fake_perfmon_value(hu), 20);
     assert_int_equal(fake_perfmon_value(hb), 320);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -394,14 +346,14 @@ test_free_and_reuse(void **state)
     assert_int_equal(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw2), -EAGAIN);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 33, false);
     assert_int_equal(fake_perfmon_close(h[1]), 33);
-    assert_int_equal(peek(MSR_AMD_K7_PERFEVTSEL0 + 1), 0);
+    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFEVTSEL0 + 1), 0);
     h2 = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw2);
     assert_int_equal(hw2, 1);
     msr_model_inject(MSR_MODEL_EV_CYCLES, 7, false);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 1, false);
     assert_int_equal(fake_perfmon_value(h2), 7);
     assert_int_equal(fake_perfmon_value(h[0]), 34);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 /* ---- overflow ----------------------------------------------------------- */
@@ -413,15 +365,16 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
     uint64_t t[3] = { 0, 0, 0 };
     int h[3];
 
-    rng_state = 0x2545f4914f6cdd1dULL;
+    pmu_test_rng_state = 0x2545f4914f6cdd1dULL;
     h[0] = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
     h[1] = fake_perfmon_open(PERFMON_EV_INSTRUCTION, BOTH, NULL);
     h[2] = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, NULL);
     assert_true(h[0] >= 0 && h[1] >= 0 && h[2] >= 0);
 
     for (unsigned int i = 0; i < nr_rounds; i++) {
-        uint64_t b = rng_next() % max_chunk, n = rng_next() % max_chunk;
-        uint64_t c = rng_next() % max_chunk;
+        uint64_t b = pmu_test_rng_next() % max_chunk;
+        uint64_t n = pmu_test_rng_next() % max_chunk;
+        uint64_t c = pmu_test_rng_next() % max_chunk;
 
         msr_model_inject(MSR_MODEL_EV_BRANCH, b, false);
         msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n, (i & 1) != 0);
@@ -429,10 +382,11 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
         t[0] += b;
         t[1] += n;
         t[2] += c;
-        deliver_nmis(dev);
+        pmu_test_deliver_nmis(dev);
 
         if (caps.global_ctrl) {
-            assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS), 0);
+            assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
+                             0);
         }
 
         if (i % 101 == 0) {
@@ -448,7 +402,7 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
     assert_int_equal(msr_model_pmis_lost(), 0);
     assert_int_equal(drv->nr_pmis(), fake_perfmon_nr_intrs());
     assert_int_equal(msr_model_nr_unmasks(), fake_perfmon_nr_intrs());
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -507,16 +461,16 @@ test_spurious_nmi(void **state)
            foreign bits behind its back. */
         msr_model_set_status((1ULL << 5) | (1ULL << 58));
         assert_false(perfmon_overflow_intr(dev, NULL));
-        assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
+        assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
                          (1ULL << 5) | (1ULL << 58));
         msr_model_set_status(1ULL << 0);
         assert_true(perfmon_overflow_intr(dev, NULL));
         assert_int_equal(fake_perfmon_last_mask(), 1);
-        assert_int_equal(peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
+        assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
                          (1ULL << 5) | (1ULL << 58));
     }
 
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -531,17 +485,18 @@ test_preset_and_wrap(void **state)
     h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
     assert_int_equal(drv->preset(hw, TOP - 100), 0);
     /* The flag bit stays set: the counter is still armed. */
-    assert_int_equal(peek(MSR_AMD_K7_PERFCTR0 + hw), TOP | (TOP - 100));
+    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + hw),
+                     TOP | (TOP - 100));
     assert_int_equal(drv->preset(hw, TOP), -EINVAL);
     assert_int_equal(drv->preset(9, 0), -EINVAL);
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 150, false);
     assert_int_equal(msr_model_nmis_pending(), 1);
-    deliver_nmis(dev);
+    pmu_test_deliver_nmis(dev);
     assert_int_equal(fake_perfmon_last_mask(), 1ULL << hw);
     /* Re-armed without losing the 50 counted past the wrap. */
-    assert_int_equal(peek(MSR_AMD_K7_PERFCTR0 + hw), TOP | 50);
+    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + hw), TOP | 50);
     assert_int_equal(fake_perfmon_value(h) & (TOP - 1), 50);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -549,7 +504,6 @@ test_polled(void **state)
 {
     struct msr_model_config c = msr_model_amd(0x17, true, false);
     struct perfmon_dev *dev;
-    uint64_t total = 0;
     unsigned int hw;
     int h;
 
@@ -559,25 +513,15 @@ test_polled(void **state)
     assert_null(dev->ops->handle_overflow_intr);
     assert_int_equal(dev->width, 48);
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
-    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
                      0xc2 | PMU_EVTSEL_OS | PMU_EVTSEL_EN);
-    assert_int_equal(peek(MSR_AMD_F15H_PERF_CTR0 + 2 * hw), 0);
-    rng_state = 99;
-
-    for (unsigned int i = 0; i < 2000; i++) {
-        uint64_t n = rng_next() % (1ULL << 47);
-
-        msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
-        total += n;
-        assert_int_equal(fake_perfmon_value(h), total);
-    }
-
-    assert_int_equal(msr_model_nmis_pending(), 0);
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * hw), 0);
+    pmu_test_check_polled(h, 99);
 
     c.apic = false;
     boot(&c, true);
     assert_false(caps.overflow_nmi);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 int

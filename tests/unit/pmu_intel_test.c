@@ -25,6 +25,7 @@
 #include "kern/error.h"
 #include "kern/perfmon.h"
 #include "msr_model.h"
+#include "pmu_test_common.h"
 
 #define KERN    PERFMON_EF_KERN
 #define USER    PERFMON_EF_USER
@@ -33,34 +34,11 @@
 static const struct pmu_driver *drv = &pmu_intel_driver;
 static struct pmu_caps caps;
 
-/* A tiny deterministic generator for chunk sizes. */
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-/* Model, probe, per-CPU init, LVT armed, registration: a booted machine. */
+/* The driver under test, booted on config. */
 static struct perfmon_dev *
 boot(const struct msr_model_config *config, bool use_nmi)
 {
-    fake_cpu_reset(1);
-    fake_perfmon_reset();
-    msr_model_init(config);
-    assert_int_equal(drv->probe(&caps, use_nmi), 0);
-    drv->cpu_init();
-
-    if (caps.overflow_nmi) {
-        lapic_pmc_setup();
-    }
-
-    assert_int_equal(perfmon_register(drv->dev), 0);
-    return drv->dev;
+    return pmu_test_boot(drv, &caps, config, use_nmi);
 }
 
 static struct perfmon_dev *
@@ -69,31 +47,6 @@ boot_version(unsigned int version)
     struct msr_model_config c = msr_model_intel(version);
 
     return boot(&c, true);
-}
-
-/* Deliver the pending NMIs through the driver's path; all must be its. */
-static void
-deliver_nmis(struct perfmon_dev *dev)
-{
-    while (msr_model_take_nmi()) {
-        assert_true(perfmon_overflow_intr(dev, NULL));
-        assert_false(msr_model_lvt_masked());
-    }
-}
-
-static uint64_t
-peek(uint32_t msr)
-{
-    uint64_t value = 0;
-
-    assert_true(msr_model_peek(msr, &value));
-    return value;
-}
-
-static void
-assert_no_fault(void)
-{
-    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
 }
 
 /* ---- probe -------------------------------------------------------------- */
@@ -118,7 +71,7 @@ test_probe_v1(void **state)
     assert_int_equal(dev->width, 31);
     assert_int_equal(dev->nr_pmcs, 2);
     assert_non_null(dev->ops->handle_overflow_intr);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -151,9 +104,9 @@ test_probe_v2_to_v5(void **state)
         assert_int_equal(dev->nr_pmcs, expect[i].nr_gp + expect[i].nr_fixed);
 
         /* cpu_init opened the gate for exactly our counters. */
-        assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_CTRL),
+        assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL),
                          ((1ULL << expect[i].nr_gp) - 1) | (7ULL << 32));
-        assert_no_fault();
+        pmu_test_assert_no_fault();
     }
 }
 
@@ -183,11 +136,11 @@ test_probe_v5_fixed_bitmap(void **state)
     h = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw);
     assert_true(h >= 0);
     assert_int_equal(hw, 0);
-    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0),
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0),
                      0x3c | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
     msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, false);
     assert_int_equal(fake_perfmon_value(h), 1000);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -205,21 +158,13 @@ test_probe_fixed_width_differs(void **state)
     assert_true(hw < 4);
     assert_int_equal(fake_perfmon_open(PERFMON_EV_REF_CYCLE, KERN, &hw),
                      -ENOENT);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
 check_declines(const struct msr_model_config *c, const char *reason)
 {
-    fake_perfmon_reset();
-    msr_model_init(c);
-    assert_int_equal(drv->probe(&caps, true), -ENODEV);
-    assert_false(caps.present);
-    assert_non_null(caps.reason);
-    assert_string_equal(caps.reason, reason);
-    assert_no_fault();
-    /* No device: an NMI is not the driver's. */
-    assert_false(perfmon_overflow_intr(drv->dev, NULL));
+    pmu_test_check_declines(drv, &caps, c, reason);
 }
 
 static void
@@ -336,11 +281,12 @@ check_events_on(unsigned int version)
             unsigned int f = ec->fixed_hw - 32;
 
             assert_int_equal(hw, ec->fixed_hw);
-            assert_int_equal((peek(MSR_IA32_FIXED_CTR_CTRL) >> (4 * f)) & 0xf,
+            assert_int_equal((pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL)
+                              >> (4 * f)) & 0xf,
                              PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_PMI);
         } else {
             assert_true(hw < caps.nr_gp);
-            assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw),
+            assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw),
                              ec->raw | PMU_EVTSEL_OS | PMU_EVTSEL_EN
                              | PMU_EVTSEL_INT);
         }
@@ -351,7 +297,7 @@ check_events_on(unsigned int version)
 
         assert_int_equal(fake_perfmon_value(h), 100 + ec->model_event);
         fake_perfmon_close(h);
-        assert_no_fault();
+        pmu_test_assert_no_fault();
     }
 }
 
@@ -413,7 +359,7 @@ test_unavailable_events(void **state)
     assert_int_equal(dev->ops->translate(&raw, PERFMON_EV_CONTEXT_SWITCH),
                      -ENOENT);
     assert_int_equal(dev->ops->translate(&raw, PERFMON_NR_EVENTS + 5), -ENOENT);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -430,7 +376,7 @@ test_raw_events(void **state)
     raw = 0x00c4 | PMU_EVTSEL_EDGE | PMU_EVTSEL_INV | (3ULL << 24) | 0x1200;
     assert_true(fake_perfmon_open_raw(raw, USER, &hw) >= 0);
     assert_true(hw < 4);
-    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw),
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw),
                      raw | PMU_EVTSEL_USR | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
 
     /* A raw code with edge on the instructions event is not fixed 0's. */
@@ -456,7 +402,7 @@ test_raw_events(void **state)
     assert_int_equal(dev->ops->alloc(&hw, 0x00c4, PERFMON_EF_RAW | KERN),
                      -EINVAL);
     assert_int_equal(dev->ops->alloc(NULL, 0x00c4, KERN), -EINVAL);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -485,9 +431,9 @@ test_mode_bits(void **state)
     assert_int_equal(fake_perfmon_value(hb), 17);
     assert_int_equal(fake_perfmon_value(fk), 50);
     assert_int_equal(fake_perfmon_value(fu), 3);
-    assert_int_equal((peek(MSR_IA32_FIXED_CTR_CTRL) >> 4) & 0xf,
+    assert_int_equal((pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL) >> 4) & 0xf,
                      PMU_FIXED_CTRL_USR | PMU_FIXED_CTRL_PMI);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -508,17 +454,17 @@ test_free_and_reuse(void **state)
     assert_int_equal(fake_perfmon_open_raw(0x00c5, KERN, &hw2), -EAGAIN);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 40, false);
     assert_int_equal(fake_perfmon_close(h[2]), 40);
-    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + 2), 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + 2), 0);
 
     /* A stopped counter counts nothing. */
     msr_model_inject(MSR_MODEL_EV_BRANCH, 5, false);
-    assert_int_equal(peek(MSR_IA32_PMC0 + 2), 40);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + 2), 40);
 
     /* Reused from zero, with its new event. */
     h2 = fake_perfmon_open_raw(0x00c5, KERN, &hw2);
     assert_true(h2 >= 0);
     assert_int_equal(hw2, 2);
-    assert_int_equal(peek(MSR_IA32_PMC0 + 2), 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + 2), 0);
     msr_model_inject(MSR_MODEL_EV_BRANCH_MISS, 9, false);
     assert_int_equal(fake_perfmon_value(h2), 9);
     assert_int_equal(fake_perfmon_value(h[0]), 45);
@@ -529,9 +475,9 @@ test_free_and_reuse(void **state)
     fake_perfmon_close(h[2]);
     h[2] = fake_perfmon_open(PERFMON_EV_INSTRUCTION, USER, &hw[2]);
     assert_int_equal(hw[2], 32);
-    assert_int_equal(peek(MSR_IA32_FIXED_CTR_CTRL) & 0xf,
+    assert_int_equal(pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL) & 0xf,
                      PMU_FIXED_CTRL_USR | PMU_FIXED_CTRL_PMI);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 /* ---- overflow ----------------------------------------------------------- */
@@ -549,15 +495,16 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
     uint64_t total_br = 0, total_in = 0, total_cy = 0;
     int hb, hi, hc;
 
-    rng_state = 0x9e3779b97f4a7c15ULL;
+    pmu_test_rng_state = 0x9e3779b97f4a7c15ULL;
     hb = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
     hi = fake_perfmon_open(PERFMON_EV_INSTRUCTION, BOTH, NULL);
     hc = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, NULL);
     assert_true(hb >= 0 && hi >= 0 && hc >= 0);
 
     for (unsigned int i = 0; i < nr_rounds; i++) {
-        uint64_t b = rng_next() % max_chunk, n = rng_next() % max_chunk;
-        uint64_t c = rng_next() % max_chunk;
+        uint64_t b = pmu_test_rng_next() % max_chunk;
+        uint64_t n = pmu_test_rng_next() % max_chunk;
+        uint64_t c = pmu_test_rng_next() % max_chunk;
 
         msr_model_inject(MSR_MODEL_EV_BRANCH, b, false);
         msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n, (i & 1) != 0);
@@ -565,10 +512,10 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
         total_br += b;
         total_in += n;
         total_cy += c;
-        deliver_nmis(dev);
+        pmu_test_deliver_nmis(dev);
 
         if (caps.global_ctrl) {
-            assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 0);
+            assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS), 0);
         }
 
         /* Read now and then, as the core does between interrupts. */
@@ -585,7 +532,7 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
     assert_true(msr_model_pmis_merged() > 0);
     assert_int_equal(msr_model_nr_unmasks(), fake_perfmon_nr_intrs());
     assert_int_equal(drv->nr_pmis(), fake_perfmon_nr_intrs());
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -620,17 +567,17 @@ test_wraps_v1_no_global_ctrl(void **state)
     h2 = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, NULL);
     assert_true(h >= 0 && h2 >= 0);
     /* Armed: the bits above the 31 the core sees are set. */
-    assert_int_equal(peek(MSR_IA32_PMC0), 0xff80000000ULL);
-    rng_state = 12345;
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0), 0xff80000000ULL);
+    pmu_test_rng_state = 12345;
 
     for (unsigned int i = 0; i < 6000; i++) {
-        uint64_t n = rng_next() % (1ULL << 30);
+        uint64_t n = pmu_test_rng_next() % (1ULL << 30);
 
         msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
         msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n / 3, false);
         total += n;
         total2 += n / 3;
-        deliver_nmis(dev);
+        pmu_test_deliver_nmis(dev);
     }
 
     assert_int_equal(fake_perfmon_value(h), total);
@@ -639,7 +586,7 @@ test_wraps_v1_no_global_ctrl(void **state)
     assert_int_equal(msr_model_pmis_lost(), 0);
     /* Never a global register on version 1. */
     assert_false(msr_model_peek(MSR_IA32_PERF_GLOBAL_CTRL, &(uint64_t){ 0 }));
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -683,16 +630,16 @@ test_spurious_nmi(void **state)
     msr_model_set_status((1ULL << 5) | (1ULL << 35) | (1ULL << 62)
                          | (1ULL << 63));
     assert_false(perfmon_overflow_intr(dev, NULL));
-    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS),
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS),
                      (1ULL << 5) | (1ULL << 35) | (1ULL << 62) | (1ULL << 63));
 
     /* Mixed with a real overflow: only our bit is taken and cleared. */
     msr_model_set_status(1ULL << 1);
     assert_true(perfmon_overflow_intr(dev, NULL));
     assert_int_equal(fake_perfmon_last_mask(), 1ULL << 1);
-    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS) & 0xf, 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS) & 0xf, 0);
     assert_int_equal(fake_perfmon_value(h), 1000);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -708,7 +655,7 @@ test_spurious_nmi_v1(void **state)
     msr_model_inject(MSR_MODEL_EV_BRANCH, 12345, false);
     assert_false(perfmon_overflow_intr(dev, NULL));
     assert_int_equal(msr_model_nmis_pending(), 0);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -726,7 +673,7 @@ test_pmi_acknowledged_and_unmasked(void **state)
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 25, false);
 
     /* The overflow set fixed 0's status bit and masked the LVT. */
-    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 1ULL << 32);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS), 1ULL << 32);
     assert_true(msr_model_lvt_masked());
     assert_int_equal(msr_model_nmis_pending(), 1);
 
@@ -734,12 +681,12 @@ test_pmi_acknowledged_and_unmasked(void **state)
     assert_true(msr_model_take_nmi());
     assert_true(perfmon_overflow_intr(dev, NULL));
     assert_int_equal(fake_perfmon_last_mask(), 1ULL << 32);
-    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS), 0);
     assert_false(msr_model_lvt_masked());
-    assert_int_equal(peek(MSR_IA32_FIXED_CTR0), 15);
+    assert_int_equal(pmu_test_peek(MSR_IA32_FIXED_CTR0), 15);
     /* The core's value: what it saw before the preset, plus the wrap. */
     assert_int_equal(fake_perfmon_value(h) & ((1ULL << 48) - 1), 15);
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -754,9 +701,9 @@ test_preset(void **state)
 
     /* Legacy writes: only values the sign extension can produce. */
     assert_int_equal(drv->preset(hw, 0x12345678), 0);
-    assert_int_equal(peek(MSR_IA32_PMC0 + hw), 0x12345678);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), 0x12345678);
     assert_int_equal(drv->preset(hw, (1ULL << 48) - 1000), 0);
-    assert_int_equal(peek(MSR_IA32_PMC0 + hw), (1ULL << 48) - 1000);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), (1ULL << 48) - 1000);
     assert_int_equal(drv->preset(hw, 1ULL << 40), -EINVAL);
     assert_int_equal(drv->preset(hw, 1ULL << 48), -EINVAL);
     assert_int_equal(drv->preset(20, 0), -EINVAL);
@@ -767,8 +714,8 @@ test_preset(void **state)
     boot(&c, true);
     assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
     assert_int_equal(drv->preset(hw, 1ULL << 40), 0);
-    assert_int_equal(peek(MSR_IA32_PMC0 + hw), 1ULL << 40);
-    assert_no_fault();
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), 1ULL << 40);
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -787,12 +734,13 @@ test_cpu_init_clears_stale_state(void **state)
     msr_write_safe(MSR_IA32_PMC0 + 1, 77);
     msr_model_set_status((1ULL << 0) | (1ULL << 33) | (1ULL << 62));
     drv->cpu_init();
-    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + 1), 0);
-    assert_int_equal(peek(MSR_IA32_PMC0 + 1), 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + 1), 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + 1), 0);
     /* Ours cleared, the foreign bit left alone. */
-    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_STATUS), 1ULL << 62);
-    assert_int_equal(peek(MSR_IA32_PERF_GLOBAL_CTRL), 0xfULL | (7ULL << 32));
-    assert_no_fault();
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS), 1ULL << 62);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL),
+                     0xfULL | (7ULL << 32));
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -800,7 +748,6 @@ test_polled(void **state)
 {
     struct msr_model_config c = msr_model_intel(2);
     struct perfmon_dev *dev;
-    uint64_t total = 0;
     unsigned int hw;
     int h;
 
@@ -809,23 +756,14 @@ test_polled(void **state)
     assert_false(caps.overflow_nmi);
     assert_null(dev->ops->handle_overflow_intr);
     h = fake_perfmon_open_raw(0x00c4, KERN, &hw);
-    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw),
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw),
                      0x00c4 | PMU_EVTSEL_OS | PMU_EVTSEL_EN);
     assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, NULL) >= 0);
-    assert_int_equal(peek(MSR_IA32_FIXED_CTR_CTRL) & 0xf, PMU_FIXED_CTRL_OS);
+    assert_int_equal(pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL) & 0xf,
+                     PMU_FIXED_CTRL_OS);
 
     /* Polled often enough, the core keeps exact counts across wraps. */
-    rng_state = 777;
-
-    for (unsigned int i = 0; i < 2000; i++) {
-        uint64_t n = rng_next() % (1ULL << 47);
-
-        msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
-        total += n;
-        assert_int_equal(fake_perfmon_value(h), total);
-    }
-
-    assert_int_equal(msr_model_nmis_pending(), 0);
+    pmu_test_check_polled(h, 777);
     assert_false(perfmon_overflow_intr(dev, NULL));
 
     /* Version 1 polled: full width, no arming. */
@@ -833,8 +771,8 @@ test_polled(void **state)
     dev = boot(&c, false);
     assert_int_equal(dev->width, 40);
     assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
-    assert_int_equal(peek(MSR_IA32_PMC0 + hw), 0);
-    assert_no_fault();
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), 0);
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -871,9 +809,10 @@ test_reference_cycles_fixed_only(void **state)
     assert_int_equal(hw, 32);
     assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw) >= 0);
     assert_true(hw < 4);
-    assert_int_equal(peek(MSR_IA32_PERFEVTSEL0 + hw) & 0xffff, 0x00c0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw) & 0xffff,
+                     0x00c0);
     (void)dev;
-    assert_no_fault();
+    pmu_test_assert_no_fault();
 }
 
 int

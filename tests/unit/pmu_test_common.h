@@ -1,0 +1,63 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Helpers shared by the host tests of the PMU drivers (pmu_intel_test.c,
+ * pmu_amd_test.c): booting a driver on the register-level model of
+ * tests/unit/msr_model.c, delivering its NMIs, looking at registers and a
+ * small deterministic generator for chunk sizes.  Each helper fails the
+ * running cmocka test when the model or the driver misbehaves.
+ */
+
+#ifndef TESTS_UNIT_PMU_TEST_COMMON_H
+#define TESTS_UNIT_PMU_TEST_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/pmu.h"
+#include "kern/perfmon.h"
+#include "msr_model.h"
+
+/*
+ * Model, probe, per-CPU init, LVT armed, registration: drv booted on a
+ * one-CPU machine built from config.  The probe must succeed; *caps is
+ * what it reported.  Returns the registered device.
+ */
+struct perfmon_dev *pmu_test_boot(const struct pmu_driver *drv,
+                                  struct pmu_caps *caps,
+                                  const struct msr_model_config *config,
+                                  bool use_nmi);
+
+/*
+ * drv, probed on a machine built from config, must decline it for reason,
+ * without a fault, leaving no device to take an NMI.
+ */
+void pmu_test_check_declines(const struct pmu_driver *drv,
+                             struct pmu_caps *caps,
+                             const struct msr_model_config *config,
+                             const char *reason);
+
+/*
+ * Inject branches in 2000 chunks of random sizes below 2^47 (generator
+ * seeded with seed), reading h, a polled branch counter, after each: the
+ * count must stay exact across the wraps, with no NMI raised.
+ */
+void pmu_test_check_polled(int h, uint64_t seed);
+
+/* Deliver the pending NMIs through the driver's path; all must be its. */
+void pmu_test_deliver_nmis(struct perfmon_dev *dev);
+
+/* The value of an MSR the modelled CPU must have. */
+uint64_t pmu_test_peek(uint32_t msr);
+
+/* No plain MSR access has faulted (a driver bug). */
+void pmu_test_assert_no_fault(void);
+
+/* State of pmu_test_rng_next(): a test seeds it (nonzero) before use. */
+extern uint64_t pmu_test_rng_state;
+
+/* The next value of a xorshift generator. */
+uint64_t pmu_test_rng_next(void);
+
+#endif /* TESTS_UNIT_PMU_TEST_COMMON_H */
