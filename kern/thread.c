@@ -562,36 +562,31 @@ thread_start(void)
 
 /* Sleep and wakeup ------------------------------------------------------ */
 
-void
-thread_sleep_prepare(void)
+/* Change the caller's state under its run queue's lock (see wakeup). */
+static void
+thread_set_self_state(unsigned int state)
 {
-    struct thread *self;
-    unsigned long flags;
     struct thread_runq *runq;
+    unsigned long flags;
 
     thread_preempt_disable();
-    self = thread_self();
     runq = thread_runq_local();
     spinlock_lock_intr_save(&runq->lock, &flags);
-    self->state = THREAD_STATE_SLEEPING;
+    thread_self()->state = state;
     spinlock_unlock_intr_restore(&runq->lock, flags);
     thread_preempt_enable();
 }
 
 void
+thread_sleep_prepare(void)
+{
+    thread_set_self_state(THREAD_STATE_SLEEPING);
+}
+
+void
 thread_sleep_cancel(void)
 {
-    struct thread *self;
-    unsigned long flags;
-    struct thread_runq *runq;
-
-    thread_preempt_disable();
-    self = thread_self();
-    runq = thread_runq_local();
-    spinlock_lock_intr_save(&runq->lock, &flags);
-    self->state = THREAD_STATE_RUNNING;
-    spinlock_unlock_intr_restore(&runq->lock, flags);
-    thread_preempt_enable();
+    thread_set_self_state(THREAD_STATE_RUNNING);
 }
 
 void
@@ -751,18 +746,10 @@ thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
 void
 thread_exit(void)
 {
-    struct thread *self;
-    struct thread_runq *runq;
-    unsigned long flags;
+    struct thread *self = thread_self();
 
-    thread_preempt_disable();
-    self = thread_self();
     assert(!self->idle);
-    runq = thread_runq_local();
-    spinlock_lock_intr_save(&runq->lock, &flags);
-    self->state = THREAD_STATE_DEAD;
-    spinlock_unlock_intr_restore(&runq->lock, flags);
-    thread_preempt_enable();
+    thread_set_self_state(THREAD_STATE_DEAD);
     thread_schedule(true);
     panic("thread: dead thread %s scheduled again", self->name);
 }

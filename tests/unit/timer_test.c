@@ -35,35 +35,7 @@
 
 #include "kern/error.h"
 
-/* tests/unit/fakes/timer_deps.c, same definitions. */
-struct thread {
-    char name[THREAD_NAME_SIZE];
-    thread_fn_t fn;
-    void *arg;
-    uint64_t cpumask;
-};
-
-struct fake_timer_stats {
-    unsigned int nr_created;
-    unsigned int nr_wakeups;
-    struct thread *last_woken;
-    unsigned int nr_sleep_prepare;
-    unsigned int nr_sleep;
-    unsigned int nr_sleep_cancel;
-    int preempt_level;
-    unsigned int nr_pauses;
-    unsigned int nr_log_errors;
-    char last_log[128];
-};
-
-void fake_timer_deps_reset(void);
-void fake_cpu_set(unsigned int cpu, unsigned int count);
-void fake_clock_set(uint64_t now);
-struct thread *fake_thread_get(unsigned int index);
-void fake_thread_set_self(struct thread *thread);
-void fake_thread_set_create_error(int error, unsigned int after);
-void fake_thread_set_sleep_jmp(jmp_buf *env);
-const struct fake_timer_stats *fake_timer_stats(void);
+#include "fakes/timer_deps.h"
 
 #define NR_CPUS     4
 #define MAX_FIRED   64

@@ -12,14 +12,7 @@
  *
  * The fake's own interface is declared by the test that uses it:
  *
- *   void fake_timer_deps_reset(void);
- *   void fake_cpu_set(unsigned int cpu, unsigned int count);
- *   void fake_clock_set(uint64_t now);
- *   struct thread *fake_thread_get(unsigned int index);
- *   void fake_thread_set_self(struct thread *thread);
- *   void fake_thread_set_create_error(int error, unsigned int after);
- *   void fake_thread_set_sleep_jmp(jmp_buf *env);
- *   const struct fake_timer_stats *fake_timer_stats(void);
+ *   
  *
  * with struct thread and struct fake_timer_stats as defined below, copied
  * by the test.
@@ -41,30 +34,12 @@
 #include "kern/printf.h"
 #include "kern/thread.h"
 
+#include "fakes/timer_deps.h"
+
 #define FAKE_MAX_THREADS    8
 #define FAKE_PAUSE_LIMIT    100000
 
-/* A created thread: what thread_create() was asked for. */
-struct thread {
-    char name[THREAD_NAME_SIZE];
-    thread_fn_t fn;
-    void *arg;
-    uint64_t cpumask;
-};
 
-/* What the code under test did; the test declares the same structure. */
-struct fake_timer_stats {
-    unsigned int nr_created;
-    unsigned int nr_wakeups;
-    struct thread *last_woken;
-    unsigned int nr_sleep_prepare;
-    unsigned int nr_sleep;
-    unsigned int nr_sleep_cancel;
-    int preempt_level;
-    unsigned int nr_pauses;
-    unsigned int nr_log_errors;
-    char last_log[128];
-};
 
 static unsigned int fake_cpu;
 static unsigned int fake_nr_cpus = 1;
