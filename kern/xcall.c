@@ -64,7 +64,13 @@ xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
     struct xcall_slot *slot;
     unsigned int self;
 
+    /*
+     * Interrupts on: a CPU waiting for its call keeps serving calls made to
+     * it.  No spinlock held (preemption enabled): the target could be
+     * spinning on that lock with interrupts off, never answering.
+     */
     assert(cpu_intr_enabled());
+    assert(thread_preempt_enabled());
 
     if (cpu >= cpu_count()) {
         return -EINVAL;

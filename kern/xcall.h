@@ -9,9 +9,10 @@
  * CPU runs fn directly (with interrupts disabled).  Calls from many CPUs to
  * one CPU are all served, one at a time.
  *
- * Context: thread context with interrupts enabled (asserted): a CPU
- * waiting for its call keeps serving calls made to it, so two CPUs calling
- * each other cannot deadlock.  fn runs in interrupt context: it must not
+ * Context: thread context with interrupts and preemption enabled, so no
+ * spinlock held (both asserted): a CPU waiting for its call keeps serving
+ * calls made to it, so two CPUs calling each other cannot deadlock, and no
+ * target can be spinning on a lock the caller holds.  fn runs in interrupt context: it must not
  * sleep, and must not take a lock that is held with interrupts enabled.
  */
 
