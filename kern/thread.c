@@ -56,6 +56,14 @@
 #include "kern/timer.h"
 #include "kern/xcall.h"
 
+/* thread->joiner once the thread has exited: no joiner may register. */
+#define THREAD_JOIN_DONE        ((struct thread *)1)
+
+/* What the switch tail must do with the thread switched out. */
+#define THREAD_TAIL_NONE        0
+#define THREAD_TAIL_DEAD        1   /* release it */
+#define THREAD_TAIL_MOVE        2   /* enqueue it on its new CPU */
+
 #define THREAD_STATE_RUNNING    0   /* running or runnable */
 #define THREAD_STATE_SLEEPING   1
 #define THREAD_STATE_DEAD       2
@@ -80,7 +88,7 @@ struct thread {
     struct runq_node rq_node;       /* (r) run queue list */
     unsigned int refcount;          /* (a) */
     bool exited;                    /* (a) off CPU for good */
-    struct thread *joiner;          /* (a) thread waiting in thread_join */
+    struct thread *joiner;          /* (a) thread_join's caller, or DONE */
     void *stack;                    /* (c) NULL for boot and AP contexts */
     thread_fn_t fn;                 /* (c) */
     void *arg;                      /* (c) */
@@ -91,8 +99,8 @@ struct thread {
 
 /*
  * A CPU's run queue.  The list holds runnable threads that are not current,
- * in FIFO order.  switch_prev and tail_* carry work from a context switch
- * to the switch tail of the thread switched in.
+ * in FIFO order.  switch_prev carries the thread switched out to the thread
+ * switched in, which finishes the switch.
  */
 struct thread_runq {
     struct spinlock lock;
@@ -342,32 +350,49 @@ thread_lock_runq(struct thread *thread, unsigned long *flagsp)
 static void
 thread_kick(unsigned int cpu)
 {
+    thread_preempt_disable();
+
     if (cpu == cpu_id()) {
         cpu_local_write(need_resched, 1);
     } else {
         lapic_ipi_send(cpu_table[cpu].apic_id, TRAP_VEC_RESCHED);
     }
+
+    thread_preempt_enable();
 }
 
 /*
- * Put a runnable thread that is on no run queue onto the one of cpu; its
- * cpu field already names it (set under the previous run queue's lock).
+ * Put a runnable thread that is on no run queue (in transit, owned by the
+ * caller) onto the run queue its cpu field names, set under the previous
+ * run queue's lock.  Should its affinity have changed meanwhile, pick
+ * again: the move to another queue follows the same protocol.
  */
 static void
-thread_enqueue_on(struct thread *thread, unsigned int cpu)
+thread_enqueue_on(struct thread *thread)
 {
-    struct thread_runq *runq = &thread_runqs[cpu];
-    unsigned long flags;
-    bool kick;
+    for (;;) {
+        unsigned int cpu = thread->cpu;
+        struct thread_runq *runq = &thread_runqs[cpu];
+        unsigned long flags;
+        bool kick;
 
-    spinlock_lock_intr_save(&runq->lock, &flags);
-    assert(thread->cpu == cpu);
-    thread_runq_enqueue(runq, thread);
-    kick = runq->current == runq->idle;
-    spinlock_unlock_intr_restore(&runq->lock, flags);
+        spinlock_lock_intr_save(&runq->lock, &flags);
 
-    if (kick) {
-        thread_kick(cpu);
+        if (!thread_allowed(thread, cpu)) {
+            thread->cpu = thread_pick_cpu(thread);
+            spinlock_unlock_intr_restore(&runq->lock, flags);
+            continue;
+        }
+
+        thread_runq_enqueue(runq, thread);
+        kick = runq->current == runq->idle;
+        spinlock_unlock_intr_restore(&runq->lock, flags);
+
+        if (kick) {
+            thread_kick(cpu);
+        }
+
+        return;
     }
 }
 
@@ -400,40 +425,60 @@ thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
  * still locked: only now that prev is off the CPU may its cpu field name
  * the run queue it moves to (thread_call() trusts `cpu` and `current`).
  */
-static void
+static unsigned int
 thread_switch_finish(struct thread *prev)
 {
-    if (prev != NULL && prev->moving) {
+    if (prev == NULL) {
+        return THREAD_TAIL_NONE;
+    }
+
+    if (prev->state == THREAD_STATE_DEAD) {
+        return THREAD_TAIL_DEAD;
+    }
+
+    if (prev->moving) {
+        prev->moving = false;
         prev->cpu = prev->move_to;
+        return THREAD_TAIL_MOVE;
+    }
+
+    return THREAD_TAIL_NONE;
+}
+
+/* Tell thread_join's caller, if any, that the thread is gone. */
+static void
+thread_release_joiner(struct thread *thread)
+{
+    struct thread *joiner;
+
+    /*
+     * exited, then joiner (both sequentially consistent) here; joiner,
+     * then exited in thread_join: one side always sees the other's store.
+     */
+    __atomic_store_n(&thread->exited, true, __ATOMIC_SEQ_CST);
+    joiner = __atomic_exchange_n(&thread->joiner, THREAD_JOIN_DONE,
+                                 __ATOMIC_SEQ_CST);
+
+    if (joiner != NULL) {
+        thread_wakeup(joiner);
+        thread_unref(joiner);       /* taken by thread_join */
     }
 }
 
 /*
  * Work left by the switch for the thread switched in, done after the run
- * queue lock is released: a dead thread is released, a thread leaving its
- * CPU is enqueued elsewhere.
+ * queue lock is released.  action was decided under that lock: prev is
+ * then either dead or in transit, so nobody else can run or requeue it
+ * before this.
  */
 static void
-thread_switch_tail(struct thread *prev)
+thread_switch_tail(struct thread *prev, unsigned int action)
 {
-    struct thread *joiner;
-
-    if (prev == NULL) {
-        return;
-    }
-
-    if (prev->state == THREAD_STATE_DEAD) {
-        joiner = __atomic_load_n(&prev->joiner, __ATOMIC_ACQUIRE);
-        __atomic_store_n(&prev->exited, true, __ATOMIC_RELEASE);
-
-        if (joiner != NULL) {
-            thread_wakeup(joiner);
-        }
-
+    if (action == THREAD_TAIL_DEAD) {
+        thread_release_joiner(prev);
         thread_unref(prev);         /* the scheduler's reference */
-    } else if (prev->moving) {
-        prev->moving = false;
-        thread_enqueue_on(prev, prev->cpu);
+    } else if (action == THREAD_TAIL_MOVE) {
+        thread_enqueue_on(prev);
     }
 }
 
@@ -464,8 +509,8 @@ thread_schedule(bool sleep)
 {
     struct thread_runq *runq;
     struct thread *prev, *next;
+    unsigned int cpu, action;
     unsigned long flags;
-    unsigned int cpu;
 
     thread_preempt_disable();
     cpu = cpu_id();
@@ -512,9 +557,9 @@ thread_schedule(bool sleep)
     runq = thread_runq_local();
     prev = runq->switch_prev;
     runq->switch_prev = NULL;
-    thread_switch_finish(prev);
+    action = thread_switch_finish(prev);
     spinlock_unlock_intr_restore(&runq->lock, flags);
-    thread_switch_tail(prev);
+    thread_switch_tail(prev, action);
 }
 
 static void
@@ -550,12 +595,13 @@ thread_start(void)
 {
     struct thread_runq *runq = thread_runq_local();
     struct thread *self = runq->current, *prev = runq->switch_prev;
+    unsigned int action;
 
     runq->switch_prev = NULL;
-    thread_switch_finish(prev);
+    action = thread_switch_finish(prev);
     spinlock_unlock(&runq->lock);
     cpu_intr_enable();
-    thread_switch_tail(prev);
+    thread_switch_tail(prev, action);
     self->fn(self->arg);
     thread_exit();
 }
@@ -640,7 +686,7 @@ thread_wakeup(struct thread *thread)
 
     thread->cpu = target;
     spinlock_unlock_intr_restore(&runq->lock, flags);
-    thread_enqueue_on(thread, target);
+    thread_enqueue_on(thread);
 }
 
 static void
@@ -738,7 +784,7 @@ thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
                                                    : thread_pick_cpu(thread);
     thread->last_cpu = thread->cpu;
     thread_preempt_enable();
-    thread_enqueue_on(thread, thread->cpu);
+    thread_enqueue_on(thread);
     *threadp = thread;
     return 0;
 }
@@ -757,13 +803,27 @@ thread_exit(void)
 void
 thread_join(struct thread *thread)
 {
-    assert(thread != thread_self());
-    __atomic_store_n(&thread->joiner, thread_self(), __ATOMIC_RELEASE);
+    struct thread *self = thread_self(), *expected = NULL;
+
+    assert(thread != self);
+
+    /*
+     * Register as the joiner, holding a reference on ourselves that the
+     * exiting side drops after its wakeup, so that it never wakes a freed
+     * thread.  Already DONE: the thread has exited, nobody will wake us.
+     */
+    thread_ref(self);
+
+    if (!__atomic_compare_exchange_n(&thread->joiner, &expected, self, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        assert(expected == THREAD_JOIN_DONE);   /* one joiner at most */
+        thread_unref(self);
+    }
 
     for (;;) {
         thread_sleep_prepare();
 
-        if (__atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&thread->exited, __ATOMIC_SEQ_CST)) {
             thread_sleep_cancel();
             break;
         }
@@ -821,7 +881,7 @@ thread_set_affinity(struct thread *thread, uint64_t cpumask)
     target = thread_pick_cpu(thread);
     thread->cpu = target;
     spinlock_unlock_intr_restore(&runq->lock, flags);
-    thread_enqueue_on(thread, target);
+    thread_enqueue_on(thread);
     return 0;
 }
 
