@@ -137,7 +137,11 @@ timer_schedule(struct timer *timer, uint64_t ticks)
     tc = timer_lock(timer, &flags);
     timer_unlink(tc, timer);
 
-    if (tc != &timer_cpus[cpu_id()]) {
+    /*
+     * A timer whose function runs now stays on that CPU, so that it never
+     * runs twice at once and its state stays under one lock.
+     */
+    if (tc != &timer_cpus[cpu_id()] && tc->running != timer) {
         spinlock_unlock_intr_restore(&tc->lock, flags);
         thread_preempt_disable();
         tc = &timer_cpus[cpu_id()];
@@ -274,26 +278,30 @@ timer_thread_main(void *arg)
         thread_sleep_prepare();
         spinlock_lock_intr_save(&tc->lock, &flags);
         timer = tc->run_head;
+        spinlock_unlock_intr_restore(&tc->lock, flags);
 
         if (timer == NULL) {
-            spinlock_unlock_intr_restore(&tc->lock, flags);
             thread_sleep();
             continue;
         }
 
-        tc->run_head = timer->next;
-
-        if (tc->run_head == NULL) {
-            tc->run_tail = NULL;
-        }
-
-        timer->next = NULL;
-        spinlock_unlock_intr_restore(&tc->lock, flags);
         thread_sleep_cancel();
-        spinlock_lock_intr_save(&tc->lock, &flags);
 
-        /* Cancelled in the window above? Then it is no longer ours. */
-        if (timer->state == TIMER_STATE_PENDING) {
+        /*
+         * Take the head and run it without dropping the lock in between: a
+         * timer off the list but still PENDING would confuse timer_unlink.
+         */
+        spinlock_lock_intr_save(&tc->lock, &flags);
+        timer = tc->run_head;
+
+        if (timer != NULL) {
+            tc->run_head = timer->next;
+
+            if (tc->run_head == NULL) {
+                tc->run_tail = NULL;
+            }
+
+            timer->next = NULL;
             timer_run(tc, timer, &flags);
         }
 
