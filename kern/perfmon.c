@@ -151,6 +151,9 @@ struct perfmon_call {
 };
 
 static struct spinlock perfmon_lock = SPINLOCK_INITIALIZER;
+
+/* Attached thread events, under perfmon_lock (see perfmon_set_switch_hook). */
+static unsigned int perfmon_nr_thread_events;
 static struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 static unsigned int perfmon_nr_devs_;   /* published with release */
 static struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
@@ -845,7 +848,21 @@ perfmon_event_get_pmc(struct perfmon_event *event)
     int error;
 
     spinlock_lock(&perfmon_lock);
-    error = perfmon_pmc_get(event, &arm);
+
+    /*
+     * Thread events need the context-switch hook: refuse them while it is
+     * off, and count them so that it cannot be switched off under them.
+     */
+    if (event->thread != NULL && !thread_perfmon_hook_enabled()) {
+        error = -EBUSY;
+    } else {
+        error = perfmon_pmc_get(event, &arm);
+    }
+
+    if (!error && event->thread != NULL) {
+        perfmon_nr_thread_events++;
+    }
+
     spinlock_unlock(&perfmon_lock);
 
     if (error) {
@@ -865,7 +882,30 @@ perfmon_event_put_pmc(struct perfmon_event *event)
 {
     spinlock_lock(&perfmon_lock);
     perfmon_pmc_put(event);
+
+    if (event->thread != NULL) {
+        assert(perfmon_nr_thread_events != 0);
+        perfmon_nr_thread_events--;
+    }
+
     spinlock_unlock(&perfmon_lock);
+}
+
+int
+perfmon_set_switch_hook(bool enabled)
+{
+    int error = 0;
+
+    spinlock_lock(&perfmon_lock);
+
+    if (!enabled && perfmon_nr_thread_events != 0) {
+        error = -EBUSY;
+    } else {
+        thread_set_perfmon_hook(enabled);
+    }
+
+    spinlock_unlock(&perfmon_lock);
+    return error;
 }
 
 /* ---- devices ------------------------------------------------------------ */
@@ -1495,6 +1535,7 @@ perfmon_reset(void)
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
     memset(perfmon_intr_entries, 0, sizeof(perfmon_intr_entries));
     perfmon_intr_gen = 0;
+    perfmon_nr_thread_events = 0;
     perfmon_ready = false;
     perfmon_setup();
 }

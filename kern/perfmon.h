@@ -253,6 +253,7 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  *   -ENOENT  no device can count the event
  *   -EINVAL  also for a raw code with bits the device does not define
  *   -EAGAIN  every counter of the device is taken
+ *   -EBUSY   the context-switch hook is off (perfmon.hook=off)
  * and leaves everything unchanged on error.
  */
 int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
@@ -278,6 +279,14 @@ int perfmon_event_detach(struct perfmon_event *event);
 uint64_t perfmon_event_read(struct perfmon_event *event);
 
 bool perfmon_event_attached(const struct perfmon_event *event);
+
+/*
+ * Switch the context-switch hook on or off (perfmon bench compares both).
+ * While it is off, attaching an event to a thread fails with -EBUSY;
+ * switching it off while thread events are attached fails with -EBUSY.
+ * Thread context.
+ */
+int perfmon_set_switch_hook(bool enabled);
 
 /*
  * Context switch hook (kern/thread.c): unload the counters of the thread

@@ -185,6 +185,9 @@ pb_rows_local(struct pb_run *run)
     pb_measure(run, pb_op_event_read, &run->self_event, PB_BATCH, false, &r);
     pb_print_row("2b", "perfmon_event_read: own thread event", &r,
                  &run->raw_read, "<= 1.50x row 1");
+
+    /* No thread event may remain while the hook-off row runs. */
+    perfmon_event_detach(&run->self_event);
 }
 
 /* A thread that spins on the remote CPU while its event is read. */
@@ -406,9 +409,13 @@ pb_rows_switch(struct pb_run *run)
     pb_print_row("4r", "raw stop+read+start, one counter",
                  &run->raw_switch_ops, NULL, "");
 
-    thread_set_perfmon_hook(false);
-    error = pb_switch_measure(run, 0, &off);
-    thread_set_perfmon_hook(true);
+    /* Refused while some thread has an event: its counts would be wrong. */
+    error = perfmon_set_switch_hook(false);
+
+    if (!error) {
+        error = pb_switch_measure(run, 0, &off);
+        perfmon_set_switch_hook(hook);
+    }
 
     if (!error) {
         error = pb_switch_measure(run, 0, &none);
@@ -421,8 +428,6 @@ pb_rows_switch(struct pb_run *run)
     if (!error) {
         error = pb_switch_measure(run, PB_SWITCH_MAX_EVS, &four);
     }
-
-    thread_set_perfmon_hook(hook);
 
     if (error) {
         return error;
@@ -671,7 +676,11 @@ perfmon_bench_main(int argc, char **argv)
 
     if (!error) {
         error = pb_run_selected(&run, what);
-        perfmon_event_detach(&run.self_event);
+
+        if (perfmon_event_attached(&run.self_event)) {
+            perfmon_event_detach(&run.self_event);
+        }
+
         perfmon_event_detach(&run.cpu_event);
     }
 

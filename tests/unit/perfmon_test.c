@@ -677,6 +677,22 @@ test_attach_errors(void **state)
     assert_int_equal(perfmon_event_attach(&ev, t), -EINVAL);
     assert_int_equal(perfmon_event_detach(&ev), 0);
     assert_int_equal(fd->hw_used, 0);
+
+    /* The switch hook off: thread events refused, CPU events fine. */
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_set_switch_hook(false), 0);
+    assert_int_equal(perfmon_event_attach(&ev, t), -EBUSY);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_set_switch_hook(true), 0);
+
+    /* And the hook cannot go off under an attached thread event. */
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    assert_int_equal(perfmon_set_switch_hook(false), -EBUSY);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_set_switch_hook(false), 0);
+    assert_int_equal(perfmon_set_switch_hook(true), 0);
 }
 
 static void

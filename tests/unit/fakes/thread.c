@@ -47,6 +47,9 @@ fake_ctx_exit(const struct fake_ctx *saved)
     fake_cpu_set_intr(saved->intr);
 }
 
+/* The context-switch hook switch (kern/thread.c); the fake only stores it. */
+static bool fake_thread_hook = true;
+
 void
 fake_thread_reset(void)
 {
@@ -55,6 +58,7 @@ fake_thread_reset(void)
     memset(fake_preempt, 0, sizeof(fake_preempt));
     fake_nr_threads = 0;
     fake_remote_calls = 0;
+    fake_thread_hook = true;
 }
 
 struct thread *
@@ -179,6 +183,18 @@ bool
 thread_preempt_enabled(void)
 {
     return fake_preempt[cpu_id()] == 0;
+}
+
+void
+thread_set_perfmon_hook(bool enabled)
+{
+    fake_thread_hook = enabled;
+}
+
+bool
+thread_perfmon_hook_enabled(void)
+{
+    return fake_thread_hook;
 }
 
 struct perfmon_td *
