@@ -229,11 +229,18 @@ softpmu_raise(struct softpmu_cpu *cpu, unsigned int hw_id)
     uint64_t bit = 1ULL << hw_id;
 
     __atomic_fetch_or(&cpu->status, bit, __ATOMIC_RELAXED);
-    lapic_send_self_nmi();
 
+    /*
+     * Inside an NMI (counting `nmis`), the status bit is enough: the NMI
+     * handlers, this driver's among them, run after the count.  Sending an
+     * IPI from there could also corrupt an xAPIC ICR write the NMI
+     * interrupted (its destination register is shared).
+     */
     if (cpu_self()->nmi_nesting != 0) {
         return;
     }
+
+    lapic_send_self_nmi();
 
     for (unsigned int i = 0; __atomic_load_n(&cpu->status, __ATOMIC_RELAXED)
                              & bit; i++) {
