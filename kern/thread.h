@@ -122,8 +122,8 @@ void thread_call(struct thread *thread, thread_call_fn_t fn, void *arg);
 
 /*
  * Switch perfmon's context-switch hook on or off (boot option
- * perfmon.hook=off; perfmon bench compares both).  Only when no thread has
- * a perfmon event: counts would be wrong otherwise.
+ * perfmon.hook=off).  At run time go through perfmon_set_switch_hook(),
+ * which refuses while thread events exist: their counts would be wrong.
  */
 void thread_set_perfmon_hook(bool enabled);
 bool thread_perfmon_hook_enabled(void);
