@@ -121,12 +121,41 @@ softpmu_translate(uint64_t *raw_eventp, unsigned int event_id)
  * There is no user mode: the mode flags are accepted and every counter
  * counts kernel activity.
  */
+static unsigned int softpmu_clock_poll_ms(void);
+
+/* True when polls come often enough to see every wrap of the clock. */
+static bool
+softpmu_clock_countable(void)
+{
+    uint64_t freq = cpu_tsc_freq(), wrap_ms;
+
+    if (softpmu_width >= 64) {
+        return true;
+    }
+
+    if (freq == 0) {
+        freq = SOFTPMU_FREQ_DEFAULT;
+    }
+
+    wrap_ms = (1ULL << softpmu_width) / MAX(freq / 1000, 1);
+    return wrap_ms > 2ULL * softpmu_clock_poll_ms();
+}
+
 static int
 softpmu_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
 {
     (void)flags;
 
     if (raw_event < SOFTPMU_RAW_TASK_CLOCK || raw_event > SOFTPMU_RAW_TEST) {
+        return -ENOENT;
+    }
+
+    /*
+     * The clock never raises an overflow NMI: only polls catch its wraps.
+     * At a width where it wraps within two poll intervals, a count would
+     * silently lose wraps: refuse it instead.
+     */
+    if (raw_event == SOFTPMU_RAW_TASK_CLOCK && !softpmu_clock_countable()) {
         return -ENOENT;
     }
 
