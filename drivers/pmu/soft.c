@@ -121,24 +121,30 @@ softpmu_translate(uint64_t *raw_eventp, unsigned int event_id)
  * There is no user mode: the mode flags are accepted and every counter
  * counts kernel activity.
  */
-static unsigned int softpmu_clock_poll_ms(void);
-
-/* True when polls come often enough to see every wrap of the clock. */
-static bool
-softpmu_clock_countable(void)
+/* Milliseconds the TSC takes to wrap a clock counter (UINT64_MAX: never). */
+static uint64_t
+softpmu_clock_wrap_ms(void)
 {
-    uint64_t freq = cpu_tsc_freq(), wrap_ms;
+    uint64_t freq = cpu_tsc_freq();
 
     if (softpmu_width >= 64) {
-        return true;
+        return UINT64_MAX;
     }
 
     if (freq == 0) {
         freq = SOFTPMU_FREQ_DEFAULT;
     }
 
-    wrap_ms = (1ULL << softpmu_width) / MAX(freq / 1000, 1);
-    return wrap_ms > 2ULL * softpmu_clock_poll_ms();
+    return (1ULL << softpmu_width) / MAX(freq / 1000, 1);
+}
+
+static unsigned int softpmu_clock_poll_ms(void);
+
+/* True when polls come often enough to see every wrap of the clock. */
+static bool
+softpmu_clock_countable(void)
+{
+    return softpmu_clock_wrap_ms() > 2ULL * softpmu_clock_poll_ms();
 }
 
 static int
@@ -387,17 +393,8 @@ softpmu_parse_options(void)
 static unsigned int
 softpmu_clock_poll_ms(void)
 {
-    uint64_t freq = cpu_tsc_freq(), wrap_ms;
+    uint64_t wrap_ms = softpmu_clock_wrap_ms();
 
-    if (softpmu_width >= 64) {
-        return SOFTPMU_POLL_MAX_MS;
-    }
-
-    if (freq == 0) {
-        freq = SOFTPMU_FREQ_DEFAULT;
-    }
-
-    wrap_ms = (1ULL << softpmu_width) / MAX(freq / 1000, 1);
     return (unsigned int)MIN(MAX(wrap_ms / 4, SOFTPMU_POLL_MIN_MS),
                              SOFTPMU_POLL_MAX_MS);
 }
