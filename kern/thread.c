@@ -132,29 +132,11 @@ void thread_start_entry(void);
 static void thread_preempt_point(void);
 
 void
-thread_preempt_disable(void)
+thread_preempt_enable_resched(void)
 {
-    cpu_local_add(preempt_count, 1);
-    barrier();
-}
-
-void
-thread_preempt_enable(void)
-{
-    barrier();
-    assert(cpu_local_read(preempt_count) != 0);
-    cpu_local_add(preempt_count, -1);
-
-    if (unlikely(cpu_local_read(need_resched) != 0)
-        && cpu_local_read(preempt_count) == 0 && thread_ready) {
+    if (cpu_local_read(preempt_count) == 0 && thread_ready) {
         thread_preempt_point();
     }
-}
-
-bool
-thread_preempt_enabled(void)
-{
-    return cpu_local_read(preempt_count) == 0;
 }
 
 /* Accessors ------------------------------------------------------------- */
@@ -163,13 +145,6 @@ static struct thread_runq *
 thread_runq_local(void)
 {
     return &thread_runqs[cpu_id()];
-}
-
-struct thread *
-thread_self(void)
-{
-    /* One GS-relative load: a migration cannot split it. */
-    return cpu_local_read_ptr(thread);
 }
 
 unsigned int

@@ -34,7 +34,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
 #include "kern/init.h"
+#include "kern/macros.h"
 
 #define THREAD_NAME_SIZE        24
 #define THREAD_STACK_SIZE       16384
@@ -66,7 +69,16 @@ void thread_join(struct thread *thread);
 void thread_ref(struct thread *thread);
 void thread_unref(struct thread *thread);
 
+/* The calling thread (inline in the kernel: one GS-relative load). */
+#ifdef TALLY_HOST_TEST
 struct thread *thread_self(void);
+#else
+static inline struct thread *
+thread_self(void)
+{
+    return cpu_local_read_ptr(thread);
+}
+#endif
 
 /*
  * The CPU the thread runs on now, or, when it is not running, the CPU whose
@@ -98,10 +110,49 @@ void thread_wakeup(struct thread *thread);
 /* Sleep for at least ms milliseconds. */
 void thread_msleep(uint64_t ms);
 
-/* Nesting counts; the scheduler does not preempt while disabled. */
+/*
+ * Nesting counts; the scheduler does not preempt while disabled.  In the
+ * kernel they are inline, a GS-relative instruction or two, because they
+ * sit on every hot path (perfmon reads, xcalls, spinlocks); host tests
+ * supply their own.
+ */
+#ifdef TALLY_HOST_TEST
+
 void thread_preempt_disable(void);
 void thread_preempt_enable(void);
 bool thread_preempt_enabled(void);
+
+#else /* TALLY_HOST_TEST */
+
+/* The rare part of thread_preempt_enable(): a reschedule is due. */
+void thread_preempt_enable_resched(void);
+
+static inline void
+thread_preempt_disable(void)
+{
+    cpu_local_add(preempt_count, 1);
+    barrier();
+}
+
+static inline void
+thread_preempt_enable(void)
+{
+    barrier();
+    assert(cpu_local_read(preempt_count) != 0);
+    cpu_local_add(preempt_count, -1);
+
+    if (unlikely(cpu_local_read(need_resched) != 0)) {
+        thread_preempt_enable_resched();
+    }
+}
+
+static inline bool
+thread_preempt_enabled(void)
+{
+    return cpu_local_read(preempt_count) == 0;
+}
+
+#endif /* TALLY_HOST_TEST */
 
 /* The perfmon state embedded in each thread. */
 struct perfmon_td *thread_get_perfmon_td(struct thread *thread);
