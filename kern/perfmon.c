@@ -42,6 +42,12 @@
  * PMU sets its busy flag first; an overflow NMI that finds it set only
  * records which counters overflowed in the pending mask, and the interrupted
  * code folds them when it clears the flag.
+ *
+ * Reads of a counter running on the caller's CPU (a CPU event of that CPU,
+ * the calling thread's own event) take none of this: with preemption
+ * disabled they compute the count from the per-CPU state and a raw read,
+ * writing nothing, and retry when the state's generation changed under
+ * them (struct perfmon_cpu).
  */
 
 #include <stdbool.h>
@@ -117,13 +123,21 @@ struct perfmon_cpu_pmc {
 };
 
 /*
- * Per-CPU PMU state, used by its own CPU with interrupts disabled (xcalls,
- * thread_call, the context switch hook, the overflow interrupt).
+ * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
+ * (xcalls, thread_call, the context switch hook, the overflow interrupt).
  * active_mask (slots with nr_refs > 0) is also read by the poll timer on
  * other CPUs, as a hint.
+ *
+ * gen grows by one in every section that may change the state (see
+ * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
+ * on the same CPU read the state without disabling interrupts: such a
+ * section, when it interrupts the reader, completes before the reader
+ * resumes, so an unchanged gen across the reads means nothing changed
+ * under them (see perfmon_event_read_local).
  */
 struct perfmon_cpu {
     bool busy;
+    unsigned long gen;
     uint64_t pending;                   /* slots, set by the NMI while busy */
     uint64_t active_mask;
     struct syscnt nr_overflows;
@@ -383,6 +397,7 @@ perfmon_cpu_enter(void)
     cpu = perfmon_cpu_get(cpu_id());
     assert(!cpu->busy);
     WRITE_ONCE(cpu->busy, true);
+    WRITE_ONCE(cpu->gen, cpu->gen + 1);
     barrier();
     return cpu;
 }
@@ -1290,46 +1305,113 @@ perfmon_event_detach(struct perfmon_event *event)
 }
 
 /*
- * The read of a CPU event on its own CPU, without the xcall layer: with
- * interrupts disabled the caller cannot move.  Returns false when the
- * event's CPU is another one.
+ * The 64-bit value slot would have on this CPU if it were folded now,
+ * computed without changing anything; correct while the counter has not
+ * wrapped twice since its last fold.  Returns false once the counter has
+ * gone more than a quarter of its period past that fold: the caller then
+ * folds instead, so that frequent reads keep even a narrow counter clear
+ * of its wraps, as folding reads do.
  */
 static bool
-perfmon_cpu_read_local(struct perfmon_call *call)
+perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
+                     uint64_t *valuep)
 {
-    unsigned long flags = cpu_intr_save();
-    bool local = call->event->cpu == cpu_id();
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    uint64_t mask = perfmon_width_mask(dev->width);
+    uint64_t value = pmc->value, prev = pmc->prev, delta;
 
-    if (local) {
-        perfmon_cpu_read_xcall(call);
+    barrier();
+    delta = (dev->ops->read(pmc->hw_id) - prev) & mask;
+
+    if (delta > (mask >> 2)) {
+        return false;
     }
 
-    cpu_intr_restore(flags);
-    return local;
+    *valuep = value + delta;
+    return true;
+}
+
+/*
+ * The current count behind an event whose counter runs on this CPU: a CPU
+ * event of this CPU, or an event of the calling thread.  Preemption
+ * disabled, interrupts enabled: nothing is written, and the reads are
+ * retried when an interrupt or NMI section changed the per-CPU state
+ * meanwhile (cpu->gen).  Returns false when the event's counter is not
+ * running here, or needs a fold; the caller then takes the general path.
+ */
+static bool
+perfmon_event_read_local(const struct perfmon_event *event,
+                         uint64_t *resultp)
+{
+    const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
+    unsigned int slot = event->slot;
+    const struct perfmon_td *td = NULL;
+    unsigned long gen;
+    uint64_t result;
+
+    if (event->state == PERFMON_EVENT_THREAD) {
+        td = thread_get_perfmon_td(event->thread);
+    } else if (event->cpu != cpu_id()) {
+        return false;
+    }
+
+    do {
+        gen = READ_ONCE(cpu->gen);
+        barrier();
+
+        /* A thread's slot is loaded unless the switch hook is off. */
+        if ((td != NULL && !(td->loaded_mask & perfmon_slot_bit(slot)))
+            || !perfmon_cpu_pmc_peek(cpu, slot, &result)) {
+            return false;
+        }
+
+        if (td != NULL) {
+            result = td->pmcs[slot].value
+                     + (result - td->pmcs[slot].cpu_snapshot);
+        }
+
+        barrier();
+    } while (READ_ONCE(cpu->gen) != gen);
+
+    *resultp = result;
+    return true;
 }
 
 uint64_t
 perfmon_event_read(struct perfmon_event *event)
 {
     struct perfmon_call call = { .event = event };
+    bool local;
     int error;
 
     if (event == NULL) {
         return 0;
     }
 
-    if (event->state == PERFMON_EVENT_THREAD) {
-        perfmon_assert_thread_context();
-        thread_call(event->thread, perfmon_td_read_fn, &call);
-    } else if (event->state == PERFMON_EVENT_CPU) {
-        perfmon_assert_thread_context();
-
-        if (!perfmon_cpu_read_local(&call)) {
-            error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
-            assert(error == 0);
-        }
-    } else {
+    if (event->state != PERFMON_EVENT_THREAD
+        && event->state != PERFMON_EVENT_CPU) {
         return event->value;
+    }
+
+    perfmon_assert_thread_context();
+
+    /* The calling thread, or the CPU it runs on: no cross-CPU call. */
+    if (event->state == PERFMON_EVENT_CPU || event->thread == thread_self()) {
+        thread_preempt_disable();
+        local = perfmon_event_read_local(event, &call.result);
+        thread_preempt_enable();
+
+        if (local) {
+            return event->value + (call.result - event->start);
+        }
+    }
+
+    if (event->state == PERFMON_EVENT_THREAD) {
+        thread_call(event->thread, perfmon_td_read_fn, &call);
+    } else {
+        error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
+        assert(error == 0);
     }
 
     return event->value + (call.result - event->start);
@@ -1396,6 +1478,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
     } else {
         WRITE_ONCE(cpu->busy, true);
+        WRITE_ONCE(cpu->gen, cpu->gen + 1);
         barrier();
         perfmon_cpu_fold(cpu, slots, true);
         barrier();

@@ -68,9 +68,11 @@ struct trap_frame;
  * Global operations (translate, alloc, free) are serialised by the core: it
  * calls them with its allocator lock held and preemption disabled, so they
  * must not sleep.  Processor-local operations (start, stop, read) act on
- * the calling CPU's hardware, with interrupts and preemption disabled; read
- * is also called from NMI context.  hw ids are the device's own counter
- * numbers, below 64.
+ * the calling CPU's hardware, with interrupts and preemption disabled;
+ * read is also called from NMI context, and from thread context with only
+ * preemption disabled (the core's local reads, which may be interrupted by
+ * a section that starts or stops counters: they then retry).  hw ids are
+ * the device's own counter numbers, below 64.
  *
  * translate: store the raw code of generic event event_id in *raw_eventp;
  *   -ENOENT when the device cannot count it.
@@ -272,9 +274,10 @@ int perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu);
 int perfmon_event_detach(struct perfmon_event *event);
 
 /*
- * The event's 64-bit count, up to date: a CPU event syncs on its CPU (no
- * xcall when it is the caller's), a thread event on the CPU the thread runs
- * on (none when it is the caller or not running).  0 for a NULL event.
+ * The event's 64-bit count, up to date: a CPU event syncs on its CPU, a
+ * thread event on the CPU the thread runs on.  The caller's own CPU and
+ * thread are read in place, without an xcall or disabling interrupts; a
+ * thread not running is read from its saved state.  0 for a NULL event.
  */
 uint64_t perfmon_event_read(struct perfmon_event *event);
 

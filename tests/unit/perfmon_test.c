@@ -63,7 +63,7 @@ struct fdev {
     struct fdev_counter counters[CPU_MAX][FDEV_MAX_HW];
     uint64_t status[CPU_MAX];
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
-    unsigned int nr_alloc, nr_free, nr_start, nr_stop;
+    unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read;
     bool nmi_in_read;                   /* next read is hit by an NMI */
     uint64_t nmi_advance;               /* events just before that NMI */
     bool nmi_result;
@@ -156,11 +156,14 @@ fdev_stop(struct fdev *fd, unsigned int hw_id)
 static uint64_t
 fdev_read(struct fdev *fd, unsigned int hw_id)
 {
+    unsigned long flags;
     uint64_t value;
 
-    assert_false(cpu_intr_enabled());
+    /* Local reads run with only preemption disabled. */
+    assert_true(!cpu_intr_enabled() || !thread_preempt_enabled());
     assert_true(fd->counters[cpu_id()][hw_id].running);
     value = fd->counters[cpu_id()][hw_id].value;
+    fd->nr_read++;
 
     if (fd->nmi_in_read) {
         /*
@@ -171,7 +174,9 @@ fdev_read(struct fdev *fd, unsigned int hw_id)
         fdev_count(fd, cpu_id(), fd->counters[cpu_id()][hw_id].raw_event,
                    fd->nmi_advance);
         fd->nmi_advance = 0;
+        flags = cpu_intr_save();
         fd->nmi_result = perfmon_overflow_intr(&fd->dev, &test_frame);
+        cpu_intr_restore(flags);
     }
 
     /* Bits above the width are junk the core must ignore. */
@@ -1105,6 +1110,72 @@ test_thread_event_self(void **state)
     assert_int_equal(fd->nr_start, fd->nr_stop);
 }
 
+/*
+ * Local reads compute the count without folding it, but fold once the
+ * counter is a quarter period past its last fold: reads closer together
+ * than a period never lose a wrap, even without interrupt or poll.
+ */
+static void
+test_local_read_folds_far_counters(void **state)
+{
+    struct perfmon_event cpu0, own;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 4, false);
+    init_ok(&cpu0, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&own, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&cpu0, 0), 0);
+    assert_int_equal(perfmon_event_attach(&own, self), 0);
+
+    for (unsigned int i = 1; i <= 5; i++) {
+        fdev_count(fd, 0, RAW_CYCLES, 40000);
+        fdev_count(fd, 0, RAW_BRANCH, 40000);
+        assert_int_equal(perfmon_event_read(&cpu0), i * 40000ULL);
+        assert_int_equal(perfmon_event_read(&own), i * 40000ULL);
+    }
+
+    /* Small steps are read without a fold, and still add up. */
+    for (unsigned int i = 1; i <= 10; i++) {
+        fdev_count(fd, 0, RAW_CYCLES, 1000);
+        assert_int_equal(perfmon_event_read(&cpu0), 200000 + i * 1000ULL);
+    }
+
+    assert_int_equal(fake_xcall_nr_remote(), 0);
+    assert_int_equal(fake_thread_nr_remote_calls(), 0);
+    assert_int_equal(perfmon_event_detach(&cpu0), 0);
+    assert_int_equal(perfmon_event_detach(&own), 0);
+}
+
+/* An overflow NMI landing in a read of the caller's own event. */
+static void
+test_own_read_hit_by_nmi(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ev, self), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 10);
+    assert_int_equal(perfmon_event_read(&ev), 10);
+
+    /* Wrapped to just past the last fold: the NMI settles it mid-read. */
+    fdev_count(fd, 0, RAW_CYCLES, 65536 + 5);
+    fd->nmi_in_read = true;
+    assert_int_equal(perfmon_event_read(&ev), 65551);
+    assert_true(fd->nmi_result);
+
+    /* The counter moves and wraps between the read and the NMI. */
+    fdev_count(fd, 0, RAW_CYCLES, 65500);
+    fd->nmi_in_read = true;
+    fd->nmi_advance = 100;
+    assert_int_equal(perfmon_event_read(&ev), 65551 + 65600);
+    assert_true(fd->nmi_result);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
 static void
 test_thread_exit_while_monitored(void **state)
 {
@@ -1769,6 +1840,8 @@ main(void)
         cmocka_unit_test_setup(test_thread_event_switches_and_migrations,
                                setup),
         cmocka_unit_test_setup(test_thread_event_self, setup),
+        cmocka_unit_test_setup(test_local_read_folds_far_counters, setup),
+        cmocka_unit_test_setup(test_own_read_hit_by_nmi, setup),
         cmocka_unit_test_setup(test_thread_exit_while_monitored, setup),
         cmocka_unit_test_setup(test_thread_attached_while_running_elsewhere,
                                setup),
