@@ -544,6 +544,55 @@ perfmon_td_unload_slow(struct perfmon_td *td)
 }
 
 /*
+ * A context switch from prev to next on this CPU, in one section.  A slot
+ * both threads count keeps running: its CPU reference passes from prev to
+ * next, so the counter is read once and neither stopped nor restarted.
+ */
+void
+perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
+{
+    struct perfmon_cpu *cpu;
+    uint64_t kept, slots;
+
+    assert(!thread_preempt_enabled());
+    assert(next->loaded_mask == 0);
+    cpu = perfmon_cpu_enter();
+    assert(prev->loaded_mask == 0 || prev->cpu == cpu_id());
+    kept = prev->loaded_mask & next->active_mask;
+    slots = prev->loaded_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+        perfmon_td_pmc_sync(prev, cpu, slot);
+
+        if (!(kept & perfmon_slot_bit(slot))) {
+            perfmon_cpu_pmc_unref(cpu, slot);
+        }
+    }
+
+    prev->loaded_mask = 0;
+    next->cpu = cpu_id();
+    slots = next->active_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        if (kept & perfmon_slot_bit(slot)) {
+            next->pmcs[slot].cpu_snapshot = cpu->pmcs[slot].value;
+            next->loaded_mask |= perfmon_slot_bit(slot);
+        } else {
+            perfmon_td_pmc_load(next, cpu, slot);
+        }
+    }
+
+    perfmon_cpu_leave(cpu);
+}
+
+/*
  * The thread's count on slot, up to date.  When running, the caller runs on
  * the thread's CPU with the PMU entered (cpu not NULL), and then every
  * active slot of the thread is loaded here.

@@ -384,8 +384,7 @@ thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
     swevent_add(SWEVENT_CONTEXT_SWITCH, 1);
 
     if (__atomic_load_n(&thread_perfmon_hook, __ATOMIC_RELAXED)) {
-        perfmon_td_unload(&prev->perfmon_td);
-        perfmon_td_load(&next->perfmon_td);
+        perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
     }
 
     /* Counted for next, once its events are loaded. */

@@ -1111,6 +1111,74 @@ test_thread_event_self(void **state)
 }
 
 /*
+ * A switch between two threads passes the counters both use from one to
+ * the other without stopping them; only the others stop and start.  Counts
+ * stay exact for both threads, across a wrap of a shared counter.
+ */
+static void
+test_switch_keeps_shared_counters(void **state)
+{
+    struct perfmon_event t_cyc, t_ins, u_cyc, u_br;
+    struct thread *t = fake_thread_create("t");
+    struct thread *u = fake_thread_create("u");
+    struct thread *v = fake_thread_create("v");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 4, true);
+    init_ok(&t_cyc, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&t_ins, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&u_cyc, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&u_br, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&t_cyc, t), 0);
+    assert_int_equal(perfmon_event_attach(&t_ins, t), 0);
+    assert_int_equal(perfmon_event_attach(&u_cyc, u), 0);
+    assert_int_equal(perfmon_event_attach(&u_br, u), 0);
+
+    fake_thread_switch(1, t);
+    assert_int_equal(fd->nr_start, 2);
+    fdev_count(fd, 1, RAW_CYCLES, 10);
+    fdev_count(fd, 1, RAW_INSNS, 5);
+
+    /* cycles keeps running; instructions stops, branches starts. */
+    fake_thread_switch(1, u);
+    assert_int_equal(fd->nr_start, 3);
+    assert_int_equal(fd->nr_stop, 1);
+    assert_int_equal(u->perfmon_td.loaded_mask, u->perfmon_td.active_mask);
+    assert_int_equal(t->perfmon_td.loaded_mask, 0);
+    fdev_count(fd, 1, RAW_CYCLES, 65536 + 20);
+    assert_true(fdev_nmi(fd, 1));
+    fdev_count(fd, 1, RAW_INSNS, 100);          /* stopped: not counted */
+    fdev_count(fd, 1, RAW_BRANCH, 7);
+
+    fake_thread_switch(1, t);
+    assert_int_equal(fd->nr_start, 4);
+    assert_int_equal(fd->nr_stop, 2);
+    fdev_count(fd, 1, RAW_CYCLES, 3);
+    fdev_count(fd, 1, RAW_INSNS, 1);
+
+    assert_int_equal(perfmon_event_read(&t_cyc), 13);
+    assert_int_equal(perfmon_event_read(&t_ins), 6);
+    assert_int_equal(perfmon_event_read(&u_cyc), 65556);
+    assert_int_equal(perfmon_event_read(&u_br), 7);
+
+    /* To a thread without events, and back: everything stops and starts. */
+    fake_thread_switch(1, v);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+    fake_thread_switch(1, u);
+    fdev_count(fd, 1, RAW_CYCLES, 2);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_read(&u_cyc), 65558);
+    assert_int_equal(perfmon_event_read(&t_cyc), 13);
+
+    assert_int_equal(perfmon_event_detach(&t_cyc), 0);
+    assert_int_equal(perfmon_event_detach(&t_ins), 0);
+    assert_int_equal(perfmon_event_detach(&u_cyc), 0);
+    assert_int_equal(perfmon_event_detach(&u_br), 0);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+}
+
+/*
  * Local reads compute the count without folding it, but fold once the
  * counter is a quarter period past its last fold: reads closer together
  * than a period never lose a wrap, even without interrupt or poll.
@@ -1840,6 +1908,7 @@ main(void)
         cmocka_unit_test_setup(test_thread_event_switches_and_migrations,
                                setup),
         cmocka_unit_test_setup(test_thread_event_self, setup),
+        cmocka_unit_test_setup(test_switch_keeps_shared_counters, setup),
         cmocka_unit_test_setup(test_local_read_folds_far_counters, setup),
         cmocka_unit_test_setup(test_own_read_hit_by_nmi, setup),
         cmocka_unit_test_setup(test_thread_exit_while_monitored, setup),

@@ -84,12 +84,16 @@ fake_thread_switch(unsigned int cpu, struct thread *next)
     assert(next == NULL || (!next->running && !next->exited));
     fake_ctx_enter(&ctx, cpu);
 
-    if (prev != NULL) {
+    /* A switch between two threads takes the kernel's combined path. */
+    if (prev != NULL && next != NULL) {
+        perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
+        prev->running = false;
+        next->cpu = cpu;
+        next->running = true;
+    } else if (prev != NULL) {
         perfmon_td_unload(&prev->perfmon_td);
         prev->running = false;
-    }
-
-    if (next != NULL) {
+    } else if (next != NULL) {
         next->cpu = cpu;
         next->running = true;
         perfmon_td_load(&next->perfmon_td);
