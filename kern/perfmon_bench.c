@@ -37,7 +37,7 @@
 #define PB_SAMPLES_MAX      100000
 #define PB_BATCH            16
 #define PB_SWITCH_YIELDS    2000
-#define PB_SWITCH_ROUNDS    7
+#define PB_SWITCH_ROUNDS    11
 #define PB_QUICK_YIELDS     100
 #define PB_QUICK_ROUNDS     3
 #define PB_SWITCH_MAX_EVS   4
@@ -46,6 +46,15 @@
 static const unsigned int pb_switch_events[PB_SWITCH_MAX_EVS] = {
     PERFMON_EV_TEST, PERFMON_EV_CONTEXT_SWITCH, PERFMON_EV_INTERRUPT,
     PERFMON_EV_XCALL,
+};
+
+/*
+ * Row 4g: one event per thread, on two different counters, so that every
+ * switch stops one counter and starts the other.  Neither event fires
+ * during the ping-pong.
+ */
+static const unsigned int pb_switch_split_events[2] = {
+    PERFMON_EV_TEST, PERFMON_EV_NMI,
 };
 
 /* State of one run. */
@@ -290,12 +299,11 @@ pb_detach_all(struct perfmon_event *events, unsigned int n)
 }
 
 static int
-pb_attach_switch_events(struct perfmon_event *events, unsigned int nr_events,
-                        struct thread *thread)
+pb_attach_switch_events(struct perfmon_event *events, const unsigned int *ids,
+                        unsigned int nr_events, struct thread *thread)
 {
     for (unsigned int i = 0; i < nr_events; i++) {
-        int error = perfmon_event_init(&events[i], pb_switch_events[i],
-                                       PERFMON_EF_KERN);
+        int error = perfmon_event_init(&events[i], ids[i], PERFMON_EF_KERN);
 
         if (!error) {
             error = perfmon_event_attach(&events[i], thread);
@@ -310,9 +318,13 @@ pb_attach_switch_events(struct perfmon_event *events, unsigned int nr_events,
     return 0;
 }
 
-/* One round: cycles per switch with nr_events events on each thread. */
+/*
+ * One round: cycles per switch with nr_events events on each thread (split:
+ * one event per thread, a different one on each).
+ */
 static int
-pb_switch_round(struct pb_run *run, unsigned int nr_events, uint64_t *cyclesp)
+pb_switch_round(struct pb_run *run, unsigned int nr_events, bool split,
+                uint64_t *cyclesp)
 {
     struct perfmon_event events[2][PB_SWITCH_MAX_EVS];
     struct pb_pingpong pp[2];
@@ -338,7 +350,10 @@ pb_switch_round(struct pb_run *run, unsigned int nr_events, uint64_t *cyclesp)
     }
 
     for (unsigned int i = 0; i < 2 && !error; i++) {
-        error = pb_attach_switch_events(events[i], nr_events, threads[i]);
+        error = pb_attach_switch_events(events[i],
+                                        split ? &pb_switch_split_events[i]
+                                              : pb_switch_events,
+                                        nr_events, threads[i]);
     }
 
     WRITE_ONCE(pp[0].go, true);
@@ -351,21 +366,66 @@ pb_switch_round(struct pb_run *run, unsigned int nr_events, uint64_t *cyclesp)
     return error;
 }
 
+/* The configurations of row 4, measured in turn within each round. */
+enum pb_switch_config {
+    PB_SWITCH_OFF,                  /* perfmon hook off, no event */
+    PB_SWITCH_NONE,                 /* hook on, no event */
+    PB_SWITCH_ONE,                  /* 1 event per thread */
+    PB_SWITCH_FOUR,                 /* PB_SWITCH_MAX_EVS events per thread */
+    PB_SWITCH_SPLIT,                /* 1 event per thread, not shared */
+    PB_SWITCH_NR_CONFIGS,
+};
+
 static int
-pb_switch_measure(struct pb_run *run, unsigned int nr_events,
-                  struct bench_result *result)
+pb_switch_config_round(struct pb_run *run, enum pb_switch_config config,
+                       uint64_t *cyclesp)
 {
-    uint64_t samples[PB_SWITCH_ROUNDS];
+    static const unsigned int nr_events[PB_SWITCH_NR_CONFIGS] = {
+        0, 0, 1, PB_SWITCH_MAX_EVS, 1,
+    };
+    bool hook = thread_perfmon_hook_enabled();
+    int error;
+
+    if (config != PB_SWITCH_OFF) {
+        return pb_switch_round(run, nr_events[config],
+                               config == PB_SWITCH_SPLIT, cyclesp);
+    }
+
+    /* Refused while some thread has an event: its counts would be wrong. */
+    error = perfmon_set_switch_hook(false);
+
+    if (!error) {
+        error = pb_switch_round(run, 0, false, cyclesp);
+        perfmon_set_switch_hook(hook);
+    }
+
+    return error;
+}
+
+/*
+ * Every configuration once per round, in turn, so that a slow phase of the
+ * host (QEMU's vCPU threads share its cores) weighs on all of them alike.
+ */
+static int
+pb_switch_measure(struct pb_run *run,
+                  struct bench_result results[PB_SWITCH_NR_CONFIGS])
+{
+    uint64_t samples[PB_SWITCH_NR_CONFIGS][PB_SWITCH_ROUNDS];
 
     for (unsigned int i = 0; i < run->switch_rounds; i++) {
-        int error = pb_switch_round(run, nr_events, &samples[i]);
+        for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS; c++) {
+            int error = pb_switch_config_round(run, c, &samples[c][i]);
 
-        if (error) {
-            return error;
+            if (error) {
+                return error;
+            }
         }
     }
 
-    bench_summarize(samples, run->switch_rounds, result);
+    for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS; c++) {
+        bench_summarize(samples[c], run->switch_rounds, &results[c]);
+    }
+
     return 0;
 }
 
@@ -400,48 +460,35 @@ pb_print_added(const char *id, const char *what,
 static int
 pb_rows_switch(struct pb_run *run)
 {
-    struct bench_result none, off, one, four;
-    bool hook = thread_perfmon_hook_enabled();
+    struct bench_result r[PB_SWITCH_NR_CONFIGS];
     int error;
 
     pb_measure(run, pb_op_raw_switch, NULL, PB_BATCH, true,
                &run->raw_switch_ops);
     pb_print_row("4r", "raw stop+read+start, one counter",
                  &run->raw_switch_ops, NULL, "");
-
-    /* Refused while some thread has an event: its counts would be wrong. */
-    error = perfmon_set_switch_hook(false);
-
-    if (!error) {
-        error = pb_switch_measure(run, 0, &off);
-        perfmon_set_switch_hook(hook);
-    }
-
-    if (!error) {
-        error = pb_switch_measure(run, 0, &none);
-    }
-
-    if (!error) {
-        error = pb_switch_measure(run, 1, &one);
-    }
-
-    if (!error) {
-        error = pb_switch_measure(run, PB_SWITCH_MAX_EVS, &four);
-    }
+    error = pb_switch_measure(run, r);
 
     if (error) {
         return error;
     }
 
-    pb_print_row("4a", "context switch, perfmon hook off", &off, NULL, "");
-    pb_print_row("4b", "context switch, no event anywhere", &none, &off,
-                 "<= 1.02x row 4a");
-    pb_print_row("4c", "context switch, 1 event per thread", &one, NULL, "");
-    pb_print_row("4d", "context switch, 4 events per thread", &four, NULL, "");
-    pb_print_added("4e", "added per switch, 1 event", &one, &none, 1,
+    pb_print_row("4a", "context switch, perfmon hook off", &r[PB_SWITCH_OFF],
+                 NULL, "");
+    pb_print_row("4b", "context switch, no event anywhere",
+                 &r[PB_SWITCH_NONE], &r[PB_SWITCH_OFF], "<= 1.02x row 4a");
+    pb_print_row("4c", "context switch, 1 event per thread", &r[PB_SWITCH_ONE],
+                 NULL, "");
+    pb_print_row("4d", "context switch, 4 events per thread",
+                 &r[PB_SWITCH_FOUR], NULL, "");
+    pb_print_added("4e", "added per switch, 1 event", &r[PB_SWITCH_ONE],
+                   &r[PB_SWITCH_NONE], 1, &run->raw_switch_ops);
+    pb_print_added("4f", "added per switch, 4 events", &r[PB_SWITCH_FOUR],
+                   &r[PB_SWITCH_NONE], PB_SWITCH_MAX_EVS,
                    &run->raw_switch_ops);
-    pb_print_added("4f", "added per switch, 4 events", &four, &none,
-                   PB_SWITCH_MAX_EVS, &run->raw_switch_ops);
+    pb_print_added("4g", "added per switch, 1 event, not shared",
+                   &r[PB_SWITCH_SPLIT], &r[PB_SWITCH_NONE], 1,
+                   &run->raw_switch_ops);
     return 0;
 }
 
