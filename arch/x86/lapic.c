@@ -85,6 +85,13 @@ lapic_icr_write(uint32_t apic_id, uint32_t low)
     syscnt_inc(&lapic_sc_ipis[cpu_id()]);
 
     if (lapic_x2apic) {
+        /*
+         * A WRMSR to an x2APIC register is not ordered after earlier
+         * stores (SDM 11.12.3): without the fences, the IPI could reach
+         * its target before the data it announces (an xcall's mailbox).
+         */
+        __asm__ __volatile__("mfence; lfence" : : : "memory");
+
         /* One 64-bit write, no delivery status to poll (SDM 11.12.9). */
         msr_write(MSR_X2APIC_BASE + (LAPIC_REG_ICR_LOW >> 4),
                   ((uint64_t)apic_id << 32) | low);
