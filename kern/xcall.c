@@ -6,10 +6,15 @@
  *
  * Each (destination, source) pair of CPUs has its own mailbox slot, so
  * calls from many CPUs to one never contend on a lock: the source fills its
- * slot in the destination's row, publishes it (release), sends the xcall
- * IPI and spins until the destination clears the pending flag (acquire).
- * The destination's IPI handler scans its row.  The source spins with
+ * slot in the destination's row, sets its bit in the destination's pending
+ * mask (release), sends the xcall IPI and spins until the destination
+ * clears the slot's pending flag (acquire).  The destination's IPI handler
+ * takes the whole mask at once and runs only the slots it names, so its
+ * cost does not grow with the number of CPUs.  The source spins with
  * interrupts enabled, so it keeps serving calls made to it meanwhile.
+ *
+ * A bit set after the handler took the mask comes with an IPI that the
+ * handler's early EOI lets through: it runs again.
  */
 
 #include <stdbool.h>
@@ -36,7 +41,7 @@
 struct xcall_slot {
     xcall_fn_t fn;
     void *arg;
-    bool pending;                   /* release by the source, cleared by dst */
+    bool pending;                   /* set by the source, cleared by dst */
 } __aligned(CACHE_LINE_SIZE);
 
 /* Statistics of one CPU. */
@@ -45,9 +50,17 @@ struct xcall_cpu {
     struct syscnt sc_received;
 } __aligned(CACHE_LINE_SIZE);
 
+/* Sources with a call published to one destination: bit src. */
+struct xcall_pending {
+    uint64_t srcs;
+} __aligned(CACHE_LINE_SIZE);
+
 /* xcall_slots[dst][src]. */
 static struct xcall_slot xcall_slots[CPU_MAX][CPU_MAX];
+static struct xcall_pending xcall_pending[CPU_MAX];
 static struct xcall_cpu xcall_cpus[CPU_MAX];
+
+_Static_assert(CPU_MAX <= 64, "xcall_pending holds one bit per CPU");
 
 static void
 xcall_run_local(xcall_fn_t fn, void *arg)
@@ -89,7 +102,9 @@ xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
     assert(!slot->pending);
     slot->fn = fn;
     slot->arg = arg;
-    __atomic_store_n(&slot->pending, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->pending, true, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&xcall_pending[cpu].srcs, 1ULL << self,
+                      __ATOMIC_RELEASE);
     syscnt_inc(&xcall_cpus[self].sc_sent);
     lapic_ipi_send(cpu_table[cpu].apic_id, TRAP_VEC_XCALL);
 
@@ -104,18 +119,20 @@ xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
 static void
 xcall_intr(struct trap_frame *frame)
 {
-    unsigned int self = cpu_id(), n = cpu_count();
+    unsigned int self = cpu_id();
+    uint64_t srcs;
 
     (void)frame;
     lapic_eoi();
+    srcs = __atomic_exchange_n(&xcall_pending[self].srcs, 0,
+                               __ATOMIC_ACQUIRE);
 
-    for (unsigned int src = 0; src < n; src++) {
+    while (srcs != 0) {
+        unsigned int src = (unsigned int)__builtin_ctzll(srcs);
         struct xcall_slot *slot = &xcall_slots[self][src];
 
-        if (!__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
-            continue;
-        }
-
+        srcs &= srcs - 1;
+        assert(slot->pending);
         slot->fn(slot->arg);
         syscnt_inc(&xcall_cpus[self].sc_received);
         swevent_add(SWEVENT_XCALL, 1);
