@@ -328,7 +328,7 @@ perfmon_cpu_get(unsigned int cpu)
  * during the read, it makes us read again, so that a user taking the value
  * just after (a thread being switched out, say) does not lose the wrap.
  */
-static void
+__hot_path static void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -371,7 +371,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     } while (READ_ONCE(cpu->pending) & bit);
 }
 
-static void
+__hot_path static void
 perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
 {
     slots &= cpu->active_mask;
@@ -389,7 +389,7 @@ perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
  * top of the file for the busy flag; the NMI runs on this CPU, so compiler
  * barriers order the flag against the state.
  */
-static struct perfmon_cpu *
+__hot_path static struct perfmon_cpu *
 perfmon_cpu_enter(void)
 {
     struct perfmon_cpu *cpu;
@@ -403,7 +403,7 @@ perfmon_cpu_enter(void)
     return cpu;
 }
 
-static void
+__hot_path static void
 perfmon_cpu_leave(struct perfmon_cpu *cpu)
 {
     barrier();
@@ -424,7 +424,7 @@ perfmon_cpu_leave(struct perfmon_cpu *cpu)
 }
 
 /* Start counting slot on this CPU for one more user. */
-static void
+__hot_path static void
 perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -446,7 +446,7 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /* Drop a user of slot on this CPU; the caller updated the value first. */
-static void
+__hot_path static void
 perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -469,7 +469,7 @@ perfmon_td_init(struct perfmon_td *td)
 }
 
 /* Load slot of a thread running on this CPU (entered). */
-static void
+__hot_path static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot)
 {
@@ -479,7 +479,7 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
 }
 
 /* Fold what a loaded slot counted since the last fold into the thread. */
-static void
+__hot_path static void
 perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot)
 {
@@ -549,7 +549,7 @@ perfmon_td_unload_slow(struct perfmon_td *td)
  * both threads count keeps running: its CPU reference passes from prev to
  * next, so the counter is read once and neither stopped nor restarted.
  */
-void
+__hot_path void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu;
@@ -1428,7 +1428,7 @@ perfmon_event_read_local(const struct perfmon_event *event,
     return true;
 }
 
-uint64_t
+__hot_path uint64_t
 perfmon_event_read(struct perfmon_event *event)
 {
     struct perfmon_call call = { .event = event };

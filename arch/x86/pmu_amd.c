@@ -208,7 +208,7 @@ pmu_amd_stop(unsigned int hw_id)
     WRITE_ONCE(pmu_amd_active[cpu], pmu_amd_active[cpu] & ~(1ULL << hw_id));
 }
 
-static uint64_t
+__hot_path static uint64_t
 pmu_amd_read(unsigned int hw_id)
 {
     assert(pmu_amd_hw_id_valid(hw_id));

@@ -412,7 +412,7 @@ pmu_intel_stop(unsigned int hw_id)
     WRITE_ONCE(pmu_intel_active[cpu], pmu_intel_active[cpu] & ~(1ULL << hw_id));
 }
 
-static uint64_t
+__hot_path static uint64_t
 pmu_intel_read(unsigned int hw_id)
 {
     assert(pmu_intel_hw_id_valid(hw_id));

@@ -182,7 +182,7 @@ softpmu_free(unsigned int hw_id)
     softpmu_used &= ~(1ULL << hw_id);
 }
 
-static void
+__hot_path static void
 softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
@@ -200,7 +200,7 @@ softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
     }
 }
 
-static void
+__hot_path static void
 softpmu_stop(unsigned int hw_id)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
@@ -212,7 +212,7 @@ softpmu_stop(unsigned int hw_id)
     }
 }
 
-static uint64_t
+__hot_path static uint64_t
 softpmu_read(unsigned int hw_id)
 {
     const struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
