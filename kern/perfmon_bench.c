@@ -18,6 +18,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/trap.h"
 #include "drivers/pmu/soft.h"
+#include "kern/assert.h"
 #include "kern/bench.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
@@ -57,6 +58,14 @@ static const unsigned int pb_switch_split_events[2] = {
     PERFMON_EV_TEST, PERFMON_EV_NMI,
 };
 
+/* A counter read raw: the one behind an event of the benchmark's own. */
+struct pb_counter {
+    struct perfmon_dev *dev;
+    uint64_t raw_event;
+    unsigned int hw_id;
+    bool found;
+};
+
 /* State of one run. */
 struct pb_run {
     unsigned int self;              /* the CPU the benchmark runs on */
@@ -65,9 +74,7 @@ struct pb_run {
     uint64_t *samples;
     unsigned int switch_yields;     /* per ping-pong thread and round */
     unsigned int switch_rounds;
-    struct perfmon_dev *dev;        /* the software PMU */
-    unsigned int hw_id;             /* counter of cpu_event on dev */
-    uint64_t raw_event;
+    struct pb_counter soft;         /* the soft PMU counter of cpu_event */
     struct perfmon_event cpu_event;     /* `test` on self */
     struct perfmon_event self_event;    /* `test` on this thread */
     struct bench_result raw_read;
@@ -132,8 +139,10 @@ pb_print_row(const char *id, const char *what, const struct bench_result *r,
 static void
 pb_op_raw_read(struct pb_run *run, void *arg)
 {
-    (void)arg;
-    run->dev->ops->read(run->hw_id);
+    const struct pb_counter *counter = arg;
+
+    (void)run;
+    counter->dev->ops->read(counter->hw_id);
 }
 
 static void
@@ -156,14 +165,15 @@ pb_op_xcall(struct pb_run *run, void *arg)
     xcall_call(pb_nop, NULL, run->remote);
 }
 
-/* Find the hardware counter behind the benchmark's CPU event. */
+/* Fill in the hardware counter of a struct pb_counter. */
 static void
 pb_find_counter(const struct perfmon_pmc_info *info, void *arg)
 {
-    struct pb_run *run = arg;
+    struct pb_counter *counter = arg;
 
-    if (info->dev == run->dev && info->raw_event == run->raw_event) {
-        run->hw_id = info->hw_id;
+    if (info->dev == counter->dev && info->raw_event == counter->raw_event) {
+        counter->hw_id = info->hw_id;
+        counter->found = true;
     }
 }
 
@@ -186,7 +196,8 @@ pb_rows_local(struct pb_run *run)
 {
     struct bench_result r;
 
-    pb_measure(run, pb_op_raw_read, NULL, PB_BATCH, true, &run->raw_read);
+    pb_measure(run, pb_op_raw_read, &run->soft, PB_BATCH, true,
+               &run->raw_read);
     pb_print_row("1", "raw device read (soft PMU)", &run->raw_read, NULL, "");
     pb_measure(run, pb_op_event_read, &run->cpu_event, PB_BATCH, false, &r);
     pb_print_row("2a", "perfmon_event_read: local CPU event", &r,
@@ -197,6 +208,74 @@ pb_rows_local(struct pb_run *run)
 
     /* No thread event may remain while the hook-off row runs. */
     perfmon_event_detach(&run->self_event);
+}
+
+/* The first registered PMU other than the software one, or NULL. */
+static struct perfmon_dev *
+pb_hardware_dev(const struct pb_run *run)
+{
+    for (unsigned int i = 0; i < perfmon_nr_devs(); i++) {
+        struct perfmon_dev *dev = perfmon_dev_get(i);
+
+        if (dev != run->soft.dev) {
+            return dev;
+        }
+    }
+
+    return NULL;
+}
+
+/*
+ * Rows 1h and 2h: rows 1 and 2a again on a hardware PMU, counting cycles
+ * on this CPU, when one is registered; a line saying why not otherwise.
+ */
+static void
+pb_rows_hardware(struct pb_run *run)
+{
+    struct pb_counter counter = { .dev = pb_hardware_dev(run) };
+    struct bench_result raw, r;
+    struct perfmon_event event;
+    char what[48];
+    int error;
+
+    if (counter.dev == NULL) {
+        kprintf("%-4s %s\n", "1h", "raw device read (hardware PMU): none "
+                "registered");
+        return;
+    }
+
+    error = perfmon_dev_translate(counter.dev, PERFMON_EV_CYCLE,
+                                  &counter.raw_event);
+
+    if (!error) {
+        error = perfmon_event_init(&event, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    }
+
+    if (!error) {
+        error = perfmon_event_set_dev(&event, counter.dev);
+    }
+
+    if (!error) {
+        error = perfmon_event_attach_cpu(&event, run->self);
+    }
+
+    if (error) {
+        kprintf("%-4s raw device read (%s PMU): cycles not counted: %s\n",
+                "1h", counter.dev->name, error_str(error));
+        return;
+    }
+
+    perfmon_pmc_foreach(pb_find_counter, &counter);
+    assert(counter.found);
+    pb_measure(run, pb_op_raw_read, &counter, PB_BATCH, true, &raw);
+    ksnprintf(what, sizeof(what), "raw device read (%s PMU)",
+              counter.dev->name);
+    pb_print_row("1h", what, &raw, NULL, "");
+    pb_measure(run, pb_op_event_read, &event, PB_BATCH, false, &r);
+    ksnprintf(what, sizeof(what), "perfmon_event_read: local CPU event, %s",
+              counter.dev->name);
+    pb_print_row("2h", what, &r, &raw, "<= 1.50x row 1h");
+    perfmon_event_detach(&event);
 }
 
 /* A thread that spins on the remote CPU while its event is read. */
@@ -433,12 +512,13 @@ pb_switch_measure(struct pb_run *run,
 static void
 pb_op_raw_switch(struct pb_run *run, void *arg)
 {
-    const struct perfmon_dev_ops *ops = run->dev->ops;
+    const struct pb_counter *counter = &run->soft;
+    const struct perfmon_dev_ops *ops = counter->dev->ops;
 
     (void)arg;
-    ops->stop(run->hw_id);
-    ops->read(run->hw_id);
-    ops->start(run->hw_id, run->raw_event, PERFMON_EF_KERN);
+    ops->stop(counter->hw_id);
+    ops->read(counter->hw_id);
+    ops->start(counter->hw_id, counter->raw_event, PERFMON_EF_KERN);
 }
 
 static void
@@ -539,7 +619,7 @@ pb_row_nmi(struct pb_run *run)
         return;
     }
 
-    perfmon_dev_get_info(run->dev, &info);
+    perfmon_dev_get_info(run->soft.dev, &info);
 
     /* Each add wraps the counter once: one NMI, timed by the trap code. */
     for (size_t i = 0; i < run->nr_samples; i++) {
@@ -584,9 +664,9 @@ pb_setup(struct pb_run *run)
 {
     int error;
 
-    run->dev = softpmu_dev();
+    run->soft.dev = softpmu_dev();
 
-    if (run->dev == NULL) {
+    if (run->soft.dev == NULL) {
         return -ENODEV;
     }
 
@@ -603,8 +683,9 @@ pb_setup(struct pb_run *run)
         return error;
     }
 
-    run->raw_event = SOFTPMU_RAW_TEST;
-    perfmon_pmc_foreach(pb_find_counter, run);
+    run->soft.raw_event = SOFTPMU_RAW_TEST;
+    perfmon_pmc_foreach(pb_find_counter, &run->soft);
+    assert(run->soft.found);
     return 0;
 }
 
@@ -613,7 +694,7 @@ pb_header(const struct pb_run *run)
 {
     struct perfmon_dev_info info;
 
-    perfmon_dev_get_info(run->dev, &info);
+    perfmon_dev_get_info(run->soft.dev, &info);
     kprintf("perfmon bench: %u CPUs, cpu%u -> cpu%u, TSC %lu MHz, soft PMU "
             "%u-bit, overflow by %s, %zu samples\n", cpu_count(), run->self,
             run->remote, cpu_tsc_freq() / 1000000, info.width,
@@ -629,6 +710,7 @@ pb_run_selected(struct pb_run *run, const char *what)
 
     pb_header(run);
     pb_rows_local(run);
+    pb_rows_hardware(run);
 
     if (strcmp(what, "remote") == 0) {
         error = pb_rows_remote(run);

@@ -56,6 +56,10 @@ def main():
                    'row %s printed%s' % (row, '' if row in ADDED
                                          else ' with min <= median'),
                    '' if row in rows else out)
+    # Rows 1h/2h need a hardware PMU; without one, a line says so.
+    hw = re.search(r'^1h\s.*(none registered|not counted)', out, re.M)
+    tap.result(hw is not None or ('1h' in rows and '2h' in rows),
+               'hardware rows printed, or a line saying why not', out)
     tap.result('usage: perfmon bench' in bad, 'bad sample count: usage', bad)
     tap.result(re.search(r'counters in use:\s*none', info) is not None,
                'no counter left in use afterwards', info)
