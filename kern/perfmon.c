@@ -82,6 +82,9 @@
 #define PERFMON_POLL_MAX_MS         10000
 #define PERFMON_POLL_FREQ_DEFAULT   5000000000ULL
 
+/* Local reads fold past 1/16 of a period (perfmon_cpu_pmc_peek). */
+#define PERFMON_PEEK_SHIFT          4
+
 #define PERFMON_DEV_SLOT_MASK       ((1ULL << PERFMON_DEV_MAX_PMCS) - 1)
 
 /* Event states; anything else is an event never initialised. */
@@ -490,58 +493,6 @@ perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
     value = cpu->pmcs[slot].value;
     tpmc->value += value - tpmc->cpu_snapshot;
     tpmc->cpu_snapshot = value;
-}
-
-static void
-perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                      unsigned int slot)
-{
-    perfmon_td_pmc_sync(td, cpu, slot);
-    perfmon_cpu_pmc_unref(cpu, slot);
-    td->loaded_mask &= ~perfmon_slot_bit(slot);
-}
-
-void
-perfmon_td_load_slow(struct perfmon_td *td)
-{
-    struct perfmon_cpu *cpu;
-    uint64_t slots;
-
-    assert(!thread_preempt_enabled());
-    assert(td->loaded_mask == 0);
-    cpu = perfmon_cpu_enter();
-    td->cpu = cpu_id();
-    slots = td->active_mask;
-
-    while (slots != 0) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-
-        slots &= slots - 1;
-        perfmon_td_pmc_load(td, cpu, slot);
-    }
-
-    perfmon_cpu_leave(cpu);
-}
-
-void
-perfmon_td_unload_slow(struct perfmon_td *td)
-{
-    struct perfmon_cpu *cpu;
-    uint64_t slots;
-
-    assert(!thread_preempt_enabled());
-    cpu = perfmon_cpu_enter();
-    assert(td->cpu == cpu_id());
-    slots = td->loaded_mask;
-
-    while (slots != 0) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-
-        slots &= slots - 1;
-        perfmon_td_pmc_unload(td, cpu, slot);
-    }
-
-    perfmon_cpu_leave(cpu);
 }
 
 /*
@@ -1357,10 +1308,12 @@ perfmon_event_detach(struct perfmon_event *event)
 /*
  * The 64-bit value slot would have on this CPU if it were folded now,
  * computed without changing anything; correct while the counter has not
- * wrapped twice since its last fold.  Returns false once the counter has
- * gone more than a quarter of its period past that fold: the caller then
- * folds instead, so that frequent reads keep even a narrow counter clear
- * of its wraps, as folding reads do.
+ * advanced a full period since its last fold.  Returns false once it is
+ * more than 1/16 of a period (PERFMON_PEEK_SHIFT) past that fold: the
+ * caller then folds instead.  A peek leaves prev where it was, so two
+ * peeks in a row are only known to be in order when they are less than
+ * 15/16 of a period apart (the folding read allowed a full period); the
+ * poll interval and the overflow interrupt fold far more often than that.
  */
 static bool
 perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
@@ -1374,7 +1327,7 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
     barrier();
     delta = (dev->ops->read(pmc->hw_id) - prev) & mask;
 
-    if (delta > (mask >> 2)) {
+    if (delta > (mask >> PERFMON_PEEK_SHIFT)) {
         return false;
     }
 
@@ -1387,8 +1340,9 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
  * event of this CPU, or an event of the calling thread.  Preemption
  * disabled, interrupts enabled: nothing is written, and the reads are
  * retried when an interrupt or NMI section changed the per-CPU state
- * meanwhile (cpu->gen).  Returns false when the event's counter is not
- * running here, or needs a fold; the caller then takes the general path.
+ * meanwhile (cpu->gen).  Returns false when the event is a CPU event of
+ * another CPU, or its counter needs a fold; the caller then takes the
+ * general path.
  */
 static bool
 perfmon_event_read_local(const struct perfmon_event *event,
@@ -1410,9 +1364,10 @@ perfmon_event_read_local(const struct perfmon_event *event,
         gen = READ_ONCE(cpu->gen);
         barrier();
 
-        /* A thread's slot is loaded unless the switch hook is off. */
-        if ((td != NULL && !(td->loaded_mask & perfmon_slot_bit(slot)))
-            || !perfmon_cpu_pmc_peek(cpu, slot, &result)) {
+        /* Thread events need the switch hook, which loads them. */
+        assert(td == NULL || (td->loaded_mask & perfmon_slot_bit(slot)));
+
+        if (!perfmon_cpu_pmc_peek(cpu, slot, &result)) {
             return false;
         }
 

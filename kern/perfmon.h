@@ -292,35 +292,11 @@ bool perfmon_event_attached(const struct perfmon_event *event);
 int perfmon_set_switch_hook(bool enabled);
 
 /*
- * Loading and unloading a thread's counters on this CPU: interrupts and
- * preemption disabled, the run queue lock held.  A thread without events
- * costs one test.  The context switch hook (kern/thread.c) uses
- * perfmon_td_switch below; load and unload alone serve a CPU that has no
- * thread on one side (the host tests' model of one).
- */
-void perfmon_td_load_slow(struct perfmon_td *td);
-void perfmon_td_unload_slow(struct perfmon_td *td);
-
-static inline void
-perfmon_td_load(struct perfmon_td *td)
-{
-    if (unlikely(td->active_mask != 0)) {
-        perfmon_td_load_slow(td);
-    }
-}
-
-static inline void
-perfmon_td_unload(struct perfmon_td *td)
-{
-    if (unlikely(td->loaded_mask != 0)) {
-        perfmon_td_unload_slow(td);
-    }
-}
-
-/*
- * Unload prev and load next, for a switch between them on this CPU, in one
- * section: counters both threads use keep running (no stop and start, one
- * read).  Same context as above; two threads without events cost one test.
+ * Context switch hook (kern/thread.c): unload the counters of prev and load
+ * those of next, on this CPU, in one section.  Counters both threads use
+ * keep running (no stop and start, one read).  Interrupts and preemption
+ * disabled, the run queue lock held.  Two threads without events cost one
+ * test.
  */
 void perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next);
 

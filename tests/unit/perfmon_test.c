@@ -65,6 +65,7 @@ struct fdev {
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
     unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read;
     bool nmi_in_read;                   /* next read is hit by an NMI */
+    void (*intr_in_read)(void);         /* next read is interrupted by it */
     uint64_t nmi_advance;               /* events just before that NMI */
     bool nmi_result;
 };
@@ -165,7 +166,13 @@ fdev_read(struct fdev *fd, unsigned int hw_id)
     value = fd->counters[cpu_id()][hw_id].value;
     fd->nr_read++;
 
-    if (fd->nmi_in_read) {
+    if (fd->intr_in_read != NULL) {
+        void (*intr)(void) = fd->intr_in_read;
+
+        /* An interrupt (a section of the core) lands after the read. */
+        fd->intr_in_read = NULL;
+        intr();
+    } else if (fd->nmi_in_read) {
         /*
          * The counter moves on after the read (and may wrap), then an NMI
          * lands between two instructions of the core.
@@ -743,8 +750,10 @@ test_misuse_asserted(void **state)
 {
     struct perfmon_event ev;
     struct thread *t = fake_thread_create("t");
+    struct perfmon_td idle;
 
     (void)state;
+    perfmon_td_init(&idle);
     fdev_add(0, 48, 4, true);
     init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
 
@@ -764,9 +773,9 @@ test_misuse_asserted(void **state)
 
     /* The context switch hook needs interrupts and preemption disabled. */
     t->perfmon_td.active_mask = 1;
-    expect_assert_failure(perfmon_td_load_slow(&t->perfmon_td));
+    expect_assert_failure(perfmon_td_switch_slow(&idle, &t->perfmon_td));
     thread_preempt_disable();
-    expect_assert_failure(perfmon_td_load_slow(&t->perfmon_td));
+    expect_assert_failure(perfmon_td_switch_slow(&idle, &t->perfmon_td));
     thread_preempt_enable();
     t->perfmon_td.active_mask = 0;
 
@@ -1179,14 +1188,21 @@ test_switch_keeps_shared_counters(void **state)
 }
 
 /*
- * Local reads compute the count without folding it, but fold once the
- * counter is a quarter period past its last fold: reads closer together
- * than a period never lose a wrap, even without interrupt or poll.
+ * Local reads compute the count in place (no xcall, no thread_call) and
+ * fold only once the counter is 1/16 of a period past its last fold.
+ * Without interrupt or poll, reads less than 15/16 of a period apart
+ * still see every wrap, and never go backwards.
  */
 static void
 test_local_read_folds_far_counters(void **state)
 {
+    static const uint64_t steps[] = {
+        13107, 58982, 3000, 61000, 4000, 61439, 1, 30000, 61439, 61439,
+        4095, 61439, 4096, 100,
+    };
     struct perfmon_event cpu0, own;
+    uint64_t total = 0;
+    unsigned int xcalls, calls;
     struct fdev *fd;
 
     (void)state;
@@ -1196,18 +1212,35 @@ test_local_read_folds_far_counters(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&cpu0, 0), 0);
     assert_int_equal(perfmon_event_attach(&own, self), 0);
 
-    for (unsigned int i = 1; i <= 5; i++) {
-        fdev_count(fd, 0, RAW_CYCLES, 40000);
-        fdev_count(fd, 0, RAW_BRANCH, 40000);
-        assert_int_equal(perfmon_event_read(&cpu0), i * 40000ULL);
-        assert_int_equal(perfmon_event_read(&own), i * 40000ULL);
+    for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+        fdev_count(fd, 0, RAW_CYCLES, steps[i]);
+        fdev_count(fd, 0, RAW_BRANCH, steps[i]);
+        total += steps[i];
+        assert_int_equal(perfmon_event_read(&cpu0), total);
+        assert_int_equal(perfmon_event_read(&own), total);
     }
 
-    /* Small steps are read without a fold, and still add up. */
+    /* Small steps take the in-place path, and still add up. */
+    xcalls = fake_xcall_nr_on(0);
+    calls = fake_thread_nr_calls();
+
     for (unsigned int i = 1; i <= 10; i++) {
-        fdev_count(fd, 0, RAW_CYCLES, 1000);
-        assert_int_equal(perfmon_event_read(&cpu0), 200000 + i * 1000ULL);
+        fdev_count(fd, 0, RAW_CYCLES, 300);
+        fdev_count(fd, 0, RAW_BRANCH, 300);
+        assert_int_equal(perfmon_event_read(&cpu0), total + i * 300);
+        assert_int_equal(perfmon_event_read(&own), total + i * 300);
     }
+
+    assert_int_equal(fake_xcall_nr_on(0), xcalls);
+    assert_int_equal(fake_thread_nr_calls(), calls);
+
+    /* Far from the last fold: the general path folds. */
+    fdev_count(fd, 0, RAW_CYCLES, 5000);
+    fdev_count(fd, 0, RAW_BRANCH, 5000);
+    assert_int_equal(perfmon_event_read(&cpu0), total + 8000);
+    assert_int_equal(perfmon_event_read(&own), total + 8000);
+    assert_int_equal(fake_xcall_nr_on(0), xcalls + 1);
+    assert_int_equal(fake_thread_nr_calls(), calls + 1);
 
     assert_int_equal(fake_xcall_nr_remote(), 0);
     assert_int_equal(fake_thread_nr_remote_calls(), 0);
@@ -1215,18 +1248,20 @@ test_local_read_folds_far_counters(void **state)
     assert_int_equal(perfmon_event_detach(&own), 0);
 }
 
-/* An overflow NMI landing in a read of the caller's own event. */
+/* An overflow NMI landing in an in-place read of the caller's own event. */
 static void
 test_own_read_hit_by_nmi(void **state)
 {
     struct perfmon_event ev;
     struct fdev *fd;
+    unsigned int calls;
 
     (void)state;
     fd = fdev_add(0, 16, 2, true);
     init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach(&ev, self), 0);
     fdev_count(fd, 0, RAW_CYCLES, 10);
+    calls = fake_thread_nr_calls();
     assert_int_equal(perfmon_event_read(&ev), 10);
 
     /* Wrapped to just past the last fold: the NMI settles it mid-read. */
@@ -1235,12 +1270,70 @@ test_own_read_hit_by_nmi(void **state)
     assert_int_equal(perfmon_event_read(&ev), 65551);
     assert_true(fd->nmi_result);
 
-    /* The counter moves and wraps between the read and the NMI. */
-    fdev_count(fd, 0, RAW_CYCLES, 65500);
+    /*
+     * Read 3000 past the last fold (in place), then the counter moves on
+     * 62636 and wraps before the NMI.
+     */
+    fdev_count(fd, 0, RAW_CYCLES, 3000);
     fd->nmi_in_read = true;
-    fd->nmi_advance = 100;
-    assert_int_equal(perfmon_event_read(&ev), 65551 + 65600);
+    fd->nmi_advance = 62636;
+    assert_int_equal(perfmon_event_read(&ev), 65551 + 65636);
     assert_true(fd->nmi_result);
+    assert_int_equal(fake_thread_nr_calls(), calls);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * Another CPU attaches an event to the reading thread while the reader is
+ * in the middle of an in-place read: the attach's section runs on the
+ * reader's CPU and, hit by an overflow NMI itself, folds a wrap the reader
+ * had not seen.  The reader must notice and start over.
+ */
+static struct perfmon_event section_event;
+
+static void
+section_attach_from_cpu1(void)
+{
+    fdevs[0].nmi_in_read = true;
+    fake_cpu_set_id(1);
+    init_ok(&section_event, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&section_event, self), 0);
+    fake_cpu_set_id(0);
+}
+
+static void
+test_local_read_hit_by_section(void **state)
+{
+    struct perfmon_event ev, cpu0;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&cpu0, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ev, self), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&cpu0, 0), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 10);
+    assert_int_equal(perfmon_event_read(&ev), 10);
+
+    fdev_count(fd, 0, RAW_CYCLES, 65536 + 5);
+    fd->intr_in_read = section_attach_from_cpu1;
+    assert_int_equal(perfmon_event_read(&ev), 65551);
+    assert_true(fd->nmi_result);
+    assert_int_equal(fake_thread_nr_remote_calls(), 1);
+    assert_int_equal(perfmon_event_read(&cpu0), 65551);
+    assert_int_equal(perfmon_event_read(&section_event), 0);
+
+    /* The same for a CPU event. */
+    assert_int_equal(perfmon_event_detach(&section_event), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 65536 + 7);
+    fd->intr_in_read = section_attach_from_cpu1;
+    assert_int_equal(perfmon_event_read(&cpu0), 65551 + 65543);
+    assert_int_equal(perfmon_event_read(&ev), 65551 + 65543);
+    assert_int_equal(perfmon_event_read(&section_event), 0);
+
+    assert_int_equal(perfmon_event_detach(&section_event), 0);
+    assert_int_equal(perfmon_event_detach(&cpu0), 0);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
@@ -1911,6 +2004,7 @@ main(void)
         cmocka_unit_test_setup(test_switch_keeps_shared_counters, setup),
         cmocka_unit_test_setup(test_local_read_folds_far_counters, setup),
         cmocka_unit_test_setup(test_own_read_hit_by_nmi, setup),
+        cmocka_unit_test_setup(test_local_read_hit_by_section, setup),
         cmocka_unit_test_setup(test_thread_exit_while_monitored, setup),
         cmocka_unit_test_setup(test_thread_attached_while_running_elsewhere,
                                setup),

@@ -82,6 +82,9 @@ void fake_thread_exit(struct thread *thread);
 /* Calls of thread_call() that ran fn on another CPU (an xcall). */
 unsigned int fake_thread_nr_remote_calls(void);
 
+/* Calls of thread_call(), wherever fn ran. */
+unsigned int fake_thread_nr_calls(void);
+
 /* ---- xcall.c ---- */
 
 void fake_xcall_reset(void);

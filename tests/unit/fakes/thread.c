@@ -27,6 +27,7 @@ static unsigned int fake_nr_threads;
 static struct thread *fake_current[CPU_MAX];
 static unsigned int fake_preempt[CPU_MAX];
 static unsigned int fake_remote_calls;
+static unsigned int fake_calls;
 
 void
 fake_ctx_enter(struct fake_ctx *saved, unsigned int cpu)
@@ -47,6 +48,9 @@ fake_ctx_exit(const struct fake_ctx *saved)
     fake_cpu_set_intr(saved->intr);
 }
 
+/* The idle threads' perfmon state: stays empty. */
+static struct perfmon_td fake_idle_td[CPU_MAX];
+
 /* The context-switch hook switch (kern/thread.c); the fake only stores it. */
 static bool fake_thread_hook = true;
 
@@ -56,8 +60,10 @@ fake_thread_reset(void)
     memset(fake_threads, 0, sizeof(fake_threads));
     memset(fake_current, 0, sizeof(fake_current));
     memset(fake_preempt, 0, sizeof(fake_preempt));
+    memset(fake_idle_td, 0, sizeof(fake_idle_td));
     fake_nr_threads = 0;
     fake_remote_calls = 0;
+    fake_calls = 0;
     fake_thread_hook = true;
 }
 
@@ -84,19 +90,17 @@ fake_thread_switch(unsigned int cpu, struct thread *next)
     assert(next == NULL || (!next->running && !next->exited));
     fake_ctx_enter(&ctx, cpu);
 
-    /* A switch between two threads takes the kernel's combined path. */
-    if (prev != NULL && next != NULL) {
-        perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
+    /* NULL stands for the CPU's idle thread, which is never monitored. */
+    perfmon_td_switch(prev != NULL ? &prev->perfmon_td : &fake_idle_td[cpu],
+                      next != NULL ? &next->perfmon_td : &fake_idle_td[cpu]);
+
+    if (prev != NULL) {
         prev->running = false;
+    }
+
+    if (next != NULL) {
         next->cpu = cpu;
         next->running = true;
-    } else if (prev != NULL) {
-        perfmon_td_unload(&prev->perfmon_td);
-        prev->running = false;
-    } else if (next != NULL) {
-        next->cpu = cpu;
-        next->running = true;
-        perfmon_td_load(&next->perfmon_td);
     }
 
     fake_current[cpu] = next;
@@ -130,6 +134,12 @@ unsigned int
 fake_thread_nr_remote_calls(void)
 {
     return fake_remote_calls;
+}
+
+unsigned int
+fake_thread_nr_calls(void)
+{
+    return fake_calls;
 }
 
 void
@@ -214,6 +224,7 @@ thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
 
     assert(cpu_intr_enabled());
     assert(thread->nr_refs > 0);
+    fake_calls++;
 
     if (thread->running) {
         if (thread->cpu != cpu_id()) {
