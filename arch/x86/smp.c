@@ -17,6 +17,7 @@
 #include "arch/x86/smp.h"
 #include "arch/x86/trap.h"
 #include "arch/x86/tsc.h"
+#include "kern/assert.h"
 #include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
@@ -25,6 +26,7 @@
 #include "kern/kmem.h"
 #include "kern/log.h"
 #include "kern/mem.h"
+#include "kern/panic.h"
 #include "kern/pmem.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -33,12 +35,22 @@
 #include "kern/xcall.h"
 
 extern const char trampoline_start[], trampoline_end[];
-extern uint32_t tramp_cr3;
+extern uint32_t tramp_cr3, tramp_apic_id;
 extern uint64_t tramp_stack, tramp_cpu, tramp_entry;
 
 void clock_start_cpu(void);
 void thread_setup_ap(void);
 void xcall_setup_cpu(void);
+
+/*
+ * tramp_apic_id when no CPU may claim the trampoline (TRAMP_NOBODY in
+ * trampoline.asm): an AP that has claimed it, or one the boot CPU gave up
+ * on, finds this value there.
+ */
+#define SMP_TRAMP_NOBODY        0xffffffffU
+
+/* How long a CPU that claimed the trampoline gets to come online. */
+#define SMP_AP_ONLINE_MS        10000
 
 /* Set by panic_begin() through machine_stop_others(): halt on the next NMI. */
 static bool smp_stopping;
@@ -55,12 +67,8 @@ static void __attribute__((noreturn))
 smp_ap_main(struct cpu *cpu)
 {
     cpu_load(cpu);
-    clock_start_cpu();
-
-    if (lapic_id() != cpu->apic_id) {
-        cpu_halt_forever();     /* a late answer to an abandoned start */
-    }
-
+    clock_start_cpu();                      /* sets the local APIC up */
+    assert(lapic_id() == cpu->apic_id);     /* the trampoline's claim */
     thread_setup_ap();
     xcall_setup_cpu();
     __atomic_store_n(&cpu->online, true, __ATOMIC_RELEASE);
@@ -68,9 +76,9 @@ smp_ap_main(struct cpu *cpu)
 }
 
 static bool
-smp_wait_online(struct cpu *cpu)
+smp_wait_online(struct cpu *cpu, uint64_t ms)
 {
-    uint64_t end = tsc_ns() + SMP_AP_TIMEOUT_MS * 1000000UL;
+    uint64_t end = tsc_ns() + ms * 1000000UL;
 
     while (tsc_ns() < end) {
         if (__atomic_load_n(&cpu->online, __ATOMIC_ACQUIRE)) {
@@ -100,9 +108,12 @@ smp_start_ap(unsigned int index, uint32_t apic_id)
         return -ENOMEM;     /* small leak on a boot-time failure: acceptable */
     }
 
+    /* The parameters first, then the id that lets this CPU claim them. */
     *(uint64_t *)smp_tramp_param(&tramp_stack) = (uint64_t)stack
                                                  + THREAD_STACK_SIZE;
     *(uint64_t *)smp_tramp_param(&tramp_cpu) = (uint64_t)cpu;
+    __atomic_store_n((uint32_t *)smp_tramp_param(&tramp_apic_id), apic_id,
+                     __ATOMIC_RELEASE);
 
     /* INIT, then two STARTUPs (SDM 9.4.4.1). */
     lapic_ipi_init(apic_id);
@@ -110,7 +121,29 @@ smp_start_ap(unsigned int index, uint32_t apic_id)
     lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
     tsc_delay_us(200);
     lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
-    return smp_wait_online(cpu) ? 0 : -ETIMEDOUT;
+
+    if (smp_wait_online(cpu, SMP_AP_TIMEOUT_MS)) {
+        return 0;
+    }
+
+    /*
+     * Take the claim back.  If that fails, the CPU has claimed the
+     * trampoline (it is merely slow, as under a loaded emulator) and uses
+     * the stack and struct cpu given to it: wait for it, since neither
+     * can be given to another CPU now.
+     */
+    if (__atomic_compare_exchange_n((uint32_t *)smp_tramp_param(&tramp_apic_id),
+                                    &apic_id, SMP_TRAMP_NOBODY, false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        return -ETIMEDOUT;
+    }
+
+    if (!smp_wait_online(cpu, SMP_AP_ONLINE_MS)) {
+        panic("smp: cpu%u (APIC id %u) started but never came online",
+              index, cpu->apic_id);
+    }
+
+    return 0;
 }
 
 static void

@@ -4,8 +4,9 @@
  *
  * SMP bring-up: every CPU the MADT lists is started with INIT-SIPI-SIPI
  * (Intel SDM vol. 3A, 9.4.4) through a real-mode trampoline.  A CPU that
- * does not answer within SMP_AP_TIMEOUT_MS is reported and left out.  The
- * boot option `smp=N` limits the CPUs started (1 boots the boot CPU only).
+ * has not claimed the trampoline within SMP_AP_TIMEOUT_MS is reported and
+ * left out; if it answers later, it parks in the trampoline.  The boot
+ * option `smp=N` limits the CPUs started (1 boots the boot CPU only).
  */
 
 #ifndef ARCH_X86_SMP_H
@@ -14,7 +15,7 @@
 #include "kern/init.h"
 
 #define SMP_TRAMPOLINE_PA   0x8000
-#define SMP_AP_TIMEOUT_MS   200
+#define SMP_AP_TIMEOUT_MS   1000
 
 INIT_OP_DECLARE(smp_setup);
 

@@ -3,9 +3,10 @@
  *
  *
  * In-kernel tests of SMP bring-up: every CPU the firmware lists (MADT,
- * acpi_info) came online, with a sane per-CPU area, and each one takes
- * interrupts: an NMI IPI sent to each CPU, the caller's own included, is
- * delivered there and counted exactly.
+ * acpi_info) came online, up to the `smp=N` boot option, with a sane
+ * per-CPU area, and each one takes interrupts: an NMI IPI sent to each CPU,
+ * the caller's own included, is delivered there and counted exactly.  A CPU
+ * answering a start late parks in the trampoline.
  */
 
 #include <stdbool.h>
@@ -14,22 +15,39 @@
 #include "arch/x86/acpi.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
+#include "arch/x86/smp.h"
 #include "arch/x86/trap.h"
 #include "kern/clock.h"
+#include "kern/cmdline.h"
 #include "kern/ktest.h"
 #include "kern/param.h"
 #include "kern/thread.h"
+#include "kern/xcall.h"
 
 #define SMP_TEST_NMI_ROUNDS     8
 #define SMP_TEST_NMI_WAIT_MS    1000
+#define SMP_TEST_LATE_WAIT_MS   300
+
+/* The CPUs bring-up was asked to start: those listed, up to `smp=N`. */
+static unsigned int
+smp_test_cpus_expected(void)
+{
+    unsigned int expected = acpi_info.valid ? acpi_info.nr_cpus : 1;
+    uint64_t max;
+
+    if (cmdline_get_u64("smp", &max) == 0 && max >= 1 && max < expected) {
+        expected = max;
+    }
+
+    return expected;
+}
 
 static int
 smp_test_cpus_online(void)
 {
-    unsigned int n = cpu_count(), expected;
+    unsigned int n = cpu_count();
 
-    expected = acpi_info.valid ? acpi_info.nr_cpus : 1;
-    KTEST_ASSERT_EQ(n, expected);
+    KTEST_ASSERT_EQ(n, smp_test_cpus_expected());
     KTEST_ASSERT(n >= 1 && n <= CPU_MAX);
 
     for (unsigned int i = 0; i < n; i++) {
@@ -65,6 +83,68 @@ smp_test_cpus_online(void)
 }
 
 KTEST_DEFINE(smp, cpus_online, smp_test_cpus_online);
+
+/* A CPU the firmware lists that is not online (left out by smp=N). */
+static bool
+smp_test_find_offline(uint32_t *apic_idp)
+{
+    for (unsigned int i = 0; acpi_info.valid && i < acpi_info.nr_cpus; i++) {
+        bool online = false;
+
+        for (unsigned int j = 0; j < cpu_count(); j++) {
+            online |= cpu_table[j].apic_id == acpi_info.cpu_apic_ids[i];
+        }
+
+        if (!online) {
+            *apic_idp = acpi_info.cpu_apic_ids[i];
+            return true;
+        }
+    }
+
+    return false;
+}
+
+static void
+smp_test_nop(void *arg)
+{
+    (void)arg;
+}
+
+/*
+ * Start a CPU now, long after bring-up ended, as a CPU slow to answer its
+ * start would run: it must find the trampoline claimed and park there.
+ * Running on, it would use the last AP's stack and struct cpu, or fault
+ * on the identity map that is gone, and reset the machine.
+ */
+static int
+smp_test_late_answer_parks(void)
+{
+    unsigned int n = cpu_count();
+    uint32_t apic_id;
+
+    if (!smp_test_find_offline(&apic_id)) {
+        ktest_skip_reason("every listed CPU is online (boot with smp=N)");
+        return KTEST_SKIP;
+    }
+
+    lapic_ipi_init(apic_id);
+    thread_msleep(10);
+    lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
+    thread_msleep(1);
+    lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
+    thread_msleep(SMP_TEST_LATE_WAIT_MS);
+
+    /* Still here, with the same CPUs, all answering. */
+    KTEST_ASSERT_EQ(cpu_count(), n);
+
+    for (unsigned int cpu = 0; cpu < n; cpu++) {
+        KTEST_ASSERT_EQ(xcall_call(smp_test_nop, NULL, cpu), 0);
+    }
+
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(smp, late_answer_parks, smp_test_late_answer_parks);
 
 /* NMI test state, per target CPU: written by the sender, the NMI handler. */
 static volatile bool smp_test_nmi_expected[CPU_MAX];

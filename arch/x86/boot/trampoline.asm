@@ -13,13 +13,23 @@
 ; in 64-bit mode.  Interrupts stay disabled.  The code runs at an address
 ; other than its link address: every reference is computed from TRAMP_BASE.
 ;
+;
+; Before touching memory other than its own code, an AP claims the
+; parameter block: it swaps tramp_apic_id from its own APIC id to
+; TRAMP_NOBODY with one locked compare-exchange.  A CPU that finds another
+; id there is a late answer to a start the boot CPU gave up on (or to one
+; already finished): it parks, rather than run on the stack and struct cpu
+; now meant for another CPU, or after the identity map is gone.
+;
 ; Parameter block (written by smp.c through these symbols):
-;   tramp_cr3    dd  physical address of the PML4
-;   tramp_stack  dq  top of the AP's first stack
-;   tramp_cpu    dq  its struct cpu
-;   tramp_entry  dq  64-bit C entry point
+;   tramp_cr3     dd  physical address of the PML4
+;   tramp_apic_id dd  the APIC id of the CPU being started, or TRAMP_NOBODY
+;   tramp_stack   dq  top of the AP's first stack
+;   tramp_cpu     dq  its struct cpu
+;   tramp_entry   dq  64-bit C entry point
 
 %define TRAMP_BASE      0x8000
+%define TRAMP_NOBODY    0xffffffff      ; SMP_TRAMP_NOBODY in smp.c
 %define REL(x)          (TRAMP_BASE + (x) - trampoline_start)
 
 section .rodata
@@ -28,6 +38,7 @@ align 16
 global trampoline_start
 global trampoline_end
 global tramp_cr3
+global tramp_apic_id
 global tramp_stack
 global tramp_cpu
 global tramp_entry
@@ -38,11 +49,40 @@ trampoline_start:
     cld
     xor ax, ax
     mov ds, ax
+
+    ; This CPU's APIC id: CPUID leaf 0BH (x2APIC id) when present, else
+    ; the initial APIC id of leaf 1.
+    xor eax, eax
+    cpuid
+    cmp eax, 0x0b
+    jb .leaf1
+    mov eax, 0x0b
+    xor ecx, ecx
+    cpuid
+    test bx, bx                     ; leaf 0BH is valid if EBX[15:0] != 0
+    jz .leaf1
+    mov eax, edx
+    jmp .claim
+.leaf1:
+    mov eax, 1
+    cpuid
+    shr ebx, 24
+    mov eax, ebx
+.claim:
+    mov edx, TRAMP_NOBODY
+    lock cmpxchg [REL(tramp_apic_id)], edx
+    jne .park
+
     lgdt [REL(tramp_gdt_desc)]
     mov eax, cr0
     or eax, 1
     mov cr0, eax
     jmp dword 0x08:REL(tramp_pm32)
+
+.park:
+    cli
+    hlt
+    jmp .park
 
 bits 32
 tramp_pm32:
@@ -93,7 +133,8 @@ tramp_gdt_desc:
 align 8
 tramp_cr3:
     dd 0
-    dd 0
+tramp_apic_id:
+    dd TRAMP_NOBODY
 tramp_stack:
     dq 0
 tramp_cpu:
