@@ -37,7 +37,8 @@
 
 #define MAIN_CMDLINE_MAX    1024
 
-void boot_main(uint32_t magic, uint64_t info_pa) __noreturn;
+void boot_main(uint32_t magic, uint64_t info_pa, uint32_t firmware_cr0)
+    __noreturn;
 
 static char main_cmdline[MAIN_CMDLINE_MAX];
 
@@ -170,7 +171,7 @@ SHELL_COMMAND(cmdline, "cmdline", "", "show the kernel command line options",
               main_cmd_cmdline);
 
 void
-boot_main(uint32_t magic, uint64_t info_pa)
+boot_main(uint32_t magic, uint64_t info_pa, uint32_t firmware_cr0)
 {
     int error;
 
@@ -196,6 +197,11 @@ boot_main(uint32_t magic, uint64_t info_pa)
              tsc_freq() / 1000 % 1000,
              cpu_info.invariant_tsc ? ", invariant" : "");
     log_info("cmdline: %s", cmdline_raw());
+
+    if (firmware_cr0 & CPU_CR0_CD) {
+        log_warning("cpu: the firmware left the caches disabled (CR0.CD); "
+                    "enabled");
+    }
 
     if (init_run_all() != 0) {
         log_warning("init: some modules failed to start (see above)");

@@ -25,6 +25,8 @@
 #define CPU_RFLAGS_IF       (1UL << 9)
 
 #define CPU_CR0_PG          (1UL << 31)
+#define CPU_CR0_CD          (1UL << 30)
+#define CPU_CR0_NW          (1UL << 29)
 #define CPU_CR0_WP          (1UL << 16)
 #define CPU_CR4_PAE         (1UL << 5)
 #define CPU_CR4_PGE         (1UL << 7)
@@ -260,6 +262,15 @@ static inline bool
 cpu_in_intr(void)
 {
     return cpu_local_read(intr_nesting) != 0 || cpu_local_read(nmi_nesting) != 0;
+}
+
+static inline uint64_t
+cpu_get_cr0(void)
+{
+    uint64_t value;
+
+    __asm__ __volatile__("mov %%cr0, %0" : "=r"(value));
+    return value;
 }
 
 static inline uint64_t

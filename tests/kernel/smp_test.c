@@ -6,7 +6,7 @@
  * acpi_info) came online, up to the `smp=N` boot option, with a sane
  * per-CPU area, and each one takes interrupts: an NMI IPI sent to each CPU,
  * the caller's own included, is delivered there and counted exactly.  A CPU
- * answering a start late parks in the trampoline.
+ * answering a start late parks in the trampoline.  Caches are on everywhere.
  */
 
 #include <stdbool.h>
@@ -145,6 +145,35 @@ smp_test_late_answer_parks(void)
 }
 
 KTEST_DEFINE(smp, late_answer_parks, smp_test_late_answer_parks);
+
+static void
+smp_test_read_cr0(void *arg)
+{
+    uint64_t *cr0s = arg;
+
+    cr0s[cpu_id()] = cpu_get_cr0();
+}
+
+/*
+ * Every CPU runs with its caches enabled.  An AP leaves INIT with CR0.CD
+ * and NW set, and firmware may leave them set on the boot CPU: kept, every
+ * access would go to memory.
+ */
+static int
+smp_test_caches_enabled(void)
+{
+    static uint64_t cr0s[CPU_MAX];
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        KTEST_ASSERT_EQ(xcall_call(smp_test_read_cr0, cr0s, cpu), 0);
+        KTEST_ASSERT((cr0s[cpu] & (CPU_CR0_CD | CPU_CR0_NW)) == 0);
+        KTEST_ASSERT(cr0s[cpu] & CPU_CR0_PG);
+    }
+
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(smp, caches_enabled, smp_test_caches_enabled);
 
 /* NMI test state, per target CPU: written by the sender, the NMI handler. */
 static volatile bool smp_test_nmi_expected[CPU_MAX];

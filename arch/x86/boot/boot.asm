@@ -8,8 +8,10 @@
 ;   EAX = 0x36d76289, EBX = physical address of the boot information,
 ;   32-bit protected mode, flat segments, paging and interrupts off, no stack.
 ;
-; Contract with C: boot_main(magic, info_pa) is called in 64-bit mode on
-; boot_stack, with the page tables below loaded:
+; Contract with C: boot_main(magic, info_pa, firmware_cr0) is called in
+; 64-bit mode on boot_stack, caches enabled (CR0.CD and NW clear: firmware
+; may leave them set, firmware_cr0 says how it was), with the page tables
+; below loaded:
 ;   - virtual 0 .. 1 GiB identity-mapped (the AP trampoline and early code
 ;     still need it; pmap removes it later),
 ;   - KERNEL_VMA .. +1 GiB mapped to physical 0 .. 1 GiB (the kernel image),
@@ -27,6 +29,8 @@
 %define PTE_PS              0x080
 
 %define CR0_PG              (1 << 31)
+%define CR0_CD              (1 << 30)
+%define CR0_NW              (1 << 29)
 %define CR0_WP              (1 << 16)
 %define CR4_PAE             (1 << 5)
 %define MSR_EFER            0xc0000080
@@ -82,7 +86,11 @@ boot_start:
     or eax, EFER_LME
     wrmsr
 
+    ; Caches on, whatever the firmware left: with CD set every access
+    ; goes to memory (under AMD SVM the guest's CD reaches the hardware).
     mov eax, cr0
+    mov edx, eax                ; for boot_main
+    and eax, ~(CR0_CD | CR0_NW)
     or eax, CR0_PG | CR0_WP
     mov cr0, eax
 
@@ -196,10 +204,11 @@ extern boot_main
 boot_high_entry:
     mov rsp, boot_stack + BOOT_STACK_SIZE
     xor rbp, rbp
-    ; RDI = magic, RSI = info physical address (zero-extended by the 32-bit
-    ; moves above).
+    ; RDI = magic, RSI = info physical address, RDX = firmware's CR0
+    ; (zero-extended by the 32-bit moves).
     mov edi, edi
     mov esi, esi
+    mov edx, edx
     call boot_main
 .hang:
     cli

@@ -74,8 +74,11 @@ trampoline_start:
     jne .park
 
     lgdt [REL(tramp_gdt_desc)]
+
+    ; Protected mode, caches on: an AP leaves INIT with CR0.CD and NW set.
     mov eax, cr0
-    or eax, 1
+    and eax, ~((1 << 30) | (1 << 29))   ; CD, NW
+    or eax, 1                           ; PE
     mov cr0, eax
     jmp dword 0x08:REL(tramp_pm32)
 
