@@ -199,8 +199,8 @@ boot_main(uint32_t magic, uint64_t info_pa, uint32_t firmware_cr0)
     log_info("cmdline: %s", cmdline_raw());
 
     if (firmware_cr0 & CPU_CR0_CD) {
-        log_warning("cpu: the firmware left the caches disabled (CR0.CD); "
-                    "enabled");
+        log_warning("cpu: the firmware left CR0.CD set (caches off): "
+                    "cleared; memory types still come from its MTRRs");
     }
 
     if (init_run_all() != 0) {

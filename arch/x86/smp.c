@@ -35,7 +35,7 @@
 #include "kern/xcall.h"
 
 extern const char trampoline_start[], trampoline_end[];
-extern uint32_t tramp_cr3, tramp_apic_id;
+extern uint32_t tramp_cr3, tramp_apic_id, tramp_parked;
 extern uint64_t tramp_stack, tramp_cpu, tramp_entry;
 
 void clock_start_cpu(void);
@@ -135,6 +135,8 @@ smp_start_ap(unsigned int index, uint32_t apic_id)
     if (__atomic_compare_exchange_n((uint32_t *)smp_tramp_param(&tramp_apic_id),
                                     &apic_id, SMP_TRAMP_NOBODY, false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* Back to waiting for a STARTUP, where nothing wakes it. */
+        lapic_ipi_init(apic_id);
         return -ETIMEDOUT;
     }
 
@@ -144,6 +146,13 @@ smp_start_ap(unsigned int index, uint32_t apic_id)
     }
 
     return 0;
+}
+
+unsigned int
+smp_nr_parked(void)
+{
+    return __atomic_load_n((uint32_t *)smp_tramp_param(&tramp_parked),
+                           __ATOMIC_ACQUIRE);
 }
 
 static void

@@ -17,6 +17,12 @@
 #define SMP_TRAMPOLINE_PA   0x8000
 #define SMP_AP_TIMEOUT_MS   1000
 
+/*
+ * CPUs that ran the trampoline after the boot CPU had given up on them (or
+ * after bring-up) and parked there, since boot.
+ */
+unsigned int smp_nr_parked(void);
+
 INIT_OP_DECLARE(smp_setup);
 
 #endif /* ARCH_X86_SMP_H */

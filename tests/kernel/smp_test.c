@@ -119,7 +119,7 @@ smp_test_nop(void *arg)
 static int
 smp_test_late_answer_parks(void)
 {
-    unsigned int n = cpu_count();
+    unsigned int n = cpu_count(), parked = smp_nr_parked();
     uint32_t apic_id;
 
     if (!smp_test_find_offline(&apic_id)) {
@@ -132,7 +132,18 @@ smp_test_late_answer_parks(void)
     lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
     thread_msleep(1);
     lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
-    thread_msleep(SMP_TEST_LATE_WAIT_MS);
+
+    for (unsigned int ms = 0; ms < SMP_TEST_LATE_WAIT_MS; ms++) {
+        if (smp_nr_parked() != parked) {
+            break;
+        }
+
+        thread_msleep(1);
+    }
+
+    /* It ran, parked, and is put back to wait for a STARTUP. */
+    KTEST_ASSERT_EQ(smp_nr_parked(), parked + 1);
+    lapic_ipi_init(apic_id);
 
     /* Still here, with the same CPUs, all answering. */
     KTEST_ASSERT_EQ(cpu_count(), n);
@@ -155,9 +166,10 @@ smp_test_read_cr0(void *arg)
 }
 
 /*
- * Every CPU runs with its caches enabled.  An AP leaves INIT with CR0.CD
- * and NW set, and firmware may leave them set on the boot CPU: kept, every
- * access would go to memory.
+ * Every CPU runs with CR0.CD and NW clear.  Both keep their value through
+ * INIT, which is set at power-on unless firmware cleared them (QEMU's TCG
+ * sets them at INIT, so there this fails with a trampoline that keeps
+ * them); firmware may leave them set on the boot CPU too.
  */
 static int
 smp_test_caches_enabled(void)

@@ -86,8 +86,7 @@ boot_start:
     or eax, EFER_LME
     wrmsr
 
-    ; Caches on, whatever the firmware left: with CD set every access
-    ; goes to memory (under AMD SVM the guest's CD reaches the hardware).
+    ; Caches on, whatever the firmware left (CD set: no cache fills).
     mov eax, cr0
     mov edx, eax                ; for boot_main
     and eax, ~(CR0_CD | CR0_NW)

@@ -14,9 +14,9 @@
 ; other than its link address: every reference is computed from TRAMP_BASE.
 ;
 ;
-; Before touching memory other than its own code, an AP claims the
-; parameter block: it swaps tramp_apic_id from its own APIC id to
-; TRAMP_NOBODY with one locked compare-exchange.  A CPU that finds another
+; In protected mode, before touching memory other than its own page, an AP
+; claims the parameter block: it swaps tramp_apic_id from its own APIC id
+; to TRAMP_NOBODY with one locked compare-exchange.  A CPU that finds another
 ; id there is a late answer to a start the boot CPU gave up on (or to one
 ; already finished): it parks, rather than run on the stack and struct cpu
 ; now meant for another CPU, or after the identity map is gone.
@@ -24,6 +24,7 @@
 ; Parameter block (written by smp.c through these symbols):
 ;   tramp_cr3     dd  physical address of the PML4
 ;   tramp_apic_id dd  the APIC id of the CPU being started, or TRAMP_NOBODY
+;   tramp_parked  dd  CPUs that found another id there and parked (count)
 ;   tramp_stack   dq  top of the AP's first stack
 ;   tramp_cpu     dq  its struct cpu
 ;   tramp_entry   dq  64-bit C entry point
@@ -39,6 +40,7 @@ global trampoline_start
 global trampoline_end
 global tramp_cr3
 global tramp_apic_id
+global tramp_parked
 global tramp_stack
 global tramp_cpu
 global tramp_entry
@@ -49,43 +51,15 @@ trampoline_start:
     cld
     xor ax, ax
     mov ds, ax
-
-    ; This CPU's APIC id: CPUID leaf 0BH (x2APIC id) when present, else
-    ; the initial APIC id of leaf 1.
-    xor eax, eax
-    cpuid
-    cmp eax, 0x0b
-    jb .leaf1
-    mov eax, 0x0b
-    xor ecx, ecx
-    cpuid
-    test bx, bx                     ; leaf 0BH is valid if EBX[15:0] != 0
-    jz .leaf1
-    mov eax, edx
-    jmp .claim
-.leaf1:
-    mov eax, 1
-    cpuid
-    shr ebx, 24
-    mov eax, ebx
-.claim:
-    mov edx, TRAMP_NOBODY
-    lock cmpxchg [REL(tramp_apic_id)], edx
-    jne .park
-
     lgdt [REL(tramp_gdt_desc)]
 
-    ; Protected mode, caches on: an AP leaves INIT with CR0.CD and NW set.
+    ; Protected mode, caches on: CR0.CD and NW keep their value through
+    ; INIT, which is set at power-on unless firmware cleared them.
     mov eax, cr0
     and eax, ~((1 << 30) | (1 << 29))   ; CD, NW
     or eax, 1                           ; PE
     mov cr0, eax
     jmp dword 0x08:REL(tramp_pm32)
-
-.park:
-    cli
-    hlt
-    jmp .park
 
 bits 32
 tramp_pm32:
@@ -93,6 +67,25 @@ tramp_pm32:
     mov ds, ax
     mov es, ax
     mov ss, ax
+
+    ; This CPU's APIC id, from its local APIC as lapic_id() reads it (the
+    ; firmware's tables list those ids): the x2APIC ID MSR in x2APIC mode,
+    ; else bits 31:24 of the xAPIC ID register (paging is off: physical).
+    mov ecx, 0x1b                   ; IA32_APIC_BASE
+    rdmsr
+    test eax, 1 << 10               ; EXTD: x2APIC mode
+    jz .xapic
+    mov ecx, 0x802                  ; x2APIC ID
+    rdmsr
+    jmp .claim
+.xapic:
+    and eax, 0xfffff000
+    mov eax, [eax + 0x20]           ; ID register
+    shr eax, 24
+.claim:
+    mov edx, TRAMP_NOBODY
+    lock cmpxchg [REL(tramp_apic_id)], edx
+    jne tramp_park
     mov eax, cr4
     or eax, 1 << 5                  ; PAE
     mov cr4, eax
@@ -123,6 +116,14 @@ tramp_lm64:
     hlt
     jmp .hang
 
+bits 32
+tramp_park:
+    lock inc dword [REL(tramp_parked)]
+.loop:
+    cli
+    hlt
+    jmp .loop
+
 align 8
 tramp_gdt:
     dq 0
@@ -144,4 +145,6 @@ tramp_cpu:
     dq 0
 tramp_entry:
     dq 0
+tramp_parked:
+    dd 0
 trampoline_end:
