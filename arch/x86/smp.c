@@ -91,6 +91,23 @@ smp_wait_online(struct cpu *cpu, uint64_t ms)
     return false;
 }
 
+/*
+ * How long an AP gets to come online before the boot CPU tries to leave it
+ * out: SMP_AP_TIMEOUT_MS, or the boot option smp.timeout_ms (0 makes every
+ * start race the give-up, which tests use).
+ */
+static uint64_t
+smp_ap_timeout_ms(void)
+{
+    uint64_t ms;
+
+    if (cmdline_get_u64("smp.timeout_ms", &ms) != 0 || ms > SMP_AP_ONLINE_MS) {
+        return SMP_AP_TIMEOUT_MS;
+    }
+
+    return ms;
+}
+
 static int
 smp_start_ap(unsigned int index, uint32_t apic_id)
 {
@@ -122,7 +139,7 @@ smp_start_ap(unsigned int index, uint32_t apic_id)
     tsc_delay_us(200);
     lapic_ipi_startup(apic_id, SMP_TRAMPOLINE_PA >> 12);
 
-    if (smp_wait_online(cpu, SMP_AP_TIMEOUT_MS)) {
+    if (smp_wait_online(cpu, smp_ap_timeout_ms())) {
         return 0;
     }
 

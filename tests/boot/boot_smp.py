@@ -63,6 +63,36 @@ def check_shell(tap, iso, smp, cmdline='', expect=None):
                % (name, expect - 1), threads)
 
 
+def check_give_up(tap, iso, smp):
+    """Boot with smp.timeout_ms=0, so that each AP's start races the boot
+    CPU giving up on it: every CPU either comes online or is left out (and
+    says so), and none that was left out brings the machine down later."""
+    name = 'smp=%d smp.timeout_ms=0' % smp
+    log = os.path.join(tallyqemu.BUILD, 'logs',
+                       'serial-boot_smp-%d-give-up.txt' % smp)
+    with tallyqemu.Qemu(log=log, name='boot_smp') as q:
+        try:
+            q.start(iso, smp=smp, kvm=False, cmdline='smp.timeout_ms=0')
+            q.wait_prompt()
+            before = q.command('cpus', CMD_TIMEOUT)
+            q.command('sleep 500', CMD_TIMEOUT)
+            bench = q.command('xcallbench 10', CMD_TIMEOUT)
+            after = q.command('cpus', CMD_TIMEOUT)
+            boot_log = q.output
+        except (TimeoutError, tallyqemu.QemuExited) as e:
+            tap.fail('%s: boots and stays up' % name, str(e))
+            return
+    online = re.findall(r'^\s*(\d+)\s+\d+\s+online\b', before, re.M)
+    left_out = re.findall(r'did not start \(.*\), left out', boot_log)
+    remote = re.findall(r'to cpu\d+\s+\(remote\)', bench)
+    tap.result(1 <= len(online) <= smp
+               and len(online) + len(left_out) == smp
+               and after == before and len(remote) == len(online) - 1,
+               '%s: %d online, %d left out, machine stays up'
+               % (name, len(online), len(left_out)),
+               '\n'.join([before, bench, after]))
+
+
 def check_suites(tap, iso, smp, kvm, limit=None):
     """Run the smp and xcall in-kernel suites; report each test.  limit:
     boot with smp=limit, leaving CPUs out (smp.late_answer_parks starts
@@ -105,6 +135,7 @@ def main():
     for smp in (1, 2, 4):
         check_shell(tap, args.iso, smp)
     check_shell(tap, args.iso, 4, cmdline='smp=2', expect=2)
+    check_give_up(tap, args.iso, 4)
     check_suites(tap, args.iso, 2, kvm=False)
     check_suites(tap, args.iso, 4, kvm=False, limit=2)
     if tallyqemu.kvm_usable():
