@@ -33,7 +33,10 @@
 
 /*
  * A CPU's timers.  lock protects both lists and the state of the timers on
- * them; running is the timer whose function runs now on this CPU.
+ * them.  running is the timer whose function the timer thread runs now,
+ * running_intr the TIMER_INTR one the clock interrupt runs now: two slots,
+ * because a thread-context function can be interrupted by the clock, or
+ * sleep while TIMER_INTR timers (its own msleep's) run.
  */
 struct timer_cpu {
     struct spinlock lock;
@@ -42,6 +45,7 @@ struct timer_cpu {
     struct timer *run_head;
     struct timer *run_tail;
     struct timer *running;
+    struct timer *running_intr;
     struct thread *thread;
 } __aligned(CACHE_LINE_SIZE);
 
@@ -112,6 +116,25 @@ timer_lock(struct timer *timer, unsigned long *flagsp)
     }
 }
 
+/* Whether timer's function runs now on tc's CPU; tc is locked. */
+static bool
+timer_is_running(const struct timer_cpu *tc, const struct timer *timer)
+{
+    return tc->running == timer || tc->running_intr == timer;
+}
+
+/*
+ * Whether timer_cancel() must wait for timer's function; tc is locked.
+ * Not when the caller is that function (the timer thread, or the clock
+ * interrupt on the timer's CPU), which would wait for itself.
+ */
+static bool
+timer_must_wait(const struct timer_cpu *tc, const struct timer *timer)
+{
+    return (tc->running == timer && thread_self() != tc->thread)
+           || (tc->running_intr == timer && cpu_id() != timer->cpu);
+}
+
 /* Take timer off whatever list it is on; tc is locked.  True if it was. */
 static bool
 timer_unlink(struct timer_cpu *tc, struct timer *timer)
@@ -141,7 +164,7 @@ timer_schedule(struct timer *timer, uint64_t ticks)
      * A timer whose function runs now stays on that CPU, so that it never
      * runs twice at once and its state stays under one lock.
      */
-    if (tc != &timer_cpus[cpu_id()] && tc->running != timer) {
+    if (tc != &timer_cpus[cpu_id()] && !timer_is_running(tc, timer)) {
         spinlock_unlock_intr_restore(&tc->lock, flags);
         thread_preempt_disable();
         tc = &timer_cpus[cpu_id()];
@@ -175,8 +198,7 @@ timer_cancel(struct timer *timer)
     was_pending = timer_unlink(tc, timer);
 
     /* Its function may be running: wait, unless we are that function. */
-    while (tc->running == timer && thread_self() != tc->thread
-           && !(timer->flags & TIMER_INTR && cpu_id() == timer->cpu)) {
+    while (timer_must_wait(tc, timer)) {
         spinlock_unlock_intr_restore(&tc->lock, flags);
         cpu_pause();
         spinlock_lock_intr_save(&tc->lock, &flags);
@@ -190,12 +212,16 @@ timer_cancel(struct timer *timer)
 static void
 timer_run(struct timer_cpu *tc, struct timer *timer, unsigned long *flagsp)
 {
+    struct timer **slot = (timer->flags & TIMER_INTR) ? &tc->running_intr
+                                                      : &tc->running;
+
+    assert(*slot == NULL);
     timer->state = TIMER_STATE_RUNNING;
-    tc->running = timer;
+    *slot = timer;
     spinlock_unlock_intr_restore(&tc->lock, *flagsp);
     timer->fn(timer);
     spinlock_lock_intr_save(&tc->lock, flagsp);
-    tc->running = NULL;
+    *slot = NULL;
 
     if (timer->state == TIMER_STATE_RUNNING) {
         timer->state = TIMER_STATE_IDLE;

@@ -292,16 +292,29 @@ timer_test_reschedule(void)
 
 KTEST_DEFINE(timer, reschedule_moves, timer_test_reschedule);
 
-/* timer_cancel() returns only once a running function has returned. */
+/*
+ * timer_cancel() returns only once a running function has returned, even
+ * when that function slept meanwhile and TIMER_INTR timers (its msleep's)
+ * ran on its CPU: the function sleeps 30 ms, then stays busy 30 ms more,
+ * and the cancel comes 40 ms after it started.
+ */
 static volatile bool timer_test_slow_started;
 static volatile bool timer_test_slow_finished;
 
 static void
 timer_test_slow_fn(struct timer *timer)
 {
+    uint64_t end;
+
     (void)timer;
     timer_test_slow_started = true;
     thread_msleep(30);
+    end = clock_get_time() + clock_ticks_from_ms(30);
+
+    while (clock_get_time() < end) {
+        cpu_pause();
+    }
+
     timer_test_slow_finished = true;
 }
 
@@ -323,6 +336,7 @@ timer_test_cancel_waits(void)
     }
 
     KTEST_ASSERT(timer_test_slow_started);
+    thread_msleep(40);
     pending = timer_cancel(timer);
     finished = timer_test_slow_finished;
     KTEST_ASSERT(!pending);
