@@ -1600,20 +1600,34 @@ test_nmi_during_update(void **state)
     assert_int_equal(perfmon_event_detach(&tev), 0);
 
     /*
-     * The NMI is for another counter than the one being read: it is left
-     * pending, and folded when the core leaves its section.
+     * The NMI is for another counter than the one being read.  During an
+     * in-place read (ev far from its last fold: the read then folds) it
+     * folds at once; during a section (a detach) it is left pending, and
+     * folded when the core leaves the section.
      */
-    struct perfmon_event other;
+    struct perfmon_event other, probe;
 
     init_ok(&other, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&probe, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach_cpu(&other, 0), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&probe, 0), 0);
     fdev_count(fd, 0, RAW_BRANCH, 4);
     assert_int_equal(perfmon_event_read(&other), 4);
     fdev_count(fd, 0, RAW_BRANCH, 65536 + 1);
+    fdev_count(fd, 0, RAW_CYCLES, 5000);
     fd->nmi_in_read = true;
-    assert_int_equal(perfmon_event_read(&ev), 10 + 65541);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 5000);
     assert_true(fd->nmi_result);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/0"), 2);
     assert_int_equal(perfmon_event_read(&other), 4 + 65537);
+
+    fdev_count(fd, 0, RAW_BRANCH, 65536 + 2);
+    fd->nmi_in_read = true;
+    assert_int_equal(perfmon_event_detach(&probe), 0);
+    assert_int_equal(perfmon_event_read(&probe), 5000);
+    assert_true(fd->nmi_result);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/0"), 3);
+    assert_int_equal(perfmon_event_read(&other), 4 + 65537 + 65538);
     assert_int_equal(perfmon_event_detach(&other), 0);
 
     /*
@@ -1622,12 +1636,14 @@ test_nmi_during_update(void **state)
      * read, then fold the wrap; folding inside the NMI would mix both.
      */
     fdev_count(fd, 0, RAW_CYCLES, 65500);
-    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65500);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 5000 + 65500);
     fd->nmi_in_read = true;
     fd->nmi_advance = 100;
-    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65500 + 100);
+    assert_int_equal(perfmon_event_read(&ev),
+                     10 + 65541 + 5000 + 65500 + 100);
     assert_true(fd->nmi_result);
-    assert_int_equal(perfmon_event_read(&ev), 10 + 65541 + 65500 + 100);
+    assert_int_equal(perfmon_event_read(&ev),
+                     10 + 65541 + 5000 + 65500 + 100);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
