@@ -14,8 +14,10 @@
  * of an idle or already fired one false; a function may reschedule or
  * cancel its own timer; thread-context timers are queued by the tick, the
  * CPU's timer thread is woken (and only then), and that thread runs them in
- * order, skipping those cancelled while queued; timer_setup() starts one
- * pinned thread per CPU and reports a failure to create one.
+ * order, skipping those cancelled while queued; timer_cancel() waits for
+ * a running thread-context function even after TIMER_INTR timers ran on
+ * its CPU meanwhile; timer_setup() starts one pinned thread per CPU and
+ * reports a failure to create one.
  *
  * kern/timer.c is included rather than linked so that the tests reach its
  * static timer thread and setup functions; the file is therefore not
@@ -751,6 +753,58 @@ test_thread_timer_self_resched_and_cancel(void **state)
     assert_false(timer_scheduled(&timers[0]));
 }
 
+/*
+ * A thread-context function that sleeps (or is interrupted) lets the
+ * clock run TIMER_INTR timers on its CPU meanwhile; a cancel from another
+ * thread must still wait for the function.  The pause hook plays the
+ * timer thread finishing the function while the canceller spins.
+ */
+static unsigned int slow_waits;
+
+static void
+slow_finishes(void)
+{
+    slow_waits++;
+    timer_cpus[0].running = NULL;
+}
+
+static void
+sleeping_fn(struct timer *timer)
+{
+    static const unsigned int want[] = { 1 };
+    struct thread *timer_thread = thread_self();
+
+    /* Asleep: the clock runs the TIMER_INTR timer due now. */
+    tick_at(0, 30);
+    assert_fired(want, 1);
+    assert_ptr_equal(timer_cpus[0].running, timer);
+    assert_null(timer_cpus[0].running_intr);
+
+    /* Another thread cancels it, and waits for it. */
+    fake_thread_set_self(NULL);
+    fake_set_pause_hook(slow_finishes);
+    assert_false(timer_cancel(timer));
+    assert_int_equal(slow_waits, 1);
+    fake_set_pause_hook(NULL);
+    fake_thread_set_self(timer_thread);
+}
+
+static void
+test_cancel_waits_across_intr_timer(void **state)
+{
+    (void)state;
+    assert_int_equal(timer_setup(), 0);
+    slow_waits = 0;
+    timer_init(&timers[0], sleeping_fn, 0);
+    timer_init(&timers[1], record_fn, TIMER_INTR);
+    timer_schedule(&timers[0], 10);
+    timer_schedule(&timers[1], 25);
+    tick_at(0, 10);
+    run_timer_thread(0);
+    assert_int_equal(slow_waits, 1);
+    assert_false(timer_scheduled(&timers[0]));
+}
+
 int
 main(void)
 {
@@ -781,6 +835,7 @@ main(void)
         T(test_cancel_queued_thread_timer),
         T(test_reschedule_queued_thread_timer),
         T(test_thread_timer_self_resched_and_cancel),
+        T(test_cancel_waits_across_intr_timer),
     };
 #undef T
 

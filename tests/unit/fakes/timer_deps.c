@@ -50,6 +50,7 @@ static int fake_create_error;
 static unsigned int fake_create_error_after;
 static jmp_buf *fake_sleep_jmp;
 static struct fake_timer_stats fake_stats;
+static void (*fake_pause_hook)(void);
 
 void fake_timer_deps_reset(void);
 void fake_cpu_set(unsigned int cpu, unsigned int count);
@@ -59,6 +60,7 @@ void fake_thread_set_self(struct thread *thread);
 void fake_thread_set_create_error(int error, unsigned int after);
 void fake_thread_set_sleep_jmp(jmp_buf *env);
 const struct fake_timer_stats *fake_timer_stats(void);
+void fake_set_pause_hook(void (*hook)(void));
 
 void
 fake_timer_deps_reset(void)
@@ -71,6 +73,7 @@ fake_timer_deps_reset(void)
     fake_create_error = 0;
     fake_create_error_after = 0;
     fake_sleep_jmp = NULL;
+    fake_pause_hook = NULL;
     memset(&fake_stats, 0, sizeof(fake_stats));
 }
 
@@ -120,6 +123,12 @@ fake_timer_stats(void)
     return &fake_stats;
 }
 
+void
+fake_set_pause_hook(void (*hook)(void))
+{
+    fake_pause_hook = hook;
+}
+
 unsigned int
 cpu_id(void)
 {
@@ -145,6 +154,10 @@ cpu_pause(void)
 
     if (fake_stats.nr_pauses > FAKE_PAUSE_LIMIT) {
         fail_msg("cpu_pause: spinning forever");
+    }
+
+    if (fake_pause_hook != NULL) {
+        fake_pause_hook();
     }
 }
 

@@ -46,4 +46,7 @@ void fake_thread_set_create_error(int error, unsigned int after);
 void fake_thread_set_sleep_jmp(jmp_buf *env);
 const struct fake_timer_stats *fake_timer_stats(void);
 
+/* Called by each cpu_pause(): what another CPU does while we spin. */
+void fake_set_pause_hook(void (*hook)(void));
+
 #endif /* TESTS_UNIT_FAKES_TIMER_DEPS_H */
