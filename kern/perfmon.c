@@ -1486,8 +1486,9 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         WRITE_ONCE(cpu->gen, cpu->gen + 1);
         barrier();
         perfmon_cpu_fold(cpu, slots, true);
-        barrier();
-        WRITE_ONCE(cpu->busy, false);
+
+        /* Also folds what an NMI left pending, when this is not one. */
+        perfmon_cpu_leave(cpu);
     }
 
     perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
