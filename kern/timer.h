@@ -53,9 +53,10 @@ void timer_init(struct timer *timer, timer_fn_t fn, unsigned int flags);
 void timer_schedule(struct timer *timer, uint64_t ticks);
 
 /*
- * Disarm the timer.  When its function is running on another CPU, wait
- * for it to return (thread context only in that case).  Returns true if the
- * timer was pending.
+ * Disarm the timer.  When its function is running (on another CPU, or
+ * asleep in this CPU's timer thread), wait for it to return: thread
+ * context only, unless the caller knows the function is not running or is
+ * that function.  Returns true if the timer was pending.
  */
 bool timer_cancel(struct timer *timer);
 

@@ -191,11 +191,19 @@ softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
     c->raw_event = raw_event;
     __atomic_store_n(&c->count, 0, __ATOMIC_RELAXED);
 
+    /* A wrap of an earlier user whose NMI never came is not this one's. */
+    __atomic_fetch_and(&softpmu_cpu_local()->status, ~(1ULL << hw_id),
+                       __ATOMIC_RELAXED);
+
     if (raw_event == SOFTPMU_RAW_TASK_CLOCK) {
         c->tsc_start = cpu_rdtsc();
-        WRITE_ONCE(c->running, true);
-    } else {
-        WRITE_ONCE(c->running, true);
+    }
+
+    /* The NMI reads running first: the fields above must be set by then. */
+    barrier();
+    WRITE_ONCE(c->running, true);
+
+    if (raw_event != SOFTPMU_RAW_TASK_CLOCK) {
         swevent_activate(softpmu_swevent_id(raw_event));
     }
 }
