@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/tsc.h"
 #include "kern/clock.h"
 #include "kern/ktest.h"
 #include "kern/thread.h"
@@ -345,6 +346,40 @@ timer_test_cancel_waits(void)
 }
 
 KTEST_DEFINE(timer, cancel_waits_for_running, timer_test_cancel_waits);
+
+/*
+ * Ticks lost while the boot CPU runs with interrupts disabled come back:
+ * after 50 ms with interrupts off on CPU 0, the time has moved on by about
+ * 50 ms, not by the one tick its local APIC kept pending.
+ */
+static int
+timer_test_clock_catches_up(void)
+{
+    uint64_t affinity = thread_get_affinity(thread_self());
+    uint64_t before, after, end;
+    unsigned long flags;
+    bool on_cpu0;
+
+    KTEST_ASSERT_EQ(thread_set_affinity(thread_self(), THREAD_CPUMASK(0)), 0);
+    flags = cpu_intr_save();
+    on_cpu0 = cpu_id() == 0;
+    before = clock_get_time();
+    end = tsc_ns() + 50 * 1000000ULL;
+
+    while (tsc_ns() < end) {
+        cpu_pause();
+    }
+
+    cpu_intr_restore(flags);
+    thread_msleep(3);
+    after = clock_get_time();
+    thread_set_affinity(thread_self(), affinity);
+    KTEST_ASSERT(on_cpu0);
+    KTEST_ASSERT(after - before >= clock_ticks_from_ms(50));
+    return KTEST_PASS;
+}
+
+KTEST_DEFINE(timer, clock_catches_up, timer_test_clock_catches_up);
 
 static int
 timer_test_msleep(void)
