@@ -29,8 +29,6 @@
 #include "kern/thread.h"
 #include "kern/timer.h"
 
-void thread_tick(void);
-void timer_tick(void);
 
 static uint64_t clock_ticks;            /* written by the boot CPU only */
 static uint64_t clock_tsc_base;         /* TSC at tick 0 */
@@ -73,15 +71,11 @@ clock_intr(struct trap_frame *frame)
 }
 
 /* Start this CPU's clock interrupt (the boot CPU here, APs in smp.c). */
-void clock_start_cpu(void);
 
 void
 clock_start_cpu(void)
 {
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "clock_ticks/%u", cpu_id());
-    syscnt_register(&clock_sc_ticks[cpu_id()], name);
+    syscnt_register_cpu(&clock_sc_ticks[cpu_id()], "clock_ticks", cpu_id());
     trap_setup_cpu();
     lapic_setup_cpu();
 }
@@ -98,5 +92,6 @@ clock_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(clock_setup, INIT_OP_DEP(lapic_setup),
-               INIT_OP_DEP(thread_setup), INIT_OP_DEP(syscnt_setup));
+INIT_OP_DEFINE(clock_setup, INIT_OP_DEP(lapic_setup, true),
+               INIT_OP_DEP(thread_setup, true),
+               INIT_OP_DEP(syscnt_setup, true));

@@ -30,6 +30,13 @@ clock_ms_from_ticks(uint64_t ticks)
     return ticks * 1000 / CLOCK_HZ;
 }
 
+/*
+ * Start the tick on the calling CPU (its local APIC timer), once per CPU:
+ * the boot CPU from clock_setup, each other CPU as it comes online
+ * (arch/x86/smp.c), with interrupts disabled.
+ */
+void clock_start_cpu(void);
+
 INIT_OP_DECLARE(clock_setup);
 
 #endif /* KERN_CLOCK_H */

@@ -211,8 +211,9 @@ console_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(console_setup, INIT_OP_DEP(ioapic_setup),
-               INIT_OP_DEP(thread_setup), INIT_OP_DEP(lapic_setup));
+INIT_OP_DEFINE(console_setup, INIT_OP_DEP(ioapic_setup, true),
+               INIT_OP_DEP(thread_setup, true),
+               INIT_OP_DEP(lapic_setup, true));
 
 /*
  * kprintf output is collected in a small buffer and written in pieces, each

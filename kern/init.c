@@ -79,8 +79,8 @@ init_sorter_visit(struct init_sorter *s, struct init_op *op,
     op->state = INIT_OP_STATE_VISITING;
     s->path[s->path_len++] = op;
 
-    for (struct init_op *const *dep = op->deps; *dep != NULL; dep++) {
-        error = init_sorter_visit(s, *dep, cycle_lenp);
+    for (const struct init_op_dep *dep = op->deps; dep->op != NULL; dep++) {
+        error = init_sorter_visit(s, dep->op, cycle_lenp);
 
         if (error) {
             return error;
@@ -115,6 +115,18 @@ init_sort(struct init_op *ops, size_t n, struct init_op **order,
     }
 
     return 0;
+}
+
+bool
+init_op_ready(const struct init_op *op)
+{
+    for (const struct init_op_dep *dep = op->deps; dep->op != NULL; dep++) {
+        if (dep->required && dep->op->error != 0) {
+            return false;
+        }
+    }
+
+    return true;
 }
 
 #ifndef TALLY_HOST_TEST
@@ -158,18 +170,6 @@ init_panic_cycle(int error, size_t len)
     panic("init: dependency cycle, refusing to boot: %s", buf);
 }
 
-static bool
-init_deps_ok(const struct init_op *op)
-{
-    for (struct init_op *const *dep = op->deps; *dep != NULL; dep++) {
-        if ((*dep)->error != 0) {
-            return false;
-        }
-    }
-
-    return true;
-}
-
 unsigned int
 init_run_all(void)
 {
@@ -190,7 +190,7 @@ init_run_all(void)
     for (size_t i = 0; i < n; i++) {
         struct init_op *op = init_order[i];
 
-        if (!init_deps_ok(op)) {
+        if (!init_op_ready(op)) {
             op->error = -EAGAIN;
             log_error("init: %s skipped: a dependency failed", op->name);
             nr_failed++;
@@ -199,7 +199,8 @@ init_run_all(void)
 
         op->error = op->fn();
 
-        if (op->error != 0) {
+        /* Nothing to drive: the operation said so itself. */
+        if (op->error != 0 && op->error != -ENODEV) {
             log_error("init: %s failed: %s", op->name, error_str(op->error));
             nr_failed++;
         }

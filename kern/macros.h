@@ -43,17 +43,6 @@
 #define __format_printf(fmt, args) \
     __attribute__((format(printf, fmt, args)))
 
-/*
- * The monitoring fast paths (counter reads, the context switch hook, the
- * PMU drivers' counter reads): the linker script puts them together at the
- * start of .text, in one page (the linker script checks that they fit)
- * instead of spread across the image.  That helps the iTLB and caches, and
- * under QEMU's TCG, which chains translated blocks only within a guest
- * page, it keeps perfmon bench's figures from moving by a third whenever
- * unrelated code grows or shrinks.
- */
-#define __hot_path          __attribute__((hot, section(".text.hot")))
-
 #define CACHE_LINE_SIZE     64
 
 #endif /* KERN_MACROS_H */

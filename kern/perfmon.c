@@ -2,15 +2,17 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Performance monitoring core: the device table, the global counter
- * allocator, the per-CPU and per-thread counter state, events, overflow
- * handling (interrupt or poll timer) and the overflow-interrupt callback
- * registry.
+ * Performance monitoring core: events, the per-CPU and per-thread counter
+ * state, and the folding of counter wraps (overflow interrupt, or the
+ * polls of kern/perfmon_pmc.c).  The device table is in kern/perfmon_dev.c,
+ * the global counter table and its allocator in kern/perfmon_pmc.c, the
+ * overflow-interrupt callback registry in kern/perfmon_intr.c.
  *
  * Three levels of counter state:
  *
- *   - global (struct perfmon_pmc): one per counter slot, allocated to a raw
- *     event and reference counted by the events using it;
+ *   - global (struct perfmon_pmc, kern/perfmon_i.h): one per counter slot,
+ *     allocated to a raw event and reference counted by the events using
+ *     it;
  *   - per CPU (struct perfmon_cpu_pmc): how many users need the counter
  *     running on this CPU, the last raw value read and a 64-bit value that
  *     only grows while the counter runs there;
@@ -33,9 +35,9 @@
  *
  *   perfmon_lock           device table and counter allocator: taken alone,
  *                          in thread context, never held across an xcall,
- *                          thread_call or timer call
+ *                          thread_call or timer call (kern/perfmon_i.h)
  *   perfmon_intr_lock      callback registry writers: taken alone, and
- *                          never by the interrupt path
+ *                          never by the interrupt path (perfmon_intr.c)
  *
  * Nothing reached from an overflow interrupt (NMI) takes a lock.  Because
  * disabling interrupts does not hold an NMI off, code touching the per-CPU
@@ -56,59 +58,24 @@
 
 #include "arch/x86/cpu.h"
 #include "kern/assert.h"
-#include "kern/clock.h"
 #include "kern/error.h"
 #include "kern/init.h"
 #include "kern/macros.h"
-#include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/spinlock.h"
+#include "kern/perfmon_i.h"
 #include "kern/string.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
 #include "kern/timer.h"
 #include "kern/xcall.h"
 
-/*
- * Poll interval of a device without overflow interrupt: the time the
- * counter takes to wrap at PERFMON_POLL_RATE events per CPU cycle (more than
- * any x86 event reaches), divided by PERFMON_POLL_MARGIN, kept within
- * PERFMON_POLL_MIN_MS..PERFMON_POLL_MAX_MS.  Before the TSC is calibrated,
- * PERFMON_POLL_FREQ_DEFAULT stands for the CPU frequency.
- */
-#define PERFMON_POLL_RATE           16
-#define PERFMON_POLL_MARGIN         4
-#define PERFMON_POLL_MIN_MS         20
-#define PERFMON_POLL_MAX_MS         10000
-#define PERFMON_POLL_FREQ_DEFAULT   5000000000ULL
-
 /* Local reads fold past 1/16 of a period (perfmon_cpu_pmc_peek). */
 #define PERFMON_PEEK_SHIFT          4
-
-#define PERFMON_DEV_SLOT_MASK       ((1ULL << PERFMON_DEV_MAX_PMCS) - 1)
 
 /* Event states; anything else is an event never initialised. */
 #define PERFMON_EVENT_IDLE          0x5e1d      /* initialised or detached */
 #define PERFMON_EVENT_THREAD        0x5e1e
 #define PERFMON_EVENT_CPU           0x5e1f
-
-/* Callback registry entry states. */
-#define PERFMON_INTR_FREE           0
-#define PERFMON_INTR_ACTIVE         1
-#define PERFMON_INTR_DRAINING       2   /* unpublished, waiting for CPUs */
-
-/*
- * A counter slot, under perfmon_lock.  raw_event, flags and hw_id are
- * written before the slot is used on any CPU and stay fixed while nr_refs
- * is not zero, so interrupt code reads them without the lock.
- */
-struct perfmon_pmc {
-    unsigned int nr_refs;               /* events using the slot */
-    unsigned int hw_id;
-    uint64_t raw_event;
-    unsigned int flags;                 /* PERFMON_EF_MODE bits */
-    struct perfmon_event *users;        /* list through next_user */
-};
 
 /*
  * A counter slot on one CPU.  nr_refs counts the CPU events and loaded
@@ -149,108 +116,15 @@ struct perfmon_cpu {
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);
 
-/*
- * A callback registration.  fn is published last with release ordering and
- * read once with acquire ordering by the interrupt path; arg and handle are
- * written only while fn is NULL and no CPU can be using the entry.
- */
-struct perfmon_intr_entry {
-    perfmon_intr_fn_t fn;
-    void *arg;
-    int handle;
-    unsigned int state;                 /* under perfmon_intr_lock */
-};
-
 /* Arguments and results of the thread_call() and xcall functions. */
 struct perfmon_call {
     struct perfmon_event *event;
     uint64_t result;
 };
 
-static struct spinlock perfmon_lock = SPINLOCK_INITIALIZER;
-
-/* Attached thread events, under perfmon_lock (see perfmon_set_switch_hook). */
-static unsigned int perfmon_nr_thread_events;
-static struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
-static unsigned int perfmon_nr_devs_;   /* published with release */
-static struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
-static unsigned int perfmon_dev_nr_used[PERFMON_MAX_DEVS];
-static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
-static bool perfmon_poll_armed[PERFMON_MAX_DEVS];
-static bool perfmon_ready;
-
 static struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
-static struct spinlock perfmon_intr_lock = SPINLOCK_INITIALIZER;
-static struct perfmon_intr_entry
-    perfmon_intr_entries[PERFMON_MAX_INTR_CALLBACKS];
-static unsigned int perfmon_intr_gen;
-
-/* Generic event names; the first name of an id is its canonical one. */
-static const struct {
-    const char *name;
-    unsigned int id;
-} perfmon_event_names[] = {
-    { "cycles", PERFMON_EV_CYCLE },
-    { "cpu-cycles", PERFMON_EV_CYCLE },
-    { "ref-cycles", PERFMON_EV_REF_CYCLE },
-    { "instructions", PERFMON_EV_INSTRUCTION },
-    { "cache-references", PERFMON_EV_CACHE_REF },
-    { "cache-misses", PERFMON_EV_CACHE_MISS },
-    { "branches", PERFMON_EV_BRANCH },
-    { "branch-instructions", PERFMON_EV_BRANCH },
-    { "branch-misses", PERFMON_EV_BRANCH_MISS },
-    { "task-clock", PERFMON_EV_TASK_CLOCK },
-    { "cpu-clock", PERFMON_EV_TASK_CLOCK },
-    { "context-switches", PERFMON_EV_CONTEXT_SWITCH },
-    { "cs", PERFMON_EV_CONTEXT_SWITCH },
-    { "cpu-migrations", PERFMON_EV_MIGRATION },
-    { "migrations", PERFMON_EV_MIGRATION },
-    { "interrupts", PERFMON_EV_INTERRUPT },
-    { "xcalls", PERFMON_EV_XCALL },
-    { "nmis", PERFMON_EV_NMI },
-    { "test", PERFMON_EV_TEST },
-};
-
 /* ---- helpers ------------------------------------------------------------ */
-
-static uint64_t
-perfmon_width_mask(unsigned int width)
-{
-    return (width >= 64) ? UINT64_MAX : (1ULL << width) - 1;
-}
-
-static uint64_t
-perfmon_slot_bit(unsigned int slot)
-{
-    return 1ULL << slot;
-}
-
-static uint64_t
-perfmon_dev_slots(const struct perfmon_dev *dev)
-{
-    return PERFMON_DEV_SLOT_MASK << (dev->index * PERFMON_DEV_MAX_PMCS);
-}
-
-static struct perfmon_dev *
-perfmon_slot_dev(unsigned int slot)
-{
-    return perfmon_devs[slot / PERFMON_DEV_MAX_PMCS];
-}
-
-static unsigned int
-perfmon_nr_devs_load(void)
-{
-    return __atomic_load_n(&perfmon_nr_devs_, __ATOMIC_ACQUIRE);
-}
-
-static bool
-perfmon_dev_is_registered(const struct perfmon_dev *dev)
-{
-    unsigned int nr = perfmon_nr_devs_load();
-
-    return dev != NULL && dev->index < nr && perfmon_devs[dev->index] == dev;
-}
 
 /* Inline: it sits on the read path, where a call shows in perfmon bench. */
 static inline __attribute__((always_inline)) void
@@ -258,56 +132,6 @@ perfmon_assert_thread_context(void)
 {
     assert(cpu_intr_enabled());
     assert(thread_preempt_enabled());
-}
-
-/*
- * The poll interval derived from a counter width and the CPU frequency
- * (see PERFMON_POLL_*).
- */
-static unsigned int
-perfmon_poll_ms_compute(unsigned int width, uint64_t freq)
-{
-    uint64_t per_ms, wrap_ms;
-
-    if (width >= 64) {
-        return PERFMON_POLL_MAX_MS;
-    }
-
-    if (freq == 0) {
-        freq = PERFMON_POLL_FREQ_DEFAULT;
-    }
-
-    per_ms = MAX(freq / 1000, 1) * PERFMON_POLL_RATE;
-    wrap_ms = (1ULL << width) / per_ms / PERFMON_POLL_MARGIN;
-    return (unsigned int)MIN(MAX(wrap_ms, PERFMON_POLL_MIN_MS),
-                             PERFMON_POLL_MAX_MS);
-}
-
-/* Register a per-CPU counter named prefix followed by the CPU number. */
-static void
-perfmon_register_syscnt(struct syscnt *syscnt, const char *prefix,
-                        unsigned int cpu)
-{
-    char name[SYSCNT_NAME_SIZE], digits[12];
-    size_t len = 0;
-    int i = 0;
-
-    do {
-        digits[i++] = (char)('0' + cpu % 10);
-        cpu /= 10;
-    } while (cpu != 0);
-
-    while (prefix[len] != '\0' && len + i < sizeof(name) - 1) {
-        name[len] = prefix[len];
-        len++;
-    }
-
-    while (i > 0) {
-        name[len++] = digits[--i];
-    }
-
-    name[len] = '\0';
-    syscnt_register(syscnt, name);
 }
 
 /* ---- per-CPU PMU (interrupts disabled) ---------------------------------- */
@@ -331,11 +155,11 @@ perfmon_cpu_get(unsigned int cpu)
  * during the read, it makes us read again, so that a user taking the value
  * just after (a thread being switched out, say) does not lose the wrap.
  */
-__hot_path static void
+static void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    const struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    struct perfmon_dev *dev = perfmon_slot_dev(slot);
     uint64_t mask = perfmon_width_mask(dev->width);
     uint64_t bit = perfmon_slot_bit(slot);
     uint64_t raw, delta;
@@ -348,7 +172,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         }
 
         barrier();
-        raw = dev->ops->read(pmc->hw_id) & mask;
+        raw = dev->ops->read(dev, pmc->hw_id) & mask;
         barrier();
         delta = (raw - pmc->prev) & mask;
         wrapped = raw < pmc->prev;
@@ -374,7 +198,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     } while (READ_ONCE(cpu->pending) & bit);
 }
 
-__hot_path static void
+static void
 perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
 {
     slots &= cpu->active_mask;
@@ -392,7 +216,7 @@ perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
  * top of the file for the busy flag; the NMI runs on this CPU, so compiler
  * barriers order the flag against the state.
  */
-__hot_path static struct perfmon_cpu *
+static struct perfmon_cpu *
 perfmon_cpu_enter(void)
 {
     struct perfmon_cpu *cpu;
@@ -406,7 +230,7 @@ perfmon_cpu_enter(void)
     return cpu;
 }
 
-__hot_path static void
+static void
 perfmon_cpu_leave(struct perfmon_cpu *cpu)
 {
     barrier();
@@ -427,12 +251,12 @@ perfmon_cpu_leave(struct perfmon_cpu *cpu)
 }
 
 /* Start counting slot on this CPU for one more user. */
-__hot_path static void
+static void
 perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-    const struct perfmon_dev *dev;
+    struct perfmon_dev *dev;
 
     if (pmc->nr_refs++ != 0) {
         perfmon_cpu_pmc_update(cpu, slot, false);
@@ -442,14 +266,15 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot)
     assert(gpmc->nr_refs != 0);
     dev = perfmon_slot_dev(slot);
     pmc->hw_id = gpmc->hw_id;
-    dev->ops->start(gpmc->hw_id, gpmc->raw_event, gpmc->flags);
-    pmc->prev = dev->ops->read(gpmc->hw_id) & perfmon_width_mask(dev->width);
+    dev->ops->start(dev, gpmc->hw_id, gpmc->raw_event, gpmc->flags);
+    pmc->prev = dev->ops->read(dev, gpmc->hw_id)
+                & perfmon_width_mask(dev->width);
     pmc->wrap_seen = false;
     WRITE_ONCE(cpu->active_mask, cpu->active_mask | perfmon_slot_bit(slot));
 }
 
 /* Drop a user of slot on this CPU; the caller updated the value first. */
-__hot_path static void
+static void
 perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -459,7 +284,9 @@ perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
     if (--pmc->nr_refs == 0) {
         WRITE_ONCE(cpu->active_mask,
                    cpu->active_mask & ~perfmon_slot_bit(slot));
-        perfmon_slot_dev(slot)->ops->stop(pmc->hw_id);
+        struct perfmon_dev *dev = perfmon_slot_dev(slot);
+
+        dev->ops->stop(dev, pmc->hw_id);
     }
 }
 
@@ -472,7 +299,7 @@ perfmon_td_init(struct perfmon_td *td)
 }
 
 /* Load slot of a thread running on this CPU (entered). */
-__hot_path static void
+static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot)
 {
@@ -482,7 +309,7 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
 }
 
 /* Fold what a loaded slot counted since the last fold into the thread. */
-__hot_path static void
+static void
 perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot)
 {
@@ -500,7 +327,7 @@ perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
  * both threads count keeps running: its CPU reference passes from prev to
  * next, so the counter is read once and neither stopped nor restarted.
  */
-__hot_path void
+void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu;
@@ -674,10 +501,10 @@ perfmon_cpu_detach_xcall(void *arg)
     perfmon_cpu_leave(cpu);
 }
 
-/* ---- poll timer --------------------------------------------------------- */
+/* ---- poll ---------------------------------------------------------------- */
 
-static void
-perfmon_poll_xcall(void *arg)
+void
+perfmon_cpu_poll_xcall(void *arg)
 {
     const struct perfmon_dev *dev = arg;
     struct perfmon_cpu *cpu = perfmon_cpu_enter();
@@ -687,490 +514,10 @@ perfmon_poll_xcall(void *arg)
     perfmon_cpu_leave(cpu);
 }
 
-static void
-perfmon_poll_schedule(struct perfmon_dev *dev)
+uint64_t
+perfmon_cpu_active_slots(unsigned int cpu)
 {
-    timer_schedule(&perfmon_poll_timers[dev->index],
-                   clock_get_time()
-                   + clock_ticks_from_ms(dev->poll_interval_ms));
-}
-
-/*
- * Read every active counter of the device on every CPU, then come back
- * while the device has counters allocated.  Thread context (timer thread).
- */
-static void
-perfmon_poll_timer_fn(struct timer *timer)
-{
-    struct perfmon_dev *dev = timer->arg;
-    uint64_t slots = perfmon_dev_slots(dev);
-    unsigned int nr_cpus = cpu_count();
-    bool again;
-
-    for (unsigned int i = 0; i < nr_cpus; i++) {
-        if (READ_ONCE(perfmon_cpu_get(i)->active_mask) & slots) {
-            xcall_call(perfmon_poll_xcall, dev, i);
-        }
-    }
-
-    spinlock_lock(&perfmon_lock);
-    again = perfmon_dev_nr_used[dev->index] != 0;
-
-    if (!again) {
-        perfmon_poll_armed[dev->index] = false;
-    }
-
-    spinlock_unlock(&perfmon_lock);
-
-    if (again) {
-        perfmon_poll_schedule(dev);
-    }
-}
-
-/* ---- global allocator (perfmon_lock) ------------------------------------ */
-
-/*
- * Choose the device and raw event of an event.  perfmon_lock held (the
- * device's translate is serialised by it).
- */
-static int
-perfmon_event_resolve(const struct perfmon_event *event,
-                      struct perfmon_dev **devp, uint64_t *rawp)
-{
-    unsigned int nr = perfmon_nr_devs_load();
-
-    if (nr == 0) {
-        return -ENODEV;
-    }
-
-    if (event->flags & PERFMON_EF_RAW) {
-        *devp = (event->dev != NULL) ? event->dev : perfmon_devs[0];
-        *rawp = event->id;
-        return 0;
-    }
-
-    for (unsigned int i = 0; i < nr; i++) {
-        struct perfmon_dev *dev = perfmon_devs[i];
-
-        if (event->dev != NULL && event->dev != dev) {
-            continue;
-        }
-
-        if (dev->ops->translate(rawp, (unsigned int)event->id) == 0) {
-            *devp = dev;
-            return 0;
-        }
-    }
-
-    return -ENOENT;
-}
-
-/*
- * Find or allocate the counter slot of an event and add the event to its
- * users.  Sets *armp when the poll timer of the device must be started.
- */
-static int
-perfmon_pmc_get(struct perfmon_event *event, bool *armp)
-{
-    unsigned int mode = event->flags & PERFMON_EF_MODE;
-    unsigned int base, free_slot = PERFMON_MAX_PMCS, hw_id;
-    struct perfmon_dev *dev;
-    struct perfmon_pmc *pmc;
-    uint64_t raw;
-    int error;
-
-    error = perfmon_event_resolve(event, &dev, &raw);
-
-    if (error) {
-        return error;
-    }
-
-    base = dev->index * PERFMON_DEV_MAX_PMCS;
-
-    for (unsigned int i = base; i < base + dev->nr_pmcs; i++) {
-        pmc = &perfmon_pmcs[i];
-
-        if (pmc->nr_refs == 0) {
-            free_slot = MIN(free_slot, i);
-        } else if (pmc->raw_event == raw && pmc->flags == mode) {
-            goto found;
-        }
-    }
-
-    if (free_slot == PERFMON_MAX_PMCS) {
-        return -EAGAIN;
-    }
-
-    error = dev->ops->alloc(&hw_id, raw, mode);
-
-    /*
-     * -EAGAIN (counters taken) and -EINVAL (a raw code with bits the device
-     * does not define) mean something to the user; anything else is "this
-     * device cannot count that".
-     */
-    if (error) {
-        return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
-    }
-
-    assert(hw_id < 64);
-    pmc = &perfmon_pmcs[free_slot];
-    pmc->hw_id = hw_id;
-    pmc->raw_event = raw;
-    pmc->flags = mode;
-    pmc->users = NULL;
-    perfmon_dev_nr_used[dev->index]++;
-
-    if (dev->poll_interval_ms != 0 && !perfmon_poll_armed[dev->index]) {
-        perfmon_poll_armed[dev->index] = true;
-        *armp = true;
-    }
-
-found:
-    pmc->nr_refs++;
-    event->next_user = pmc->users;
-    pmc->users = event;
-    event->dev = dev;
-    event->slot = (unsigned int)(pmc - perfmon_pmcs);
-    return 0;
-}
-
-static void
-perfmon_pmc_put(struct perfmon_event *event)
-{
-    struct perfmon_pmc *pmc = &perfmon_pmcs[event->slot];
-    struct perfmon_event **prevp = &pmc->users;
-
-    while (*prevp != event) {
-        assert(*prevp != NULL);
-        prevp = &(*prevp)->next_user;
-    }
-
-    *prevp = event->next_user;
-    event->next_user = NULL;
-    assert(pmc->nr_refs != 0);
-
-    if (--pmc->nr_refs == 0) {
-        event->dev->ops->free(pmc->hw_id);
-        perfmon_dev_nr_used[event->dev->index]--;
-    }
-}
-
-/* Allocate, then start the poll timer outside the lock when needed. */
-static int
-perfmon_event_get_pmc(struct perfmon_event *event)
-{
-    struct perfmon_dev *chosen = event->dev;
-    bool arm = false;
-    int error;
-
-    spinlock_lock(&perfmon_lock);
-
-    /*
-     * Thread events need the context-switch hook: refuse them while it is
-     * off, and count them so that it cannot be switched off under them.
-     */
-    if (event->thread != NULL && !thread_perfmon_hook_enabled()) {
-        error = -EBUSY;
-    } else {
-        error = perfmon_pmc_get(event, &arm);
-    }
-
-    if (!error && event->thread != NULL) {
-        perfmon_nr_thread_events++;
-    }
-
-    spinlock_unlock(&perfmon_lock);
-
-    if (error) {
-        event->dev = chosen;
-        return error;
-    }
-
-    if (arm) {
-        perfmon_poll_schedule(event->dev);
-    }
-
-    return 0;
-}
-
-static void
-perfmon_event_put_pmc(struct perfmon_event *event)
-{
-    spinlock_lock(&perfmon_lock);
-    perfmon_pmc_put(event);
-
-    if (event->thread != NULL) {
-        assert(perfmon_nr_thread_events != 0);
-        perfmon_nr_thread_events--;
-    }
-
-    spinlock_unlock(&perfmon_lock);
-}
-
-int
-perfmon_set_switch_hook(bool enabled)
-{
-    int error = 0;
-
-    spinlock_lock(&perfmon_lock);
-
-    if (!enabled && perfmon_nr_thread_events != 0) {
-        error = -EBUSY;
-    } else {
-        thread_set_perfmon_hook(enabled);
-    }
-
-    spinlock_unlock(&perfmon_lock);
-    return error;
-}
-
-/* ---- devices ------------------------------------------------------------ */
-
-static int
-perfmon_dev_check(const struct perfmon_dev *dev)
-{
-    const struct perfmon_dev_ops *ops;
-
-    if (dev == NULL || dev->name == NULL || dev->ops == NULL) {
-        return -EINVAL;
-    }
-
-    ops = dev->ops;
-
-    if (ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
-        || ops->start == NULL || ops->stop == NULL || ops->read == NULL) {
-        return -EINVAL;
-    }
-
-    if (dev->width == 0 || dev->width > 64) {
-        return -EINVAL;
-    }
-
-    if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_DEV_MAX_PMCS) {
-        return -EINVAL;
-    }
-
-    if (dev->nr_events != 0 && dev->events == NULL) {
-        return -EINVAL;
-    }
-
-    return 0;
-}
-
-int
-perfmon_register(struct perfmon_dev *dev)
-{
-    unsigned int nr, poll_ms;
-    int error;
-
-    assert(perfmon_ready);
-    error = perfmon_dev_check(dev);
-
-    if (error) {
-        return error;
-    }
-
-    if (dev->poll_ms != 0) {
-        poll_ms = dev->poll_ms;
-    } else if (dev->ops->handle_overflow_intr == NULL) {
-        poll_ms = perfmon_poll_ms_compute(dev->width, cpu_tsc_freq());
-    } else {
-        poll_ms = 0;
-    }
-
-    spinlock_lock(&perfmon_lock);
-    nr = perfmon_nr_devs_;
-
-    for (unsigned int i = 0; i < nr; i++) {
-        if (perfmon_devs[i] == dev || strcmp(perfmon_devs[i]->name,
-                                             dev->name) == 0) {
-            spinlock_unlock(&perfmon_lock);
-            return -EEXIST;
-        }
-    }
-
-    if (nr == PERFMON_MAX_DEVS) {
-        spinlock_unlock(&perfmon_lock);
-        return -ENOSPC;
-    }
-
-    dev->index = nr;
-    dev->poll_interval_ms = poll_ms;
-    dev->registered = true;
-    perfmon_poll_timers[nr].arg = dev;
-    perfmon_devs[nr] = dev;
-    __atomic_store_n(&perfmon_nr_devs_, nr + 1, __ATOMIC_RELEASE);
-    spinlock_unlock(&perfmon_lock);
-    return 0;
-}
-
-unsigned int
-perfmon_nr_devs(void)
-{
-    return perfmon_nr_devs_load();
-}
-
-struct perfmon_dev *
-perfmon_dev_get(unsigned int index)
-{
-    return (index < perfmon_nr_devs_load()) ? perfmon_devs[index] : NULL;
-}
-
-struct perfmon_dev *
-perfmon_dev_find(const char *name)
-{
-    unsigned int nr = perfmon_nr_devs_load();
-
-    if (name == NULL) {
-        return NULL;
-    }
-
-    for (unsigned int i = 0; i < nr; i++) {
-        if (strcmp(perfmon_devs[i]->name, name) == 0) {
-            return perfmon_devs[i];
-        }
-    }
-
-    return NULL;
-}
-
-int
-perfmon_dev_get_info(const struct perfmon_dev *dev,
-                     struct perfmon_dev_info *info)
-{
-    if (info == NULL || !perfmon_dev_is_registered(dev)) {
-        return -EINVAL;
-    }
-
-    info->name = dev->name;
-    info->width = dev->width;
-    info->nr_pmcs = dev->nr_pmcs;
-    info->nr_pmcs_used = READ_ONCE(perfmon_dev_nr_used[dev->index]);
-    info->overflow_intr = dev->ops->handle_overflow_intr != NULL;
-    info->poll_ms = dev->poll_interval_ms;
-    return 0;
-}
-
-const char *
-perfmon_event_name(unsigned int id)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_event_names); i++) {
-        if (perfmon_event_names[i].id == id) {
-            return perfmon_event_names[i].name;
-        }
-    }
-
-    return NULL;
-}
-
-int
-perfmon_dev_translate(const struct perfmon_dev *dev, unsigned int event_id,
-                      uint64_t *raw_eventp)
-{
-    int error;
-
-    if (dev == NULL || raw_eventp == NULL || event_id >= PERFMON_NR_EVENTS
-        || !perfmon_dev_is_registered(dev)) {
-        return -EINVAL;
-    }
-
-    spinlock_lock(&perfmon_lock);
-    error = dev->ops->translate(raw_eventp, event_id);
-    spinlock_unlock(&perfmon_lock);
-    return error == 0 ? 0 : -ENOENT;
-}
-
-int
-perfmon_lookup_event(const struct perfmon_dev *dev, const char *name,
-                     uint64_t *idp, unsigned int *flagsp)
-{
-    if (name == NULL || idp == NULL || flagsp == NULL) {
-        return -EINVAL;
-    }
-
-    if (dev != NULL) {
-        if (!perfmon_dev_is_registered(dev)) {
-            return -EINVAL;
-        }
-
-        for (unsigned int i = 0; i < dev->nr_events; i++) {
-            if (strcmp(dev->events[i].name, name) == 0) {
-                *idp = dev->events[i].raw_event;
-                *flagsp = PERFMON_EF_RAW;
-                return 0;
-            }
-        }
-    }
-
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_event_names); i++) {
-        unsigned int id = perfmon_event_names[i].id;
-        uint64_t raw;
-        int error;
-
-        if (strcmp(perfmon_event_names[i].name, name) != 0) {
-            continue;
-        }
-
-        if (dev != NULL) {
-            spinlock_lock(&perfmon_lock);
-            error = dev->ops->translate(&raw, id);
-            spinlock_unlock(&perfmon_lock);
-
-            if (error) {
-                return -ENOENT;
-            }
-        }
-
-        *idp = id;
-        *flagsp = 0;
-        return 0;
-    }
-
-    return -ENOENT;
-}
-
-void
-perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
-{
-    struct perfmon_pmc_info info;
-
-    if (fn == NULL) {
-        return;
-    }
-
-    spinlock_lock(&perfmon_lock);
-
-    for (unsigned int slot = 0; slot < PERFMON_MAX_PMCS; slot++) {
-        const struct perfmon_pmc *pmc = &perfmon_pmcs[slot];
-        unsigned int n = 0;
-
-        if (pmc->nr_refs == 0) {
-            continue;
-        }
-
-        info.dev = perfmon_slot_dev(slot);
-        info.index = slot % PERFMON_DEV_MAX_PMCS;
-        info.hw_id = pmc->hw_id;
-        info.raw_event = pmc->raw_event;
-        info.flags = pmc->flags;
-        info.nr_users = pmc->nr_refs;
-
-        for (const struct perfmon_event *e = pmc->users;
-             e != NULL && n < PERFMON_PMC_INFO_MAX_USERS; e = e->next_user) {
-            info.users[n].thread = e->thread;
-            info.users[n].cpu = e->cpu;
-            n++;
-        }
-
-        for (; n < PERFMON_PMC_INFO_MAX_USERS; n++) {
-            info.users[n].thread = NULL;
-            info.users[n].cpu = 0;
-        }
-
-        fn(&info, arg);
-    }
-
-    spinlock_unlock(&perfmon_lock);
+    return READ_ONCE(perfmon_cpu_get(cpu)->active_mask);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -1320,12 +667,12 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
                      uint64_t *valuep)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    const struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    struct perfmon_dev *dev = perfmon_slot_dev(slot);
     uint64_t mask = perfmon_width_mask(dev->width);
     uint64_t value = pmc->value, prev = pmc->prev, delta;
 
     barrier();
-    delta = (dev->ops->read(pmc->hw_id) - prev) & mask;
+    delta = (dev->ops->read(dev, pmc->hw_id) - prev) & mask;
 
     if (delta > (mask >> PERFMON_PEEK_SHIFT)) {
         return false;
@@ -1383,7 +730,7 @@ perfmon_event_read_local(const struct perfmon_event *event,
     return true;
 }
 
-__hot_path uint64_t
+uint64_t
 perfmon_event_read(struct perfmon_event *event)
 {
     struct perfmon_call call = { .event = event };
@@ -1424,23 +771,6 @@ perfmon_event_read(struct perfmon_event *event)
 
 /* ---- overflow interrupt and callbacks ----------------------------------- */
 
-static void
-perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
-                           uint64_t mask, struct trap_frame *frame)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_intr_entries); i++) {
-        struct perfmon_intr_entry *entry = &perfmon_intr_entries[i];
-        perfmon_intr_fn_t fn;
-
-        /* One load: the pointer may be cleared at any time. */
-        fn = __atomic_load_n(&entry->fn, __ATOMIC_ACQUIRE);
-
-        if (fn != NULL) {
-            fn(dev, cpu, mask, frame, entry->arg);
-        }
-    }
-}
-
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
@@ -1450,12 +780,11 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 
     assert(!cpu_intr_enabled());
 
-    if (!perfmon_dev_is_registered(dev)
-        || dev->ops->handle_overflow_intr == NULL) {
+    if (!perfmon_dev_is_registered(dev) || !dev->overflow_intr) {
         return false;
     }
 
-    mask = dev->ops->handle_overflow_intr();
+    mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
         return false;
@@ -1495,87 +824,6 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     return true;
 }
 
-int
-perfmon_intr_register(perfmon_intr_fn_t fn, void *arg)
-{
-    struct perfmon_intr_entry *entry;
-    int handle = -ENOSPC;
-
-    if (fn == NULL) {
-        return -EINVAL;
-    }
-
-    spinlock_lock(&perfmon_intr_lock);
-
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_intr_entries); i++) {
-        entry = &perfmon_intr_entries[i];
-
-        if (entry->state != PERFMON_INTR_FREE) {
-            continue;
-        }
-
-        perfmon_intr_gen = (perfmon_intr_gen + 1) & 0xffffff;
-        handle = (int)(perfmon_intr_gen * PERFMON_MAX_INTR_CALLBACKS + i);
-        entry->arg = arg;
-        entry->handle = handle;
-        entry->state = PERFMON_INTR_ACTIVE;
-        __atomic_store_n(&entry->fn, fn, __ATOMIC_RELEASE);
-        break;
-    }
-
-    spinlock_unlock(&perfmon_intr_lock);
-    return handle;
-}
-
-static void
-perfmon_intr_sync_xcall(void *arg)
-{
-    (void)arg;
-}
-
-int
-perfmon_intr_unregister(int handle)
-{
-    struct perfmon_intr_entry *entry;
-    unsigned int nr_cpus;
-
-    perfmon_assert_thread_context();
-
-    if (handle < 0) {
-        return -EINVAL;
-    }
-
-    entry = &perfmon_intr_entries[handle % PERFMON_MAX_INTR_CALLBACKS];
-    spinlock_lock(&perfmon_intr_lock);
-
-    if (entry->state != PERFMON_INTR_ACTIVE || entry->handle != handle) {
-        spinlock_unlock(&perfmon_intr_lock);
-        return -EINVAL;
-    }
-
-    entry->state = PERFMON_INTR_DRAINING;
-    __atomic_store_n(&entry->fn, NULL, __ATOMIC_SEQ_CST);
-    spinlock_unlock(&perfmon_intr_lock);
-
-    /*
-     * A CPU serves an xcall (a maskable interrupt) only outside any NMI
-     * handler, so once every CPU has served one, none is still inside the
-     * callback or between its load of the pointer and the call.  An NMI
-     * coming later is ordered after our store by the xcall's own
-     * release/acquire handshake, and sees NULL.
-     */
-    nr_cpus = cpu_count();
-
-    for (unsigned int i = 0; i < nr_cpus; i++) {
-        xcall_call(perfmon_intr_sync_xcall, NULL, i);
-    }
-
-    spinlock_lock(&perfmon_intr_lock);
-    entry->state = PERFMON_INTR_FREE;
-    spinlock_unlock(&perfmon_intr_lock);
-    return 0;
-}
-
 /* ---- setup -------------------------------------------------------------- */
 
 static int
@@ -1586,46 +834,28 @@ perfmon_setup(void)
     for (unsigned int i = 0; i < nr_cpus; i++) {
         struct perfmon_cpu *cpu = perfmon_cpu_get(i);
 
-        perfmon_register_syscnt(&cpu->nr_overflows, "perfmon_nr_overflows/", i);
-        perfmon_register_syscnt(&cpu->nr_intrs, "perfmon_nr_intrs/", i);
-        perfmon_register_syscnt(&cpu->nr_polls, "perfmon_nr_polls/", i);
+        syscnt_register_cpu(&cpu->nr_overflows, "perfmon_nr_overflows", i);
+        syscnt_register_cpu(&cpu->nr_intrs, "perfmon_nr_intrs", i);
+        syscnt_register_cpu(&cpu->nr_polls, "perfmon_nr_polls", i);
     }
 
-    for (unsigned int i = 0; i < PERFMON_MAX_DEVS; i++) {
-        timer_init(&perfmon_poll_timers[i], perfmon_poll_timer_fn, 0);
-    }
-
+    perfmon_pmc_setup();
     perfmon_ready = true;
     return 0;
 }
 
-INIT_OP_DEFINE(perfmon_setup, INIT_OP_DEP(xcall_setup),
-               INIT_OP_DEP(timer_setup), INIT_OP_DEP(thread_setup));
+INIT_OP_DEFINE(perfmon_setup, INIT_OP_DEP(xcall_setup, true),
+               INIT_OP_DEP(timer_setup, true),
+               INIT_OP_DEP(thread_setup, true));
 
 #ifdef TALLY_HOST_TEST
 void
 perfmon_reset(void)
 {
-    spinlock_init(&perfmon_lock);
-    spinlock_init(&perfmon_intr_lock);
-
-    for (unsigned int i = 0; i < PERFMON_MAX_DEVS; i++) {
-        if (perfmon_devs[i] != NULL) {
-            perfmon_devs[i]->registered = false;
-        }
-    }
-
-    memset(perfmon_devs, 0, sizeof(perfmon_devs));
-    perfmon_nr_devs_ = 0;
-    memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
-    memset(perfmon_dev_nr_used, 0, sizeof(perfmon_dev_nr_used));
-    memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));
-    memset(perfmon_poll_armed, 0, sizeof(perfmon_poll_armed));
+    perfmon_dev_reset();
+    perfmon_intr_reset();
+    perfmon_pmc_reset();
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
-    memset(perfmon_intr_entries, 0, sizeof(perfmon_intr_entries));
-    perfmon_intr_gen = 0;
-    perfmon_nr_thread_events = 0;
-    perfmon_ready = false;
     perfmon_setup();
 }
 #endif /* TALLY_HOST_TEST */

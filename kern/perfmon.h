@@ -36,23 +36,24 @@ struct trap_frame;
 
 /*
  * Generic events.  A device translates those it can count into its raw
- * event codes; the software events are counted by the software PMU
- * (drivers/pmu/soft.c), the others by hardware PMUs.
+ * event codes; the software events are counted by the software PMU, the
+ * others by hardware PMUs.  Names, aliases and descriptions are in one
+ * table (perfmon_event_desc()).
  */
-#define PERFMON_EV_CYCLE            0   /* "cycles" */
-#define PERFMON_EV_REF_CYCLE        1   /* "ref-cycles" */
-#define PERFMON_EV_INSTRUCTION      2   /* "instructions" */
-#define PERFMON_EV_CACHE_REF        3   /* "cache-references" */
-#define PERFMON_EV_CACHE_MISS       4   /* "cache-misses" */
-#define PERFMON_EV_BRANCH           5   /* "branches" */
-#define PERFMON_EV_BRANCH_MISS      6   /* "branch-misses" */
-#define PERFMON_EV_TASK_CLOCK       7   /* "task-clock", "cpu-clock" (TSC) */
-#define PERFMON_EV_CONTEXT_SWITCH   8   /* "context-switches" */
-#define PERFMON_EV_MIGRATION        9   /* "cpu-migrations" */
-#define PERFMON_EV_INTERRUPT        10  /* "interrupts" */
-#define PERFMON_EV_XCALL            11  /* "xcalls" */
-#define PERFMON_EV_NMI              12  /* "nmis" */
-#define PERFMON_EV_TEST             13  /* "test": softpmu_test_add() */
+#define PERFMON_EV_CYCLE            0
+#define PERFMON_EV_REF_CYCLE        1
+#define PERFMON_EV_INSTRUCTION      2
+#define PERFMON_EV_CACHE_REF        3
+#define PERFMON_EV_CACHE_MISS       4
+#define PERFMON_EV_BRANCH           5
+#define PERFMON_EV_BRANCH_MISS      6
+#define PERFMON_EV_TASK_CLOCK       7
+#define PERFMON_EV_CONTEXT_SWITCH   8
+#define PERFMON_EV_MIGRATION        9
+#define PERFMON_EV_INTERRUPT        10
+#define PERFMON_EV_XCALL            11
+#define PERFMON_EV_NMI              12
+#define PERFMON_EV_TEST             13
 #define PERFMON_NR_EVENTS           14
 
 /* Event flags: at least one of KERN and USER. */
@@ -63,7 +64,26 @@ struct trap_frame;
 #define PERFMON_EF_MASK     (PERFMON_EF_MODE | PERFMON_EF_RAW)
 
 /*
- * Device operations.
+ * A generic event as users name it: its canonical name, up to
+ * PERFMON_EVENT_MAX_ALIASES other names (NULL-terminated when fewer), and a
+ * one-line description.
+ */
+#define PERFMON_EVENT_MAX_ALIASES   2
+
+struct perfmon_event_desc {
+    const char *name;
+    const char *aliases[PERFMON_EVENT_MAX_ALIASES];
+    const char *desc;
+};
+
+/* The description of generic event id, or NULL for an unknown id. */
+const struct perfmon_event_desc *perfmon_event_desc(unsigned int id);
+
+struct perfmon_dev;
+
+/*
+ * Device operations.  Each takes the device it was registered with, so
+ * that one driver can serve several devices and find its state from it.
  *
  * Global operations (translate, alloc, free) are serialised by the core: it
  * calls them with its allocator lock held and preemption disabled, so they
@@ -85,22 +105,25 @@ struct trap_frame;
  * stop: disable the counter on this CPU.
  * read: the counter's raw value on this CPU (the core keeps the low width
  *   bits).
- * handle_overflow_intr (optional, NMI context, this CPU): find which of the
- *   device's counters overflowed, acknowledge them and return their mask
- *   (bit N for hw id N), or 0 when the interrupt is not the device's.  A
- *   device without it has no overflow interrupt: the core polls it.
+ * handle_overflow_intr (devices with overflow_intr only; NMI context, this
+ *   CPU): find which of the device's counters overflowed, acknowledge them
+ *   and return their mask (bit N for hw id N), or 0 when the interrupt is
+ *   not the device's.
  */
 struct perfmon_dev_ops {
-    int (*translate)(uint64_t *raw_eventp, unsigned int event_id);
-    int (*alloc)(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags);
-    void (*free)(unsigned int hw_id);
-    void (*start)(unsigned int hw_id, uint64_t raw_event, unsigned int flags);
-    void (*stop)(unsigned int hw_id);
-    uint64_t (*read)(unsigned int hw_id);
-    uint64_t (*handle_overflow_intr)(void);
+    int (*translate)(struct perfmon_dev *dev, uint64_t *raw_eventp,
+                     unsigned int event_id);
+    int (*alloc)(struct perfmon_dev *dev, unsigned int *hw_idp,
+                 uint64_t raw_event, unsigned int flags);
+    void (*free)(struct perfmon_dev *dev, unsigned int hw_id);
+    void (*start)(struct perfmon_dev *dev, unsigned int hw_id,
+                  uint64_t raw_event, unsigned int flags);
+    void (*stop)(struct perfmon_dev *dev, unsigned int hw_id);
+    uint64_t (*read)(struct perfmon_dev *dev, unsigned int hw_id);
+    uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);
 };
 
-/* A named raw event a device offers (for perfmon_dev_lookup_event()). */
+/* A named raw event a device offers (for perfmon_lookup_event()). */
 struct perfmon_dev_event {
     const char *name;
     uint64_t raw_event;
@@ -110,6 +133,10 @@ struct perfmon_dev_event {
  * A PMU device.  The driver fills the public fields and calls
  * perfmon_register(); the structure must then live forever and the driver
  * must not change it.
+ *
+ * overflow_intr: the device raises an interrupt when a counter wraps and
+ * calls perfmon_overflow_intr() from it; its handle_overflow_intr operation
+ * is then mandatory.  Without it the core polls the counters.
  *
  * poll_ms: 0 lets the core choose: no polling when the device has an
  * overflow interrupt, otherwise an interval derived from the width and the
@@ -122,14 +149,14 @@ struct perfmon_dev {
     const struct perfmon_dev_ops *ops;
     unsigned int width;                 /* counter bits, 1..64 */
     unsigned int nr_pmcs;               /* counters, 1..PERFMON_DEV_MAX_PMCS */
+    bool overflow_intr;
     unsigned int poll_ms;
     const struct perfmon_dev_event *events;   /* may be NULL */
     unsigned int nr_events;
 
-    /* Private to the core. */
+    /* Private to the core, set at registration. */
     unsigned int index;                 /* in the device table */
     unsigned int poll_interval_ms;      /* effective, 0 when not polled */
-    bool registered;
 };
 
 /*
@@ -160,18 +187,25 @@ int perfmon_dev_get_info(const struct perfmon_dev *dev,
                          struct perfmon_dev_info *info);
 
 /*
- * Name of generic event id ("cycles"), or NULL for an unknown id.
- */
-const char *perfmon_event_name(unsigned int id);
-
-/*
  * The raw code of generic event event_id on dev, through the device's
  * translate operation (serialized like the other global operations).
  * Returns 0, -EINVAL for a bad argument or unregistered device, -ENOENT
  * when the device cannot count the event.  Thread context.
  */
-int perfmon_dev_translate(const struct perfmon_dev *dev, unsigned int event_id,
+int perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
                           uint64_t *raw_eventp);
+
+/*
+ * The hardware PMU in one line, as `perfmon info` prints it after
+ * "hardware PMU: ": set once at boot by the platform code that probes the
+ * hardware (present: a hardware device was registered; otherwise the line
+ * says why there is none).  Before that, "not probed".  The text is
+ * copied, truncated to PERFMON_HW_STATUS_SIZE - 1 characters.
+ */
+#define PERFMON_HW_STATUS_SIZE      160
+
+void perfmon_set_hw_status(bool present, const char *text);
+const char *perfmon_hw_status(bool *presentp);
 
 /*
  * Look an event name up.  With dev NULL: the generic names only.  With a
@@ -180,7 +214,7 @@ int perfmon_dev_translate(const struct perfmon_dev *dev, unsigned int event_id,
  * *idp = generic id).  Returns 0, -EINVAL for a NULL argument, -ENOENT
  * when the name is unknown or the device cannot count it.
  */
-int perfmon_lookup_event(const struct perfmon_dev *dev, const char *name,
+int perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
                          uint64_t *idp, unsigned int *flagsp);
 
 /*
@@ -197,7 +231,7 @@ struct perfmon_pmc_user {
 };
 
 struct perfmon_pmc_info {
-    const struct perfmon_dev *dev;
+    struct perfmon_dev *dev;
     unsigned int index;                 /* counter slot in the device */
     unsigned int hw_id;
     uint64_t raw_event;
@@ -284,25 +318,35 @@ uint64_t perfmon_event_read(struct perfmon_event *event);
 bool perfmon_event_attached(const struct perfmon_event *event);
 
 /*
- * Switch the context-switch hook on or off (perfmon bench compares both).
- * While it is off, attaching an event to a thread fails with -EBUSY;
- * switching it off while thread events are attached fails with -EBUSY.
- * Thread context.
+ * The context-switch hook.  It is on unless the boot option perfmon.hook=off
+ * takes perfmon out of the switch path (perfmon bench compares both).
+ * While it is off, attaching an event to a thread fails with -EBUSY.
+ *
+ * perfmon_set_switch_hook() switches it at run time; switching it off while
+ * thread events are attached fails with -EBUSY.  Thread context.
  */
 int perfmon_set_switch_hook(bool enabled);
+bool perfmon_switch_hook_enabled(void);
+
+/* The hook's flag, read on every context switch (perfmon_td_switch). */
+extern bool perfmon_switch_hook_on;
 
 /*
  * Context switch hook (kern/thread.c): unload the counters of prev and load
  * those of next, on this CPU, in one section.  Counters both threads use
  * keep running (no stop and start, one read).  Interrupts and preemption
- * disabled, the run queue lock held.  Two threads without events cost one
- * test.
+ * disabled, the run queue lock held.  Two threads without events cost the
+ * flag test and one test of their masks.
  */
 void perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next);
 
 static inline void
 perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 {
+    if (!__atomic_load_n(&perfmon_switch_hook_on, __ATOMIC_RELAXED)) {
+        return;
+    }
+
     if (unlikely((prev->loaded_mask | next->active_mask) != 0)) {
         perfmon_td_switch_slow(prev, next);
     }

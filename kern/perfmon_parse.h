@@ -5,12 +5,10 @@
  * The pure parts of the `perfmon` shell command, kept apart so that they
  * can be tested on the host: the event-list parser (perf's `-e` syntax:
  * names, aliases, raw `rNNNN` codes, `:u`/`:k` modifiers), the CPU-list
- * parser ("0,2-3"), the table of generic event names and their aliases,
- * closest-name suggestions (edit distance), and the integer-only number
- * formatting the output needs (thousands grouping, fixed-point ratios, the
- * mean and relative standard deviation of repeated runs; kernel code has no
- * floating point).  Nothing here touches hardware, threads or locks: every
- * function is reentrant and works on the caller's buffers only.
+ * parser ("0,2-3") and closest-name suggestions (edit distance).  Event
+ * names themselves are the core's (perfmon_event_desc()).  Nothing here
+ * touches hardware, threads or locks: every function is reentrant and
+ * works on the caller's buffers only.
  */
 
 #ifndef KERN_PERFMON_PARSE_H
@@ -85,20 +83,6 @@ int perfmon_parse_cpulist(const char *s, unsigned int nr_cpus,
                           uint64_t *maskp);
 
 /*
- * The generic event names perfmon_lookup_event() accepts, canonical name
- * first for each id, in PERFMON_EV_* order, with a one-line description.
- */
-struct perfmon_parse_name {
-    const char *name;
-    unsigned int id;
-    bool alias;                 /* false for the id's canonical name */
-    const char *desc;           /* NULL for aliases */
-};
-
-unsigned int perfmon_parse_nr_names(void);
-const struct perfmon_parse_name *perfmon_parse_name_get(unsigned int index);
-
-/*
  * Levenshtein distance between a and b (insert, delete, replace cost 1),
  * comparing at most PERFMON_PARSE_NAME_SIZE - 1 characters of each.
  */
@@ -115,40 +99,5 @@ unsigned int perfmon_parse_distance(const char *a, const char *b);
 unsigned int perfmon_parse_suggest(const char *name, const char *const *cands,
                                    unsigned int nr_cands, const char **out,
                                    unsigned int max_out);
-
-/*
- * Write v with thousands grouping ("1,234,567") into buf.  Returns what
- * ksnprintf() returns (the length it needed).
- */
-int perfmon_fmt_count(char *buf, size_t size, uint64_t v);
-
-/*
- * floor(num * scale / den) without overflow in the intermediate product,
- * saturated to UINT64_MAX; 0 when den is 0.
- */
-uint64_t perfmon_muldiv(uint64_t num, uint64_t scale, uint64_t den);
-
-/*
- * Write num / den rounded to decimals (0..9) digits, the integer part
- * grouped in thousands when group is true ("1,234.57", else "1234.57").
- * den 0 writes "0" with the decimals.  Returns what ksnprintf() returns.
- */
-int perfmon_fmt_ratio(char *buf, size_t size, uint64_t num, uint64_t den,
-                      unsigned int decimals, bool group);
-
-/* Integer square root: the largest r with r * r <= v. */
-uint64_t perfmon_isqrt(uint64_t v);
-
-/*
- * Statistics of nr repeated measurements, as `perf stat -r` shows them:
- * the mean (rounded down), and the relative standard deviation of the
- * mean, sqrt(sum((v - mean)^2) / (nr - 1) / nr) / mean, in hundredths of
- * a percent (123 = 1.23%), rounded down (from a root of at least 31
- * significant bits: with huge deviations the last digit may be one low).
- * With nr < 2 or a zero mean the deviation is 0.
- * Returns 0, or -EINVAL for a NULL argument or nr 0.
- */
-int perfmon_stats(const uint64_t *values, unsigned int nr, uint64_t *meanp,
-                  uint64_t *rsd_bpp);
 
 #endif /* KERN_PERFMON_PARSE_H */

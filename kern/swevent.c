@@ -23,7 +23,7 @@ swevent_count(unsigned int id, uint64_t n)
     swevent_handler_t handler;
     unsigned long flags;
 
-    assert(id < SWEVENT_NR);
+    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
     handler = __atomic_load_n(&swevent_handler, __ATOMIC_ACQUIRE);
 
     if (handler == NULL) {
@@ -45,7 +45,7 @@ swevent_set_handler(swevent_handler_t handler)
 void
 swevent_activate(unsigned int id)
 {
-    assert(id < SWEVENT_NR);
+    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
     __atomic_fetch_add(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
 }
 
@@ -54,7 +54,7 @@ swevent_deactivate(unsigned int id)
 {
     unsigned int prev;
 
-    assert(id < SWEVENT_NR);
+    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
     prev = __atomic_fetch_sub(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
     assert(prev != 0);
 }

@@ -4,7 +4,8 @@
  *
  * Software events: counts of kernel activity (context switches, migrations,
  * interrupts, xcalls, NMIs, and a test event) that the software PMU
- * (drivers/pmu/soft.c) turns into perfmon counters.
+ * (drivers/pmu/soft.c) turns into perfmon counters.  SWEVENT_TEST is
+ * reported by nothing but tests and benchmarks, which add to it at will.
  *
  * Kernel code reports an event with swevent_add(id, n), from any context,
  * NMI handlers included.  While no counter counts id anywhere, that costs
@@ -27,13 +28,20 @@
 
 #include "kern/macros.h"
 
-#define SWEVENT_CONTEXT_SWITCH  0
-#define SWEVENT_MIGRATION       1
-#define SWEVENT_INTERRUPT       2
-#define SWEVENT_XCALL           3
-#define SWEVENT_NMI             4
-#define SWEVENT_TEST            5
-#define SWEVENT_NR              6
+/*
+ * The software events.  These numbers are also the software PMU's raw
+ * event codes (`perfmon list` shows them as rN, users may type them), so
+ * they never change.  0 is no event.  SWEVENT_CLOCK, TSC cycles, is never
+ * reported through swevent_add(): the software PMU reads the TSC itself.
+ */
+#define SWEVENT_CLOCK           1
+#define SWEVENT_CONTEXT_SWITCH  2
+#define SWEVENT_MIGRATION       3
+#define SWEVENT_INTERRUPT       4
+#define SWEVENT_XCALL           5
+#define SWEVENT_NMI             6
+#define SWEVENT_TEST            7
+#define SWEVENT_NR              8
 
 /* Counters of each id running now, on all CPUs (atomic). */
 extern unsigned int swevent_nr_active[SWEVENT_NR];

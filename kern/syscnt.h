@@ -28,6 +28,10 @@ struct syscnt {
 /* Register a counter (value starts at 0); the name is copied, truncated. */
 void syscnt_register(struct syscnt *syscnt, const char *name);
 
+/* Register the counter of one CPU, named "prefix/cpu". */
+void syscnt_register_cpu(struct syscnt *syscnt, const char *prefix,
+                         unsigned int cpu);
+
 static inline void
 syscnt_add(struct syscnt *syscnt, int64_t delta)
 {

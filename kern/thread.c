@@ -4,6 +4,12 @@
  *
  * Threads and the scheduler.
  *
+ * One file, over the size of most modules, on purpose: every section below
+ * (run queues, switch, sleep, creation, migration, balancing, thread_call)
+ * follows the same locking protocol around the run queues and threads in
+ * transit, and that protocol is easier to check when it is read in one
+ * place.
+ *
  * Locking:
  *   - A run queue's lock (taken with interrupts disabled) protects its
  *     list, its current thread, and, for every thread whose `cpu` names
@@ -121,8 +127,6 @@ static struct thread *thread_list;
 static unsigned int thread_next_id;
 static bool thread_ready;
 
-/* Boot option perfmon.hook=off: remove perfmon from the switch path. */
-static bool thread_perfmon_hook = true;
 
 void thread_switch_context(uint64_t *prev_sp, uint64_t next_sp);
 void thread_start_entry(void);
@@ -383,9 +387,7 @@ thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
     /* Counted for prev: its events are still loaded. */
     swevent_add(SWEVENT_CONTEXT_SWITCH, 1);
 
-    if (__atomic_load_n(&thread_perfmon_hook, __ATOMIC_RELAXED)) {
-        perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
-    }
+    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
 
     /* Counted for next, once its events are loaded. */
     if (next->last_cpu != cpu && !next->idle) {
@@ -911,8 +913,6 @@ thread_balance_pull(unsigned int cpu)
 /* Clock tick ------------------------------------------------------------ */
 
 /* Called by the clock interrupt on every CPU, interrupts disabled. */
-void thread_tick(void);
-
 void
 thread_tick(void)
 {
@@ -1018,9 +1018,7 @@ static struct thread thread_idle_threads[CPU_MAX];
  * Make the calling context the idle thread of this CPU (the boot context,
  * or an AP's first context), so it can be switched away from.
  */
-void thread_bootstrap_cpu(void);
-
-void
+static void
 thread_bootstrap_cpu(void)
 {
     unsigned int cpu = cpu_id();
@@ -1076,28 +1074,19 @@ thread_intr_resched(struct trap_frame *frame)
 static void
 thread_register_counters(unsigned int cpu)
 {
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "thread_switches/%u", cpu);
-    syscnt_register(&thread_runqs[cpu].sc_switches, name);
-    ksnprintf(name, sizeof(name), "thread_migrations/%u", cpu);
-    syscnt_register(&thread_runqs[cpu].sc_migrations, name);
+    syscnt_register_cpu(&thread_runqs[cpu].sc_switches, "thread_switches",
+                        cpu);
+    syscnt_register_cpu(&thread_runqs[cpu].sc_migrations,
+                        "thread_migrations", cpu);
 }
 
 /* Bring up the scheduler structures of every possible CPU. */
 static int
 thread_setup(void)
 {
-    const char *hook = cmdline_get("perfmon.hook");
-
     for (unsigned int cpu = 0; cpu < CPU_MAX; cpu++) {
         spinlock_init(&thread_runqs[cpu].lock);
         runq_list_init(&thread_runqs[cpu].list);
-    }
-
-    if (hook != NULL && strcmp(hook, "off") == 0) {
-        thread_perfmon_hook = false;
-        log_info("thread: perfmon context-switch hook disabled");
     }
 
     trap_register(TRAP_VEC_RESCHED, thread_intr_resched);
@@ -1107,28 +1096,16 @@ thread_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(thread_setup, INIT_OP_DEP(mem_setup), INIT_OP_DEP(syscnt_setup));
+INIT_OP_DEFINE(thread_setup, INIT_OP_DEP(mem_setup, true),
+               INIT_OP_DEP(syscnt_setup, true));
 
 /* Per-AP part of the setup, on the AP itself. */
-void thread_setup_ap(void);
 
 void
 thread_setup_ap(void)
 {
     thread_bootstrap_cpu();
     thread_register_counters(cpu_id());
-}
-
-void
-thread_set_perfmon_hook(bool enabled)
-{
-    __atomic_store_n(&thread_perfmon_hook, enabled, __ATOMIC_RELEASE);
-}
-
-bool
-thread_perfmon_hook_enabled(void)
-{
-    return __atomic_load_n(&thread_perfmon_hook, __ATOMIC_ACQUIRE);
 }
 
 /* Shell command --------------------------------------------------------- */

@@ -171,19 +171,24 @@ typedef void (*thread_call_fn_t)(struct thread *thread, bool running,
                                  void *arg);
 void thread_call(struct thread *thread, thread_call_fn_t fn, void *arg);
 
-/*
- * Switch perfmon's context-switch hook on or off (boot option
- * perfmon.hook=off).  At run time go through perfmon_set_switch_hook(),
- * which refuses while thread events exist: their counts would be wrong.
- */
-void thread_set_perfmon_hook(bool enabled);
-bool thread_perfmon_hook_enabled(void);
 
 /*
  * Start the scheduler on the calling CPU: the calling context becomes the
  * CPU's idle thread and never returns.
  */
 void thread_run_idle(void) __attribute__((noreturn));
+
+/*
+ * The scheduler's part of the clock tick (kern/clock.c): preemption and
+ * load balancing decisions on the calling CPU.  Interrupt context.
+ */
+void thread_tick(void);
+
+/*
+ * Make the calling application processor schedulable (its idle thread and
+ * counters), as it comes online (arch/x86/smp.c).  Interrupts disabled.
+ */
+void thread_setup_ap(void);
 
 INIT_OP_DECLARE(thread_setup);
 

@@ -248,7 +248,6 @@ timer_next_expired(struct timer_cpu *tc, uint64_t now)
 }
 
 /* Called by the clock interrupt on every CPU, interrupts disabled. */
-void timer_tick(void);
 
 void
 timer_tick(void)
@@ -369,5 +368,6 @@ timer_bootstrap(void)
 }
 
 INIT_OP_DEFINE(timer_bootstrap);
-INIT_OP_DEFINE(timer_setup, INIT_OP_DEP(timer_bootstrap),
-               INIT_OP_DEP(smp_setup), INIT_OP_DEP(thread_setup));
+INIT_OP_DEFINE(timer_setup, INIT_OP_DEP(timer_bootstrap, true),
+               INIT_OP_DEP(smp_setup, true),
+               INIT_OP_DEP(thread_setup, true));

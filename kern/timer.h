@@ -62,6 +62,13 @@ bool timer_cancel(struct timer *timer);
 
 bool timer_scheduled(const struct timer *timer);
 
+/*
+ * The timers' part of the clock tick (kern/clock.c): run the expired
+ * TIMER_INTR timers of the calling CPU and wake its timer thread for the
+ * others.  Interrupt context.
+ */
+void timer_tick(void);
+
 INIT_OP_DECLARE(timer_setup);
 
 #endif /* KERN_TIMER_H */

@@ -17,7 +17,7 @@
 #include "kern/error.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
-#include "kern/perfmon_parse.h"
+#include "kern/num.h"
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -68,8 +68,8 @@ workload_parse_arg(int argc, char **argv, int index, const char *what,
         return 0;
     }
 
-    perfmon_fmt_count(min_buf, sizeof(min_buf), min);
-    perfmon_fmt_count(max_buf, sizeof(max_buf), max);
+    num_fmt_count(min_buf, sizeof(min_buf), min);
+    num_fmt_count(max_buf, sizeof(max_buf), max);
     kprintf("%s: %s must be a number from %s to %s%s, not '%s'\n", argv[0],
             what, min_buf, max_buf, size ? " (K, M suffixes allowed)" : "",
             argv[index]);
@@ -126,7 +126,7 @@ workload_fmt_ms(char *buf, size_t size, uint64_t start)
 {
     uint64_t ns = tsc_cycles_to_ns(cpu_rdtsc() - start);
 
-    perfmon_fmt_ratio(buf, size, ns, 1000000, 3, true);
+    num_fmt_ratio(buf, size, ns, 1000000, 3, true);
 }
 
 static int
@@ -187,8 +187,8 @@ workload_spin_cmd(int argc, char **argv)
     }
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
-    perfmon_fmt_count(n_buf, sizeof(n_buf), done);
-    perfmon_fmt_count(insn_buf, sizeof(insn_buf), done * WORKLOAD_SPIN_INSNS);
+    num_fmt_count(n_buf, sizeof(n_buf), done);
+    num_fmt_count(insn_buf, sizeof(insn_buf), done * WORKLOAD_SPIN_INSNS);
     kprintf("spin: %s iterations of %u instructions (%s in the loop) in %s "
             "ms%s\n", n_buf, WORKLOAD_SPIN_INSNS, insn_buf, ms_buf,
             interrupted ? ", interrupted" : "");
@@ -246,7 +246,7 @@ workload_memwalk_cmd(int argc, char **argv)
     buf = kmem_alloc(size);
 
     if (buf == NULL) {
-        perfmon_fmt_count(size_buf, sizeof(size_buf), size);
+        num_fmt_count(size_buf, sizeof(size_buf), size);
         kprintf("memwalk: cannot allocate %s bytes\n", size_buf);
         return SHELL_ERR_REPORTED;
     }
@@ -274,8 +274,8 @@ workload_memwalk_cmd(int argc, char **argv)
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
     kmem_free((void *)buf, size);
-    perfmon_fmt_count(size_buf, sizeof(size_buf), size);
-    perfmon_fmt_count(acc_buf, sizeof(acc_buf), accesses);
+    num_fmt_count(size_buf, sizeof(size_buf), size);
+    num_fmt_count(acc_buf, sizeof(acc_buf), accesses);
     kprintf("memwalk: %llu passes over %s bytes, stride %llu: %s reads "
             "(sum %llu) in %s ms%s\n", (unsigned long long)done_passes,
             size_buf, (unsigned long long)stride, acc_buf,
@@ -349,8 +349,8 @@ workload_branchy_cmd(int argc, char **argv)
     }
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
-    perfmon_fmt_count(n_buf, sizeof(n_buf), i);
-    perfmon_fmt_count(taken_buf, sizeof(taken_buf), taken);
+    num_fmt_count(n_buf, sizeof(n_buf), i);
+    num_fmt_count(taken_buf, sizeof(taken_buf), taken);
     kprintf("branchy: %s random branches, %s taken (seed %#llx) in %s ms%s\n",
             n_buf, taken_buf, (unsigned long long)WORKLOAD_BRANCHY_SEED,
             ms_buf, interrupted ? ", interrupted" : "");
@@ -436,7 +436,7 @@ workload_yield_cmd(int argc, char **argv)
     thread_join(helper);
     thread_set_affinity(self, affinity);
 
-    perfmon_fmt_count(n_buf, sizeof(n_buf), i);
+    num_fmt_count(n_buf, sizeof(n_buf), i);
     kprintf("yield: %s yields on CPU %u against a helper thread (which "
             "yielded %llu times) in %s ms%s\n", n_buf, cpu,
             (unsigned long long)yield.nr_yields, ms_buf,
@@ -505,7 +505,7 @@ workload_hop_cmd(int argc, char **argv)
         return SHELL_ERR_REPORTED;
     }
 
-    perfmon_fmt_count(n_buf, sizeof(n_buf), i);
+    num_fmt_count(n_buf, sizeof(n_buf), i);
     kprintf("hop: %s hops over %u CPUs (%u changed CPU) in %s ms%s\n", n_buf,
             nr_cpus, moved, ms_buf, interrupted ? ", interrupted" : "");
     return workload_finish(interrupted);
@@ -575,7 +575,7 @@ workload_xcall_cmd(int argc, char **argv)
         return SHELL_ERR_REPORTED;
     }
 
-    perfmon_fmt_count(n_buf, sizeof(n_buf), i);
+    num_fmt_count(n_buf, sizeof(n_buf), i);
     kprintf("xcall: %s calls to %u other CPUs (%llu served) in %s ms%s\n",
             n_buf, nr_cpus - 1,
             (unsigned long long)__atomic_load_n(&served, __ATOMIC_RELAXED),

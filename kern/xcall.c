@@ -24,15 +24,10 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "kern/assert.h"
-#include "kern/bench.h"
-#include "kern/cmdline.h"
-#include "kern/console.h"
 #include "kern/error.h"
 #include "kern/init.h"
-#include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/printf.h"
-#include "kern/shell.h"
 #include "kern/swevent.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
@@ -140,96 +135,15 @@ xcall_intr(struct trap_frame *frame)
     }
 }
 
-/* Benchmark: round trips of an empty call --------------------------------- */
-
-#define XCALL_BENCH_DEFAULT     1000
-#define XCALL_BENCH_MAX         100000
-#define XCALL_BENCH_WARMUP      100
-
-static void
-xcall_bench_nop(void *arg)
-{
-    (void)arg;
-}
-
-/* Time n round trips to cpu, using samples[] for each one's TSC cycles. */
-static void
-xcall_bench_cpu(unsigned int cpu, uint64_t *samples, size_t n,
-                struct bench_result *result)
-{
-    for (size_t i = 0; i < XCALL_BENCH_WARMUP; i++) {
-        xcall_call(xcall_bench_nop, NULL, cpu);
-    }
-
-    for (size_t i = 0; i < n; i++) {
-        uint64_t start = cpu_rdtsc();
-
-        xcall_call(xcall_bench_nop, NULL, cpu);
-        samples[i] = cpu_rdtsc() - start;
-    }
-
-    bench_summarize(samples, n, result);
-}
-
-static int
-xcall_cmd_bench(int argc, char **argv)
-{
-    uint64_t n = XCALL_BENCH_DEFAULT, *samples, affinity;
-    unsigned int self;
-
-    if (argc > 2 || (argc == 2 && (cmdline_parse_u64(argv[1], &n) != 0
-                                   || n == 0 || n > XCALL_BENCH_MAX))) {
-        kprintf("usage: xcallbench [N]  (1..%u round trips per CPU)\n",
-                XCALL_BENCH_MAX);
-        return SHELL_ERR_REPORTED;
-    }
-
-    samples = kmem_alloc(n * sizeof(*samples));
-
-    if (samples == NULL) {
-        return -ENOMEM;
-    }
-
-    /* Stay on one CPU, so that "local" and "remote" keep their meaning. */
-    affinity = thread_get_affinity(thread_self());
-    thread_preempt_disable();
-    self = cpu_id();
-    thread_preempt_enable();
-    thread_set_affinity(thread_self(), THREAD_CPUMASK(self));
-    kprintf("xcall round trip from cpu%u, empty function, %lu calls each, "
-            "TSC cycles:\n", self, n);
-
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        struct bench_result result;
-
-        xcall_bench_cpu(cpu, samples, n, &result);
-        kprintf("  to cpu%-3u %s  min %8lu  median %8lu\n", cpu,
-                cpu == self ? "(local) " : "(remote)", result.min,
-                result.median);
-    }
-
-    thread_set_affinity(thread_self(), affinity);
-    kmem_free(samples, n * sizeof(*samples));
-    return 0;
-}
-
-SHELL_COMMAND(xcallbench, "xcallbench", "[N]",
-              "time xcall round trips from this CPU to every CPU",
-              xcall_cmd_bench);
-
 /* Per-CPU counters, registered by each CPU as it comes online. */
-void xcall_setup_cpu(void);
 
 void
 xcall_setup_cpu(void)
 {
-    char name[SYSCNT_NAME_SIZE];
     unsigned int cpu = cpu_id();
 
-    ksnprintf(name, sizeof(name), "xcall_sent/%u", cpu);
-    syscnt_register(&xcall_cpus[cpu].sc_sent, name);
-    ksnprintf(name, sizeof(name), "xcall_received/%u", cpu);
-    syscnt_register(&xcall_cpus[cpu].sc_received, name);
+    syscnt_register_cpu(&xcall_cpus[cpu].sc_sent, "xcall_sent", cpu);
+    syscnt_register_cpu(&xcall_cpus[cpu].sc_received, "xcall_received", cpu);
 }
 
 static int
@@ -240,5 +154,5 @@ xcall_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(xcall_setup, INIT_OP_DEP(lapic_setup),
-               INIT_OP_DEP(syscnt_setup));
+INIT_OP_DEFINE(xcall_setup, INIT_OP_DEP(lapic_setup, true),
+               INIT_OP_DEP(syscnt_setup, true));

@@ -26,6 +26,12 @@ typedef void (*xcall_fn_t)(void *arg);
 /* Returns 0, or -EINVAL when cpu is not online. */
 int xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu);
 
+/*
+ * Register the calling CPU's xcall counters, as it comes online
+ * (arch/x86/smp.c; the boot CPU's from xcall_setup).
+ */
+void xcall_setup_cpu(void);
+
 INIT_OP_DECLARE(xcall_setup);
 
 #endif /* KERN_XCALL_H */

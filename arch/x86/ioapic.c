@@ -104,4 +104,4 @@ ioapic_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(ioapic_setup, INIT_OP_DEP(acpi_setup));
+INIT_OP_DEFINE(ioapic_setup, INIT_OP_DEP(acpi_setup, true));

@@ -191,10 +191,7 @@ lapic_timer_calibrate(void)
 void
 lapic_setup_cpu(void)
 {
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "ipi_sent/%u", cpu_id());
-    syscnt_register(&lapic_sc_ipis[cpu_id()], name);
+    syscnt_register_cpu(&lapic_sc_ipis[cpu_id()], "ipi_sent", cpu_id());
     lapic_enable_mode();
     lapic_write(LAPIC_REG_TPR, 0);
     lapic_write(LAPIC_REG_SVR, LAPIC_SVR_ENABLE | TRAP_VEC_SPURIOUS);
@@ -267,4 +264,4 @@ lapic_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(lapic_setup, INIT_OP_DEP(acpi_setup));
+INIT_OP_DEFINE(lapic_setup, INIT_OP_DEP(acpi_setup, true));

@@ -106,7 +106,7 @@ pmap_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(pmap_setup, INIT_OP_DEP(mem_setup));
+INIT_OP_DEFINE(pmap_setup, INIT_OP_DEP(mem_setup, true));
 
 void
 pmap_drop_identity(void)

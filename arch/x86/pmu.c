@@ -2,13 +2,12 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * x86 hardware PMU glue: at boot, pick the driver for the CPU vendor (or
- * none with `perfmon.hw=off`), probe it, prepare every CPU (counters
- * stopped, performance-counter LVT set for NMI delivery), hook the NMI
- * chain and register the device with the perfmon core.  When there is no
- * working PMU the log says why in one line and the software PMU serves
- * alone.  `perfmon.nmi=off` asks for a polled device instead of overflow
- * NMIs.
+ * x86 hardware PMU: what the Intel and AMD drivers do the same way (mode
+ * bits, the check that a counter holds values, the per-CPU active masks,
+ * the two ways of finding overflowed counters, the end of a PMI and its
+ * count).  It touches the hardware only through the seam of pmu.h, so the
+ * host tests run it on the register-level model with the drivers.  The
+ * boot glue that picks and registers a driver is pmu_boot.c.
  */
 
 #include <stdbool.h>
@@ -17,159 +16,138 @@
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
+#include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
-#include "arch/x86/smp.h"
-#include "arch/x86/trap.h"
-#include "kern/cmdline.h"
-#include "kern/error.h"
-#include "kern/init.h"
-#include "kern/log.h"
 #include "kern/macros.h"
+#include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/string.h"
-#include "kern/xcall.h"
 
-static struct pmu_caps pmu_caps = { .reason = "not probed" };
+/* Overflow-status rounds in one PMI before giving up (a stuck status). */
+#define PMU_MAX_STATUS_ROUNDS   16
 
-/* Published once registered; read by the NMI handler. */
-static const struct pmu_driver *pmu_driver;
-static struct perfmon_dev *pmu_dev;
+/* Counters started on each CPU (hw id bits), see pmu_active_add(). */
+static uint64_t pmu_active[CPU_MAX];
 
-const struct pmu_caps *
-pmu_get_caps(void)
+static uint64_t pmu_pmis;
+
+/* ---- shared by the drivers ----------------------------------------------- */
+
+uint64_t
+pmu_evtsel_mode(unsigned int flags)
 {
-    return &pmu_caps;
-}
+    uint64_t bits = 0;
 
-struct perfmon_dev *
-pmu_get_dev(void)
-{
-    return __atomic_load_n(&pmu_dev, __ATOMIC_ACQUIRE);
-}
-
-const struct pmu_driver *
-pmu_get_driver(void)
-{
-    return __atomic_load_n(&pmu_driver, __ATOMIC_ACQUIRE);
-}
-
-/*
- * Every NMI comes here (the chain offers each NMI to every handler): it is
- * ours when the device reports overflowed counters.
- */
-static bool
-pmu_nmi(struct trap_frame *frame)
-{
-    struct perfmon_dev *dev = pmu_get_dev();
-
-    if (dev == NULL) {
-        return false;
+    if (flags & PERFMON_EF_KERN) {
+        bits |= PMU_EVTSEL_OS;
     }
 
-    return perfmon_overflow_intr(dev, frame);
+    if (flags & PERFMON_EF_USER) {
+        bits |= PMU_EVTSEL_USR;
+    }
+
+    return bits;
 }
 
-static void
-pmu_cpu_prepare(void *arg)
+bool
+pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr)
 {
-    const struct pmu_driver *driver = arg;
+    bool holds = true;
 
-    driver->cpu_init();
+    for (unsigned int i = 0; i < nr && holds; i++) {
+        uint64_t back;
 
-    if (pmu_caps.overflow_nmi) {
-        lapic_pmc_setup();
+        holds = msr_write_safe(msr, patterns[i]) == 0
+                && msr_read_safe(msr, &back) == 0 && back == patterns[i];
     }
+
+    msr_write_safe(msr, 0);
+    return holds;
 }
 
-static bool
-pmu_option_off(const char *key)
+void
+pmu_active_add(unsigned int hw_id)
 {
-    const char *value = cmdline_get(key);
+    unsigned int cpu = cpu_id();
 
-    return value != NULL && strcmp(value, "off") == 0;
+    WRITE_ONCE(pmu_active[cpu], pmu_active[cpu] | (1ULL << hw_id));
 }
 
-static const struct pmu_driver *
-pmu_select_driver(void)
+void
+pmu_active_remove(unsigned int hw_id)
 {
-    switch (cpu_info.vendor) {
-    case CPU_VENDOR_INTEL:
-        return &pmu_intel_driver;
-    case CPU_VENDOR_AMD:
-        return &pmu_amd_driver;
-    default:
-        return NULL;
-    }
+    unsigned int cpu = cpu_id();
+
+    WRITE_ONCE(pmu_active[cpu], pmu_active[cpu] & ~(1ULL << hw_id));
 }
 
-static int
-pmu_setup(void)
+uint64_t
+pmu_active_get(void)
 {
-    const struct pmu_driver *driver;
-    struct perfmon_dev *dev;
-    int error;
+    return READ_ONCE(pmu_active[cpu_id()]);
+}
 
-    if (pmu_option_off("perfmon.hw")) {
-        pmu_caps = (struct pmu_caps){ .reason = "perfmon.hw=off" };
-        log_info("pmu: hardware PMU disabled by perfmon.hw=off");
-        return 0;
+void
+pmu_probe_reset(void)
+{
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_active); i++) {
+        WRITE_ONCE(pmu_active[i], 0);
     }
 
-    driver = pmu_select_driver();
+    __atomic_store_n(&pmu_pmis, 0, __ATOMIC_RELAXED);
+}
 
-    if (driver == NULL) {
-        pmu_caps = (struct pmu_caps){ .reason = "unknown CPU vendor",
-                                      .vendor = cpu_info.vendor };
-        log_info("pmu: no hardware PMU (unknown CPU vendor), "
-                 "software events only");
-        return 0;
+uint64_t
+pmu_status_ack(uint32_t status_msr, uint32_t clear_msr, uint64_t mask)
+{
+    uint64_t seen = 0;
+
+    for (unsigned int round = 0; round < PMU_MAX_STATUS_ROUNDS; round++) {
+        uint64_t bits = pmu_msr_read(status_msr) & mask;
+
+        if (bits == 0) {
+            break;
+        }
+
+        pmu_msr_write(clear_msr, bits);
+        seen |= bits;
     }
 
-    error = driver->probe(&pmu_caps, !pmu_option_off("perfmon.nmi"));
+    return seen;
+}
 
-    if (error) {
-        log_info("pmu: no hardware PMU (%s: %s), software events only",
-                 driver->name, pmu_caps.reason);
-        return 0;
-    }
+uint64_t
+pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
+                void (*rearm)(unsigned int hw_id, uint64_t value))
+{
+    uint64_t active = pmu_active_get();
+    uint64_t wrapped = 0;
 
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        error = xcall_call(pmu_cpu_prepare, (void *)driver, cpu);
+    while (active != 0) {
+        unsigned int hw_id = (unsigned int)__builtin_ctzll(active);
+        uint64_t value;
 
-        if (error) {
-            log_error("pmu: cannot prepare cpu%u: %s", cpu, error_str(error));
+        active &= active - 1;
+        value = pmu_msr_read(ctr_msr(hw_id));
+
+        if ((value & top) == 0) {
+            rearm(hw_id, value);
+            wrapped |= 1ULL << hw_id;
         }
     }
 
-    dev = driver->dev;
-
-    /* Hook the NMI chain first: an overflow can only follow registration. */
-    trap_nmi_register(pmu_nmi);
-    error = perfmon_register(dev);
-
-    if (error) {
-        pmu_caps.present = false;
-        pmu_caps.reason = "registration failed";
-        log_error("pmu: cannot register %s: %s", dev->name, error_str(error));
-        return 0;   /* logged; the software PMU (which follows) still serves */
-    }
-
-    __atomic_store_n(&pmu_driver, driver, __ATOMIC_RELEASE);
-    __atomic_store_n(&pmu_dev, dev, __ATOMIC_RELEASE);
-
-    if (pmu_caps.nr_fixed != 0) {
-        log_info("pmu: %s version %u, %u counters of %u bits, %u fixed, "
-                 "overflow by %s", driver->name, pmu_caps.version,
-                 pmu_caps.nr_gp, pmu_caps.gp_width, pmu_caps.nr_fixed,
-                 pmu_caps.overflow_nmi ? "nmi" : "poll");
-    } else {
-        log_info("pmu: %s version %u, %u counters of %u bits, overflow by %s",
-                 driver->name, pmu_caps.version, pmu_caps.nr_gp,
-                 pmu_caps.gp_width, pmu_caps.overflow_nmi ? "nmi" : "poll");
-    }
-
-    return 0;
+    return wrapped;
 }
 
-INIT_OP_DEFINE(pmu_setup, INIT_OP_DEP(perfmon_setup), INIT_OP_DEP(smp_setup),
-               INIT_OP_DEP(lapic_setup));
+uint64_t
+pmu_intr_claimed(uint64_t mask)
+{
+    __atomic_fetch_add(&pmu_pmis, 1, __ATOMIC_RELAXED);
+    lapic_pmc_unmask();
+    return mask;
+}
+
+uint64_t
+pmu_nr_pmis(void)
+{
+    return __atomic_load_n(&pmu_pmis, __ATOMIC_RELAXED);
+}

@@ -3,8 +3,10 @@
  *
  *
  * x86 hardware performance counters: the definitions the Intel and AMD
- * drivers (pmu_intel.c, pmu_amd.c) share with the common glue (pmu.c), the
- * shell and the tests.  Each driver probes its PMU from CPUID, checks that
+ * drivers (pmu_intel.c, pmu_amd.c) share with each other, with their common
+ * code (pmu.c), the boot glue (pmu_boot.c) and the tests.  Nothing outside arch/x86
+ * and the tests includes this header: the kernel knows the hardware PMU
+ * only as a perfmon device.  Each driver probes its PMU from CPUID, checks that
  * the counters really hold values before trusting CPUID, and registers a
  * struct perfmon_dev whose hw ids are the PMU's own overflow-status bit
  * numbers (Intel: general-purpose counters 0..n-1, fixed counters from 32;
@@ -81,25 +83,17 @@
  * Intel pre-defined architectural events (SDM vol. 3B, table "UMask and
  * Event Select Encodings for Pre-Defined Architectural Performance
  * Events"): index = bit of CPUID.0AH:EBX, which is set when the event is
- * NOT available.
+ * NOT available.  Their encodings are in the driver's event table
+ * (pmu_intel.c).
  */
-#define PMU_INTEL_ARCH_CYCLES       0   /* 3CH/00H, fixed counter 1 */
-#define PMU_INTEL_ARCH_INSTRUCTIONS 1   /* C0H/00H, fixed counter 0 */
-#define PMU_INTEL_ARCH_REF_CYCLES   2   /* 3CH/01H (bus clock on a GP) */
-#define PMU_INTEL_ARCH_LLC_REF      3   /* 2EH/4FH */
-#define PMU_INTEL_ARCH_LLC_MISS     4   /* 2EH/41H */
-#define PMU_INTEL_ARCH_BRANCH       5   /* C4H/00H */
-#define PMU_INTEL_ARCH_BRANCH_MISS  6   /* C5H/00H */
+#define PMU_INTEL_ARCH_CYCLES       0
+#define PMU_INTEL_ARCH_INSTRUCTIONS 1
+#define PMU_INTEL_ARCH_REF_CYCLES   2
+#define PMU_INTEL_ARCH_LLC_REF      3
+#define PMU_INTEL_ARCH_LLC_MISS     4
+#define PMU_INTEL_ARCH_BRANCH       5
+#define PMU_INTEL_ARCH_BRANCH_MISS  6
 #define PMU_INTEL_NR_ARCH_EVENTS    7
-
-/* Raw codes (event | umask << 8) the Intel driver uses for generic events. */
-#define PMU_INTEL_EV_CYCLES         0x003cULL
-#define PMU_INTEL_EV_INSTRUCTIONS   0x00c0ULL
-#define PMU_INTEL_EV_REF_CYCLES     0x0300ULL   /* pseudo code: fixed 2 only */
-#define PMU_INTEL_EV_LLC_REF        0x4f2eULL
-#define PMU_INTEL_EV_LLC_MISS       0x412eULL
-#define PMU_INTEL_EV_BRANCH         0x00c4ULL
-#define PMU_INTEL_EV_BRANCH_MISS    0x00c5ULL
 
 /*
  * CPUID.0AH decoding (SDM vol. 2A, CPUID, "Architectural Performance
@@ -131,17 +125,6 @@
 #define PMU_AMD_RAW(event, umask)                                       \
     ((((uint64_t)(event) & 0xf00) << 24) | ((uint64_t)(event) & 0xff)   \
      | (((uint64_t)(umask) & 0xff) << 8))
-
-/* AMD codes for the generic events. */
-#define PMU_AMD_EV_CYCLES           0x0076ULL
-#define PMU_AMD_EV_INSTRUCTIONS     0x00c0ULL
-#define PMU_AMD_EV_BRANCH           0x00c2ULL
-#define PMU_AMD_EV_BRANCH_MISS      0x00c3ULL
-#define PMU_AMD_EV_CACHE_REF_K8     0x077dULL   /* families 0Fh..16h */
-#define PMU_AMD_EV_CACHE_MISS_K8    0x077eULL
-#define PMU_AMD_EV_CACHE_REF_ZEN    0xff60ULL   /* family 17h and later */
-#define PMU_AMD_EV_CACHE_MISS_ZEN   0x0964ULL
-#define PMU_AMD_FAMILY_ZEN          0x17
 
 /* AMD counters are 48 bits wide (APM vol. 2, section 13.2.1). */
 #define PMU_AMD_WIDTH               48
@@ -191,14 +174,12 @@ struct pmu_caps {
  * preset: on this CPU, interrupts disabled: load an allocated counter with
  *   value (in the device's width), for the self-test of the wrap path.
  *   -EINVAL for an unknown hw id or a value the counter cannot take.
- * nr_pmis: overflow interrupts the driver claimed, on all CPUs.
  */
 struct pmu_driver {
     const char *name;
     int (*probe)(struct pmu_caps *caps, bool use_nmi);
     void (*cpu_init)(void);
     int (*preset)(unsigned int hw_id, uint64_t value);
-    uint64_t (*nr_pmis)(void);
     struct perfmon_dev *dev;
 };
 
@@ -265,6 +246,44 @@ pmu_cpuid_model(uint32_t eax)
 
     return model;
 }
+
+/*
+ * What both drivers do the same way (pmu.c).
+ *
+ * pmu_evtsel_mode: the PERFEVTSEL OS and USR bits of PERFMON_EF_MODE flags.
+ * pmu_msr_holds: whether an MSR keeps each of nr patterns written to it,
+ *   through the fault-safe accessors; it is left holding 0 either way.
+ * pmu_active_*: the counters started on each CPU (hw id bits), written by
+ *   their CPU with interrupts disabled and read by its overflow handler.
+ * pmu_probe_reset: the state a probe starts from: no active counter on any
+ *   CPU, no PMI counted.
+ * pmu_status_ack: an overflow handler with a status register: the bits of
+ *   status_msr within mask, each acknowledged by writing it to clear_msr,
+ *   re-read until none is left (a counter may overflow meanwhile; the
+ *   rounds are bounded against a stuck status).  Returns the bits seen.
+ * pmu_topbit_scan: an overflow handler without status register, whose
+ *   counters are kept armed with their top bits set: an active counter of
+ *   this CPU whose bit top is clear has wrapped; rearm(hw_id, value) must
+ *   arm it again.  Returns the wrapped counters.
+ * pmu_intr_claimed: the end of an overflow handler that found mask: count
+ *   the PMI and unmask the local APIC's performance-counter LVT entry,
+ *   which the PMI masked.  Returns mask.
+ * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
+ */
+uint64_t pmu_evtsel_mode(unsigned int flags);
+bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);
+void pmu_active_add(unsigned int hw_id);
+void pmu_active_remove(unsigned int hw_id);
+uint64_t pmu_active_get(void);
+void pmu_probe_reset(void);
+uint64_t pmu_status_ack(uint32_t status_msr, uint32_t clear_msr,
+                        uint64_t mask);
+uint64_t pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
+                         void (*rearm)(unsigned int hw_id, uint64_t value));
+uint64_t pmu_intr_claimed(uint64_t mask);
+uint64_t pmu_nr_pmis(void);
+
+/* The boot glue (pmu_boot.c). */
 
 /* The capability summary (thread context, after boot); never NULL. */
 const struct pmu_caps *pmu_get_caps(void);

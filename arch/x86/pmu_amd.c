@@ -61,11 +61,29 @@ struct pmu_amd {
 
 static struct pmu_amd pmu_amd;
 
-static uint64_t pmu_amd_active[CPU_MAX];
-
-static uint64_t pmu_amd_pmis;
-
 static struct perfmon_dev pmu_amd_dev;
+
+/*
+ * Codes of the generic events (AMD family 10h-16h BKDGs and family 17h+
+ * PPRs, as the APM lists the core events), in the PMU_AMD_RAW() layout:
+ * cache references and misses moved with Zen (family 17h).  There is no
+ * reference-cycle event at all: refused at translate rather than failing
+ * later.
+ */
+#define PMU_AMD_FAMILY_ZEN      0x17
+
+static const struct pmu_amd_event {
+    unsigned int id;
+    uint64_t code;                      /* before Zen */
+    uint64_t code_zen;                  /* Zen and later */
+} pmu_amd_events[] = {
+    { PERFMON_EV_CYCLE, 0x0076, 0x0076 },
+    { PERFMON_EV_INSTRUCTION, 0x00c0, 0x00c0 },
+    { PERFMON_EV_CACHE_REF, 0x077d, 0xff60 },
+    { PERFMON_EV_CACHE_MISS, 0x077e, 0x0964 },
+    { PERFMON_EV_BRANCH, 0x00c2, 0x00c2 },
+    { PERFMON_EV_BRANCH_MISS, 0x00c3, 0x00c3 },
+};
 
 /*
  * Counter i's MSRs: the extension interleaves control and counter (step
@@ -101,48 +119,31 @@ pmu_amd_armed(uint64_t value)
 
 /* ---- perfmon_dev operations --------------------------------------------- */
 
-/*
- * Generic events (AMD family 10h-16h BKDGs and family 17h+ PPRs, as the
- * APM lists the core events): cache references and misses moved with Zen.
- * There is no reference-cycle event at all: refused here, at translate,
- * rather than failing later.
- */
 static int
-pmu_amd_translate(uint64_t *raw_eventp, unsigned int event_id)
+pmu_amd_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
+                  unsigned int event_id)
 {
     bool zen = pmu_amd.family >= PMU_AMD_FAMILY_ZEN;
-    uint64_t raw;
 
-    switch (event_id) {
-    case PERFMON_EV_CYCLE:
-        raw = PMU_AMD_EV_CYCLES;
-        break;
-    case PERFMON_EV_INSTRUCTION:
-        raw = PMU_AMD_EV_INSTRUCTIONS;
-        break;
-    case PERFMON_EV_CACHE_REF:
-        raw = zen ? PMU_AMD_EV_CACHE_REF_ZEN : PMU_AMD_EV_CACHE_REF_K8;
-        break;
-    case PERFMON_EV_CACHE_MISS:
-        raw = zen ? PMU_AMD_EV_CACHE_MISS_ZEN : PMU_AMD_EV_CACHE_MISS_K8;
-        break;
-    case PERFMON_EV_BRANCH:
-        raw = PMU_AMD_EV_BRANCH;
-        break;
-    case PERFMON_EV_BRANCH_MISS:
-        raw = PMU_AMD_EV_BRANCH_MISS;
-        break;
-    default:
-        return -ENOENT;
+    (void)dev;
+
+    for (size_t i = 0; i < ARRAY_SIZE(pmu_amd_events); i++) {
+        if (pmu_amd_events[i].id == event_id) {
+            *raw_eventp = zen ? pmu_amd_events[i].code_zen
+                              : pmu_amd_events[i].code;
+            return 0;
+        }
     }
 
-    *raw_eventp = raw;
-    return 0;
+    return -ENOENT;
 }
 
 static int
-pmu_amd_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
+              uint64_t raw_event, unsigned int flags)
 {
+    (void)dev;
+
     if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
         || (flags & PERFMON_EF_MODE) == 0
         || (raw_event & ~PMU_AMD_RAW_MASK) != 0) {
@@ -161,32 +162,26 @@ pmu_amd_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
 }
 
 static void
-pmu_amd_free(unsigned int hw_id)
+pmu_amd_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
     assert(pmu_amd.alloc_mask & (1ULL << hw_id));
     pmu_amd.alloc_mask &= ~(1ULL << hw_id);
 }
 
 static void
-pmu_amd_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
+              uint64_t raw_event, unsigned int flags)
 {
-    unsigned int cpu = cpu_id();
-    uint64_t sel = raw_event | PMU_EVTSEL_EN;
-
-    assert(pmu_amd_hw_id_valid(hw_id));
-
     /*
      * Neither HostOnly nor GuestOnly: count in both (APM vol. 2, section
      * 13.2.1); the mode comes from OS and USR.
      */
-    if (flags & PERFMON_EF_KERN) {
-        sel |= PMU_EVTSEL_OS;
-    }
+    uint64_t sel = raw_event | pmu_evtsel_mode(flags) | PMU_EVTSEL_EN;
 
-    if (flags & PERFMON_EF_USER) {
-        sel |= PMU_EVTSEL_USR;
-    }
+    (void)dev;
+    assert(pmu_amd_hw_id_valid(hw_id));
 
     if (pmu_amd.nmi) {
         sel |= PMU_EVTSEL_INT;
@@ -195,95 +190,63 @@ pmu_amd_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
     pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(0));
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), sel);
-    WRITE_ONCE(pmu_amd_active[cpu], pmu_amd_active[cpu] | (1ULL << hw_id));
+    pmu_active_add(hw_id);
 }
 
 static void
-pmu_amd_stop(unsigned int hw_id)
+pmu_amd_stop(struct perfmon_dev *dev, unsigned int hw_id)
 {
-    unsigned int cpu = cpu_id();
-
+    (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
-    WRITE_ONCE(pmu_amd_active[cpu], pmu_amd_active[cpu] & ~(1ULL << hw_id));
+    pmu_active_remove(hw_id);
 }
 
-__hot_path static uint64_t
-pmu_amd_read(unsigned int hw_id)
+static uint64_t
+pmu_amd_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
     return pmu_msr_read(pmu_amd_ctr_msr(hw_id));
+}
+
+/* Arm a counter again after bit 47 cleared (without PerfMonV2). */
+static void
+pmu_amd_rearm(unsigned int hw_id, uint64_t value)
+{
+    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
 }
 
 /*
  * PerfMonV2: overflowed counters are the bits of PerfCntrGlobalStatus,
  * cleared through PerfCntrGlobalStatusClr; only bits of our counters are
- * taken or cleared.
+ * taken or cleared.  Without it, an active counter whose bit 47 is clear
+ * has wrapped (see the top of the file).
  */
 static uint64_t
-pmu_amd_status_intr(void)
-{
-    uint64_t mask = 0;
-
-    for (unsigned int round = 0; round < PMU_AMD_MAX_ROUNDS; round++) {
-        uint64_t bits = pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_STATUS)
-                        & pmu_amd.exist_mask;
-
-        if (bits == 0) {
-            break;
-        }
-
-        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, bits);
-        mask |= bits;
-    }
-
-    return mask;
-}
-
-static uint64_t
-pmu_amd_topbit_intr(void)
-{
-    uint64_t active = READ_ONCE(pmu_amd_active[cpu_id()]);
-    uint64_t mask = 0;
-
-    while (active != 0) {
-        unsigned int hw_id = (unsigned int)__builtin_ctzll(active);
-        uint64_t value;
-
-        active &= active - 1;
-        value = pmu_msr_read(pmu_amd_ctr_msr(hw_id));
-
-        if ((value & PMU_AMD_TOP_BIT) == 0) {
-            pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
-            mask |= 1ULL << hw_id;
-        }
-    }
-
-    return mask;
-}
-
-static uint64_t
-pmu_amd_handle_overflow_intr(void)
+pmu_amd_handle_overflow_intr(struct perfmon_dev *dev)
 {
     uint64_t mask;
 
-    mask = pmu_amd.topbit ? pmu_amd_topbit_intr() : pmu_amd_status_intr();
+    (void)dev;
 
-    if (mask == 0) {
-        return 0;
+    if (pmu_amd.topbit) {
+        mask = pmu_topbit_scan(PMU_AMD_TOP_BIT, pmu_amd_ctr_msr,
+                               pmu_amd_rearm);
+    } else {
+        mask = pmu_status_ack(MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
+                              MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
+                              pmu_amd.exist_mask);
     }
-
-    __atomic_fetch_add(&pmu_amd_pmis, 1, __ATOMIC_RELAXED);
 
     /*
      * AMD does not mask the LVT on a PMI, but rewriting it unmasked is
      * harmless and keeps us working where a hypervisor does.
      */
-    lapic_pmc_unmask();
-    return mask;
+    return (mask != 0) ? pmu_intr_claimed(mask) : 0;
 }
 
-static const struct perfmon_dev_ops pmu_amd_ops_nmi = {
+static const struct perfmon_dev_ops pmu_amd_ops = {
     .translate = pmu_amd_translate,
     .alloc = pmu_amd_alloc,
     .free = pmu_amd_free,
@@ -293,29 +256,7 @@ static const struct perfmon_dev_ops pmu_amd_ops_nmi = {
     .handle_overflow_intr = pmu_amd_handle_overflow_intr,
 };
 
-static const struct perfmon_dev_ops pmu_amd_ops_poll = {
-    .translate = pmu_amd_translate,
-    .alloc = pmu_amd_alloc,
-    .free = pmu_amd_free,
-    .start = pmu_amd_start,
-    .stop = pmu_amd_stop,
-    .read = pmu_amd_read,
-    .handle_overflow_intr = NULL,
-};
-
 /* ---- probe -------------------------------------------------------------- */
-
-static bool
-pmu_amd_holds(uint32_t msr, uint64_t value)
-{
-    uint64_t back;
-
-    if (msr_write_safe(msr, value) != 0 || msr_read_safe(msr, &back) != 0) {
-        return false;
-    }
-
-    return back == value;
-}
 
 /*
  * Nothing in CPUID announces the legacy counters, and emulators (QEMU TCG)
@@ -326,24 +267,19 @@ static const char *
 pmu_amd_check_hw(void)
 {
     static const uint64_t patterns[] = { 0x5a5a, PMU_AMD_TOP_BIT | 0xa5a5 };
-    uint32_t ctl = pmu_amd_ctl_msr(0), ctr = pmu_amd_ctr_msr(0);
 
     if (pmu_amd.v2 && msr_write_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, 0) != 0) {
         return "PerfCntrGlobalCtl faults";
     }
 
-    if (msr_write_safe(ctl, 0) != 0) {
+    if (msr_write_safe(pmu_amd_ctl_msr(0), 0) != 0) {
         return "PerfEvtSel0 faults";
     }
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
-        if (!pmu_amd_holds(ctr, patterns[i])) {
-            msr_write_safe(ctr, 0);
-            return "counters do not hold values";
-        }
+    if (!pmu_msr_holds(pmu_amd_ctr_msr(0), patterns, ARRAY_SIZE(patterns))) {
+        return "counters do not hold values";
     }
 
-    msr_write_safe(ctr, 0);
     return NULL;
 }
 
@@ -361,12 +297,7 @@ static void
 pmu_amd_reset_state(void)
 {
     pmu_amd = (struct pmu_amd){ 0 };
-
-    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_amd_active); i++) {
-        pmu_amd_active[i] = 0;
-    }
-
-    pmu_amd_pmis = 0;
+    pmu_probe_reset();
 }
 
 static int
@@ -443,7 +374,8 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
 
     pmu_amd_dev = (struct perfmon_dev){
         .name = "amd",
-        .ops = pmu_amd.nmi ? &pmu_amd_ops_nmi : &pmu_amd_ops_poll,
+        .ops = &pmu_amd_ops,
+        .overflow_intr = pmu_amd.nmi,
         .width = pmu_amd.topbit ? PMU_AMD_WIDTH - 1 : PMU_AMD_WIDTH,
         .nr_pmcs = pmu_amd.nr,
     };
@@ -479,8 +411,6 @@ pmu_amd_cpu_init(void)
 
         pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
     }
-
-    WRITE_ONCE(pmu_amd_active[cpu_id()], 0);
 }
 
 static int
@@ -494,17 +424,10 @@ pmu_amd_preset(unsigned int hw_id, uint64_t value)
     return 0;
 }
 
-static uint64_t
-pmu_amd_nr_pmis(void)
-{
-    return __atomic_load_n(&pmu_amd_pmis, __ATOMIC_RELAXED);
-}
-
 const struct pmu_driver pmu_amd_driver = {
     .name = "amd",
     .probe = pmu_amd_probe,
     .cpu_init = pmu_amd_cpu_init,
     .preset = pmu_amd_preset,
-    .nr_pmis = pmu_amd_nr_pmis,
     .dev = &pmu_amd_dev,
 };

@@ -67,22 +67,36 @@ struct pmu_intel {
 
 static struct pmu_intel pmu_intel;
 
-/* Counters started on each CPU (hw id bits). */
-static uint64_t pmu_intel_active[CPU_MAX];
-
-static uint64_t pmu_intel_pmis;
-
 static struct perfmon_dev pmu_intel_dev;
 
-/* Encodings of the architectural events, by CPUID.0AH:EBX bit. */
-static const uint16_t pmu_intel_arch_codes[PMU_INTEL_NR_ARCH_EVENTS] = {
-    [PMU_INTEL_ARCH_CYCLES] = 0x003c,
-    [PMU_INTEL_ARCH_INSTRUCTIONS] = 0x00c0,
-    [PMU_INTEL_ARCH_REF_CYCLES] = 0x013c,
-    [PMU_INTEL_ARCH_LLC_REF] = 0x4f2e,
-    [PMU_INTEL_ARCH_LLC_MISS] = 0x412e,
-    [PMU_INTEL_ARCH_BRANCH] = 0x00c4,
-    [PMU_INTEL_ARCH_BRANCH_MISS] = 0x00c5,
+#define PMU_INTEL_NONE          (-1)
+
+/*
+ * The events the driver knows, one row each: the generic event it is
+ * (PMU_INTEL_NONE for a raw-only code), its code (event | umask << 8), the
+ * CPUID.0AH:EBX bit that says whether general counters can count it, and
+ * the fixed counter that counts it.
+ *
+ * Reference cycles: 3CH/01H on a general counter ticks at the bus or
+ * crystal clock, not at the TSC rate, so the generic event is fixed
+ * counter 2 alone, named by the pseudo code 0300H that no general counter
+ * accepts; 3CH/01H stays available as a raw code.
+ */
+static const struct pmu_intel_event {
+    int id;
+    uint64_t code;
+    int arch;
+    int fixed;
+} pmu_intel_events[] = {
+    { PERFMON_EV_INSTRUCTION, 0x00c0, PMU_INTEL_ARCH_INSTRUCTIONS, 0 },
+    { PERFMON_EV_CYCLE, 0x003c, PMU_INTEL_ARCH_CYCLES, 1 },
+    { PERFMON_EV_REF_CYCLE, 0x0300, PMU_INTEL_NONE, 2 },
+    { PMU_INTEL_NONE, 0x013c, PMU_INTEL_ARCH_REF_CYCLES, PMU_INTEL_NONE },
+    { PERFMON_EV_CACHE_REF, 0x4f2e, PMU_INTEL_ARCH_LLC_REF, PMU_INTEL_NONE },
+    { PERFMON_EV_CACHE_MISS, 0x412e, PMU_INTEL_ARCH_LLC_MISS, PMU_INTEL_NONE },
+    { PERFMON_EV_BRANCH, 0x00c4, PMU_INTEL_ARCH_BRANCH, PMU_INTEL_NONE },
+    { PERFMON_EV_BRANCH_MISS, 0x00c5, PMU_INTEL_ARCH_BRANCH_MISS,
+      PMU_INTEL_NONE },
 };
 
 /* No libgcc in the kernel: count bits by hand (a few, at probe time). */
@@ -174,22 +188,6 @@ pmu_intel_ctr_write(unsigned int hw_id, uint64_t value)
 }
 
 static uint64_t
-pmu_intel_mode_bits(unsigned int flags)
-{
-    uint64_t bits = 0;
-
-    if (flags & PERFMON_EF_KERN) {
-        bits |= PMU_EVTSEL_OS;
-    }
-
-    if (flags & PERFMON_EF_USER) {
-        bits |= PMU_EVTSEL_USR;
-    }
-
-    return bits;
-}
-
-static uint64_t
 pmu_intel_fixed_bits(unsigned int flags)
 {
     uint64_t bits = 0;
@@ -210,110 +208,71 @@ pmu_intel_fixed_bits(unsigned int flags)
 }
 
 static bool
-pmu_intel_arch_avail(unsigned int index)
+pmu_intel_arch_avail(int index)
 {
-    return (pmu_intel.avail & (1U << index)) != 0;
+    return index != PMU_INTEL_NONE && (pmu_intel.avail & (1U << index)) != 0;
 }
 
 static bool
-pmu_intel_has_fixed(unsigned int index)
+pmu_intel_has_fixed(int index)
 {
-    return (pmu_intel.fixed_map & (1U << index)) != 0;
+    return index != PMU_INTEL_NONE
+           && (pmu_intel.fixed_map & (1U << index)) != 0;
+}
+
+/* The row of generic event id, or NULL. */
+static const struct pmu_intel_event *
+pmu_intel_event_of_id(unsigned int id)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(pmu_intel_events); i++) {
+        if (pmu_intel_events[i].id == (int)id) {
+            return &pmu_intel_events[i];
+        }
+    }
+
+    return NULL;
+}
+
+/* The row whose code equals raw's bits in mask, or NULL. */
+static const struct pmu_intel_event *
+pmu_intel_event_of_code(uint64_t raw, uint64_t mask)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(pmu_intel_events); i++) {
+        if (pmu_intel_events[i].code == (raw & mask)) {
+            return &pmu_intel_events[i];
+        }
+    }
+
+    return NULL;
 }
 
 /* ---- perfmon_dev operations --------------------------------------------- */
 
 static int
-pmu_intel_translate(uint64_t *raw_eventp, unsigned int event_id)
+pmu_intel_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
+                    unsigned int event_id)
 {
-    uint64_t raw;
-    bool ok;
+    const struct pmu_intel_event *e = pmu_intel_event_of_id(event_id);
 
-    switch (event_id) {
-    case PERFMON_EV_CYCLE:
-        raw = PMU_INTEL_EV_CYCLES;
-        ok = pmu_intel_has_fixed(1) || pmu_intel_arch_avail(PMU_INTEL_ARCH_CYCLES);
-        break;
-    case PERFMON_EV_INSTRUCTION:
-        raw = PMU_INTEL_EV_INSTRUCTIONS;
-        ok = pmu_intel_has_fixed(0)
-             || pmu_intel_arch_avail(PMU_INTEL_ARCH_INSTRUCTIONS);
-        break;
-    case PERFMON_EV_REF_CYCLE:
-        /*
-         * 3CH/01H on a general counter ticks at the bus or crystal clock,
-         * not the TSC rate: reference cycles come from fixed counter 2
-         * only.
-         */
-        raw = PMU_INTEL_EV_REF_CYCLES;
-        ok = pmu_intel_has_fixed(2);
-        break;
-    case PERFMON_EV_CACHE_REF:
-        raw = PMU_INTEL_EV_LLC_REF;
-        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_LLC_REF);
-        break;
-    case PERFMON_EV_CACHE_MISS:
-        raw = PMU_INTEL_EV_LLC_MISS;
-        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_LLC_MISS);
-        break;
-    case PERFMON_EV_BRANCH:
-        raw = PMU_INTEL_EV_BRANCH;
-        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_BRANCH);
-        break;
-    case PERFMON_EV_BRANCH_MISS:
-        raw = PMU_INTEL_EV_BRANCH_MISS;
-        ok = pmu_intel_arch_avail(PMU_INTEL_ARCH_BRANCH_MISS);
-        break;
-    default:
-        ok = false;
-        raw = 0;
-        break;
-    }
+    (void)dev;
 
-    if (!ok) {
+    if (e == NULL || (!pmu_intel_has_fixed(e->fixed)
+                      && !pmu_intel_arch_avail(e->arch))) {
         return -ENOENT;
     }
 
-    *raw_eventp = raw;
+    *raw_eventp = e->code;
     return 0;
 }
 
-/* The fixed counter that counts raw exactly, or -1. */
 static int
-pmu_intel_fixed_for(uint64_t raw)
+pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
+                uint64_t raw_event, unsigned int flags)
 {
-    switch (raw) {
-    case PMU_INTEL_EV_INSTRUCTIONS:
-        return 0;
-    case PMU_INTEL_EV_CYCLES:
-        return 1;
-    case PMU_INTEL_EV_REF_CYCLES:
-        return 2;
-    default:
-        return -1;
-    }
-}
-
-/* Whether raw is an architectural event the CPU marks unavailable. */
-static bool
-pmu_intel_arch_unavailable(uint64_t raw)
-{
-    uint64_t code = raw & (PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
-
-    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_intel_arch_codes); i++) {
-        if (code == pmu_intel_arch_codes[i]) {
-            return !pmu_intel_arch_avail(i);
-        }
-    }
-
-    return false;
-}
-
-static int
-pmu_intel_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
-{
-    int fixed;
+    const struct pmu_intel_event *e;
     bool fixed_busy = false;
+
+    (void)dev;
 
     if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
         || (flags & PERFMON_EF_MODE) == 0
@@ -321,10 +280,11 @@ pmu_intel_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
         return -EINVAL;
     }
 
-    fixed = pmu_intel_fixed_for(raw_event);
+    /* A fixed counter counts its event exactly: no edge, invert or cmask. */
+    e = pmu_intel_event_of_code(raw_event, UINT64_MAX);
 
-    if (fixed >= 0 && pmu_intel_has_fixed((unsigned int)fixed)) {
-        unsigned int hw_id = PMU_INTEL_FIXED_BASE + (unsigned int)fixed;
+    if (e != NULL && pmu_intel_has_fixed(e->fixed)) {
+        unsigned int hw_id = PMU_INTEL_FIXED_BASE + (unsigned int)e->fixed;
 
         if ((pmu_intel.alloc_mask & (1ULL << hw_id)) == 0) {
             pmu_intel.alloc_mask |= 1ULL << hw_id;
@@ -335,9 +295,14 @@ pmu_intel_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
         fixed_busy = true;
     }
 
-    /* Reference cycles are a fixed-counter pseudo event. */
-    if (raw_event == PMU_INTEL_EV_REF_CYCLES
-        || pmu_intel_arch_unavailable(raw_event)) {
+    /*
+     * General counters cannot count the reference-cycles pseudo code, nor
+     * an architectural event (whatever its other bits) that the CPU marks
+     * unavailable.
+     */
+    e = pmu_intel_event_of_code(raw_event, PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
+
+    if (e != NULL && !pmu_intel_arch_avail(e->arch)) {
         return fixed_busy ? -EAGAIN : -ENOENT;
     }
 
@@ -353,18 +318,19 @@ pmu_intel_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
 }
 
 static void
-pmu_intel_free(unsigned int hw_id)
+pmu_intel_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
     assert(pmu_intel.alloc_mask & (1ULL << hw_id));
     pmu_intel.alloc_mask &= ~(1ULL << hw_id);
 }
 
 static void
-pmu_intel_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
+                uint64_t raw_event, unsigned int flags)
 {
-    unsigned int cpu = cpu_id();
-
+    (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
 
     if (pmu_intel_is_fixed(hw_id)) {
@@ -378,7 +344,7 @@ pmu_intel_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
         ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
         pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
     } else {
-        uint64_t sel = raw_event | pmu_intel_mode_bits(flags) | PMU_EVTSEL_EN;
+        uint64_t sel = raw_event | pmu_evtsel_mode(flags) | PMU_EVTSEL_EN;
 
         if (pmu_intel.nmi) {
             sel |= PMU_EVTSEL_INT;
@@ -390,14 +356,13 @@ pmu_intel_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, sel);
     }
 
-    WRITE_ONCE(pmu_intel_active[cpu], pmu_intel_active[cpu] | (1ULL << hw_id));
+    pmu_active_add(hw_id);
 }
 
 static void
-pmu_intel_stop(unsigned int hw_id)
+pmu_intel_stop(struct perfmon_dev *dev, unsigned int hw_id)
 {
-    unsigned int cpu = cpu_id();
-
+    (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
 
     if (pmu_intel_is_fixed(hw_id)) {
@@ -409,96 +374,60 @@ pmu_intel_stop(unsigned int hw_id)
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
     }
 
-    WRITE_ONCE(pmu_intel_active[cpu], pmu_intel_active[cpu] & ~(1ULL << hw_id));
+    pmu_active_remove(hw_id);
 }
 
-__hot_path static uint64_t
-pmu_intel_read(unsigned int hw_id)
+static uint64_t
+pmu_intel_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
     return pmu_msr_read(pmu_intel_ctr_msr(hw_id));
 }
 
+/* Arm a counter again after its top bit cleared (version 1). */
+static void
+pmu_intel_rearm(unsigned int hw_id, uint64_t value)
+{
+    pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+}
+
 /*
  * Version 2 and later: the overflowed counters are the bits of
- * IA32_PERF_GLOBAL_STATUS, cleared by writing them to
- * IA32_PERF_GLOBAL_OVF_CTRL (SDM vol. 3B, "Architectural Performance
- * Monitoring Version 2").  Only bits of counters we run are acknowledged:
- * other status bits (buffers, trace, CondChgd) and bits of counters that do
- * not exist are left alone, since clearing bits that are not set or not
- * implemented may fault.  Status is read again after acknowledging, to pick
- * up a counter that overflowed meanwhile; the number of rounds is bounded.
+ * IA32_PERF_GLOBAL_STATUS, cleared through IA32_PERF_GLOBAL_OVF_CTRL (SDM
+ * vol. 3B, "Architectural Performance Monitoring Version 2").  Only bits of
+ * counters we run are acknowledged: other status bits (buffers, trace,
+ * CondChgd) and bits of counters that do not exist are left alone, since
+ * clearing bits that are not set or not implemented may fault.  Version 1
+ * has no status register: an active counter whose top bit is clear has
+ * wrapped (see the top of the file).
  */
 static uint64_t
-pmu_intel_status_intr(void)
-{
-    uint64_t mask = 0;
-
-    for (unsigned int round = 0; round < PMU_INTEL_MAX_ROUNDS; round++) {
-        uint64_t bits = pmu_msr_read(MSR_IA32_PERF_GLOBAL_STATUS)
-                        & pmu_intel.exist_mask;
-
-        if (bits == 0) {
-            break;
-        }
-
-        pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, bits);
-        mask |= bits;
-    }
-
-    return mask;
-}
-
-/*
- * Version 1: an active counter whose top bit is clear has wrapped; arm it
- * again without changing the bits the core sees.
- */
-static uint64_t
-pmu_intel_topbit_intr(void)
-{
-    uint64_t active = READ_ONCE(pmu_intel_active[cpu_id()]);
-    uint64_t top = (pmu_intel.cnt_mask >> 1) + 1;
-    uint64_t mask = 0;
-
-    while (active != 0) {
-        unsigned int hw_id = (unsigned int)__builtin_ctzll(active);
-        uint64_t value;
-
-        active &= active - 1;
-        value = pmu_msr_read(pmu_intel_ctr_msr(hw_id));
-
-        if ((value & top) == 0) {
-            pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
-            mask |= 1ULL << hw_id;
-        }
-    }
-
-    return mask;
-}
-
-static uint64_t
-pmu_intel_handle_overflow_intr(void)
+pmu_intel_handle_overflow_intr(struct perfmon_dev *dev)
 {
     uint64_t mask;
 
-    mask = pmu_intel.topbit ? pmu_intel_topbit_intr() : pmu_intel_status_intr();
+    (void)dev;
 
-    if (mask == 0) {
-        return 0;
+    if (pmu_intel.topbit) {
+        mask = pmu_topbit_scan((pmu_intel.cnt_mask >> 1) + 1,
+                               pmu_intel_ctr_msr, pmu_intel_rearm);
+    } else {
+        mask = pmu_status_ack(MSR_IA32_PERF_GLOBAL_STATUS,
+                              MSR_IA32_PERF_GLOBAL_OVF_CTRL,
+                              pmu_intel.exist_mask);
     }
-
-    __atomic_fetch_add(&pmu_intel_pmis, 1, __ATOMIC_RELAXED);
 
     /*
      * The local APIC sets the mask bit of the performance-counter LVT when
-     * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): unmask it last,
-     * once the overflows are cleared, or there would be no further PMI.
+     * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
+     * last, once the overflows are cleared, or there would be no further
+     * PMI.
      */
-    lapic_pmc_unmask();
-    return mask;
+    return (mask != 0) ? pmu_intr_claimed(mask) : 0;
 }
 
-static const struct perfmon_dev_ops pmu_intel_ops_nmi = {
+static const struct perfmon_dev_ops pmu_intel_ops = {
     .translate = pmu_intel_translate,
     .alloc = pmu_intel_alloc,
     .free = pmu_intel_free,
@@ -508,51 +437,10 @@ static const struct perfmon_dev_ops pmu_intel_ops_nmi = {
     .handle_overflow_intr = pmu_intel_handle_overflow_intr,
 };
 
-static const struct perfmon_dev_ops pmu_intel_ops_poll = {
-    .translate = pmu_intel_translate,
-    .alloc = pmu_intel_alloc,
-    .free = pmu_intel_free,
-    .start = pmu_intel_start,
-    .stop = pmu_intel_stop,
-    .read = pmu_intel_read,
-    .handle_overflow_intr = NULL,
-};
-
 /* ---- probe -------------------------------------------------------------- */
 
-/* Write value to a counter and read it back, without trusting anything. */
-static bool
-pmu_intel_holds(uint32_t msr, uint64_t value)
-{
-    uint64_t back;
-
-    if (msr_write_safe(msr, value) != 0 || msr_read_safe(msr, &back) != 0) {
-        return false;
-    }
-
-    return back == value;
-}
-
-/*
- * Whether a counter keeps each test pattern written to it; it is left
- * holding 0 either way.
- */
-static bool
-pmu_intel_ctr_works(uint32_t msr)
-{
-    static const uint64_t patterns[] = { 0x5a5a, 0xa5a5 };
-    bool works = true;
-
-    for (unsigned int i = 0; i < ARRAY_SIZE(patterns); i++) {
-        if (!pmu_intel_holds(msr, patterns[i])) {
-            works = false;
-            break;
-        }
-    }
-
-    msr_write_safe(msr, 0);
-    return works;
-}
+/* The patterns a counter must keep to be trusted. */
+static const uint64_t pmu_intel_patterns[] = { 0x5a5a, 0xa5a5 };
 
 /*
  * CPUID alone is not trusted: hypervisors and emulators may advertise
@@ -574,7 +462,8 @@ pmu_intel_check_hw(void)
         return "IA32_PERFEVTSEL0 faults";
     }
 
-    if (!pmu_intel_ctr_works(MSR_IA32_PMC0)) {
+    if (!pmu_msr_holds(MSR_IA32_PMC0, pmu_intel_patterns,
+                       ARRAY_SIZE(pmu_intel_patterns))) {
         return "counters do not hold values";
     }
 
@@ -600,7 +489,8 @@ pmu_intel_check_hw(void)
             return "IA32_FIXED_CTR_CTRL faults";
         }
 
-        if (!pmu_intel_ctr_works(fixed0)) {
+        if (!pmu_msr_holds(fixed0, pmu_intel_patterns,
+                           ARRAY_SIZE(pmu_intel_patterns))) {
             return "fixed counters do not hold values";
         }
     }
@@ -647,12 +537,7 @@ static void
 pmu_intel_reset_state(void)
 {
     pmu_intel = (struct pmu_intel){ 0 };
-
-    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_intel_active); i++) {
-        pmu_intel_active[i] = 0;
-    }
-
-    pmu_intel_pmis = 0;
+    pmu_probe_reset();
 }
 
 static int
@@ -768,7 +653,8 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 
     pmu_intel_dev = (struct perfmon_dev){
         .name = "intel",
-        .ops = pmu_intel.nmi ? &pmu_intel_ops_nmi : &pmu_intel_ops_poll,
+        .ops = &pmu_intel_ops,
+        .overflow_intr = pmu_intel.nmi,
         .width = pmu_intel_popcount(pmu_intel.val_mask),
         .nr_pmcs = pmu_intel.nr_gp + pmu_intel.nr_fixed,
     };
@@ -820,8 +706,6 @@ pmu_intel_cpu_init(void)
 
         pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
     }
-
-    WRITE_ONCE(pmu_intel_active[cpu_id()], 0);
 }
 
 static int
@@ -835,17 +719,10 @@ pmu_intel_preset(unsigned int hw_id, uint64_t value)
     return pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
 }
 
-static uint64_t
-pmu_intel_nr_pmis(void)
-{
-    return __atomic_load_n(&pmu_intel_pmis, __ATOMIC_RELAXED);
-}
-
 const struct pmu_driver pmu_intel_driver = {
     .name = "intel",
     .probe = pmu_intel_probe,
     .cpu_init = pmu_intel_cpu_init,
     .preset = pmu_intel_preset,
-    .nr_pmis = pmu_intel_nr_pmis,
     .dev = &pmu_intel_dev,
 };

@@ -38,9 +38,6 @@ extern const char trampoline_start[], trampoline_end[];
 extern uint32_t tramp_cr3, tramp_apic_id, tramp_parked;
 extern uint64_t tramp_stack, tramp_cpu, tramp_entry;
 
-void clock_start_cpu(void);
-void thread_setup_ap(void);
-void xcall_setup_cpu(void);
 
 /*
  * tramp_apic_id when no CPU may claim the trampoline (TRAMP_NOBODY in
@@ -225,9 +222,10 @@ smp_setup(void)
     return 0;
 }
 
-INIT_OP_DEFINE(smp_setup, INIT_OP_DEP(acpi_setup), INIT_OP_DEP(lapic_setup),
-               INIT_OP_DEP(clock_setup), INIT_OP_DEP(thread_setup),
-               INIT_OP_DEP(xcall_setup), INIT_OP_DEP(mem_setup));
+INIT_OP_DEFINE(smp_setup, INIT_OP_DEP(acpi_setup, true),
+               INIT_OP_DEP(lapic_setup, true), INIT_OP_DEP(clock_setup, true),
+               INIT_OP_DEP(thread_setup, true), INIT_OP_DEP(xcall_setup, true),
+               INIT_OP_DEP(mem_setup, true));
 
 static bool
 smp_nmi_stop(struct trap_frame *frame)

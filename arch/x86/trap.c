@@ -61,8 +61,6 @@ static uint64_t trap_unclaimed_nmis;
 /* NMIs received per CPU (all sources), registered as each CPU starts. */
 static struct syscnt trap_sc_nmis[CPU_MAX];
 
-/* TSC cycles spent in the last NMI's handlers, per CPU (perfmon bench). */
-static uint64_t trap_nmi_cycles[CPU_MAX];
 
 static const char *const trap_names[TRAP_NR_EXCEPTIONS] = {
     [0] = "divide error",
@@ -163,10 +161,7 @@ trap_nmi_register(trap_nmi_fn_t fn)
 void
 trap_setup_cpu(void)
 {
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "nmi/%u", cpu_id());
-    syscnt_register(&trap_sc_nmis[cpu_id()], name);
+    syscnt_register_cpu(&trap_sc_nmis[cpu_id()], "nmi", cpu_id());
 }
 
 uint64_t
@@ -189,17 +184,10 @@ trap_fixup_apply(struct trap_frame *frame)
     return false;
 }
 
-uint64_t
-trap_nmi_last_cycles(unsigned int cpu)
-{
-    return __atomic_load_n(&trap_nmi_cycles[cpu], __ATOMIC_RELAXED);
-}
-
 static void
 trap_handle_nmi(struct trap_frame *frame)
 {
     unsigned int n = __atomic_load_n(&trap_nr_nmi_handlers, __ATOMIC_ACQUIRE);
-    uint64_t start = cpu_rdtsc();
     bool claimed = false;
 
     cpu_self()->nmi_nesting++;
@@ -215,8 +203,6 @@ trap_handle_nmi(struct trap_frame *frame)
         __atomic_fetch_add(&trap_unclaimed_nmis, 1, __ATOMIC_RELAXED);
     }
 
-    __atomic_store_n(&trap_nmi_cycles[cpu_id()], cpu_rdtsc() - start,
-                     __ATOMIC_RELAXED);
     cpu_self()->nmi_nesting--;
 }
 

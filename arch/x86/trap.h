@@ -82,8 +82,6 @@ void trap_nmi_register(trap_nmi_fn_t fn);
 /* Number of NMIs no handler claimed, on all CPUs. */
 uint64_t trap_nr_unclaimed_nmis(void);
 
-/* TSC cycles the last NMI on cpu spent in its handlers. */
-uint64_t trap_nmi_last_cycles(unsigned int cpu);
 
 /* Name of an exception vector ("page fault"), or NULL. */
 const char *trap_name(unsigned int vector);

@@ -31,13 +31,11 @@
 #include "drivers/pmu/soft.h"
 #include "kern/cmdline.h"
 #include "kern/error.h"
-#include "arch/x86/pmu.h"
 #include "kern/init.h"
 #include "kern/log.h"
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/printf.h"
 #include "kern/string.h"
 #include "kern/swevent.h"
 #include "kern/syscnt.h"
@@ -51,7 +49,7 @@
 #define SOFTPMU_FREQ_DEFAULT    5000000000ULL
 
 struct softpmu_counter {
-    uint64_t raw_event;
+    uint64_t raw_event;                 /* a SWEVENT_* id */
     uint64_t count;                     /* atomic: events since start */
     uint64_t tsc_start;                 /* the clock counter's start */
     bool running;
@@ -63,25 +61,31 @@ struct softpmu_cpu {
     struct syscnt nr_lost_nmis;         /* waits that timed out */
 } __aligned(CACHE_LINE_SIZE);
 
-/* Generic events and their raw codes. */
+/*
+ * The generic events this PMU counts, and their raw codes: the raw code of
+ * a software event is its SWEVENT_* number (kern/swevent.h).
+ */
 static const struct {
     unsigned int id;
-    uint64_t raw_event;
+    unsigned int swevent;
 } softpmu_events[] = {
-    { PERFMON_EV_TASK_CLOCK, SOFTPMU_RAW_TASK_CLOCK },
-    { PERFMON_EV_CONTEXT_SWITCH, SOFTPMU_RAW_CONTEXT_SWITCH },
-    { PERFMON_EV_MIGRATION, SOFTPMU_RAW_MIGRATION },
-    { PERFMON_EV_INTERRUPT, SOFTPMU_RAW_INTERRUPT },
-    { PERFMON_EV_XCALL, SOFTPMU_RAW_XCALL },
-    { PERFMON_EV_NMI, SOFTPMU_RAW_NMI },
-    { PERFMON_EV_TEST, SOFTPMU_RAW_TEST },
+    { PERFMON_EV_TASK_CLOCK, SWEVENT_CLOCK },
+    { PERFMON_EV_CONTEXT_SWITCH, SWEVENT_CONTEXT_SWITCH },
+    { PERFMON_EV_MIGRATION, SWEVENT_MIGRATION },
+    { PERFMON_EV_INTERRUPT, SWEVENT_INTERRUPT },
+    { PERFMON_EV_XCALL, SWEVENT_XCALL },
+    { PERFMON_EV_NMI, SWEVENT_NMI },
+    { PERFMON_EV_TEST, SWEVENT_TEST },
 };
+
+/* One generic event per software event, the clock included. */
+_Static_assert(ARRAY_SIZE(softpmu_events) == SWEVENT_NR - SWEVENT_CLOCK,
+               "a software event without a generic event, or the reverse");
 
 static struct softpmu_cpu softpmu_cpus[CPU_MAX];
 static uint64_t softpmu_used;           /* serialised by the perfmon core */
 static unsigned int softpmu_width = SOFTPMU_WIDTH_DEFAULT;
 static bool softpmu_nmi;
-static bool softpmu_registered;
 
 static struct softpmu_cpu *
 softpmu_cpu_local(void)
@@ -95,21 +99,17 @@ softpmu_mask(void)
     return (softpmu_width >= 64) ? UINT64_MAX : (1ULL << softpmu_width) - 1;
 }
 
-/* The swevent id a raw code counts (not for the clock). */
-static unsigned int
-softpmu_swevent_id(uint64_t raw_event)
-{
-    return (unsigned int)(raw_event - SOFTPMU_RAW_CONTEXT_SWITCH);
-}
-
 /* ---- device operations -------------------------------------------------- */
 
 static int
-softpmu_translate(uint64_t *raw_eventp, unsigned int event_id)
+softpmu_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
+                  unsigned int event_id)
 {
+    (void)dev;
+
     for (size_t i = 0; i < ARRAY_SIZE(softpmu_events); i++) {
         if (softpmu_events[i].id == event_id) {
-            *raw_eventp = softpmu_events[i].raw_event;
+            *raw_eventp = softpmu_events[i].swevent;
             return 0;
         }
     }
@@ -117,10 +117,6 @@ softpmu_translate(uint64_t *raw_eventp, unsigned int event_id)
     return -ENOENT;
 }
 
-/*
- * There is no user mode: the mode flags are accepted and every counter
- * counts kernel activity.
- */
 /* Milliseconds the TSC takes to wrap a clock counter (UINT64_MAX: never). */
 static uint64_t
 softpmu_clock_wrap_ms(void)
@@ -147,12 +143,18 @@ softpmu_clock_countable(void)
     return softpmu_clock_wrap_ms() > 2ULL * softpmu_clock_poll_ms();
 }
 
+/*
+ * There is no user mode: the mode flags are accepted and every counter
+ * counts kernel activity.
+ */
 static int
-softpmu_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+softpmu_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
+              uint64_t raw_event, unsigned int flags)
 {
+    (void)dev;
     (void)flags;
 
-    if (raw_event < SOFTPMU_RAW_TASK_CLOCK || raw_event > SOFTPMU_RAW_TEST) {
+    if (raw_event < SWEVENT_CLOCK || raw_event >= SWEVENT_NR) {
         return -ENOENT;
     }
 
@@ -161,7 +163,7 @@ softpmu_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
      * At a width where it wraps within two poll intervals, a count would
      * silently lose wraps: refuse it instead.
      */
-    if (raw_event == SOFTPMU_RAW_TASK_CLOCK && !softpmu_clock_countable()) {
+    if (raw_event == SWEVENT_CLOCK && !softpmu_clock_countable()) {
         return -ENOENT;
     }
 
@@ -177,16 +179,19 @@ softpmu_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
 }
 
 static void
-softpmu_free(unsigned int hw_id)
+softpmu_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     softpmu_used &= ~(1ULL << hw_id);
 }
 
-__hot_path static void
-softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+static void
+softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
+              unsigned int flags)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
 
+    (void)dev;
     (void)flags;
     c->raw_event = raw_event;
     __atomic_store_n(&c->count, 0, __ATOMIC_RELAXED);
@@ -195,7 +200,7 @@ softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
     __atomic_fetch_and(&softpmu_cpu_local()->status, ~(1ULL << hw_id),
                        __ATOMIC_RELAXED);
 
-    if (raw_event == SOFTPMU_RAW_TASK_CLOCK) {
+    if (raw_event == SWEVENT_CLOCK) {
         c->tsc_start = cpu_rdtsc();
     }
 
@@ -203,29 +208,32 @@ softpmu_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
     barrier();
     WRITE_ONCE(c->running, true);
 
-    if (raw_event != SOFTPMU_RAW_TASK_CLOCK) {
-        swevent_activate(softpmu_swevent_id(raw_event));
+    if (raw_event != SWEVENT_CLOCK) {
+        swevent_activate((unsigned int)raw_event);
     }
 }
 
-__hot_path static void
-softpmu_stop(unsigned int hw_id)
+static void
+softpmu_stop(struct perfmon_dev *dev, unsigned int hw_id)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
 
+    (void)dev;
     WRITE_ONCE(c->running, false);
 
-    if (c->raw_event != SOFTPMU_RAW_TASK_CLOCK) {
-        swevent_deactivate(softpmu_swevent_id(c->raw_event));
+    if (c->raw_event != SWEVENT_CLOCK) {
+        swevent_deactivate((unsigned int)c->raw_event);
     }
 }
 
-__hot_path static uint64_t
-softpmu_read(unsigned int hw_id)
+static uint64_t
+softpmu_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
     const struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
 
-    if (c->raw_event == SOFTPMU_RAW_TASK_CLOCK) {
+    (void)dev;
+
+    if (c->raw_event == SWEVENT_CLOCK) {
         return cpu_rdtsc() - c->tsc_start;
     }
 
@@ -233,22 +241,14 @@ softpmu_read(unsigned int hw_id)
 }
 
 static uint64_t
-softpmu_handle_overflow_intr(void)
+softpmu_handle_overflow_intr(struct perfmon_dev *dev)
 {
+    (void)dev;
     return __atomic_exchange_n(&softpmu_cpu_local()->status, 0,
                                __ATOMIC_RELAXED);
 }
 
-static const struct perfmon_dev_ops softpmu_ops_poll = {
-    .translate = softpmu_translate,
-    .alloc = softpmu_alloc,
-    .free = softpmu_free,
-    .start = softpmu_start,
-    .stop = softpmu_stop,
-    .read = softpmu_read,
-};
-
-static const struct perfmon_dev_ops softpmu_ops_nmi = {
+static const struct perfmon_dev_ops softpmu_ops = {
     .translate = softpmu_translate,
     .alloc = softpmu_alloc,
     .free = softpmu_free,
@@ -260,6 +260,7 @@ static const struct perfmon_dev_ops softpmu_ops_nmi = {
 
 static struct perfmon_dev softpmu_device = {
     .name = "soft",
+    .ops = &softpmu_ops,
     .nr_pmcs = SOFTPMU_NR_PMCS,
 };
 
@@ -325,7 +326,7 @@ static void
 softpmu_count(unsigned int id, uint64_t n)
 {
     struct softpmu_cpu *cpu = softpmu_cpu_local();
-    uint64_t raw_event = id + SOFTPMU_RAW_CONTEXT_SWITCH;
+    uint64_t raw_event = id;
 
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         struct softpmu_counter *c = &cpu->counters[i];
@@ -342,28 +343,10 @@ softpmu_count(unsigned int id, uint64_t n)
     }
 }
 
-void
-softpmu_test_add(uint64_t n)
-{
-    swevent_add(SWEVENT_TEST, n);
-}
-
 static bool
 softpmu_nmi_handler(struct trap_frame *frame)
 {
     return perfmon_overflow_intr(&softpmu_device, frame);
-}
-
-struct perfmon_dev *
-softpmu_dev(void)
-{
-    return softpmu_registered ? &softpmu_device : NULL;
-}
-
-bool
-softpmu_nmi_mode(void)
-{
-    return softpmu_nmi;
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -416,20 +399,16 @@ softpmu_setup(void)
     softpmu_parse_options();
 
     for (unsigned int i = 0; i < nr_cpus; i++) {
-        char name[SYSCNT_NAME_SIZE];
-
-        ksnprintf(name, sizeof(name), "softpmu_lost_nmis/%u", i);
-        syscnt_register(&softpmu_cpus[i].nr_lost_nmis, name);
+        syscnt_register_cpu(&softpmu_cpus[i].nr_lost_nmis, "softpmu_lost_nmis",
+                            i);
     }
 
     softpmu_device.width = softpmu_width;
 
     if (softpmu_nmi) {
-        softpmu_device.ops = &softpmu_ops_nmi;
+        softpmu_device.overflow_intr = true;
         softpmu_device.poll_ms = softpmu_clock_poll_ms();
         trap_nmi_register(softpmu_nmi_handler);
-    } else {
-        softpmu_device.ops = &softpmu_ops_poll;
     }
 
     swevent_set_handler(softpmu_count);
@@ -440,16 +419,18 @@ softpmu_setup(void)
         return error;
     }
 
-    softpmu_registered = true;
     log_info("softpmu: %u counters of %u bits, overflow by %s",
              SOFTPMU_NR_PMCS, softpmu_width, softpmu_nmi ? "nmi" : "poll");
     return 0;
 }
 
 /*
- * After the hardware driver: the first registered device is the default
- * for raw event codes, and rNNNN should mean the hardware's encoding when
- * there is hardware.
+ * After the hardware probe, whatever it found: the first registered device
+ * is the default for raw event codes, and rNNNN should mean the hardware's
+ * encoding when there is hardware.  An optional dependency, named without
+ * the hardware driver's header.
  */
-INIT_OP_DEFINE(softpmu_setup, INIT_OP_DEP(perfmon_setup),
-               INIT_OP_DEP(lapic_setup), INIT_OP_DEP(pmu_setup));
+INIT_OP_DECLARE(pmu_setup);
+
+INIT_OP_DEFINE(softpmu_setup, INIT_OP_DEP(perfmon_setup, true),
+               INIT_OP_DEP(lapic_setup, true), INIT_OP_DEP(pmu_setup, false));

@@ -9,15 +9,12 @@
  * raises a self-NMI that reaches perfmon_overflow_intr() like a PMI; in
  * the default poll mode the core's poll timer catches the wraps.
  *
- * Events (generic id: raw code):
- *   task-clock, cpu-clock  PERFMON_EV_TASK_CLOCK: SOFTPMU_RAW_TASK_CLOCK,
- *                          TSC cycles while the counter runs
- *   context-switches       SOFTPMU_RAW_CONTEXT_SWITCH
- *   cpu-migrations         SOFTPMU_RAW_MIGRATION
- *   interrupts             SOFTPMU_RAW_INTERRUPT
- *   xcalls                 SOFTPMU_RAW_XCALL
- *   nmis                   SOFTPMU_RAW_NMI
- *   test                   SOFTPMU_RAW_TEST, softpmu_test_add()
+ * Events: the generic software events (task-clock and cpu-clock count TSC
+ * cycles while the counter runs; context-switches, cpu-migrations,
+ * interrupts, xcalls, nmis and test count the software events of
+ * kern/swevent.h), their raw codes being the SWEVENT_* numbers.  The core
+ * reaches the device as "soft" (perfmon_dev_find()); nothing else about it
+ * is public.
  *
  * Exactness: in nmi mode every wrap of an event counter is folded before
  * the next one, whatever the increments (a large one is split at each
@@ -29,31 +26,11 @@
 #ifndef DRIVERS_PMU_SOFT_H
 #define DRIVERS_PMU_SOFT_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
 #include "kern/init.h"
-
-#define SOFTPMU_RAW_TASK_CLOCK      0x1
-#define SOFTPMU_RAW_CONTEXT_SWITCH  0x2
-#define SOFTPMU_RAW_MIGRATION       0x3
-#define SOFTPMU_RAW_INTERRUPT       0x4
-#define SOFTPMU_RAW_XCALL           0x5
-#define SOFTPMU_RAW_NMI             0x6
-#define SOFTPMU_RAW_TEST            0x7
 
 #define SOFTPMU_NR_PMCS             8
 #define SOFTPMU_WIDTH_MIN           16
 #define SOFTPMU_WIDTH_DEFAULT       32
-
-/* Add n to the `test` event on the calling CPU.  Any context. */
-void softpmu_test_add(uint64_t n);
-
-/* The device, once registered (NULL before). */
-struct perfmon_dev *softpmu_dev(void);
-
-/* True when wraps raise NMIs (softpmu.overflow=nmi). */
-bool softpmu_nmi_mode(void);
 
 INIT_OP_DECLARE(softpmu_setup);
 

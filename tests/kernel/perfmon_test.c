@@ -22,7 +22,6 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
-#include "drivers/pmu/soft.h"
 #include "kern/clock.h"
 #include "kern/error.h"
 #include "kern/ktest.h"
@@ -31,6 +30,7 @@
 #include "kern/perfmon.h"
 #include "kern/printf.h"
 #include "kern/string.h"
+#include "kern/swevent.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
 
@@ -38,13 +38,29 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/* The software PMU, as the core names it. */
+static struct perfmon_dev *
+pt_soft(void)
+{
+    return perfmon_dev_find("soft");
+}
+
+/* Whether its wraps raise NMIs (softpmu.overflow=nmi). */
+static bool
+pt_soft_nmi(void)
+{
+    struct perfmon_dev_info info;
+
+    return perfmon_dev_get_info(pt_soft(), &info) == 0 && info.overflow_intr;
+}
+
 static int
 pt_event_init(struct perfmon_event *ev, unsigned int id, unsigned int flags)
 {
     int error = perfmon_event_init(ev, id, flags);
 
     if (error == 0) {
-        error = perfmon_event_set_dev(ev, softpmu_dev());
+        error = perfmon_event_set_dev(ev, pt_soft());
     }
 
     return error;
@@ -117,7 +133,7 @@ pt_mover_fn(void *arg)
         uint64_t amount = 1 + (i * 7919) % 1000;
 
         thread_set_affinity(thread_self(), THREAD_CPUMASK(i % n));
-        softpmu_test_add(amount);
+        swevent_add(SWEVENT_TEST, amount);
         m->total += amount;
 
         if (i % 16 == 0) {
@@ -138,7 +154,7 @@ pt_thread_migrating_exact(void)
     struct thread *t;
     bool finished;
 
-    KTEST_ASSERT(softpmu_dev() != NULL);
+    KTEST_ASSERT(pt_soft() != NULL);
 
     for (unsigned int cpu = 0; cpu < n; cpu++) {
         KTEST_ASSERT_EQ(pt_event_init(&cpus[cpu], PERFMON_EV_TEST,
@@ -260,10 +276,10 @@ pt_wrap_exact(void)
     struct perfmon_dev_info info;
     unsigned int cpu;
     uint64_t saved, chunk, total = 0, before, wraps;
-    bool nmi = softpmu_nmi_mode();
+    bool nmi = pt_soft_nmi();
 
-    KTEST_ASSERT(softpmu_dev() != NULL);
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    KTEST_ASSERT(pt_soft() != NULL);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     saved = thread_get_affinity(thread_self());
     cpu = pt_cpu_now();
     thread_set_affinity(thread_self(), THREAD_CPUMASK(cpu));
@@ -288,7 +304,7 @@ pt_wrap_exact(void)
     chunk = nmi ? 1000003 : MIN(60000ULL << (info.width - 16), 1000003ULL);
 
     while (total < PT_WRAP_TOTAL) {
-        softpmu_test_add(chunk);
+        swevent_add(SWEVENT_TEST, chunk);
         total += chunk;
 
         if (!nmi) {
@@ -329,7 +345,7 @@ pt_foreach_fn(const struct perfmon_pmc_info *info, void *arg)
 {
     struct pt_foreach *f = arg;
 
-    if (info->dev == f->dev && info->raw_event == SOFTPMU_RAW_TEST) {
+    if (info->dev == f->dev && info->raw_event == SWEVENT_TEST) {
         f->counters++;
         f->users += info->nr_users;
     }
@@ -339,7 +355,7 @@ static int
 pt_shared_counter(void)
 {
     struct perfmon_event a, b;
-    struct pt_foreach f = { .dev = softpmu_dev() };
+    struct pt_foreach f = { .dev = pt_soft() };
     unsigned int cpu;
     uint64_t saved;
 
@@ -349,19 +365,19 @@ pt_shared_counter(void)
     thread_set_affinity(thread_self(), THREAD_CPUMASK(cpu));
 
     KTEST_ASSERT_EQ(pt_event_init(&a, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
-    KTEST_ASSERT_EQ(perfmon_event_init(&b, SOFTPMU_RAW_TEST,
+    KTEST_ASSERT_EQ(perfmon_event_init(&b, SWEVENT_TEST,
                                        PERFMON_EF_KERN | PERFMON_EF_RAW), 0);
-    KTEST_ASSERT_EQ(perfmon_event_set_dev(&b, softpmu_dev()), 0);
+    KTEST_ASSERT_EQ(perfmon_event_set_dev(&b, pt_soft()), 0);
     KTEST_ASSERT_EQ(perfmon_event_attach(&a, thread_self()), 0);
-    softpmu_test_add(5);
+    swevent_add(SWEVENT_TEST, 5);
     KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&b, pt_cpu_now()), 0);
-    softpmu_test_add(1000);
+    swevent_add(SWEVENT_TEST, 1000);
 
     perfmon_pmc_foreach(pt_foreach_fn, &f);
     KTEST_ASSERT_EQ(perfmon_event_read(&a), 1005);
     KTEST_ASSERT_EQ(perfmon_event_read(&b), 1000);
     KTEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
-    softpmu_test_add(1);
+    swevent_add(SWEVENT_TEST, 1);
     KTEST_ASSERT_EQ(perfmon_event_read(&b), 1001);
     KTEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
     thread_set_affinity(thread_self(), saved);
@@ -386,7 +402,7 @@ pt_exhaustion(void)
     unsigned int nr = 0, used;
     int error = 0;
 
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     used = info.nr_pmcs_used;
     KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, cpu_count()), -EINVAL);
 
@@ -423,7 +439,7 @@ pt_exhaustion(void)
     }
 
     KTEST_ASSERT_EQ(perfmon_event_detach(&evs[0]), -EINVAL);
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     KTEST_ASSERT_EQ(info.nr_pmcs_used, used);
     return KTEST_PASS;
 }
@@ -507,7 +523,7 @@ pt_torturer_fn(void *arg)
         }
 
         for (unsigned int i = 0; i < 1 + (r >> 8) % 8; i++) {
-            softpmu_test_add(1 + (r >> 12) % 100);
+            swevent_add(SWEVENT_TEST, 1 + (r >> 12) % 100);
             value = perfmon_event_read(&ev);
 
             if (value < last) {
@@ -545,7 +561,7 @@ pt_victim_fn(void *arg)
     unsigned int i = 0;
 
     while (!t->stop) {
-        softpmu_test_add(3);
+        swevent_add(SWEVENT_TEST, 3);
 
         if (++i % 64 == 0) {
             thread_set_affinity(thread_self(),
@@ -564,7 +580,7 @@ pt_torture(void)
     struct perfmon_dev_info info;
     unsigned int used;
 
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     used = info.nr_pmcs_used;
     KTEST_ASSERT_EQ(thread_create(&t.victim, "pt_victim", pt_victim_fn, &t,
                                   THREAD_CPUMASK_ALL), 0);
@@ -584,7 +600,7 @@ pt_torture(void)
     }
 
     thread_join(t.victim);
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(softpmu_dev(), &info), 0);
+    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     ktest_diag("torture: %u rounds by %u threads", t.rounds,
                PT_TORTURE_THREADS);
     KTEST_ASSERT_EQ(t.failures, 0);
@@ -609,16 +625,20 @@ KTEST_DEFINE(perfmon, torture, pt_torture);
 static uint64_t pt_nmi_flag[CPU_MAX];   /* atomic */
 
 static int
-pt_dev_translate(uint64_t *raw_eventp, unsigned int event_id)
+pt_dev_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
+                 unsigned int event_id)
 {
+    (void)dev;
     (void)raw_eventp;
     (void)event_id;
     return -ENOENT;
 }
 
 static int
-pt_dev_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
+pt_dev_alloc(struct perfmon_dev *dev, unsigned int *hw_idp, uint64_t raw_event,
+             unsigned int flags)
 {
+    (void)dev;
     (void)hw_idp;
     (void)raw_event;
     (void)flags;
@@ -626,35 +646,41 @@ pt_dev_alloc(unsigned int *hw_idp, uint64_t raw_event, unsigned int flags)
 }
 
 static void
-pt_dev_free(unsigned int hw_id)
+pt_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     (void)hw_id;
 }
 
 static void
-pt_dev_start(unsigned int hw_id, uint64_t raw_event, unsigned int flags)
+pt_dev_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
+             unsigned int flags)
 {
+    (void)dev;
     (void)hw_id;
     (void)raw_event;
     (void)flags;
 }
 
 static void
-pt_dev_stop(unsigned int hw_id)
+pt_dev_stop(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     (void)hw_id;
 }
 
 static uint64_t
-pt_dev_read(unsigned int hw_id)
+pt_dev_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    (void)dev;
     (void)hw_id;
     return 0;
 }
 
 static uint64_t
-pt_dev_overflow(void)
+pt_dev_overflow(struct perfmon_dev *dev)
 {
+    (void)dev;
     return __atomic_exchange_n(&pt_nmi_flag[cpu_id()], 0, __ATOMIC_RELAXED);
 }
 
@@ -668,6 +694,7 @@ static struct perfmon_dev pt_dev = {
     .ops = &pt_dev_ops,
     .width = 48,
     .nr_pmcs = 1,
+    .overflow_intr = true,
 };
 
 static bool

@@ -232,11 +232,11 @@ pmu_test_wrap_nmi(void)
         return KTEST_SKIP;
     }
 
-    KTEST_ASSERT_EQ(dev->ops->translate(&raw, PERFMON_EV_INSTRUCTION), 0);
+    KTEST_ASSERT_EQ(dev->ops->translate(dev, &raw, PERFMON_EV_INSTRUCTION), 0);
     mask = (dev->width >= 64) ? UINT64_MAX : (1ULL << dev->width) - 1;
 
     thread_preempt_disable();
-    error = dev->ops->alloc(&hw_id, raw, PERFMON_EF_KERN);
+    error = dev->ops->alloc(dev, &hw_id, raw, PERFMON_EF_KERN);
     thread_preempt_enable();
 
     if (error == -EAGAIN) {
@@ -246,30 +246,30 @@ pmu_test_wrap_nmi(void)
 
     KTEST_ASSERT_EQ(error, 0);
     flags = cpu_intr_save();
-    pmis = driver->nr_pmis();
-    dev->ops->start(hw_id, raw, PERFMON_EF_KERN);
+    pmis = pmu_nr_pmis();
+    dev->ops->start(dev, hw_id, raw, PERFMON_EF_KERN);
     error = driver->preset(hw_id, mask - 10000);
 
     if (error == 0) {
         pmu_test_loop(PMU_TEST_LOOPS);
     }
 
-    value = dev->ops->read(hw_id) & mask;
-    dev->ops->stop(hw_id);
+    value = dev->ops->read(dev, hw_id) & mask;
+    dev->ops->stop(dev, hw_id);
     cpu_intr_restore(flags);
     thread_preempt_disable();
-    dev->ops->free(hw_id);
+    dev->ops->free(dev, hw_id);
     thread_preempt_enable();
 
     KTEST_ASSERT_EQ(error, 0);
     ktest_diag("after the wrap: %llu, PMIs %llu -> %llu",
                (unsigned long long)value, (unsigned long long)pmis,
-               (unsigned long long)driver->nr_pmis());
+               (unsigned long long)pmu_nr_pmis());
     /* Wrapped: about 2 * loops - 10000 counted past zero. */
     KTEST_ASSERT(value < PMU_TEST_INSNS_PER_LOOP * PMU_TEST_LOOPS
                          + PMU_TEST_SLACK);
     KTEST_ASSERT(value >= PMU_TEST_INSNS_PER_LOOP * PMU_TEST_LOOPS - 10001);
-    KTEST_ASSERT(driver->nr_pmis() > pmis);
+    KTEST_ASSERT(pmu_nr_pmis() > pmis);
     return KTEST_PASS;
 }
 

@@ -27,6 +27,11 @@
 
 #define MAX_OPS     16
 
+/* Dependency list entries, as INIT_OP_DEP(fn, ...) lays them out. */
+#define REQ(op)     { (op), true }
+#define OPT(op)     { (op), false }
+#define END         { NULL, false }
+
 static int
 op_noop(void)
 {
@@ -35,7 +40,7 @@ op_noop(void)
 
 /* An operation named name; its deps array is given by the caller. */
 static void
-op_set(struct init_op *op, const char *name, struct init_op *const *deps)
+op_set(struct init_op *op, const char *name, const struct init_op_dep *deps)
 {
     op->name = name;
     op->fn = op_noop;
@@ -44,7 +49,7 @@ op_set(struct init_op *op, const char *name, struct init_op *const *deps)
     op->error = 1;
 }
 
-static struct init_op *const no_deps[] = { NULL };
+static const struct init_op_dep no_deps[] = { END };
 
 static size_t
 position(struct init_op **order, size_t n, const struct init_op *op)
@@ -77,10 +82,11 @@ assert_valid_order(struct init_op *ops, size_t n, struct init_op **order)
     for (size_t i = 0; i < n; i++) {
         size_t pos = position(order, n, &ops[i]);
 
-        for (struct init_op *const *dep = ops[i].deps; *dep != NULL; dep++) {
-            if (position(order, n, *dep) >= pos) {
+        for (const struct init_op_dep *dep = ops[i].deps; dep->op != NULL;
+             dep++) {
+            if (position(order, n, dep->op) >= pos) {
                 fail_msg("%s placed before its dependency %s", ops[i].name,
-                         (*dep)->name);
+                         dep->op->name);
             }
         }
     }
@@ -89,8 +95,8 @@ assert_valid_order(struct init_op *ops, size_t n, struct init_op **order)
 static bool
 depends_on(const struct init_op *op, const struct init_op *dep)
 {
-    for (struct init_op *const *d = op->deps; *d != NULL; d++) {
-        if (*d == dep) {
+    for (const struct init_op_dep *d = op->deps; d->op != NULL; d++) {
+        if (d->op == dep) {
             return true;
         }
     }
@@ -172,9 +178,9 @@ static void
 test_chain(void **state)
 {
     struct init_op ops[4], *order[4], *cycle[5];
-    struct init_op *const a_deps[] = { &ops[1], NULL };
-    struct init_op *const b_deps[] = { &ops[2], NULL };
-    struct init_op *const c_deps[] = { &ops[3], NULL };
+    const struct init_op_dep a_deps[] = { REQ(&ops[1]), END };
+    const struct init_op_dep b_deps[] = { REQ(&ops[2]), END };
+    const struct init_op_dep c_deps[] = { REQ(&ops[3]), END };
     size_t len;
 
     (void)state;
@@ -195,8 +201,8 @@ static void
 test_diamond(void **state)
 {
     struct init_op ops[4], *order[4], *cycle[5];
-    struct init_op *const top_deps[] = { &ops[1], &ops[2], NULL };
-    struct init_op *const side_deps[] = { &ops[3], NULL };
+    const struct init_op_dep top_deps[] = { REQ(&ops[1]), REQ(&ops[2]), END };
+    const struct init_op_dep side_deps[] = { REQ(&ops[3]), END };
     size_t len;
 
     (void)state;
@@ -219,11 +225,11 @@ static void
 test_mixed_graph(void **state)
 {
     struct init_op ops[8], *order[8], *cycle[9];
-    struct init_op *const d0[] = { &ops[5], &ops[7], NULL };
-    struct init_op *const d1[] = { &ops[0], &ops[0], &ops[6], NULL };
-    struct init_op *const d3[] = { &ops[1], &ops[2], NULL };
-    struct init_op *const d4[] = { &ops[7], NULL };
-    struct init_op *const d5[] = { &ops[4], &ops[2], NULL };
+    const struct init_op_dep d0[] = { REQ(&ops[5]), REQ(&ops[7]), END };
+    const struct init_op_dep d1[] = { REQ(&ops[0]), REQ(&ops[0]), REQ(&ops[6]), END };
+    const struct init_op_dep d3[] = { REQ(&ops[1]), REQ(&ops[2]), END };
+    const struct init_op_dep d4[] = { REQ(&ops[7]), END };
+    const struct init_op_dep d5[] = { REQ(&ops[4]), REQ(&ops[2]), END };
     size_t len;
 
     (void)state;
@@ -245,8 +251,8 @@ static void
 test_sort_twice(void **state)
 {
     struct init_op ops[3], *order1[3], *order2[3], *cycle[4];
-    struct init_op *const a_deps[] = { &ops[2], NULL };
-    struct init_op *const c_deps[] = { &ops[1], NULL };
+    const struct init_op_dep a_deps[] = { REQ(&ops[2]), END };
+    const struct init_op_dep c_deps[] = { REQ(&ops[1]), END };
     size_t len;
 
     (void)state;
@@ -264,8 +270,8 @@ static void
 test_cycle_of_two(void **state)
 {
     struct init_op ops[2], *order[2], *cycle[3];
-    struct init_op *const a_deps[] = { &ops[1], NULL };
-    struct init_op *const b_deps[] = { &ops[0], NULL };
+    const struct init_op_dep a_deps[] = { REQ(&ops[1]), END };
+    const struct init_op_dep b_deps[] = { REQ(&ops[0]), END };
     size_t len = 0;
 
     (void)state;
@@ -284,7 +290,7 @@ static void
 test_self_dependency(void **state)
 {
     struct init_op ops[2], *order[2], *cycle[3];
-    struct init_op *const b_deps[] = { &ops[1], NULL };
+    const struct init_op_dep b_deps[] = { REQ(&ops[1]), END };
     size_t len = 0;
 
     (void)state;
@@ -305,10 +311,10 @@ static void
 test_long_cycle_behind_tail(void **state)
 {
     struct init_op ops[5], *order[5], *cycle[6];
-    struct init_op *const x_deps[] = { &ops[1], NULL };
-    struct init_op *const a_deps[] = { &ops[4], &ops[2], NULL };
-    struct init_op *const b_deps[] = { &ops[3], NULL };
-    struct init_op *const c_deps[] = { &ops[1], NULL };
+    const struct init_op_dep x_deps[] = { REQ(&ops[1]), END };
+    const struct init_op_dep a_deps[] = { REQ(&ops[4]), REQ(&ops[2]), END };
+    const struct init_op_dep b_deps[] = { REQ(&ops[3]), END };
+    const struct init_op_dep c_deps[] = { REQ(&ops[1]), END };
     struct init_op *const members[] = { &ops[1], &ops[2], &ops[3] };
     size_t len = 0;
 
@@ -332,11 +338,11 @@ static void
 test_cycle_not_first(void **state)
 {
     struct init_op ops[6], *order[6], *cycle[7];
-    struct init_op *const p_deps[] = { &ops[1], NULL };
-    struct init_op *const r_deps[] = { &ops[3], NULL };
-    struct init_op *const s_deps[] = { &ops[4], NULL };
-    struct init_op *const t_deps[] = { &ops[5], &ops[1], NULL };
-    struct init_op *const u_deps[] = { &ops[2], NULL };
+    const struct init_op_dep p_deps[] = { REQ(&ops[1]), END };
+    const struct init_op_dep r_deps[] = { REQ(&ops[3]), END };
+    const struct init_op_dep s_deps[] = { REQ(&ops[4]), END };
+    const struct init_op_dep t_deps[] = { REQ(&ops[5]), REQ(&ops[1]), END };
+    const struct init_op_dep u_deps[] = { REQ(&ops[2]), END };
     struct init_op *const members[] = { &ops[2], &ops[3], &ops[4], &ops[5] };
     size_t len = 0;
 
@@ -357,14 +363,14 @@ static void
 test_cycle_through_all(void **state)
 {
     struct init_op ops[MAX_OPS], *order[MAX_OPS], *cycle[MAX_OPS + 1];
-    struct init_op *deps[MAX_OPS][2];
+    struct init_op_dep deps[MAX_OPS][2];
     size_t len = 0;
 
     (void)state;
 
     for (size_t i = 0; i < MAX_OPS; i++) {
-        deps[i][0] = &ops[(i + 1) % MAX_OPS];
-        deps[i][1] = NULL;
+        deps[i][0] = (struct init_op_dep)REQ(&ops[(i + 1) % MAX_OPS]);
+        deps[i][1] = (struct init_op_dep)END;
         op_set(&ops[i], "ring", deps[i]);
     }
 
@@ -380,7 +386,7 @@ static void
 test_missing_dependency(void **state)
 {
     struct init_op outside, ops[3], *order[3], *cycle[4];
-    struct init_op *const b_deps[] = { &ops[2], &outside, NULL };
+    const struct init_op_dep b_deps[] = { REQ(&ops[2]), REQ(&outside), END };
     size_t len = 0;
 
     (void)state;
@@ -400,7 +406,7 @@ static void
 test_dependency_past_the_end(void **state)
 {
     struct init_op ops[3], *order[2], *cycle[3];
-    struct init_op *const a_deps[] = { &ops[2], NULL };
+    const struct init_op_dep a_deps[] = { REQ(&ops[2]), END };
     size_t len = 0;
 
     (void)state;
@@ -418,8 +424,8 @@ static void
 test_error_then_fixed(void **state)
 {
     struct init_op ops[2], *order[2], *cycle[3];
-    struct init_op *a_deps[] = { &ops[1], NULL };
-    struct init_op *b_deps[] = { &ops[0], NULL };
+    struct init_op_dep a_deps[] = { REQ(&ops[1]), END };
+    struct init_op_dep b_deps[] = { REQ(&ops[0]), END };
     size_t len;
 
     (void)state;
@@ -427,11 +433,57 @@ test_error_then_fixed(void **state)
     op_set(&ops[1], "b", b_deps);
     assert_int_equal(init_sort(ops, 2, order, cycle, &len), -ELOOP);
 
-    b_deps[0] = NULL;
+    b_deps[0] = (struct init_op_dep)END;
     assert_int_equal(init_sort(ops, 2, order, cycle, &len), 0);
     assert_int_equal(len, 0);
     assert_ptr_equal(order[0], &ops[1]);
     assert_ptr_equal(order[1], &ops[0]);
+}
+
+/* An optional dependency orders like a required one. */
+static void
+test_optional_orders(void **state)
+{
+    struct init_op ops[3], *order[3], *cycle[4];
+    const struct init_op_dep a_deps[] = { OPT(&ops[1]), REQ(&ops[2]), END };
+    size_t len;
+
+    (void)state;
+    op_set(&ops[0], "a", a_deps);
+    op_set(&ops[1], "b", no_deps);
+    op_set(&ops[2], "c", no_deps);
+    assert_int_equal(init_sort(ops, 3, order, cycle, &len), 0);
+    assert_valid_order(ops, 3, order);
+}
+
+/*
+ * Readiness: a failed required dependency holds an operation back, a failed
+ * optional one does not.
+ */
+static void
+test_ready(void **state)
+{
+    struct init_op hw, core, soft, user;
+    const struct init_op_dep soft_deps[] = { REQ(&core), OPT(&hw), END };
+    const struct init_op_dep user_deps[] = { REQ(&hw), END };
+
+    (void)state;
+    op_set(&hw, "hw", no_deps);
+    op_set(&core, "core", no_deps);
+    op_set(&soft, "soft", soft_deps);
+    op_set(&user, "user", user_deps);
+    assert_true(init_op_ready(&hw));
+
+    core.error = 0;
+    hw.error = -ENODEV;
+    assert_true(init_op_ready(&soft));
+    assert_false(init_op_ready(&user));
+
+    hw.error = 0;
+    assert_true(init_op_ready(&user));
+
+    core.error = -ENOMEM;
+    assert_false(init_op_ready(&soft));
 }
 
 int
@@ -450,6 +502,8 @@ main(void)
         cmocka_unit_test(test_cycle_not_first),
         cmocka_unit_test(test_cycle_through_all),
         cmocka_unit_test(test_missing_dependency),
+        cmocka_unit_test(test_optional_orders),
+        cmocka_unit_test(test_ready),
         cmocka_unit_test(test_dependency_past_the_end),
         cmocka_unit_test(test_error_then_fixed),
     };

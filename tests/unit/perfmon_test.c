@@ -199,29 +199,65 @@ fdev_ovf(struct fdev *fd)
     return mask;
 }
 
-#define FDEV_OPS(i)                                                         \
-static int fdev##i##_translate(uint64_t *r, unsigned int id)                \
-{ return fdev_translate(&fdevs[i], r, id); }                                \
-static int fdev##i##_alloc(unsigned int *h, uint64_t r, unsigned int f)     \
-{ return fdev_alloc(&fdevs[i], h, r, f); }                                  \
-static void fdev##i##_free(unsigned int h) { fdev_free(&fdevs[i], h); }     \
-static void fdev##i##_start(unsigned int h, uint64_t r, unsigned int f)     \
-{ fdev_start(&fdevs[i], h, r, f); }                                         \
-static void fdev##i##_stop(unsigned int h) { fdev_stop(&fdevs[i], h); }     \
-static uint64_t fdev##i##_read(unsigned int h)                              \
-{ return fdev_read(&fdevs[i], h); }                                         \
-static uint64_t fdev##i##_ovf(void) { return fdev_ovf(&fdevs[i]); }         \
-static const struct perfmon_dev_ops fdev##i##_ops = {                       \
-    fdev##i##_translate, fdev##i##_alloc, fdev##i##_free, fdev##i##_start,  \
-    fdev##i##_stop, fdev##i##_read, fdev##i##_ovf,                          \
+/* The fake device behind a struct perfmon_dev (its first member). */
+static struct fdev *
+fdev_of(struct perfmon_dev *dev)
+{
+    return (struct fdev *)dev;
 }
 
-FDEV_OPS(0);
-FDEV_OPS(1);
-FDEV_OPS(2);
+static int
+fdev_op_translate(struct perfmon_dev *dev, uint64_t *rawp, unsigned int id)
+{
+    return fdev_translate(fdev_of(dev), rawp, id);
+}
 
-static const struct perfmon_dev_ops *const fdev_ops[] = {
-    &fdev0_ops, &fdev1_ops, &fdev2_ops,
+static int
+fdev_op_alloc(struct perfmon_dev *dev, unsigned int *hw_idp, uint64_t raw,
+              unsigned int flags)
+{
+    return fdev_alloc(fdev_of(dev), hw_idp, raw, flags);
+}
+
+static void
+fdev_op_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    fdev_free(fdev_of(dev), hw_id);
+}
+
+static void
+fdev_op_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw,
+              unsigned int flags)
+{
+    fdev_start(fdev_of(dev), hw_id, raw, flags);
+}
+
+static void
+fdev_op_stop(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    fdev_stop(fdev_of(dev), hw_id);
+}
+
+static uint64_t
+fdev_op_read(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    return fdev_read(fdev_of(dev), hw_id);
+}
+
+static uint64_t
+fdev_op_ovf(struct perfmon_dev *dev)
+{
+    return fdev_ovf(fdev_of(dev));
+}
+
+static const struct perfmon_dev_ops fdev_ops = {
+    .translate = fdev_op_translate,
+    .alloc = fdev_op_alloc,
+    .free = fdev_op_free,
+    .start = fdev_op_start,
+    .stop = fdev_op_stop,
+    .read = fdev_op_read,
+    .handle_overflow_intr = fdev_op_ovf,
 };
 
 static const char *const fdev_names[] = { "fake0", "fake1", "fake2" };
@@ -243,11 +279,8 @@ fdev_init(unsigned int i, unsigned int width, unsigned int nr_pmcs,
     struct fdev *fd = &fdevs[i];
 
     memset(fd, 0, sizeof(*fd));
-    fd->ops = *fdev_ops[i];
-
-    if (!intr) {
-        fd->ops.handle_overflow_intr = NULL;
-    }
+    fd->ops = fdev_ops;
+    fd->dev.overflow_intr = intr;
 
     if (i == 1) {
         for (unsigned int id = PERFMON_EV_TASK_CLOCK; id < PERFMON_NR_EVENTS;
@@ -370,10 +403,12 @@ test_register_errors(void **state)
 {
     struct fdev *fd = fdev_init(0, 48, 4, true);
     struct perfmon_dev_ops ops = fd->ops;
+    struct perfmon_dev_info info;
     void **opp[] = {
         (void **)&fd->ops.translate, (void **)&fd->ops.alloc,
         (void **)&fd->ops.free, (void **)&fd->ops.start,
         (void **)&fd->ops.stop, (void **)&fd->ops.read,
+        (void **)&fd->ops.handle_overflow_intr,
     };
 
     (void)state;
@@ -410,10 +445,16 @@ test_register_errors(void **state)
     assert_int_equal(perfmon_register(&fd->dev), -EINVAL);
     fd->dev.events = fdev_events;
 
+    /* An overflow interrupt needs its handler (above); polling does not. */
+    fdev_init(1, 32, 4, false);
+    fdevs[1].ops.handle_overflow_intr = NULL;
+    assert_int_equal(perfmon_register(&fdevs[1].dev), 0);
+    perfmon_reset();
+
     /* Nothing was registered by the failures. */
     assert_int_equal(perfmon_nr_devs(), 0);
     assert_null(perfmon_dev_get(0));
-    assert_false(fd->dev.registered);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), -EINVAL);
 
     assert_int_equal(perfmon_register(&fd->dev), 0);
     assert_int_equal(perfmon_register(&fd->dev), -EEXIST);
@@ -430,6 +471,7 @@ test_register_limits_and_lookup(void **state)
 {
     static struct fdev extra[PERFMON_MAX_DEVS + 1];
     static const char *const names[] = { "a", "b", "c", "d", "e" };
+    struct perfmon_dev_info info;
 
     (void)state;
 
@@ -451,7 +493,8 @@ test_register_limits_and_lookup(void **state)
     assert_null(perfmon_dev_get(PERFMON_MAX_DEVS));
     assert_null(perfmon_dev_find("e"));
     assert_null(perfmon_dev_find(NULL));
-    assert_false(extra[PERFMON_MAX_DEVS].dev.registered);
+    assert_int_equal(perfmon_dev_get_info(&extra[PERFMON_MAX_DEVS].dev,
+                                          &info), -EINVAL);
 }
 
 static void
@@ -571,18 +614,14 @@ test_lookup_event(void **state)
     assert_int_equal(perfmon_lookup_event(&fdevs[2].dev, "cycles", &id,
                                           &flags), -EINVAL);
 
-    assert_string_equal(perfmon_event_name(PERFMON_EV_CYCLE), "cycles");
-    assert_string_equal(perfmon_event_name(PERFMON_EV_TASK_CLOCK),
+    assert_string_equal(perfmon_event_desc(PERFMON_EV_CYCLE)->name,
+                        "cycles");
+    assert_string_equal(perfmon_event_desc(PERFMON_EV_TASK_CLOCK)->name,
                         "task-clock");
-    assert_string_equal(perfmon_event_name(PERFMON_EV_CONTEXT_SWITCH),
+    assert_string_equal(perfmon_event_desc(PERFMON_EV_CONTEXT_SWITCH)->name,
                         "context-switches");
-    assert_string_equal(perfmon_event_name(PERFMON_EV_TEST), "test");
-
-    for (unsigned int i = 0; i < PERFMON_NR_EVENTS; i++) {
-        assert_non_null(perfmon_event_name(i));
-    }
-
-    assert_null(perfmon_event_name(PERFMON_NR_EVENTS));
+    assert_string_equal(perfmon_event_desc(PERFMON_EV_TEST)->name, "test");
+    assert_null(perfmon_event_desc(PERFMON_NR_EVENTS));
 
     /* Translation of a generic event on a given device. */
     assert_int_equal(perfmon_dev_translate(&hw->dev, PERFMON_EV_BRANCH_MISS,

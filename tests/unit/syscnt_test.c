@@ -21,27 +21,6 @@
 #include "kern/macros.h"
 #include "kern/syscnt.h"
 
-/*
- * glibc before 2.38 has no strlcpy: this is the standard one (copy at most
- * size - 1 bytes, always terminate when size > 0, return strlen(src)).
- */
-size_t strlcpy(char *dest, const char *src, size_t size);
-
-size_t
-strlcpy(char *dest, const char *src, size_t size)
-{
-    size_t len = strlen(src);
-
-    if (size > 0) {
-        size_t n = len < size - 1 ? len : size - 1;
-
-        memcpy(dest, src, n);
-        dest[n] = '\0';
-    }
-
-    return len;
-}
-
 #define MAX_SEEN    16
 
 /* What a foreach callback saw, in order. */
@@ -143,6 +122,23 @@ test_lookup(void **state)
     assert_null(syscnt_lookup("ipi/100"));
     assert_null(syscnt_lookup("IPI/0"));
     assert_null(syscnt_lookup(""));
+}
+
+/* Per-CPU counters are named prefix/cpu, truncated like any name. */
+static void
+test_register_cpu(void **state)
+{
+    struct syscnt a, b, c;
+
+    (void)state;
+    syscnt_register_cpu(&a, "nmi", 0);
+    syscnt_register_cpu(&b, "perfmon_nr_overflows", 255);
+    syscnt_register_cpu(&c, "a_prefix_that_is_far_too_long_x", 7);
+
+    assert_ptr_equal(syscnt_lookup("nmi/0"), &a);
+    assert_ptr_equal(syscnt_lookup("perfmon_nr_overflows/255"), &b);
+    assert_string_equal(c.name, "a_prefix_that_is_far_too_long_x");
+    assert_true(syscnt_read(&b) == 0);
 }
 
 /* Two counters of one name: the first registered is the one found. */
@@ -310,6 +306,7 @@ main(void)
         cmocka_unit_test_setup(test_register_resets_and_copies, setup),
         cmocka_unit_test_setup(test_name_truncated, setup),
         cmocka_unit_test_setup(test_lookup, setup),
+        cmocka_unit_test_setup(test_register_cpu, setup),
         cmocka_unit_test_setup(test_lookup_duplicate_name, setup),
         cmocka_unit_test_setup(test_foreach_all_in_order, setup),
         cmocka_unit_test_setup(test_foreach_prefix, setup),

@@ -37,10 +37,6 @@ static uint64_t fake_last_mask;
 void
 fake_perfmon_reset(void)
 {
-    if (fake_dev != NULL) {
-        fake_dev->registered = false;
-    }
-
     fake_dev = NULL;
     memset(fake_counters, 0, sizeof(fake_counters));
     fake_nr_intrs = 0;
@@ -67,6 +63,7 @@ perfmon_register(struct perfmon_dev *dev)
 
     if (ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
         || ops->start == NULL || ops->stop == NULL || ops->read == NULL
+        || (dev->overflow_intr && ops->handle_overflow_intr == NULL)
         || dev->width == 0 || dev->width > 64 || dev->nr_pmcs == 0
         || dev->nr_pmcs > PERFMON_DEV_MAX_PMCS) {
         return -EINVAL;
@@ -77,7 +74,6 @@ perfmon_register(struct perfmon_dev *dev)
     }
 
     fake_dev = dev;
-    dev->registered = true;
     return 0;
 }
 
@@ -92,7 +88,7 @@ static void
 fake_fold(struct fake_counter *c, bool ovf)
 {
     uint64_t mask = fake_mask();
-    uint64_t raw = fake_dev->ops->read(c->hw_id) & mask;
+    uint64_t raw = fake_dev->ops->read(fake_dev, c->hw_id) & mask;
     uint64_t delta = (raw - c->prev) & mask;
     bool wrapped = raw < c->prev;
 
@@ -119,12 +115,11 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 
     (void)frame;
 
-    if (dev == NULL || dev != fake_dev
-        || dev->ops->handle_overflow_intr == NULL) {
+    if (dev == NULL || dev != fake_dev || !dev->overflow_intr) {
         return false;
     }
 
-    mask = dev->ops->handle_overflow_intr();
+    mask = dev->ops->handle_overflow_intr(dev);
     fake_last_mask = mask;
 
     if (mask == 0) {
@@ -159,18 +154,18 @@ fake_perfmon_open_raw(uint64_t raw, unsigned int flags, unsigned int *hw_idp)
             continue;
         }
 
-        error = fake_dev->ops->alloc(&hw_id, raw, flags);
+        error = fake_dev->ops->alloc(fake_dev, &hw_id, raw, flags);
 
         if (error) {
             return error;
         }
 
         assert(hw_id < 64);
-        fake_dev->ops->start(hw_id, raw, flags);
+        fake_dev->ops->start(fake_dev, hw_id, raw, flags);
         *c = (struct fake_counter){
             .open = true,
             .hw_id = hw_id,
-            .prev = fake_dev->ops->read(hw_id) & fake_mask(),
+            .prev = fake_dev->ops->read(fake_dev, hw_id) & fake_mask(),
         };
 
         if (hw_idp != NULL) {
@@ -191,7 +186,7 @@ fake_perfmon_open(unsigned int event_id, unsigned int flags,
     int error;
 
     assert(fake_dev != NULL);
-    error = fake_dev->ops->translate(&raw, event_id);
+    error = fake_dev->ops->translate(fake_dev, &raw, event_id);
 
     if (error) {
         return error;
@@ -216,8 +211,8 @@ fake_perfmon_close(int handle)
     struct fake_counter *c = &fake_counters[handle];
     uint64_t value = fake_perfmon_value(handle);
 
-    fake_dev->ops->stop(c->hw_id);
-    fake_dev->ops->free(c->hw_id);
+    fake_dev->ops->stop(fake_dev, c->hw_id);
+    fake_dev->ops->free(fake_dev, c->hw_id);
     c->open = false;
     return value;
 }

@@ -51,9 +51,6 @@ fake_ctx_exit(const struct fake_ctx *saved)
 /* The idle threads' perfmon state: stays empty. */
 static struct perfmon_td fake_idle_td[CPU_MAX];
 
-/* The context-switch hook switch (kern/thread.c); the fake only stores it. */
-static bool fake_thread_hook = true;
-
 void
 fake_thread_reset(void)
 {
@@ -64,7 +61,6 @@ fake_thread_reset(void)
     fake_nr_threads = 0;
     fake_remote_calls = 0;
     fake_calls = 0;
-    fake_thread_hook = true;
 }
 
 struct thread *
@@ -197,18 +193,6 @@ bool
 thread_preempt_enabled(void)
 {
     return fake_preempt[cpu_id()] == 0;
-}
-
-void
-thread_set_perfmon_hook(bool enabled)
-{
-    fake_thread_hook = enabled;
-}
-
-bool
-thread_perfmon_hook_enabled(void)
-{
-    return fake_thread_hook;
 }
 
 struct perfmon_td *

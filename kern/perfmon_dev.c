@@ -1,0 +1,357 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core: the device table and the lookups around it
+ * (by index, by name, event names to device codes), the one table of
+ * generic events, and the hardware PMU's status line.  See kern/perfmon.h
+ * for the contract and kern/perfmon_i.h for how the core's files share
+ * state.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
+#include "kern/spinlock.h"
+#include "kern/string.h"
+
+struct spinlock perfmon_lock = SPINLOCK_INITIALIZER;
+struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
+unsigned int perfmon_nr_devs_published;
+bool perfmon_ready;
+
+/*
+ * The hardware status line, written once at boot (thread context) before
+ * the shell can read it; present_ tells whether a hardware device exists.
+ */
+static char perfmon_hw_status_text[PERFMON_HW_STATUS_SIZE] = "not probed";
+static bool perfmon_hw_present;
+
+/*
+ * Every generic event, indexed by PERFMON_EV_*: the names users type and
+ * see, in `perfmon list`, the event parser and the suggestions.
+ */
+static const struct perfmon_event_desc perfmon_events[PERFMON_NR_EVENTS] = {
+    [PERFMON_EV_CYCLE] = {
+        "cycles", { "cpu-cycles" }, "CPU core cycles",
+    },
+    [PERFMON_EV_REF_CYCLE] = {
+        "ref-cycles", { NULL }, "reference cycles, at a constant rate",
+    },
+    [PERFMON_EV_INSTRUCTION] = {
+        "instructions", { NULL }, "instructions retired",
+    },
+    [PERFMON_EV_CACHE_REF] = {
+        "cache-references", { NULL }, "last-level cache references",
+    },
+    [PERFMON_EV_CACHE_MISS] = {
+        "cache-misses", { NULL }, "last-level cache misses",
+    },
+    [PERFMON_EV_BRANCH] = {
+        "branches", { "branch-instructions" }, "branch instructions retired",
+    },
+    [PERFMON_EV_BRANCH_MISS] = {
+        "branch-misses", { NULL }, "mispredicted branches retired",
+    },
+    [PERFMON_EV_TASK_CLOCK] = {
+        "task-clock", { "cpu-clock" },
+        "TSC cycles while counting (shown in msec)",
+    },
+    [PERFMON_EV_CONTEXT_SWITCH] = {
+        "context-switches", { "cs" }, "context switches",
+    },
+    [PERFMON_EV_MIGRATION] = {
+        "cpu-migrations", { "migrations" }, "moves of a thread to another CPU",
+    },
+    [PERFMON_EV_INTERRUPT] = {
+        "interrupts", { NULL }, "interrupts taken",
+    },
+    [PERFMON_EV_XCALL] = {
+        "xcalls", { NULL }, "cross-CPU calls served",
+    },
+    [PERFMON_EV_NMI] = {
+        "nmis", { NULL }, "non-maskable interrupts",
+    },
+    [PERFMON_EV_TEST] = {
+        "test", { NULL }, "software test event (softpmu)",
+    },
+};
+
+/* ---- generic events ------------------------------------------------------ */
+
+const struct perfmon_event_desc *
+perfmon_event_desc(unsigned int id)
+{
+    return (id < ARRAY_SIZE(perfmon_events)) ? &perfmon_events[id] : NULL;
+}
+
+/* Whether name is generic event id's name or one of its aliases. */
+static bool
+perfmon_event_desc_matches(const struct perfmon_event_desc *desc,
+                           const char *name)
+{
+    if (strcmp(desc->name, name) == 0) {
+        return true;
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(desc->aliases); i++) {
+        if (desc->aliases[i] == NULL) {
+            break;
+        }
+
+        if (strcmp(desc->aliases[i], name) == 0) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/* The generic id named name, or -1. */
+static int
+perfmon_event_find(const char *name)
+{
+    for (unsigned int id = 0; id < ARRAY_SIZE(perfmon_events); id++) {
+        if (perfmon_event_desc_matches(&perfmon_events[id], name)) {
+            return (int)id;
+        }
+    }
+
+    return -1;
+}
+
+/* ---- devices ------------------------------------------------------------- */
+
+bool
+perfmon_dev_is_registered(const struct perfmon_dev *dev)
+{
+    unsigned int nr = perfmon_nr_devs_load();
+
+    return dev != NULL && dev->index < nr && perfmon_devs[dev->index] == dev;
+}
+
+static int
+perfmon_dev_check(const struct perfmon_dev *dev)
+{
+    const struct perfmon_dev_ops *ops;
+
+    if (dev == NULL || dev->name == NULL || dev->ops == NULL) {
+        return -EINVAL;
+    }
+
+    ops = dev->ops;
+
+    if (ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
+        || ops->start == NULL || ops->stop == NULL || ops->read == NULL) {
+        return -EINVAL;
+    }
+
+    if (dev->overflow_intr && ops->handle_overflow_intr == NULL) {
+        return -EINVAL;
+    }
+
+    if (dev->width == 0 || dev->width > 64) {
+        return -EINVAL;
+    }
+
+    if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_DEV_MAX_PMCS) {
+        return -EINVAL;
+    }
+
+    if (dev->nr_events != 0 && dev->events == NULL) {
+        return -EINVAL;
+    }
+
+    return 0;
+}
+
+int
+perfmon_register(struct perfmon_dev *dev)
+{
+    unsigned int nr;
+    int error;
+
+    assert(perfmon_ready);
+    error = perfmon_dev_check(dev);
+
+    if (error) {
+        return error;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    nr = perfmon_nr_devs_published;
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (perfmon_devs[i] == dev || strcmp(perfmon_devs[i]->name,
+                                             dev->name) == 0) {
+            spinlock_unlock(&perfmon_lock);
+            return -EEXIST;
+        }
+    }
+
+    if (nr == PERFMON_MAX_DEVS) {
+        spinlock_unlock(&perfmon_lock);
+        return -ENOSPC;
+    }
+
+    dev->index = nr;
+    perfmon_poll_dev_add(dev);
+    perfmon_devs[nr] = dev;
+    __atomic_store_n(&perfmon_nr_devs_published, nr + 1, __ATOMIC_RELEASE);
+    spinlock_unlock(&perfmon_lock);
+    return 0;
+}
+
+unsigned int
+perfmon_nr_devs(void)
+{
+    return perfmon_nr_devs_load();
+}
+
+struct perfmon_dev *
+perfmon_dev_get(unsigned int index)
+{
+    return (index < perfmon_nr_devs_load()) ? perfmon_devs[index] : NULL;
+}
+
+struct perfmon_dev *
+perfmon_dev_find(const char *name)
+{
+    unsigned int nr = perfmon_nr_devs_load();
+
+    if (name == NULL) {
+        return NULL;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (strcmp(perfmon_devs[i]->name, name) == 0) {
+            return perfmon_devs[i];
+        }
+    }
+
+    return NULL;
+}
+
+int
+perfmon_dev_get_info(const struct perfmon_dev *dev,
+                     struct perfmon_dev_info *info)
+{
+    if (info == NULL || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    info->name = dev->name;
+    info->width = dev->width;
+    info->nr_pmcs = dev->nr_pmcs;
+    info->nr_pmcs_used = perfmon_dev_nr_used(dev);
+    info->overflow_intr = dev->overflow_intr;
+    info->poll_ms = dev->poll_interval_ms;
+    return 0;
+}
+
+/* The device's translate, serialised like its other global operations. */
+static int
+perfmon_dev_translate_locked(struct perfmon_dev *dev, unsigned int event_id,
+                             uint64_t *raw_eventp)
+{
+    int error;
+
+    spinlock_lock(&perfmon_lock);
+    error = dev->ops->translate(dev, raw_eventp, event_id);
+    spinlock_unlock(&perfmon_lock);
+    return error == 0 ? 0 : -ENOENT;
+}
+
+int
+perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
+                      uint64_t *raw_eventp)
+{
+    if (dev == NULL || raw_eventp == NULL || event_id >= PERFMON_NR_EVENTS
+        || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    return perfmon_dev_translate_locked(dev, event_id, raw_eventp);
+}
+
+int
+perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
+                     uint64_t *idp, unsigned int *flagsp)
+{
+    uint64_t raw;
+    int id;
+
+    if (name == NULL || idp == NULL || flagsp == NULL) {
+        return -EINVAL;
+    }
+
+    if (dev != NULL) {
+        if (!perfmon_dev_is_registered(dev)) {
+            return -EINVAL;
+        }
+
+        for (unsigned int i = 0; i < dev->nr_events; i++) {
+            if (strcmp(dev->events[i].name, name) == 0) {
+                *idp = dev->events[i].raw_event;
+                *flagsp = PERFMON_EF_RAW;
+                return 0;
+            }
+        }
+    }
+
+    id = perfmon_event_find(name);
+
+    if (id < 0) {
+        return -ENOENT;
+    }
+
+    if (dev != NULL
+        && perfmon_dev_translate_locked(dev, (unsigned int)id, &raw) != 0) {
+        return -ENOENT;
+    }
+
+    *idp = (unsigned int)id;
+    *flagsp = 0;
+    return 0;
+}
+
+/* ---- hardware status ----------------------------------------------------- */
+
+void
+perfmon_set_hw_status(bool present, const char *text)
+{
+    assert(text != NULL);
+    strlcpy(perfmon_hw_status_text, text, sizeof(perfmon_hw_status_text));
+    perfmon_hw_present = present;
+}
+
+const char *
+perfmon_hw_status(bool *presentp)
+{
+    if (presentp != NULL) {
+        *presentp = perfmon_hw_present;
+    }
+
+    return perfmon_hw_status_text;
+}
+
+#ifdef TALLY_HOST_TEST
+void
+perfmon_dev_reset(void)
+{
+    spinlock_init(&perfmon_lock);
+    memset(perfmon_devs, 0, sizeof(perfmon_devs));
+    perfmon_nr_devs_published = 0;
+    perfmon_ready = false;
+    strlcpy(perfmon_hw_status_text, "not probed",
+            sizeof(perfmon_hw_status_text));
+    perfmon_hw_present = false;
+}
+#endif /* TALLY_HOST_TEST */

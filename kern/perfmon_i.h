@@ -1,0 +1,139 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Private interface between the files of the perfmon core; nothing outside
+ * kern/perfmon*.c includes it.
+ *
+ *   perfmon_dev.c    the device table and its lookups, the generic event
+ *                    table, the hardware status line
+ *   perfmon_pmc.c    the global counter table (slot allocation), the
+ *                    switch hook's flag, the poll timers
+ *   perfmon.c        events, the per-CPU and per-thread counter state,
+ *                    overflow folding
+ *   perfmon_intr.c   the overflow-interrupt callback registry
+ */
+
+#ifndef KERN_PERFMON_I_H
+#define KERN_PERFMON_I_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kern/perfmon.h"
+#include "kern/spinlock.h"
+
+struct trap_frame;
+
+/*
+ * The device table and the counter allocator (kern/perfmon.c) share one
+ * lock: taken alone, in thread context, never held across an xcall,
+ * thread_call or timer call.  See the lock order in kern/perfmon.c.
+ */
+extern struct spinlock perfmon_lock;
+
+/*
+ * Registered devices.  Written under perfmon_lock; perfmon_devs[i] is set
+ * before the count is published past i (release), so a reader that loads
+ * the count with acquire ordering may use the entries below it without the
+ * lock (devices never go away).
+ */
+extern struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
+extern unsigned int perfmon_nr_devs_published;
+
+/* Set by perfmon_setup; devices register only after it. */
+extern bool perfmon_ready;
+
+static inline unsigned int
+perfmon_nr_devs_load(void)
+{
+    return __atomic_load_n(&perfmon_nr_devs_published, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A counter slot, under perfmon_lock.  raw_event, flags and hw_id are
+ * written before the slot is used on any CPU and stay fixed while nr_refs
+ * is not zero, so interrupt code reads them without the lock.
+ */
+struct perfmon_pmc {
+    unsigned int nr_refs;               /* events using the slot */
+    unsigned int hw_id;
+    uint64_t raw_event;
+    unsigned int flags;                 /* PERFMON_EF_MODE bits */
+    struct perfmon_event *users;        /* list through next_user */
+};
+
+/* The global counter table (kern/perfmon_pmc.c), slot by slot. */
+extern struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
+
+/* Slots of one device: a device owns PERFMON_DEV_MAX_PMCS consecutive ones. */
+#define PERFMON_DEV_SLOT_MASK       ((1ULL << PERFMON_DEV_MAX_PMCS) - 1)
+
+static inline uint64_t
+perfmon_width_mask(unsigned int width)
+{
+    return (width >= 64) ? UINT64_MAX : (1ULL << width) - 1;
+}
+
+static inline uint64_t
+perfmon_slot_bit(unsigned int slot)
+{
+    return 1ULL << slot;
+}
+
+static inline uint64_t
+perfmon_dev_slots(const struct perfmon_dev *dev)
+{
+    return PERFMON_DEV_SLOT_MASK << (dev->index * PERFMON_DEV_MAX_PMCS);
+}
+
+static inline struct perfmon_dev *
+perfmon_slot_dev(unsigned int slot)
+{
+    return perfmon_devs[slot / PERFMON_DEV_MAX_PMCS];
+}
+
+/* Whether dev is registered (any context). */
+bool perfmon_dev_is_registered(const struct perfmon_dev *dev);
+
+/*
+ * kern/perfmon_pmc.c.
+ *
+ * perfmon_poll_dev_add: prepare polling of a device being registered
+ *   (perfmon_lock held): its effective poll interval and timer.
+ * perfmon_dev_nr_used: counters allocated on dev now (a snapshot).
+ * perfmon_event_get_pmc: find or allocate the counter slot of an event
+ *   being attached (event->thread or event->cpu set) and add the event to
+ *   its users; 0 or the errors of perfmon_event_attach().  Thread context.
+ * perfmon_event_put_pmc: the reverse, at detach.
+ * perfmon_pmc_setup: the part of perfmon_setup for this file.
+ */
+void perfmon_poll_dev_add(struct perfmon_dev *dev);
+unsigned int perfmon_dev_nr_used(const struct perfmon_dev *dev);
+int perfmon_event_get_pmc(struct perfmon_event *event);
+void perfmon_event_put_pmc(struct perfmon_event *event);
+void perfmon_pmc_setup(void);
+
+/*
+ * kern/perfmon.c, for the poll timer: the slots active on cpu (a hint,
+ * any context), and the xcall function that folds dev's counters on the
+ * calling CPU.
+ */
+uint64_t perfmon_cpu_active_slots(unsigned int cpu);
+void perfmon_cpu_poll_xcall(void *dev);
+
+/*
+ * kern/perfmon_intr.c: run the registered callbacks for an overflow
+ * interrupt of dev on cpu (NMI context, no lock).
+ */
+void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
+                                uint64_t ovf_mask, struct trap_frame *frame);
+
+#ifdef TALLY_HOST_TEST
+/* Forget the state of one file (perfmon_reset() calls them all). */
+void perfmon_dev_reset(void);
+void perfmon_intr_reset(void);
+void perfmon_pmc_reset(void);
+#endif
+
+#endif /* KERN_PERFMON_I_H */

@@ -1,0 +1,399 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon stat`'s output: the counts of a run (summed over its CPUs or one
+ * row per CPU, the means and relative deviations of repeated runs), perf's
+ * derived metrics beside them, in perf's layout or as separated fields
+ * (-x).  Integer arithmetic only (kern/num.h).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/tsc.h"
+#include "kern/console.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/num.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_cmd.h"
+#include "kern/perfmon_stat_i.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+
+/* Means (and relative deviations) of every event on one output row. */
+struct perfmon_stat_row {
+    int slot;                           /* -1: the sum over the slots */
+    uint64_t mean[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t rsd[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t elapsed_ns;
+};
+
+static void
+perfmon_stat_row_compute(struct perfmon_stat *stat,
+                         struct perfmon_stat_row *row, int slot,
+                         uint64_t *scratch)
+{
+    uint64_t rsd;
+
+    row->slot = slot;
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        for (unsigned int r = 0; r < stat->runs_done; r++) {
+            uint64_t v = 0;
+
+            for (unsigned int s = 0; s < stat->nr_slots; s++) {
+                if ((slot < 0) || ((unsigned int)slot == s)) {
+                    v += *perfmon_stat_value(stat, r, e, s);
+                }
+            }
+
+            scratch[r] = v;
+        }
+
+        num_stats(scratch, stat->runs_done, &row->mean[e], &row->rsd[e]);
+    }
+
+    num_stats(stat->elapsed_ns, stat->runs_done, &row->elapsed_ns, &rsd);
+}
+
+/* The first counted event of generic id, or -1. */
+static int
+perfmon_stat_find(const struct perfmon_stat *stat, unsigned int id)
+{
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        if ((stat->evs[e].generic == (int)id)
+            && (stat->evs[e].state == PERFMON_STAT_EV_OK)) {
+            return (int)e;
+        }
+    }
+
+    return -1;
+}
+
+/*
+ * A derived metric: value (text) and unit, as perf shows after '#'.
+ * Empty value when there is none.
+ */
+struct perfmon_stat_metric {
+    char value[40];
+    const char *unit;
+};
+
+static void
+perfmon_stat_rate(struct perfmon_stat_metric *m, uint64_t count,
+                  uint64_t time_ns, bool group)
+{
+    /* Events per second, times 1000 for three decimals. */
+    uint64_t rate = num_muldiv(count, 1000000000000ULL, time_ns);
+
+    if (rate >= 1000000000ULL) {
+        num_fmt_ratio(m->value, sizeof(m->value), rate, 1000000000ULL, 3,
+                          group);
+        m->unit = "M/sec";
+    } else if (rate >= 1000000ULL) {
+        num_fmt_ratio(m->value, sizeof(m->value), rate, 1000000ULL, 3,
+                          group);
+        m->unit = "K/sec";
+    } else {
+        num_fmt_ratio(m->value, sizeof(m->value), rate, 1000, 3, group);
+        m->unit = "/sec";
+    }
+}
+
+static void
+perfmon_stat_percent(struct perfmon_stat_metric *m, uint64_t part,
+                     uint64_t whole, const char *unit, bool group)
+{
+    num_fmt_ratio(m->value, sizeof(m->value),
+                      num_muldiv(part, 10000, whole), 100, 2, group);
+    m->unit = unit;
+}
+
+static void
+perfmon_stat_metric(struct perfmon_stat *stat,
+                    const struct perfmon_stat_row *row, unsigned int e,
+                    struct perfmon_stat_metric *m)
+{
+    int clock = perfmon_stat_find(stat, PERFMON_EV_TASK_CLOCK);
+    int cycles = perfmon_stat_find(stat, PERFMON_EV_CYCLE);
+    int branches = perfmon_stat_find(stat, PERFMON_EV_BRANCH);
+    int refs = perfmon_stat_find(stat, PERFMON_EV_CACHE_REF);
+    bool group = (stat->sep[0] == '\0');
+    uint64_t v = row->mean[e], clock_ns = 0;
+
+    m->value[0] = '\0';
+    m->unit = "";
+
+    if (clock >= 0) {
+        clock_ns = tsc_cycles_to_ns(row->mean[clock]);
+    }
+
+    switch (stat->evs[e].generic) {
+    case PERFMON_EV_TASK_CLOCK:
+        num_fmt_ratio(m->value, sizeof(m->value), tsc_cycles_to_ns(v),
+                          row->elapsed_ns, 3, group);
+        m->unit = "CPUs utilized";
+        break;
+    case PERFMON_EV_CYCLE:
+        if (clock_ns != 0) {
+            num_fmt_ratio(m->value, sizeof(m->value), v, clock_ns, 3,
+                              group);
+            m->unit = "GHz";
+        }
+
+        break;
+    case PERFMON_EV_INSTRUCTION:
+        if ((cycles >= 0) && (row->mean[cycles] != 0)) {
+            num_fmt_ratio(m->value, sizeof(m->value), v,
+                              row->mean[cycles], 2, group);
+            m->unit = "insn per cycle";
+        }
+
+        break;
+    case PERFMON_EV_BRANCH_MISS:
+        if ((branches >= 0) && (row->mean[branches] != 0)) {
+            perfmon_stat_percent(m, v, row->mean[branches],
+                                 "of all branches", group);
+        }
+
+        break;
+    case PERFMON_EV_CACHE_MISS:
+        if ((refs >= 0) && (row->mean[refs] != 0)) {
+            perfmon_stat_percent(m, v, row->mean[refs], "of all cache refs",
+                                 group);
+        }
+
+        break;
+    default:
+        if (clock_ns != 0) {
+            perfmon_stat_rate(m, v, clock_ns, group);
+        }
+
+        break;
+    }
+}
+
+/* The count column: msec for the clock, grouped counts otherwise. */
+static void
+perfmon_stat_fmt_value(const struct perfmon_stat *stat, unsigned int e,
+                       uint64_t v, char *buf, size_t size, const char **unitp)
+{
+    bool group = (stat->sep[0] == '\0');
+
+    if (stat->evs[e].generic == PERFMON_EV_TASK_CLOCK) {
+        num_fmt_ratio(buf, size, tsc_cycles_to_ns(v), 1000000, 2, group);
+        *unitp = "msec";
+    } else {
+        ksnprintf(buf, size, group ? "%'llu" : "%llu", (unsigned long long)v);
+        *unitp = "";
+    }
+}
+
+static void
+perfmon_stat_print_csv(struct perfmon_stat *stat,
+                       const struct perfmon_stat_row *row, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    struct perfmon_stat_metric m = { .value = "", .unit = "" };
+    const char *sep = stat->sep, *unit = "";
+    struct perfmon_cmd_line line;
+    char value[40], rsd[16];
+    bool counted = (cev->state == PERFMON_STAT_EV_OK);
+
+    perfmon_cmd_line_init(&line);
+
+    if (row->slot >= 0) {
+        perfmon_cmd_line_add(&line, "CPU%u%s", stat->cpus[row->slot], sep);
+    }
+
+    if (counted) {
+        perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value),
+                               &unit);
+        perfmon_stat_metric(stat, row, e, &m);
+    } else {
+        strlcpy(value, (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED)
+                       ? "<not supported>" : "<not counted>", sizeof(value));
+    }
+
+    perfmon_cmd_line_add(&line, "%s%s%s%s%s", value, sep, unit, sep,
+                         cev->parsed.spec);
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd, sizeof(rsd), row->rsd[e], 100, 2, false);
+        perfmon_cmd_line_add(&line, "%s%s%%", sep, counted ? rsd : "");
+    }
+
+    perfmon_cmd_line_add(&line, "%s%llu%s%s%s%s%s%s", sep,
+                         counted ? (unsigned long long)row->elapsed_ns : 0ULL,
+                         sep, counted ? "100.00" : "0.00", sep, m.value, sep,
+                         m.unit);
+    perfmon_cmd_line_print(&line);
+}
+
+static void
+perfmon_stat_print_human(struct perfmon_stat *stat,
+                         const struct perfmon_stat_row *row, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    struct perfmon_cmd_line line;
+    struct perfmon_stat_metric m;
+    char value[40], rsd[16];
+    const char *unit;
+
+    perfmon_cmd_line_init(&line);
+
+    if (row->slot >= 0) {
+        perfmon_cmd_line_add(&line, "CPU%-4u", stat->cpus[row->slot]);
+    }
+
+    if (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED) {
+        perfmon_cmd_line_add(&line, "%18s      %s", "<not supported>",
+                             cev->parsed.spec);
+        perfmon_cmd_line_print(&line);
+        return;
+    }
+
+    if (cev->state == PERFMON_STAT_EV_NOT_COUNTED) {
+        struct perfmon_dev_info info = { .nr_pmcs = 0 };
+
+        if (cev->full_dev != NULL) {
+            perfmon_dev_get_info(cev->full_dev, &info);
+        }
+
+        perfmon_cmd_line_add(&line, "%18s      %-25s (all %u counters of %s "
+                             "are in use)", "<not counted>", cev->parsed.spec,
+                             info.nr_pmcs,
+                             (cev->full_dev != NULL) ? cev->full_dev->name
+                                                     : "the device");
+        perfmon_cmd_line_print(&line);
+        return;
+    }
+
+    perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value), &unit);
+    perfmon_stat_metric(stat, row, e, &m);
+    perfmon_cmd_line_add(&line, "%18s %-4s %-25s", value, unit,
+                         cev->parsed.spec);
+
+    if (m.value[0] != '\0') {
+        perfmon_cmd_line_add(&line, " #  %8s %-18s", m.value, m.unit);
+    } else if (stat->repeat > 1) {
+        perfmon_cmd_line_add(&line, "    %8s %-18s", "", "");
+    }
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd, sizeof(rsd), row->rsd[e], 100, 2, true);
+        perfmon_cmd_line_add(&line, " ( +- %5s%% )", rsd);
+    }
+
+    perfmon_cmd_line_print(&line);
+}
+
+static void
+perfmon_stat_print_header(struct perfmon_stat *stat)
+{
+    struct perfmon_cmd_line line;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, " Performance counter stats for '");
+
+    for (int i = 0; i < stat->cmd_argc; i++) {
+        perfmon_cmd_line_add(&line, "%s%s", (i == 0) ? "" : " ",
+                             stat->cmd_argv[i]);
+    }
+
+    perfmon_cmd_line_add(&line, "'");
+
+    if (stat->all_cpus) {
+        perfmon_cmd_line_add(&line, " (system wide, %u CPUs)",
+                             stat->nr_slots);
+    } else if (stat->cpu_mode) {
+        perfmon_cmd_line_add(&line, " (CPUs %s)", stat->cpu_list);
+    }
+
+    if (stat->repeat > 1) {
+        perfmon_cmd_line_add(&line, " (%u runs)", stat->runs_done);
+    }
+
+    perfmon_cmd_line_add(&line, ":");
+    kprintf("\n");
+    perfmon_cmd_line_print(&line);
+    kprintf("\n");
+}
+
+static void
+perfmon_stat_print_footer(struct perfmon_stat *stat)
+{
+    struct perfmon_cmd_line line;
+    uint64_t mean, rsd;
+    char secs[40], rsd_buf[16];
+
+    num_stats(stat->elapsed_ns, stat->runs_done, &mean, &rsd);
+    num_fmt_ratio(secs, sizeof(secs), mean, 1000000000ULL, 9, true);
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "%18s seconds time elapsed", secs);
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd_buf, sizeof(rsd_buf), rsd, 100, 2, true);
+        perfmon_cmd_line_add(&line, "    ( +- %5s%% )", rsd_buf);
+    }
+
+    kprintf("\n");
+    perfmon_cmd_line_print(&line);
+    kprintf("\n");
+}
+
+int
+perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
+{
+    size_t scratch_size = sizeof(uint64_t) * PERFMON_STAT_MAX_RUNS;
+    struct perfmon_stat_row *row;
+    unsigned int nr_rows;
+    uint64_t *scratch;
+    bool csv = (stat->sep[0] != '\0');
+
+    row = kmem_alloc(sizeof(*row));
+    scratch = kmem_alloc(scratch_size);
+
+    if ((row == NULL) || (scratch == NULL)) {
+        kmem_free(row, sizeof(*row));
+        kmem_free(scratch, scratch_size);
+        kprintf("perfmon: stat: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    if (!csv) {
+        perfmon_stat_print_header(stat);
+    }
+
+    nr_rows = stat->per_cpu ? stat->nr_slots : 1;
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        for (unsigned int r = 0; r < nr_rows; r++) {
+            perfmon_stat_row_compute(stat, row, stat->per_cpu ? (int)r : -1,
+                                     scratch);
+
+            if (csv) {
+                perfmon_stat_print_csv(stat, row, e);
+            } else {
+                perfmon_stat_print_human(stat, row, e);
+            }
+        }
+    }
+
+    if (!csv) {
+        perfmon_stat_print_footer(stat);
+    }
+
+    if (interrupted) {
+        kprintf("perfmon: stat: interrupted%s\n",
+                (stat->repeat > 1) ? " (counts of the runs done)" : "");
+    }
+
+    kmem_free(row, sizeof(*row));
+    kmem_free(scratch, scratch_size);
+    return 0;
+}
