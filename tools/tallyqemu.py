@@ -23,9 +23,11 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -482,6 +484,45 @@ class Qemu:
         for t in self._threads:
             t.join(timeout=5)
         return code
+
+
+# ---- ISO contents ------------------------------------------------------------
+
+def _xorriso(iso, *commands):
+    """Run xorriso on iso; return its stdout.  Raises OSError on failure."""
+    if not os.path.isfile(iso):
+        # xorriso takes a missing file for a blank medium and succeeds.
+        raise FileNotFoundError('ISO not found: %s' % iso)
+    r = subprocess.run(['xorriso', '-abort_on', 'FAILURE', '-indev', iso]
+                       + list(commands), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        # The reason is on its FAILURE (or SORRY) line, amid banner lines.
+        lines = r.stderr.strip().split('\n')
+        why = [ln for ln in lines if ' : FAILURE : ' in ln
+               or ' : SORRY : ' in ln] or lines[-1:]
+        raise OSError('xorriso failed on %s: %s' % (iso, why[0]))
+    return r.stdout
+
+
+def iso_list(iso):
+    """Every regular file's path in an ISO image, sorted."""
+    out = _xorriso(iso, '-find', '/', '-type', 'f')
+    # One quoted path a line; a quote inside a name would come as '"'"'.
+    return sorted(line[1:-1].replace("'\"'\"'", "'")
+                  for line in out.split('\n') if line.startswith("'"))
+
+
+def iso_read(iso, path):
+    """The bytes of one file of an ISO image."""
+    tmp = tempfile.mkdtemp(prefix='tally-iso.')
+    try:
+        dest = os.path.join(tmp, 'file')
+        _xorriso(iso, '-osirrox', 'on', '-extract', path, dest)
+        with open(dest, 'rb') as f:
+            return f.read()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---- helpers for tests/boot/*.py -------------------------------------------
