@@ -34,6 +34,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, 'build')
 DEFAULT_ISO = os.path.join(BUILD, 'tally.iso')
+# The same kernel with the in-kernel tests linked in (`test` boots).
+DEFAULT_TEST_ISO = os.path.join(BUILD, 'tally-test.iso')
 QEMU = 'qemu-system-x86_64'
 PROMPT = 'tally> '
 
@@ -596,9 +598,17 @@ def poweroff(q, timeout=60):
 
 
 def boot_test_args(description, argv=None):
-    """Common command line of a boot test: --iso ISO [--kvm] [--log LOG]."""
+    """Common command line of a boot test.
+
+    --iso ISO --test-iso ISO [--kvm] [--log LOG]: --iso is the user image
+    (shell sessions), --test-iso the one with the in-kernel tests, for any
+    boot with `test` on the command line.
+    """
     p = argparse.ArgumentParser(description=description)
-    p.add_argument('--iso', default=DEFAULT_ISO)
+    p.add_argument('--iso', default=DEFAULT_ISO,
+                   help='user image (default %(default)s)')
+    p.add_argument('--test-iso', default=DEFAULT_TEST_ISO,
+                   help='image with the in-kernel tests (default %(default)s)')
     p.add_argument('--kvm', action='store_true',
                    help='boot under KVM when usable (default: TCG)')
     p.add_argument('--log', default=None, help='serial log file')

@@ -9,9 +9,12 @@
 # then failed the build when xorriso saw the log grow while packing it.
 # "GRUB's own files" are what grub-mkrescue puts in an ISO made from an
 # empty folder, so the test follows whatever GRUB platforms are installed.
+# The test image (mkiso --test) holds tally-test.elf and boots it with
+# `test`; the user image's menu has no `test` at all.
 #
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,6 +52,10 @@ class MkisoTest(unittest.TestCase):
         cls.iso = os.path.join(cls.tmp, 'tally.iso')
         subprocess.run([MKISO, cls.kernel, cls.iso], check=True)
         cls.files = set(tallyqemu.iso_list(cls.iso))
+        cls.test_iso = os.path.join(cls.tmp, 'tally-test.iso')
+        subprocess.run([MKISO, '--test', cls.kernel, cls.test_iso],
+                       check=True)
+        cls.test_files = set(tallyqemu.iso_list(cls.test_iso))
 
     @classmethod
     def tearDownClass(cls):
@@ -66,8 +73,37 @@ class MkisoTest(unittest.TestCase):
         self.assertEqual(sorted(want - self.files), [],
                          'files missing from the ISO')
 
+    def test_test_image_holds_the_test_kernel_only(self):
+        want = self.grub_files | {'/boot/tally-test.elf',
+                                  '/boot/grub/grub.cfg'}
+        self.assertEqual(sorted(self.test_files ^ want), [],
+                         'files extra or missing in the test ISO')
+
+    def entries(self, iso):
+        """The multiboot2 lines of the menu, default entry first."""
+        cfg = tallyqemu.iso_read(iso, '/boot/grub/grub.cfg').decode()
+        self.assertIn('set default=0', cfg)
+        return re.findall(r'^\s*multiboot2 (.*)$', cfg, re.M)
+
+    def test_user_menu_boots_without_test(self):
+        self.assertEqual(self.entries(self.iso), ['/boot/tally.elf'])
+
+    def test_test_menu_runs_the_tests(self):
+        self.assertEqual(self.entries(self.test_iso),
+                         ['/boot/tally-test.elf test panic=exit'])
+
+    def test_usage(self):
+        r = subprocess.run([MKISO, self.kernel], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr, 'usage: mkiso [--test] KERNEL.elf '
+                         'OUT.iso\n')
+
     def test_kernel_is_copied_intact(self):
         self.assertEqual(tallyqemu.iso_read(self.iso, '/boot/tally.elf'),
+                         self.kernel_bytes)
+        self.assertEqual(tallyqemu.iso_read(self.test_iso,
+                                            '/boot/tally-test.elf'),
                          self.kernel_bytes)
 
     def test_menu_boots_the_kernel_on_the_serial_console(self):
