@@ -3,18 +3,21 @@
 # Kernel objects go to build/kernel/, host unit tests to build/unit/ (or
 # build/cov/ with COV=1).  Every target is safe under make -j.
 #
-#   make            build build/tally.iso, and build/tally-test.iso (with tests)
-#   make run        boot tally.iso in QEMU (KVM when usable), serial on the terminal
-#   make check      unit tests + QEMU boot tests, one "N passed, N failed" line
-#   make debug      boot stopped, waiting for gdb on :1234
-#   make coverage   line coverage of the host-tested modules
-#   make bench      perfmon microbenchmarks in QEMU
-#   make help       this list
+# `make help` lists the targets and variables from the "## text" lines just
+# above each (tools/makehelp); every .PHONY target needs one
+# (tests/tools/test_makehelp.py checks).
 
+## CPUs of the guest (run, debug)
 SMP ?= 4
+## memory of the guest (run, debug)
 MEM ?= 256M
+## auto: KVM when /dev/kvm works, else TCG; 0: TCG; 1: KVM
+## (run, debug; check and boot-tests: 1 boots the tests under KVM)
 KVM ?= auto
+## 1: print the build commands in full
 V ?= 0
+## 1: run and debug boot build/tally-test.iso, which runs the
+## in-kernel tests, instead of build/tally.iso
 TEST ?= 0
 
 BUILD := build
@@ -63,8 +66,11 @@ TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
 	list-unit-tests
+## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
+## check for the Debian packages the build and tests need (installs them
+## as root)
 deps:
 	$(Q)tools/deps
 
@@ -142,20 +148,25 @@ $(UBUILD)/obj/%.o: %.c
 
 UNIT_BINS := $(addprefix $(UBUILD)/,$(UNIT_TESTS))
 
+## host unit tests (cmocka) and the tools' own tests
 unit-tests: $(UNIT_BINS)
 	$(Q)tools/check --unit-only $(UNIT_BINS)
 
+## print the names of the host unit tests
 list-unit-tests:
 	@echo $(UNIT_TESTS)
 
 # ---- whole suite -----------------------------------------------------------
+## unit tests and QEMU boot tests, then one "N passed, N failed" line
 check: deps
 	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS)
 	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) $(UNIT_BINS)
 
+## QEMU boot tests only
 boot-tests: $(ISO) $(TEST_ISO)
 	$(Q)tools/check --boot-only $(if $(filter 1,$(KVM)),--kvm)
 
+## line coverage of the host-tested modules
 coverage: deps
 	$(Q)$(MAKE) --no-print-directory COV=1 $(addprefix $(BUILD)/cov/,$(UNIT_TESTS))
 	$(Q)tools/coverage $(BUILD)/cov $(addprefix $(BUILD)/cov/,$(UNIT_TESTS))
@@ -164,22 +175,27 @@ coverage: deps
 RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
 RUN_KERNEL = $(if $(filter 1,$(TEST)),$(TEST_KERNEL),$(KERNEL))
 
+## build, then boot in QEMU with the serial console on this terminal
 run: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
 	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM)
 
+## the same, stopped at the first instruction, gdb stub on :1234
 debug: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
 	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) --gdb
 
+## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(ISO)
 	$(Q)tools/bench --iso $(ISO)
 
+## remove build/
 clean:
 	rm -rf $(BUILD)
 
+## this list
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@tools/makehelp Makefile
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
