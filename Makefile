@@ -173,7 +173,6 @@ coverage: deps
 
 # TEST=1: boot the test image instead, which runs the in-kernel tests.
 RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
-RUN_KERNEL = $(if $(filter 1,$(TEST)),$(TEST_KERNEL),$(KERNEL))
 
 ## build, then boot in QEMU with the serial console on this terminal
 run: deps
