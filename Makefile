@@ -3,18 +3,22 @@
 # Kernel objects go to build/kernel/, host unit tests to build/unit/ (or
 # build/cov/ with COV=1).  Every target is safe under make -j.
 #
-#   make            build build/tally.iso
-#   make run        boot it in QEMU (KVM when usable), serial on the terminal
-#   make check      unit tests + QEMU boot tests, one "N passed, N failed" line
-#   make debug      boot stopped, waiting for gdb on :1234
-#   make coverage   line coverage of the host-tested modules
-#   make bench      perfmon microbenchmarks in QEMU
-#   make help       this list
+# `make help` lists the targets and variables from the "## text" lines just
+# above each (tools/makehelp); every .PHONY target needs one
+# (tests/tools/test_makehelp.py checks).
 
+## CPUs of the guest (run, debug)
 SMP ?= 4
+## memory of the guest (run, debug)
 MEM ?= 256M
+## auto: KVM when /dev/kvm works, else TCG; 0: TCG; 1: KVM
+## (run, debug; check and boot-tests: 1 boots the tests under KVM)
 KVM ?= auto
+## 1: print the build commands in full
 V ?= 0
+## 1: run and debug boot build/tally-test.iso, which runs the
+## in-kernel tests, instead of build/tally.iso
+TEST ?= 0
 
 BUILD := build
 KBUILD := $(BUILD)/kernel
@@ -44,18 +48,29 @@ KLDFLAGS := -nostdlib -static -no-pie -z max-page-size=0x1000 -z noexecstack \
 	-Wl,--build-id=none -T linker.ld
 NASMFLAGS := -f elf64 -g -F dwarf
 
-KSRCS := $(sort $(wildcard arch/x86/*.c kern/*.c drivers/*/*.c tests/kernel/*.c))
+# The in-kernel tests (tests/kernel/, KTEST_DEFINE) go only into the test
+# image: a kernel someone boots carries no test code.  Both images link the
+# same objects in the same order, tests last, so the kernel's own code sits
+# at the same addresses in both (placement moves TCG timings; see README).
+KSRCS := $(sort $(wildcard arch/x86/*.c kern/*.c drivers/*/*.c))
 KASMS := $(sort $(wildcard arch/x86/*.asm arch/x86/boot/*.asm))
 KOBJS := $(patsubst %.c,$(KBUILD)/%.o,$(KSRCS)) \
 	$(patsubst %.asm,$(KBUILD)/%.o,$(KASMS))
+KTEST_SRCS := $(sort $(wildcard tests/kernel/*.c))
+KTEST_OBJS := $(patsubst %.c,$(KBUILD)/%.o,$(KTEST_SRCS))
 
 KERNEL := $(BUILD)/tally.elf
 ISO := $(BUILD)/tally.iso
+TEST_KERNEL := $(BUILD)/tally-test.elf
+TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
 	list-unit-tests
-all: $(ISO)
+## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
+all: $(ISO) $(TEST_ISO)
 
+## check for the Debian packages the build and tests need (installs them
+## as root)
 deps:
 	$(Q)tools/deps
 
@@ -69,31 +84,42 @@ $(KBUILD)/%.o: %.asm
 	@[ "$(V)" = 1 ] || echo "  NASM    $<"
 	$(Q)$(NASM) $(NASMFLAGS) -MD $(@:.o=.d) -MP $< -o $@
 
-# The kernel embeds its own symbol table for panic backtraces.  It is linked
-# twice: first with an empty table, then with the table generated from the
-# first link.  The table lives in the last loaded section, so adding it moves
-# no other symbol; tools/gensyms checks that.
+# Each kernel image embeds its own symbol table for panic backtraces.  It is
+# linked twice: first with an empty table, then with the table generated
+# from the first link.  The table lives in the last loaded section, so
+# adding it moves no other symbol; tools/gensyms checks that.
 $(BUILD)/symtab0.o: tools/gensyms
 	@mkdir -p $(dir $@)
 	$(Q)tools/gensyms --empty > $(BUILD)/symtab0.c
 	$(Q)$(CC) $(KCFLAGS) -c $(BUILD)/symtab0.c -o $@
 
-$(BUILD)/tally.pass1.elf: $(KOBJS) $(BUILD)/symtab0.o linker.ld
-	@[ "$(V)" = 1 ] || echo "  LD      $@"
-	$(Q)$(CC) $(KLDFLAGS) -o $@ $(KOBJS) $(BUILD)/symtab0.o
+# $(call kernel_image,NAME,OBJECTS): build/NAME.elf, by way of
+# build/NAME.pass1.elf and build/NAME.symtab.o.  The link depends on this
+# Makefile too, which says which objects go into which image.
+define kernel_image
+$(BUILD)/$(1).pass1.elf: $(2) $(BUILD)/symtab0.o linker.ld Makefile
+	@[ "$(V)" = 1 ] || echo "  LD      $$@"
+	$(Q)$(CC) $(KLDFLAGS) -o $$@ $(2) $(BUILD)/symtab0.o
 
-$(BUILD)/symtab.o: $(BUILD)/tally.pass1.elf tools/gensyms
-	$(Q)tools/gensyms $< > $(BUILD)/symtab.c
-	$(Q)$(CC) $(KCFLAGS) -c $(BUILD)/symtab.c -o $@
+$(BUILD)/$(1).symtab.o: $(BUILD)/$(1).pass1.elf tools/gensyms
+	$(Q)tools/gensyms $$< > $(BUILD)/$(1).symtab.c
+	$(Q)$(CC) $(KCFLAGS) -c $(BUILD)/$(1).symtab.c -o $$@
 
-$(KERNEL): $(KOBJS) $(BUILD)/symtab.o linker.ld
-	@[ "$(V)" = 1 ] || echo "  LD      $@"
-	$(Q)$(CC) $(KLDFLAGS) -o $@ $(KOBJS) $(BUILD)/symtab.o
-	$(Q)tools/gensyms --verify $(BUILD)/tally.pass1.elf $@
+$(BUILD)/$(1).elf: $(2) $(BUILD)/$(1).symtab.o linker.ld
+	@[ "$(V)" = 1 ] || echo "  LD      $$@"
+	$(Q)$(CC) $(KLDFLAGS) -o $$@ $(2) $(BUILD)/$(1).symtab.o
+	$(Q)tools/gensyms --verify $(BUILD)/$(1).pass1.elf $$@
+endef
+$(eval $(call kernel_image,tally,$(KOBJS)))
+$(eval $(call kernel_image,tally-test,$(KOBJS) $(KTEST_OBJS)))
 
 $(ISO): $(KERNEL) tools/mkiso
 	@[ "$(V)" = 1 ] || echo "  ISO     $@"
 	$(Q)tools/mkiso $(KERNEL) $@
+
+$(TEST_ISO): $(TEST_KERNEL) tools/mkiso
+	@[ "$(V)" = 1 ] || echo "  ISO     $@"
+	$(Q)tools/mkiso --test $(TEST_KERNEL) $@
 
 # ---- host unit tests (cmocka) ----------------------------------------------
 # Each tests/unit/NAME.mk adds NAME to UNIT_TESTS and sets NAME_SRCS: the test,
@@ -122,41 +148,53 @@ $(UBUILD)/obj/%.o: %.c
 
 UNIT_BINS := $(addprefix $(UBUILD)/,$(UNIT_TESTS))
 
+## host unit tests (cmocka) and the tools' own tests
 unit-tests: $(UNIT_BINS)
 	$(Q)tools/check --unit-only $(UNIT_BINS)
 
+## print the names of the host unit tests
 list-unit-tests:
 	@echo $(UNIT_TESTS)
 
 # ---- whole suite -----------------------------------------------------------
+## unit tests and QEMU boot tests, then one "N passed, N failed" line
 check: deps
-	$(Q)$(MAKE) --no-print-directory $(ISO) $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS)
 	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) $(UNIT_BINS)
 
-boot-tests: $(ISO)
+## QEMU boot tests only
+boot-tests: $(ISO) $(TEST_ISO)
 	$(Q)tools/check --boot-only $(if $(filter 1,$(KVM)),--kvm)
 
+## line coverage of the host-tested modules
 coverage: deps
 	$(Q)$(MAKE) --no-print-directory COV=1 $(addprefix $(BUILD)/cov/,$(UNIT_TESTS))
 	$(Q)tools/coverage $(BUILD)/cov $(addprefix $(BUILD)/cov/,$(UNIT_TESTS))
 
+# TEST=1: boot the test image instead, which runs the in-kernel tests.
+RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
+
+## build, then boot in QEMU with the serial console on this terminal
 run: deps
-	$(Q)$(MAKE) --no-print-directory $(ISO)
-	$(Q)tools/qemu run --iso $(ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM)
+	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
+	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM)
 
+## the same, stopped at the first instruction, gdb stub on :1234
 debug: deps
-	$(Q)$(MAKE) --no-print-directory $(ISO)
-	@echo "gdb $(KERNEL) -ex 'target remote :1234'"
-	$(Q)tools/qemu run --iso $(ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) --gdb
+	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
+	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) --gdb
 
+## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps
 	$(Q)$(MAKE) --no-print-directory $(ISO)
 	$(Q)tools/bench --iso $(ISO)
 
+## remove build/
 clean:
 	rm -rf $(BUILD)
 
+## this list
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@tools/makehelp Makefile
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -19,6 +19,12 @@ extern const struct ktest __stop_ktest_cases[];
 
 static const char *ktest_skip_msg;
 
+unsigned int
+ktest_count(void)
+{
+    return __stop_ktest_cases - __start_ktest_cases;
+}
+
 void
 ktest_diag(const char *fmt, ...)
 {

@@ -65,6 +65,12 @@ void ktest_skip_reason(const char *reason);
     } while (0)
 
 /*
+ * Return the number of tests linked into this kernel: 0 in the user image,
+ * which is built without tests/kernel/ (see the Makefile).
+ */
+unsigned int ktest_count(void);
+
+/*
  * Run the tests (all, or the suite named by the `test=` option), print
  * KTAP and return the number of failures.
  */

@@ -70,6 +70,17 @@ main_run_tests(void *arg)
     unsigned int failed;
 
     (void)arg;
+
+    /*
+     * An empty KTAP report would read as a pass to anyone who only looks
+     * at the exit status: say what happened instead, and fail.
+     */
+    if (ktest_count() == 0) {
+        log_error("ktest: this kernel has no in-kernel tests; "
+                  "boot build/tally-test.iso to run them");
+        machine_qemu_exit(MACHINE_EXIT_FAILURE);
+    }
+
     failed = ktest_run_all();
     machine_qemu_exit(failed == 0 ? MACHINE_EXIT_SUCCESS
                                   : MACHINE_EXIT_FAILURE);

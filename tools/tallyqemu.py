@@ -23,15 +23,19 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, 'build')
 DEFAULT_ISO = os.path.join(BUILD, 'tally.iso')
+# The same kernel with the in-kernel tests linked in (`test` boots).
+DEFAULT_TEST_ISO = os.path.join(BUILD, 'tally-test.iso')
 QEMU = 'qemu-system-x86_64'
 PROMPT = 'tally> '
 
@@ -484,6 +488,45 @@ class Qemu:
         return code
 
 
+# ---- ISO contents ------------------------------------------------------------
+
+def _xorriso(iso, *commands):
+    """Run xorriso on iso; return its stdout.  Raises OSError on failure."""
+    if not os.path.isfile(iso):
+        # xorriso takes a missing file for a blank medium and succeeds.
+        raise FileNotFoundError('ISO not found: %s' % iso)
+    r = subprocess.run(['xorriso', '-abort_on', 'FAILURE', '-indev', iso]
+                       + list(commands), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        # The reason is on its FAILURE (or SORRY) line, amid banner lines.
+        lines = r.stderr.strip().split('\n')
+        why = [ln for ln in lines if ' : FAILURE : ' in ln
+               or ' : SORRY : ' in ln] or lines[-1:]
+        raise OSError('xorriso failed on %s: %s' % (iso, why[0]))
+    return r.stdout
+
+
+def iso_list(iso):
+    """Every regular file's path in an ISO image, sorted."""
+    out = _xorriso(iso, '-find', '/', '-type', 'f')
+    # One quoted path a line; a quote inside a name would come as '"'"'.
+    return sorted(line[1:-1].replace("'\"'\"'", "'")
+                  for line in out.split('\n') if line.startswith("'"))
+
+
+def iso_read(iso, path):
+    """The bytes of one file of an ISO image."""
+    tmp = tempfile.mkdtemp(prefix='tally-iso.')
+    try:
+        dest = os.path.join(tmp, 'file')
+        _xorriso(iso, '-osirrox', 'on', '-extract', path, dest)
+        with open(dest, 'rb') as f:
+            return f.read()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 # ---- helpers for tests/boot/*.py -------------------------------------------
 
 class Tap:
@@ -555,9 +598,17 @@ def poweroff(q, timeout=60):
 
 
 def boot_test_args(description, argv=None):
-    """Common command line of a boot test: --iso ISO [--kvm] [--log LOG]."""
+    """Common command line of a boot test.
+
+    --iso ISO --test-iso ISO [--kvm] [--log LOG]: --iso is the user image
+    (shell sessions), --test-iso the one with the in-kernel tests, for any
+    boot with `test` on the command line.
+    """
     p = argparse.ArgumentParser(description=description)
-    p.add_argument('--iso', default=DEFAULT_ISO)
+    p.add_argument('--iso', default=DEFAULT_ISO,
+                   help='user image (default %(default)s)')
+    p.add_argument('--test-iso', default=DEFAULT_TEST_ISO,
+                   help='image with the in-kernel tests (default %(default)s)')
     p.add_argument('--kvm', action='store_true',
                    help='boot under KVM when usable (default: TCG)')
     p.add_argument('--log', default=None, help='serial log file')

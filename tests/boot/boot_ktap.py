@@ -34,7 +34,7 @@ def main():
     log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
                                    'serial-boot_ktap.txt')
     with tallyqemu.Qemu(log=log, name='boot_ktap') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode, cmdline='test')
+        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode, cmdline='test')
         tap.diag('qemu: %s, -smp %d; serial log %s'
                  % ('KVM' if q.kvm else 'TCG', SMP, q.log_path))
         timeout = RUN_TIMEOUT_KVM if q.kvm else RUN_TIMEOUT_TCG

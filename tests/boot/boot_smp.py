@@ -136,10 +136,10 @@ def main():
         check_shell(tap, args.iso, smp)
     check_shell(tap, args.iso, 4, cmdline='smp=2', expect=2)
     check_give_up(tap, args.iso, 4)
-    check_suites(tap, args.iso, 2, kvm=False)
-    check_suites(tap, args.iso, 4, kvm=False, limit=2)
+    check_suites(tap, args.test_iso, 2, kvm=False)
+    check_suites(tap, args.test_iso, 4, kvm=False, limit=2)
     if tallyqemu.kvm_usable():
-        check_suites(tap, args.iso, 2, kvm=True)
+        check_suites(tap, args.test_iso, 2, kvm=True)
     else:
         tap.ok('KVM -smp 2: smp and xcall suites # SKIP KVM not usable here')
     return tap.finish()

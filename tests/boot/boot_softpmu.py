@@ -34,7 +34,7 @@ def run(tap, args, mode, cmdline):
                        'serial-boot_softpmu-%s.txt' % mode)
     detail = ''
     with tallyqemu.Qemu(log=log, name='boot_softpmu') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode, cmdline=cmdline)
+        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode, cmdline=cmdline)
         try:
             code = q.wait_exit(TIMEOUT_KVM if q.kvm else TIMEOUT_TCG)
         except TimeoutError as e:

@@ -30,6 +30,7 @@ PROMPT_TIMEOUT = 300
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument('--iso', help='ignored: make run boots build/tally.iso')
+    p.add_argument('--test-iso', help='ignored: make run boots no tests')
     p.add_argument('--kvm', action='store_true',
                    help='KVM=auto instead of KVM=0')
     p.add_argument('--log', default=None)
