@@ -821,6 +821,11 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+
+    if (dev->ops->overflow_intr_end != NULL) {
+        dev->ops->overflow_intr_end(dev);
+    }
+
     return true;
 }
 

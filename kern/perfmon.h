@@ -105,10 +105,22 @@ struct perfmon_dev;
  * stop: disable the counter on this CPU.
  * read: the counter's raw value on this CPU (the core keeps the low width
  *   bits).
+ * write (optional: devices without it cannot sample): load a running
+ *   counter on this CPU with value, within the device's width, so that it
+ *   overflows after 2^width - value events.  Called by the core to arm a
+ *   sampling counter after start and to re-arm it from the overflow
+ *   interrupt; a device that freezes its counters for the interrupt (see
+ *   overflow_intr_end) loses no event between the core's read and write.
  * handle_overflow_intr (devices with overflow_intr only; NMI context, this
  *   CPU): find which of the device's counters overflowed, acknowledge them
  *   and return their mask (bit N for hw id N), or 0 when the interrupt is
- *   not the device's.
+ *   not the device's.  The device may freeze its counters (and whatever
+ *   else the interrupt's handlers read, such as branch records) until
+ *   overflow_intr_end.
+ * overflow_intr_end (optional; NMI context, this CPU): the core has handled
+ *   an interrupt the device claimed (folded and re-armed the counters, run
+ *   the callbacks): resume what handle_overflow_intr froze and let the
+ *   next interrupt come.
  */
 struct perfmon_dev_ops {
     int (*translate)(struct perfmon_dev *dev, uint64_t *raw_eventp,
@@ -120,7 +132,10 @@ struct perfmon_dev_ops {
                   uint64_t raw_event, unsigned int flags);
     void (*stop)(struct perfmon_dev *dev, unsigned int hw_id);
     uint64_t (*read)(struct perfmon_dev *dev, unsigned int hw_id);
+    void (*write)(struct perfmon_dev *dev, unsigned int hw_id,
+                  uint64_t value);
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);
+    void (*overflow_intr_end)(struct perfmon_dev *dev);
 };
 
 /* A named raw event a device offers (for perfmon_lookup_event()). */
@@ -138,6 +153,10 @@ struct perfmon_dev_event {
  * calls perfmon_overflow_intr() from it; its handle_overflow_intr operation
  * is then mandatory.  Without it the core polls the counters.
  *
+ * max_period: the most events the write operation can arm a counter for
+ * (some counters take only 32 bits sign-extended); 0 stands for
+ * 2^width - 1.  A longer sampling period is armed in several steps.
+ *
  * poll_ms: 0 lets the core choose: no polling when the device has an
  * overflow interrupt, otherwise an interval derived from the width and the
  * CPU frequency (see perfmon_dev_info.poll_ms).  Nonzero: poll at that
@@ -150,6 +169,7 @@ struct perfmon_dev {
     unsigned int width;                 /* counter bits, 1..64 */
     unsigned int nr_pmcs;               /* counters, 1..PERFMON_DEV_MAX_PMCS */
     bool overflow_intr;
+    uint64_t max_period;                /* see below */
     unsigned int poll_ms;
     const struct perfmon_dev_event *events;   /* may be NULL */
     unsigned int nr_events;

@@ -8,7 +8,6 @@
 #include <stddef.h>
 
 #include "kern/init.h"
-#include "kern/printf.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/syscnt.h"
@@ -36,16 +35,6 @@ syscnt_register(struct syscnt *syscnt, const char *name)
     *syscnt_tailp = syscnt;
     syscnt_tailp = &syscnt->next;
     spinlock_unlock_intr_restore(&syscnt_lock, flags);
-}
-
-void
-syscnt_register_cpu(struct syscnt *syscnt, const char *prefix,
-                    unsigned int cpu)
-{
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "%s/%u", prefix, cpu);
-    syscnt_register(syscnt, name);
 }
 
 struct syscnt *

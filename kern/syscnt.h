@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "kern/init.h"
+#include "kern/printf.h"
 
 #define SYSCNT_NAME_SIZE    32
 
@@ -29,8 +30,15 @@ struct syscnt {
 void syscnt_register(struct syscnt *syscnt, const char *name);
 
 /* Register the counter of one CPU, named "prefix/cpu". */
-void syscnt_register_cpu(struct syscnt *syscnt, const char *prefix,
-                         unsigned int cpu);
+static inline void
+syscnt_register_cpu(struct syscnt *syscnt, const char *prefix,
+                    unsigned int cpu)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    ksnprintf(name, sizeof(name), "%s/%u", prefix, cpu);
+    syscnt_register(syscnt, name);
+}
 
 static inline void
 syscnt_add(struct syscnt *syscnt, int64_t delta)

@@ -33,19 +33,10 @@ static uint64_t pmu_pmis;
 /* ---- shared by the drivers ----------------------------------------------- */
 
 uint64_t
-pmu_evtsel_mode(unsigned int flags)
+pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr)
 {
-    uint64_t bits = 0;
-
-    if (flags & PERFMON_EF_KERN) {
-        bits |= PMU_EVTSEL_OS;
-    }
-
-    if (flags & PERFMON_EF_USER) {
-        bits |= PMU_EVTSEL_USR;
-    }
-
-    return bits;
+    return ((flags & PERFMON_EF_KERN) ? os : 0)
+           | ((flags & PERFMON_EF_USER) ? usr : 0);
 }
 
 bool
@@ -142,8 +133,14 @@ uint64_t
 pmu_intr_claimed(uint64_t mask)
 {
     __atomic_fetch_add(&pmu_pmis, 1, __ATOMIC_RELAXED);
-    lapic_pmc_unmask();
     return mask;
+}
+
+void
+pmu_overflow_intr_end(struct perfmon_dev *dev)
+{
+    (void)dev;
+    lapic_pmc_unmask();
 }
 
 uint64_t

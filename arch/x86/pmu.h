@@ -250,7 +250,10 @@ pmu_cpuid_model(uint32_t eax)
 /*
  * What both drivers do the same way (pmu.c).
  *
- * pmu_evtsel_mode: the PERFEVTSEL OS and USR bits of PERFMON_EF_MODE flags.
+ * pmu_mode_bits: the bits that select the counting modes of PERFMON_EF_MODE
+ *   flags, os for the kernel and usr for user mode (PMU_EVTSEL_OS and
+ *   PMU_EVTSEL_USR in a PERFEVTSEL, PMU_FIXED_CTRL_* in a fixed counter's
+ *   field).
  * pmu_msr_holds: whether an MSR keeps each of nr patterns written to it,
  *   through the fault-safe accessors; it is left holding 0 either way.
  * pmu_active_*: the counters started on each CPU (hw id bits), written by
@@ -266,11 +269,13 @@ pmu_cpuid_model(uint32_t eax)
  *   this CPU whose bit top is clear has wrapped; rearm(hw_id, value) must
  *   arm it again.  Returns the wrapped counters.
  * pmu_intr_claimed: the end of an overflow handler that found mask: count
- *   the PMI and unmask the local APIC's performance-counter LVT entry,
- *   which the PMI masked.  Returns mask.
+ *   the PMI.  Returns mask.
+ * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers:
+ *   unmask the local APIC's performance-counter LVT entry, which the PMI
+ *   masked, once the core is done with the interrupt.
  * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
  */
-uint64_t pmu_evtsel_mode(unsigned int flags);
+uint64_t pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr);
 bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);
 void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);
@@ -281,6 +286,7 @@ uint64_t pmu_status_ack(uint32_t status_msr, uint32_t clear_msr,
 uint64_t pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
                          void (*rearm)(unsigned int hw_id, uint64_t value));
 uint64_t pmu_intr_claimed(uint64_t mask);
+void pmu_overflow_intr_end(struct perfmon_dev *dev);
 uint64_t pmu_nr_pmis(void);
 
 /* The boot glue (pmu_boot.c). */

@@ -178,7 +178,8 @@ pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
      * Neither HostOnly nor GuestOnly: count in both (APM vol. 2, section
      * 13.2.1); the mode comes from OS and USR.
      */
-    uint64_t sel = raw_event | pmu_evtsel_mode(flags) | PMU_EVTSEL_EN;
+    uint64_t sel = raw_event | PMU_EVTSEL_EN
+                   | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
 
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
@@ -239,11 +240,15 @@ pmu_amd_handle_overflow_intr(struct perfmon_dev *dev)
                               pmu_amd.exist_mask);
     }
 
-    /*
-     * AMD does not mask the LVT on a PMI, but rewriting it unmasked is
-     * harmless and keeps us working where a hypervisor does.
-     */
     return (mask != 0) ? pmu_intr_claimed(mask) : 0;
+}
+
+static void
+pmu_amd_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
+{
+    (void)dev;
+    assert(pmu_amd_hw_id_valid(hw_id));
+    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
 }
 
 static const struct perfmon_dev_ops pmu_amd_ops = {
@@ -253,7 +258,14 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
     .start = pmu_amd_start,
     .stop = pmu_amd_stop,
     .read = pmu_amd_read,
+    .write = pmu_amd_write,
     .handle_overflow_intr = pmu_amd_handle_overflow_intr,
+
+    /*
+     * AMD does not mask the LVT on a PMI, but rewriting it unmasked is
+     * harmless and keeps us working where a hypervisor does.
+     */
+    .overflow_intr_end = pmu_overflow_intr_end,
 };
 
 /* ---- probe -------------------------------------------------------------- */

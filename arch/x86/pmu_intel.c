@@ -190,15 +190,8 @@ pmu_intel_ctr_write(unsigned int hw_id, uint64_t value)
 static uint64_t
 pmu_intel_fixed_bits(unsigned int flags)
 {
-    uint64_t bits = 0;
-
-    if (flags & PERFMON_EF_KERN) {
-        bits |= PMU_FIXED_CTRL_OS;
-    }
-
-    if (flags & PERFMON_EF_USER) {
-        bits |= PMU_FIXED_CTRL_USR;
-    }
+    uint64_t bits = pmu_mode_bits(flags, PMU_FIXED_CTRL_OS,
+                                  PMU_FIXED_CTRL_USR);
 
     if (pmu_intel.nmi) {
         bits |= PMU_FIXED_CTRL_PMI;
@@ -344,7 +337,8 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
         ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
         pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
     } else {
-        uint64_t sel = raw_event | pmu_evtsel_mode(flags) | PMU_EVTSEL_EN;
+        uint64_t sel = raw_event | PMU_EVTSEL_EN
+                       | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
 
         if (pmu_intel.nmi) {
             sel |= PMU_EVTSEL_INT;
@@ -418,13 +412,15 @@ pmu_intel_handle_overflow_intr(struct perfmon_dev *dev)
                               pmu_intel.exist_mask);
     }
 
-    /*
-     * The local APIC sets the mask bit of the performance-counter LVT when
-     * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
-     * last, once the overflows are cleared, or there would be no further
-     * PMI.
-     */
     return (mask != 0) ? pmu_intr_claimed(mask) : 0;
+}
+
+static void
+pmu_intel_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
+{
+    (void)dev;
+    assert(pmu_intel_hw_id_valid(hw_id));
+    pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
 }
 
 static const struct perfmon_dev_ops pmu_intel_ops = {
@@ -434,7 +430,16 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     .start = pmu_intel_start,
     .stop = pmu_intel_stop,
     .read = pmu_intel_read,
+    .write = pmu_intel_write,
     .handle_overflow_intr = pmu_intel_handle_overflow_intr,
+
+    /*
+     * The local APIC sets the mask bit of the performance-counter LVT when
+     * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
+     * last, once the overflows are cleared, or there would be no further
+     * PMI.
+     */
+    .overflow_intr_end = pmu_overflow_intr_end,
 };
 
 /* ---- probe -------------------------------------------------------------- */
@@ -655,6 +660,9 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
         .name = "intel",
         .ops = &pmu_intel_ops,
         .overflow_intr = pmu_intel.nmi,
+
+        /* A legacy write loads 32 bits, sign-extended from bit 31. */
+        .max_period = pmu_intel.fw_write ? 0 : (1ULL << 31) - 1,
         .width = pmu_intel_popcount(pmu_intel.val_mask),
         .nr_pmcs = pmu_intel.nr_gp + pmu_intel.nr_fixed,
     };

@@ -240,6 +240,24 @@ softpmu_read(struct perfmon_dev *dev, unsigned int hw_id)
     return __atomic_load_n(&c->count, __ATOMIC_RELAXED);
 }
 
+/*
+ * Load a counter.  The clock's count is the TSC minus its start, so the
+ * start moves instead.
+ */
+static void
+softpmu_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
+{
+    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+
+    (void)dev;
+
+    if (c->raw_event == SWEVENT_CLOCK) {
+        c->tsc_start = cpu_rdtsc() - value;
+    } else {
+        __atomic_store_n(&c->count, value, __ATOMIC_RELAXED);
+    }
+}
+
 static uint64_t
 softpmu_handle_overflow_intr(struct perfmon_dev *dev)
 {
@@ -255,6 +273,7 @@ static const struct perfmon_dev_ops softpmu_ops = {
     .start = softpmu_start,
     .stop = softpmu_stop,
     .read = softpmu_read,
+    .write = softpmu_write,
     .handle_overflow_intr = softpmu_handle_overflow_intr,
 };
 

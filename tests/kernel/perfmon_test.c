@@ -685,8 +685,9 @@ pt_dev_overflow(struct perfmon_dev *dev)
 }
 
 static const struct perfmon_dev_ops pt_dev_ops = {
-    pt_dev_translate, pt_dev_alloc, pt_dev_free, pt_dev_start, pt_dev_stop,
-    pt_dev_read, pt_dev_overflow,
+    .translate = pt_dev_translate, .alloc = pt_dev_alloc,
+    .free = pt_dev_free, .start = pt_dev_start, .stop = pt_dev_stop,
+    .read = pt_dev_read, .handle_overflow_intr = pt_dev_overflow,
 };
 
 static struct perfmon_dev pt_dev = {

@@ -251,13 +251,9 @@ fdev_op_ovf(struct perfmon_dev *dev)
 }
 
 static const struct perfmon_dev_ops fdev_ops = {
-    .translate = fdev_op_translate,
-    .alloc = fdev_op_alloc,
-    .free = fdev_op_free,
-    .start = fdev_op_start,
-    .stop = fdev_op_stop,
-    .read = fdev_op_read,
-    .handle_overflow_intr = fdev_op_ovf,
+    .translate = fdev_op_translate, .alloc = fdev_op_alloc,
+    .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
+    .read = fdev_op_read, .handle_overflow_intr = fdev_op_ovf,
 };
 
 static const char *const fdev_names[] = { "fake0", "fake1", "fake2" };

@@ -136,6 +136,10 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         }
     }
 
+    if (dev->ops->overflow_intr_end != NULL) {
+        dev->ops->overflow_intr_end(dev);
+    }
+
     return true;
 }
 

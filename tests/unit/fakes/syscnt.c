@@ -7,7 +7,6 @@
  */
 
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "fakes/fake_smp.h"
@@ -32,16 +31,6 @@ syscnt_register(struct syscnt *syscnt, const char *name)
     syscnt->next = NULL;
     *fake_syscnt_lastp = syscnt;
     fake_syscnt_lastp = &syscnt->next;
-}
-
-void
-syscnt_register_cpu(struct syscnt *syscnt, const char *prefix,
-                    unsigned int cpu)
-{
-    char name[SYSCNT_NAME_SIZE];
-
-    snprintf(name, sizeof(name), "%s/%u", prefix, cpu);
-    syscnt_register(syscnt, name);
 }
 
 struct syscnt *
