@@ -1,0 +1,276 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Tests of kern/perfmon_ring.c, the per-CPU sample rings: records come out
+ * whole and in order across the end of the data, a full ring drops and
+ * counts records and never overwrites one, a producer interrupted by
+ * another (an NMI in the middle of a record) publishes nothing until the
+ * outer one is done, and a consumer on another CPU interleaved with the
+ * producer's steps never sees a torn record.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kern/error.h"
+#include "kern/perfmon_ring.h"
+
+#define TYPE_TEST   42
+
+static uint64_t ring_data[64];          /* 512 bytes */
+static struct perfmon_ring ring;
+static unsigned char out[1024];
+
+static void
+ring_setup(void)
+{
+    memset(ring_data, 0xee, sizeof(ring_data));
+    assert_int_equal(perfmon_ring_init(&ring, ring_data, sizeof(ring_data)),
+                     0);
+}
+
+/* A record of payload n bytes, every byte seq + its index. */
+static bool
+produce(unsigned int seq, size_t n)
+{
+    struct perfmon_ring_txn txn;
+
+    if (!perfmon_ring_begin(&ring, TYPE_TEST, seq, n, &txn)) {
+        return false;
+    }
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)(seq + i);
+
+        perfmon_ring_put(&ring, &txn, &b, 1);
+    }
+
+    perfmon_ring_commit(&ring, &txn);
+    return true;
+}
+
+/* The next record must be seq with n payload bytes, intact. */
+static void
+consume(unsigned int seq, size_t n)
+{
+    const struct perfmon_rec_hdr *hdr = (const void *)out;
+    size_t size = perfmon_ring_pop(&ring, out, sizeof(out));
+
+    assert_int_equal(size, (sizeof(*hdr) + n + 7) & ~(size_t)7);
+    assert_int_equal(hdr->type, TYPE_TEST);
+    assert_int_equal(hdr->size, size);
+    assert_int_equal(hdr->misc, seq);
+
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(out[sizeof(*hdr) + i], (unsigned char)(seq + i));
+    }
+
+    /* Padding is zeroed, not stale data. */
+    for (size_t i = sizeof(*hdr) + n; i < size; i++) {
+        assert_int_equal(out[i], 0);
+    }
+}
+
+static void
+test_init(void **state)
+{
+    (void)state;
+    assert_int_equal(perfmon_ring_init(NULL, ring_data, 512), -EINVAL);
+    assert_int_equal(perfmon_ring_init(&ring, NULL, 512), -EINVAL);
+    assert_int_equal(perfmon_ring_init(&ring, ring_data, 500), -EINVAL);
+    assert_int_equal(perfmon_ring_init(&ring, ring_data, 4), -EINVAL);
+    ring_setup();
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+    assert_true(perfmon_ring_used(&ring) == 0);
+}
+
+/* Many records of odd sizes go round the 512-byte ring several times. */
+static void
+test_wrap_around(void **state)
+{
+    (void)state;
+    ring_setup();
+
+    for (unsigned int seq = 0; seq < 400; seq++) {
+        size_t n = 1 + (seq * 37) % 90;
+
+        assert_true(produce(seq, n));
+
+        /* Keep up to two records in the ring between pops. */
+        if (seq % 3 == 2) {
+            consume(seq - 2, 1 + ((seq - 2) * 37) % 90);
+            consume(seq - 1, 1 + ((seq - 1) * 37) % 90);
+            consume(seq, n);
+        }
+    }
+
+    consume(399, 1 + (399 * 37) % 90);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+    assert_true(perfmon_ring_lost(&ring) == 0);
+}
+
+/* Full: the records that do not fit are dropped and counted, whole. */
+static void
+test_full_drops_and_counts(void **state)
+{
+    unsigned int kept = 0;
+
+    (void)state;
+    ring_setup();
+
+    /* 64-byte records (8 header + 56): 8 fit in 512 bytes. */
+    for (unsigned int seq = 0; seq < 20; seq++) {
+        kept += produce(seq, 56);
+    }
+
+    assert_int_equal(kept, 8);
+    assert_true(perfmon_ring_lost(&ring) == 12);
+    assert_true(perfmon_ring_used(&ring) == 512);
+
+    /* The first eight are intact: nothing was overwritten. */
+    consume(0, 56);
+
+    /* Room for exactly one more. */
+    assert_true(produce(100, 56));
+    assert_false(produce(101, 1));
+    assert_true(perfmon_ring_lost(&ring) == 13);
+
+    for (unsigned int seq = 1; seq < 8; seq++) {
+        consume(seq, 56);
+    }
+
+    consume(100, 56);
+
+    /* Too big ever, or than the ring: refused and counted. */
+    assert_false(produce(7, 600));
+    assert_false(produce(7, PERFMON_RING_MAX_REC));
+    assert_true(perfmon_ring_lost(&ring) == 15);
+}
+
+/*
+ * An NMI lands in the middle of a record: it writes a whole record of its
+ * own, which waits until the interrupted one is complete, and both come
+ * out in the order they were reserved.
+ */
+static void
+test_nested_producer(void **state)
+{
+    struct perfmon_ring_txn outer;
+    unsigned char b;
+
+    (void)state;
+    ring_setup();
+    assert_true(produce(1, 10));
+
+    assert_true(perfmon_ring_begin(&ring, TYPE_TEST, 2, 20, &outer));
+
+    for (size_t i = 0; i < 5; i++) {
+        b = (unsigned char)(2 + i);
+        perfmon_ring_put(&ring, &outer, &b, 1);
+    }
+
+    /* The interrupting producer: nested, it publishes nothing. */
+    assert_true(produce(3, 30));
+    consume(1, 10);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+
+    /* A producer nested two deep, failing for lack of room. */
+    assert_false(produce(4, 480));
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+
+    for (size_t i = 5; i < 20; i++) {
+        b = (unsigned char)(2 + i);
+        perfmon_ring_put(&ring, &outer, &b, 1);
+    }
+
+    perfmon_ring_commit(&ring, &outer);
+    consume(2, 20);
+    consume(3, 30);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+    assert_true(perfmon_ring_lost(&ring) == 1);
+}
+
+/*
+ * The outermost producer read head, published, and was interrupted before
+ * it marked itself done: the interrupting record is published anyway,
+ * by whichever of the two finishes last.
+ */
+static void
+test_publish_race(void **state)
+{
+    (void)state;
+    ring_setup();
+
+    /*
+     * Simulate the window: the outer producer is inside its final steps
+     * (nest still 1) when a record is reserved and committed.
+     */
+    ring.nest = 1;
+    assert_true(produce(9, 16));
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+    ring.nest = 0;
+    assert_true(produce(10, 8));
+    consume(9, 16);
+    consume(10, 8);
+}
+
+/* The consumer, on another CPU, pops between every step of a producer. */
+static void
+test_consumer_interleaved(void **state)
+{
+    struct perfmon_ring_txn txn;
+
+    (void)state;
+    ring_setup();
+
+    for (unsigned int seq = 0; seq < 200; seq++) {
+        size_t n = 1 + seq % 50;
+
+        assert_true(perfmon_ring_begin(&ring, TYPE_TEST, seq, n, &txn));
+        assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+
+        for (size_t i = 0; i < n; i++) {
+            unsigned char b = (unsigned char)(seq + i);
+
+            perfmon_ring_put(&ring, &txn, &b, 1);
+            assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+        }
+
+        perfmon_ring_commit(&ring, &txn);
+        consume(seq, n);
+    }
+}
+
+/* A buffer too small leaves the record where it is. */
+static void
+test_pop_small_buffer(void **state)
+{
+    (void)state;
+    ring_setup();
+    assert_true(produce(5, 100));
+    assert_int_equal(perfmon_ring_pop(&ring, out, 16), 112);
+    consume(5, 100);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init),
+        cmocka_unit_test(test_wrap_around),
+        cmocka_unit_test(test_full_drops_and_counts),
+        cmocka_unit_test(test_nested_producer),
+        cmocka_unit_test(test_publish_race),
+        cmocka_unit_test(test_consumer_interleaved),
+        cmocka_unit_test(test_pop_small_buffer),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
