@@ -175,6 +175,18 @@ thread_get_affinity(const struct thread *thread)
     return __atomic_load_n(&thread->cpumask, __ATOMIC_ACQUIRE);
 }
 
+bool
+thread_stack_bounds(const struct thread *thread, uint64_t *lop, uint64_t *hip)
+{
+    if (thread == NULL || thread->stack == NULL) {
+        return false;
+    }
+
+    *lop = (uint64_t)(uintptr_t)thread->stack;
+    *hip = *lop + THREAD_STACK_SIZE;
+    return true;
+}
+
 struct perfmon_td *
 thread_get_perfmon_td(struct thread *thread)
 {

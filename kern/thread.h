@@ -90,6 +90,14 @@ unsigned int thread_id(const struct thread *thread);
 const char *thread_name(const struct thread *thread);
 
 /*
+ * The thread's stack, [*lop, *hip): false for the boot and idle contexts,
+ * whose stacks the scheduler did not allocate.  Any context, NMI included
+ * (for call chains).
+ */
+bool thread_stack_bounds(const struct thread *thread, uint64_t *lop,
+                         uint64_t *hip);
+
+/*
  * Change the CPUs a thread may run on, effective at once: a thread running
  * or queued on a CPU outside the new mask is moved.  When thread is the
  * caller, the call returns on an allowed CPU.  Returns 0 or -EINVAL when

@@ -195,6 +195,16 @@ thread_preempt_enabled(void)
     return fake_preempt[cpu_id()] == 0;
 }
 
+/* Fake threads have no stack: call chains stop at the interrupted ip. */
+bool
+thread_stack_bounds(const struct thread *thread, uint64_t *lop, uint64_t *hip)
+{
+    (void)thread;
+    (void)lop;
+    (void)hip;
+    return false;
+}
+
 struct perfmon_td *
 thread_get_perfmon_td(struct thread *thread)
 {
