@@ -1,0 +1,369 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The fake PMU devices of the perfmon core's host tests: see fdev.h.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/trap.h"
+#include "fakes/fake_kmem.h"
+#include "fakes/fake_log.h"
+#include "fakes/fake_smp.h"
+#include "fdev.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/syscnt.h"
+#include "kern/thread.h"
+
+struct fdev fdevs[3];
+struct trap_frame test_frame;
+
+
+uint64_t
+fdev_mask(const struct fdev *fd)
+{
+    return fd->dev.width >= 64 ? UINT64_MAX : (1ULL << fd->dev.width) - 1;
+}
+
+static int
+fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
+{
+    if (id >= PERFMON_NR_EVENTS || !fd->can[id]) {
+        return -ENOENT;
+    }
+
+    *rawp = fd->code[id];
+    return 0;
+}
+
+static int
+fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
+           unsigned int flags)
+{
+    assert_true(flags != 0 && (flags & ~PERFMON_EF_MODE) == 0);
+
+    if (raw == RAW_UNCOUNTABLE) {
+        return -ENOENT;
+    }
+
+    if (raw == RAW_REFUSED) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i < fd->nr_hw; i++) {
+        if (!(fd->hw_used & (1ULL << i))) {
+            fd->hw_used |= 1ULL << i;
+            *hw_idp = i;
+            fd->nr_alloc++;
+            return 0;
+        }
+    }
+
+    return -EAGAIN;
+}
+
+static void
+fdev_free(struct fdev *fd, unsigned int hw_id)
+{
+    assert_true(fd->hw_used & (1ULL << hw_id));
+    fd->hw_used &= ~(1ULL << hw_id);
+    fd->nr_free++;
+}
+
+static void
+fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
+           unsigned int flags)
+{
+    struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+
+    (void)flags;
+    assert_false(cpu_intr_enabled());
+    assert_true(fd->hw_used & (1ULL << hw_id));
+    assert_false(c->running);
+    c->running = true;
+    c->raw_event = raw;
+    c->value = fd->initial;
+    fd->nr_start++;
+}
+
+static void
+fdev_stop(struct fdev *fd, unsigned int hw_id)
+{
+    struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+
+    assert_false(cpu_intr_enabled());
+    assert_true(c->running);
+    c->running = false;
+    fd->nr_stop++;
+}
+
+static uint64_t
+fdev_read(struct fdev *fd, unsigned int hw_id)
+{
+    unsigned long flags;
+    uint64_t value;
+
+    /* Local reads run with only preemption disabled. */
+    assert_true(!cpu_intr_enabled() || !thread_preempt_enabled());
+    assert_true(fd->counters[cpu_id()][hw_id].running);
+    value = fd->counters[cpu_id()][hw_id].value;
+    fd->nr_read++;
+
+    if (fd->intr_in_read != NULL) {
+        void (*intr)(void) = fd->intr_in_read;
+
+        /* An interrupt (a section of the core) lands after the read. */
+        fd->intr_in_read = NULL;
+        intr();
+    } else if (fd->nmi_in_read) {
+        /*
+         * The counter moves on after the read (and may wrap), then an NMI
+         * lands between two instructions of the core.
+         */
+        fd->nmi_in_read = false;
+        fdev_count(fd, cpu_id(), fd->counters[cpu_id()][hw_id].raw_event,
+                   fd->nmi_advance);
+        fd->nmi_advance = 0;
+        flags = cpu_intr_save();
+        fd->nmi_result = perfmon_overflow_intr(&fd->dev, &test_frame);
+        cpu_intr_restore(flags);
+    }
+
+    /* Bits above the width are junk the core must ignore. */
+    return (fd->dev.width < 64) ? value | (0xa5ULL << fd->dev.width) : value;
+}
+
+static uint64_t
+fdev_ovf(struct fdev *fd)
+{
+    uint64_t mask = fd->status[cpu_id()];
+
+    fd->status[cpu_id()] = 0;
+
+    /* An interrupt that takes time (throttling tests). */
+    fake_cpu_advance_tsc(fd->ovf_cycles);
+    return mask;
+}
+
+/* The fake device behind a struct perfmon_dev (its first member). */
+static struct fdev *
+fdev_of(struct perfmon_dev *dev)
+{
+    return (struct fdev *)dev;
+}
+
+static int
+fdev_op_translate(struct perfmon_dev *dev, uint64_t *rawp, unsigned int id)
+{
+    return fdev_translate(fdev_of(dev), rawp, id);
+}
+
+static int
+fdev_op_alloc(struct perfmon_dev *dev, unsigned int *hw_idp, uint64_t raw,
+              unsigned int flags)
+{
+    return fdev_alloc(fdev_of(dev), hw_idp, raw, flags);
+}
+
+static void
+fdev_op_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    fdev_free(fdev_of(dev), hw_id);
+}
+
+static void
+fdev_op_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw,
+              unsigned int flags)
+{
+    fdev_start(fdev_of(dev), hw_id, raw, flags);
+}
+
+static void
+fdev_op_stop(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    fdev_stop(fdev_of(dev), hw_id);
+}
+
+static uint64_t
+fdev_op_read(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    return fdev_read(fdev_of(dev), hw_id);
+}
+
+static uint64_t
+fdev_op_ovf(struct perfmon_dev *dev)
+{
+    return fdev_ovf(fdev_of(dev));
+}
+
+/* Load a running counter; an armed one is what sampling writes. */
+static void
+fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
+{
+    struct fdev *fd = fdev_of(dev);
+    struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+
+    assert_false(cpu_intr_enabled());
+    assert_true(c->running);
+    assert_true((value & ~fdev_mask(fd)) == 0);
+    c->value = value;
+    fd->nr_write++;
+}
+
+static const struct perfmon_dev_ops fdev_ops = {
+    .translate = fdev_op_translate, .alloc = fdev_op_alloc,
+    .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
+    .read = fdev_op_read, .write = fdev_op_write,
+    .handle_overflow_intr = fdev_op_ovf,
+};
+
+static const char *const fdev_names[] = { "fake0", "fake1", "fake2" };
+
+const struct perfmon_dev_event fdev_events[] = {
+    { "insns.any", RAW_INSNS },
+    { "other.thing", RAW_OTHER },
+};
+
+/*
+ * Prepare fake device i: a hardware-like PMU (cycles, instructions,
+ * branches, branch misses) for i != 1, a software-like one (the software
+ * events) for i == 1.  intr: with an overflow interrupt.
+ */
+struct fdev *
+fdev_init(unsigned int i, unsigned int width, unsigned int nr_pmcs,
+          bool intr)
+{
+    struct fdev *fd = &fdevs[i];
+
+    memset(fd, 0, sizeof(*fd));
+    fd->ops = fdev_ops;
+    fd->dev.overflow_intr = intr;
+
+    if (i == 1) {
+        for (unsigned int id = PERFMON_EV_TASK_CLOCK; id < PERFMON_NR_EVENTS;
+             id++) {
+            fd->can[id] = true;
+            fd->code[id] = 0x100 + id;
+        }
+    } else {
+        fd->can[PERFMON_EV_CYCLE] = true;
+        fd->code[PERFMON_EV_CYCLE] = RAW_CYCLES;
+        fd->can[PERFMON_EV_INSTRUCTION] = true;
+        fd->code[PERFMON_EV_INSTRUCTION] = RAW_INSNS;
+        fd->can[PERFMON_EV_BRANCH] = true;
+        fd->code[PERFMON_EV_BRANCH] = RAW_BRANCH;
+        fd->can[PERFMON_EV_BRANCH_MISS] = true;
+        fd->code[PERFMON_EV_BRANCH_MISS] = RAW_MISS;
+        fd->dev.events = fdev_events;
+        fd->dev.nr_events = ARRAY_SIZE(fdev_events);
+    }
+
+    fd->dev.name = fdev_names[i];
+    fd->dev.ops = &fd->ops;
+    fd->dev.width = width;
+    fd->dev.nr_pmcs = nr_pmcs;
+    fd->nr_hw = nr_pmcs;
+    return fd;
+}
+
+struct fdev *
+fdev_add(unsigned int i, unsigned int width, unsigned int nr_pmcs, bool intr)
+{
+    struct fdev *fd = fdev_init(i, width, nr_pmcs, intr);
+
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    return fd;
+}
+
+/* n events of type raw happen on cpu. */
+void
+fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n)
+{
+    uint64_t mask = fdev_mask(fd);
+
+    for (unsigned int i = 0; i < fd->nr_hw; i++) {
+        struct fdev_counter *c = &fd->counters[cpu][i];
+
+        if (!c->running || c->raw_event != raw) {
+            continue;
+        }
+
+        unsigned __int128 sum = (unsigned __int128)c->value + n;
+        uint64_t wraps = (uint64_t)(sum >> fd->dev.width);
+
+        if (wraps != 0) {
+            fd->status[cpu] |= 1ULL << i;
+            fd->wraps[cpu] += wraps;
+        }
+
+        c->value = (uint64_t)sum & mask;
+    }
+}
+
+/* An NMI for fd on cpu. */
+bool
+dev_nmi(struct perfmon_dev *dev, unsigned int cpu)
+{
+    struct fake_ctx ctx;
+    bool handled;
+
+    fake_ctx_enter(&ctx, cpu);
+    handled = perfmon_overflow_intr(dev, &test_frame);
+    fake_ctx_exit(&ctx);
+    return handled;
+}
+
+bool
+fdev_nmi(struct fdev *fd, unsigned int cpu)
+{
+    return dev_nmi(&fd->dev, cpu);
+}
+
+uint64_t
+syscnt_value(const char *name)
+{
+    struct syscnt *s = syscnt_lookup(name);
+
+    assert_non_null(s);
+    return syscnt_read(s);
+}
+
+/* The thread the test runs as, current on CPU 0. */
+struct thread *self;
+
+int
+setup(void **state)
+{
+    (void)state;
+    fake_cpu_reset(NR_CPUS);
+    fake_thread_reset();
+    fake_xcall_reset();
+    fake_timer_reset();
+    fake_syscnt_reset();
+    fake_kmem_reset();
+    fake_log_reset();
+    fake_clock_set(1000);
+    perfmon_reset();
+    self = fake_thread_create("self");
+    fake_thread_switch(0, self);
+    return 0;
+}
+
+void
+init_ok(struct perfmon_event *ev, uint64_t id, unsigned int flags)
+{
+    assert_int_equal(perfmon_event_init(ev, id, flags), 0);
+}
+

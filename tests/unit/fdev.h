@@ -1,0 +1,99 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The fake PMU devices of the perfmon core's host tests (perfmon_test.c,
+ * perfmon_sample_test.c): a fake device models per-CPU hardware counters:
+ * fdev_count() makes events happen on one CPU, and only counters started
+ * there with that raw event see them, wrapping at the device width and
+ * raising an overflow status bit as a PMU would; fdev_nmi() delivers its
+ * overflow interrupt on a CPU.  Device 1 counts the software events, the
+ * others hardware-like events (cycles, instructions, branches, misses).
+ */
+
+#ifndef TESTS_UNIT_FDEV_H
+#define TESTS_UNIT_FDEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/trap.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+
+#define NR_CPUS     4
+
+#define FDEV_MAX_HW 16
+
+/* Raw codes of the fake devices. */
+#define RAW_CYCLES  0x3c
+#define RAW_INSNS   0xc0
+#define RAW_BRANCH  0xc4
+#define RAW_MISS    0xc5
+#define RAW_OTHER   0x99
+#define RAW_REFUSED 0xdead         /* the device says: bits it does not define */
+#define RAW_UNCOUNTABLE 0xbeef     /* the device says: cannot count this */
+
+struct fdev_counter {
+    bool running;
+    uint64_t raw_event;
+    uint64_t value;
+};
+
+struct fdev {
+    struct perfmon_dev dev;
+    struct perfmon_dev_ops ops;
+    bool can[PERFMON_NR_EVENTS];
+    uint64_t code[PERFMON_NR_EVENTS];
+    unsigned int nr_hw;                 /* hardware counters */
+    uint64_t hw_used;
+    uint64_t initial;                   /* counter value at start */
+    struct fdev_counter counters[CPU_MAX][FDEV_MAX_HW];
+    uint64_t status[CPU_MAX];
+    uint64_t wraps[CPU_MAX];            /* counter wraps seen */
+    unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read, nr_write;
+    bool nmi_in_read;                   /* next read is hit by an NMI */
+    void (*intr_in_read)(void);         /* next read is interrupted by it */
+    uint64_t nmi_advance;               /* events just before that NMI */
+    bool nmi_result;
+    uint64_t ovf_cycles;                /* TSC the overflow handler takes */
+};
+
+extern struct fdev fdevs[3];
+
+/* The named raw events of the hardware-like devices. */
+extern const struct perfmon_dev_event fdev_events[2];
+extern struct trap_frame test_frame;
+
+/* The thread the test runs as, current on CPU 0. */
+extern struct thread *self;
+
+uint64_t fdev_mask(const struct fdev *fd);
+
+/*
+ * Prepare fake device i (not registered): a hardware-like PMU for i != 1,
+ * a software-like one for i == 1.  intr: with an overflow interrupt.
+ */
+struct fdev *fdev_init(unsigned int i, unsigned int width,
+                       unsigned int nr_pmcs, bool intr);
+
+/* fdev_init(), then registered. */
+struct fdev *fdev_add(unsigned int i, unsigned int width,
+                      unsigned int nr_pmcs, bool intr);
+
+/* n events of type raw happen on cpu. */
+void fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n);
+
+/* An overflow interrupt of dev (fd) on cpu; true when it was the device's. */
+bool dev_nmi(struct perfmon_dev *dev, unsigned int cpu);
+bool fdev_nmi(struct fdev *fd, unsigned int cpu);
+
+/* The value of the system counter name, which must exist. */
+uint64_t syscnt_value(const char *name);
+
+/* cmocka setup: 4 CPUs, fresh fakes and core, self current on CPU 0. */
+int setup(void **state);
+
+void init_ok(struct perfmon_event *ev, uint64_t id, unsigned int flags);
+
+#endif /* TESTS_UNIT_FDEV_H */
