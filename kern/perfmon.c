@@ -57,10 +57,14 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/trap.h"
 #include "kern/assert.h"
+#include "kern/cmdline.h"
 #include "kern/error.h"
 #include "kern/init.h"
+#include "kern/log.h"
 #include "kern/macros.h"
+#include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_i.h"
 #include "kern/string.h"
@@ -77,12 +81,26 @@
 #define PERFMON_EVENT_THREAD        0x5e1e
 #define PERFMON_EVENT_CPU           0x5e1f
 
+/* The first period of a frequency-mode event that gave none. */
+#define PERFMON_FREQ_FIRST_PERIOD   10000
+
+/* Throttling: the window over which a CPU's sampling time is measured. */
+#define PERFMON_THROTTLE_WINDOW_MS  10
+#define PERFMON_SAMPLE_SHARE_DEFAULT 25
+
 /*
  * A counter slot on one CPU.  nr_refs counts the CPU events and loaded
  * threads needing the counter to run here.  value grows by the difference
  * between raw reads, taken modulo 2^width.  wrap_seen: a plain update saw
  * the raw value go backwards, so the overflow interrupt of that wrap must
  * not add a period again.
+ *
+ * A sampling slot also keeps, while it runs here: the period, the events
+ * still to count to the next sample from armed_value (the value when the
+ * counter was last armed: it overflows after min(left, what the device can
+ * arm) events), the value and TSC at the last sample (frequency mode),
+ * the floor throttling put under the period, and the period of the sample
+ * due in the current interrupt.
  */
 struct perfmon_cpu_pmc {
     unsigned int nr_refs;
@@ -90,6 +108,14 @@ struct perfmon_cpu_pmc {
     uint64_t prev;
     uint64_t value;
     bool wrap_seen;
+
+    uint64_t period;
+    int64_t left;
+    uint64_t armed_value;
+    uint64_t sample_value;
+    uint64_t sample_tsc;
+    uint64_t min_period;
+    uint64_t due_period;
 };
 
 /*
@@ -110,9 +136,15 @@ struct perfmon_cpu {
     unsigned long gen;
     uint64_t pending;                   /* slots, set by the NMI while busy */
     uint64_t active_mask;
+    bool in_intr;                       /* the interrupt's own fold runs */
+    uint64_t due;                       /* slots with a sample due in it */
+    uint64_t window_start;              /* TSC, throttling window */
+    uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
     struct syscnt nr_intrs;
     struct syscnt nr_polls;
+    struct syscnt nr_unsampled;
+    struct syscnt nr_throttles;
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);
 
@@ -123,6 +155,12 @@ struct perfmon_call {
 };
 
 static struct perfmon_cpu perfmon_cpus[CPU_MAX];
+
+/* Most percent of a CPU's time sampling may take (perfmon.max_sample_share). */
+static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
+
+static void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu,
+                                       unsigned int slot);
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -163,13 +201,15 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     uint64_t mask = perfmon_width_mask(dev->width);
     uint64_t bit = perfmon_slot_bit(slot);
     uint64_t raw, delta;
-    bool wrapped;
+    bool wrapped, consumed = false;
 
     do {
         if (READ_ONCE(cpu->pending) & bit) {
             __atomic_fetch_and(&cpu->pending, ~bit, __ATOMIC_RELAXED);
             ovf = true;
         }
+
+        consumed |= ovf;
 
         barrier();
         raw = dev->ops->read(dev, pmc->hw_id) & mask;
@@ -196,6 +236,11 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         pmc->prev = raw;
         ovf = false;
     } while (READ_ONCE(cpu->pending) & bit);
+
+    /* A sampling counter that overflowed has to be armed again. */
+    if (consumed && perfmon_pmcs[slot].sampling != NULL) {
+        perfmon_cpu_pmc_overflowed(cpu, slot);
+    }
 }
 
 static void
@@ -250,9 +295,206 @@ perfmon_cpu_leave(struct perfmon_cpu *cpu)
     }
 }
 
-/* Start counting slot on this CPU for one more user. */
+/* ---- sampling (per-CPU slots, interrupts disabled) ------------------------ */
+
+/*
+ * Load a sampling counter so that it overflows after the events left to
+ * the next sample, or as many as the device can arm: a longer period takes
+ * several overflows, the intermediate ones writing no sample.
+ */
 static void
-perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot)
+perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    uint64_t mask = perfmon_width_mask(dev->width), max = mask, events;
+
+    if (dev->max_period != 0) {
+        max = MIN(max, dev->max_period);
+    }
+
+    assert(pmc->left > 0);
+    events = MIN((uint64_t)pmc->left, max);
+    pmc->prev = (0 - events) & mask;
+    pmc->wrap_seen = false;
+    pmc->armed_value = pmc->value;
+    dev->ops->write(dev, pmc->hw_id, pmc->prev);
+}
+
+/*
+ * Frequency mode, at a sample: the period that would have made the last
+ * interval 1/freq seconds long, at the event rate seen over it.  Close to
+ * the current period, move a quarter of the way (noise); far from it, jump
+ * (a start, or a change of workload).
+ */
+static void
+perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
+                       const struct perfmon_sampling *sampling)
+{
+    uint64_t now = cpu_rdtsc(), dt = now - pmc->sample_tsc;
+    uint64_t counted = pmc->value - pmc->sample_value, freq_hz, period;
+
+    pmc->sample_tsc = now;
+    pmc->sample_value = pmc->value;
+    freq_hz = cpu_tsc_freq();
+
+    if (sampling->freq == 0 || dt == 0 || counted == 0 || freq_hz == 0) {
+        return;
+    }
+
+    period = num_muldiv(counted, freq_hz, dt * sampling->freq);
+
+    if (period < pmc->period / 2 || period / 2 > pmc->period) {
+        pmc->period = period;
+    } else if (period > pmc->period) {
+        pmc->period += (period - pmc->period) / 4;
+    } else {
+        pmc->period -= (pmc->period - period) / 4;
+    }
+
+    pmc->period = MAX(pmc->period, MAX(pmc->min_period, 1));
+    pmc->period = MIN(pmc->period, PERFMON_MAX_PERIOD);
+}
+
+/*
+ * A sampling counter overflowed: count what it counted against the events
+ * left, take a sample when they are used up (only in the interrupt's own
+ * fold: then the interrupted frame is the one the sample must show), and
+ * arm it again.
+ */
+static void
+perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_sampling *sampling = perfmon_pmcs[slot].sampling;
+    int64_t left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+
+    if (left <= 0) {
+        if (cpu->in_intr) {
+            cpu->due |= perfmon_slot_bit(slot);
+            pmc->due_period = pmc->period;
+        } else {
+            syscnt_inc(&cpu->nr_unsampled);
+        }
+
+        perfmon_cpu_pmc_adjust(pmc, sampling);
+
+        /* One sample, however far past the period the counter got. */
+        left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
+                                               : left + (int64_t)pmc->period;
+    }
+
+    pmc->left = left;
+    perfmon_cpu_pmc_arm(cpu, slot);
+}
+
+/*
+ * A sampling counter starts on this CPU: with a thread's saved progress
+ * (saved, for thread events), or afresh.
+ */
+static void
+perfmon_cpu_pmc_sample_start(struct perfmon_cpu *cpu, unsigned int slot,
+                             const struct perfmon_td_pmc *saved)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_sampling *sampling = perfmon_pmcs[slot].sampling;
+
+    if (saved != NULL && saved->sample_period != 0) {
+        pmc->period = saved->sample_period;
+        pmc->min_period = saved->sample_min_period;
+        pmc->left = MAX(saved->sample_left, 1);
+    } else {
+        pmc->period = (sampling->period != 0) ? sampling->period
+                                              : PERFMON_FREQ_FIRST_PERIOD;
+        pmc->min_period = 0;
+        pmc->left = (int64_t)pmc->period;
+    }
+
+    pmc->sample_value = pmc->value;
+    pmc->sample_tsc = cpu_rdtsc();
+    perfmon_cpu_pmc_arm(cpu, slot);
+}
+
+/*
+ * A thread's sampling counter stops here (the caller updated its value):
+ * keep its progress to the next sample and its period with the thread.
+ */
+static void
+perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
+                            struct perfmon_td_pmc *tpmc)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    tpmc->sample_left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+    tpmc->sample_period = pmc->period;
+    tpmc->sample_min_period = pmc->min_period;
+}
+
+/*
+ * Throttling, after an interrupt that wrote samples and took cycles: when
+ * the window's sampling time passes the share allowed, double the period
+ * of every sampling counter running here, and say so in their buffers.
+ */
+static void
+perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
+{
+    uint64_t now = cpu_rdtsc(), freq_hz = cpu_tsc_freq(), window, slots;
+
+    if (freq_hz == 0) {
+        return;
+    }
+
+    window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
+
+    if (now - cpu->window_start > window) {
+        cpu->window_start = now;
+        cpu->window_cycles = 0;
+    }
+
+    cpu->window_cycles += cycles;
+
+    if (cpu->window_cycles * 100 <= window * perfmon_sample_share) {
+        return;
+    }
+
+    cpu->window_cycles = 0;
+    syscnt_inc(&cpu->nr_throttles);
+    slots = READ_ONCE(cpu->active_mask) & perfmon_sampling_slots;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+        slots &= slots - 1;
+        pmc->period = MIN(pmc->period * 2, PERFMON_MAX_PERIOD);
+        pmc->min_period = pmc->period;
+        perfmon_sample_throttled(perfmon_pmcs[slot].sampling, pmc->period);
+    }
+}
+
+/* Write the samples due in this interrupt (NMI context). */
+static void
+perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
+                          const struct trap_frame *frame)
+{
+    while (due != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(due);
+
+        due &= due - 1;
+        perfmon_sample_write(perfmon_pmcs[slot].sampling, frame,
+                             cpu->pmcs[slot].due_period);
+    }
+}
+
+/* ---- per-CPU counters ----------------------------------------------------- */
+
+/*
+ * Start counting slot on this CPU for one more user; saved: the thread's
+ * sampling progress, when a thread loads a sampling counter.
+ */
+static void
+perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
+                    const struct perfmon_td_pmc *saved)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
@@ -270,6 +512,11 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot)
     pmc->prev = dev->ops->read(dev, gpmc->hw_id)
                 & perfmon_width_mask(dev->width);
     pmc->wrap_seen = false;
+
+    if (gpmc->sampling != NULL) {
+        perfmon_cpu_pmc_sample_start(cpu, slot, saved);
+    }
+
     WRITE_ONCE(cpu->active_mask, cpu->active_mask | perfmon_slot_bit(slot));
 }
 
@@ -303,7 +550,7 @@ static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot)
 {
-    perfmon_cpu_pmc_ref(cpu, slot);
+    perfmon_cpu_pmc_ref(cpu, slot, &td->pmcs[slot]);
     td->pmcs[slot].cpu_snapshot = cpu->pmcs[slot].value;
     td->loaded_mask |= perfmon_slot_bit(slot);
 }
@@ -323,9 +570,26 @@ perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
 }
 
 /*
+ * Unload slot of a thread running on this CPU (entered, value synced):
+ * a sampling counter's progress goes with the thread.
+ */
+static void
+perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                      unsigned int slot)
+{
+    if (perfmon_pmcs[slot].sampling != NULL) {
+        perfmon_cpu_pmc_sample_save(cpu, slot, &td->pmcs[slot]);
+    }
+
+    perfmon_cpu_pmc_unref(cpu, slot);
+}
+
+/*
  * A context switch from prev to next on this CPU, in one section.  A slot
  * both threads count keeps running: its CPU reference passes from prev to
  * next, so the counter is read once and neither stopped nor restarted.
+ * Sampling slots are the exception: each thread has its own progress to
+ * the next sample, so they are unloaded and loaded.
  */
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
@@ -337,7 +601,8 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     assert(next->loaded_mask == 0);
     cpu = perfmon_cpu_enter();
     assert(prev->loaded_mask == 0 || prev->cpu == cpu_id());
-    kept = prev->loaded_mask & next->active_mask;
+    kept = prev->loaded_mask & next->active_mask
+           & ~READ_ONCE(perfmon_sampling_slots);
     slots = prev->loaded_mask;
 
     while (slots != 0) {
@@ -347,7 +612,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         perfmon_td_pmc_sync(prev, cpu, slot);
 
         if (!(kept & perfmon_slot_bit(slot))) {
-            perfmon_cpu_pmc_unref(cpu, slot);
+            perfmon_td_pmc_unload(prev, cpu, slot);
         }
     }
 
@@ -455,6 +720,7 @@ perfmon_td_detach_fn(struct thread *thread, bool running, void *arg)
         }
 
         td->active_mask &= ~perfmon_slot_bit(slot);
+        tpmc->sample_period = 0;
     }
 
     if (cpu != NULL) {
@@ -471,7 +737,7 @@ perfmon_cpu_attach_xcall(void *arg)
     struct perfmon_cpu *cpu = perfmon_cpu_enter();
     unsigned int slot = call->event->slot;
 
-    perfmon_cpu_pmc_ref(cpu, slot);
+    perfmon_cpu_pmc_ref(cpu, slot, NULL);
     call->event->start = cpu->pmcs[slot].value;
     perfmon_cpu_leave(cpu);
 }
@@ -554,6 +820,27 @@ perfmon_event_set_dev(struct perfmon_event *event, struct perfmon_dev *dev)
     }
 
     event->dev = dev;
+    return 0;
+}
+
+int
+perfmon_event_set_sampling(struct perfmon_event *event,
+                           const struct perfmon_sampling *sampling)
+{
+    if (event == NULL || event->state != PERFMON_EVENT_IDLE) {
+        return -EINVAL;
+    }
+
+    if (sampling != NULL
+        && ((sampling->period == 0 && sampling->freq == 0)
+            || sampling->period > PERFMON_MAX_PERIOD
+            || sampling->freq > PERFMON_MAX_FREQ
+            || (sampling->fields & ~PERFMON_SF_MASK) != 0
+            || sampling->sbuf == NULL)) {
+        return -EINVAL;
+    }
+
+    event->sampling = sampling;
     return 0;
 }
 
@@ -774,9 +1061,9 @@ perfmon_event_read(struct perfmon_event *event)
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
+    uint64_t mask, slots, active, due = 0, start = cpu_rdtsc();
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
-    uint64_t mask, slots, active;
 
     assert(!cpu_intr_enabled());
 
@@ -808,19 +1095,33 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         }
     }
 
+    /*
+     * Inside a section the fold waits for the section's end, where the
+     * frame is gone: such overflows are counted, re-armed, not sampled.
+     */
     if (READ_ONCE(cpu->busy)) {
         __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
     } else {
         WRITE_ONCE(cpu->busy, true);
         WRITE_ONCE(cpu->gen, cpu->gen + 1);
         barrier();
+        cpu->in_intr = true;
+        cpu->due = 0;
         perfmon_cpu_fold(cpu, slots, true);
+        cpu->in_intr = false;
+        due = cpu->due;
 
         /* Also folds what an NMI left pending, when this is not one. */
         perfmon_cpu_leave(cpu);
     }
 
+    /* The callbacks may add a branch stack to the samples. */
     perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+
+    if (due != 0) {
+        perfmon_cpu_write_samples(cpu, due, frame);
+        perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+    }
 
     if (dev->ops->overflow_intr_end != NULL) {
         dev->ops->overflow_intr_end(dev);
@@ -830,6 +1131,21 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 }
 
 /* ---- setup -------------------------------------------------------------- */
+
+/* perfmon.max_sample_share=PERCENT, 1 to 100. */
+static void
+perfmon_setup_sample_share(void)
+{
+    uint64_t share;
+    int error = cmdline_get_u64("perfmon.max_sample_share", &share);
+
+    if (error == 0 && share >= 1 && share <= 100) {
+        perfmon_sample_share = (unsigned int)share;
+    } else if (error != -ENOENT) {
+        log_warning("perfmon: perfmon.max_sample_share must be 1..100, "
+                    "using %u", PERFMON_SAMPLE_SHARE_DEFAULT);
+    }
+}
 
 static int
 perfmon_setup(void)
@@ -842,7 +1158,11 @@ perfmon_setup(void)
         syscnt_register_cpu(&cpu->nr_overflows, "perfmon_nr_overflows", i);
         syscnt_register_cpu(&cpu->nr_intrs, "perfmon_nr_intrs", i);
         syscnt_register_cpu(&cpu->nr_polls, "perfmon_nr_polls", i);
+        syscnt_register_cpu(&cpu->nr_unsampled, "perfmon_nr_unsampled", i);
+        syscnt_register_cpu(&cpu->nr_throttles, "perfmon_nr_throttles", i);
     }
+
+    perfmon_setup_sample_share();
 
     perfmon_pmc_setup();
     perfmon_ready = true;
@@ -861,6 +1181,7 @@ perfmon_reset(void)
     perfmon_intr_reset();
     perfmon_pmc_reset();
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
+    perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
     perfmon_setup();
 }
 #endif /* TALLY_HOST_TEST */

@@ -25,6 +25,7 @@
 #define KERN_PERFMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kern/init.h"
@@ -266,6 +267,140 @@ typedef void (*perfmon_pmc_fn_t)(const struct perfmon_pmc_info *info,
 void perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg);
 
 /*
+ * Sampling.
+ *
+ * An event in sampling mode writes a sample every period events: its
+ * counter is armed (struct perfmon_dev_ops.write) to overflow after the
+ * events left to the next sample, and the overflow interrupt writes the
+ * sample into the buffer of the CPU it ran on, then arms the counter again.
+ * The event's count stays exact, as in counting mode.  With freq, the core
+ * adjusts the period after each sample so that a steady workload gives
+ * freq samples per second per CPU.  When sampling interrupts take more than
+ * perfmon.max_sample_share percent of a CPU's time (boot option, default
+ * 25), the core doubles the period of the events that sampled there and
+ * records that it did (PERFMON_REC_THROTTLE).
+ *
+ * Sampling needs a device with an overflow interrupt and a write
+ * operation; events that sample never share a counter with counting
+ * events, and only with sampling events of the same struct
+ * perfmon_sampling that never count on one CPU at once (the CPU events of
+ * one recording, one per CPU, or the thread events of one recording).  A
+ * thread event's progress towards its next sample (and its period, in
+ * frequency mode) follows the thread across switches and migrations.
+ *
+ * Overflows that land while the CPU is inside perfmon's own short
+ * sections (a context switch, an attach) are counted and re-armed but not
+ * sampled: syscnt perfmon_nr_unsampled/N counts them.
+ */
+
+/* Fields of a sample, in their order in a record (perf's order). */
+#define PERFMON_SF_IP           0x01    /* u64 interrupted instruction */
+#define PERFMON_SF_TID          0x02    /* u32 0, u32 thread id */
+#define PERFMON_SF_TIME         0x04    /* u64 ns since boot (TSC) */
+#define PERFMON_SF_CPU          0x08    /* u32 cpu, u32 0 */
+#define PERFMON_SF_PERIOD       0x10    /* u64 events this sample stands for */
+#define PERFMON_SF_CALLCHAIN    0x20    /* u64 nr, u64 ips[nr]: ip, callers */
+#define PERFMON_SF_BRANCH       0x40    /* u64 nr, struct perfmon_branch[nr] */
+#define PERFMON_SF_MASK         0x7f
+
+/* Most call-chain entries (the interrupted ip included). */
+#define PERFMON_MAX_CALLCHAIN   128
+
+/* Most branch-stack entries a sample carries. */
+#define PERFMON_MAX_BRANCHES    32
+
+/* Highest sampling frequency, in samples per second per CPU. */
+#define PERFMON_MAX_FREQ        100000
+
+/* Highest period: periods are kept below 2^62 so that sums cannot wrap. */
+#define PERFMON_MAX_PERIOD      (1ULL << 62)
+
+/* A branch record: from, to, and flags (PERFMON_BR_*). */
+#define PERFMON_BR_MISPRED      0x1
+#define PERFMON_BR_PREDICTED    0x2
+
+struct perfmon_branch {
+    uint64_t from;
+    uint64_t to;
+    uint64_t flags;
+};
+
+/*
+ * Record types in sample buffers (struct perfmon_rec_hdr of
+ * kern/perfmon_ring.h).  The core writes SAMPLE (misc: 0; payload: u32
+ * fields, u32 the sampling id, then the fields) and THROTTLE (misc: the
+ * sampling id; payload: u64 time in ns, u64 the new period).  The other
+ * types are free for consumers that store records in the same format.
+ */
+#define PERFMON_REC_SAMPLE      1
+#define PERFMON_REC_THROTTLE    2
+#define PERFMON_REC_USER        16
+
+/* A set of per-CPU sample rings (kern/perfmon_sample.c). */
+struct perfmon_sbuf;
+
+/*
+ * Create a buffer of size bytes per CPU online, a power of two from
+ * PERFMON_SBUF_MIN to PERFMON_SBUF_MAX.  Returns 0, -EINVAL for a bad size,
+ * -ENOMEM.  perfmon_sbuf_destroy() frees it: no event may use it then.
+ * Thread context.
+ */
+#define PERFMON_SBUF_MIN        4096
+#define PERFMON_SBUF_MAX        (16 * 1024 * 1024)
+
+int perfmon_sbuf_create(struct perfmon_sbuf **sbufp, size_t size);
+void perfmon_sbuf_destroy(struct perfmon_sbuf *sbuf);
+
+/*
+ * The consumer's side, any CPU, one consumer per buffer: copy the oldest
+ * record of cpu's ring into dst (at most cap bytes) and consume it.
+ * Returns its size, 0 when there is none, or its size, leaving it, when
+ * that is more than cap.  perfmon_sbuf_lost(): records dropped so far on
+ * cpu because its ring was full.
+ */
+size_t perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu,
+                         void *dst, size_t cap);
+uint64_t perfmon_sbuf_lost(const struct perfmon_sbuf *sbuf, unsigned int cpu);
+unsigned int perfmon_sbuf_nr_cpus(const struct perfmon_sbuf *sbuf);
+
+/* A sample, decoded from a PERFMON_REC_SAMPLE record. */
+struct perfmon_sample {
+    unsigned int fields;
+    uint32_t id;
+    uint64_t ip;
+    unsigned int tid;
+    uint64_t time_ns;
+    unsigned int cpu;
+    uint64_t period;
+    unsigned int nr_ips;
+    const uint64_t *ips;                /* into the record */
+    unsigned int nr_branches;
+    const struct perfmon_branch *branches;      /* into the record */
+};
+
+/*
+ * Decode the sample record rec of size bytes.  Returns 0, or -EINVAL when
+ * it is not a well-formed sample record (any input: records may come from
+ * a damaged store).
+ */
+int perfmon_sample_decode(const void *rec, size_t size,
+                          struct perfmon_sample *sample);
+
+/*
+ * How an event samples: set by its user, read by the core, which keeps a
+ * pointer to it: it must stay valid and unchanged while an event that uses
+ * it is attached.
+ */
+struct perfmon_sampling {
+    uint64_t period;                    /* events per sample; with freq,
+                                           the first period (0: a guess) */
+    unsigned int freq;                  /* samples/s per CPU, 0: fixed */
+    unsigned int fields;                /* PERFMON_SF_* */
+    uint32_t id;                        /* copied into the samples */
+    struct perfmon_sbuf *sbuf;          /* where they go */
+};
+
+/*
  * An event.  The caller owns the storage; all fields are private to the
  * core.
  */
@@ -279,6 +414,7 @@ struct perfmon_event {
     unsigned int cpu;                   /* attached CPU */
     uint64_t start;                     /* td or CPU value at attach */
     uint64_t value;                     /* count of finished attachments */
+    const struct perfmon_sampling *sampling;    /* NULL: counting */
     struct perfmon_event *next_user;    /* on the counter's user list */
 };
 
@@ -300,6 +436,17 @@ int perfmon_event_set_dev(struct perfmon_event *event,
                           struct perfmon_dev *dev);
 
 /*
+ * Put an event that is not attached in sampling mode (sampling not NULL)
+ * or back in counting mode (NULL).  Returns 0, or -EINVAL for a NULL or
+ * attached event, a period of 0 without freq, a period above
+ * PERFMON_MAX_PERIOD, a freq above PERFMON_MAX_FREQ, unknown fields or no
+ * buffer.  Attaching it later fails with -EOPNOTSUPP when its device has
+ * no overflow interrupt or cannot arm counters.
+ */
+int perfmon_event_set_sampling(struct perfmon_event *event,
+                               const struct perfmon_sampling *sampling);
+
+/*
  * Attach an initialised or detached event to a thread, which may be the
  * caller, running elsewhere, sleeping, or already exited; the event holds a
  * reference on the thread until detached.  Counting starts now.
@@ -310,6 +457,7 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  *   -EINVAL  also for a raw code with bits the device does not define
  *   -EAGAIN  every counter of the device is taken
  *   -EBUSY   the context-switch hook is off (perfmon.hook=off)
+ *   -EOPNOTSUPP  a sampling event on a device that cannot sample
  * and leaves everything unchanged on error.
  */
 int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
@@ -404,6 +552,15 @@ typedef void (*perfmon_intr_fn_t)(struct perfmon_dev *dev, unsigned int cpu,
 
 int perfmon_intr_register(perfmon_intr_fn_t fn, void *arg);
 int perfmon_intr_unregister(int handle);
+
+/*
+ * For a callback: the branch stack of this interrupt, newest first (at
+ * most PERFMON_MAX_BRANCHES entries are kept), copied into the samples the
+ * interrupt writes for events that asked for PERFMON_SF_BRANCH.  NMI
+ * context, the interrupted CPU, from a callback only.
+ */
+void perfmon_intr_set_branches(const struct perfmon_branch *entries,
+                               unsigned int nr);
 
 INIT_OP_DECLARE(perfmon_setup);
 

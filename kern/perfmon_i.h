@@ -51,17 +51,28 @@ perfmon_nr_devs_load(void)
 }
 
 /*
- * A counter slot, under perfmon_lock.  raw_event, flags and hw_id are
- * written before the slot is used on any CPU and stay fixed while nr_refs
- * is not zero, so interrupt code reads them without the lock.
+ * A counter slot, under perfmon_lock.  raw_event, flags, hw_id and
+ * sampling are written before the slot is used on any CPU and stay fixed
+ * while nr_refs is not zero, so interrupt code reads them without the
+ * lock.  A sampling slot (sampling set) serves events of that sampling
+ * only, all thread events or all CPU events (thread_events).
  */
 struct perfmon_pmc {
     unsigned int nr_refs;               /* events using the slot */
     unsigned int hw_id;
     uint64_t raw_event;
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
+    const struct perfmon_sampling *sampling;
+    bool thread_events;                 /* sampling slots: whose events */
     struct perfmon_event *users;        /* list through next_user */
 };
+
+/*
+ * The slots that sample (a bit per slot with sampling set), under
+ * perfmon_lock; read without it by the context-switch hook, which only
+ * looks at slots its threads use (their bits cannot change meanwhile).
+ */
+extern uint64_t perfmon_sampling_slots;
 
 /* The global counter table (kern/perfmon_pmc.c), slot by slot. */
 extern struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
@@ -124,10 +135,29 @@ void perfmon_cpu_poll_xcall(void *dev);
 
 /*
  * kern/perfmon_intr.c: run the registered callbacks for an overflow
- * interrupt of dev on cpu (NMI context, no lock).
+ * interrupt of dev on cpu (NMI context, no lock), after clearing the
+ * branch stack the callbacks may set; perfmon_intr_branches() returns it
+ * (its entries and their number), for the samples of the interrupt.
  */
 void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                                 uint64_t ovf_mask, struct trap_frame *frame);
+const struct perfmon_branch *perfmon_intr_branches(unsigned int *nrp);
+
+/*
+ * kern/perfmon_sample.c.
+ *
+ * perfmon_sample_write: write a sample of sampling on the calling CPU, in
+ *   the overflow interrupt (NMI context): the interrupted frame, the period
+ *   the sample stands for.  Returns false when the ring was full (the
+ *   sample is counted as lost there).
+ * perfmon_sample_throttled: record that sampling's period went up to
+ *   period on the calling CPU (NMI context).
+ * perfmon_sample_setup: the part of perfmon_setup for that file.
+ */
+bool perfmon_sample_write(const struct perfmon_sampling *sampling,
+                          const struct trap_frame *frame, uint64_t period);
+void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
+                              uint64_t period);
 
 #ifdef TALLY_HOST_TEST
 /* Forget the state of one file (perfmon_reset() calls them all). */

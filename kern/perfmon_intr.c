@@ -4,7 +4,8 @@
  *
  * Performance monitoring core: the overflow-interrupt callback registry
  * (perfmon_intr_register/unregister in kern/perfmon.h), for drivers that
- * must act on a PMU's overflow interrupt without owning it.
+ * must act on a PMU's overflow interrupt without owning it, and the branch
+ * stack such a callback hands to the samples of the interrupt.
  *
  * The interrupt path takes no lock: it loads each entry's function pointer
  * once, with acquire ordering, and calls it if it is set.  Writers take
@@ -22,6 +23,7 @@
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/macros.h"
+#include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_i.h"
 #include "kern/spinlock.h"
@@ -52,10 +54,23 @@ static struct perfmon_intr_entry
 /* Makes handles of successive registrations of one entry differ. */
 static unsigned int perfmon_intr_gen;   /* under perfmon_intr_lock */
 
+/*
+ * The branch stack a callback handed over for the current interrupt, per
+ * CPU: written and read by that CPU's overflow interrupt only.
+ */
+struct perfmon_intr_branches {
+    unsigned int nr;
+    struct perfmon_branch entries[PERFMON_MAX_BRANCHES];
+};
+
+static struct perfmon_intr_branches perfmon_intr_branches_cpu[CPU_MAX];
+
 void
 perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                            uint64_t ovf_mask, struct trap_frame *frame)
 {
+    perfmon_intr_branches_cpu[cpu].nr = 0;
+
     for (size_t i = 0; i < ARRAY_SIZE(perfmon_intr_entries); i++) {
         struct perfmon_intr_entry *entry = &perfmon_intr_entries[i];
         perfmon_intr_fn_t fn;
@@ -67,6 +82,27 @@ perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
             fn(dev, cpu, ovf_mask, frame, entry->arg);
         }
     }
+}
+
+void
+perfmon_intr_set_branches(const struct perfmon_branch *entries,
+                          unsigned int nr)
+{
+    struct perfmon_intr_branches *b = &perfmon_intr_branches_cpu[cpu_id()];
+
+    assert(!cpu_intr_enabled());
+    nr = MIN(nr, (unsigned int)PERFMON_MAX_BRANCHES);
+    memcpy(b->entries, entries, nr * sizeof(*entries));
+    b->nr = nr;
+}
+
+const struct perfmon_branch *
+perfmon_intr_branches(unsigned int *nrp)
+{
+    struct perfmon_intr_branches *b = &perfmon_intr_branches_cpu[cpu_id()];
+
+    *nrp = b->nr;
+    return b->entries;
 }
 
 int
@@ -157,6 +193,7 @@ perfmon_intr_reset(void)
 {
     spinlock_init(&perfmon_intr_lock);
     memset(perfmon_intr_entries, 0, sizeof(perfmon_intr_entries));
+    memset(perfmon_intr_branches_cpu, 0, sizeof(perfmon_intr_branches_cpu));
     perfmon_intr_gen = 0;
 }
 #endif /* TALLY_HOST_TEST */

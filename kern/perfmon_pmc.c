@@ -55,6 +55,7 @@ bool perfmon_switch_hook_on = true;
 /* Attached thread events, under perfmon_lock (see perfmon_set_switch_hook). */
 static unsigned int perfmon_nr_thread_events;
 struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
+uint64_t perfmon_sampling_slots;
 static unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
 static bool perfmon_poll_armed[PERFMON_MAX_DEVS];
@@ -161,6 +162,23 @@ perfmon_event_resolve(const struct perfmon_event *event,
 }
 
 /*
+ * Whether an event may use a slot in use: the same raw event and mode,
+ * and, for sampling, the same sampling and the same kind of events (a
+ * sampling counter's state on a CPU serves either a CPU event or the
+ * thread loaded there, not both).
+ */
+static bool
+perfmon_pmc_matches(const struct perfmon_pmc *pmc,
+                    const struct perfmon_event *event, uint64_t raw,
+                    unsigned int mode)
+{
+    return pmc->raw_event == raw && pmc->flags == mode
+           && pmc->sampling == event->sampling
+           && (pmc->sampling == NULL
+               || pmc->thread_events == (event->thread != NULL));
+}
+
+/*
  * Find or allocate the counter slot of an event and add the event to its
  * users.  Sets *armp when the poll timer of the device must be started.
  */
@@ -180,6 +198,11 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
         return error;
     }
 
+    if (event->sampling != NULL
+        && (!dev->overflow_intr || dev->ops->write == NULL)) {
+        return -EOPNOTSUPP;
+    }
+
     base = dev->index * PERFMON_DEV_MAX_PMCS;
 
     for (unsigned int i = base; i < base + dev->nr_pmcs; i++) {
@@ -187,7 +210,7 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
 
         if (pmc->nr_refs == 0) {
             free_slot = MIN(free_slot, i);
-        } else if (pmc->raw_event == raw && pmc->flags == mode) {
+        } else if (perfmon_pmc_matches(pmc, event, raw, mode)) {
             goto found;
         }
     }
@@ -212,8 +235,15 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
     pmc->hw_id = hw_id;
     pmc->raw_event = raw;
     pmc->flags = mode;
+    pmc->sampling = event->sampling;
+    pmc->thread_events = event->thread != NULL;
     pmc->users = NULL;
     perfmon_dev_nr_used_[dev->index]++;
+
+    if (pmc->sampling != NULL) {
+        WRITE_ONCE(perfmon_sampling_slots,
+                   perfmon_sampling_slots | perfmon_slot_bit(free_slot));
+    }
 
     if (dev->poll_interval_ms != 0 && !perfmon_poll_armed[dev->index]) {
         perfmon_poll_armed[dev->index] = true;
@@ -247,6 +277,9 @@ perfmon_pmc_put(struct perfmon_event *event)
     if (--pmc->nr_refs == 0) {
         event->dev->ops->free(event->dev, pmc->hw_id);
         perfmon_dev_nr_used_[event->dev->index]--;
+        WRITE_ONCE(perfmon_sampling_slots,
+                   perfmon_sampling_slots & ~perfmon_slot_bit(event->slot));
+        pmc->sampling = NULL;
     }
 }
 
@@ -415,6 +448,7 @@ void
 perfmon_pmc_reset(void)
 {
     memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
+    perfmon_sampling_slots = 0;
     memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
     memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));
     memset(perfmon_poll_armed, 0, sizeof(perfmon_poll_armed));

@@ -34,11 +34,18 @@
  * per-CPU 64-bit value of the slot when it was loaded.  At unload that
  * difference is added to value, so value is the count of everything that
  * happened while the thread ran, on whatever CPUs.
+ *
+ * For a sampling slot, while it is not loaded: the events left to the
+ * thread's next sample, its period and the floor throttling put under it
+ * (sample_period 0: none yet, the next load starts afresh).
  */
 struct perfmon_td_pmc {
     unsigned int nr_refs;
     uint64_t cpu_snapshot;
     uint64_t value;
+    int64_t sample_left;
+    uint64_t sample_period;
+    uint64_t sample_min_period;
 };
 
 /*

@@ -114,6 +114,7 @@ struct cpu {
 #ifdef TALLY_HOST_TEST
 
 unsigned int cpu_id(void);
+uint64_t cpu_rdtsc(void);
 bool cpu_intr_enabled(void);
 unsigned long cpu_intr_save(void);
 void cpu_intr_restore(unsigned long flags);

@@ -3,8 +3,8 @@
  *
  *
  * Fake of the processor functions host-built modules use (cpu_id(),
- * cpu_count(), the interrupt flag, the TSC frequency): plain variables a
- * test sets through fake_smp.h.
+ * cpu_count(), the interrupt flag, the TSC and its frequency): plain
+ * variables a test sets through fake_smp.h.
  */
 
 #include <stdbool.h>
@@ -19,6 +19,7 @@ static unsigned int fake_cpu_id;
 static unsigned int fake_cpu_nr = 1;
 static bool fake_cpu_intr = true;
 static uint64_t fake_cpu_tsc_freq = 3000000000ULL;
+static uint64_t fake_cpu_tsc;
 
 void
 fake_cpu_reset(unsigned int nr_cpus)
@@ -28,6 +29,7 @@ fake_cpu_reset(unsigned int nr_cpus)
     fake_cpu_id = 0;
     fake_cpu_intr = true;
     fake_cpu_tsc_freq = 3000000000ULL;
+    fake_cpu_tsc = 0;
 }
 
 void
@@ -47,6 +49,19 @@ void
 fake_cpu_set_tsc_freq(uint64_t hz)
 {
     fake_cpu_tsc_freq = hz;
+}
+
+void
+fake_cpu_advance_tsc(uint64_t cycles)
+{
+    fake_cpu_tsc += cycles;
+}
+
+/* The TSC stands still unless a test moves it. */
+uint64_t
+cpu_rdtsc(void)
+{
+    return fake_cpu_tsc;
 }
 
 unsigned int

@@ -28,6 +28,7 @@ void fake_cpu_reset(unsigned int nr_cpus);
 void fake_cpu_set_id(unsigned int cpu);
 void fake_cpu_set_intr(bool enabled);
 void fake_cpu_set_tsc_freq(uint64_t hz);
+void fake_cpu_advance_tsc(uint64_t cycles);
 
 /* ---- thread.c ---- */
 

@@ -1,0 +1,793 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Host tests of sampling in the perfmon core (kern/perfmon.c,
+ * kern/perfmon_pmc.c, kern/perfmon_sample.c) against the fake devices of
+ * fdev.c: a fixed period gives exactly total / period samples, with skid
+ * and with periods longer than the counter; a thread's progress to its
+ * next sample follows it across a switch and a migration; frequency mode
+ * converges on a steady, a changing and a bursty load and never reaches a
+ * period of 0; throttling doubles the period and says so; an overflow in
+ * the middle of a perfmon section is counted and re-armed, not sampled;
+ * a full ring drops and counts samples; callbacks add a branch stack;
+ * every refusal (bad arguments, devices that cannot sample, sharing that
+ * cannot work) and the decoding of damaged records.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/trap.h"
+#include "fakes/fake_kmem.h"
+#include "fakes/fake_smp.h"
+#include "fdev.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_ring.h"
+#include "kern/syscnt.h"
+
+#define ALL_FIELDS  (PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME     \
+                     | PERFMON_SF_CPU | PERFMON_SF_PERIOD                 \
+                     | PERFMON_SF_CALLCHAIN)
+#define TEST_IP     0xffffffff80123456ULL
+
+static struct perfmon_sbuf *sbuf;
+static uint64_t rec_buf[PERFMON_RING_MAX_REC / 8];
+
+/* What a CPU's ring held: the samples decoded, the throttle records. */
+struct drained {
+    unsigned int nr_samples;
+    unsigned int nr_throttles;
+    uint64_t period_sum;
+    uint64_t last_period;
+    uint64_t throttle_period;
+    struct perfmon_sample last;
+};
+
+static int
+sample_setup(void **state)
+{
+    setup(state);
+    test_frame.rip = TEST_IP;
+    sbuf = NULL;
+    return 0;
+}
+
+static int
+sample_teardown(void **state)
+{
+    (void)state;
+    perfmon_sbuf_destroy(sbuf);
+    assert_int_equal(fake_kmem_live(), 0);
+    return 0;
+}
+
+static struct perfmon_sampling
+make_sampling(uint64_t period, unsigned int freq, unsigned int fields,
+              size_t size)
+{
+    if (sbuf == NULL) {
+        assert_int_equal(perfmon_sbuf_create(&sbuf, size), 0);
+    }
+
+    return (struct perfmon_sampling){
+        .period = period, .freq = freq, .fields = fields, .id = 7,
+        .sbuf = sbuf,
+    };
+}
+
+static void
+drain(unsigned int cpu, struct drained *d)
+{
+    size_t size;
+
+    memset(d, 0, sizeof(*d));
+
+    while ((size = perfmon_sbuf_read(sbuf, cpu, rec_buf, sizeof(rec_buf)))
+           != 0) {
+        const struct perfmon_rec_hdr *hdr = (const void *)rec_buf;
+
+        if (hdr->type == PERFMON_REC_THROTTLE) {
+            const uint64_t *payload = (const uint64_t *)(hdr + 1);
+
+            assert_int_equal(hdr->misc, 7);
+            d->nr_throttles++;
+            d->throttle_period = payload[1];
+            continue;
+        }
+
+        assert_int_equal(perfmon_sample_decode(rec_buf, size, &d->last), 0);
+        d->nr_samples++;
+        d->period_sum += d->last.period;
+        d->last_period = d->last.period;
+    }
+}
+
+/*
+ * total events of raw on cpu, chunk at a time, with the overflow
+ * interrupt delivered after each chunk that raised one (each chunk's TSC
+ * advance in tsc_per_chunk).
+ */
+static void
+run(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t total,
+    uint64_t chunk, uint64_t tsc_per_chunk)
+{
+    while (total > 0) {
+        uint64_t n = MIN(chunk, total);
+
+        fdev_count(fd, cpu, raw, n);
+        fake_cpu_advance_tsc(tsc_per_chunk);
+        total -= n;
+
+        if (fd->status[cpu] != 0) {
+            assert_true(fdev_nmi(fd, cpu));
+        }
+    }
+}
+
+static struct thread *
+current_on(unsigned int cpu)
+{
+    struct thread *t = fake_thread_create("worker");
+
+    fake_thread_switch(cpu, t);
+    return t;
+}
+
+/* ---- fixed period --------------------------------------------------------- */
+
+static void
+test_fixed_period_exact(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, ALL_FIELDS, 65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct thread *t = current_on(1);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+
+    run(fd, 1, RAW_CYCLES, 50 * 1000, 1000, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 50);
+    assert_true(d.period_sum == 50 * 1000);
+    assert_int_equal(d.last.fields, ALL_FIELDS);
+    assert_int_equal(d.last.id, 7);
+    assert_true(d.last.ip == TEST_IP);
+    assert_int_equal(d.last.tid, thread_id(t));
+    assert_int_equal(d.last.cpu, 1);
+    assert_int_equal(d.last.nr_ips, 1);        /* fake threads: no stack */
+    assert_true(d.last.ips[0] == TEST_IP);
+
+    /* The count stays exact; nothing on the other CPUs. */
+    assert_true(perfmon_event_read(&ev) == 50 * 1000);
+    drain(0, &d);
+    assert_int_equal(d.nr_samples, 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* Interrupts come late (skid): still one sample per period counted. */
+static void
+test_fixed_period_skid(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(2);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 2), 0);
+
+    /*
+     * 1003 events between interrupts: 3 past each period, which count
+     * towards the next one, so the 101st sample is 700 events later.
+     */
+    run(fd, 2, RAW_CYCLES, 100 * 1003, 1003, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 100);
+    run(fd, 2, RAW_CYCLES, 699, 699, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 0);
+    run(fd, 2, RAW_CYCLES, 1, 1, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_true(perfmon_event_read(&ev) == 101000);
+
+    /*
+     * Far past the period before the interrupt: one sample (as a PMU
+     * with that much skid gives), and the next a period later.
+     */
+    run(fd, 2, RAW_CYCLES, 5000, 5000, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 1);
+    run(fd, 2, RAW_CYCLES, 999, 999, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 0);
+    run(fd, 2, RAW_CYCLES, 1, 1, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* A period the counter cannot hold is armed in steps. */
+static void
+test_period_longer_than_counter(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100000, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fd->dev.max_period = 30000;
+    init_ok(&ev, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+
+    run(fd, 1, RAW_BRANCH, 1000000, 1000, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 10);
+    assert_true(d.last_period == 100000);
+    assert_true(perfmon_event_read(&ev) == 1000000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* ---- thread events --------------------------------------------------------- */
+
+/*
+ * 600 events on CPU 0, the thread switched out, moved to CPU 2, switched
+ * in, 400 events there: that is the period, and the sample comes there.
+ */
+static void
+test_thread_progress_follows(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, ALL_FIELDS, 65536);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct thread *t = fake_thread_create("sampled");
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+
+    fake_thread_switch(0, NULL);
+    fake_thread_switch(0, t);
+    run(fd, 0, RAW_CYCLES, 600, 600, 0);
+    fake_thread_switch(0, self);
+
+    /* Events of another thread do not count towards its sample. */
+    run(fd, 0, RAW_CYCLES, 5000, 500, 0);
+    fake_thread_migrate(t, 2);
+    fake_thread_switch(2, t);
+    run(fd, 2, RAW_CYCLES, 399, 399, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 0);
+    run(fd, 2, RAW_CYCLES, 1, 1, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(d.last.tid, thread_id(t));
+    assert_int_equal(d.last.cpu, 2);
+    drain(0, &d);
+    assert_int_equal(d.nr_samples, 0);
+
+    fake_thread_switch(2, NULL);
+    assert_true(perfmon_event_read(&ev) == 1000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* Two threads of one recording share the counter, each with its progress. */
+static void
+test_threads_share_counter(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100, 0, PERFMON_SF_TID, 65536);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct perfmon_event ea, eb;
+    struct perfmon_dev_info info;
+    struct drained d;
+
+    (void)state;
+    init_ok(&ea, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&eb, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ea, &s), 0);
+    assert_int_equal(perfmon_event_set_sampling(&eb, &s), 0);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 1);
+
+    /* a: 60, b: 70, a: 40 (a's sample), b: 30 (b's sample). */
+    fake_thread_switch(1, a);
+    run(fd, 1, RAW_CYCLES, 60, 60, 0);
+    fake_thread_switch(1, b);
+    run(fd, 1, RAW_CYCLES, 70, 70, 0);
+    fake_thread_switch(1, a);
+    run(fd, 1, RAW_CYCLES, 40, 40, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(d.last.tid, thread_id(a));
+    fake_thread_switch(1, b);
+    run(fd, 1, RAW_CYCLES, 30, 30, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(d.last.tid, thread_id(b));
+
+    fake_thread_switch(1, NULL);
+    assert_true(perfmon_event_read(&ea) == 100);
+    assert_true(perfmon_event_read(&eb) == 100);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+}
+
+/* ---- frequency mode -------------------------------------------------------- */
+
+/*
+ * One event every 10 TSC cycles at 3 GHz: 1000 samples a second need a
+ * period of 300,000.  Returns the period of the last sample.
+ */
+static uint64_t
+run_freq(struct fdev *fd, uint64_t events, uint64_t cycles_per_event)
+{
+    struct drained d;
+
+    run(fd, 1, RAW_INSNS, events, 1000, 1000 * cycles_per_event);
+    drain(1, &d);
+    assert_true(d.nr_samples > 0);
+    return d.last_period;
+}
+
+static void
+test_freq_converges(void **state)
+{
+    struct perfmon_sampling s = make_sampling(0, 1000, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    uint64_t period;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+
+    /* Steady: within 10% after a tenth of a second of events. */
+    period = run_freq(fd, 30000000, 10);
+    assert_in_range(period, 270000, 330000);
+
+    /* The workload gets 4 times faster: the period follows. */
+    period = run_freq(fd, 120000000, 10 / 4 + 0);
+    assert_in_range(period, 1350000, 1650000);
+
+    /* Idle, then a burst: no sample while idle, never a period of 0. */
+    fake_cpu_advance_tsc(3000000000ULL);
+    period = run_freq(fd, 5000000, 1);
+    assert_true(period >= 1);
+    period = run_freq(fd, 60000000, 10);
+    assert_in_range(period, 270000, 330000);
+    assert_true(perfmon_event_read(&ev) == 215000000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* The first period is the one given. */
+static void
+test_freq_first_period(void **state)
+{
+    struct perfmon_sampling s = make_sampling(500, 100, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    run(fd, 1, RAW_INSNS, 500, 500, 1000);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_true(d.last.period == 500);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* ---- throttling, sections, full rings ---------------------------------------- */
+
+/* Each interrupt takes 1 ms: far above 25% of a CPU; the period doubles. */
+static void
+test_throttle(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100, 0, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    fd->ovf_cycles = 3000000;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+
+    run(fd, 1, RAW_CYCLES, 100 * 100, 100, 0);
+    drain(1, &d);
+    assert_true(d.nr_throttles >= 1);
+    assert_true(d.throttle_period >= 200);
+    assert_true(d.last_period > 100);
+    assert_true(syscnt_value("perfmon_nr_throttles/1") >= 1);
+    assert_true(d.nr_samples < 100);
+    assert_true(perfmon_event_read(&ev) == 100 * 100);
+
+    /* Cheap interrupts again: the period stays where throttling put it. */
+    fd->ovf_cycles = 0;
+    run(fd, 1, RAW_CYCLES, 100000, 100, 300);
+    drain(1, &d);
+    assert_true(d.last_period >= 200);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * The overflow interrupt lands while the CPU is inside a perfmon section
+ * (a remote read of the event): the wrap is counted and the counter armed
+ * again, but there is no sample (the frame is gone when the section ends).
+ */
+static void
+test_overflow_in_section(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    run(fd, 1, RAW_CYCLES, 500, 500, 0);
+
+    fd->nmi_in_read = true;
+    fd->nmi_advance = 600;
+    assert_true(perfmon_event_read(&ev) >= 500);
+    assert_true(fd->nmi_result);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 0);
+    assert_true(syscnt_value("perfmon_nr_unsampled/1") == 1);
+
+    /*
+     * Armed again, with the 100 events past the period counted: the next
+     * sample is at 2000 events.
+     */
+    run(fd, 1, RAW_CYCLES, 899, 899, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 0);
+    run(fd, 1, RAW_CYCLES, 1, 1, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_true(perfmon_event_read(&ev) == 2000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* A small ring at a high rate: lost samples counted, every kept one whole. */
+static void
+test_ring_full(void **state)
+{
+    struct perfmon_sampling s = make_sampling(10, 0, ALL_FIELDS, 4096);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(3);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 3), 0);
+
+    run(fd, 3, RAW_CYCLES, 1000 * 10, 10, 0);
+    drain(3, &d);
+    assert_true(d.nr_samples > 0 && d.nr_samples < 1000);
+    assert_true(perfmon_sbuf_lost(sbuf, 3) == 1000 - d.nr_samples);
+    assert_true(perfmon_event_read(&ev) == 10000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* ---- branch stacks ------------------------------------------------------- */
+
+static void
+branch_cb(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
+          struct trap_frame *frame, void *arg)
+{
+    static const struct perfmon_branch stack[3] = {
+        { 0x10, 0x20, PERFMON_BR_PREDICTED },
+        { 0x30, 0x40, PERFMON_BR_MISPRED },
+        { 0x50, 0x60, PERFMON_BR_PREDICTED },
+    };
+
+    (void)dev;
+    (void)cpu;
+    (void)mask;
+    (void)frame;
+    (void)arg;
+    perfmon_intr_set_branches(stack, 3);
+}
+
+static void
+test_branch_stack_from_callback(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100, 0,
+                                              PERFMON_SF_IP
+                                              | PERFMON_SF_BRANCH, 65536);
+    struct perfmon_sampling plain = s;
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_event ev, ev2;
+    struct drained d;
+    int handle;
+
+    (void)state;
+    current_on(1);
+    handle = perfmon_intr_register(branch_cb, NULL);
+    assert_true(handle >= 0);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    run(fd, 1, RAW_CYCLES, 100, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(d.last.nr_branches, 3);
+    assert_true(d.last.branches[1].from == 0x30);
+    assert_true(d.last.branches[1].flags == PERFMON_BR_MISPRED);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    /* Without the field, no branch stack; without a callback, none. */
+    plain.fields = PERFMON_SF_IP;
+    init_ok(&ev2, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev2, &plain), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev2, 1), 0);
+    run(fd, 1, RAW_CYCLES, 100, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.last.nr_branches, 0);
+    assert_false(d.last.fields & PERFMON_SF_BRANCH);
+    assert_int_equal(perfmon_event_detach(&ev2), 0);
+
+    assert_int_equal(perfmon_intr_unregister(handle), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    run(fd, 1, RAW_CYCLES, 100, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.last.nr_branches, 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/* ---- refusals ---------------------------------------------------------------- */
+
+static void
+test_set_sampling_errors(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, ALL_FIELDS, 65536);
+    struct perfmon_sampling bad;
+    struct perfmon_event ev;
+
+    (void)state;
+    fdev_add(0, 32, 4, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(NULL, &s), -EINVAL);
+
+    bad = s;
+    bad.period = 0;
+    assert_int_equal(perfmon_event_set_sampling(&ev, &bad), -EINVAL);
+    bad = s;
+    bad.period = PERFMON_MAX_PERIOD + 1;
+    assert_int_equal(perfmon_event_set_sampling(&ev, &bad), -EINVAL);
+    bad = s;
+    bad.freq = PERFMON_MAX_FREQ + 1;
+    assert_int_equal(perfmon_event_set_sampling(&ev, &bad), -EINVAL);
+    bad = s;
+    bad.fields = 0x80;
+    assert_int_equal(perfmon_event_set_sampling(&ev, &bad), -EINVAL);
+    bad = s;
+    bad.sbuf = NULL;
+    assert_int_equal(perfmon_event_set_sampling(&ev, &bad), -EINVAL);
+
+    /* Not while attached; back to counting when not. */
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    assert_int_equal(perfmon_event_set_sampling(&ev, NULL), -EINVAL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_event_set_sampling(&ev, NULL), 0);
+}
+
+static void
+test_devices_that_cannot_sample(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, ALL_FIELDS, 65536);
+    struct fdev *polled = fdev_add(0, 32, 4, false);
+    struct fdev *nowrite = fdev_init(2, 32, 4, true);
+    struct perfmon_dev_info info;
+    struct perfmon_event ev;
+
+    (void)state;
+    nowrite->ops.write = NULL;
+    assert_int_equal(perfmon_register(&nowrite->dev), 0);
+
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_set_dev(&ev, &polled->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -EOPNOTSUPP);
+    assert_int_equal(perfmon_event_attach(&ev, self), -EOPNOTSUPP);
+    assert_int_equal(perfmon_event_set_dev(&ev, &nowrite->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -EOPNOTSUPP);
+
+    /* Nothing was left allocated by the refusals. */
+    assert_int_equal(perfmon_dev_get_info(&polled->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 0);
+    assert_int_equal(perfmon_dev_get_info(&nowrite->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 0);
+    assert_false(perfmon_event_attached(&ev));
+}
+
+/*
+ * Counting and sampling events never share a counter, nor do CPU and
+ * thread events of one sampling; CPU events of one sampling on different
+ * CPUs do.
+ */
+static void
+test_sharing_rules(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, ALL_FIELDS, 65536);
+    struct perfmon_sampling s2 = s;
+    struct fdev *fd = fdev_add(0, 32, 8, true);
+    struct perfmon_event counting, c0, c1, thr, other;
+    struct perfmon_dev_info info;
+
+    (void)state;
+    init_ok(&counting, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&c0, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&c1, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&thr, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&other, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&c0, &s), 0);
+    assert_int_equal(perfmon_event_set_sampling(&c1, &s), 0);
+    assert_int_equal(perfmon_event_set_sampling(&thr, &s), 0);
+    assert_int_equal(perfmon_event_set_sampling(&other, &s2), 0);
+
+    assert_int_equal(perfmon_event_attach_cpu(&counting, 0), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&c0, 0), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&c1, 1), 0);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 2);
+    assert_int_equal(perfmon_event_attach(&thr, self), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 2), 0);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 4);
+
+    assert_int_equal(perfmon_event_detach(&counting), 0);
+    assert_int_equal(perfmon_event_detach(&c0), 0);
+    assert_int_equal(perfmon_event_detach(&c1), 0);
+    assert_int_equal(perfmon_event_detach(&thr), 0);
+    assert_int_equal(perfmon_event_detach(&other), 0);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 0);
+}
+
+/* ---- buffers and records ------------------------------------------------------ */
+
+static void
+test_sbuf_create_errors(void **state)
+{
+    struct perfmon_sbuf *b = NULL;
+
+    (void)state;
+    assert_int_equal(perfmon_sbuf_create(NULL, 4096), -EINVAL);
+    assert_int_equal(perfmon_sbuf_create(&b, 4095), -EINVAL);
+    assert_int_equal(perfmon_sbuf_create(&b, 2048), -EINVAL);
+    assert_int_equal(perfmon_sbuf_create(&b, PERFMON_SBUF_MAX * 2),
+                     -EINVAL);
+
+    /* Out of memory at every step: nothing left allocated. */
+    for (unsigned int n = 0; n < NR_CPUS + 1; n++) {
+        fake_kmem_fail_after_n(n);
+        assert_int_equal(perfmon_sbuf_create(&b, 4096), -ENOMEM);
+        assert_int_equal(fake_kmem_live(), 0);
+    }
+
+    fake_kmem_fail_after_n(FAKE_KMEM_NEVER);
+    assert_int_equal(perfmon_sbuf_create(&b, 4096), 0);
+    assert_int_equal(perfmon_sbuf_nr_cpus(b), NR_CPUS);
+    assert_int_equal(perfmon_sbuf_read(b, NR_CPUS, rec_buf, 64), 0);
+    perfmon_sbuf_destroy(b);
+    perfmon_sbuf_destroy(NULL);
+}
+
+/* Damaged records are refused, never read past their end. */
+static void
+test_decode_damaged(void **state)
+{
+    struct perfmon_sampling s = make_sampling(10, 0, ALL_FIELDS, 65536);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_rec_hdr *hdr = (void *)rec_buf;
+    struct perfmon_sample sample;
+    struct perfmon_event ev;
+    uint32_t *head;
+    size_t size;
+
+    (void)state;
+    current_on(1);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    run(fd, 1, RAW_CYCLES, 10, 10, 0);
+    size = perfmon_sbuf_read(sbuf, 1, rec_buf, sizeof(rec_buf));
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+
+    assert_int_equal(perfmon_sample_decode(NULL, size, &sample), -EINVAL);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, NULL), -EINVAL);
+    assert_int_equal(perfmon_sample_decode(rec_buf, 4, &sample), -EINVAL);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size - 8, &sample),
+                     -EINVAL);
+    hdr->type = PERFMON_REC_THROTTLE;
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+    hdr->type = PERFMON_REC_SAMPLE;
+
+    /* Unknown fields, and a call chain longer than the record. */
+    head = (uint32_t *)(hdr + 1);
+    head[0] |= 0x80;
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+    head[0] &= ~0x80U;
+    rec_buf[7] = 1000;      /* after header, head, ip, tid, time, cpu, period */
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+
+    /* A record shorter than its fields. */
+    hdr->size = 16;
+    assert_int_equal(perfmon_sample_decode(rec_buf, 16, &sample), -EINVAL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, sample_setup, sample_teardown)
+        T(test_fixed_period_exact),
+        T(test_fixed_period_skid),
+        T(test_period_longer_than_counter),
+        T(test_thread_progress_follows),
+        T(test_threads_share_counter),
+        T(test_freq_converges),
+        T(test_freq_first_period),
+        T(test_throttle),
+        T(test_overflow_in_section),
+        T(test_ring_full),
+        T(test_branch_stack_from_callback),
+        T(test_set_sampling_errors),
+        T(test_devices_that_cannot_sample),
+        T(test_sharing_rules),
+        T(test_sbuf_create_errors),
+        T(test_decode_damaged),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
