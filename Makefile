@@ -40,10 +40,13 @@ HOSTCC := gcc
 
 # Kernel code: freestanding, no red zone (interrupts push onto the current
 # stack), kernel code model for the higher half, no SSE/x87 state to save.
+# Frame pointers and no sibling calls: sampled call chains are walked by
+# frame pointers, and a tail call would drop its caller's frame.
 KCFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g -ffreestanding \
 	-fno-pic -fno-pie -mcmodel=kernel -mno-red-zone -mgeneral-regs-only \
 	-mno-mmx -mno-sse -mno-sse2 -fno-stack-protector -fno-omit-frame-pointer \
-	-fno-asynchronous-unwind-tables -fno-strict-aliasing -I. -MMD -MP
+	-fno-optimize-sibling-calls -fno-asynchronous-unwind-tables \
+	-fno-strict-aliasing -I. -MMD -MP
 KLDFLAGS := -nostdlib -static -no-pie -z max-page-size=0x1000 -z noexecstack \
 	-Wl,--build-id=none -T linker.ld
 NASMFLAGS := -f elf64 -g -F dwarf

@@ -6,6 +6,13 @@
  * times a second; the boot CPU's advances the time, every CPU's expires its
  * timers and accounts its scheduler time slice.
  *
+ * The timer runs in one-shot mode, programmed at each interrupt for the
+ * next tick of its CPU (kept in TSC time, so ticks do not drift with the
+ * timer's calibration) or for an earlier deadline a driver asked for with
+ * clock_set_deadline(): the software PMU samples on time that way, at rates
+ * above the tick's.  Without a calibrated TSC the timer stays periodic and
+ * there are no deadlines.
+ *
  * A local APIC keeps at most one timer interrupt pending, so ticks are lost
  * while the boot CPU runs with interrupts disabled for longer than a tick
  * (a line printed on a real 115200-baud UART takes over a millisecond).
@@ -14,12 +21,15 @@
  * come back at the next one.
  */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "arch/x86/tsc.h"
+#include "kern/assert.h"
 #include "kern/clock.h"
 #include "kern/init.h"
 #include "kern/log.h"
@@ -30,10 +40,21 @@
 #include "kern/timer.h"
 
 
+/*
+ * A CPU's timer events, in TSC time: its next tick, and the deadline asked
+ * for (0: none).  Used by that CPU only, with interrupts disabled.
+ */
+struct clock_cpu {
+    uint64_t next_tick;
+    uint64_t deadline;
+} __aligned(CACHE_LINE_SIZE);
+
 static uint64_t clock_ticks;            /* written by the boot CPU only */
 static uint64_t clock_tsc_base;         /* TSC at tick 0 */
 static uint64_t clock_tsc_per_tick;     /* 0: no calibrated TSC */
 static struct syscnt clock_sc_ticks[CPU_MAX];
+static struct clock_cpu clock_cpus[CPU_MAX];
+static clock_deadline_fn_t clock_deadline_fn;   /* set once, at boot */
 
 uint64_t
 clock_get_time(void)
@@ -56,10 +77,8 @@ clock_ticks_next(void)
 }
 
 static void
-clock_intr(struct trap_frame *frame)
+clock_tick(void)
 {
-    (void)frame;
-    lapic_eoi();
     syscnt_inc(&clock_sc_ticks[cpu_id()]);
 
     if (cpu_id() == 0) {
@@ -70,14 +89,99 @@ clock_intr(struct trap_frame *frame)
     thread_tick();
 }
 
+/* Program the timer for the earlier of the next tick and the deadline. */
+static void
+clock_program(struct clock_cpu *c, uint64_t now)
+{
+    uint64_t target = c->next_tick, delta;
+
+    if (c->deadline != 0 && c->deadline < target) {
+        target = c->deadline;
+    }
+
+    delta = (target > now) ? target - now : 0;
+    lapic_timer_oneshot((uint32_t)(delta * lapic_timer_tick_count()
+                                   / clock_tsc_per_tick));
+}
+
+static void
+clock_intr(struct trap_frame *frame)
+{
+    struct clock_cpu *c = &clock_cpus[cpu_id()];
+    uint64_t now;
+
+    lapic_eoi();
+
+    if (clock_tsc_per_tick == 0) {
+        clock_tick();
+        return;
+    }
+
+    now = cpu_rdtsc();
+
+    if (now >= c->next_tick) {
+        clock_tick();
+        c->next_tick += clock_tsc_per_tick;
+
+        /* Far behind (interrupts were off): the next tick from now. */
+        if (c->next_tick <= now) {
+            c->next_tick = now + clock_tsc_per_tick;
+        }
+    }
+
+    if (c->deadline != 0 && now >= c->deadline) {
+        c->deadline = 0;
+
+        /* It may ask for the next deadline. */
+        clock_deadline_fn(frame);
+    }
+
+    clock_program(c, cpu_rdtsc());
+}
+
+bool
+clock_deadlines_supported(void)
+{
+    return clock_tsc_per_tick != 0;
+}
+
+void
+clock_set_deadline_handler(clock_deadline_fn_t fn)
+{
+    __atomic_store_n(&clock_deadline_fn, fn, __ATOMIC_RELEASE);
+}
+
+void
+clock_set_deadline(uint64_t tsc)
+{
+    struct clock_cpu *c = &clock_cpus[cpu_id()];
+
+    assert(!cpu_intr_enabled());
+
+    if (clock_tsc_per_tick == 0 || clock_deadline_fn == NULL) {
+        return;
+    }
+
+    c->deadline = tsc;
+    clock_program(c, cpu_rdtsc());
+}
+
 /* Start this CPU's clock interrupt (the boot CPU here, APs in smp.c). */
 
 void
 clock_start_cpu(void)
 {
+    struct clock_cpu *c = &clock_cpus[cpu_id()];
+
     syscnt_register_cpu(&clock_sc_ticks[cpu_id()], "clock_ticks", cpu_id());
     trap_setup_cpu();
     lapic_setup_cpu();
+
+    if (clock_tsc_per_tick != 0) {
+        c->next_tick = cpu_rdtsc() + clock_tsc_per_tick;
+        c->deadline = 0;
+        clock_program(c, cpu_rdtsc());
+    }
 }
 
 static int

@@ -10,6 +10,7 @@
 #ifndef KERN_CLOCK_H
 #define KERN_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kern/init.h"
@@ -29,6 +30,24 @@ clock_ms_from_ticks(uint64_t ticks)
 {
     return ticks * 1000 / CLOCK_HZ;
 }
+
+/*
+ * Deadlines: a driver that must act at a precise time on a CPU, more often
+ * than the tick (the software PMU's time-based sampling), sets a deadline
+ * in TSC time on that CPU; the clock interrupt calls the handler, with the
+ * interrupted frame, once the TSC passed it, and forgets it (the handler
+ * may set the next one).  One handler, set at boot; one deadline per CPU,
+ * a new one replaces the old, 0 cancels.  clock_set_deadline(): the
+ * calling CPU, interrupts disabled, not in NMI context.  Without a
+ * calibrated TSC there are no deadlines (clock_deadlines_supported()).
+ */
+struct trap_frame;
+
+typedef void (*clock_deadline_fn_t)(struct trap_frame *frame);
+
+bool clock_deadlines_supported(void);
+void clock_set_deadline_handler(clock_deadline_fn_t fn);
+void clock_set_deadline(uint64_t tsc);
 
 /*
  * Start the tick on the calling CPU (its local APIC timer), once per CPU:

@@ -84,8 +84,14 @@
 /* The first period of a frequency-mode event that gave none. */
 #define PERFMON_FREQ_FIRST_PERIOD   10000
 
-/* Throttling: the window over which a CPU's sampling time is measured. */
-#define PERFMON_THROTTLE_WINDOW_MS  10
+/*
+ * Throttling: the window over which a CPU's sampling time is measured,
+ * and the most one interrupt may count for, as a fraction of the window:
+ * under a hypervisor a vCPU may be preempted in the middle of a handler,
+ * and one such stall must not pass for a storm of interrupts.
+ */
+#define PERFMON_THROTTLE_WINDOW_MS  100
+#define PERFMON_THROTTLE_MAX_SHARE  64
 #define PERFMON_SAMPLE_SHARE_DEFAULT 25
 
 /*
@@ -434,6 +440,7 @@ perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
  * Throttling, after an interrupt that wrote samples and took cycles: when
  * the window's sampling time passes the share allowed, double the period
  * of every sampling counter running here, and say so in their buffers.
+ * The window starts again then, so the next doubling needs as much again.
  */
 static void
 perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
@@ -451,7 +458,7 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
         cpu->window_cycles = 0;
     }
 
-    cpu->window_cycles += cycles;
+    cpu->window_cycles += MIN(cycles, window / PERFMON_THROTTLE_MAX_SHARE);
 
     if (cpu->window_cycles * 100 <= window * perfmon_sample_share) {
         return;

@@ -259,6 +259,10 @@ struct perfmon_pmc_info {
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
     unsigned int nr_users;              /* events sharing the counter */
     struct perfmon_pmc_user users[PERFMON_PMC_INFO_MAX_USERS];
+    bool sampling;                      /* a sampling counter: */
+    uint64_t period;                    /*   its period, or first period */
+    unsigned int freq;                  /*   its frequency, 0: fixed */
+    size_t buffer_size;                 /*   its buffer, bytes per CPU */
 };
 
 typedef void (*perfmon_pmc_fn_t)(const struct perfmon_pmc_info *info,
@@ -362,6 +366,7 @@ size_t perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu,
                          void *dst, size_t cap);
 uint64_t perfmon_sbuf_lost(const struct perfmon_sbuf *sbuf, unsigned int cpu);
 unsigned int perfmon_sbuf_nr_cpus(const struct perfmon_sbuf *sbuf);
+size_t perfmon_sbuf_size(const struct perfmon_sbuf *sbuf);   /* per CPU */
 
 /* A sample, decoded from a PERFMON_REC_SAMPLE record. */
 struct perfmon_sample {

@@ -21,11 +21,15 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon_bench.h"
 #include "kern/perfmon_cmd.h"
+#include "kern/perfmon_parse.h"
+#include "kern/perfmon_record.h"
 #include "kern/perfmon_stat.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
+
+#define PERFMON_CMD_MAX_CANDS   128     /* names offered as suggestions */
 
 /* ---- lines -------------------------------------------------------------- */
 
@@ -92,6 +96,269 @@ perfmon_cmd_dev_for(const char *name)
     }
 
     return NULL;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+void
+perfmon_cmd_opts_init(struct perfmon_cmd_opts *opts, int argc, char **argv,
+                      int first, const char *spec,
+                      const struct perfmon_cmd_longopt *longopts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->argc = argc;
+    opts->argv = argv;
+    opts->spec = spec;
+    opts->longopts = longopts;
+    opts->index = first;
+}
+
+/* The value of an option: the rest of its word, or the next word. */
+static const char *
+perfmon_cmd_optval(struct perfmon_cmd_opts *opts, const char *rest)
+{
+    if (rest != NULL && *rest != '\0') {
+        return rest;
+    }
+
+    if (opts->index >= opts->argc) {
+        return NULL;
+    }
+
+    return opts->argv[opts->index++];
+}
+
+static int
+perfmon_cmd_getopt_long(struct perfmon_cmd_opts *opts, const char *word,
+                        const char **valp)
+{
+    const char *eq = strchr(word, '=');
+    size_t len = (eq != NULL) ? (size_t)(eq - word) : strlen(word);
+
+    strlcpy(opts->bad, word - 2, sizeof(opts->bad));
+
+    for (const struct perfmon_cmd_longopt *o = opts->longopts;
+         o != NULL && o->name != NULL; o++) {
+        if (strlen(o->name) != len || strncmp(o->name, word, len) != 0) {
+            continue;
+        }
+
+        if (!o->has_arg) {
+            return (eq != NULL) ? '?' : o->letter;
+        }
+
+        *valp = perfmon_cmd_optval(opts, (eq != NULL) ? eq + 1 : NULL);
+        return (*valp != NULL) ? o->letter : ':';
+    }
+
+    return '?';
+}
+
+int
+perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp)
+{
+    const char *spec;
+    char letter;
+
+    *valp = NULL;
+
+    if (opts->rest == NULL || *opts->rest == '\0') {
+        const char *word;
+
+        if (opts->index >= opts->argc) {
+            return 0;
+        }
+
+        word = opts->argv[opts->index];
+
+        if (strcmp(word, "--") == 0) {
+            opts->index++;
+            return 0;
+        }
+
+        if (word[0] != '-' || word[1] == '\0') {
+            return 0;
+        }
+
+        opts->index++;
+
+        if (word[1] == '-') {
+            return perfmon_cmd_getopt_long(opts, word + 2, valp);
+        }
+
+        opts->rest = word + 1;
+    }
+
+    letter = *opts->rest++;
+    ksnprintf(opts->bad, sizeof(opts->bad), "-%c", letter);
+    spec = strchr(opts->spec, letter);
+
+    if (letter == ':' || spec == NULL) {
+        return '?';
+    }
+
+    if (spec[1] == ':') {
+        *valp = perfmon_cmd_optval(opts, opts->rest);
+        opts->rest = NULL;
+        return (*valp != NULL) ? letter : ':';
+    }
+
+    return letter;
+}
+
+/* ---- command runner ------------------------------------------------------ */
+
+static void
+perfmon_cmd_runner_main(void *arg)
+{
+    struct perfmon_cmd_runner *runner = arg;
+
+    /* Sleep at the gate, so that nothing before the command counts. */
+    for (;;) {
+        thread_sleep_prepare();
+
+        if (__atomic_load_n(&runner->gate, __ATOMIC_ACQUIRE)) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        thread_sleep();
+    }
+
+    if (!runner->cancelled) {
+        runner->result = shell_exec_argv(runner->argc, runner->argv);
+    }
+}
+
+int
+perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner, const char *name,
+                         int argc, char **argv)
+{
+    runner->argc = argc;
+    runner->argv = argv;
+    runner->result = 0;
+    runner->cancelled = false;
+    __atomic_store_n(&runner->gate, false, __ATOMIC_RELAXED);
+    return thread_create(&runner->thread, name, perfmon_cmd_runner_main,
+                         runner, THREAD_CPUMASK_ALL);
+}
+
+void
+perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner)
+{
+    __atomic_store_n(&runner->gate, true, __ATOMIC_RELEASE);
+    thread_wakeup(runner->thread);
+}
+
+int
+perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner)
+{
+    thread_join(runner->thread);
+    runner->thread = NULL;
+    return runner->result;
+}
+
+void
+perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner)
+{
+    runner->cancelled = true;
+    perfmon_cmd_runner_go(runner);
+    perfmon_cmd_runner_join(runner);
+}
+
+static int
+perfmon_cmd_unknown_event(const char *who, const char *name)
+{
+    const char *cands[PERFMON_CMD_MAX_CANDS], *out[3];
+    struct perfmon_cmd_line line;
+    unsigned int nr = 0, nr_out;
+
+    for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
+        const struct perfmon_event_desc *desc = perfmon_event_desc(id);
+
+        if (nr < ARRAY_SIZE(cands)) {
+            cands[nr++] = desc->name;
+        }
+
+        for (unsigned int i = 0; (i < ARRAY_SIZE(desc->aliases))
+                                 && (desc->aliases[i] != NULL)
+                                 && (nr < ARRAY_SIZE(cands)); i++) {
+            cands[nr++] = desc->aliases[i];
+        }
+    }
+
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        const struct perfmon_dev *dev = perfmon_dev_get(d);
+
+        for (unsigned int i = 0; (i < dev->nr_events)
+                                 && (nr < ARRAY_SIZE(cands)); i++) {
+            cands[nr++] = dev->events[i].name;
+        }
+    }
+
+    nr_out = perfmon_parse_suggest(name, cands, nr, out, ARRAY_SIZE(out));
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: %s: unknown event '%s'", who,
+                         name);
+
+    for (unsigned int i = 0; i < nr_out; i++) {
+        perfmon_cmd_line_add(&line, "%s'%s'",
+                             (i == 0) ? "; did you mean "
+                             : (i + 1 == nr_out) ? " or " : ", ", out[i]);
+    }
+
+    perfmon_cmd_line_add(&line, "%s (see 'perfmon list')",
+                         (nr_out > 0) ? "?" : "");
+    perfmon_cmd_line_print(&line);
+    return SHELL_ERR_REPORTED;
+}
+
+int
+perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
+                    struct perfmon_cmd_event *out)
+{
+    unsigned int flags;
+    uint64_t id;
+
+    out->dev = NULL;
+    out->generic = -1;
+    out->supported = true;
+
+    if (parsed->flags & PERFMON_EF_RAW) {
+        out->id = parsed->raw_code;
+        out->flags = parsed->flags;
+        return 0;
+    }
+
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        struct perfmon_dev *dev = perfmon_dev_get(d);
+
+        if (perfmon_lookup_event(dev, parsed->name, &id, &flags) != 0) {
+            continue;
+        }
+
+        out->id = id;
+        out->flags = (parsed->flags & PERFMON_EF_MODE) | flags;
+
+        if (flags & PERFMON_EF_RAW) {
+            out->dev = dev;
+        } else {
+            out->generic = (int)id;
+        }
+
+        return 0;
+    }
+
+    if (perfmon_lookup_event(NULL, parsed->name, &id, &flags) == 0) {
+        /* A known event that no device here can count. */
+        out->id = id;
+        out->flags = parsed->flags & PERFMON_EF_MODE;
+        out->generic = (int)id;
+        out->supported = false;
+        return 0;
+    }
+
+    return perfmon_cmd_unknown_event(who, parsed->name);
 }
 
 /* The aliases of a generic event, comma-separated. */
@@ -302,6 +569,16 @@ perfmon_cmd_info_pmc(const struct perfmon_cmd_pmc *pmc)
         perfmon_cmd_line_add(&line, " ...");
     }
 
+    if (info->sampling && info->freq != 0) {
+        perfmon_cmd_line_add(&line, "; sampling at %u Hz, %zu KiB buffer per "
+                             "CPU", info->freq, info->buffer_size / 1024);
+    } else if (info->sampling) {
+        perfmon_cmd_line_add(&line, "; sampling every %llu events, %zu KiB "
+                             "buffer per CPU",
+                             (unsigned long long)info->period,
+                             info->buffer_size / 1024);
+    }
+
     perfmon_cmd_line_print(&line);
 }
 
@@ -386,11 +663,28 @@ perfmon_cmd_usage(void)
             "deviation\n"
             "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%%,]"
             "time ns,percent,metric,metric unit\n"
+            "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-a | -C CPUS] "
+            "[-m SIZE] [--] COMMAND [ARGS...]\n"
+            "                          sample COMMAND (or the CPUs while it "
+            "runs), keep the samples\n"
+            "  -c N       a sample every N events; -F HZ: HZ samples a second "
+            "per CPU (default %u)\n"
+            "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
+            "(default 256K)\n"
+            "       perfmon report [--sort comm,sym|sym|comm|cpu] [-g] "
+            "[--folded] [--percent-limit P]\n"
+            "                          the last recording, hottest first\n"
+            "       perfmon script     the last recording, one sample a line\n"
+            "       perfmon top [-e EVENT] [-F HZ] [-d SECS] [-n COUNT] "
+            "[--stdio]\n"
+            "                          the hottest symbols of the machine, "
+            "until Ctrl-C\n"
             "       perfmon bench [-n SAMPLES] [all|quick|remote]\n"
             "                          microbenchmarks of the perfmon layer, "
             "in TSC cycles\n"
             "workloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
-            "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS);
+            "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS,
+            PERFMON_RECORD_FREQ_DEFAULT);
 }
 
 static int
@@ -409,6 +703,14 @@ perfmon_cmd(int argc, char **argv)
         return perfmon_stat_main(argc, argv);
     } else if (strcmp(argv[1], "bench") == 0) {
         return perfmon_bench_main(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "record") == 0) {
+        return perfmon_record_main(argc, argv);
+    } else if (strcmp(argv[1], "report") == 0) {
+        return perfmon_report_main(argc, argv);
+    } else if (strcmp(argv[1], "script") == 0) {
+        return perfmon_script_main(argc, argv);
+    } else if (strcmp(argv[1], "top") == 0) {
+        return perfmon_top_main(argc, argv);
     }
 
     kprintf("perfmon: unknown subcommand '%s'\n", argv[1]);
@@ -416,6 +718,7 @@ perfmon_cmd(int argc, char **argv)
     return SHELL_ERR_REPORTED;
 }
 
-SHELL_COMMAND(perfmon, "perfmon", "[list | info | stat ... | bench]",
-              "performance counters: list events, count a command",
+SHELL_COMMAND(perfmon, "perfmon",
+              "[list | info | stat | record | report | script | top | bench]",
+              "performance counters: list events, count and profile",
               perfmon_cmd);

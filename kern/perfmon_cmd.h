@@ -10,7 +10,9 @@
 #define KERN_PERFMON_CMD_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kern/macros.h"
 #include "kern/perfmon.h"
@@ -35,7 +37,89 @@ void perfmon_cmd_line_vadd(struct perfmon_cmd_line *line, const char *fmt,
                            va_list ap);
 void perfmon_cmd_line_print(struct perfmon_cmd_line *line);
 
+/*
+ * Options, in the style of getopt: short ones from spec ("ab:c", a letter
+ * followed by ':' takes a value, in the same word or the next), which may
+ * be grouped ("-ga"), and long ones from longopts ("--name value" or
+ * "--name=value", NULL-terminated table), each returning its letter.
+ * Options end at the first word that does not start with '-', at "--"
+ * (skipped) or at the end; index is then the first word after them.
+ *
+ * perfmon_cmd_getopt() returns the next option's letter and its value in
+ * *valp (NULL without one), 0 at the end of the options, '?' for an
+ * unknown option and ':' for one without its value (opts->bad names it,
+ * as typed).
+ */
+struct perfmon_cmd_longopt {
+    const char *name;
+    int letter;
+    bool has_arg;
+};
+
+struct perfmon_cmd_opts {
+    int argc;
+    char **argv;
+    const char *spec;
+    const struct perfmon_cmd_longopt *longopts;
+    int index;                          /* the word being read */
+    const char *rest;                   /* grouped letters left in it */
+    char bad[32];
+};
+
+void perfmon_cmd_opts_init(struct perfmon_cmd_opts *opts, int argc,
+                           char **argv, int first, const char *spec,
+                           const struct perfmon_cmd_longopt *longopts);
+int perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp);
+
+/*
+ * How to count an event the user named (perf's -e syntax, parsed): the id
+ * and flags for perfmon_event_init(), the device of a device-named raw
+ * event (else NULL: the core chooses), the generic id when it is one (-1
+ * otherwise), and whether any device here counts it.
+ */
+struct perfmon_cmd_event {
+    uint64_t id;
+    unsigned int flags;
+    struct perfmon_dev *dev;
+    int generic;
+    bool supported;
+};
+
+/*
+ * Resolve a parsed event.  Returns 0, or SHELL_ERR_REPORTED after one line
+ * "perfmon: WHO: unknown event 'NAME'" with the closest names.
+ */
+struct perfmon_parse_event;
+
+int perfmon_cmd_resolve(const char *who,
+                        const struct perfmon_parse_event *parsed,
+                        struct perfmon_cmd_event *out);
+
 /* The first device that counts the event named name, or NULL. */
 struct perfmon_dev *perfmon_cmd_dev_for(const char *name);
+
+/*
+ * A shell command run in a thread of its own (named name, any CPU), held
+ * at a gate until perfmon_cmd_runner_go(), so that the caller can attach
+ * events to the thread before the command's first instruction.
+ * perfmon_cmd_runner_start() returns 0 or thread_create()'s error;
+ * perfmon_cmd_runner_join() waits for the command and returns what it
+ * returned; perfmon_cmd_runner_cancel() ends the thread without running
+ * the command (and joins it).
+ */
+struct perfmon_cmd_runner {
+    struct thread *thread;
+    int argc;
+    char **argv;
+    bool gate;                          /* atomic */
+    bool cancelled;
+    int result;
+};
+
+int perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner,
+                             const char *name, int argc, char **argv);
+void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner);
+int perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner);
+void perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner);
 
 #endif /* KERN_PERFMON_CMD_H */

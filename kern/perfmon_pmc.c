@@ -376,6 +376,11 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
         info.raw_event = pmc->raw_event;
         info.flags = pmc->flags;
         info.nr_users = pmc->nr_refs;
+        info.sampling = pmc->sampling != NULL;
+        info.period = info.sampling ? pmc->sampling->period : 0;
+        info.freq = info.sampling ? pmc->sampling->freq : 0;
+        info.buffer_size = info.sampling
+                           ? perfmon_sbuf_size(pmc->sampling->sbuf) : 0;
 
         for (const struct perfmon_event *e = pmc->users;
              e != NULL && n < PERFMON_PMC_INFO_MAX_USERS; e = e->next_user) {

@@ -30,6 +30,7 @@
 #include "kern/perfmon_i.h"
 #include "kern/perfmon_ring.h"
 #include "kern/string.h"
+#include "kern/symtab.h"
 #include "kern/thread.h"
 
 /*
@@ -133,6 +134,12 @@ perfmon_sbuf_nr_cpus(const struct perfmon_sbuf *sbuf)
     return (sbuf == NULL) ? 0 : sbuf->nr_cpus;
 }
 
+size_t
+perfmon_sbuf_size(const struct perfmon_sbuf *sbuf)
+{
+    return (sbuf == NULL) ? 0 : sbuf->size;
+}
+
 /* ---- writing samples (NMI context) ---------------------------------------- */
 
 static uint64_t
@@ -155,21 +162,27 @@ perfmon_sample_ring(const struct perfmon_sampling *sampling)
 
 /*
  * The call chain of the interrupted code: its ip, then the callers found
- * on the current thread's stack.
+ * on the current thread's stack (the interrupted function's start, from
+ * the symbol table, tells whether it has a frame of its own yet).
  */
 static unsigned int
 perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips)
 {
     struct unwind_stack stack;
-
-    ips[0] = frame->rip;
+    uint64_t offset;
 
     if (!thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
+        ips[0] = frame->rip;
         return 1;
     }
 
-    return 1 + unwind_fp(frame->rbp, &stack, 1, &ips[1],
-                         PERFMON_MAX_CALLCHAIN - 1);
+    if (symtab_lookup(frame->rip, &offset) == NULL) {
+        offset = frame->rip;
+    }
+
+    return unwind_interrupted(frame->rip, frame->rsp, frame->rbp,
+                              frame->rip - offset, &stack, 1, ips,
+                              PERFMON_MAX_CALLCHAIN);
 }
 
 static void

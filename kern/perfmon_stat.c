@@ -34,8 +34,6 @@
 #include "kern/string.h"
 #include "kern/thread.h"
 
-#define PERFMON_STAT_MAX_CANDS   128     /* names offered as suggestions */
-
 static const char perfmon_stat_usage[] =
     "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-r N] [-x SEP] "
     "[--] COMMAND [ARGS...]\n";
@@ -59,99 +57,25 @@ perfmon_stat_error(const char *fmt, ...)
     return SHELL_ERR_REPORTED;
 }
 
-static int
-perfmon_stat_unknown_event(const char *name)
-{
-    const char *cands[PERFMON_STAT_MAX_CANDS], *out[3];
-    struct perfmon_cmd_line line;
-    unsigned int nr = 0, nr_out;
-
-    for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
-        const struct perfmon_event_desc *desc = perfmon_event_desc(id);
-
-        if (nr < ARRAY_SIZE(cands)) {
-            cands[nr++] = desc->name;
-        }
-
-        for (unsigned int i = 0; (i < ARRAY_SIZE(desc->aliases))
-                                 && (desc->aliases[i] != NULL)
-                                 && (nr < ARRAY_SIZE(cands)); i++) {
-            cands[nr++] = desc->aliases[i];
-        }
-    }
-
-    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
-        const struct perfmon_dev *dev = perfmon_dev_get(d);
-
-        for (unsigned int i = 0; (i < dev->nr_events)
-                                 && (nr < ARRAY_SIZE(cands)); i++) {
-            cands[nr++] = dev->events[i].name;
-        }
-    }
-
-    nr_out = perfmon_parse_suggest(name, cands, nr, out, ARRAY_SIZE(out));
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "perfmon: stat: unknown event '%s'", name);
-
-    for (unsigned int i = 0; i < nr_out; i++) {
-        perfmon_cmd_line_add(&line, "%s'%s'",
-                             (i == 0) ? "; did you mean "
-                             : (i + 1 == nr_out) ? " or " : ", ", out[i]);
-    }
-
-    perfmon_cmd_line_add(&line, "%s (see 'perfmon list')",
-                         (nr_out > 0) ? "?" : "");
-    perfmon_cmd_line_print(&line);
-    return SHELL_ERR_REPORTED;
-}
-
 /* Find how to count a parsed event; print why not for an unknown name. */
 static int
 perfmon_stat_resolve(struct perfmon_stat_ev *ev)
 {
-    unsigned int flags;
-    uint64_t id;
+    struct perfmon_cmd_event cev;
+    int error = perfmon_cmd_resolve("stat", &ev->parsed, &cev);
 
-    ev->dev = NULL;
-    ev->generic = -1;
-    ev->state = PERFMON_STAT_EV_OK;
+    if (error) {
+        return error;
+    }
+
+    ev->id = cev.id;
+    ev->flags = cev.flags;
+    ev->dev = cev.dev;
+    ev->generic = cev.generic;
+    ev->state = cev.supported ? PERFMON_STAT_EV_OK
+                              : PERFMON_STAT_EV_NOT_SUPPORTED;
     ev->full_dev = NULL;
-
-    if (ev->parsed.flags & PERFMON_EF_RAW) {
-        ev->id = ev->parsed.raw_code;
-        ev->flags = ev->parsed.flags;
-        return 0;
-    }
-
-    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
-        struct perfmon_dev *dev = perfmon_dev_get(d);
-
-        if (perfmon_lookup_event(dev, ev->parsed.name, &id, &flags) != 0) {
-            continue;
-        }
-
-        ev->id = id;
-        ev->flags = (ev->parsed.flags & PERFMON_EF_MODE) | flags;
-
-        if (flags & PERFMON_EF_RAW) {
-            ev->dev = dev;
-        } else {
-            ev->generic = (int)id;
-        }
-
-        return 0;
-    }
-
-    if (perfmon_lookup_event(NULL, ev->parsed.name, &id, &flags) == 0) {
-        /* A known event that no device here can count. */
-        ev->id = id;
-        ev->flags = ev->parsed.flags & PERFMON_EF_MODE;
-        ev->generic = (int)id;
-        ev->state = PERFMON_STAT_EV_NOT_SUPPORTED;
-        return 0;
-    }
-
-    return perfmon_stat_unknown_event(ev->parsed.name);
+    return 0;
 }
 
 static int
@@ -415,29 +339,6 @@ perfmon_stat_pev(struct perfmon_stat *stat, unsigned int ev, unsigned int slot)
 }
 
 static void
-perfmon_stat_runner(void *arg)
-{
-    struct perfmon_stat *stat = arg;
-
-    /*
-     * The start gate: sleep until the events are attached, so that the
-     * command is counted from its first instruction and nothing before.
-     */
-    for (;;) {
-        thread_sleep_prepare();
-
-        if (__atomic_load_n(&stat->gate, __ATOMIC_ACQUIRE)) {
-            thread_sleep_cancel();
-            break;
-        }
-
-        thread_sleep();
-    }
-
-    stat->cmd_result = shell_exec_argv(stat->cmd_argc, stat->cmd_argv);
-}
-
-static void
 perfmon_stat_detach_event(struct perfmon_stat *stat, unsigned int ev)
 {
     for (unsigned int s = 0; s < stat->nr_slots; s++) {
@@ -475,7 +376,7 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
         if (error == 0) {
             error = stat->cpu_mode
                     ? perfmon_event_attach_cpu(pev, stat->cpus[s])
-                    : perfmon_event_attach(pev, stat->runner);
+                    : perfmon_event_attach(pev, stat->runner.thread);
         }
     }
 
@@ -502,9 +403,8 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
     uint64_t start;
     int error;
 
-    __atomic_store_n(&stat->gate, false, __ATOMIC_RELAXED);
-    error = thread_create(&stat->runner, "perfmon-stat", perfmon_stat_runner,
-                          stat, THREAD_CPUMASK_ALL);
+    error = perfmon_cmd_runner_start(&stat->runner, "perfmon-stat",
+                                     stat->cmd_argc, stat->cmd_argv);
 
     if (error) {
         kprintf("perfmon: stat: cannot create a thread: %s\n",
@@ -517,10 +417,8 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
     }
 
     start = cpu_rdtsc();
-    __atomic_store_n(&stat->gate, true, __ATOMIC_RELEASE);
-    thread_wakeup(stat->runner);
-    thread_join(stat->runner);
-    stat->runner = NULL;
+    perfmon_cmd_runner_go(&stat->runner);
+    stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
     stat->elapsed_ns[run] = tsc_cycles_to_ns(cpu_rdtsc() - start);
 
     /* Stop every counter first, then read the final counts. */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "kern/perfmon.h"
+#include "kern/perfmon_cmd.h"
 #include "kern/perfmon_parse.h"
 #include "kern/perfmon_stat.h"
 
@@ -45,7 +46,7 @@ struct perfmon_stat_ev {
  * A `perfmon stat` invocation, on the heap (too big for a thread stack).
  * pevs[e * nr_slots + s] is event e on slot s (the thread, or the s-th
  * selected CPU); values[(r * nr_events + e) * nr_slots + s] its count in
- * run r.  gate hands the runner thread its start signal.
+ * run r.
  */
 struct perfmon_stat {
     struct perfmon_stat_ev evs[PERFMON_PARSE_MAX_EVENTS];
@@ -68,8 +69,7 @@ struct perfmon_stat {
     uint64_t elapsed_ns[PERFMON_STAT_MAX_RUNS];
     unsigned int runs_done;
 
-    struct thread *runner;
-    bool gate;                          /* atomic */
+    struct perfmon_cmd_runner runner;
     int cmd_result;
 };
 

@@ -175,6 +175,26 @@ thread_get_affinity(const struct thread *thread)
     return __atomic_load_n(&thread->cpumask, __ATOMIC_ACQUIRE);
 }
 
+int
+thread_name_of(unsigned int tid, char *buf, size_t size)
+{
+    unsigned long flags;
+    int error = -ENOENT;
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+
+    for (const struct thread *t = thread_list; t != NULL; t = t->all_next) {
+        if (t->id == tid) {
+            strlcpy(buf, t->name, size);
+            error = 0;
+            break;
+        }
+    }
+
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+    return error;
+}
+
 bool
 thread_stack_bounds(const struct thread *thread, uint64_t *lop, uint64_t *hip)
 {

@@ -32,6 +32,7 @@
 #define KERN_THREAD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
@@ -88,6 +89,13 @@ unsigned int thread_cpu(const struct thread *thread);
 
 unsigned int thread_id(const struct thread *thread);
 const char *thread_name(const struct thread *thread);
+
+/*
+ * Copy the name of the thread with id tid, while it exists (running,
+ * sleeping, or exited and still referenced), into buf.  Returns 0, or
+ * -ENOENT.  Thread or interrupt context, not NMI.
+ */
+int thread_name_of(unsigned int tid, char *buf, size_t size);
 
 /*
  * The thread's stack, [*lop, *hip): false for the boot and idle contexts,

@@ -141,7 +141,7 @@ workload_finish(bool interrupted)
  * n iterations (n > 0) of exactly WORKLOAD_SPIN_INSNS instructions: the
  * counts in `perfmon stat -e instructions -- spin N` are then predictable.
  */
-static void
+static void __attribute__((noinline))
 workload_spin_loop(uint64_t n)
 {
     uint64_t acc = 0;

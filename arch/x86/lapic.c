@@ -157,6 +157,19 @@ lapic_timer_freq(void)
     return (uint64_t)lapic_timer_count * CLOCK_HZ * 16;
 }
 
+uint32_t
+lapic_timer_tick_count(void)
+{
+    return lapic_timer_count;
+}
+
+void
+lapic_timer_oneshot(uint32_t count)
+{
+    lapic_write(LAPIC_REG_LVT_TIMER, TRAP_VEC_TIMER);
+    lapic_write(LAPIC_REG_TIMER_INIT, (count == 0) ? 1 : count);
+}
+
 static void
 lapic_enable_mode(void)
 {

@@ -76,6 +76,15 @@ void lapic_pmc_unmask(void);
 /* Timer ticks per second counted at boot (for the `cpus` command). */
 uint64_t lapic_timer_freq(void);
 
+/*
+ * The timer's count for one clock tick (at its divider), and one-shot
+ * mode: lapic_timer_oneshot() makes the calling CPU's timer interrupt once
+ * after count (at least 1) of those, replacing what was programmed, the
+ * periodic tick included.  Interrupts disabled.
+ */
+uint32_t lapic_timer_tick_count(void);
+void lapic_timer_oneshot(uint32_t count);
+
 INIT_OP_DECLARE(lapic_setup);
 
 #endif /* ARCH_X86_LAPIC_H */

@@ -13,6 +13,9 @@
 /* A frame: the saved frame pointer, then the return address. */
 #define UNWIND_FRAME_SIZE       16
 
+/* The prologue that sets a frame up: push %rbp; mov %rsp, %rbp. */
+static const uint8_t unwind_prologue[] = { 0x55, 0x48, 0x89, 0xe5 };
+
 /* The stack holding the whole frame at fp, or -1. */
 static int
 unwind_stack_of(uint64_t fp, const struct unwind_stack *stacks,
@@ -26,6 +29,66 @@ unwind_stack_of(uint64_t fp, const struct unwind_stack *stacks,
     }
 
     return -1;
+}
+
+/* The word at addr, when inside a stack. */
+static bool
+unwind_read(uint64_t addr, const struct unwind_stack *stacks,
+            unsigned int nr_stacks, uint64_t *valuep)
+{
+    for (unsigned int i = 0; i < nr_stacks; i++) {
+        if ((addr & 7) == 0 && addr >= stacks[i].lo && addr < stacks[i].hi
+            && stacks[i].hi - addr >= sizeof(uint64_t)) {
+            *valuep = *(const uint64_t *)(uintptr_t)addr;
+            return true;
+        }
+    }
+
+    return false;
+}
+
+unsigned int
+unwind_interrupted(uint64_t rip, uint64_t rsp, uint64_t fp, uint64_t func,
+                   const struct unwind_stack *stacks, unsigned int nr_stacks,
+                   uint64_t *ips, unsigned int max)
+{
+    const uint8_t *code = (const uint8_t *)(uintptr_t)func;
+    uint64_t ret, top = 0;
+    unsigned int n;
+    bool framed;
+
+    if (max == 0) {
+        return 0;
+    }
+
+    ips[0] = rip;
+    n = 1;
+
+    if (func != 0 && rip >= func) {
+        framed = true;
+
+        for (unsigned int i = 0; i < sizeof(unwind_prologue); i++) {
+            framed &= (code[i] == unwind_prologue[i]);
+        }
+
+        /*
+         * Where the return address is while fp is still the caller's: on
+         * top of the stack in a frameless function or before the push,
+         * under the pushed rbp after it.
+         */
+        if (!framed || rip == func) {
+            top = rsp;
+        } else if (rip == func + 1) {
+            top = rsp + 8;
+        }
+    }
+
+    if (top != 0 && n < max && unwind_read(top, stacks, nr_stacks, &ret)
+        && ret != 0) {
+        ips[n++] = ret - 1;
+    }
+
+    return n + unwind_fp(fp, stacks, nr_stacks, &ips[n], max - n);
 }
 
 unsigned int

@@ -26,6 +26,22 @@ struct unwind_stack {
 };
 
 /*
+ * The call chain of interrupted code: rip itself, then its callers.  The
+ * interrupted function may have no frame of its own (a leaf that uses no
+ * stack: the compiler sets none up even with frame pointers) or be in its
+ * prologue; then its caller's return address is on top of the stack (rsp),
+ * not in a frame.  func is the start of the function holding rip (0 when
+ * unknown): its first instructions tell which case it is.  Reads code only
+ * at func, and stack only inside the stacks given.  Returns the number of
+ * addresses stored (at least 1 when max is not 0).
+ */
+unsigned int unwind_interrupted(uint64_t rip, uint64_t rsp, uint64_t fp,
+                                uint64_t func,
+                                const struct unwind_stack *stacks,
+                                unsigned int nr_stacks, uint64_t *ips,
+                                unsigned int max);
+
+/*
  * Walk the chain from frame pointer fp, storing up to max return
  * addresses, newest first, each minus one so that it names the call
  * instruction (a call to a function that never returns may be the last

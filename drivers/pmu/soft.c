@@ -29,6 +29,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "drivers/pmu/soft.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/error.h"
 #include "kern/init.h"
@@ -48,8 +49,20 @@
 #define SOFTPMU_POLL_MAX_MS     10000
 #define SOFTPMU_FREQ_DEFAULT    5000000000ULL
 
+/*
+ * Shortest time to a clock counter's overflow, in microseconds: a clock
+ * armed for a few TSC cycles (`-c 1` on cpu-clock) must not turn the timer
+ * into an interrupt storm; the sample then stands for more cycles.
+ */
+#define SOFTPMU_CLOCK_MIN_US    20
+
+/*
+ * A counter of one CPU.  deadline: for a clock counter armed to overflow
+ * (sampling), the TSC at which it wraps, 0 otherwise.
+ */
 struct softpmu_counter {
     uint64_t raw_event;                 /* a SWEVENT_* id */
+    uint64_t deadline;
     uint64_t count;                     /* atomic: events since start */
     uint64_t tsc_start;                 /* the clock counter's start */
     bool running;
@@ -83,9 +96,10 @@ _Static_assert(ARRAY_SIZE(softpmu_events) == SWEVENT_NR - SWEVENT_CLOCK,
                "a software event without a generic event, or the reverse");
 
 static struct softpmu_cpu softpmu_cpus[CPU_MAX];
+static struct perfmon_dev softpmu_device;
 static uint64_t softpmu_used;           /* serialised by the perfmon core */
 static unsigned int softpmu_width = SOFTPMU_WIDTH_DEFAULT;
-static bool softpmu_nmi;
+static bool softpmu_nmi = true;
 
 static struct softpmu_cpu *
 softpmu_cpu_local(void)
@@ -185,6 +199,27 @@ softpmu_free(struct perfmon_dev *dev, unsigned int hw_id)
     softpmu_used &= ~(1ULL << hw_id);
 }
 
+/*
+ * Ask the clock for the earliest wrap of the clock counters armed on this
+ * CPU (or for none).  Interrupts disabled.
+ */
+static void
+softpmu_clock_program(struct softpmu_cpu *cpu)
+{
+    uint64_t deadline = 0;
+
+    for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
+        const struct softpmu_counter *c = &cpu->counters[i];
+
+        if (c->running && c->deadline != 0
+            && (deadline == 0 || c->deadline < deadline)) {
+            deadline = c->deadline;
+        }
+    }
+
+    clock_set_deadline(deadline);
+}
+
 static void
 softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
               unsigned int flags)
@@ -202,6 +237,7 @@ softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
 
     if (raw_event == SWEVENT_CLOCK) {
         c->tsc_start = cpu_rdtsc();
+        c->deadline = 0;
     }
 
     /* The NMI reads running first: the fields above must be set by then. */
@@ -223,6 +259,9 @@ softpmu_stop(struct perfmon_dev *dev, unsigned int hw_id)
 
     if (c->raw_event != SWEVENT_CLOCK) {
         swevent_deactivate((unsigned int)c->raw_event);
+    } else if (c->deadline != 0) {
+        c->deadline = 0;
+        softpmu_clock_program(softpmu_cpu_local());
     }
 }
 
@@ -242,20 +281,63 @@ softpmu_read(struct perfmon_dev *dev, unsigned int hw_id)
 
 /*
  * Load a counter.  The clock's count is the TSC minus its start, so the
- * start moves instead.
+ * start moves instead; it raises no NMI of its own, so the clock is asked
+ * for an interrupt when it wraps (see softpmu_clock_deadline), at least
+ * SOFTPMU_CLOCK_MIN_US from now.
  */
 static void
 softpmu_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 {
-    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+    struct softpmu_cpu *cpu = softpmu_cpu_local();
+    struct softpmu_counter *c = &cpu->counters[hw_id];
+    uint64_t now, min_cycles;
 
     (void)dev;
 
-    if (c->raw_event == SWEVENT_CLOCK) {
-        c->tsc_start = cpu_rdtsc() - value;
-    } else {
+    if (c->raw_event != SWEVENT_CLOCK) {
         __atomic_store_n(&c->count, value, __ATOMIC_RELAXED);
+        return;
     }
+
+    now = cpu_rdtsc();
+    c->tsc_start = now - value;
+
+    if (!softpmu_nmi || softpmu_width >= 64) {
+        return;
+    }
+
+    min_cycles = cpu_tsc_freq() / 1000000 * SOFTPMU_CLOCK_MIN_US;
+    c->deadline = MAX(c->tsc_start + (1ULL << softpmu_width),
+                      now + min_cycles);
+    softpmu_clock_program(cpu);
+}
+
+/*
+ * The clock's deadline passed (its interrupt, interrupts disabled): the
+ * clock counters due have wrapped.  They go through the core like a PMI,
+ * with the timer's frame, which shows what the CPU was running.
+ */
+static void
+softpmu_clock_deadline(struct trap_frame *frame)
+{
+    struct softpmu_cpu *cpu = softpmu_cpu_local();
+    uint64_t now = cpu_rdtsc(), due = 0;
+
+    for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
+        struct softpmu_counter *c = &cpu->counters[i];
+
+        if (c->running && c->deadline != 0 && now >= c->deadline) {
+            c->deadline = 0;
+            due |= 1ULL << i;
+        }
+    }
+
+    if (due != 0) {
+        __atomic_fetch_or(&cpu->status, due, __ATOMIC_RELAXED);
+        perfmon_overflow_intr(&softpmu_device, frame);
+    }
+
+    softpmu_clock_program(cpu);
 }
 
 static uint64_t
@@ -388,11 +470,11 @@ softpmu_parse_options(void)
 
     mode = cmdline_get("softpmu.overflow");
 
-    if (mode != NULL && strcmp(mode, "nmi") == 0) {
-        softpmu_nmi = true;
-    } else if (mode != NULL && strcmp(mode, "poll") != 0) {
+    if (mode != NULL && strcmp(mode, "poll") == 0) {
+        softpmu_nmi = false;
+    } else if (mode != NULL && strcmp(mode, "nmi") != 0) {
         log_warning("softpmu: softpmu.overflow must be poll or nmi, "
-                    "using poll");
+                    "using nmi");
     }
 }
 
@@ -428,6 +510,7 @@ softpmu_setup(void)
         softpmu_device.overflow_intr = true;
         softpmu_device.poll_ms = softpmu_clock_poll_ms();
         trap_nmi_register(softpmu_nmi_handler);
+        clock_set_deadline_handler(softpmu_clock_deadline);
     }
 
     swevent_set_handler(softpmu_count);

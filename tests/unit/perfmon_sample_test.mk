@@ -6,4 +6,5 @@ perfmon_sample_test_SRCS := tests/unit/perfmon_sample_test.c tests/unit/fdev.c k
 	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
 	tests/unit/fakes/thread.c tests/unit/fakes/xcall.c \
 	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
-	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c
+	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
+	tests/unit/fakes/symtab.c

@@ -168,6 +168,90 @@ test_two_stacks(void **state)
     assert_int_equal(unwind_fp(addr(1, 40), stacks, 2, ips, 8), 8);
 }
 
+/* Code of the interrupted function: with the frame prologue, or without. */
+static const uint8_t framed_code[] = { 0x55, 0x48, 0x89, 0xe5, 0x90, 0xc3 };
+static const uint8_t leaf_code[] = { 0x31, 0xc0, 0x90, 0xc3 };
+
+static uint64_t
+code_addr(const uint8_t *code, unsigned int offset)
+{
+    return (uint64_t)(uintptr_t)code + offset;
+}
+
+/*
+ * A leaf without frame: its caller's return address is on top of the
+ * stack, and fp is still the caller's frame.
+ */
+static void
+test_interrupted_leaf(void **state)
+{
+    uint64_t ips[8];
+
+    (void)state;
+    setup();
+    mem[0][9] = 0x5001;                     /* rsp: return into the caller */
+    frame(0, 20, addr(0, 30), 0x6001);      /* the caller's frame */
+    frame(0, 30, 0, 0x7001);
+    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(0, 9),
+                                        addr(0, 20),
+                                        code_addr(leaf_code, 0), stacks, 1,
+                                        ips, 8), 4);
+    assert_true(ips[0] == code_addr(leaf_code, 2));
+    assert_true(ips[1] == 0x5000 && ips[2] == 0x6000 && ips[3] == 0x7000);
+
+    /* Without knowing the function, the caller is lost, nothing else. */
+    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(0, 9),
+                                        addr(0, 20), 0, stacks, 1, ips, 8),
+                     3);
+    assert_true(ips[1] == 0x6000);
+
+    /* A stack pointer outside the stack is not read. */
+    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(2, 9),
+                                        addr(0, 20),
+                                        code_addr(leaf_code, 0), stacks, 1,
+                                        ips, 8), 3);
+    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(0, 9),
+                                        addr(0, 20),
+                                        code_addr(leaf_code, 0), stacks, 1,
+                                        ips, 1), 1);
+}
+
+/* A framed function: in its prologue, and after it. */
+static void
+test_interrupted_framed(void **state)
+{
+    uint64_t ips[8];
+
+    (void)state;
+    setup();
+    frame(0, 20, addr(0, 30), 0x6001);
+    frame(0, 30, 0, 0x7001);
+
+    /* At the first instruction: the return address is at rsp. */
+    mem[0][10] = 0x5001;
+    assert_int_equal(unwind_interrupted(code_addr(framed_code, 0),
+                                        addr(0, 10), addr(0, 20),
+                                        code_addr(framed_code, 0), stacks, 1,
+                                        ips, 8), 4);
+    assert_true(ips[1] == 0x5000);
+
+    /* After push %rbp: under the pushed word. */
+    mem[0][9] = addr(0, 20);
+    assert_int_equal(unwind_interrupted(code_addr(framed_code, 1),
+                                        addr(0, 9), addr(0, 20),
+                                        code_addr(framed_code, 0), stacks, 1,
+                                        ips, 8), 4);
+    assert_true(ips[1] == 0x5000);
+
+    /* In the body: fp is its own frame. */
+    frame(0, 12, addr(0, 20), 0x5001);
+    assert_int_equal(unwind_interrupted(code_addr(framed_code, 4),
+                                        addr(0, 8), addr(0, 12),
+                                        code_addr(framed_code, 0), stacks, 1,
+                                        ips, 8), 4);
+    assert_true(ips[1] == 0x5000 && ips[2] == 0x6000 && ips[3] == 0x7000);
+}
+
 int
 main(void)
 {
@@ -179,6 +263,8 @@ main(void)
         cmocka_unit_test(test_outside),
         cmocka_unit_test(test_loops),
         cmocka_unit_test(test_two_stacks),
+        cmocka_unit_test(test_interrupted_leaf),
+        cmocka_unit_test(test_interrupted_framed),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,489 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon record`, modelled on Linux `perf record`: run a shell command
+ * in a new thread with a sampling event on it (or on every CPU, or some,
+ * until the command ends), keep the samples in kernel memory until the next
+ * record, and end with perf's summary line.  `perfmon report` and `perfmon
+ * script` read the recording (kern/perfmon_report.c).
+ *
+ * Everything a run creates (the thread, the events, the drain thread) is
+ * released before the command returns; only the recording is kept.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/num.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_cmd.h"
+#include "kern/perfmon_parse.h"
+#include "kern/perfmon_rec.h"
+#include "kern/perfmon_record.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+
+#define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
+
+static const char perfmon_record_usage[] =
+    "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b] [-a | -C CPUS] "
+    "[-m SIZE] [--] COMMAND [ARGS...]\n";
+
+/* A `perfmon record` invocation, on the heap. */
+struct perfmon_record {
+    char event_name[PERFMON_PARSE_NAME_SIZE];
+    struct perfmon_cmd_event event;
+    uint64_t period;                    /* -c */
+    uint64_t freq;                      /* -F */
+    bool callchain;                     /* -g */
+    bool branches;                      /* -b */
+    bool all_cpus;                      /* -a */
+    const char *cpu_list;               /* -C */
+    uint64_t cpu_mask;
+    uint64_t ring_size;                 /* -m */
+    int cmd_argc;
+    char **cmd_argv;
+
+    struct perfmon_rec *rec;
+    struct perfmon_sampling sampling;
+    struct perfmon_event events[CPU_MAX];
+    unsigned int nr_events;
+    struct perfmon_cmd_runner runner;
+};
+
+/* One line saying what is wrong, then the usage. */
+static int __format_printf(1, 2)
+perfmon_record_error(const char *fmt, ...)
+{
+    struct perfmon_cmd_line line;
+    va_list ap;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: record: ");
+    va_start(ap, fmt);
+    perfmon_cmd_line_vadd(&line, fmt, ap);
+    va_end(ap);
+    perfmon_cmd_line_print(&line);
+    kprintf("%s", perfmon_record_usage);
+    return SHELL_ERR_REPORTED;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+static int
+perfmon_record_set_event(struct perfmon_record *r, const char *list)
+{
+    struct perfmon_parse_event parsed;
+    struct perfmon_parse_error err;
+    int nr, error;
+
+    nr = perfmon_parse_events(list, &parsed, 1, &err);
+
+    if (nr == -E2BIG && strchr(list, ',') != NULL) {
+        return perfmon_record_error("one event at a time ('%s')", list);
+    }
+
+    if (nr < 0) {
+        return perfmon_record_error("bad event: %s%s%s%s", err.reason,
+                                    (err.item[0] != '\0') ? " ('" : "",
+                                    err.item,
+                                    (err.item[0] != '\0') ? "')" : "");
+    }
+
+    error = perfmon_cmd_resolve("record", &parsed, &r->event);
+
+    if (error) {
+        return error;
+    }
+
+    if (!r->event.supported) {
+        kprintf("perfmon: record: %s: no device here counts it (see "
+                "'perfmon list')\n", parsed.spec);
+        return SHELL_ERR_REPORTED;
+    }
+
+    strlcpy(r->event_name, parsed.spec, sizeof(r->event_name));
+    return 0;
+}
+
+/* perf's default: cycles where hardware counts them, else cpu-clock. */
+static int
+perfmon_record_default_event(struct perfmon_record *r)
+{
+    return perfmon_record_set_event(r, (perfmon_cmd_dev_for("cycles") != NULL)
+                                       ? "cycles" : "cpu-clock");
+}
+
+static int
+perfmon_record_number(const char *opt, const char *val, uint64_t max,
+                      uint64_t *valp)
+{
+    if (cmdline_parse_u64(val, valp) != 0 || *valp == 0 || *valp > max) {
+        return perfmon_record_error("%s: '%s' is not a number from 1 to %llu",
+                                    opt, val, (unsigned long long)max);
+    }
+
+    return 0;
+}
+
+static int
+perfmon_record_ring_size(struct perfmon_record *r, const char *val)
+{
+    uint64_t size;
+
+    if (cmdline_parse_size(val, &size) != 0 || size < PERFMON_SBUF_MIN
+        || size > PERFMON_SBUF_MAX || (size & (size - 1)) != 0) {
+        return perfmon_record_error("-m: '%s' is not a power of two from 4K "
+                                    "to 16M", val);
+    }
+
+    r->ring_size = size;
+    return 0;
+}
+
+static int
+perfmon_record_option(struct perfmon_record *r, int opt, const char *val)
+{
+    switch (opt) {
+    case 'e':
+        return perfmon_record_set_event(r, val);
+    case 'c':
+        return perfmon_record_number("-c", val, PERFMON_MAX_PERIOD,
+                                     &r->period);
+    case 'F':
+        return perfmon_record_number("-F", val, PERFMON_MAX_FREQ, &r->freq);
+    case 'g':
+        r->callchain = true;
+        return 0;
+    case 'b':
+        r->branches = true;
+        return 0;
+    case 'a':
+        r->all_cpus = true;
+        return 0;
+    case 'C':
+        r->cpu_list = val;
+        return 0;
+    case 'm':
+        return perfmon_record_ring_size(r, val);
+    default:
+        return 0;
+    }
+}
+
+static int
+perfmon_record_select_cpus(struct perfmon_record *r)
+{
+    unsigned int nr_cpus = cpu_count();
+    int error;
+
+    if (r->all_cpus && r->cpu_list != NULL) {
+        return perfmon_record_error("-a and -C %s exclude each other",
+                                    r->cpu_list);
+    }
+
+    if (r->all_cpus) {
+        r->cpu_mask = (nr_cpus >= 64) ? UINT64_MAX : (1ULL << nr_cpus) - 1;
+    } else if (r->cpu_list != NULL) {
+        error = perfmon_parse_cpulist(r->cpu_list, nr_cpus, &r->cpu_mask);
+
+        if (error == -ERANGE) {
+            return perfmon_record_error("-C %s: this machine has CPUs 0 to "
+                                        "%u", r->cpu_list, nr_cpus - 1);
+        } else if (error) {
+            return perfmon_record_error("-C %s: bad CPU list (expected e.g. "
+                                        "0,2-3)", r->cpu_list);
+        }
+    }
+
+    return 0;
+}
+
+static int
+perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
+{
+    struct perfmon_cmd_opts opts;
+    const char *val;
+    int opt, error;
+
+    r->ring_size = PERFMON_RECORD_RING_DEFAULT;
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbaC:m:", NULL);
+
+    while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
+        if (opt == '?') {
+            return perfmon_record_error("unknown option '%s'", opts.bad);
+        } else if (opt == ':') {
+            return perfmon_record_error("option %s needs an argument",
+                                        opts.bad);
+        }
+
+        error = perfmon_record_option(r, opt, val);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    if (r->period != 0 && r->freq != 0) {
+        return perfmon_record_error("-c and -F exclude each other");
+    }
+
+    if (opts.index >= argc) {
+        return perfmon_record_error("missing command");
+    }
+
+    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
+        return perfmon_record_error("unknown command '%s' (type 'help')",
+                                    argv[opts.index]);
+    }
+
+    if (r->branches) {
+        kprintf("perfmon: record: -b: no branch-record driver is registered "
+                "(perfmon info says why)\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    r->cmd_argc = argc - opts.index;
+    r->cmd_argv = &argv[opts.index];
+
+    if (r->period == 0 && r->freq == 0) {
+        r->freq = PERFMON_RECORD_FREQ_DEFAULT;
+    }
+
+    error = perfmon_record_select_cpus(r);
+
+    if (error == 0 && r->event_name[0] == '\0') {
+        error = perfmon_record_default_event(r);
+    }
+
+    return error;
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+static void
+perfmon_record_detach_all(struct perfmon_record *r)
+{
+    for (unsigned int i = 0; i < r->nr_events; i++) {
+        if (perfmon_event_attached(&r->events[i])) {
+            perfmon_event_detach(&r->events[i]);
+        }
+    }
+}
+
+/* Explain an attach failure in one line. */
+static int
+perfmon_record_attach_error(struct perfmon_record *r, int error)
+{
+    switch (error) {
+    case -EOPNOTSUPP:
+        kprintf("perfmon: record: %s: its device cannot sample (no overflow "
+                "interrupt: boot without softpmu.overflow=poll, or "
+                "perfmon.nmi=off)\n", r->event_name);
+        break;
+    case -EAGAIN:
+        kprintf("perfmon: record: %s: every counter of its device is in "
+                "use\n", r->event_name);
+        break;
+    case -EBUSY:
+        kprintf("perfmon: record: %s: the context-switch hook is off "
+                "(perfmon.hook=off): use -a\n", r->event_name);
+        break;
+    default:
+        kprintf("perfmon: record: %s: %s\n", r->event_name,
+                error_str(error));
+        break;
+    }
+
+    return SHELL_ERR_REPORTED;
+}
+
+/* The events: one on the command's thread, or one per selected CPU. */
+static int
+perfmon_record_attach(struct perfmon_record *r)
+{
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct perfmon_event *ev;
+        int error;
+
+        if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << cpu))) {
+            continue;
+        }
+
+        ev = &r->events[r->nr_events++];
+        error = perfmon_event_init(ev, r->event.id, r->event.flags);
+
+        if (error == 0 && r->event.dev != NULL) {
+            error = perfmon_event_set_dev(ev, r->event.dev);
+        }
+
+        if (error == 0) {
+            error = perfmon_event_set_sampling(ev, &r->sampling);
+        }
+
+        if (error == 0) {
+            error = (r->cpu_mask != 0)
+                    ? perfmon_event_attach_cpu(ev, cpu)
+                    : perfmon_event_attach(ev, r->runner.thread);
+        }
+
+        if (error) {
+            perfmon_record_detach_all(r);
+            return perfmon_record_attach_error(r, error);
+        }
+
+        if (r->cpu_mask == 0) {
+            break;
+        }
+    }
+
+    return 0;
+}
+
+/* The first period of a frequency-mode run. */
+static uint64_t
+perfmon_record_first_period(const struct perfmon_record *r)
+{
+    /* The clock counts TSC cycles: its period is known. */
+    if (r->event.generic == PERFMON_EV_TASK_CLOCK && cpu_tsc_freq() != 0) {
+        return MAX(cpu_tsc_freq() / r->freq, 1);
+    }
+
+    return 0;
+}
+
+static void
+perfmon_record_summary(const struct perfmon_record *r)
+{
+    struct perfmon_rec_info info;
+
+    perfmon_rec_get_info(r->rec, &info);
+    kprintf("[ perfmon record: captured %llu samples, %llu lost, %llu KiB ]\n",
+            (unsigned long long)info.nr_samples,
+            (unsigned long long)info.nr_lost,
+            (unsigned long long)((info.store_bytes + 1023) / 1024));
+
+    if (info.nr_throttles != 0) {
+        kprintf("perfmon: record: sampling was throttled %llu times (the "
+                "period was raised)\n",
+                (unsigned long long)info.nr_throttles);
+    }
+}
+
+static void
+perfmon_record_command_line(const struct perfmon_record *r, char *buf,
+                            size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+
+    for (int i = 0; i < r->cmd_argc && len < size; i++) {
+        len += (size_t)ksnprintf(&buf[len], size - len, "%s%s",
+                                 (i == 0) ? "" : " ", r->cmd_argv[i]);
+    }
+}
+
+static int
+perfmon_record_run(struct perfmon_record *r)
+{
+    char command[96];
+    int error;
+
+    perfmon_record_command_line(r, command, sizeof(command));
+    error = perfmon_rec_create(&r->rec, r->ring_size,
+                               PERFMON_REC_STORE_DEFAULT, r->event_name,
+                               command);
+
+    if (error) {
+        kprintf("perfmon: record: cannot allocate %llu KiB of buffers per "
+                "CPU: %s\n", (unsigned long long)(r->ring_size / 1024),
+                error_str(error));
+        return SHELL_ERR_REPORTED;
+    }
+
+    r->sampling = (struct perfmon_sampling){
+        .period = (r->period != 0) ? r->period : perfmon_record_first_period(r),
+        .freq = (unsigned int)r->freq,
+        .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
+                  | PERFMON_SF_CPU | PERFMON_SF_PERIOD
+                  | (r->callchain ? PERFMON_SF_CALLCHAIN : 0),
+        .sbuf = perfmon_rec_sbuf(r->rec),
+    };
+
+    /* The thread is named after the command, as perf shows its comm. */
+    error = perfmon_cmd_runner_start(&r->runner, r->cmd_argv[0], r->cmd_argc,
+                                     r->cmd_argv);
+
+    if (error) {
+        kprintf("perfmon: record: cannot create a thread: %s\n",
+                error_str(error));
+        perfmon_rec_destroy(r->rec);
+        return SHELL_ERR_REPORTED;
+    }
+
+    error = perfmon_record_attach(r);
+
+    if (error == 0) {
+        error = perfmon_rec_start(r->rec);
+
+        if (error) {
+            kprintf("perfmon: record: cannot start draining: %s\n",
+                    error_str(error));
+            perfmon_record_detach_all(r);
+            error = SHELL_ERR_REPORTED;
+        }
+    }
+
+    if (error) {
+        perfmon_cmd_runner_cancel(&r->runner);
+        perfmon_rec_destroy(r->rec);
+        return error;
+    }
+
+    perfmon_cmd_runner_go(&r->runner);
+    perfmon_cmd_runner_join(&r->runner);
+    perfmon_record_detach_all(r);
+    perfmon_rec_stop(r->rec);
+    perfmon_record_summary(r);
+    perfmon_rec_keep(r->rec);
+    return 0;
+}
+
+int
+perfmon_record_main(int argc, char **argv)
+{
+    struct perfmon_record *r = kmem_zalloc(sizeof(*r));
+    int error;
+
+    if (r == NULL) {
+        kprintf("perfmon: record: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    error = perfmon_record_parse(r, argc, argv);
+
+    if (error == 0) {
+        error = perfmon_record_run(r);
+    }
+
+    kmem_free(r, sizeof(*r));
+
+    /* The flag latches until the next command: Ctrl-C kept the samples. */
+    if (error == 0 && shell_interrupted()) {
+        kprintf("perfmon: record: interrupted (the samples so far are "
+                "kept)\n");
+    }
+
+    return error;
+}

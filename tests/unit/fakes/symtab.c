@@ -1,0 +1,38 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Fake of the kernel's embedded symbol table for host tests: no symbol at
+ * all, unless a test gives one function (fake_symtab_set()).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kern/symtab.h"
+
+static const char *fake_symtab_name;
+static uint64_t fake_symtab_start;
+static uint64_t fake_symtab_end;
+
+void fake_symtab_set(const char *name, uint64_t start, uint64_t end);
+
+void
+fake_symtab_set(const char *name, uint64_t start, uint64_t end)
+{
+    fake_symtab_name = name;
+    fake_symtab_start = start;
+    fake_symtab_end = end;
+}
+
+const char *
+symtab_lookup(uint64_t addr, uint64_t *offsetp)
+{
+    if (fake_symtab_name == NULL || addr < fake_symtab_start
+        || addr >= fake_symtab_end) {
+        return NULL;
+    }
+
+    *offsetp = addr - fake_symtab_start;
+    return fake_symtab_name;
+}
