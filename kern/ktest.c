@@ -19,6 +19,9 @@ extern const struct ktest __stop_ktest_cases[];
 
 static const char *ktest_skip_msg;
 
+/* Whether the running test recorded a failure. */
+static bool ktest_failed;
+
 unsigned int
 ktest_count(void)
 {
@@ -41,6 +44,43 @@ void
 ktest_skip_reason(const char *reason)
 {
     ktest_skip_msg = reason;
+}
+
+void
+ktest_fail(void)
+{
+    ktest_failed = true;
+}
+
+int
+ktest_result(void)
+{
+    return ktest_failed ? KTEST_FAIL : KTEST_PASS;
+}
+
+bool
+ktest_check_true(bool holds, const char *file, unsigned int line,
+                 const char *expr)
+{
+    if (!holds) {
+        ktest_diag("%s:%u: assertion failed: %s", file, line, expr);
+        ktest_fail();
+    }
+
+    return holds;
+}
+
+bool
+ktest_check_eq(long long a, long long b, const char *file, unsigned int line,
+               const char *expr_a, const char *expr_b)
+{
+    if (a != b) {
+        ktest_diag("%s:%u: %s == %lld, expected %s == %lld", file, line,
+                   expr_a, a, expr_b, b);
+        ktest_fail();
+    }
+
+    return a == b;
 }
 
 /* The selected suite name, or NULL for all. */
@@ -115,7 +155,13 @@ ktest_run_one(const struct ktest *t, unsigned int index)
     int result;
 
     ktest_skip_msg = NULL;
+    ktest_failed = false;
     result = t->fn();
+
+    /* A recorded failure stands, whatever the test returned after it. */
+    if (ktest_failed) {
+        result = KTEST_FAIL;
+    }
 
     if (result == KTEST_SKIP) {
         kprintf("    ok %u %s # SKIP %s\n", index, t->name,

@@ -12,12 +12,31 @@
  * runs the named suites only.
  *
  * A test returns KTEST_PASS, KTEST_SKIP (with ktest_skip_reason() set) or
- * KTEST_FAIL; KTEST_ASSERT() reports the failing expression as a KTAP
- * diagnostic line and fails the test.
+ * KTEST_FAIL.  Checks print the failing expression as a KTAP diagnostic
+ * line and record the failure, in one of two ways:
+ *
+ *   KTEST_ASSERT(expr), KTEST_ASSERT_EQ(a, b): then return KTEST_FAIL at
+ *   once.  Only where the test holds nothing.
+ *
+ *   KTEST_CHECK(expr), KTEST_CHECK_EQ(a, b): then `goto out`.  A test that
+ *   takes anything the next test could trip over (attached events, threads,
+ *   its thread's affinity, registered callbacks, memory, scheduled timers)
+ *   ends with an `out:` label that gives back whatever it still holds, on
+ *   success and failure alike, then returns ktest_result().
+ *
+ * Why a cleanup label and not a cleanup stack that the runner unwinds
+ * after the test returns (KUnit's deferred actions): what tests hold lives
+ * in their stack frame (events on a counter's user list, the state a
+ * thread they started reads), and is gone by the time the runner could
+ * release it.  At `out:` the frame is still there, the release code sits
+ * in the function that took the resources, in reverse order, as in the
+ * kernel's own error paths.
  */
 
 #ifndef KERN_KTEST_H
 #define KERN_KTEST_H
+
+#include <stdbool.h>
 
 #include "kern/macros.h"
 
@@ -45,24 +64,55 @@ void ktest_diag(const char *fmt, ...) __format_printf(1, 2);
 /* Set the reason shown with "# SKIP" before returning KTEST_SKIP. */
 void ktest_skip_reason(const char *reason);
 
+/*
+ * Count one check of the running test, report it when it does not hold
+ * (at file:line, with the expression, or both expressions and values) and
+ * record the failure.  Return whether it holds.  For the macros below.
+ */
+bool ktest_check_true(bool holds, const char *file, unsigned int line,
+                      const char *expr);
+bool ktest_check_eq(long long a, long long b, const char *file,
+                    unsigned int line, const char *expr_a,
+                    const char *expr_b);
+
 #define KTEST_ASSERT(expr)                                              \
     do {                                                                \
-        if (!(expr)) {                                                  \
-            ktest_diag("%s:%d: assertion failed: %s", __FILE__,         \
-                       __LINE__, #expr);                                \
+        if (!ktest_check_true((expr), __FILE__, __LINE__, #expr)) {     \
             return KTEST_FAIL;                                          \
         }                                                               \
     } while (0)
 
 #define KTEST_ASSERT_EQ(a, b)                                           \
     do {                                                                \
-        long long ktest_a_ = (long long)(a), ktest_b_ = (long long)(b); \
-        if (ktest_a_ != ktest_b_) {                                     \
-            ktest_diag("%s:%d: %s == %lld, expected %s == %lld",        \
-                       __FILE__, __LINE__, #a, ktest_a_, #b, ktest_b_); \
+        if (!ktest_check_eq((long long)(a), (long long)(b), __FILE__,   \
+                            __LINE__, #a, #b)) {                        \
             return KTEST_FAIL;                                          \
         }                                                               \
     } while (0)
+
+#define KTEST_CHECK(expr)                                               \
+    do {                                                                \
+        if (!ktest_check_true((expr), __FILE__, __LINE__, #expr)) {     \
+            goto out;                                                   \
+        }                                                               \
+    } while (0)
+
+#define KTEST_CHECK_EQ(a, b)                                            \
+    do {                                                                \
+        if (!ktest_check_eq((long long)(a), (long long)(b), __FILE__,   \
+                            __LINE__, #a, #b)) {                        \
+            goto out;                                                   \
+        }                                                               \
+    } while (0)
+
+/*
+ * Record a failure of the running test found otherwise than by a check
+ * (say what failed with ktest_diag() first).  The test thread only.
+ */
+void ktest_fail(void);
+
+/* KTEST_FAIL when the running test recorded a failure, else KTEST_PASS. */
+int ktest_result(void);
 
 /*
  * Return the number of tests linked into this kernel: 0 in the user image,
