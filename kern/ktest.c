@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * In-kernel test runner with KTAP output, and the leak check after each
- * test (kern/ktest.h).
+ * In-kernel test runner with KTAP output, the leak check after each test
+ * and the failures injected by ktest.fail (kern/ktest.h).
  */
 
 #include <stdarg.h>
@@ -25,6 +25,9 @@
 extern const struct ktest __start_ktest_cases[];
 extern const struct ktest __stop_ktest_cases[];
 
+/* Longest item of the test= and ktest.fail= lists, NUL included. */
+#define KTEST_ITEM_SIZE     96
+
 /* What the leak check compares before and after a test. */
 struct ktest_state {
     unsigned int nr_devs;
@@ -38,6 +41,8 @@ struct ktest_state {
 /* The running test. */
 static const char *ktest_skip_msg;
 static bool ktest_failed;
+static unsigned int ktest_nr_checks;
+static unsigned int ktest_fail_at;      /* check failing on purpose, or 0 */
 static struct ktest_state ktest_before;
 
 unsigned int
@@ -219,7 +224,140 @@ ktest_leak_check(const struct ktest_state *before)
     return n;
 }
 
+/* ---- boot options ------------------------------------------------------- */
+
+/*
+ * Copy the first item of a comma-separated list into item[KTEST_ITEM_SIZE]
+ * (an empty string when it does not fit, so that it names nothing) and
+ * return the rest of the list, or NULL when there is no item left.
+ */
+static const char *
+ktest_list_next(const char *list, char *item)
+{
+    const char *end;
+    size_t n;
+
+    if (list == NULL || *list == '\0') {
+        return NULL;
+    }
+
+    end = strchr(list, ',');
+    n = (end == NULL) ? strlen(list) : (size_t)(end - list);
+    n = (n < KTEST_ITEM_SIZE) ? n : 0;
+    memcpy(item, list, n);
+    item[n] = '\0';
+    return (end == NULL) ? list + strlen(list) : end + 1;
+}
+
+/* Whether s is "SUITE.NAME" of t. */
+static bool
+ktest_is_named(const struct ktest *t, const char *s)
+{
+    size_t suite_len = strlen(t->suite);
+
+    return strncmp(s, t->suite, suite_len) == 0 && s[suite_len] == '.'
+           && strcmp(s + suite_len + 1, t->name) == 0;
+}
+
+/*
+ * Split an item of ktest.fail, SUITE.NAME[@N], at the '@'; return N, 1
+ * without it, 0 when malformed.
+ */
+static unsigned int
+ktest_fail_item_split(char *item)
+{
+    char *at = strchr(item, '@');
+    uint64_t check = 1;
+
+    if (at != NULL) {
+        *at = '\0';
+
+        if (cmdline_parse_u64(at + 1, &check) != 0 || check == 0
+            || check > UINT32_MAX) {
+            return 0;
+        }
+    }
+
+    return (unsigned int)check;
+}
+
+/* The check of t that ktest.fail makes fail, or 0. */
+static unsigned int
+ktest_fail_check_of(const struct ktest *t)
+{
+    const char *list = cmdline_get("ktest.fail");
+    char item[KTEST_ITEM_SIZE];
+
+    while ((list = ktest_list_next(list, item)) != NULL) {
+        unsigned int check = ktest_fail_item_split(item);
+
+        if (ktest_is_named(t, item)) {
+            return check;
+        }
+    }
+
+    return 0;
+}
+
+/* The `test=` list, or NULL for all. */
+static const char *
+ktest_filter(void)
+{
+    const char *value = cmdline_get("test");
+
+    if (value == NULL || value[0] == '\0' || strcmp(value, "all") == 0) {
+        return NULL;
+    }
+
+    return value;
+}
+
+/*
+ * The filter is a comma-separated list of SUITE and SUITE.NAME items.  A
+ * hidden test runs only when named.
+ */
+static bool
+ktest_selected(const struct ktest *t)
+{
+    const char *filter = ktest_filter();
+    char item[KTEST_ITEM_SIZE];
+
+    if (filter == NULL) {
+        return !t->hidden;
+    }
+
+    while ((filter = ktest_list_next(filter, item)) != NULL) {
+        if ((!t->hidden && strcmp(item, t->suite) == 0)
+            || ktest_is_named(t, item)) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
 /* ---- checks ------------------------------------------------------------- */
+
+bool
+ktest_check_begin(const char *file, unsigned int line, const char *text)
+{
+    struct ktest_state now;
+
+    if (++ktest_nr_checks != ktest_fail_at) {
+        return true;
+    }
+
+    ktest_diag("%s:%u: check %u fails on purpose (ktest.fail): %s", file,
+               line, ktest_nr_checks, text);
+    ktest_state_get(&now);
+
+    if (ktest_state_diff("held", &ktest_before, &now) == 0) {
+        ktest_diag("held: nothing");
+    }
+
+    ktest_fail();
+    return false;
+}
 
 bool
 ktest_check_true(bool holds, const char *file, unsigned int line,
@@ -246,52 +384,17 @@ ktest_check_eq(long long a, long long b, const char *file, unsigned int line,
     return a == b;
 }
 
-/* ---- selection ---------------------------------------------------------- */
+/* ---- running ------------------------------------------------------------ */
 
-/* The selected suite names, or NULL for all. */
-static const char *
-ktest_filter(void)
-{
-    const char *value = cmdline_get("test");
-
-    if (value == NULL || value[0] == '\0' || strcmp(value, "all") == 0) {
-        return NULL;
-    }
-
-    return value;
-}
-
-/* The filter is a comma-separated list of suite names. */
-static bool
-ktest_selected(const struct ktest *t)
-{
-    const char *filter = ktest_filter();
-    size_t len = strlen(t->suite);
-
-    if (filter == NULL) {
-        return true;
-    }
-
-    while (*filter != '\0') {
-        const char *end = strchr(filter, ',');
-        size_t n = end == NULL ? strlen(filter) : (size_t)(end - filter);
-
-        if (n == len && strncmp(filter, t->suite, n) == 0) {
-            return true;
-        }
-
-        filter += n + (end != NULL);
-    }
-
-    return false;
-}
-
-/* Suites are groups of consecutive entries with the same suite name. */
+/*
+ * Suites are groups of consecutive entries with the same suite name; one
+ * is announced with its first selected test.
+ */
 static bool
 ktest_suite_first(const struct ktest *t)
 {
     for (const struct ktest *u = __start_ktest_cases; u < t; u++) {
-        if (strcmp(u->suite, t->suite) == 0) {
+        if (strcmp(u->suite, t->suite) == 0 && ktest_selected(u)) {
             return false;
         }
     }
@@ -314,8 +417,6 @@ ktest_count_suites(void)
     return n;
 }
 
-/* ---- running ------------------------------------------------------------ */
-
 static unsigned int
 ktest_run_one(const struct ktest *t, unsigned int index)
 {
@@ -324,7 +425,15 @@ ktest_run_one(const struct ktest *t, unsigned int index)
     ktest_state_get(&ktest_before);
     ktest_skip_msg = NULL;
     ktest_failed = false;
+    ktest_nr_checks = 0;
+    ktest_fail_at = ktest_fail_check_of(t);
     result = t->fn();
+
+    if (ktest_fail_at > ktest_nr_checks) {
+        ktest_diag("ktest.fail: check %u asked for, %u ran", ktest_fail_at,
+                   ktest_nr_checks);
+        ktest_fail();
+    }
 
     /* A recorded failure stands, whatever the test returned after it. */
     if (ktest_failed) {
@@ -353,7 +462,7 @@ ktest_run_suite(const char *suite, unsigned int index)
 
     for (const struct ktest *t = __start_ktest_cases; t < __stop_ktest_cases;
          t++) {
-        n += strcmp(t->suite, suite) == 0;
+        n += strcmp(t->suite, suite) == 0 && ktest_selected(t);
     }
 
     kprintf("    KTAP version 1\n    # Subtest: %s\n    1..%u\n", suite, n);
@@ -361,13 +470,44 @@ ktest_run_suite(const char *suite, unsigned int index)
 
     for (const struct ktest *t = __start_ktest_cases; t < __stop_ktest_cases;
          t++) {
-        if (strcmp(t->suite, suite) == 0) {
+        if (strcmp(t->suite, suite) == 0 && ktest_selected(t)) {
             failed += ktest_run_one(t, ++n);
         }
     }
 
     kprintf("%s %u %s\n", failed == 0 ? "ok" : "not ok", index, suite);
     return failed;
+}
+
+/*
+ * Items of ktest.fail that make no test of this run fail: a misspelt name
+ * must not pass for a cleanup path that works.  Return their number.
+ */
+static unsigned int
+ktest_fail_check_names(void)
+{
+    const char *list = cmdline_get("ktest.fail");
+    char item[KTEST_ITEM_SIZE];
+    unsigned int n = 0;
+
+    while ((list = ktest_list_next(list, item)) != NULL) {
+        bool found = false;
+
+        if (ktest_fail_item_split(item) != 0) {
+            for (const struct ktest *t = __start_ktest_cases;
+                 t < __stop_ktest_cases; t++) {
+                found |= ktest_selected(t) && ktest_is_named(t, item);
+            }
+        }
+
+        if (!found) {
+            kprintf("# ktest.fail: %s: not a test of this run, or a bad "
+                    "@N\n", item);
+            n++;
+        }
+    }
+
+    return n;
 }
 
 unsigned int
@@ -384,6 +524,7 @@ ktest_run_all(void)
         }
     }
 
+    failed += ktest_fail_check_names();
     kprintf("# ktest: %u failed\n", failed);
     return failed;
 }

@@ -8,8 +8,7 @@
  * with `test` on the command line runs them all, after every init
  * operation, from a thread, and prints the results as KTAP version 1: one
  * nested block per suite.  Then the kernel leaves QEMU through
- * isa-debug-exit with the success or failure status.  `test=SUITE,...`
- * runs the named suites only.
+ * isa-debug-exit with the success or failure status.
  *
  * A test returns KTEST_PASS, KTEST_SKIP (with ktest_skip_reason() set) or
  * KTEST_FAIL.  Checks print the failing expression as a KTAP diagnostic
@@ -41,6 +40,27 @@
  * KTEST_SETTLE_MS for the scheduler to free those that exited.  It puts
  * the affinity, interrupts and preemption back, so that the next test does
  * not run pinned; what else leaked stays leaked.
+ *
+ * Boot options:
+ *
+ *   test, test=all: every test but the hidden ones.
+ *
+ *   test=ITEM,...: ITEM is a suite (its tests but the hidden ones) or
+ *   SUITE.NAME (that test, hidden or not).
+ *
+ *   ktest.fail=SUITE.NAME[@N],...: check N (1 when not given; KTEST_ASSERT
+ *   and KTEST_CHECK alike, counted from the start of the test) of each
+ *   test named fails on purpose, without being evaluated: as if the call
+ *   it checks had failed and, as calls do on error, left things as they
+ *   were.  A diagnostic line says so, followed by "held: ..." lines for
+ *   whatever the test holds at that point, in the terms of the leak check;
+ *   the leak check after the test then shows whether its cleanup path
+ *   gave it all back (tests/boot/boot_ktest.py).  A test named that runs
+ *   fewer checks fails too; an item that names no test of the run, or
+ *   with a malformed N, is one more failure.
+ *
+ * KTEST_DEFINE_HIDDEN defines a test that only runs when `test=` names it:
+ * tests of the runner itself that fail on purpose, like one that leaks.
  */
 
 #ifndef KERN_KTEST_H
@@ -63,13 +83,19 @@ struct ktest {
     const char *suite;
     const char *name;
     ktest_fn_t fn;
+    bool hidden;
 } __aligned(8);
 
-#define KTEST_DEFINE(suite_, name_, fn_)                                \
+#define KTEST_DEFINE_(suite_, name_, fn_, hidden_)                      \
     static const struct ktest ktest_##suite_##_##name_                  \
     __section("ktest_cases") __used __aligned(8) = {                    \
-        #suite_, #name_, fn_                                            \
+        #suite_, #name_, fn_, hidden_                                   \
     }
+
+#define KTEST_DEFINE(suite_, name_, fn_) \
+    KTEST_DEFINE_(suite_, name_, fn_, false)
+#define KTEST_DEFINE_HIDDEN(suite_, name_, fn_) \
+    KTEST_DEFINE_(suite_, name_, fn_, true)
 
 /* Print a KTAP diagnostic line ("    # ...") for the running test. */
 void ktest_diag(const char *fmt, ...) __format_printf(1, 2);
@@ -78,42 +104,55 @@ void ktest_diag(const char *fmt, ...) __format_printf(1, 2);
 void ktest_skip_reason(const char *reason);
 
 /*
- * Count one check of the running test, report it when it does not hold
- * (at file:line, with the expression, or both expressions and values) and
- * record the failure.  Return whether it holds.  For the macros below.
+ * For the macros below.  ktest_check_begin() counts a check of the running
+ * test (text is its expression) and returns false when ktest.fail makes it
+ * fail on purpose, recorded and reported; then the check is not evaluated.
+ * The others report a check that does not hold (at file:line, with the
+ * expression, or both expressions and their values), record the failure
+ * and return whether it holds.
  */
+bool ktest_check_begin(const char *file, unsigned int line,
+                       const char *text);
 bool ktest_check_true(bool holds, const char *file, unsigned int line,
                       const char *expr);
 bool ktest_check_eq(long long a, long long b, const char *file,
                     unsigned int line, const char *expr_a,
                     const char *expr_b);
 
+/* The texts are the expressions as written, stringified by the callers. */
+#define KTEST_CHECK_TRUE_(expr, text)                                   \
+    (ktest_check_begin(__FILE__, __LINE__, text)                        \
+     && ktest_check_true((expr), __FILE__, __LINE__, text))
+
+#define KTEST_CHECK_EQ_(a, b, text_a, text_b)                           \
+    (ktest_check_begin(__FILE__, __LINE__, text_a " == " text_b)        \
+     && ktest_check_eq((long long)(a), (long long)(b), __FILE__,        \
+                       __LINE__, text_a, text_b))
+
 #define KTEST_ASSERT(expr)                                              \
     do {                                                                \
-        if (!ktest_check_true((expr), __FILE__, __LINE__, #expr)) {     \
+        if (!KTEST_CHECK_TRUE_(expr, #expr)) {                                 \
             return KTEST_FAIL;                                          \
         }                                                               \
     } while (0)
 
 #define KTEST_ASSERT_EQ(a, b)                                           \
     do {                                                                \
-        if (!ktest_check_eq((long long)(a), (long long)(b), __FILE__,   \
-                            __LINE__, #a, #b)) {                        \
+        if (!KTEST_CHECK_EQ_(a, b, #a, #b)) {                                   \
             return KTEST_FAIL;                                          \
         }                                                               \
     } while (0)
 
 #define KTEST_CHECK(expr)                                               \
     do {                                                                \
-        if (!ktest_check_true((expr), __FILE__, __LINE__, #expr)) {     \
+        if (!KTEST_CHECK_TRUE_(expr, #expr)) {                                 \
             goto out;                                                   \
         }                                                               \
     } while (0)
 
 #define KTEST_CHECK_EQ(a, b)                                            \
     do {                                                                \
-        if (!ktest_check_eq((long long)(a), (long long)(b), __FILE__,   \
-                            __LINE__, #a, #b)) {                        \
+        if (!KTEST_CHECK_EQ_(a, b, #a, #b)) {                                   \
             goto out;                                                   \
         }                                                               \
     } while (0)
@@ -134,8 +173,8 @@ int ktest_result(void);
 unsigned int ktest_count(void);
 
 /*
- * Run the tests (all, or the suite named by the `test=` option), print
- * KTAP and return the number of failures.
+ * Run the tests selected by the `test` option, print KTAP and return the
+ * number of failures.
  */
 unsigned int ktest_run_all(void);
 
