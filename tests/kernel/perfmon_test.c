@@ -275,6 +275,41 @@ KTEST_DEFINE(perfmon, context_switches_yield, pt_context_switches);
 
 #define PT_WRAP_TOTAL   3000000ULL
 
+struct pt_polls {
+    unsigned int cpu;
+    uint64_t start;
+};
+
+static uint64_t
+pt_nr_polls(unsigned int cpu)
+{
+    return ktest_syscnt_read_cpu("perfmon_nr_polls", cpu);
+}
+
+static bool
+pt_polled_twice(void *arg)
+{
+    const struct pt_polls *p = arg;
+
+    return pt_nr_polls(p->cpu) - p->start >= 2;
+}
+
+/*
+ * Wait until the poll timer has folded the counters of cpu since what was
+ * counted there last; false after ms.  Poll mode promises exact counts
+ * only while a counter moves less than a period between two polls, and
+ * the timer can be late on a loaded host: a fixed sleep once let two adds
+ * in between, and lost two wraps.  Two polls, so that one ran entirely
+ * after the add, whether a poll counts itself before or after it folds.
+ */
+static bool
+pt_wait_polls(unsigned int cpu, unsigned int ms)
+{
+    struct pt_polls p = { cpu, pt_nr_polls(cpu) };
+
+    return ktest_wait_until(pt_polled_twice, &p, ms);
+}
+
 static int
 pt_wrap_exact(void)
 {
@@ -311,7 +346,7 @@ pt_wrap_exact(void)
         total += chunk;
 
         if (!nmi) {
-            thread_msleep(2 * info.poll_ms + 5);
+            KTEST_CHECK(pt_wait_polls(cpu, 2 * info.poll_ms + PT_WAIT_MS));
         }
     }
 
