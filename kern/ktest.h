@@ -129,33 +129,25 @@ bool ktest_check_eq(long long a, long long b, const char *file,
      && ktest_check_eq((long long)(a), (long long)(b), __FILE__,        \
                        __LINE__, text_a, text_b))
 
-#define KTEST_ASSERT(expr)                                              \
+/* Run the statement on_failure when check is false. */
+#define KTEST_ON_FAILURE_(check, on_failure)                            \
     do {                                                                \
-        if (!KTEST_CHECK_TRUE_(expr, #expr)) {                                 \
-            return KTEST_FAIL;                                          \
+        if (!(check)) {                                                 \
+            on_failure;                                                 \
         }                                                               \
     } while (0)
+
+#define KTEST_ASSERT(expr)                                              \
+    KTEST_ON_FAILURE_(KTEST_CHECK_TRUE_(expr, #expr), return KTEST_FAIL)
 
 #define KTEST_ASSERT_EQ(a, b)                                           \
-    do {                                                                \
-        if (!KTEST_CHECK_EQ_(a, b, #a, #b)) {                                   \
-            return KTEST_FAIL;                                          \
-        }                                                               \
-    } while (0)
+    KTEST_ON_FAILURE_(KTEST_CHECK_EQ_(a, b, #a, #b), return KTEST_FAIL)
 
 #define KTEST_CHECK(expr)                                               \
-    do {                                                                \
-        if (!KTEST_CHECK_TRUE_(expr, #expr)) {                                 \
-            goto out;                                                   \
-        }                                                               \
-    } while (0)
+    KTEST_ON_FAILURE_(KTEST_CHECK_TRUE_(expr, #expr), goto out)
 
 #define KTEST_CHECK_EQ(a, b)                                            \
-    do {                                                                \
-        if (!KTEST_CHECK_EQ_(a, b, #a, #b)) {                                   \
-            goto out;                                                   \
-        }                                                               \
-    } while (0)
+    KTEST_ON_FAILURE_(KTEST_CHECK_EQ_(a, b, #a, #b), goto out)
 
 /*
  * Record a failure of the running test found otherwise than by a check
