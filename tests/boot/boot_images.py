@@ -26,7 +26,7 @@ import tallyqemu  # noqa: E402
 TIMEOUT = 120
 NO_TESTS_LINE = ('ktest: this kernel has no in-kernel tests; '
                  'boot build/tally-test.iso to run them')
-KTEST_SIZE = 24             # struct ktest: two pointers and a function
+KTEST_SIZE = 32             # struct ktest: two pointers, a function, a flag
 
 
 def section_sizes(elf):

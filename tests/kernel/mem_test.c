@@ -24,7 +24,7 @@ static int
 mem_test_pmem_alloc_free(void)
 {
     size_t nr_free = pmem_nr_free();
-    uint64_t pa1, pa8;
+    uint64_t pa1 = 0, pa8 = 0;
     unsigned char *p;
 
     KTEST_ASSERT(nr_free > 16);
@@ -33,31 +33,43 @@ mem_test_pmem_alloc_free(void)
     KTEST_ASSERT_EQ(pmem_nr_free(), nr_free);
 
     pa1 = pmem_alloc(1);
-    KTEST_ASSERT(pa1 != 0);
-    KTEST_ASSERT_EQ(pa1 % PAGE_SIZE, 0);
-    KTEST_ASSERT(pa1 < pmem_max_addr());
-    KTEST_ASSERT_EQ(pmem_nr_free(), nr_free - 1);
+    KTEST_CHECK(pa1 != 0);
+    KTEST_CHECK_EQ(pa1 % PAGE_SIZE, 0);
+    KTEST_CHECK(pa1 < pmem_max_addr());
+    KTEST_CHECK_EQ(pmem_nr_free(), nr_free - 1);
 
     pa8 = pmem_alloc(8);
-    KTEST_ASSERT(pa8 != 0);
-    KTEST_ASSERT_EQ(pa8 % PAGE_SIZE, 0);
-    KTEST_ASSERT_EQ(pmem_nr_free(), nr_free - 9);
-    KTEST_ASSERT(pa8 + 8 * PAGE_SIZE <= pa1 || pa1 + PAGE_SIZE <= pa8);
+    KTEST_CHECK(pa8 != 0);
+    KTEST_CHECK_EQ(pa8 % PAGE_SIZE, 0);
+    KTEST_CHECK_EQ(pmem_nr_free(), nr_free - 9);
+    KTEST_CHECK(pa8 + 8 * PAGE_SIZE <= pa1 || pa1 + PAGE_SIZE <= pa8);
 
     /* Usable through the direct map, the whole run. */
     p = pmem_va(pa8);
-    KTEST_ASSERT_EQ(pmem_pa(p), pa8);
+    KTEST_CHECK_EQ(pmem_pa(p), pa8);
     memset(p, 0x5a, 8 * PAGE_SIZE);
     memset(pmem_va(pa1), 0xa5, PAGE_SIZE);
 
     for (size_t i = 0; i < 8 * PAGE_SIZE; i += 511) {
-        KTEST_ASSERT_EQ(p[i], 0x5a);
+        KTEST_CHECK_EQ(p[i], 0x5a);
     }
 
     pmem_free(pa8, 8);
+    pa8 = 0;
     pmem_free(pa1, 1);
-    KTEST_ASSERT_EQ(pmem_nr_free(), nr_free);
-    return KTEST_PASS;
+    pa1 = 0;
+    KTEST_CHECK_EQ(pmem_nr_free(), nr_free);
+
+out:
+    if (pa8 != 0) {
+        pmem_free(pa8, 8);
+    }
+
+    if (pa1 != 0) {
+        pmem_free(pa1, 1);
+    }
+
+    return ktest_result();
 }
 
 KTEST_DEFINE(mem, pmem_alloc_free, mem_test_pmem_alloc_free);
@@ -91,14 +103,28 @@ mem_test_class(size_t size)
 
 #define MEM_TEST_NR_SIZES   18
 
+static const size_t mem_test_sizes[MEM_TEST_NR_SIZES] = {
+    1, 8, 15, 16, 17, 31, 64, 100, 128, 255, 512, 1000, 2047, 2048,
+    2049, PAGE_SIZE, PAGE_SIZE + 1, 5 * PAGE_SIZE + 3
+};
+
+/* Free the objects allocated (NULL: none, kmem_free ignores it). */
+static void
+mem_test_free_objs(unsigned char *objs[MEM_TEST_NR_SIZES][3])
+{
+    for (unsigned int i = 0; i < MEM_TEST_NR_SIZES; i++) {
+        for (unsigned int j = 0; j < 3; j++) {
+            kmem_free(objs[i][j], mem_test_sizes[i]);
+            objs[i][j] = NULL;
+        }
+    }
+}
+
 static int
 mem_test_kmem_sizes(void)
 {
-    static const size_t sizes[MEM_TEST_NR_SIZES] = {
-        1, 8, 15, 16, 17, 31, 64, 100, 128, 255, 512, 1000, 2047, 2048,
-        2049, PAGE_SIZE, PAGE_SIZE + 1, 5 * PAGE_SIZE + 3
-    };
-    unsigned char *objs[MEM_TEST_NR_SIZES][3];
+    const size_t *sizes = mem_test_sizes;
+    unsigned char *objs[MEM_TEST_NR_SIZES][3] = { { NULL } };
     struct kmem_stats before, during, after;
 
     kmem_stats_get(&before);
@@ -110,15 +136,15 @@ mem_test_kmem_sizes(void)
 
         for (unsigned int j = 0; j < 3; j++) {
             objs[i][j] = kmem_alloc(size);
-            KTEST_ASSERT(objs[i][j] != NULL);
-            KTEST_ASSERT_EQ((uintptr_t)objs[i][j] % align, 0);
+            KTEST_CHECK(objs[i][j] != NULL);
+            KTEST_CHECK_EQ((uintptr_t)objs[i][j] % align, 0);
             memset(objs[i][j], (int)(i * 3 + j + 1), size);
         }
     }
 
     kmem_stats_get(&during);
-    KTEST_ASSERT_EQ(during.nr_allocs, before.nr_allocs
-                                      + 3 * MEM_TEST_NR_SIZES);
+    KTEST_CHECK_EQ(during.nr_allocs, before.nr_allocs
+                                     + 3 * MEM_TEST_NR_SIZES);
 
     /* Nothing overwrote anything: every object kept its own pattern. */
     for (unsigned int i = 0; i < MEM_TEST_NR_SIZES; i++) {
@@ -127,22 +153,21 @@ mem_test_kmem_sizes(void)
                 if (objs[i][j][k] != (unsigned char)(i * 3 + j + 1)) {
                     ktest_diag("object %zu bytes #%u corrupt at %zu",
                                sizes[i], j, k);
-                    return KTEST_FAIL;
+                    ktest_fail();
+                    goto out;
                 }
             }
         }
     }
 
-    for (unsigned int i = 0; i < MEM_TEST_NR_SIZES; i++) {
-        for (unsigned int j = 0; j < 3; j++) {
-            kmem_free(objs[i][j], sizes[i]);
-        }
-    }
-
+    mem_test_free_objs(objs);
     kmem_stats_get(&after);
-    KTEST_ASSERT_EQ(after.nr_allocs, before.nr_allocs);
-    KTEST_ASSERT_EQ(after.bytes_in_use, before.bytes_in_use);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(after.nr_allocs, before.nr_allocs);
+    KTEST_CHECK_EQ(after.bytes_in_use, before.bytes_in_use);
+
+out:
+    mem_test_free_objs(objs);
+    return ktest_result();
 }
 
 KTEST_DEFINE(mem, kmem_sizes_alignment, mem_test_kmem_sizes);
@@ -151,7 +176,8 @@ static int
 mem_test_kmem_aligned_zalloc(void)
 {
     struct kmem_stats before, after;
-    unsigned char *p;
+    unsigned char *p = NULL;
+    size_t size = 0;
 
     kmem_stats_get(&before);
 
@@ -159,42 +185,49 @@ mem_test_kmem_aligned_zalloc(void)
         static const size_t sizes[] = { 1, 24, 300, 3000, 3 * PAGE_SIZE };
 
         for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-            p = kmem_alloc_aligned(sizes[i], align);
-            KTEST_ASSERT(p != NULL);
-            KTEST_ASSERT_EQ((uintptr_t)p % align, 0);
-            KTEST_ASSERT_EQ((uintptr_t)p % KMEM_ALIGN_MIN, 0);
-            memset(p, 0xee, sizes[i]);
-            kmem_free(p, sizes[i]);
+            size = sizes[i];
+            p = kmem_alloc_aligned(size, align);
+            KTEST_CHECK(p != NULL);
+            KTEST_CHECK_EQ((uintptr_t)p % align, 0);
+            KTEST_CHECK_EQ((uintptr_t)p % KMEM_ALIGN_MIN, 0);
+            memset(p, 0xee, size);
+            kmem_free(p, size);
+            p = NULL;
         }
     }
 
     /* Refused: not a power of two, larger than a page, empty. */
-    KTEST_ASSERT(kmem_alloc_aligned(64, 3) == NULL);
-    KTEST_ASSERT(kmem_alloc_aligned(64, 48) == NULL);
-    KTEST_ASSERT(kmem_alloc_aligned(64, 2 * PAGE_SIZE) == NULL);
-    KTEST_ASSERT(kmem_alloc_aligned(0, 64) == NULL);
-    KTEST_ASSERT(kmem_alloc(0) == NULL);
-    KTEST_ASSERT(kmem_zalloc(0) == NULL);
+    KTEST_CHECK(kmem_alloc_aligned(64, 3) == NULL);
+    KTEST_CHECK(kmem_alloc_aligned(64, 48) == NULL);
+    KTEST_CHECK(kmem_alloc_aligned(64, 2 * PAGE_SIZE) == NULL);
+    KTEST_CHECK(kmem_alloc_aligned(0, 64) == NULL);
+    KTEST_CHECK(kmem_alloc(0) == NULL);
+    KTEST_CHECK(kmem_zalloc(0) == NULL);
 
     /* zalloc zeroes, even a slot just dirtied and freed. */
-    p = kmem_alloc(200);
-    KTEST_ASSERT(p != NULL);
-    memset(p, 0xff, 200);
-    kmem_free(p, 200);
-    p = kmem_zalloc(200);
-    KTEST_ASSERT(p != NULL);
+    size = 200;
+    p = kmem_alloc(size);
+    KTEST_CHECK(p != NULL);
+    memset(p, 0xff, size);
+    kmem_free(p, size);
+    p = kmem_zalloc(size);
+    KTEST_CHECK(p != NULL);
 
-    for (size_t i = 0; i < 200; i++) {
-        KTEST_ASSERT_EQ(p[i], 0);
+    for (size_t i = 0; i < size; i++) {
+        KTEST_CHECK_EQ(p[i], 0);
     }
 
-    kmem_free(p, 200);
+    kmem_free(p, size);
+    p = NULL;
     kmem_free(NULL, 123);           /* a no-op */
 
     kmem_stats_get(&after);
-    KTEST_ASSERT_EQ(after.nr_allocs, before.nr_allocs);
-    KTEST_ASSERT_EQ(after.bytes_in_use, before.bytes_in_use);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(after.nr_allocs, before.nr_allocs);
+    KTEST_CHECK_EQ(after.bytes_in_use, before.bytes_in_use);
+
+out:
+    kmem_free(p, size);
+    return ktest_result();
 }
 
 KTEST_DEFINE(mem, kmem_aligned_zalloc, mem_test_kmem_aligned_zalloc);
@@ -233,6 +266,19 @@ KTEST_DEFINE(mem, kmem_too_big, mem_test_kmem_too_big);
  */
 #define MEM_TEST_RUN_PAGES  256
 
+/* Give back the runs of the list at *headp. */
+static void
+mem_test_free_runs(uint64_t *headp)
+{
+    while (*headp != 0) {
+        uint64_t *link = pmem_va(*headp);
+        uint64_t next = link[0];
+
+        pmem_free(*headp, link[1]);
+        *headp = next;
+    }
+}
+
 static int
 mem_test_exhaustion(void)
 {
@@ -241,7 +287,7 @@ mem_test_exhaustion(void)
     uint64_t head = 0, pa;
     size_t npages = MEM_TEST_RUN_PAGES;
     bool heap_refused;
-    void *big;
+    void *big = NULL;
 
     kmem_stats_get(&before);
 
@@ -262,35 +308,32 @@ mem_test_exhaustion(void)
     }
 
     /* Empty now: no page of any size, and a large object cannot be made. */
-    KTEST_ASSERT_EQ(pmem_nr_free(), 0);
-    KTEST_ASSERT_EQ(pmem_alloc(1), 0);
+    KTEST_CHECK_EQ(pmem_nr_free(), 0);
+    KTEST_CHECK_EQ(pmem_alloc(1), 0);
     big = kmem_alloc(3 * PAGE_SIZE);
     heap_refused = big == NULL;
-
-    while (head != 0) {
-        uint64_t *link = pmem_va(head);
-        uint64_t next = link[0];
-
-        pmem_free(head, link[1]);
-        head = next;
-    }
-
-    if (big != NULL) {
-        kmem_free(big, 3 * PAGE_SIZE);
-    }
+    mem_test_free_runs(&head);
+    kmem_free(big, 3 * PAGE_SIZE);
+    big = NULL;
 
     kmem_stats_get(&after);
-    KTEST_ASSERT(heap_refused);
-    KTEST_ASSERT_EQ(taken, nr_free);
-    KTEST_ASSERT_EQ(pmem_nr_free(), nr_free);
-    KTEST_ASSERT_EQ(after.nr_allocs, before.nr_allocs);
-    KTEST_ASSERT_EQ(after.nr_failures, before.nr_failures + 1);
+    KTEST_CHECK(heap_refused);
+    KTEST_CHECK_EQ(taken, nr_free);
+    KTEST_CHECK_EQ(pmem_nr_free(), nr_free);
+    KTEST_CHECK_EQ(after.nr_allocs, before.nr_allocs);
+    KTEST_CHECK_EQ(after.nr_failures, before.nr_failures + 1);
 
     /* Working again. */
     big = kmem_alloc(3 * PAGE_SIZE);
-    KTEST_ASSERT(big != NULL);
+    KTEST_CHECK(big != NULL);
     kmem_free(big, 3 * PAGE_SIZE);
-    return KTEST_PASS;
+    big = NULL;
+
+out:
+    /* The next test needs memory: every page goes back. */
+    mem_test_free_runs(&head);
+    kmem_free(big, 3 * PAGE_SIZE);
+    return ktest_result();
 }
 
 KTEST_DEFINE(mem, exhaustion_clean, mem_test_exhaustion);

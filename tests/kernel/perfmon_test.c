@@ -22,17 +22,15 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
-#include "kern/clock.h"
 #include "kern/error.h"
 #include "kern/ktest.h"
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/printf.h"
 #include "kern/string.h"
 #include "kern/swevent.h"
-#include "kern/syscnt.h"
 #include "kern/thread.h"
+#include "tests/kernel/ktest_util.h"
 
 #define PT_WAIT_MS              5000
 
@@ -66,43 +64,21 @@ pt_event_init(struct perfmon_event *ev, unsigned int id, unsigned int flags)
     return error;
 }
 
-/* Sleep until *flag is set; false after PT_WAIT_MS. */
-static bool
-pt_wait(volatile bool *flag)
+/* Detach those of the events still attached (cleanup paths). */
+static void
+pt_events_detach(struct perfmon_event *events, unsigned int nr_events)
 {
-    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(PT_WAIT_MS);
-
-    while (!*flag) {
-        if (clock_get_time() > deadline) {
-            return false;
+    for (unsigned int i = 0; i < nr_events; i++) {
+        if (perfmon_event_attached(&events[i])) {
+            perfmon_event_detach(&events[i]);
         }
-
-        thread_msleep(1);
     }
-
-    return true;
-}
-
-static unsigned int
-pt_cpu_now(void)
-{
-    unsigned int cpu;
-
-    thread_preempt_disable();
-    cpu = cpu_id();
-    thread_preempt_enable();
-    return cpu;
 }
 
 static uint64_t
 pt_overflows(unsigned int cpu)
 {
-    char name[SYSCNT_NAME_SIZE];
-    struct syscnt *s;
-
-    ksnprintf(name, sizeof(name), "perfmon_nr_overflows/%u", cpu);
-    s = syscnt_lookup(name);
-    return (s == NULL) ? 0 : syscnt_read(s);
+    return ktest_syscnt_read_cpu("perfmon_nr_overflows", cpu);
 }
 
 static unsigned int
@@ -127,7 +103,7 @@ pt_mover_fn(void *arg)
     struct pt_mover *m = arg;
     unsigned int n = cpu_count();
 
-    pt_wait(&m->go);
+    ktest_wait_flag(&m->go, PT_WAIT_MS);
 
     for (unsigned int i = 0; i < m->rounds; i++) {
         uint64_t amount = 1 + (i * 7919) % 1000;
@@ -147,25 +123,25 @@ pt_mover_fn(void *arg)
 static int
 pt_thread_migrating_exact(void)
 {
-    struct perfmon_event thr, cpus[CPU_MAX];
+    struct perfmon_event thr = { 0 }, cpus[CPU_MAX] = { 0 };
     struct pt_mover m = { .rounds = 2000 };
     unsigned int n = cpu_count();
     uint64_t sum = 0, last = 0, value;
-    struct thread *t;
+    struct thread *t = NULL;
     bool finished;
 
     KTEST_ASSERT(pt_soft() != NULL);
 
     for (unsigned int cpu = 0; cpu < n; cpu++) {
-        KTEST_ASSERT_EQ(pt_event_init(&cpus[cpu], PERFMON_EV_TEST,
-                                      PERFMON_EF_KERN), 0);
-        KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&cpus[cpu], cpu), 0);
+        KTEST_CHECK_EQ(pt_event_init(&cpus[cpu], PERFMON_EV_TEST,
+                                     PERFMON_EF_KERN), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&cpus[cpu], cpu), 0);
     }
 
-    KTEST_ASSERT_EQ(thread_create(&t, "pt_mover", pt_mover_fn, &m,
-                                  THREAD_CPUMASK_ALL), 0);
-    KTEST_ASSERT_EQ(pt_event_init(&thr, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
-    KTEST_ASSERT_EQ(perfmon_event_attach(&thr, t), 0);
+    KTEST_CHECK_EQ(thread_create(&t, "pt_mover", pt_mover_fn, &m,
+                                 THREAD_CPUMASK_ALL), 0);
+    KTEST_CHECK_EQ(pt_event_init(&thr, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach(&thr, t), 0);
     m.go = true;
 
     /* Reads while it runs and moves never go backwards. */
@@ -184,21 +160,33 @@ pt_thread_migrating_exact(void)
 
     finished = m.rounds != 0;
     thread_join(t);
+    t = NULL;
 
     /* The thread exited: its event still reads, then detaches. */
     value = perfmon_event_read(&thr);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&thr), 0);
-    KTEST_ASSERT_EQ(perfmon_event_read(&thr), value);
+    KTEST_CHECK_EQ(perfmon_event_detach(&thr), 0);
+    KTEST_CHECK_EQ(perfmon_event_read(&thr), value);
 
     for (unsigned int cpu = 0; cpu < n; cpu++) {
         sum += perfmon_event_read(&cpus[cpu]);
-        KTEST_ASSERT_EQ(perfmon_event_detach(&cpus[cpu]), 0);
+        KTEST_CHECK_EQ(perfmon_event_detach(&cpus[cpu]), 0);
     }
 
-    KTEST_ASSERT(finished);
-    KTEST_ASSERT_EQ(value, m.total);
-    KTEST_ASSERT_EQ(sum, m.total);
-    return KTEST_PASS;
+    KTEST_CHECK(finished);
+    KTEST_CHECK_EQ(value, m.total);
+    KTEST_CHECK_EQ(sum, m.total);
+
+out:
+    /* A mover that has not started yet runs no round, and ends. */
+    if (t != NULL) {
+        m.rounds = 0;
+        m.go = true;
+        thread_join(t);
+    }
+
+    pt_events_detach(&thr, 1);
+    pt_events_detach(cpus, n);
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, thread_migrating_exact, pt_thread_migrating_exact);
@@ -216,7 +204,7 @@ pt_yielder_fn(void *arg)
 {
     struct pt_yielder *y = arg;
 
-    pt_wait(&y->go);
+    ktest_wait_flag(&y->go, PT_WAIT_MS);
 
     for (unsigned int i = 0; i < y->yields; i++) {
         thread_yield();
@@ -237,30 +225,48 @@ static int
 pt_context_switches(void)
 {
     struct pt_yielder y = { .yields = 200 };
-    unsigned int cpu = (pt_cpu_now() + 1) % cpu_count();
-    struct perfmon_event ev;
-    struct thread *t, *spinner;
+    unsigned int cpu = (ktest_cpu_now() + 1) % cpu_count();
+    struct perfmon_event ev = { 0 };
+    struct thread *t = NULL, *spinner = NULL;
     uint64_t value;
 
     /* A companion on the same CPU, so that each yield switches. */
-    KTEST_ASSERT_EQ(thread_create(&spinner, "pt_spinner", pt_spinner_fn, &y,
-                                  THREAD_CPUMASK(cpu)), 0);
-    KTEST_ASSERT_EQ(thread_create(&t, "pt_yielder", pt_yielder_fn, &y,
-                                  THREAD_CPUMASK(cpu)), 0);
-    KTEST_ASSERT_EQ(pt_event_init(&ev, PERFMON_EV_CONTEXT_SWITCH,
-                                  PERFMON_EF_KERN), 0);
-    KTEST_ASSERT_EQ(perfmon_event_attach(&ev, t), 0);
+    KTEST_CHECK_EQ(thread_create(&spinner, "pt_spinner", pt_spinner_fn, &y,
+                                 THREAD_CPUMASK(cpu)), 0);
+    KTEST_CHECK_EQ(thread_create(&t, "pt_yielder", pt_yielder_fn, &y,
+                                 THREAD_CPUMASK(cpu)), 0);
+    KTEST_CHECK_EQ(pt_event_init(&ev, PERFMON_EV_CONTEXT_SWITCH,
+                                 PERFMON_EF_KERN), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach(&ev, t), 0);
     y.go = true;
     thread_join(t);
+    t = NULL;
     y.stop = true;
     thread_join(spinner);
+    spinner = NULL;
 
     value = perfmon_event_read(&ev);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&ev), 0);
+    KTEST_CHECK_EQ(perfmon_event_detach(&ev), 0);
     ktest_diag("%u yields, %llu context switches", y.yields,
                (unsigned long long)value);
-    KTEST_ASSERT(value >= y.yields);
-    return KTEST_PASS;
+    KTEST_CHECK(value >= y.yields);
+
+out:
+    /* The yielder ends after its yields, then the spinner when told. */
+    y.go = true;
+
+    if (t != NULL) {
+        thread_join(t);
+    }
+
+    y.stop = true;
+
+    if (spinner != NULL) {
+        thread_join(spinner);
+    }
+
+    pt_events_detach(&ev, 1);
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, context_switches_yield, pt_context_switches);
@@ -269,10 +275,45 @@ KTEST_DEFINE(perfmon, context_switches_yield, pt_context_switches);
 
 #define PT_WRAP_TOTAL   3000000ULL
 
+struct pt_polls {
+    unsigned int cpu;
+    uint64_t start;
+};
+
+static uint64_t
+pt_nr_polls(unsigned int cpu)
+{
+    return ktest_syscnt_read_cpu("perfmon_nr_polls", cpu);
+}
+
+static bool
+pt_polled_twice(void *arg)
+{
+    const struct pt_polls *p = arg;
+
+    return pt_nr_polls(p->cpu) - p->start >= 2;
+}
+
+/*
+ * Wait until the poll timer has folded the counters of cpu since what was
+ * counted there last; false after ms.  Poll mode promises exact counts
+ * only while a counter moves less than a period between two polls, and
+ * the timer can be late on a loaded host: a fixed sleep once let two adds
+ * in between, and lost two wraps.  Two polls, so that one ran entirely
+ * after the add, whether a poll counts itself before or after it folds.
+ */
+static bool
+pt_wait_polls(unsigned int cpu, unsigned int ms)
+{
+    struct pt_polls p = { cpu, pt_nr_polls(cpu) };
+
+    return ktest_wait_until(pt_polled_twice, &p, ms);
+}
+
 static int
 pt_wrap_exact(void)
 {
-    struct perfmon_event thr, cpu_ev;
+    struct perfmon_event thr = { 0 }, cpu_ev = { 0 };
     struct perfmon_dev_info info;
     unsigned int cpu;
     uint64_t saved, chunk, total = 0, before, wraps;
@@ -280,21 +321,18 @@ pt_wrap_exact(void)
 
     KTEST_ASSERT(pt_soft() != NULL);
     KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
-    saved = thread_get_affinity(thread_self());
-    cpu = pt_cpu_now();
-    thread_set_affinity(thread_self(), THREAD_CPUMASK(cpu));
-    cpu = pt_cpu_now();
+    saved = ktest_pin_self(&cpu);
 
     /*
      * Two modes, two counters: the CPU event is folded only by overflow
      * NMIs or the poll timer (the thread event's counter is also folded
      * at each switch of this thread).
      */
-    KTEST_ASSERT_EQ(pt_event_init(&thr, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
-    KTEST_ASSERT_EQ(pt_event_init(&cpu_ev, PERFMON_EV_TEST,
-                                  PERFMON_EF_KERN | PERFMON_EF_USER), 0);
-    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&cpu_ev, cpu), 0);
-    KTEST_ASSERT_EQ(perfmon_event_attach(&thr, thread_self()), 0);
+    KTEST_CHECK_EQ(pt_event_init(&thr, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_CHECK_EQ(pt_event_init(&cpu_ev, PERFMON_EV_TEST,
+                                 PERFMON_EF_KERN | PERFMON_EF_USER), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&cpu_ev, cpu), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach(&thr, thread_self()), 0);
     before = pt_overflows(cpu);
 
     /*
@@ -308,15 +346,14 @@ pt_wrap_exact(void)
         total += chunk;
 
         if (!nmi) {
-            thread_msleep(2 * info.poll_ms + 5);
+            KTEST_CHECK(pt_wait_polls(cpu, 2 * info.poll_ms + PT_WAIT_MS));
         }
     }
 
-    KTEST_ASSERT_EQ(perfmon_event_read(&cpu_ev), total);
-    KTEST_ASSERT_EQ(perfmon_event_read(&thr), total);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&thr), 0);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&cpu_ev), 0);
-    thread_set_affinity(thread_self(), saved);
+    KTEST_CHECK_EQ(perfmon_event_read(&cpu_ev), total);
+    KTEST_CHECK_EQ(perfmon_event_read(&thr), total);
+    KTEST_CHECK_EQ(perfmon_event_detach(&thr), 0);
+    KTEST_CHECK_EQ(perfmon_event_detach(&cpu_ev), 0);
 
     wraps = (info.width < 64) ? total >> info.width : 0;
     ktest_diag("width %u, %s mode: %llu events, %llu overflows seen",
@@ -326,8 +363,13 @@ pt_wrap_exact(void)
      * The CPU event's counter ran all along and wrapped that many times
      * (the thread's restarts from 0 each time the thread comes back).
      */
-    KTEST_ASSERT(pt_overflows(cpu) - before >= wraps);
-    return KTEST_PASS;
+    KTEST_CHECK(pt_overflows(cpu) - before >= wraps);
+
+out:
+    pt_events_detach(&thr, 1);
+    pt_events_detach(&cpu_ev, 1);
+    ktest_unpin_self(saved);
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, wrap_exact, pt_wrap_exact);
@@ -354,37 +396,39 @@ pt_foreach_fn(const struct perfmon_pmc_info *info, void *arg)
 static int
 pt_shared_counter(void)
 {
-    struct perfmon_event a, b;
+    struct perfmon_event a = { 0 }, b = { 0 };
     struct pt_foreach f = { .dev = pt_soft() };
     unsigned int cpu;
     uint64_t saved;
 
     KTEST_ASSERT(f.dev != NULL);
-    saved = thread_get_affinity(thread_self());
-    cpu = pt_cpu_now();
-    thread_set_affinity(thread_self(), THREAD_CPUMASK(cpu));
+    saved = ktest_pin_self(&cpu);
 
-    KTEST_ASSERT_EQ(pt_event_init(&a, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
-    KTEST_ASSERT_EQ(perfmon_event_init(&b, SWEVENT_TEST,
-                                       PERFMON_EF_KERN | PERFMON_EF_RAW), 0);
-    KTEST_ASSERT_EQ(perfmon_event_set_dev(&b, pt_soft()), 0);
-    KTEST_ASSERT_EQ(perfmon_event_attach(&a, thread_self()), 0);
+    KTEST_CHECK_EQ(pt_event_init(&a, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_CHECK_EQ(perfmon_event_init(&b, SWEVENT_TEST,
+                                      PERFMON_EF_KERN | PERFMON_EF_RAW), 0);
+    KTEST_CHECK_EQ(perfmon_event_set_dev(&b, pt_soft()), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach(&a, thread_self()), 0);
     swevent_add(SWEVENT_TEST, 5);
-    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&b, pt_cpu_now()), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&b, cpu), 0);
     swevent_add(SWEVENT_TEST, 1000);
 
     perfmon_pmc_foreach(pt_foreach_fn, &f);
-    KTEST_ASSERT_EQ(perfmon_event_read(&a), 1005);
-    KTEST_ASSERT_EQ(perfmon_event_read(&b), 1000);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+    KTEST_CHECK_EQ(perfmon_event_read(&a), 1005);
+    KTEST_CHECK_EQ(perfmon_event_read(&b), 1000);
+    KTEST_CHECK_EQ(perfmon_event_detach(&a), 0);
     swevent_add(SWEVENT_TEST, 1);
-    KTEST_ASSERT_EQ(perfmon_event_read(&b), 1001);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
-    thread_set_affinity(thread_self(), saved);
+    KTEST_CHECK_EQ(perfmon_event_read(&b), 1001);
+    KTEST_CHECK_EQ(perfmon_event_detach(&b), 0);
 
-    KTEST_ASSERT_EQ(f.counters, 1);
-    KTEST_ASSERT_EQ(f.users, 2);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(f.counters, 1);
+    KTEST_CHECK_EQ(f.users, 2);
+
+out:
+    pt_events_detach(&a, 1);
+    pt_events_detach(&b, 1);
+    ktest_unpin_self(saved);
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, shared_counter, pt_shared_counter);
@@ -397,22 +441,25 @@ pt_exhaustion(void)
         PERFMON_EV_MIGRATION, PERFMON_EV_INTERRUPT, PERFMON_EV_XCALL,
         PERFMON_EV_NMI, PERFMON_EV_TEST,
     };
-    struct perfmon_event evs[2 * ARRAY_SIZE(ids)], extra;
+    struct perfmon_event evs[2 * ARRAY_SIZE(ids)] = { 0 }, extra = { 0 };
     struct perfmon_dev_info info;
     unsigned int nr = 0, used;
     int error = 0;
 
     KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     used = info.nr_pmcs_used;
-    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, cpu_count()), -EINVAL);
+
+    /* Initialised, so that only the CPU number is wrong. */
+    KTEST_CHECK_EQ(pt_event_init(&extra, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&extra, cpu_count()), -EINVAL);
 
     /* Distinct (event, mode) pairs until the device is full. */
     for (unsigned int i = 0; i < ARRAY_SIZE(evs); i++) {
         unsigned int flags = (i < ARRAY_SIZE(ids)) ? PERFMON_EF_KERN
                              : PERFMON_EF_KERN | PERFMON_EF_USER;
 
-        KTEST_ASSERT_EQ(pt_event_init(&evs[nr], ids[i % ARRAY_SIZE(ids)],
-                                      flags), 0);
+        KTEST_CHECK_EQ(pt_event_init(&evs[nr], ids[i % ARRAY_SIZE(ids)],
+                                     flags), 0);
         error = perfmon_event_attach_cpu(&evs[nr], 0);
 
         /* task-clock is refused at widths where polls miss its wraps. */
@@ -428,20 +475,24 @@ pt_exhaustion(void)
         nr++;
     }
 
-    KTEST_ASSERT_EQ(error, -EAGAIN);
-    KTEST_ASSERT_EQ(nr, info.nr_pmcs - used);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&evs[0]), 0);
-    KTEST_ASSERT_EQ(perfmon_event_attach_cpu(&evs[nr], 0), 0);
-    KTEST_ASSERT_EQ(perfmon_event_detach(&evs[nr]), 0);
+    KTEST_CHECK_EQ(error, -EAGAIN);
+    KTEST_CHECK_EQ(nr, info.nr_pmcs - used);
+    KTEST_CHECK_EQ(perfmon_event_detach(&evs[0]), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&evs[nr], 0), 0);
+    KTEST_CHECK_EQ(perfmon_event_detach(&evs[nr]), 0);
 
     for (unsigned int i = 1; i < nr; i++) {
-        KTEST_ASSERT_EQ(perfmon_event_detach(&evs[i]), 0);
+        KTEST_CHECK_EQ(perfmon_event_detach(&evs[i]), 0);
     }
 
-    KTEST_ASSERT_EQ(perfmon_event_detach(&evs[0]), -EINVAL);
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
-    KTEST_ASSERT_EQ(info.nr_pmcs_used, used);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(perfmon_event_detach(&evs[0]), -EINVAL);
+    KTEST_CHECK_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
+    KTEST_CHECK_EQ(info.nr_pmcs_used, used);
+
+out:
+    pt_events_detach(evs, ARRAY_SIZE(evs));
+    pt_events_detach(&extra, 1);
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, exhaustion_eagain, pt_exhaustion);
@@ -571,6 +622,26 @@ pt_victim_fn(void *arg)
     }
 }
 
+/*
+ * Stop the torture and join the nr threads started, the victim last (the
+ * others attach events to it); idempotent.
+ */
+static void
+pt_torture_stop(struct pt_torture *t, struct thread **threads,
+                unsigned int *nr)
+{
+    t->stop = true;
+
+    while (*nr > 0) {
+        thread_join(threads[--*nr]);
+    }
+
+    if (t->victim != NULL) {
+        thread_join(t->victim);
+        t->victim = NULL;
+    }
+}
+
 static int
 pt_torture(void)
 {
@@ -578,35 +649,33 @@ pt_torture(void)
     struct thread *threads[PT_TORTURE_THREADS];
     struct pt_torture t = { 0 };
     struct perfmon_dev_info info;
-    unsigned int used;
+    unsigned int used, nr_threads = 0;
 
     KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     used = info.nr_pmcs_used;
-    KTEST_ASSERT_EQ(thread_create(&t.victim, "pt_victim", pt_victim_fn, &t,
-                                  THREAD_CPUMASK_ALL), 0);
+    KTEST_CHECK_EQ(thread_create(&t.victim, "pt_victim", pt_victim_fn, &t,
+                                 THREAD_CPUMASK_ALL), 0);
 
     for (unsigned int i = 0; i < PT_TORTURE_THREADS; i++) {
         ts[i] = (struct pt_torturer){ .t = &t, .seed = 0x9e3779b9u * (i + 1) };
-        KTEST_ASSERT_EQ(thread_create(&threads[i], "pt_torture",
-                                      pt_torturer_fn, &ts[i],
-                                      THREAD_CPUMASK_ALL), 0);
+        KTEST_CHECK_EQ(thread_create(&threads[i], "pt_torture",
+                                     pt_torturer_fn, &ts[i],
+                                     THREAD_CPUMASK_ALL), 0);
+        nr_threads++;
     }
 
     thread_msleep(PT_TORTURE_MS);
-    t.stop = true;
-
-    for (unsigned int i = 0; i < PT_TORTURE_THREADS; i++) {
-        thread_join(threads[i]);
-    }
-
-    thread_join(t.victim);
-    KTEST_ASSERT_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
+    pt_torture_stop(&t, threads, &nr_threads);
+    KTEST_CHECK_EQ(perfmon_dev_get_info(pt_soft(), &info), 0);
     ktest_diag("torture: %u rounds by %u threads", t.rounds,
                PT_TORTURE_THREADS);
-    KTEST_ASSERT_EQ(t.failures, 0);
-    KTEST_ASSERT(t.rounds > PT_TORTURE_THREADS);
-    KTEST_ASSERT_EQ(info.nr_pmcs_used, used);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(t.failures, 0);
+    KTEST_CHECK(t.rounds > PT_TORTURE_THREADS);
+    KTEST_CHECK_EQ(info.nr_pmcs_used, used);
+
+out:
+    pt_torture_stop(&t, threads, &nr_threads);
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, torture, pt_torture);
@@ -759,40 +828,44 @@ pt_intr_callback_race(void)
 {
     static bool registered;
     struct pt_storm storm = { 0 };
-    struct thread *sender;
+    struct thread *sender = NULL;
     unsigned int calls = 0;
+    int h;
 
+    /* Neither can be unregistered: the first run registers them for good. */
     if (!registered) {
         KTEST_ASSERT_EQ(perfmon_register(&pt_dev), 0);
         trap_nmi_register(pt_nmi_handler);
         registered = true;
     }
 
-    KTEST_ASSERT_EQ(perfmon_intr_register(NULL, NULL), -EINVAL);
-    KTEST_ASSERT_EQ(perfmon_intr_unregister(-1), -EINVAL);
-    KTEST_ASSERT_EQ(thread_create(&sender, "pt_storm", pt_storm_fn, &storm,
-                                  THREAD_CPUMASK_ALL), 0);
+    h = perfmon_intr_register(NULL, NULL);
+    KTEST_CHECK_EQ(h, -EINVAL);
+    KTEST_CHECK_EQ(perfmon_intr_unregister(-1), -EINVAL);
+    KTEST_CHECK_EQ(thread_create(&sender, "pt_storm", pt_storm_fn, &storm,
+                                 THREAD_CPUMASK_ALL), 0);
 
     for (unsigned int i = 0; i < PT_CB_ROUNDS; i++) {
         struct pt_cb_state *s = &pt_cb_states[i];
-        int h;
 
         s->magic = PT_CB_ALIVE;
         h = perfmon_intr_register(pt_cb, s);
-        KTEST_ASSERT(h >= 0);
+        KTEST_CHECK(h >= 0);
 
         /* Let a few NMIs in, sometimes none. */
         if (i % 4 != 0) {
             thread_msleep(1);
         }
 
-        KTEST_ASSERT_EQ(perfmon_intr_unregister(h), 0);
-        KTEST_ASSERT_EQ(perfmon_intr_unregister(h), -EINVAL);
+        KTEST_CHECK_EQ(perfmon_intr_unregister(h), 0);
+        KTEST_CHECK_EQ(perfmon_intr_unregister(h), -EINVAL);
+        h = -1;
         s->magic = PT_CB_POISON;
     }
 
     storm.stop = true;
     thread_join(sender);
+    sender = NULL;
     thread_msleep(5);
 
     for (unsigned int i = 0; i < PT_CB_ROUNDS; i++) {
@@ -800,10 +873,23 @@ pt_intr_callback_race(void)
     }
 
     ktest_diag("%u NMIs sent, %u callback calls", storm.sent, calls);
-    KTEST_ASSERT_EQ(pt_cb_poisoned_calls, 0);
-    KTEST_ASSERT_EQ(pt_cb_bad_args, 0);
-    KTEST_ASSERT(calls > 0);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(pt_cb_poisoned_calls, 0);
+    KTEST_CHECK_EQ(pt_cb_bad_args, 0);
+    KTEST_CHECK(calls > 0);
+
+out:
+    /* A callback left registered would run on the next test's NMIs. */
+    if (h >= 0) {
+        perfmon_intr_unregister(h);
+    }
+
+    storm.stop = true;
+
+    if (sender != NULL) {
+        thread_join(sender);
+    }
+
+    return ktest_result();
 }
 
 KTEST_DEFINE(perfmon, intr_callback_unregister_race, pt_intr_callback_race);

@@ -17,12 +17,12 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/smp.h"
 #include "arch/x86/trap.h"
-#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/ktest.h"
 #include "kern/param.h"
 #include "kern/thread.h"
 #include "kern/xcall.h"
+#include "tests/kernel/ktest_util.h"
 
 #define SMP_TEST_NMI_ROUNDS     8
 #define SMP_TEST_NMI_WAIT_MS    1000
@@ -119,7 +119,7 @@ smp_test_nop(void *arg)
 static int
 smp_test_late_answer_parks(void)
 {
-    unsigned int n = cpu_count(), parked = smp_nr_parked();
+    unsigned int n = cpu_count(), parked = smp_nr_parked(), nr_parked;
     uint32_t apic_id;
 
     if (!smp_test_find_offline(&apic_id)) {
@@ -141,9 +141,13 @@ smp_test_late_answer_parks(void)
         thread_msleep(1);
     }
 
-    /* It ran, parked, and is put back to wait for a STARTUP. */
-    KTEST_ASSERT_EQ(smp_nr_parked(), parked + 1);
+    /*
+     * It ran, parked, and is put back to wait for a STARTUP; the same if
+     * it did not park, so that it cannot run on after the test.
+     */
+    nr_parked = smp_nr_parked();
     lapic_ipi_init(apic_id);
+    KTEST_ASSERT_EQ(nr_parked, parked + 1);
 
     /* Still here, with the same CPUs, all answering. */
     KTEST_ASSERT_EQ(cpu_count(), n);
@@ -217,12 +221,11 @@ smp_test_nmi(struct trap_frame *frame)
 static bool
 smp_test_nmi_wait(unsigned int cpu, unsigned int count)
 {
-    uint64_t deadline = clock_get_time()
-                        + clock_ticks_from_ms(SMP_TEST_NMI_WAIT_MS);
+    uint64_t deadline = ktest_deadline(SMP_TEST_NMI_WAIT_MS);
 
     while (__atomic_load_n(&smp_test_nmi_count[cpu], __ATOMIC_ACQUIRE)
            < count) {
-        if (clock_get_time() > deadline) {
+        if (ktest_expired(deadline)) {
             return false;
         }
 

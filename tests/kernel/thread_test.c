@@ -24,28 +24,21 @@
 #include "kern/pmem.h"
 #include "kern/string.h"
 #include "kern/thread.h"
+#include "tests/kernel/ktest_util.h"
 
 #define THREAD_TEST_WAIT_MS     2000
 
-/* Wait (sleeping) until *flag is set; false after THREAD_TEST_WAIT_MS. */
+/* Sleep until *flag is set; false after THREAD_TEST_WAIT_MS. */
 static bool
 thread_test_wait(volatile bool *flag)
 {
-    uint64_t deadline = clock_get_time()
-                        + clock_ticks_from_ms(THREAD_TEST_WAIT_MS);
-
-    while (!*flag) {
-        if (clock_get_time() > deadline) {
-            return false;
-        }
-
-        thread_msleep(1);
-    }
-
-    return true;
+    return ktest_wait_flag(flag, THREAD_TEST_WAIT_MS);
 }
 
-/* The CPU the caller runs on, read with migration excluded. */
+/*
+ * The CPU the caller runs on, and whether thread_cpu() says the same,
+ * both read with migration excluded.
+ */
 static unsigned int
 thread_test_cpu_now(bool *consistentp)
 {
@@ -53,26 +46,20 @@ thread_test_cpu_now(bool *consistentp)
 
     thread_preempt_disable();
     cpu = cpu_id();
-
-    if (consistentp != NULL) {
-        *consistentp = thread_cpu(thread_self()) == cpu;
-    }
-
+    *consistentp = thread_cpu(thread_self()) == cpu;
     thread_preempt_enable();
     return cpu;
 }
 
-/* Pin the calling (test) thread to where it runs; returns the old mask. */
-static uint64_t
-thread_test_pin_self(unsigned int *cpup)
+/* Join the first *nrp threads, then set *nrp to 0 (for cleanup paths). */
+static void
+thread_test_join_all(struct thread **threads, unsigned int *nrp)
 {
-    struct thread *self = thread_self();
-    uint64_t saved = thread_get_affinity(self);
+    for (unsigned int i = 0; i < *nrp; i++) {
+        thread_join(threads[i]);
+    }
 
-    *cpup = thread_test_cpu_now(NULL);
-    thread_set_affinity(self, THREAD_CPUMASK(*cpup));
-    *cpup = thread_test_cpu_now(NULL);
-    return saved;
+    *nrp = 0;
 }
 
 /* Creation and join ----------------------------------------------------- */
@@ -102,32 +89,34 @@ thread_test_create_join(void)
     struct thread_test_basic b[3];
     struct thread *t[3];
     const char *long_name = "a_thread_name_longer_than_the_field_holds";
+    unsigned int nr_threads = 0;
 
     for (unsigned int i = 0; i < 3; i++) {
         b[i] = (struct thread_test_basic){ .in = 10 + i };
-        KTEST_ASSERT_EQ(thread_create(&t[i], i == 2 ? long_name : "basic",
-                                      thread_test_basic_fn, &b[i],
-                                      THREAD_CPUMASK_ALL), 0);
+        KTEST_CHECK_EQ(thread_create(&t[i], i == 2 ? long_name : "basic",
+                                     thread_test_basic_fn, &b[i],
+                                     THREAD_CPUMASK_ALL), 0);
+        nr_threads++;
     }
 
-    KTEST_ASSERT(thread_id(t[0]) != thread_id(t[1]));
-    KTEST_ASSERT(thread_id(t[1]) != thread_id(t[2]));
-    KTEST_ASSERT(strcmp(thread_name(t[0]), "basic") == 0);
-    KTEST_ASSERT_EQ(strlen(thread_name(t[2])), THREAD_NAME_SIZE - 1);
-    KTEST_ASSERT(strncmp(thread_name(t[2]), long_name,
-                         THREAD_NAME_SIZE - 1) == 0);
+    KTEST_CHECK(thread_id(t[0]) != thread_id(t[1]));
+    KTEST_CHECK(thread_id(t[1]) != thread_id(t[2]));
+    KTEST_CHECK(strcmp(thread_name(t[0]), "basic") == 0);
+    KTEST_CHECK_EQ(strlen(thread_name(t[2])), THREAD_NAME_SIZE - 1);
+    KTEST_CHECK(strncmp(thread_name(t[2]), long_name,
+                        THREAD_NAME_SIZE - 1) == 0);
+    thread_test_join_all(t, &nr_threads);
 
     for (unsigned int i = 0; i < 3; i++) {
-        struct thread *thread = t[i];
-
-        thread_join(thread);
-        KTEST_ASSERT_EQ(b[i].out, b[i].in * 3 + 1);
-        KTEST_ASSERT(b[i].self == thread);
-        KTEST_ASSERT(b[i].intr_enabled);
-        KTEST_ASSERT(b[i].preempt_enabled);
+        KTEST_CHECK_EQ(b[i].out, b[i].in * 3 + 1);
+        KTEST_CHECK(b[i].self == t[i]);
+        KTEST_CHECK(b[i].intr_enabled);
+        KTEST_CHECK(b[i].preempt_enabled);
     }
 
-    return KTEST_PASS;
+out:
+    thread_test_join_all(t, &nr_threads);
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, create_join, thread_test_create_join);
@@ -138,30 +127,39 @@ thread_test_bad_mask(void)
     struct thread *sentinel = (struct thread *)0x1234, *t = sentinel;
     struct thread_test_basic b = { .in = 1 };
     struct kmem_stats before, after;
+    uint64_t mask = thread_get_affinity(thread_self());
 
     kmem_stats_get(&before);
-    KTEST_ASSERT_EQ(thread_create(&t, "bad", thread_test_basic_fn, &b, 0),
-                    -EINVAL);
+    KTEST_CHECK_EQ(thread_create(&t, "bad", thread_test_basic_fn, &b, 0),
+                   -EINVAL);
 
     if (cpu_count() < 64) {
         uint64_t offline = ~((1ULL << cpu_count()) - 1);
 
-        KTEST_ASSERT_EQ(thread_create(&t, "bad", thread_test_basic_fn, &b,
-                                      offline), -EINVAL);
-        KTEST_ASSERT_EQ(thread_set_affinity(thread_self(), offline),
-                        -EINVAL);
+        KTEST_CHECK_EQ(thread_create(&t, "bad", thread_test_basic_fn, &b,
+                                     offline), -EINVAL);
+        KTEST_CHECK_EQ(thread_set_affinity(thread_self(), offline),
+                       -EINVAL);
     }
 
     kmem_stats_get(&after);
-    KTEST_ASSERT(t == sentinel);
-    KTEST_ASSERT_EQ(b.out, 0);
-    KTEST_ASSERT_EQ(after.nr_allocs, before.nr_allocs);
+    KTEST_CHECK(t == sentinel);
+    KTEST_CHECK_EQ(b.out, 0);
+    KTEST_CHECK_EQ(after.nr_allocs, before.nr_allocs);
 
     /* A refused affinity leaves the old one in place. */
-    uint64_t mask = thread_get_affinity(thread_self());
-    KTEST_ASSERT_EQ(thread_set_affinity(thread_self(), 0), -EINVAL);
-    KTEST_ASSERT(thread_get_affinity(thread_self()) == mask);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(thread_set_affinity(thread_self(), 0), -EINVAL);
+    KTEST_CHECK(thread_get_affinity(thread_self()) == mask);
+
+out:
+    /* A bad mask taken after all: let that thread run, it writes to b. */
+    if (t != sentinel) {
+        thread_set_affinity(t, THREAD_CPUMASK_ALL);
+        thread_join(t);
+    }
+
+    thread_set_affinity(thread_self(), mask);
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, bad_mask_refused, thread_test_bad_mask);
@@ -175,19 +173,19 @@ thread_test_ref_outlives_exit(void)
 {
     struct thread_test_basic b = { .in = 5 };
     struct kmem_stats base, s;
-    struct thread *t;
+    struct thread *warm, *t = NULL;
     unsigned int id;
     uint64_t deadline;
 
     /* Warm up, so that no lazy allocation lands in the measurement. */
-    KTEST_ASSERT_EQ(thread_create(&t, "warm", thread_test_basic_fn, &b,
+    KTEST_ASSERT_EQ(thread_create(&warm, "warm", thread_test_basic_fn, &b,
                                   THREAD_CPUMASK_ALL), 0);
-    thread_join(t);
+    thread_join(warm);
     thread_msleep(5);
 
     kmem_stats_get(&base);
-    KTEST_ASSERT_EQ(thread_create(&t, "ref", thread_test_basic_fn, &b,
-                                  THREAD_CPUMASK_ALL), 0);
+    KTEST_CHECK_EQ(thread_create(&t, "ref", thread_test_basic_fn, &b,
+                                 THREAD_CPUMASK_ALL), 0);
     id = thread_id(t);
     thread_ref(t);
     thread_join(t);             /* drops the creator's reference */
@@ -195,20 +193,28 @@ thread_test_ref_outlives_exit(void)
     /* Give the scheduler time to drop its own reference too. */
     thread_msleep(20);
     kmem_stats_get(&s);
-    KTEST_ASSERT_EQ(s.nr_allocs, base.nr_allocs + 2);  /* thread + stack */
-    KTEST_ASSERT_EQ(thread_id(t), id);
-    KTEST_ASSERT(strcmp(thread_name(t), "ref") == 0);
+    KTEST_CHECK_EQ(s.nr_allocs, base.nr_allocs + 2);   /* thread + stack */
+    KTEST_CHECK_EQ(thread_id(t), id);
+    KTEST_CHECK(strcmp(thread_name(t), "ref") == 0);
 
     thread_unref(t);
-    deadline = clock_get_time() + clock_ticks_from_ms(500);
+    t = NULL;
+    deadline = ktest_deadline(500);
 
     do {
         kmem_stats_get(&s);
-    } while (s.nr_allocs != base.nr_allocs && clock_get_time() < deadline);
+    } while (s.nr_allocs != base.nr_allocs && !ktest_expired(deadline));
 
-    KTEST_ASSERT_EQ(s.nr_allocs, base.nr_allocs);
-    KTEST_ASSERT_EQ(s.bytes_in_use, base.bytes_in_use);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(s.nr_allocs, base.nr_allocs);
+    KTEST_CHECK_EQ(s.bytes_in_use, base.bytes_in_use);
+
+out:
+    /* Ours is the last reference: the thread goes with it. */
+    if (t != NULL) {
+        thread_unref(t);
+    }
+
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, ref_outlives_exit, thread_test_ref_outlives_exit);
@@ -217,17 +223,24 @@ static int
 thread_test_join_exited(void)
 {
     struct thread_test_basic b = { .in = 2 };
-    struct thread *t;
+    struct thread *t = NULL;
     uint64_t start;
 
-    KTEST_ASSERT_EQ(thread_create(&t, "quick", thread_test_basic_fn, &b,
-                                  THREAD_CPUMASK_ALL), 0);
+    KTEST_CHECK_EQ(thread_create(&t, "quick", thread_test_basic_fn, &b,
+                                 THREAD_CPUMASK_ALL), 0);
     thread_msleep(30);
-    KTEST_ASSERT_EQ(b.out, 7);
+    KTEST_CHECK_EQ(b.out, 7);
     start = clock_get_time();
     thread_join(t);
-    KTEST_ASSERT(clock_get_time() - start < clock_ticks_from_ms(500));
-    return KTEST_PASS;
+    t = NULL;
+    KTEST_CHECK(clock_get_time() - start < clock_ticks_from_ms(500));
+
+out:
+    if (t != NULL) {
+        thread_join(t);
+    }
+
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, join_exited, thread_test_join_exited);
@@ -269,26 +282,27 @@ thread_test_pinned_each_cpu(void)
 {
     struct thread_test_pin pins[CPU_MAX];
     struct thread *t[CPU_MAX];
-    unsigned int n = cpu_count();
+    unsigned int n = cpu_count(), nr_threads = 0;
 
     for (unsigned int cpu = 0; cpu < n; cpu++) {
         pins[cpu] = (struct thread_test_pin){ .cpu = cpu };
-        KTEST_ASSERT_EQ(thread_create(&t[cpu], "pinned",
-                                      thread_test_pinned_fn, &pins[cpu],
-                                      THREAD_CPUMASK(cpu)), 0);
-        KTEST_ASSERT_EQ(thread_cpu(t[cpu]), cpu);
+        KTEST_CHECK_EQ(thread_create(&t[cpu], "pinned",
+                                     thread_test_pinned_fn, &pins[cpu],
+                                     THREAD_CPUMASK(cpu)), 0);
+        nr_threads++;
+        KTEST_CHECK_EQ(thread_cpu(t[cpu]), cpu);
     }
+
+    thread_test_join_all(t, &nr_threads);
 
     for (unsigned int cpu = 0; cpu < n; cpu++) {
-        thread_join(t[cpu]);
+        KTEST_CHECK_EQ(pins[cpu].nr_checks, 40);
+        KTEST_CHECK_EQ(pins[cpu].nr_wrong, 0);
     }
 
-    for (unsigned int cpu = 0; cpu < n; cpu++) {
-        KTEST_ASSERT_EQ(pins[cpu].nr_checks, 40);
-        KTEST_ASSERT_EQ(pins[cpu].nr_wrong, 0);
-    }
-
-    return KTEST_PASS;
+out:
+    thread_test_join_all(t, &nr_threads);
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, pinned_each_cpu, thread_test_pinned_each_cpu);
@@ -394,23 +408,29 @@ thread_test_spinner_fn(void *arg)
     }
 }
 
+struct thread_test_where {
+    struct thread_test_spinner *s;
+    struct thread *t;
+    unsigned int cpu;
+};
+
+static bool
+thread_test_spinner_is_on(void *arg)
+{
+    const struct thread_test_where *w = arg;
+
+    return w->s->seen_cpu == w->cpu && thread_cpu(w->t) == w->cpu;
+}
+
 /* Wait until the spinner reports cpu and thread_cpu() agrees. */
 static bool
 thread_test_spinner_on(struct thread_test_spinner *s, struct thread *t,
                        unsigned int cpu)
 {
-    uint64_t deadline = clock_get_time()
-                        + clock_ticks_from_ms(THREAD_TEST_WAIT_MS);
+    struct thread_test_where w = { s, t, cpu };
 
-    while (s->seen_cpu != cpu || thread_cpu(t) != cpu) {
-        if (clock_get_time() > deadline) {
-            return false;
-        }
-
-        thread_msleep(1);
-    }
-
-    return true;
+    return ktest_wait_until(thread_test_spinner_is_on, &w,
+                            THREAD_TEST_WAIT_MS);
 }
 
 static int
@@ -505,34 +525,44 @@ static int
 thread_test_sleep_wakeup(void)
 {
     struct thread_test_sleeper s = { false, false, false, 0 };
-    struct thread *t;
-    bool done;
+    struct thread *t = NULL;
+    bool done, done_early, finished;
 
-    KTEST_ASSERT_EQ(thread_create(&t, "sleeper", thread_test_sleeper_fn, &s,
-                                  THREAD_CPUMASK_ALL), 0);
-    KTEST_ASSERT(thread_test_wait(&s.waiting));
+    KTEST_CHECK_EQ(thread_create(&t, "sleeper", thread_test_sleeper_fn, &s,
+                                 THREAD_CPUMASK_ALL), 0);
+    KTEST_CHECK(thread_test_wait(&s.waiting));
     thread_msleep(20);
     done = s.done;
 
     /* A wakeup without the condition: it goes back to sleep. */
     thread_wakeup(t);
     thread_msleep(10);
-    bool done_early = s.done;
+    done_early = s.done;
 
     s.cond = true;
     thread_wakeup(t);
-    bool finished = thread_test_wait(&s.done);
+    finished = thread_test_wait(&s.done);
 
     if (!finished) {
         thread_wakeup(t);
     }
 
     thread_join(t);
-    KTEST_ASSERT(!done);
-    KTEST_ASSERT(!done_early);
-    KTEST_ASSERT(finished);
-    KTEST_ASSERT(s.nr_sleeps >= 2);
-    return KTEST_PASS;
+    t = NULL;
+    KTEST_CHECK(!done);
+    KTEST_CHECK(!done_early);
+    KTEST_CHECK(finished);
+    KTEST_CHECK(s.nr_sleeps >= 2);
+
+out:
+    /* The condition holds: the next wakeup ends it. */
+    if (t != NULL) {
+        s.cond = true;
+        thread_wakeup(t);
+        thread_join(t);
+    }
+
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, sleep_wakeup, thread_test_sleep_wakeup);
@@ -630,6 +660,7 @@ struct thread_test_pingpong {
 
 static struct thread_test_pingpong thread_test_pp[2];
 static volatile unsigned int thread_test_pp_turn;
+static volatile bool thread_test_pp_stop;      /* the partner is missing */
 
 static void
 thread_test_pingpong_fn(void *arg)
@@ -638,10 +669,14 @@ thread_test_pingpong_fn(void *arg)
 
     for (unsigned int i = 0; i < THREAD_TEST_PINGPONG; i++) {
         while (thread_test_pp_turn != p->me) {
+            if (thread_test_pp_stop) {
+                return;
+            }
+
             thread_yield();
         }
 
-        if (thread_test_cpu_now(NULL) != p->cpu) {
+        if (ktest_cpu_now() != p->cpu) {
             p->nr_wrong_cpu++;
         }
 
@@ -652,33 +687,39 @@ thread_test_pingpong_fn(void *arg)
 static int
 thread_test_yield(void)
 {
-    unsigned int cpu = cpu_count() - 1;
+    unsigned int cpu = cpu_count() - 1, nr_threads = 0;
     struct thread *t[2];
     uint64_t start, elapsed;
 
     thread_test_pp_turn = 0;
+    thread_test_pp_stop = false;
     start = clock_get_time();
 
     for (unsigned int i = 0; i < 2; i++) {
         thread_test_pp[i] = (struct thread_test_pingpong){ .me = i,
                                                            .cpu = cpu };
-        KTEST_ASSERT_EQ(thread_create(&t[i], "pingpong",
-                                      thread_test_pingpong_fn,
-                                      &thread_test_pp[i],
-                                      THREAD_CPUMASK(cpu)), 0);
+        KTEST_CHECK_EQ(thread_create(&t[i], "pingpong",
+                                     thread_test_pingpong_fn,
+                                     &thread_test_pp[i],
+                                     THREAD_CPUMASK(cpu)), 0);
+        nr_threads++;
     }
 
-    thread_join(t[0]);
-    thread_join(t[1]);
+    thread_test_join_all(t, &nr_threads);
     elapsed = clock_get_time() - start;
-    KTEST_ASSERT_EQ(thread_test_pp[0].nr_wrong_cpu, 0);
-    KTEST_ASSERT_EQ(thread_test_pp[1].nr_wrong_cpu, 0);
+    KTEST_CHECK_EQ(thread_test_pp[0].nr_wrong_cpu, 0);
+    KTEST_CHECK_EQ(thread_test_pp[1].nr_wrong_cpu, 0);
     ktest_diag("%u hand-overs on cpu%u: %lu ms", 2 * THREAD_TEST_PINGPONG,
                cpu, clock_ms_from_ticks(elapsed));
-    KTEST_ASSERT(elapsed < clock_ticks_from_ms(THREAD_SLICE_TICKS * 1000
-                                               / CLOCK_HZ
-                                               * THREAD_TEST_PINGPONG));
-    return KTEST_PASS;
+    KTEST_CHECK(elapsed < clock_ticks_from_ms(THREAD_SLICE_TICKS * 1000
+                                              / CLOCK_HZ
+                                              * THREAD_TEST_PINGPONG));
+
+out:
+    /* Alone, the first one would wait for its turn forever. */
+    thread_test_pp_stop = true;
+    thread_test_join_all(t, &nr_threads);
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, yield_hands_over, thread_test_yield);
@@ -713,7 +754,7 @@ thread_test_call_running(void)
     struct thread_test_call c;
     unsigned int n = cpu_count(), self_cpu, target, nr_running = 0;
     uint64_t saved;
-    struct thread *t;
+    struct thread *t = NULL;
     int result = KTEST_PASS;
 
     if (n < 2) {
@@ -721,10 +762,10 @@ thread_test_call_running(void)
         return KTEST_SKIP;
     }
 
-    saved = thread_test_pin_self(&self_cpu);
+    saved = ktest_pin_self(&self_cpu);
     target = (self_cpu + 1) % n;
-    KTEST_ASSERT_EQ(thread_create(&t, "spinner", thread_test_spinner_fn, &s,
-                                  THREAD_CPUMASK(target)), 0);
+    KTEST_CHECK_EQ(thread_create(&t, "spinner", thread_test_spinner_fn, &s,
+                                 THREAD_CPUMASK(target)), 0);
 
     if (!thread_test_wait(&s.started)
         || !thread_test_spinner_on(&s, t, target)) {
@@ -760,10 +801,18 @@ thread_test_call_running(void)
 
     s.stop = true;
     thread_join(t);
-    thread_set_affinity(thread_self(), saved);
-    KTEST_ASSERT(result == KTEST_PASS);
-    KTEST_ASSERT(nr_running > 0);
-    return KTEST_PASS;
+    t = NULL;
+    KTEST_CHECK(result == KTEST_PASS);
+    KTEST_CHECK(nr_running > 0);
+
+out:
+    if (t != NULL) {
+        s.stop = true;
+        thread_join(t);
+    }
+
+    ktest_unpin_self(saved);
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, call_running_remote, thread_test_call_running);
@@ -778,9 +827,9 @@ thread_test_call_sleeping(void)
     struct thread *t;
     bool waiting;
 
-    saved = thread_test_pin_self(&self_cpu);
-    KTEST_ASSERT_EQ(thread_create(&t, "sleeper", thread_test_sleeper_fn, &s,
-                                  THREAD_CPUMASK((self_cpu + 1) % n)), 0);
+    saved = ktest_pin_self(&self_cpu);
+    KTEST_CHECK_EQ(thread_create(&t, "sleeper", thread_test_sleeper_fn, &s,
+                                 THREAD_CPUMASK((self_cpu + 1) % n)), 0);
     waiting = thread_test_wait(&s.waiting);
     thread_msleep(20);          /* well off its CPU by now */
     thread_call(t, thread_test_call_fn, &c);
@@ -788,15 +837,17 @@ thread_test_call_sleeping(void)
     s.cond = true;
     thread_wakeup(t);
     thread_join(t);
-    thread_set_affinity(thread_self(), saved);
 
-    KTEST_ASSERT(waiting);
-    KTEST_ASSERT_EQ(c.nr_calls, 1);
-    KTEST_ASSERT(!c.running);
-    KTEST_ASSERT_EQ(c.cpu, self_cpu);
-    KTEST_ASSERT(!c.intr_enabled);
-    KTEST_ASSERT(c.self == thread_self());
-    return KTEST_PASS;
+    KTEST_CHECK(waiting);
+    KTEST_CHECK_EQ(c.nr_calls, 1);
+    KTEST_CHECK(!c.running);
+    KTEST_CHECK_EQ(c.cpu, self_cpu);
+    KTEST_CHECK(!c.intr_enabled);
+    KTEST_CHECK(c.self == thread_self());
+
+out:
+    ktest_unpin_self(saved);
+    return ktest_result();
 }
 
 KTEST_DEFINE(thread, call_sleeping, thread_test_call_sleeping);
@@ -808,9 +859,9 @@ thread_test_call_self(void)
     unsigned int self_cpu;
     uint64_t saved;
 
-    saved = thread_test_pin_self(&self_cpu);
+    saved = ktest_pin_self(&self_cpu);
     thread_call(thread_self(), thread_test_call_fn, &c);
-    thread_set_affinity(thread_self(), saved);
+    ktest_unpin_self(saved);
 
     KTEST_ASSERT_EQ(c.nr_calls, 1);
     KTEST_ASSERT(c.running);
@@ -933,10 +984,10 @@ thread_test_stress_no_leak(void)
     }
 
     /* The scheduler drops its references just after the exits. */
-    deadline = clock_get_time() + clock_ticks_from_ms(1000);
+    deadline = ktest_deadline(1000);
 
     while (!thread_test_same_usage(&base, base_free, &now, &now_free)
-           && clock_get_time() < deadline) {
+           && !ktest_expired(deadline)) {
         thread_msleep(5);
     }
 

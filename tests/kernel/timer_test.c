@@ -22,6 +22,7 @@
 #include "kern/thread.h"
 #include "kern/timer.h"
 #include "kern/xcall.h"
+#include "tests/kernel/ktest_util.h"
 
 #define TIMER_TEST_MAX      8
 
@@ -67,30 +68,30 @@ timer_test_fired(void)
     return __atomic_load_n(&timer_test_nr_fires, __ATOMIC_ACQUIRE);
 }
 
+static bool
+timer_test_fired_enough(void *arg)
+{
+    return timer_test_fired() >= (unsigned int)(uintptr_t)arg;
+}
+
 /* Wait (sleeping) until count firings or ms pass; returns the count. */
 static unsigned int
 timer_test_wait_fires(unsigned int count, unsigned int ms)
 {
-    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
-
-    while (timer_test_fired() < count && clock_get_time() < deadline) {
-        thread_msleep(1);
-    }
-
+    ktest_wait_until(timer_test_fired_enough, (void *)(uintptr_t)count, ms);
     return timer_test_fired();
 }
 
-static uint64_t
-timer_test_pin_self(unsigned int *cpup)
+/*
+ * Cancel every test timer, waiting for a function running (cleanup
+ * paths): one left pending would fire into the next test's records.
+ */
+static void
+timer_test_cancel_all(void)
 {
-    struct thread *self = thread_self();
-    uint64_t saved = thread_get_affinity(self);
-
-    thread_preempt_disable();
-    *cpup = cpu_id();
-    thread_preempt_enable();
-    thread_set_affinity(self, THREAD_CPUMASK(*cpup));
-    return saved;
+    for (unsigned int i = 0; i < TIMER_TEST_MAX; i++) {
+        timer_cancel(&timer_test_timers[i]);
+    }
 }
 
 static int
@@ -103,33 +104,36 @@ timer_test_intr_order(void)
     uint64_t saved;
 
     timer_test_reset();
-    saved = timer_test_pin_self(&cpu);
+    saved = ktest_pin_self(&cpu);
     now = clock_get_time();
 
     for (unsigned int i = 0; i < 6; i++) {
         when[i] = now + delay[i];
         timer_init(&timer_test_timers[i], timer_test_record, TIMER_INTR);
         timer_schedule(&timer_test_timers[i], when[i]);
-        KTEST_ASSERT(timer_scheduled(&timer_test_timers[i]));
+        KTEST_CHECK(timer_scheduled(&timer_test_timers[i]));
     }
 
     n = timer_test_wait_fires(6, 1000);
-    thread_set_affinity(thread_self(), saved);
-    KTEST_ASSERT_EQ(n, 6);
+    KTEST_CHECK_EQ(n, 6);
 
     for (unsigned int i = 0; i < 6; i++) {
         const struct timer_test_fire *f = &timer_test_fires[i];
 
-        KTEST_ASSERT_EQ(f->index, want[i]);
-        KTEST_ASSERT(f->now >= when[f->index]);
-        KTEST_ASSERT_EQ(f->cpu, cpu);
-        KTEST_ASSERT(!f->intr_enabled);
-        KTEST_ASSERT(!timer_scheduled(&timer_test_timers[i]));
+        KTEST_CHECK_EQ(f->index, want[i]);
+        KTEST_CHECK(f->now >= when[f->index]);
+        KTEST_CHECK_EQ(f->cpu, cpu);
+        KTEST_CHECK(!f->intr_enabled);
+        KTEST_CHECK(!timer_scheduled(&timer_test_timers[i]));
     }
 
     thread_msleep(5);
-    KTEST_ASSERT_EQ(timer_test_fired(), 6);     /* one-shot */
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(timer_test_fired(), 6);      /* one-shot */
+
+out:
+    timer_test_cancel_all();
+    ktest_unpin_self(saved);
+    return ktest_result();
 }
 
 KTEST_DEFINE(timer, intr_fire_in_order, timer_test_intr_order);
@@ -145,7 +149,7 @@ timer_test_thread_order(void)
     uint64_t saved;
 
     timer_test_reset();
-    saved = timer_test_pin_self(&cpu);
+    saved = ktest_pin_self(&cpu);
     now = clock_get_time();
 
     for (unsigned int i = 0; i < 4; i++) {
@@ -155,20 +159,22 @@ timer_test_thread_order(void)
     }
 
     n = timer_test_wait_fires(4, 1000);
-    thread_set_affinity(thread_self(), saved);
-    KTEST_ASSERT_EQ(n, 4);
+    KTEST_CHECK_EQ(n, 4);
 
     for (unsigned int i = 0; i < 4; i++) {
         const struct timer_test_fire *f = &timer_test_fires[i];
 
-        KTEST_ASSERT_EQ(f->index, want[i]);
-        KTEST_ASSERT(f->now >= when[f->index]);
-        KTEST_ASSERT_EQ(f->cpu, cpu);
-        KTEST_ASSERT(f->intr_enabled);
-        KTEST_ASSERT(f->preempt_enabled);
+        KTEST_CHECK_EQ(f->index, want[i]);
+        KTEST_CHECK(f->now >= when[f->index]);
+        KTEST_CHECK_EQ(f->cpu, cpu);
+        KTEST_CHECK(f->intr_enabled);
+        KTEST_CHECK(f->preempt_enabled);
     }
 
-    return KTEST_PASS;
+out:
+    timer_test_cancel_all();
+    ktest_unpin_self(saved);
+    return ktest_result();
 }
 
 KTEST_DEFINE(timer, thread_fire_in_order, timer_test_thread_order);
@@ -206,23 +212,21 @@ static int
 timer_test_thread_may_sleep_and_xcall(void)
 {
     struct timer *timer = &timer_test_timers[0];
-    uint64_t deadline;
 
     timer_test_xcall_hits = 0;
     timer_test_heavy_done = false;
     timer_test_heavy_error = 0;
     timer_init(timer, timer_test_heavy_fn, 0);
     timer_schedule(timer, clock_get_time() + 3);
-    deadline = clock_get_time() + clock_ticks_from_ms(2000);
+    ktest_wait_flag(&timer_test_heavy_done, 2000);
 
-    while (!timer_test_heavy_done && clock_get_time() < deadline) {
-        thread_msleep(1);
-    }
+    KTEST_CHECK(timer_test_heavy_done);
+    KTEST_CHECK_EQ(timer_test_heavy_error, 0);
+    KTEST_CHECK_EQ(timer_test_xcall_hits, cpu_count());
 
-    KTEST_ASSERT(timer_test_heavy_done);
-    KTEST_ASSERT_EQ(timer_test_heavy_error, 0);
-    KTEST_ASSERT_EQ(timer_test_xcall_hits, cpu_count());
-    return KTEST_PASS;
+out:
+    timer_test_cancel_all();
+    return ktest_result();
 }
 
 KTEST_DEFINE(timer, thread_may_sleep_and_xcall,
@@ -239,25 +243,28 @@ timer_test_cancel(void)
     timer_init(&timer_test_timers[2], timer_test_record, TIMER_INTR);
 
     /* Idle: nothing to cancel. */
-    KTEST_ASSERT(!timer_cancel(&timer_test_timers[0]));
+    KTEST_CHECK(!timer_cancel(&timer_test_timers[0]));
 
     timer_schedule(&timer_test_timers[0], now + 15);
     timer_schedule(&timer_test_timers[1], now + 15);
     timer_schedule(&timer_test_timers[2], now + 20);
-    KTEST_ASSERT(timer_cancel(&timer_test_timers[0]));
-    KTEST_ASSERT(timer_cancel(&timer_test_timers[1]));
-    KTEST_ASSERT(!timer_scheduled(&timer_test_timers[0]));
-    KTEST_ASSERT(!timer_scheduled(&timer_test_timers[1]));
-    KTEST_ASSERT(!timer_cancel(&timer_test_timers[0]));
+    KTEST_CHECK(timer_cancel(&timer_test_timers[0]));
+    KTEST_CHECK(timer_cancel(&timer_test_timers[1]));
+    KTEST_CHECK(!timer_scheduled(&timer_test_timers[0]));
+    KTEST_CHECK(!timer_scheduled(&timer_test_timers[1]));
+    KTEST_CHECK(!timer_cancel(&timer_test_timers[0]));
 
-    KTEST_ASSERT_EQ(timer_test_wait_fires(1, 1000), 1);
+    KTEST_CHECK_EQ(timer_test_wait_fires(1, 1000), 1);
     thread_msleep(30);
-    KTEST_ASSERT_EQ(timer_test_fired(), 1);
-    KTEST_ASSERT_EQ(timer_test_fires[0].index, 2);
+    KTEST_CHECK_EQ(timer_test_fired(), 1);
+    KTEST_CHECK_EQ(timer_test_fires[0].index, 2);
 
     /* Fired: not pending any more. */
-    KTEST_ASSERT(!timer_cancel(&timer_test_timers[2]));
-    return KTEST_PASS;
+    KTEST_CHECK(!timer_cancel(&timer_test_timers[2]));
+
+out:
+    timer_test_cancel_all();
+    return ktest_result();
 }
 
 KTEST_DEFINE(timer, cancel, timer_test_cancel);
@@ -272,23 +279,26 @@ timer_test_reschedule(void)
     timer_schedule(&timer_test_timers[0], now + 5);
     timer_schedule(&timer_test_timers[0], now + 40);
     thread_msleep(20);
-    KTEST_ASSERT_EQ(timer_test_fired(), 0);
-    KTEST_ASSERT(timer_scheduled(&timer_test_timers[0]));
-    KTEST_ASSERT_EQ(timer_test_wait_fires(1, 1000), 1);
-    KTEST_ASSERT(timer_test_fires[0].now >= now + 40);
+    KTEST_CHECK_EQ(timer_test_fired(), 0);
+    KTEST_CHECK(timer_scheduled(&timer_test_timers[0]));
+    KTEST_CHECK_EQ(timer_test_wait_fires(1, 1000), 1);
+    KTEST_CHECK(timer_test_fires[0].now >= now + 40);
     thread_msleep(10);
-    KTEST_ASSERT_EQ(timer_test_fired(), 1);
+    KTEST_CHECK_EQ(timer_test_fired(), 1);
 
     /* Earlier: fires at the new time, not again at the old one. */
     timer_test_reset();
     now = clock_get_time();
     timer_schedule(&timer_test_timers[0], now + 60);
     timer_schedule(&timer_test_timers[0], now + 3);
-    KTEST_ASSERT_EQ(timer_test_wait_fires(1, 1000), 1);
-    KTEST_ASSERT(timer_test_fires[0].now < now + 60);
+    KTEST_CHECK_EQ(timer_test_wait_fires(1, 1000), 1);
+    KTEST_CHECK(timer_test_fires[0].now < now + 60);
     thread_msleep(70);
-    KTEST_ASSERT_EQ(timer_test_fired(), 1);
-    return KTEST_PASS;
+    KTEST_CHECK_EQ(timer_test_fired(), 1);
+
+out:
+    timer_test_cancel_all();
+    return ktest_result();
 }
 
 KTEST_DEFINE(timer, reschedule_moves, timer_test_reschedule);
@@ -330,19 +340,22 @@ timer_test_cancel_waits(void)
     timer_test_slow_finished = false;
     timer_init(timer, timer_test_slow_fn, 0);
     timer_schedule(timer, clock_get_time() + 2);
-    deadline = clock_get_time() + clock_ticks_from_ms(1000);
+    deadline = ktest_deadline(1000);
 
-    while (!timer_test_slow_started && clock_get_time() < deadline) {
+    while (!timer_test_slow_started && !ktest_expired(deadline)) {
         cpu_pause();
     }
 
-    KTEST_ASSERT(timer_test_slow_started);
+    KTEST_CHECK(timer_test_slow_started);
     thread_msleep(40);
     pending = timer_cancel(timer);
     finished = timer_test_slow_finished;
-    KTEST_ASSERT(!pending);
-    KTEST_ASSERT(finished);
-    return KTEST_PASS;
+    KTEST_CHECK(!pending);
+    KTEST_CHECK(finished);
+
+out:
+    timer_test_cancel_all();
+    return ktest_result();
 }
 
 KTEST_DEFINE(timer, cancel_waits_for_running, timer_test_cancel_waits);
@@ -355,7 +368,7 @@ KTEST_DEFINE(timer, cancel_waits_for_running, timer_test_cancel_waits);
 static int
 timer_test_clock_catches_up(void)
 {
-    uint64_t affinity = thread_get_affinity(thread_self());
+    uint64_t saved = thread_get_affinity(thread_self());
     uint64_t before, after, end;
     unsigned long flags;
     bool on_cpu0;
@@ -373,7 +386,7 @@ timer_test_clock_catches_up(void)
     cpu_intr_restore(flags);
     thread_msleep(3);
     after = clock_get_time();
-    thread_set_affinity(thread_self(), affinity);
+    ktest_unpin_self(saved);
     KTEST_ASSERT(on_cpu0);
     KTEST_ASSERT(after - before >= clock_ticks_from_ms(50));
     return KTEST_PASS;

@@ -17,10 +17,10 @@
 #include "kern/error.h"
 #include "kern/ktest.h"
 #include "kern/param.h"
-#include "kern/printf.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
 #include "kern/xcall.h"
+#include "tests/kernel/ktest_util.h"
 
 /* Rounds of calls to every CPU made by each CPU in the concurrent test. */
 #define XCALL_TEST_ROUNDS       1000
@@ -84,15 +84,11 @@ xcall_test_local(void)
     unsigned int cpu;
     struct syscnt *sent;
     uint64_t sent_before;
-    char name[SYSCNT_NAME_SIZE];
     int error;
 
-    thread_preempt_disable();
-    cpu = cpu_id();
-    thread_preempt_enable();
+    cpu = ktest_cpu_now();
     KTEST_ASSERT_EQ(thread_set_affinity(self, THREAD_CPUMASK(cpu)), 0);
-    ksnprintf(name, sizeof(name), "xcall_sent/%u", cpu);
-    sent = syscnt_lookup(name);
+    sent = ktest_syscnt_cpu("xcall_sent", cpu);
     sent_before = sent == NULL ? 0 : syscnt_read(sent);
 
     error = xcall_call(xcall_test_probe_fn, &probe, cpu);
