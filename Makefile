@@ -134,6 +134,18 @@ ifeq ($(COV),1)
 UCFLAGS += --coverage
 endif
 
+# The perfmon core with the fakes it links against, for the tests of its
+# parts (tests/unit/perfmon*_test.mk).
+PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_dev.c kern/perfmon_intr.c \
+	kern/perfmon_pmc.c kern/perfmon_inherit.c kern/perfmon_sample.c \
+	kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \
+	kern/cmdline.c kern/string.c kern/printf.c \
+	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
+	tests/unit/fakes/thread.c tests/unit/fakes/xcall.c \
+	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
+	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
+	tests/unit/fakes/symtab.c
+
 UNIT_TESTS :=
 include $(sort $(wildcard tests/unit/*.mk))
 

@@ -95,11 +95,13 @@
 #define PERFMON_SAMPLE_SHARE_DEFAULT 25
 
 /*
- * A counter slot on one CPU.  nr_refs counts the CPU events and loaded
- * threads needing the counter to run here.  value grows by the difference
- * between raw reads, taken modulo 2^width.  wrap_seen: a plain update saw
- * the raw value go backwards, so the overflow interrupt of that wrap must
- * not add a period again.
+ * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
+ * loaded threads needing the counter to run here.  value grows by the
+ * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
+ * update saw the raw value go backwards, so the overflow interrupt of that
+ * wrap must not add a period again.  enabled and running grow with the TSC
+ * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
+ * a hardware counter here (its bit in sched_mask).
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -114,6 +116,9 @@ struct perfmon_cpu_pmc {
     uint64_t prev;
     uint64_t value;
     bool wrap_seen;
+    uint64_t stamp;                     /* TSC the times are counted to */
+    uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
+    uint64_t running;                   /* and holding a counter */
 
     uint64_t period;
     int64_t left;
@@ -128,7 +133,8 @@ struct perfmon_cpu_pmc {
  * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
  * (xcalls, thread_call, the context switch hook, the overflow interrupt).
  * active_mask (slots with nr_refs > 0) is also read by the poll timer on
- * other CPUs, as a hint.
+ * other CPUs, as a hint.  sched_mask: the active slots that hold a
+ * hardware counter here, the ones folded, polled and interrupted.
  *
  * gen grows by one in every section that may change the state (see
  * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
@@ -142,6 +148,7 @@ struct perfmon_cpu {
     unsigned long gen;
     uint64_t pending;                   /* slots, set by the NMI while busy */
     uint64_t active_mask;
+    uint64_t sched_mask;
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_start;              /* TSC, throttling window */
@@ -154,10 +161,17 @@ struct perfmon_cpu {
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);
 
-/* Arguments and results of the thread_call() and xcall functions. */
+/*
+ * Arguments of the thread_call() and xcall functions: the events to act
+ * on (those of the array attached to the thread or CPU the call runs for),
+ * whether to enable or disable them, or, to read one, where its counts go.
+ */
 struct perfmon_call {
-    struct perfmon_event *event;
-    uint64_t result;
+    struct perfmon_event *const *events;
+    unsigned int nr;
+    struct thread *thread;              /* the target, NULL: this CPU */
+    bool enable;
+    struct perfmon_counts counts;
 };
 
 static struct perfmon_cpu perfmon_cpus[CPU_MAX];
@@ -167,16 +181,6 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 
 static void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu,
                                        unsigned int slot);
-
-/* ---- helpers ------------------------------------------------------------ */
-
-/* Inline: it sits on the read path, where a call shows in perfmon bench. */
-static inline __attribute__((always_inline)) void
-perfmon_assert_thread_context(void)
-{
-    assert(cpu_intr_enabled());
-    assert(thread_preempt_enabled());
-}
 
 /* ---- per-CPU PMU (interrupts disabled) ---------------------------------- */
 
@@ -252,7 +256,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 static void
 perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
 {
-    slots &= cpu->active_mask;
+    slots &= cpu->sched_mask;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
@@ -466,7 +470,7 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
 
     cpu->window_cycles = 0;
     syscnt_inc(&cpu->nr_throttles);
-    slots = READ_ONCE(cpu->active_mask) & perfmon_sampling_slots;
+    slots = cpu->sched_mask & perfmon_sampling_slots;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
@@ -496,23 +500,77 @@ perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
 /* ---- per-CPU counters ----------------------------------------------------- */
 
 /*
+ * Count the time since the slot's stamp into its times: enabled while it
+ * has users here, running while it holds a counter.  Called before either
+ * changes, and to read them.
+ */
+static void
+perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
+                      uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t dt = now - pmc->stamp;
+
+    if (pmc->nr_refs != 0) {
+        pmc->enabled += dt;
+
+        if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+            pmc->running += dt;
+        }
+    }
+
+    pmc->stamp = now;
+}
+
+/* The slot's counts on this CPU at now, folded (entered). */
+static void
+perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                       uint64_t now, struct perfmon_counts *counts)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+    }
+
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    counts->value = pmc->value;
+    counts->enabled = pmc->enabled;
+    counts->running = pmc->running;
+}
+
+/* a += b - c, field by field. */
+static void
+perfmon_counts_add_delta(struct perfmon_counts *a,
+                         const struct perfmon_counts *b,
+                         const struct perfmon_counts *c)
+{
+    a->value += b->value - c->value;
+    a->enabled += b->enabled - c->enabled;
+    a->running += b->running - c->running;
+}
+
+/*
  * Start counting slot on this CPU for one more user; saved: the thread's
  * sampling progress, when a thread loads a sampling counter.
  */
 static void
 perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
-                    const struct perfmon_td_pmc *saved)
+                    const struct perfmon_td_pmc *saved, uint64_t now)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
     struct perfmon_dev *dev;
 
-    if (pmc->nr_refs++ != 0) {
-        perfmon_cpu_pmc_update(cpu, slot, false);
+    if (pmc->nr_refs != 0) {
+        pmc->nr_refs++;
         return;
     }
 
     assert(gpmc->nr_refs != 0);
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    pmc->nr_refs = 1;
     dev = perfmon_slot_dev(slot);
     pmc->hw_id = gpmc->hw_id;
     dev->ops->start(dev, gpmc->hw_id, gpmc->raw_event, gpmc->flags);
@@ -524,23 +582,31 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
         perfmon_cpu_pmc_sample_start(cpu, slot, saved);
     }
 
-    WRITE_ONCE(cpu->active_mask, cpu->active_mask | perfmon_slot_bit(slot));
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | bit);
+    WRITE_ONCE(cpu->active_mask, cpu->active_mask | bit);
 }
 
-/* Drop a user of slot on this CPU; the caller updated the value first. */
+/*
+ * Drop a user of slot on this CPU; the caller took the counts first (the
+ * value is folded, the times counted to now).
+ */
 static void
 perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
 
     assert(pmc->nr_refs != 0);
 
     if (--pmc->nr_refs == 0) {
-        WRITE_ONCE(cpu->active_mask,
-                   cpu->active_mask & ~perfmon_slot_bit(slot));
         struct perfmon_dev *dev = perfmon_slot_dev(slot);
 
-        dev->ops->stop(dev, pmc->hw_id);
+        WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
+
+        if (cpu->sched_mask & bit) {
+            WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~bit);
+            dev->ops->stop(dev, pmc->hw_id);
+        }
     }
 }
 
@@ -555,30 +621,32 @@ perfmon_td_init(struct perfmon_td *td)
 /* Load slot of a thread running on this CPU (entered). */
 static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot)
+                    unsigned int slot, uint64_t now)
 {
-    perfmon_cpu_pmc_ref(cpu, slot, &td->pmcs[slot]);
-    td->pmcs[slot].cpu_snapshot = cpu->pmcs[slot].value;
+    perfmon_cpu_pmc_ref(cpu, slot, &td->pmcs[slot], now);
+    perfmon_cpu_pmc_counts(cpu, slot, now, &td->pmcs[slot].snap);
     td->loaded_mask |= perfmon_slot_bit(slot);
 }
 
-/* Fold what a loaded slot counted since the last fold into the thread. */
+/*
+ * Fold what a loaded slot counted since the last fold into the thread;
+ * counts: the CPU's counts of the slot at now.
+ */
 static void
 perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot)
+                    unsigned int slot, uint64_t now,
+                    struct perfmon_counts *counts)
 {
     struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-    uint64_t value;
 
-    perfmon_cpu_pmc_update(cpu, slot, false);
-    value = cpu->pmcs[slot].value;
-    tpmc->value += value - tpmc->cpu_snapshot;
-    tpmc->cpu_snapshot = value;
+    perfmon_cpu_pmc_counts(cpu, slot, now, counts);
+    perfmon_counts_add_delta(&tpmc->total, counts, &tpmc->snap);
+    tpmc->snap = *counts;
 }
 
 /*
- * Unload slot of a thread running on this CPU (entered, value synced):
- * a sampling counter's progress goes with the thread.
+ * Unload slot of a thread running on this CPU (entered, synced): a
+ * sampling counter's progress goes with the thread.
  */
 static void
 perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
@@ -589,6 +657,7 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
     }
 
     perfmon_cpu_pmc_unref(cpu, slot);
+    td->loaded_mask &= ~perfmon_slot_bit(slot);
 }
 
 /*
@@ -601,13 +670,15 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
+    struct perfmon_counts counts;
     struct perfmon_cpu *cpu;
-    uint64_t kept, slots;
+    uint64_t kept, slots, now;
 
     assert(!thread_preempt_enabled());
     assert(next->loaded_mask == 0);
     cpu = perfmon_cpu_enter();
     assert(prev->loaded_mask == 0 || prev->cpu == cpu_id());
+    now = cpu_rdtsc();
     kept = prev->loaded_mask & next->active_mask
            & ~READ_ONCE(perfmon_sampling_slots);
     slots = prev->loaded_mask;
@@ -616,78 +687,138 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
         slots &= slots - 1;
-        perfmon_td_pmc_sync(prev, cpu, slot);
+        perfmon_td_pmc_sync(prev, cpu, slot, now, &counts);
 
-        if (!(kept & perfmon_slot_bit(slot))) {
+        if (kept & perfmon_slot_bit(slot)) {
+            next->pmcs[slot].snap = counts;
+        } else {
             perfmon_td_pmc_unload(prev, cpu, slot);
         }
     }
 
     prev->loaded_mask = 0;
     next->cpu = cpu_id();
-    slots = next->active_mask;
+    next->loaded_mask = kept;
+    slots = next->active_mask & ~kept;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
         slots &= slots - 1;
-
-        if (kept & perfmon_slot_bit(slot)) {
-            next->pmcs[slot].cpu_snapshot = cpu->pmcs[slot].value;
-            next->loaded_mask |= perfmon_slot_bit(slot);
-        } else {
-            perfmon_td_pmc_load(next, cpu, slot);
-        }
+        perfmon_td_pmc_load(next, cpu, slot, now);
     }
 
     perfmon_cpu_leave(cpu);
 }
 
 /*
- * The thread's count on slot, up to date.  When running, the caller runs on
- * the thread's CPU with the PMU entered (cpu not NULL), and then every
+ * The thread's counts on slot, up to date.  When running, the caller runs
+ * on the thread's CPU with the PMU entered (cpu not NULL), and then every
  * active slot of the thread is loaded here.
  */
-static uint64_t
+static void
 perfmon_td_pmc_read(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot)
+                    unsigned int slot, uint64_t now,
+                    struct perfmon_counts *counts)
 {
+    struct perfmon_counts cpu_counts;
+
     if (cpu != NULL) {
         assert(td->loaded_mask == td->active_mask);
         assert(td->cpu == cpu_id());
-        perfmon_td_pmc_sync(td, cpu, slot);
+        perfmon_td_pmc_sync(td, cpu, slot, now, &cpu_counts);
     } else {
         assert(td->loaded_mask == 0);
     }
 
-    return td->pmcs[slot].value;
+    *counts = td->pmcs[slot].total;
 }
 
-/* thread_call() functions. */
-
+/*
+ * Start counting an event of the thread: one more user of its slot,
+ * loaded at once when the thread runs here.
+ */
 static void
-perfmon_td_attach_fn(struct thread *thread, bool running, void *arg)
+perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                        struct perfmon_event *event, uint64_t now)
 {
-    struct perfmon_call *call = arg;
-    struct perfmon_td *td = thread_get_perfmon_td(thread);
-    unsigned int slot = call->event->slot;
+    unsigned int slot = event->slot;
     struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-    struct perfmon_cpu *cpu = running ? perfmon_cpu_enter() : NULL;
 
     if (tpmc->nr_refs++ == 0) {
         td->active_mask |= perfmon_slot_bit(slot);
 
-        if (running) {
+        if (cpu != NULL) {
             /* A thread without events was not loaded at its switch in. */
             if (td->loaded_mask == 0) {
                 td->cpu = cpu_id();
             }
 
-            perfmon_td_pmc_load(td, cpu, slot);
+            perfmon_td_pmc_load(td, cpu, slot, now);
         }
     }
 
-    call->event->start = perfmon_td_pmc_read(td, cpu, slot);
+    perfmon_td_pmc_read(td, cpu, slot, now, &event->start);
+}
+
+static void
+perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                         struct perfmon_event *event, uint64_t now)
+{
+    unsigned int slot = event->slot;
+    struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+    struct perfmon_counts counts;
+
+    perfmon_td_pmc_read(td, cpu, slot, now, &counts);
+    perfmon_counts_add_delta(&event->total, &counts, &event->start);
+    assert(tpmc->nr_refs != 0);
+
+    if (--tpmc->nr_refs == 0) {
+        if (cpu != NULL) {
+            perfmon_cpu_pmc_unref(cpu, slot);
+            td->loaded_mask &= ~perfmon_slot_bit(slot);
+        }
+
+        td->active_mask &= ~perfmon_slot_bit(slot);
+        tpmc->sample_period = 0;
+    }
+}
+
+/* Whether event is one of a call's to act on where the call runs. */
+static bool
+perfmon_call_targets(const struct perfmon_call *call,
+                     const struct perfmon_event *event)
+{
+    return (event->enabled != call->enable)
+           && (event->thread == call->thread)
+           && (call->thread != NULL || event->cpu == cpu_id());
+}
+
+/* thread_call() functions. */
+
+static void
+perfmon_td_enable_fn(struct thread *thread, bool running, void *arg)
+{
+    struct perfmon_call *call = arg;
+    struct perfmon_td *td = thread_get_perfmon_td(thread);
+    struct perfmon_cpu *cpu = running ? perfmon_cpu_enter() : NULL;
+    uint64_t now = cpu_rdtsc();
+
+    for (unsigned int i = 0; i < call->nr; i++) {
+        struct perfmon_event *event = call->events[i];
+
+        if (!perfmon_call_targets(call, event)) {
+            continue;
+        }
+
+        if (call->enable) {
+            perfmon_td_event_enable(td, cpu, event, now);
+        } else {
+            perfmon_td_event_disable(td, cpu, event, now);
+        }
+
+        event->enabled = call->enable;
+    }
 
     if (cpu != NULL) {
         perfmon_cpu_leave(cpu);
@@ -701,51 +832,43 @@ perfmon_td_read_fn(struct thread *thread, bool running, void *arg)
     struct perfmon_td *td = thread_get_perfmon_td(thread);
     struct perfmon_cpu *cpu = running ? perfmon_cpu_enter() : NULL;
 
-    call->result = perfmon_td_pmc_read(td, cpu, call->event->slot);
+    perfmon_td_pmc_read(td, cpu, call->events[0]->slot, cpu_rdtsc(),
+                        &call->counts);
 
     if (cpu != NULL) {
         perfmon_cpu_leave(cpu);
     }
 }
 
-static void
-perfmon_td_detach_fn(struct thread *thread, bool running, void *arg)
-{
-    struct perfmon_call *call = arg;
-    struct perfmon_td *td = thread_get_perfmon_td(thread);
-    unsigned int slot = call->event->slot;
-    struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-    struct perfmon_cpu *cpu = running ? perfmon_cpu_enter() : NULL;
-
-    call->result = perfmon_td_pmc_read(td, cpu, slot);
-    assert(tpmc->nr_refs != 0);
-
-    if (--tpmc->nr_refs == 0) {
-        if (running) {
-            perfmon_cpu_pmc_unref(cpu, slot);
-            td->loaded_mask &= ~perfmon_slot_bit(slot);
-        }
-
-        td->active_mask &= ~perfmon_slot_bit(slot);
-        tpmc->sample_period = 0;
-    }
-
-    if (cpu != NULL) {
-        perfmon_cpu_leave(cpu);
-    }
-}
-
-/* xcall functions for CPU events, on the event's CPU. */
+/* xcall functions for CPU events, on the events' CPU. */
 
 static void
-perfmon_cpu_attach_xcall(void *arg)
+perfmon_cpu_enable_xcall(void *arg)
 {
     struct perfmon_call *call = arg;
     struct perfmon_cpu *cpu = perfmon_cpu_enter();
-    unsigned int slot = call->event->slot;
+    uint64_t now = cpu_rdtsc();
 
-    perfmon_cpu_pmc_ref(cpu, slot, NULL);
-    call->event->start = cpu->pmcs[slot].value;
+    for (unsigned int i = 0; i < call->nr; i++) {
+        struct perfmon_event *event = call->events[i];
+        struct perfmon_counts counts;
+
+        if (!perfmon_call_targets(call, event)) {
+            continue;
+        }
+
+        if (call->enable) {
+            perfmon_cpu_pmc_ref(cpu, event->slot, NULL, now);
+            perfmon_cpu_pmc_counts(cpu, event->slot, now, &event->start);
+        } else {
+            perfmon_cpu_pmc_counts(cpu, event->slot, now, &counts);
+            perfmon_counts_add_delta(&event->total, &counts, &event->start);
+            perfmon_cpu_pmc_unref(cpu, event->slot);
+        }
+
+        event->enabled = call->enable;
+    }
+
     perfmon_cpu_leave(cpu);
 }
 
@@ -754,23 +877,9 @@ perfmon_cpu_read_xcall(void *arg)
 {
     struct perfmon_call *call = arg;
     struct perfmon_cpu *cpu = perfmon_cpu_enter();
-    unsigned int slot = call->event->slot;
 
-    perfmon_cpu_pmc_update(cpu, slot, false);
-    call->result = cpu->pmcs[slot].value;
-    perfmon_cpu_leave(cpu);
-}
-
-static void
-perfmon_cpu_detach_xcall(void *arg)
-{
-    struct perfmon_call *call = arg;
-    struct perfmon_cpu *cpu = perfmon_cpu_enter();
-    unsigned int slot = call->event->slot;
-
-    perfmon_cpu_pmc_update(cpu, slot, false);
-    call->result = cpu->pmcs[slot].value;
-    perfmon_cpu_pmc_unref(cpu, slot);
+    perfmon_cpu_pmc_counts(cpu, call->events[0]->slot, cpu_rdtsc(),
+                           &call->counts);
     perfmon_cpu_leave(cpu);
 }
 
@@ -790,7 +899,7 @@ perfmon_cpu_poll_xcall(void *arg)
 uint64_t
 perfmon_cpu_active_slots(unsigned int cpu)
 {
-    return READ_ONCE(perfmon_cpu_get(cpu)->active_mask);
+    return READ_ONCE(perfmon_cpu_get(cpu)->sched_mask);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -858,10 +967,127 @@ perfmon_event_attached(const struct perfmon_event *event)
                              || event->state == PERFMON_EVENT_CPU);
 }
 
+bool
+perfmon_event_enabled(const struct perfmon_event *event)
+{
+    return perfmon_event_attached(event) && event->enabled;
+}
+
+/*
+ * Enable or disable the events of an array: one call on each thread or
+ * CPU they are attached to, which acts on all the events of that target.
+ */
+static int
+perfmon_events_set_enabled(struct perfmon_event *const *events,
+                           unsigned int nr, bool enable)
+{
+    struct perfmon_call call = {
+        .events = events,
+        .nr = nr,
+        .enable = enable,
+    };
+    int error;
+
+    perfmon_assert_thread_context();
+
+    if (events == NULL) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (!perfmon_event_attached(events[i])) {
+            return -EINVAL;
+        }
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        const struct perfmon_event *event = events[i];
+        bool done = false;
+
+        /* A target seen earlier in the array was served then. */
+        for (unsigned int j = 0; j < i && !done; j++) {
+            done = events[j]->thread == event->thread
+                   && (event->thread != NULL || events[j]->cpu == event->cpu);
+        }
+
+        if (done) {
+            continue;
+        }
+
+        call.thread = event->thread;
+
+        if (event->thread != NULL) {
+            thread_call(event->thread, perfmon_td_enable_fn, &call);
+        } else {
+            error = xcall_call(perfmon_cpu_enable_xcall, &call, event->cpu);
+            assert(error == 0);         /* CPUs never go offline */
+        }
+    }
+
+    /* The children of inherited events follow their parents. */
+    for (unsigned int i = 0; i < nr; i++) {
+        if (perfmon_event_is_root(events[i])) {
+            perfmon_family_set_enabled(events[i]->family, enable);
+        }
+    }
+
+    return 0;
+}
+
+int
+perfmon_events_enable(struct perfmon_event *const *events, unsigned int nr)
+{
+    return perfmon_events_set_enabled(events, nr, true);
+}
+
+int
+perfmon_events_disable(struct perfmon_event *const *events, unsigned int nr)
+{
+    return perfmon_events_set_enabled(events, nr, false);
+}
+
+int
+perfmon_event_enable(struct perfmon_event *event)
+{
+    return perfmon_events_set_enabled(&event, 1, true);
+}
+
+int
+perfmon_event_disable(struct perfmon_event *event)
+{
+    return perfmon_events_set_enabled(&event, 1, false);
+}
+
+/*
+ * The common end of the two attaches: the event has its counter slot;
+ * set it up as inherited, then start it unless attached disabled.
+ */
+static int
+perfmon_event_attach_finish(struct perfmon_event *event)
+{
+    int error;
+
+    event->enabled = false;
+    event->start = (struct perfmon_counts){ 0 };
+
+    if (event->flags & PERFMON_EF_INHERIT) {
+        error = perfmon_family_create(event);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    if (!(event->flags & PERFMON_EF_DISABLED)) {
+        perfmon_event_enable(event);
+    }
+
+    return 0;
+}
+
 int
 perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
 {
-    struct perfmon_call call = { .event = event };
     int error;
 
     perfmon_assert_thread_context();
@@ -884,20 +1110,27 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     }
 
     event->state = PERFMON_EVENT_THREAD;
-    thread_call(thread, perfmon_td_attach_fn, &call);
-    return 0;
+    error = perfmon_event_attach_finish(event);
+
+    if (error) {
+        event->state = PERFMON_EVENT_IDLE;
+        perfmon_event_put_pmc(event);
+        event->thread = NULL;
+        thread_unref(thread);
+    }
+
+    return error;
 }
 
 int
 perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
 {
-    struct perfmon_call call = { .event = event };
     int error;
 
     perfmon_assert_thread_context();
 
     if (event == NULL || event->state != PERFMON_EVENT_IDLE
-        || cpu >= cpu_count()) {
+        || cpu >= cpu_count() || (event->flags & PERFMON_EF_INHERIT)) {
         return -EINVAL;
     }
 
@@ -910,31 +1143,27 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     }
 
     event->state = PERFMON_EVENT_CPU;
-    error = xcall_call(perfmon_cpu_attach_xcall, &call, cpu);
-    assert(error == 0);                 /* CPUs never go offline */
-    return 0;
+    return perfmon_event_attach_finish(event);
 }
 
 int
 perfmon_event_detach(struct perfmon_event *event)
 {
-    struct perfmon_call call = { .event = event };
-    int error;
-
     perfmon_assert_thread_context();
 
     if (!perfmon_event_attached(event)) {
         return -EINVAL;
     }
 
-    if (event->state == PERFMON_EVENT_THREAD) {
-        thread_call(event->thread, perfmon_td_detach_fn, &call);
-    } else {
-        error = xcall_call(perfmon_cpu_detach_xcall, &call, event->cpu);
-        assert(error == 0);
+    /* The children go first: their counts end up in the event's total. */
+    if (perfmon_event_is_root(event)) {
+        perfmon_family_destroy(event);
     }
 
-    event->value += call.result - event->start;
+    if (event->enabled) {
+        perfmon_events_set_enabled(&event, 1, false);
+    }
+
     event->state = PERFMON_EVENT_IDLE;
     perfmon_event_put_pmc(event);
 
@@ -977,26 +1206,53 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
 }
 
 /*
- * The current count behind an event whose counter runs on this CPU: a CPU
- * event of this CPU, or an event of the calling thread.  Preemption
- * disabled, interrupts enabled: nothing is written, and the reads are
- * retried when an interrupt or NMI section changed the per-CPU state
- * meanwhile (cpu->gen).  Returns false when the event is a CPU event of
- * another CPU, or its counter needs a fold; the caller then takes the
- * general path.
+ * The current counts of slot on this CPU, as perfmon_cpu_pmc_counts()
+ * would fold them at now (the times only with times), computed without
+ * changing anything.  False when the counter needs a fold.
  */
 static bool
-perfmon_event_read_local(const struct perfmon_event *event,
-                         uint64_t *resultp)
+perfmon_cpu_pmc_peek_counts(const struct perfmon_cpu *cpu, unsigned int slot,
+                            bool times, struct perfmon_counts *counts)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    bool sched = READ_ONCE(cpu->sched_mask) & perfmon_slot_bit(slot);
+    uint64_t dt;
+
+    if (!sched) {
+        counts->value = pmc->value;
+    } else if (!perfmon_cpu_pmc_peek(cpu, slot, &counts->value)) {
+        return false;
+    }
+
+    if (times) {
+        dt = cpu_rdtsc() - pmc->stamp;
+        counts->enabled = pmc->enabled + dt;
+        counts->running = pmc->running + (sched ? dt : 0);
+    }
+
+    return true;
+}
+
+/*
+ * The current counts behind an enabled event whose counter runs on this
+ * CPU: a CPU event of this CPU, or an event of the calling thread; the
+ * times only with times.  Preemption disabled, interrupts enabled:
+ * nothing is written, and the reads are retried when an interrupt or NMI
+ * section changed the per-CPU state meanwhile (cpu->gen).  Returns false
+ * when the event is a CPU event of another CPU, or its counter needs a
+ * fold; the caller then takes the general path.
+ */
+static bool
+perfmon_event_read_local(const struct perfmon_event *event, bool times,
+                         struct perfmon_counts *counts)
 {
     const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
     unsigned int slot = event->slot;
-    const struct perfmon_td *td = NULL;
+    const struct perfmon_td_pmc *tpmc = NULL;
     unsigned long gen;
-    uint64_t result;
 
     if (event->state == PERFMON_EVENT_THREAD) {
-        td = thread_get_perfmon_td(event->thread);
+        tpmc = &thread_get_perfmon_td(event->thread)->pmcs[slot];
     } else if (event->cpu != cpu_id()) {
         return false;
     }
@@ -1006,50 +1262,57 @@ perfmon_event_read_local(const struct perfmon_event *event,
         barrier();
 
         /* Thread events need the switch hook, which loads them. */
-        assert(td == NULL || (td->loaded_mask & perfmon_slot_bit(slot)));
+        assert(tpmc == NULL
+               || (thread_get_perfmon_td(event->thread)->loaded_mask
+                   & perfmon_slot_bit(slot)));
 
-        if (!perfmon_cpu_pmc_peek(cpu, slot, &result)) {
+        if (!perfmon_cpu_pmc_peek_counts(cpu, slot, times, counts)) {
             return false;
         }
 
-        if (td != NULL) {
-            result = td->pmcs[slot].value
-                     + (result - td->pmcs[slot].cpu_snapshot);
+        if (tpmc != NULL) {
+            struct perfmon_counts cpu_counts = *counts;
+
+            *counts = tpmc->total;
+            perfmon_counts_add_delta(counts, &cpu_counts, &tpmc->snap);
         }
 
         barrier();
     } while (READ_ONCE(cpu->gen) != gen);
 
-    *resultp = result;
     return true;
 }
 
-uint64_t
-perfmon_event_read(struct perfmon_event *event)
+/*
+ * An event's own counts (its children's aside), up to date; the times
+ * are only right with times.
+ */
+void
+perfmon_event_read_counts(struct perfmon_event *event, bool times,
+                          struct perfmon_counts *counts)
 {
-    struct perfmon_call call = { .event = event };
-    bool local;
+    struct perfmon_call call = { .events = &event, .nr = 1 };
     int error;
 
-    if (event == NULL) {
-        return 0;
-    }
+    *counts = event->total;
 
-    if (event->state != PERFMON_EVENT_THREAD
-        && event->state != PERFMON_EVENT_CPU) {
-        return event->value;
+    if (!perfmon_event_enabled(event)) {
+        return;
     }
 
     perfmon_assert_thread_context();
 
     /* The calling thread, or the CPU it runs on: no cross-CPU call. */
     if (event->state == PERFMON_EVENT_CPU || event->thread == thread_self()) {
+        bool local;
+
         thread_preempt_disable();
-        local = perfmon_event_read_local(event, &call.result);
+        local = perfmon_event_read_local(event, times, &call.counts);
         thread_preempt_enable();
 
         if (local) {
-            return event->value + (call.result - event->start);
+            perfmon_counts_add_delta(counts, &call.counts, &event->start);
+            return;
         }
     }
 
@@ -1060,7 +1323,50 @@ perfmon_event_read(struct perfmon_event *event)
         assert(error == 0);
     }
 
-    return event->value + (call.result - event->start);
+    perfmon_counts_add_delta(counts, &call.counts, &event->start);
+}
+
+uint64_t
+perfmon_event_read(struct perfmon_event *event)
+{
+    struct perfmon_counts counts;
+
+    if (event == NULL) {
+        return 0;
+    }
+
+    perfmon_event_read_counts(event, false, &counts);
+
+    if (perfmon_event_is_root(event)) {
+        perfmon_family_add_counts(event->family, false, &counts);
+    }
+
+    return counts.value;
+}
+
+uint64_t
+perfmon_event_read_times(struct perfmon_event *event, uint64_t *enabled_nsp,
+                         uint64_t *running_nsp)
+{
+    struct perfmon_counts counts = { 0 };
+
+    if (event != NULL) {
+        perfmon_event_read_counts(event, true, &counts);
+
+        if (perfmon_event_is_root(event)) {
+            perfmon_family_add_counts(event->family, true, &counts);
+        }
+    }
+
+    if (enabled_nsp != NULL) {
+        *enabled_nsp = num_muldiv(counts.enabled, 1000000000, cpu_tsc_freq());
+    }
+
+    if (running_nsp != NULL) {
+        *running_nsp = num_muldiv(counts.running, 1000000000, cpu_tsc_freq());
+    }
+
+    return counts.value;
 }
 
 /* ---- overflow interrupt and callbacks ----------------------------------- */
@@ -1089,7 +1395,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     syscnt_inc(&cpu->nr_intrs);
 
     /* The slots of the device running here whose counter overflowed. */
-    active = READ_ONCE(cpu->active_mask) & perfmon_dev_slots(dev);
+    active = READ_ONCE(cpu->sched_mask) & perfmon_dev_slots(dev);
     slots = 0;
 
     while (active != 0) {

@@ -57,12 +57,23 @@ struct trap_frame;
 #define PERFMON_EV_TEST             13
 #define PERFMON_NR_EVENTS           14
 
-/* Event flags: at least one of KERN and USER. */
+/*
+ * Event flags: at least one of KERN and USER.
+ *
+ * DISABLED: attach the event without counting; perfmon_event_enable()
+ * (or perfmon_events_enable(), for several at once) starts it.
+ * INHERIT (thread events): the threads the thread creates from then on,
+ * and theirs, are counted too, each on its own counter state; the event's
+ * count and times include theirs, also after they exit.
+ */
 #define PERFMON_EF_KERN     0x1     /* count in kernel mode */
 #define PERFMON_EF_USER     0x2     /* count in user mode */
 #define PERFMON_EF_RAW      0x4     /* id is a raw event code of the device */
+#define PERFMON_EF_DISABLED 0x8     /* attach without counting */
+#define PERFMON_EF_INHERIT  0x10    /* count the thread's children */
 #define PERFMON_EF_MODE     (PERFMON_EF_KERN | PERFMON_EF_USER)
-#define PERFMON_EF_MASK     (PERFMON_EF_MODE | PERFMON_EF_RAW)
+#define PERFMON_EF_MASK     (PERFMON_EF_MODE | PERFMON_EF_RAW \
+                             | PERFMON_EF_DISABLED | PERFMON_EF_INHERIT)
 
 /*
  * A generic event as users name it: its canonical name, up to
@@ -249,6 +260,7 @@ int perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
 struct perfmon_pmc_user {
     const struct thread *thread;        /* NULL for a CPU event */
     unsigned int cpu;                   /* for a CPU event */
+    bool inherited;                     /* a child of an inherited event */
 };
 
 struct perfmon_pmc_info {
@@ -405,22 +417,29 @@ struct perfmon_sampling {
     struct perfmon_sbuf *sbuf;          /* where they go */
 };
 
+struct perfmon_family;
+
 /*
  * An event.  The caller owns the storage; all fields are private to the
- * core.
+ * core.  start and total are in TSC cycles for the times (see struct
+ * perfmon_counts).
  */
 struct perfmon_event {
     uint64_t id;                        /* generic id or raw code */
     unsigned int flags;
     unsigned int state;
+    bool enabled;                       /* attached and counting */
     struct perfmon_dev *dev;            /* chosen device, or NULL */
     unsigned int slot;                  /* global counter slot */
     struct thread *thread;              /* attached thread, holds a ref */
     unsigned int cpu;                   /* attached CPU */
-    uint64_t start;                     /* td or CPU value at attach */
-    uint64_t value;                     /* count of finished attachments */
+    struct perfmon_counts start;        /* the thread's or CPU's, when
+                                           enabled */
+    struct perfmon_counts total;        /* of the enabled spans ended */
     const struct perfmon_sampling *sampling;    /* NULL: counting */
     struct perfmon_event *next_user;    /* on the counter's user list */
+    struct perfmon_family *family;      /* inherited events, their
+                                           children's too */
 };
 
 /*
@@ -454,8 +473,8 @@ int perfmon_event_set_sampling(struct perfmon_event *event,
 /*
  * Attach an initialised or detached event to a thread, which may be the
  * caller, running elsewhere, sleeping, or already exited; the event holds a
- * reference on the thread until detached.  Counting starts now.
- * Returns 0, or:
+ * reference on the thread until detached.  Counting starts now, unless the
+ * event was initialised with PERFMON_EF_DISABLED.  Returns 0, or:
  *   -EINVAL  NULL argument, or the event is attached or not initialised
  *   -ENODEV  no device registered
  *   -ENOENT  no device can count the event
@@ -463,32 +482,79 @@ int perfmon_event_set_sampling(struct perfmon_event *event,
  *   -EAGAIN  every counter of the device is taken
  *   -EBUSY   the context-switch hook is off (perfmon.hook=off)
  *   -EOPNOTSUPP  a sampling event on a device that cannot sample
+ *   -ENOMEM  no memory for an inherited event's state
  * and leaves everything unchanged on error.
  */
 int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
 
 /*
  * Attach an event to a CPU: it counts everything that runs there.  Errors
- * as perfmon_event_attach(), plus -EINVAL for a CPU that is not online.
+ * as perfmon_event_attach(), plus -EINVAL for a CPU that is not online or
+ * an event with PERFMON_EF_INHERIT.
  */
 int perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu);
 
 /*
- * Stop counting and release the counter (and the thread reference).  The
- * event keeps its final count and may be attached again, counting on from
- * there.  Returns 0, or -EINVAL for a NULL event or one not attached.
+ * Stop counting and release the counter (and the thread reference, and an
+ * inherited event's children).  The event keeps its final count and may
+ * be attached again, counting on from there (enabled or not as its flags
+ * say).  Returns 0, or -EINVAL for a NULL event or one not attached.
  */
 int perfmon_event_detach(struct perfmon_event *event);
+
+/*
+ * Start and stop counting an attached event, which keeps its counter
+ * meanwhile.  Enabling an enabled event, or disabling a disabled one, does
+ * nothing.  Returns 0, or -EINVAL for a NULL event or one not attached.
+ *
+ * perfmon_events_enable() and perfmon_events_disable() do it for nr events
+ * at once, as one step on each thread or CPU they are attached to (in the
+ * order of the array): the events of one thread, or of one CPU, start or
+ * stop between the same two instructions of that thread or CPU, so they
+ * cover the same span.  They check every event first and change nothing
+ * when one is NULL or not attached (-EINVAL).
+ */
+int perfmon_event_enable(struct perfmon_event *event);
+int perfmon_event_disable(struct perfmon_event *event);
+int perfmon_events_enable(struct perfmon_event *const *events,
+                          unsigned int nr);
+int perfmon_events_disable(struct perfmon_event *const *events,
+                           unsigned int nr);
 
 /*
  * The event's 64-bit count, up to date: a CPU event syncs on its CPU, a
  * thread event on the CPU the thread runs on.  The caller's own CPU and
  * thread are read in place, without an xcall or disabling interrupts; a
- * thread not running is read from its saved state.  0 for a NULL event.
+ * thread not running is read from its saved state.  A disabled event
+ * returns what it counted while enabled.  An inherited event adds its
+ * children's counts, read the same way.  0 for a NULL event.
  */
 uint64_t perfmon_event_read(struct perfmon_event *event);
 
+/*
+ * The count, as perfmon_event_read(), and the time in nanoseconds the
+ * event was enabled (for a thread event: enabled while its thread ran) and
+ * running (on a counter); either pointer may be NULL.  perf's
+ * time_enabled and time_running: count * enabled / running estimates what
+ * an event that could not always count would have counted.
+ */
+uint64_t perfmon_event_read_times(struct perfmon_event *event,
+                                  uint64_t *enabled_nsp,
+                                  uint64_t *running_nsp);
+
 bool perfmon_event_attached(const struct perfmon_event *event);
+bool perfmon_event_enabled(const struct perfmon_event *event);
+
+/*
+ * Hooks of kern/thread.c for inherited events.  perfmon_thread_fork():
+ * thread creation, in the creating thread, before child can run: child
+ * gets the inherited events counting the caller.  Returns 0 or -ENOMEM
+ * (thread creation then fails).  perfmon_thread_exit(): the calling thread
+ * exits; the counts of the inherited events on it are kept by their
+ * parent events and its counter state is released.  Thread context.
+ */
+int perfmon_thread_fork(struct thread *child);
+void perfmon_thread_exit(void);
 
 /*
  * The context-switch hook.  It is on unless the boot option perfmon.hook=off

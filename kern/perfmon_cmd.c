@@ -225,8 +225,19 @@ perfmon_cmd_runner_main(void *arg)
         thread_sleep();
     }
 
-    if (!runner->cancelled) {
-        runner->result = shell_exec_argv(runner->argc, runner->argv);
+    if (runner->cancelled) {
+        return;
+    }
+
+    /* The command's events count from its first instruction to its last. */
+    if (runner->nr_events != 0) {
+        perfmon_events_enable(runner->events, runner->nr_events);
+    }
+
+    runner->result = shell_exec_argv(runner->argc, runner->argv);
+
+    if (runner->nr_events != 0) {
+        perfmon_events_disable(runner->events, runner->nr_events);
     }
 }
 
@@ -238,14 +249,19 @@ perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner, const char *name,
     runner->argv = argv;
     runner->result = 0;
     runner->cancelled = false;
+    runner->events = NULL;
+    runner->nr_events = 0;
     __atomic_store_n(&runner->gate, false, __ATOMIC_RELAXED);
     return thread_create(&runner->thread, name, perfmon_cmd_runner_main,
                          runner, THREAD_CPUMASK_ALL);
 }
 
 void
-perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner)
+perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
+                      struct perfmon_event *const *events, unsigned int nr)
 {
+    runner->events = events;
+    runner->nr_events = nr;
     __atomic_store_n(&runner->gate, true, __ATOMIC_RELEASE);
     thread_wakeup(runner->thread);
 }
@@ -262,7 +278,7 @@ void
 perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner)
 {
     runner->cancelled = true;
-    perfmon_cmd_runner_go(runner);
+    perfmon_cmd_runner_go(runner, NULL, 0);
     perfmon_cmd_runner_join(runner);
 }
 

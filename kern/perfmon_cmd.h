@@ -103,9 +103,12 @@ struct perfmon_dev *perfmon_cmd_dev_for(const char *name);
  * at a gate until perfmon_cmd_runner_go(), so that the caller can attach
  * events to the thread before the command's first instruction.
  * perfmon_cmd_runner_start() returns 0 or thread_create()'s error;
- * perfmon_cmd_runner_join() waits for the command and returns what it
- * returned; perfmon_cmd_runner_cancel() ends the thread without running
- * the command (and joins it).
+ * perfmon_cmd_runner_go() opens the gate: the thread enables the nr events
+ * (attached to it, disabled) at once just before the command and disables
+ * them just after it, so they count the command and nothing else (perf's
+ * enable-on-exec); perfmon_cmd_runner_join() waits for the command and
+ * returns what it returned; perfmon_cmd_runner_cancel() ends the thread
+ * without running the command (and joins it).
  */
 struct perfmon_cmd_runner {
     struct thread *thread;
@@ -113,12 +116,16 @@ struct perfmon_cmd_runner {
     char **argv;
     bool gate;                          /* atomic */
     bool cancelled;
+    struct perfmon_event *const *events;
+    unsigned int nr_events;
     int result;
 };
 
 int perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner,
                              const char *name, int argc, char **argv);
-void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner);
+void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
+                           struct perfmon_event *const *events,
+                           unsigned int nr);
 int perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner);
 void perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner);
 

@@ -12,6 +12,7 @@
  *   perfmon.c        events, the per-CPU and per-thread counter state,
  *                    overflow folding
  *   perfmon_intr.c   the overflow-interrupt callback registry
+ *   perfmon_inherit.c  inherited events and their children
  */
 
 #ifndef KERN_PERFMON_I_H
@@ -20,8 +21,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
 #include "kern/perfmon.h"
 #include "kern/spinlock.h"
+#include "kern/thread.h"
 
 struct trap_frame;
 
@@ -158,6 +162,69 @@ bool perfmon_sample_write(const struct perfmon_sampling *sampling,
                           const struct trap_frame *frame, uint64_t period);
 void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
                               uint64_t period);
+
+/*
+ * kern/perfmon.c, for the other files: the checks of thread context, and
+ * an event's own counts (its children's aside), the times only right with
+ * times.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_assert_thread_context(void)
+{
+    assert(cpu_intr_enabled());
+    assert(thread_preempt_enabled());
+}
+
+void perfmon_event_read_counts(struct perfmon_event *event, bool times,
+                               struct perfmon_counts *counts);
+
+/*
+ * kern/perfmon_inherit.c: the family of an inherited event, the root (see
+ * there for the protocol).  Under perfmon_family_lock (private to that
+ * file), but for root, fixed while the family lives.
+ *
+ * A member says that an inherited event counts a thread: it is on the
+ * thread's list (td->members), the root's member on the root's thread, a
+ * child's on the child's thread.
+ */
+struct perfmon_member {
+    struct perfmon_family *family;
+    struct perfmon_member *next;
+};
+
+struct perfmon_child;
+
+struct perfmon_family {
+    struct perfmon_event *root;
+    struct perfmon_member root_member;
+    struct perfmon_child *children;     /* live ones */
+    struct perfmon_counts gone;         /* counted by children released */
+    unsigned int nr_busy;               /* creations and exits in flight */
+    bool enabled;                       /* children created now are */
+    bool dying;                         /* the root is being detached */
+};
+
+static inline bool
+perfmon_event_is_root(const struct perfmon_event *event)
+{
+    return event->family != NULL && event->family->root == event;
+}
+
+/*
+ * perfmon_family_create: give an attached thread event its family (the
+ *   event's family set), before it is first enabled; 0 or -ENOMEM.
+ * perfmon_family_destroy: release every child, add what they counted to
+ *   the root's total, free the family (root->family NULL).
+ * perfmon_family_set_enabled: the root was enabled or disabled: so are
+ *   the children, now and those created from now on.
+ * perfmon_family_add_counts: add the children's counts to counts.
+ * Thread context, on behalf of the root's owner.
+ */
+int perfmon_family_create(struct perfmon_event *root);
+void perfmon_family_destroy(struct perfmon_event *root);
+void perfmon_family_set_enabled(struct perfmon_family *family, bool enabled);
+void perfmon_family_add_counts(struct perfmon_family *family, bool times,
+                               struct perfmon_counts *counts);
 
 #ifdef TALLY_HOST_TEST
 /* Forget the state of one file (perfmon_reset() calls them all). */

@@ -386,12 +386,15 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
              e != NULL && n < PERFMON_PMC_INFO_MAX_USERS; e = e->next_user) {
             info.users[n].thread = e->thread;
             info.users[n].cpu = e->cpu;
+            info.users[n].inherited = e->family != NULL
+                                      && !perfmon_event_is_root(e);
             n++;
         }
 
         for (; n < PERFMON_PMC_INFO_MAX_USERS; n++) {
             info.users[n].thread = NULL;
             info.users[n].cpu = 0;
+            info.users[n].inherited = false;
         }
 
         fn(&info, arg);

@@ -37,7 +37,7 @@
 
 static const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b] [-a | -C CPUS] "
-    "[-m SIZE] [--] COMMAND [ARGS...]\n";
+    "[-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
@@ -50,6 +50,7 @@ struct perfmon_record {
     bool all_cpus;                      /* -a */
     const char *cpu_list;               /* -C */
     uint64_t cpu_mask;
+    bool no_inherit;                    /* -i */
     uint64_t ring_size;                 /* -m */
     int cmd_argc;
     char **cmd_argv;
@@ -57,8 +58,20 @@ struct perfmon_record {
     struct perfmon_rec *rec;
     struct perfmon_sampling sampling;
     struct perfmon_event events[CPU_MAX];
+    struct perfmon_event *set[CPU_MAX]; /* the events, to enable at once */
     unsigned int nr_events;
     struct perfmon_cmd_runner runner;
+};
+
+static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
+    { "event", 'e', true },
+    { "count", 'c', true },
+    { "freq", 'F', true },
+    { "branch-any", 'b', false },
+    { "all-cpus", 'a', false },
+    { "cpu", 'C', true },
+    { "no-inherit", 'i', false },
+    { NULL, 0, false },
 };
 
 /* One line saying what is wrong, then the usage. */
@@ -174,6 +187,9 @@ perfmon_record_option(struct perfmon_record *r, int opt, const char *val)
     case 'C':
         r->cpu_list = val;
         return 0;
+    case 'i':
+        r->no_inherit = true;
+        return 0;
     case 'm':
         return perfmon_record_ring_size(r, val);
     default:
@@ -217,7 +233,8 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
     int opt, error;
 
     r->ring_size = PERFMON_RECORD_RING_DEFAULT;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbaC:m:", NULL);
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbaC:im:",
+                          perfmon_record_longopts);
 
     while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
         if (opt == '?') {
@@ -320,8 +337,17 @@ perfmon_record_attach(struct perfmon_record *r)
             continue;
         }
 
-        ev = &r->events[r->nr_events++];
-        error = perfmon_event_init(ev, r->event.id, r->event.flags);
+        ev = &r->events[r->nr_events];
+        r->set[r->nr_events++] = ev;
+
+        /*
+         * Disabled until the command starts; a thread event also samples
+         * the threads the command creates, unless -i.
+         */
+        error = perfmon_event_init(ev, r->event.id,
+                                   r->event.flags | PERFMON_EF_DISABLED
+                                   | ((r->cpu_mask == 0 && !r->no_inherit)
+                                      ? PERFMON_EF_INHERIT : 0));
 
         if (error == 0 && r->event.dev != NULL) {
             error = perfmon_event_set_dev(ev, r->event.dev);
@@ -451,8 +477,16 @@ perfmon_record_run(struct perfmon_record *r)
         return error;
     }
 
-    perfmon_cmd_runner_go(&r->runner);
-    perfmon_cmd_runner_join(&r->runner);
+    if (r->cpu_mask != 0) {
+        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_cmd_runner_go(&r->runner, NULL, 0);
+        perfmon_cmd_runner_join(&r->runner);
+        perfmon_events_disable(r->set, r->nr_events);
+    } else {
+        perfmon_cmd_runner_go(&r->runner, r->set, r->nr_events);
+        perfmon_cmd_runner_join(&r->runner);
+    }
+
     perfmon_record_detach_all(r);
     perfmon_rec_stop(r->rec);
     perfmon_record_summary(r);

@@ -35,8 +35,8 @@
 #include "kern/thread.h"
 
 static const char perfmon_stat_usage[] =
-    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-r N] [-x SEP] "
-    "[--] COMMAND [ARGS...]\n";
+    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
+    "[-x SEP] [--] COMMAND [ARGS...]\n";
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
@@ -138,96 +138,59 @@ perfmon_stat_default_events(struct perfmon_stat *stat)
     return perfmon_stat_add_events(stat, list);
 }
 
-/* The value of an option: the rest of its word, or the next word. */
-static const char *
-perfmon_stat_optarg(int argc, char **argv, int *ip, const char *rest)
-{
-    if (*rest != '\0') {
-        return rest;
-    }
-
-    if (*ip + 1 >= argc) {
-        return NULL;
-    }
-
-    (*ip)++;
-    return argv[*ip];
-}
+static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
+    { "event", 'e', true },
+    { "all-cpus", 'a', false },
+    { "no-aggr", 'A', false },
+    { "cpu", 'C', true },
+    { "repeat", 'r', true },
+    { "field-separator", 'x', true },
+    { "no-inherit", 'i', false },
+    { NULL, 0, false },
+};
 
 static int
-perfmon_stat_option(struct perfmon_stat *stat, int argc, char **argv, int *ip)
+perfmon_stat_option(struct perfmon_stat *stat, int opt, const char *val)
 {
-    const char *word = argv[*ip];
-    char opt_buf[3] = "-?";
+    uint64_t n;
 
-    for (const char *p = word + 1; *p != '\0'; p++) {
-        const char *val;
-        uint64_t n;
-        int error;
-
-        opt_buf[1] = *p;
-
-        switch (*p) {
-        case 'a':
-            stat->all_cpus = true;
-            continue;
-        case 'A':
-            stat->per_cpu = true;
-            continue;
-        case 'e':
-        case 'C':
-        case 'r':
-        case 'x':
-            break;
-        default:
-            return perfmon_stat_error("unknown option '%s'", opt_buf);
+    switch (opt) {
+    case 'e':
+        return perfmon_stat_add_events(stat, val);
+    case 'a':
+        stat->all_cpus = true;
+        return 0;
+    case 'A':
+        stat->per_cpu = true;
+        return 0;
+    case 'C':
+        stat->cpu_list = val;
+        return 0;
+    case 'i':
+        stat->no_inherit = true;
+        return 0;
+    case 'r':
+        if ((cmdline_parse_u64(val, &n) != 0) || (n < 1)
+            || (n > PERFMON_STAT_MAX_RUNS)) {
+            return perfmon_stat_error("-r: '%s' is not a number from 1 "
+                                      "to " STRINGIFY(PERFMON_STAT_MAX_RUNS),
+                                      val);
         }
 
-        val = perfmon_stat_optarg(argc, argv, ip, p + 1);
-
-        if (val == NULL) {
-            return perfmon_stat_error("option %s needs an argument",
-                                      opt_buf);
+        stat->repeat = (unsigned int)n;
+        return 0;
+    case 'x':
+        if ((*val == '\0') || (strlen(val) > PERFMON_STAT_SEP_MAX)) {
+            return perfmon_stat_error("-x: the separator '%s' must have "
+                                      "1 to " STRINGIFY(PERFMON_STAT_SEP_MAX)
+                                      " characters", val);
         }
 
-        switch (*p) {
-        case 'e':
-            error = perfmon_stat_add_events(stat, val);
-
-            if (error) {
-                return error;
-            }
-
-            break;
-        case 'C':
-            stat->cpu_list = val;
-            break;
-        case 'r':
-            if ((cmdline_parse_u64(val, &n) != 0) || (n < 1)
-                || (n > PERFMON_STAT_MAX_RUNS)) {
-                return perfmon_stat_error("-r: '%s' is not a number from 1 "
-                                          "to " STRINGIFY(PERFMON_STAT_MAX_RUNS),
-                                          val);
-            }
-
-            stat->repeat = (unsigned int)n;
-            break;
-        case 'x':
-            if ((*val == '\0') || (strlen(val) > PERFMON_STAT_SEP_MAX)) {
-                return perfmon_stat_error("-x: the separator '%s' must have "
-                                          "1 to " STRINGIFY(PERFMON_STAT_SEP_MAX)
-                                          " characters", val);
-            }
-
-            strlcpy(stat->sep, val, sizeof(stat->sep));
-            break;
-        }
-
-        /* The value took the rest of the word. */
+        strlcpy(stat->sep, val, sizeof(stat->sep));
+        return 0;
+    default:
         return 0;
     }
-
-    return 0;
 }
 
 static int
@@ -282,40 +245,40 @@ perfmon_stat_select_cpus(struct perfmon_stat *stat)
 static int
 perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
 {
-    int i, error;
+    struct perfmon_cmd_opts opts;
+    const char *val;
+    int opt, error;
 
     stat->repeat = 1;
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:i",
+                          perfmon_stat_longopts);
 
-    for (i = 2; i < argc; i++) {
-        const char *word = argv[i];
-
-        if (strcmp(word, "--") == 0) {
-            i++;
-            break;
+    while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
+        if (opt == '?') {
+            return perfmon_stat_error("unknown option '%s'", opts.bad);
+        } else if (opt == ':') {
+            return perfmon_stat_error("option %s needs an argument",
+                                      opts.bad);
         }
 
-        if ((word[0] != '-') || (word[1] == '\0')) {
-            break;
-        }
-
-        error = perfmon_stat_option(stat, argc, argv, &i);
+        error = perfmon_stat_option(stat, opt, val);
 
         if (error) {
             return error;
         }
     }
 
-    if (i >= argc) {
+    if (opts.index >= argc) {
         return perfmon_stat_error("missing command");
     }
 
-    if (shell_cmd_lookup(argv[i]) == NULL) {
+    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
         return perfmon_stat_error("unknown command '%s' (type 'help')",
-                                  argv[i]);
+                                  argv[opts.index]);
     }
 
-    stat->cmd_argc = argc - i;
-    stat->cmd_argv = &argv[i];
+    stat->cmd_argc = argc - opts.index;
+    stat->cmd_argv = &argv[opts.index];
 
     error = perfmon_stat_select_cpus(stat);
 
@@ -351,6 +314,18 @@ perfmon_stat_detach_event(struct perfmon_stat *stat, unsigned int ev)
 }
 
 /*
+ * Every event is attached disabled, and enabled with the others in one
+ * step when the command starts (perfmon_stat_run); a thread's also counts
+ * the threads it creates unless -i.
+ */
+static unsigned int
+perfmon_stat_flags(const struct perfmon_stat *stat)
+{
+    return PERFMON_EF_DISABLED
+           | ((stat->cpu_mode || stat->no_inherit) ? 0 : PERFMON_EF_INHERIT);
+}
+
+/*
  * Attach event ev to every slot, or to none: an event counted on some of
  * its CPUs only would print a misleading sum.
  */
@@ -367,7 +342,8 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
     for (unsigned int s = 0; (s < stat->nr_slots) && (error == 0); s++) {
         struct perfmon_event *pev = perfmon_stat_pev(stat, ev, s);
 
-        error = perfmon_event_init(pev, cev->id, cev->flags);
+        error = perfmon_event_init(pev, cev->id,
+                                   cev->flags | perfmon_stat_flags(stat));
 
         if ((error == 0) && (cev->dev != NULL)) {
             error = perfmon_event_set_dev(pev, cev->dev);
@@ -396,10 +372,35 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
     }
 }
 
-/* One run: thread, events, gate, wait, counts, and everything released. */
+/* The events attached in this run, for enabling and disabling at once. */
+static unsigned int
+perfmon_stat_collect(struct perfmon_stat *stat)
+{
+    unsigned int n = 0;
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        for (unsigned int s = 0; s < stat->nr_slots; s++) {
+            struct perfmon_event *pev = perfmon_stat_pev(stat, e, s);
+
+            if (perfmon_event_attached(pev)) {
+                stat->set[n++] = pev;
+            }
+        }
+    }
+
+    return n;
+}
+
+/*
+ * One run: thread, events, gate, wait, counts, and everything released.
+ * The events start together after the start time is taken and stop
+ * together before the end time: on CPUs around the command, on its
+ * thread with its first and last instruction (the runner enables them).
+ */
 static int
 perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
 {
+    unsigned int nr;
     uint64_t start;
     int error;
 
@@ -416,15 +417,20 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
         perfmon_stat_attach_event(stat, e);
     }
 
+    nr = perfmon_stat_collect(stat);
     start = cpu_rdtsc();
-    perfmon_cmd_runner_go(&stat->runner);
-    stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
-    stat->elapsed_ns[run] = tsc_cycles_to_ns(cpu_rdtsc() - start);
 
-    /* Stop every counter first, then read the final counts. */
-    for (unsigned int e = 0; e < stat->nr_events; e++) {
-        perfmon_stat_detach_event(stat, e);
+    if (stat->cpu_mode) {
+        perfmon_events_enable(stat->set, nr);
+        perfmon_cmd_runner_go(&stat->runner, NULL, 0);
+        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
+        perfmon_events_disable(stat->set, nr);
+    } else {
+        perfmon_cmd_runner_go(&stat->runner, stat->set, nr);
+        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
     }
+
+    stat->elapsed_ns[run] = tsc_cycles_to_ns(cpu_rdtsc() - start);
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         for (unsigned int s = 0; s < stat->nr_slots; s++) {
@@ -432,6 +438,8 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
                 = (stat->evs[e].state == PERFMON_STAT_EV_OK)
                   ? perfmon_event_read(perfmon_stat_pev(stat, e, s)) : 0;
         }
+
+        perfmon_stat_detach_event(stat, e);
     }
 
     stat->runs_done = run + 1;
@@ -449,6 +457,10 @@ perfmon_stat_free(struct perfmon_stat *stat)
 
     if (stat->values != NULL) {
         kmem_free(stat->values, stat->values_size);
+    }
+
+    if (stat->set != NULL) {
+        kmem_free(stat->set, stat->set_size);
     }
 
     kmem_free(stat, sizeof(*stat));
@@ -478,10 +490,13 @@ perfmon_stat_main(int argc, char **argv)
     stat->pevs_size = sizeof(*stat->pevs) * stat->nr_events * stat->nr_slots;
     stat->values_size = sizeof(*stat->values) * stat->repeat
                         * stat->nr_events * stat->nr_slots;
+    stat->set_size = sizeof(*stat->set) * stat->nr_events * stat->nr_slots;
     stat->pevs = kmem_zalloc(stat->pevs_size);
     stat->values = kmem_zalloc(stat->values_size);
+    stat->set = kmem_zalloc(stat->set_size);
 
-    if ((stat->pevs == NULL) || (stat->values == NULL)) {
+    if ((stat->pevs == NULL) || (stat->values == NULL)
+        || (stat->set == NULL)) {
         kprintf("perfmon: stat: out of memory\n");
         perfmon_stat_free(stat);
         return SHELL_ERR_REPORTED;
@@ -494,9 +509,20 @@ perfmon_stat_main(int argc, char **argv)
             break;
         }
 
-        /* The flag latches until the next command starts: still set here. */
+        /*
+         * The flag latches until the next command starts: still set here.
+         * With -r, the means are of complete runs: the interrupted one is
+         * left out, unless it is all there is.
+         */
         if (shell_interrupted()) {
             interrupted = true;
+
+            if (stat->runs_done > 1) {
+                stat->runs_done--;
+            } else {
+                stat->partial = true;
+            }
+
             break;
         }
 

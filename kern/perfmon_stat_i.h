@@ -54,6 +54,7 @@ struct perfmon_stat {
     bool cpu_mode;                      /* -a or -C */
     bool all_cpus;                      /* -a */
     bool per_cpu;                       /* -A */
+    bool no_inherit;                    /* -i */
     const char *cpu_list;               /* -C argument */
     unsigned int cpus[PERFMON_PARSE_MAX_CPUS];
     unsigned int nr_slots;
@@ -66,8 +67,11 @@ struct perfmon_stat {
     size_t pevs_size;
     uint64_t *values;
     size_t values_size;
+    struct perfmon_event **set;         /* the attached ones of a run */
+    size_t set_size;
     uint64_t elapsed_ns[PERFMON_STAT_MAX_RUNS];
-    unsigned int runs_done;
+    unsigned int runs_done;             /* those the counts are of */
+    bool partial;                       /* the last of them interrupted */
 
     struct perfmon_cmd_runner runner;
     int cmd_result;

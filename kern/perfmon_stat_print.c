@@ -314,7 +314,10 @@ perfmon_stat_print_header(struct perfmon_stat *stat)
         perfmon_cmd_line_add(&line, " (CPUs %s)", stat->cpu_list);
     }
 
-    if (stat->repeat > 1) {
+    if (stat->runs_done < stat->repeat) {
+        perfmon_cmd_line_add(&line, " (%u of %u runs)", stat->runs_done,
+                             stat->repeat);
+    } else if (stat->repeat > 1) {
         perfmon_cmd_line_add(&line, " (%u runs)", stat->runs_done);
     }
 
@@ -388,9 +391,13 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
         perfmon_stat_print_footer(stat);
     }
 
-    if (interrupted) {
-        kprintf("perfmon: stat: interrupted%s\n",
-                (stat->repeat > 1) ? " (counts of the runs done)" : "");
+    if (interrupted && stat->repeat > 1) {
+        kprintf("perfmon: stat: interrupted: the counts are the means of %u "
+                "of %u runs%s\n", stat->runs_done, stat->repeat,
+                stat->partial ? " (the first run, unfinished)"
+                              : " (the unfinished run left out)");
+    } else if (interrupted) {
+        kprintf("perfmon: stat: interrupted (the counts until then)\n");
     }
 
     kmem_free(row, sizeof(*row));

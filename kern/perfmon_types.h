@@ -26,14 +26,25 @@
 #define PERFMON_MAX_PMCS        (PERFMON_MAX_DEVS * PERFMON_DEV_MAX_PMCS)
 
 /*
+ * What a counter counted, and the time behind it, in TSC cycles: enabled
+ * while some event wanted it counting, running while it held a hardware
+ * counter (less than enabled when events take turns on too few counters).
+ */
+struct perfmon_counts {
+    uint64_t value;
+    uint64_t enabled;
+    uint64_t running;
+};
+
+/*
  * A thread's share of one counter slot.
  *
- * nr_refs counts the thread's events on the slot.  While the slot is loaded
- * (bit set in td->loaded_mask), the thread is running on td->cpu and the
- * counter runs there: what it counts is cpu_value minus cpu_snapshot, the
- * per-CPU 64-bit value of the slot when it was loaded.  At unload that
- * difference is added to value, so value is the count of everything that
- * happened while the thread ran, on whatever CPUs.
+ * nr_refs counts the thread's enabled events on the slot.  While the slot
+ * is loaded (bit set in td->loaded_mask), the thread is running on td->cpu
+ * and the slot has a user there: what the thread counts is the per-CPU
+ * counts of the slot minus snap, their value when it was loaded (or last
+ * synced).  At unload that difference is added to total, so total is
+ * everything that happened while the thread ran, on whatever CPUs.
  *
  * For a sampling slot, while it is not loaded: the events left to the
  * thread's next sample, its period and the floor throttling put under it
@@ -41,12 +52,14 @@
  */
 struct perfmon_td_pmc {
     unsigned int nr_refs;
-    uint64_t cpu_snapshot;
-    uint64_t value;
+    struct perfmon_counts snap;
+    struct perfmon_counts total;
     int64_t sample_left;
     uint64_t sample_period;
     uint64_t sample_min_period;
 };
+
+struct perfmon_member;
 
 /*
  * Per-thread perfmon state.
@@ -59,11 +72,16 @@ struct perfmon_td_pmc {
  *
  * active_mask is the one word the context switch hook looks at: zero means
  * the thread has no event and load/unload do nothing else.
+ *
+ * members lists the inherited events that count the thread (see
+ * kern/perfmon_inherit.c): what its children inherit when it creates
+ * them.  It has its own lock, perfmon_family_lock.
  */
 struct perfmon_td {
     uint64_t active_mask;               /* slots with nr_refs > 0 */
     uint64_t loaded_mask;               /* slots counting on cpu now */
     unsigned int cpu;                   /* valid when loaded_mask != 0 */
+    struct perfmon_member *members;
     struct perfmon_td_pmc pmcs[PERFMON_MAX_PMCS];
 };
 

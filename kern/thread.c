@@ -754,6 +754,7 @@ thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
 {
     struct thread *thread;
     uint64_t *sp;
+    int error;
 
     if ((cpumask & thread_online_mask()) == 0) {
         return -EINVAL;
@@ -792,6 +793,15 @@ thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
                                                    : thread_pick_cpu(thread);
     thread->last_cpu = thread->cpu;
     thread_preempt_enable();
+
+    /* Counted by the inherited events that count the creator. */
+    error = perfmon_thread_fork(thread);
+
+    if (error) {
+        thread_destroy(thread);
+        return error;
+    }
+
     thread_enqueue_on(thread);
     *threadp = thread;
     return 0;
@@ -803,6 +813,7 @@ thread_exit(void)
     struct thread *self = thread_self();
 
     assert(!self->idle);
+    perfmon_thread_exit();
     thread_set_self_state(THREAD_STATE_DEAD);
     thread_schedule(true);
     panic("thread: dead thread %s scheduled again", self->name);

@@ -293,7 +293,7 @@ test_event_init_errors(void **state)
     assert_int_equal(perfmon_event_init(NULL, 0, PERFMON_EF_KERN), -EINVAL);
     assert_int_equal(perfmon_event_init(&ev, 0, 0), -EINVAL);
     assert_int_equal(perfmon_event_init(&ev, 0, PERFMON_EF_RAW), -EINVAL);
-    assert_int_equal(perfmon_event_init(&ev, 0, PERFMON_EF_KERN | 0x8),
+    assert_int_equal(perfmon_event_init(&ev, 0, PERFMON_EF_KERN | 0x80),
                      -EINVAL);
     assert_int_equal(perfmon_event_init(&ev, PERFMON_NR_EVENTS,
                                         PERFMON_EF_KERN), -EINVAL);

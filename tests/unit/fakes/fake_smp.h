@@ -77,7 +77,18 @@ struct thread *fake_thread_current(unsigned int cpu);
 /* Move a thread that is not running to another CPU's queue. */
 void fake_thread_migrate(struct thread *thread, unsigned int cpu);
 
-/* The thread exits: switched out when running, then never runs again. */
+/*
+ * parent, running, creates a thread: perfmon's creation hook runs in
+ * parent, as in thread_create().  The new thread (in *childp even on
+ * error) is queued on parent's CPU, not running; returns the hook's error.
+ */
+int fake_thread_fork(struct thread *parent, const char *name,
+                     struct thread **childp);
+
+/*
+ * The thread exits: it runs perfmon's exit hook (switched in on its CPU
+ * first when it was not running), is switched out, and never runs again.
+ */
 void fake_thread_exit(struct thread *thread);
 
 /* Calls of thread_call() that ran fn on another CPU (an xcall). */
@@ -85,6 +96,12 @@ unsigned int fake_thread_nr_remote_calls(void);
 
 /* Calls of thread_call(), wherever fn ran. */
 unsigned int fake_thread_nr_calls(void);
+
+/*
+ * Called with the target thread at the start of each thread_call(), in
+ * the caller's context: lets a test act "elsewhere" at that moment.
+ */
+void fake_thread_set_call_hook(void (*hook)(struct thread *thread));
 
 /* ---- xcall.c ---- */
 

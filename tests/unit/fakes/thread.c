@@ -28,6 +28,7 @@ static struct thread *fake_current[CPU_MAX];
 static unsigned int fake_preempt[CPU_MAX];
 static unsigned int fake_remote_calls;
 static unsigned int fake_calls;
+static void (*fake_call_hook)(struct thread *thread);
 
 void
 fake_ctx_enter(struct fake_ctx *saved, unsigned int cpu)
@@ -61,6 +62,13 @@ fake_thread_reset(void)
     fake_nr_threads = 0;
     fake_remote_calls = 0;
     fake_calls = 0;
+    fake_call_hook = NULL;
+}
+
+void
+fake_thread_set_call_hook(void (*hook)(struct thread *thread))
+{
+    fake_call_hook = hook;
 }
 
 struct thread *
@@ -116,13 +124,63 @@ fake_thread_migrate(struct thread *thread, unsigned int cpu)
     thread->cpu = cpu;
 }
 
+/* Run fn as thread would, current on its CPU, in thread context. */
+static void
+fake_thread_run_as(struct thread *thread, void (*fn)(void *arg), void *arg)
+{
+    unsigned int saved_cpu = cpu_id();
+    bool saved_intr = cpu_intr_enabled();
+
+    assert(thread->running);
+    fake_cpu_set_id(thread->cpu);
+    fake_cpu_set_intr(true);
+    assert(thread_preempt_enabled());
+    fn(arg);
+    fake_cpu_set_id(saved_cpu);
+    fake_cpu_set_intr(saved_intr);
+}
+
+struct fake_fork {
+    struct thread *child;
+    int error;
+};
+
+static void
+fake_thread_fork_fn(void *arg)
+{
+    struct fake_fork *fork = arg;
+
+    fork->error = perfmon_thread_fork(fork->child);
+}
+
+int
+fake_thread_fork(struct thread *parent, const char *name,
+                 struct thread **childp)
+{
+    struct fake_fork fork = { .child = fake_thread_create(name) };
+
+    fork.child->cpu = parent->cpu;
+    fake_thread_run_as(parent, fake_thread_fork_fn, &fork);
+    *childp = fork.child;
+    return fork.error;
+}
+
+static void
+fake_thread_exit_fn(void *arg)
+{
+    (void)arg;
+    perfmon_thread_exit();
+}
+
 void
 fake_thread_exit(struct thread *thread)
 {
-    if (thread->running) {
-        fake_thread_switch(thread->cpu, NULL);
+    if (!thread->running) {
+        fake_thread_switch(thread->cpu, thread);
     }
 
+    fake_thread_run_as(thread, fake_thread_exit_fn, NULL);
+    fake_thread_switch(thread->cpu, NULL);
     thread->exited = true;
 }
 
@@ -220,6 +278,10 @@ thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
     assert(thread->nr_refs > 0);
     fake_calls++;
 
+    if (fake_call_hook != NULL) {
+        fake_call_hook(thread);
+    }
+
     if (thread->running) {
         if (thread->cpu != cpu_id()) {
             fake_remote_calls++;
@@ -234,4 +296,11 @@ thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
     }
 
     fake_ctx_exit(&ctx);
+}
+
+/* One host thread: nothing else can run meanwhile. */
+void
+thread_yield(void)
+{
+    assert(thread_preempt_enabled());
 }
