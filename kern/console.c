@@ -18,6 +18,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "arch/x86/uart.h"
+#include "kern/clock.h"
 #include "kern/error.h"
 #include "kern/init.h"
 #include "kern/log.h"
@@ -25,6 +26,7 @@
 #include "kern/console.h"
 #include "kern/printf.h"
 #include "kern/spinlock.h"
+#include "kern/timer.h"
 
 #define CONSOLE_PRINTF_BUF  128
 
@@ -94,6 +96,9 @@ console_write_nmi(const char *s, size_t n)
  */
 #define CONSOLE_RX_SIZE     512
 
+/* Longest nap of console_wait_input() when input is polled. */
+#define CONSOLE_WAIT_POLL_MS    20
+
 static char console_rx[CONSOLE_RX_SIZE];
 static unsigned int console_rx_head;    /* next to read */
 static unsigned int console_rx_count;
@@ -161,6 +166,59 @@ console_getc(void)
 
         thread_sleep();
     }
+}
+
+static void
+console_wait_timeout(struct timer *timer)
+{
+    thread_wakeup(timer->arg);
+}
+
+bool
+console_wait_input(uint64_t ms)
+{
+    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
+    struct thread *self = thread_self();
+    unsigned long flags;
+    struct timer timer;
+    bool ready = false;
+
+    /* Polled input, or another reader waiting: naps of a bounded length. */
+    if (!__atomic_load_n(&console_rx_intr_mode, __ATOMIC_ACQUIRE)
+        || (READ_ONCE(console_rx_waiter) != NULL)) {
+        thread_msleep(MIN(ms, CONSOLE_WAIT_POLL_MS));
+        return false;
+    }
+
+    timer_init(&timer, console_wait_timeout, TIMER_INTR);
+    timer.arg = self;
+
+    while (!ready && (clock_get_time() < deadline)) {
+        thread_sleep_prepare();
+        spinlock_lock_intr_save(&console_rx_lock, &flags);
+        ready = (console_rx_count != 0);
+        console_rx_waiter = ready ? NULL : self;
+        spinlock_unlock_intr_restore(&console_rx_lock, flags);
+
+        if (ready) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        timer_schedule(&timer, deadline);
+        thread_sleep();
+    }
+
+    timer_cancel(&timer);
+    spinlock_lock_intr_save(&console_rx_lock, &flags);
+
+    if (console_rx_waiter == self) {
+        console_rx_waiter = NULL;
+    }
+
+    ready = (console_rx_count != 0);
+    spinlock_unlock_intr_restore(&console_rx_lock, flags);
+    return ready;
 }
 
 static void

@@ -14,7 +14,9 @@
 #define KERN_CONSOLE_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kern/macros.h"
 
@@ -26,6 +28,14 @@ int console_getc(void);
 
 /* Return the next input character, or -1 when none is waiting. */
 int console_trygetc(void);
+
+/*
+ * Sleep until input is waiting or ms milliseconds passed; true when input
+ * is waiting (left unread).  It wakes early, returning false, while input
+ * is polled (before the UART interrupt is routed) or another reader waits
+ * for it.  Thread context: commands that wait, and stop on Ctrl-C.
+ */
+bool console_wait_input(uint64_t ms);
 
 /* Enter panic mode: output no longer takes the console lock. */
 void console_panic(void);

@@ -55,7 +55,8 @@ struct trap_frame;
 #define PERFMON_EV_XCALL            11
 #define PERFMON_EV_NMI              12
 #define PERFMON_EV_TEST             13
-#define PERFMON_NR_EVENTS           14
+#define PERFMON_EV_XCALL_SENT       14
+#define PERFMON_NR_EVENTS           15
 
 /*
  * Event flags: at least one of KERN and USER.
@@ -77,8 +78,12 @@ struct trap_frame;
 
 /*
  * A generic event as users name it: its canonical name, up to
- * PERFMON_EVENT_MAX_ALIASES other names (NULL-terminated when fewer), and a
- * one-line description.
+ * PERFMON_EVENT_MAX_ALIASES other names (NULL-terminated when fewer), a
+ * one-line description, and the modes it tells apart (PERFMON_EF_MODE
+ * bits): both for hardware events; KERN for the software events counting
+ * kernel work, which a :u event never sees (Tally has no user mode, so it
+ * counts 0, as perf's does for kernel work); none for the clocks, which
+ * count time in whatever mode.
  */
 #define PERFMON_EVENT_MAX_ALIASES   2
 
@@ -86,6 +91,7 @@ struct perfmon_event_desc {
     const char *name;
     const char *aliases[PERFMON_EVENT_MAX_ALIASES];
     const char *desc;
+    unsigned int modes;
 };
 
 /* The description of generic event id, or NULL for an unknown id. */

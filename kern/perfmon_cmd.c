@@ -420,9 +420,36 @@ perfmon_cmd_raw_name(struct perfmon_dev *dev, uint64_t raw)
 
 /* ---- perfmon list ------------------------------------------------------- */
 
+/* The modes an event tells apart, as `perfmon list` shows them. */
+static const char *
+perfmon_cmd_modes(unsigned int modes)
+{
+    switch (modes & PERFMON_EF_MODE) {
+    case PERFMON_EF_MODE:
+        return "u,k";
+    case PERFMON_EF_KERN:
+        return "k";
+    case PERFMON_EF_USER:
+        return "u";
+    default:
+        return "any";
+    }
+}
+
+/* Whether filter (NULL: none) is part of any of the texts. */
+static bool
+perfmon_cmd_list_matches(const char *filter, const char *name,
+                         const char *aliases, const char *desc)
+{
+    return filter == NULL || strstr(name, filter) != NULL
+           || strstr(aliases, filter) != NULL
+           || (desc != NULL && strstr(desc, filter) != NULL);
+}
+
 static void
 perfmon_cmd_list_event(const char *name, const char *aliases, uint64_t raw,
-                       bool has_raw, const char *desc, const char *status)
+                       bool has_raw, unsigned int modes, const char *desc,
+                       const char *status)
 {
     struct perfmon_cmd_line line;
     char raw_buf[24] = "";
@@ -432,56 +459,93 @@ perfmon_cmd_list_event(const char *name, const char *aliases, uint64_t raw,
     }
 
     perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "  %-20s %-22s %-8s %s%s%s", name, aliases,
-                         raw_buf, (desc != NULL) ? desc : "",
+    perfmon_cmd_line_add(&line, "  %-20s %-22s %-12s %-5s %s%s%s", name,
+                         aliases, raw_buf, perfmon_cmd_modes(modes),
+                         (desc != NULL) ? desc : "",
                          (status != NULL) ? "  " : "",
                          (status != NULL) ? status : "");
     perfmon_cmd_line_print(&line);
 }
 
+/* One device's events that match filter; how many were listed. */
+static unsigned int
+perfmon_cmd_list_dev(struct perfmon_dev *dev, const char *filter,
+                     bool counted[PERFMON_NR_EVENTS])
+{
+    struct perfmon_dev_info info;
+    unsigned int n = 0;
+    char aliases[64];
+
+    perfmon_dev_get_info(dev, &info);
+    kprintf("%s: %u counters, %u bits\n", dev->name, info.nr_pmcs,
+            info.width);
+    kprintf("  %-20s %-22s %-12s %-5s %s\n", "event", "aliases", "raw",
+            "modes", "description");
+
+    for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
+        const struct perfmon_event_desc *desc = perfmon_event_desc(id);
+        uint64_t raw;
+
+        if (perfmon_dev_translate(dev, id, &raw) != 0) {
+            continue;
+        }
+
+        counted[id] = true;
+        perfmon_cmd_aliases(desc, aliases, sizeof(aliases));
+
+        if (perfmon_cmd_list_matches(filter, desc->name, aliases,
+                                     desc->desc)) {
+            perfmon_cmd_list_event(desc->name, aliases, raw, true,
+                                   desc->modes, desc->desc, NULL);
+            n++;
+        }
+    }
+
+    for (unsigned int i = 0; i < dev->nr_events; i++) {
+        if (perfmon_cmd_list_matches(filter, dev->events[i].name, "",
+                                     "device event")) {
+            perfmon_cmd_list_event(dev->events[i].name, "",
+                                   dev->events[i].raw_event, true,
+                                   PERFMON_EF_MODE, "device event", NULL);
+            n++;
+        }
+    }
+
+    return n;
+}
+
+/*
+ * `perfmon list [FILTER]`: every event of every device, or those whose
+ * name, alias or description contains FILTER (perf list's filter).
+ */
 static int
-perfmon_cmd_list(void)
+perfmon_cmd_list(int argc, char **argv)
 {
     bool counted[PERFMON_NR_EVENTS] = { false };
     bool any_missing = false, hw_present;
     const char *hw_status = perfmon_hw_status(&hw_present);
+    const char *filter = (argc > 2) ? argv[2] : NULL;
+    unsigned int n = 0;
     char aliases[64];
 
+    if (argc > 3) {
+        kprintf("perfmon: list: one filter at most ('%s' is extra)\n"
+                "usage: perfmon list [FILTER]\n", argv[3]);
+        return SHELL_ERR_REPORTED;
+    }
+
     for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
-        struct perfmon_dev *dev = perfmon_dev_get(d);
-        struct perfmon_dev_info info;
-
-        perfmon_dev_get_info(dev, &info);
-        kprintf("%s: %u counters, %u bits\n", dev->name, info.nr_pmcs,
-                info.width);
-        kprintf("  %-20s %-22s %-8s %s\n", "event", "aliases", "raw",
-                "description");
-
-        for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
-            const struct perfmon_event_desc *desc = perfmon_event_desc(id);
-            uint64_t raw;
-
-            if (perfmon_dev_translate(dev, id, &raw) != 0) {
-                continue;
-            }
-
-            counted[id] = true;
-            perfmon_cmd_aliases(desc, aliases, sizeof(aliases));
-            perfmon_cmd_list_event(desc->name, aliases, raw, true, desc->desc,
-                                   NULL);
-        }
-
-        for (unsigned int i = 0; i < dev->nr_events; i++) {
-            perfmon_cmd_list_event(dev->events[i].name, "",
-                                   dev->events[i].raw_event, true,
-                                   "device event", NULL);
-        }
+        n += perfmon_cmd_list_dev(perfmon_dev_get(d), filter, counted);
     }
 
     for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
         const struct perfmon_event_desc *desc = perfmon_event_desc(id);
 
-        if (counted[id]) {
+        perfmon_cmd_aliases(desc, aliases, sizeof(aliases));
+
+        if (counted[id]
+            || !perfmon_cmd_list_matches(filter, desc->name, aliases,
+                                         desc->desc)) {
             continue;
         }
 
@@ -493,13 +557,19 @@ perfmon_cmd_list(void)
             any_missing = true;
         }
 
-        perfmon_cmd_aliases(desc, aliases, sizeof(aliases));
-        perfmon_cmd_list_event(desc->name, aliases, 0, false, desc->desc,
-                               "<not available>");
+        perfmon_cmd_list_event(desc->name, aliases, 0, false, desc->modes,
+                               desc->desc, "<not available>");
+        n++;
+    }
+
+    if (filter != NULL && n == 0) {
+        kprintf("perfmon: list: no event matches '%s'\n", filter);
+        return SHELL_ERR_REPORTED;
     }
 
     kprintf("raw events: rHEX names a raw code of the first device (%s); "
-            "modifiers :u :k (default both)\n",
+            "modifiers :u :k (default both); modes: what :u and :k tell "
+            "apart (k: :u counts 0; any: both count)\n",
             (perfmon_nr_devs() > 0) ? perfmon_dev_get(0)->name : "none");
     return 0;
 }
@@ -712,7 +782,7 @@ perfmon_cmd(int argc, char **argv)
     }
 
     if (strcmp(argv[1], "list") == 0) {
-        return perfmon_cmd_list();
+        return perfmon_cmd_list(argc, argv);
     } else if (strcmp(argv[1], "info") == 0) {
         return perfmon_cmd_info();
     } else if (strcmp(argv[1], "stat") == 0) {

@@ -40,47 +40,57 @@ static bool perfmon_hw_present;
  */
 static const struct perfmon_event_desc perfmon_events[PERFMON_NR_EVENTS] = {
     [PERFMON_EV_CYCLE] = {
-        "cycles", { "cpu-cycles" }, "CPU core cycles",
+        "cycles", { "cpu-cycles" }, "CPU core cycles", PERFMON_EF_MODE,
     },
     [PERFMON_EV_REF_CYCLE] = {
         "ref-cycles", { NULL }, "reference cycles, at a constant rate",
+        PERFMON_EF_MODE,
     },
     [PERFMON_EV_INSTRUCTION] = {
-        "instructions", { NULL }, "instructions retired",
+        "instructions", { NULL }, "instructions retired", PERFMON_EF_MODE,
     },
     [PERFMON_EV_CACHE_REF] = {
         "cache-references", { NULL }, "last-level cache references",
+        PERFMON_EF_MODE,
     },
     [PERFMON_EV_CACHE_MISS] = {
-        "cache-misses", { NULL }, "last-level cache misses",
+        "cache-misses", { NULL }, "last-level cache misses", PERFMON_EF_MODE,
     },
     [PERFMON_EV_BRANCH] = {
         "branches", { "branch-instructions" }, "branch instructions retired",
+        PERFMON_EF_MODE,
     },
     [PERFMON_EV_BRANCH_MISS] = {
         "branch-misses", { NULL }, "mispredicted branches retired",
+        PERFMON_EF_MODE,
     },
     [PERFMON_EV_TASK_CLOCK] = {
         "task-clock", { "cpu-clock" },
-        "TSC cycles while counting (shown in msec)",
+        "TSC cycles while counting (shown in msec)", 0,
     },
     [PERFMON_EV_CONTEXT_SWITCH] = {
-        "context-switches", { "cs" }, "context switches",
+        "context-switches", { "cs" }, "context switches", PERFMON_EF_KERN,
     },
     [PERFMON_EV_MIGRATION] = {
         "cpu-migrations", { "migrations" }, "moves of a thread to another CPU",
+        PERFMON_EF_KERN,
     },
     [PERFMON_EV_INTERRUPT] = {
-        "interrupts", { NULL }, "interrupts taken",
+        "interrupts", { NULL }, "interrupts taken", PERFMON_EF_KERN,
     },
     [PERFMON_EV_XCALL] = {
-        "xcalls", { NULL }, "cross-CPU calls served",
+        "xcalls", { "xcalls-served" }, "cross-CPU calls run here",
+        PERFMON_EF_KERN,
     },
     [PERFMON_EV_NMI] = {
-        "nmis", { NULL }, "non-maskable interrupts",
+        "nmis", { NULL }, "non-maskable interrupts", PERFMON_EF_KERN,
     },
     [PERFMON_EV_TEST] = {
-        "test", { NULL }, "software test event (softpmu)",
+        "test", { NULL }, "software test event (softpmu)", PERFMON_EF_KERN,
+    },
+    [PERFMON_EV_XCALL_SENT] = {
+        "xcalls-sent", { NULL }, "cross-CPU calls sent from here",
+        PERFMON_EF_KERN,
     },
 };
 

@@ -101,13 +101,22 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
     }
 
     for (size_t i = 0; i < len; i++) {
+        unsigned int flag;
+
         if (mods[i] == 'u') {
-            flags |= PERFMON_EF_USER;
+            flag = PERFMON_EF_USER;
         } else if (mods[i] == 'k') {
-            flags |= PERFMON_EF_KERN;
+            flag = PERFMON_EF_KERN;
         } else {
             return -EINVAL;
         }
+
+        /* cs:uu is a typo, not a request. */
+        if (flags & flag) {
+            return -EINVAL;
+        }
+
+        flags |= flag;
     }
 
     *flagsp = flags;
@@ -131,7 +140,9 @@ perfmon_parse_item(const char *item, size_t len,
     }
 
     if (len >= PERFMON_PARSE_NAME_SIZE) {
-        perfmon_parse_set_error(errp, "event name too long", item, len);
+        perfmon_parse_set_error(errp, "event name too long (at most "
+                                STRINGIFY(PERFMON_PARSE_NAME_MAX)
+                                " characters)", item, len);
         return -E2BIG;
     }
 
@@ -169,8 +180,8 @@ perfmon_parse_item(const char *item, size_t len,
     if ((colon != NULL)
         && (perfmon_parse_modifiers(colon + 1, len - name_len - 1,
                                     &flags) != 0)) {
-        perfmon_parse_set_error(errp, "bad modifier (only u and k are "
-                                "supported)", item, len);
+        perfmon_parse_set_error(errp, "bad modifier (u and k, each at "
+                                "most once)", item, len);
         return -EINVAL;
     }
 
@@ -213,7 +224,9 @@ perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
     len = strnlen(list, PERFMON_PARSE_LIST_MAX + 1);
 
     if (len > PERFMON_PARSE_LIST_MAX) {
-        perfmon_parse_set_error(errp, "event list too long", list,
+        perfmon_parse_set_error(errp, "event list too long (at most "
+                                STRINGIFY(PERFMON_PARSE_LIST_MAX)
+                                " characters)", list,
                                 PERFMON_PARSE_NAME_SIZE - 1);
         return -E2BIG;
     }
@@ -230,7 +243,9 @@ perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
         size_t item_len = (end == NULL) ? strlen(item) : (size_t)(end - item);
 
         if (nr == max) {
-            perfmon_parse_set_error(errp, "too many events", item, item_len);
+            perfmon_parse_set_error(errp, "too many events (at most "
+                                    STRINGIFY(PERFMON_PARSE_MAX_EVENTS)
+                                    " in all)", item, item_len);
             return -E2BIG;
         }
 

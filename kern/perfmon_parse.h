@@ -21,8 +21,9 @@
 /* Longest -e argument accepted, in characters. */
 #define PERFMON_PARSE_LIST_MAX      255
 
-/* Bytes of an event name or of an item as typed, NUL included. */
-#define PERFMON_PARSE_NAME_SIZE     32
+/* Longest event name or item as typed, and its size, NUL included. */
+#define PERFMON_PARSE_NAME_MAX      31
+#define PERFMON_PARSE_NAME_SIZE     (PERFMON_PARSE_NAME_MAX + 1)
 
 /* Most events in one -e list. */
 #define PERFMON_PARSE_MAX_EVENTS    16

@@ -329,6 +329,11 @@ shell_line_input(struct shell_line *line, int c)
     case SHELL_ESC:
         line->esc_state = SHELL_ESC_START;
         return SHELL_LINE_CONTINUE;
+
+    /* A tab separates words like a blank (pasted commands have them). */
+    case '\t':
+        c = ' ';
+        break;
     }
 
     if ((c < 0x20) || (c >= 0x7f)) {

@@ -3,7 +3,7 @@
  *
  *
  * Software events: counts of kernel activity (context switches, migrations,
- * interrupts, xcalls, NMIs, and a test event) that the software PMU
+ * interrupts, xcalls served and sent, NMIs, and a test event) that the software PMU
  * (drivers/pmu/soft.c) turns into perfmon counters.  SWEVENT_TEST is
  * reported by nothing but tests and benchmarks, which add to it at will.
  *
@@ -41,7 +41,8 @@
 #define SWEVENT_XCALL           5
 #define SWEVENT_NMI             6
 #define SWEVENT_TEST            7
-#define SWEVENT_NR              8
+#define SWEVENT_XCALL_SENT      8
+#define SWEVENT_NR              9
 
 /* Counters of each id running now, on all CPUs (atomic). */
 extern unsigned int swevent_nr_active[SWEVENT_NR];

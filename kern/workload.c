@@ -12,6 +12,7 @@
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/tsc.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -27,8 +28,6 @@
 /* Iterations between two looks at Ctrl-C in the tight loops. */
 #define WORKLOAD_POLL_ITERS     (1UL << 16)
 
-/* Longest single nap of `sleep`, so that Ctrl-C is seen quickly. */
-#define WORKLOAD_SLEEP_STEP_MS  20
 
 #define WORKLOAD_MAX_COUNT      1000000000000ULL    /* spin, branchy */
 #define WORKLOAD_MAX_EVENTS     1000000000ULL       /* yield, hop, xcall */
@@ -593,7 +592,7 @@ workload_sleep_cmd(int argc, char **argv)
 {
     static const char args[] = "MS";
     char ms_buf[32];
-    uint64_t ms, left, start;
+    uint64_t ms, start, end, now;
     bool interrupted = false;
     int error;
 
@@ -605,14 +604,12 @@ workload_sleep_cmd(int argc, char **argv)
     }
 
     start = cpu_rdtsc();
+    end = clock_get_time() + clock_ticks_from_ms(ms);
 
-    for (left = ms; left > 0;) {
-        uint64_t step = MIN(left, (uint64_t)WORKLOAD_SLEEP_STEP_MS);
-
-        thread_msleep(step);
-        left -= step;
-
-        if ((left > 0) && shell_interrupted()) {
+    /* One sleep, cut short by input: Ctrl-C ends it, other keys do not. */
+    while ((now = clock_get_time()) < end) {
+        if (console_wait_input(clock_ms_from_ticks(end - now))
+            && shell_interrupted()) {
             interrupted = true;
             break;
         }

@@ -101,6 +101,7 @@ xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
     __atomic_fetch_or(&xcall_pending[cpu].srcs, 1ULL << self,
                       __ATOMIC_RELEASE);
     syscnt_inc(&xcall_cpus[self].sc_sent);
+    swevent_add(SWEVENT_XCALL_SENT, 1);
     lapic_ipi_send(cpu_table[cpu].apic_id, TRAP_VEC_XCALL);
 
     while (__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {

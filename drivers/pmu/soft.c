@@ -58,7 +58,9 @@
 
 /*
  * A counter of one CPU.  deadline: for a clock counter armed to overflow
- * (sampling), the TSC at which it wraps, 0 otherwise.
+ * (sampling), the TSC at which it wraps, 0 otherwise.  counts: false for
+ * a counter that sees none of its events, one started for user mode only
+ * on an event of kernel work (see softpmu_counts()).
  */
 struct softpmu_counter {
     uint64_t raw_event;                 /* a SWEVENT_* id */
@@ -66,6 +68,7 @@ struct softpmu_counter {
     uint64_t count;                     /* atomic: events since start */
     uint64_t tsc_start;                 /* the clock counter's start */
     bool running;
+    bool counts;
 };
 
 struct softpmu_cpu {
@@ -89,6 +92,7 @@ static const struct {
     { PERFMON_EV_XCALL, SWEVENT_XCALL },
     { PERFMON_EV_NMI, SWEVENT_NMI },
     { PERFMON_EV_TEST, SWEVENT_TEST },
+    { PERFMON_EV_XCALL_SENT, SWEVENT_XCALL_SENT },
 };
 
 /* One generic event per software event, the clock included. */
@@ -131,6 +135,26 @@ softpmu_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
     return -ENOENT;
 }
 
+/*
+ * Whether a counter of raw_event started in mode flags sees its events:
+ * there is no user mode, so when the generic event tells modes apart
+ * (perfmon_event_desc()), only a counter counting kernel mode does.
+ */
+static bool
+softpmu_counts(uint64_t raw_event, unsigned int flags)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(softpmu_events); i++) {
+        if (softpmu_events[i].swevent == raw_event) {
+            unsigned int modes =
+                perfmon_event_desc(softpmu_events[i].id)->modes;
+
+            return modes == 0 || (flags & modes & PERFMON_EF_KERN);
+        }
+    }
+
+    return false;
+}
+
 /* Milliseconds the TSC takes to wrap a clock counter (UINT64_MAX: never). */
 static uint64_t
 softpmu_clock_wrap_ms(void)
@@ -157,10 +181,7 @@ softpmu_clock_countable(void)
     return softpmu_clock_wrap_ms() > 2ULL * softpmu_clock_poll_ms();
 }
 
-/*
- * There is no user mode: the mode flags are accepted and every counter
- * counts kernel activity.
- */
+/* Every mode is accepted: see softpmu_counts() for what each counts. */
 static int
 softpmu_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
               uint64_t raw_event, unsigned int flags)
@@ -227,8 +248,8 @@ softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
 
     (void)dev;
-    (void)flags;
     c->raw_event = raw_event;
+    c->counts = softpmu_counts(raw_event, flags);
     __atomic_store_n(&c->count, 0, __ATOMIC_RELAXED);
 
     /* A wrap of an earlier user whose NMI never came is not this one's. */
@@ -244,7 +265,7 @@ softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
     barrier();
     WRITE_ONCE(c->running, true);
 
-    if (raw_event != SWEVENT_CLOCK) {
+    if (raw_event != SWEVENT_CLOCK && c->counts) {
         swevent_activate((unsigned int)raw_event);
     }
 }
@@ -258,7 +279,9 @@ softpmu_stop(struct perfmon_dev *dev, unsigned int hw_id)
     WRITE_ONCE(c->running, false);
 
     if (c->raw_event != SWEVENT_CLOCK) {
-        swevent_deactivate((unsigned int)c->raw_event);
+        if (c->counts) {
+            swevent_deactivate((unsigned int)c->raw_event);
+        }
     } else if (c->deadline != 0) {
         c->deadline = 0;
         softpmu_clock_program(softpmu_cpu_local());
@@ -432,7 +455,8 @@ softpmu_count(unsigned int id, uint64_t n)
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         struct softpmu_counter *c = &cpu->counters[i];
 
-        if (!READ_ONCE(c->running) || c->raw_event != raw_event) {
+        if (!READ_ONCE(c->running) || c->raw_event != raw_event
+            || !c->counts) {
             continue;
         }
 

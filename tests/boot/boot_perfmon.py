@@ -102,7 +102,7 @@ def main():
             return None
 
         def yield_():
-            out = run('perfmon stat -e context-switches -- yield 1000')
+            out = run('perfmon stat -i -e context-switches -- yield 1000')
             n = count_of(out, 'context-switches')
             if n is None or n < 1000:
                 return 'context-switches %r < 1000:\n%s' % (n, out)

@@ -116,6 +116,8 @@ test_bad_syntax(void **state)
     check_bad("cs,cycles:p", -EINVAL, "modifier", "cycles:p");
     check_bad("cycles:uh", -EINVAL, "modifier", "cycles:uh");
     check_bad("cycles:U", -EINVAL, "modifier", "cycles:U");
+    check_bad("cs:uu", -EINVAL, "each at most once", "cs:uu");
+    check_bad("cs:kuk", -EINVAL, "each at most once", "cs:kuk");
     check_bad("cycles:u:k", -EINVAL, "more than one", "cycles:u:k");
     check_bad("{cycles,instructions}", -EINVAL, "groups", "{cycles");
     check_bad("cpu/event=0xc2/", -EINVAL, "PMU terms", "cpu/event=0xc2/");
@@ -147,7 +149,7 @@ test_overlong_input(void **state)
     assert_string_equal(events[0].name, name);
     strcat(name, "a");
     assert_int_equal(perfmon_parse_events(name, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "event name too long");
+    assert_string_equal(err.reason, "event name too long (at most 31 characters)");
     assert_int_equal(strlen(err.item), PERFMON_PARSE_NAME_SIZE - 1);
 
     /* A list of exactly the maximum length parses; one more is refused. */
@@ -162,7 +164,7 @@ test_overlong_input(void **state)
     assert_int_equal(strlen(list), PERFMON_PARSE_LIST_MAX);
     /* 8 * 31 = 248 characters, then 7 b's appended to the last item. */
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "event name too long");
+    assert_string_equal(err.reason, "event name too long (at most 31 characters)");
     list[247] = ',';
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), 9);
     assert_string_equal(events[8].name, "bbbbbbb");
@@ -170,7 +172,7 @@ test_overlong_input(void **state)
     list[PERFMON_PARSE_LIST_MAX] = 'c';
     list[PERFMON_PARSE_LIST_MAX + 1] = '\0';
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "event list too long");
+    assert_string_equal(err.reason, "event list too long (at most 255 characters)");
 }
 
 static void
@@ -188,7 +190,7 @@ test_too_many_events(void **state)
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), MAXEV);
     strcat(list, ",cycles");
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "too many events");
+    assert_string_equal(err.reason, "too many events (at most 16 in all)");
     assert_string_equal(err.item, "cycles");
 
     /* max bounds the writes: the slot past it is never touched. */

@@ -386,13 +386,22 @@ test_overlong_line(void **state)
     assert_int_equal(strlen(test_line->buf), 255);
 }
 
+/* A tab separates words like a blank: shown and kept as one. */
+static void
+test_tab_is_blank(void **state)
+{
+    (void)state;
+    enter_line("perfmon\tstat\t\t-e cs\r", "perfmon stat  -e cs");
+    assert_string_equal(fake_console_output(), "perfmon stat  -e cs\n");
+}
+
 static void
 test_nonprintable(void **state)
 {
     (void)state;
     assert_int_equal(feed_n("a\x01" "b\t\x00" "c\r", 7), SHELL_LINE_CANCEL);
     assert_string_equal(fake_console_output(),
-                        "abc\n"
+                        "ab c\n"
                         "shell: ignored line with non-printable characters\n");
     assert_int_equal(test_line->hist_count, 0);
 
@@ -751,6 +760,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_history_ring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escape_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overlong_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tab_is_blank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nonprintable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_high_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_out_of_range, setup,
