@@ -79,7 +79,8 @@ test_probe_legacy(void **state)
     assert_int_equal(hw, 1);
     assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFEVTSEL0 + 1),
                      0x76 | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
-    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + 1), TOP);
+    assert_true(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + 1) - TOP
+                <= msr_model_drifted());
     assert_false(msr_model_peek(MSR_AMD_F15H_PERF_CTL0, &(uint64_t){ 0 }));
     pmu_test_assert_no_fault();
 }
@@ -102,7 +103,8 @@ test_probe_core_ext(void **state)
         /* Extension MSRs: control and counter interleaved. */
         assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2 * i),
                          0xc0 | PMU_EVTSEL_OS | PMU_EVTSEL_EN | PMU_EVTSEL_INT);
-        assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * i), TOP);
+        assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * i) - TOP
+                    <= msr_model_drifted());
     }
 
     assert_int_equal(fake_perfmon_open_raw(0x00c0, KERN, &hw), -EAGAIN);
@@ -234,7 +236,7 @@ check_events_on(unsigned int family, bool core_ext, bool v2)
             msr_model_inject(e, 100 + e, false);
         }
 
-        assert_int_equal(fake_perfmon_value(h), 100 + ec->model_event);
+        pmu_test_assert_count(fake_perfmon_value(h), 100 + ec->model_event);
         fake_perfmon_close(h);
 
         /* No reference-cycle event on any family: refused at translate. */
@@ -323,9 +325,9 @@ test_mode_bits(void **state)
     hb = fake_perfmon_open(PERFMON_EV_INSTRUCTION, BOTH, NULL);
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 300, false);
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 20, true);
-    assert_int_equal(fake_perfmon_value(hk), 300);
+    pmu_test_assert_count(fake_perfmon_value(hk), 300);
     assert_int_equal(fake_perfmon_value(hu), 20);
-    assert_int_equal(fake_perfmon_value(hb), 320);
+    pmu_test_assert_count(fake_perfmon_value(hb), 320);
     pmu_test_assert_no_fault();
 }
 
@@ -345,14 +347,14 @@ test_free_and_reuse(void **state)
 
     assert_int_equal(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw2), -EAGAIN);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 33, false);
-    assert_int_equal(fake_perfmon_close(h[1]), 33);
+    pmu_test_assert_count(fake_perfmon_close(h[1]), 33);
     assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFEVTSEL0 + 1), 0);
     h2 = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw2);
     assert_int_equal(hw2, 1);
     msr_model_inject(MSR_MODEL_EV_CYCLES, 7, false);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 1, false);
-    assert_int_equal(fake_perfmon_value(h2), 7);
-    assert_int_equal(fake_perfmon_value(h[0]), 34);
+    pmu_test_assert_count(fake_perfmon_value(h2), 7);
+    pmu_test_assert_count(fake_perfmon_value(h[0]), 34);
     pmu_test_assert_no_fault();
 }
 
@@ -390,12 +392,12 @@ check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
         }
 
         if (i % 101 == 0) {
-            assert_int_equal(fake_perfmon_value(h[1]), t[1]);
+            pmu_test_assert_count(fake_perfmon_value(h[1]), t[1]);
         }
     }
 
     for (unsigned int i = 0; i < 3; i++) {
-        assert_int_equal(fake_perfmon_value(h[i]), t[i]);
+        pmu_test_assert_count(fake_perfmon_value(h[i]), t[i]);
     }
 
     assert_true(fake_perfmon_nr_ovf_folds() >= min_wraps);
@@ -440,7 +442,7 @@ test_spurious_nmi(void **state)
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 5000, false);
     assert_false(perfmon_overflow_intr(dev, NULL));
-    assert_int_equal(fake_perfmon_value(h), 5000);
+    pmu_test_assert_count(fake_perfmon_value(h), 5000);
     assert_int_equal(pmu_nr_pmis(), 0);
 
     /* A stopped counter whose bit 47 is clear is none of our business. */
@@ -493,9 +495,14 @@ test_preset_and_wrap(void **state)
     assert_int_equal(msr_model_nmis_pending(), 1);
     pmu_test_deliver_nmis(dev);
     assert_int_equal(fake_perfmon_last_mask(), 1ULL << hw);
-    /* Re-armed without losing the 50 counted past the wrap. */
-    assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + hw), TOP | 50);
-    assert_int_equal(fake_perfmon_value(h) & (TOP - 1), 50);
+    /* Re-armed without losing the 50 counted past the wrap (the re-arm
+       reads, then writes: only the driver's own drift in between is
+       lost, as on hardware). */
+    assert_true(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + hw) >= (TOP | 50));
+    assert_true(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + hw)
+                <= (TOP | 50) + msr_model_drifted());
+    assert_true((fake_perfmon_value(h) & (TOP - 1))
+                <= 50 + msr_model_drifted());
     pmu_test_assert_no_fault();
 }
 
@@ -515,7 +522,8 @@ test_polled(void **state)
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
     assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2 * hw),
                      0xc2 | PMU_EVTSEL_OS | PMU_EVTSEL_EN);
-    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * hw), 0);
+    assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * hw)
+                <= msr_model_drifted());
     pmu_test_check_polled(h, 99);
 
     c.apic = false;

@@ -45,6 +45,17 @@ void pmu_test_check_declines(const struct pmu_driver *drv,
  */
 void pmu_test_check_polled(int h, uint64_t seed);
 
+/*
+ * A kernel-mode count of injected events: what the test injected, plus
+ * at most the events the model counted while the driver ran (its drift).
+ * A user-mode count owes nothing to the drift: compare it exactly.
+ */
+#define pmu_test_assert_count(value, injected)                          \
+    pmu_test_check_count((value), (injected), __FILE__, __LINE__)
+
+void pmu_test_check_count(uint64_t value, uint64_t injected,
+                          const char *file, int line);
+
 /* Deliver the pending NMIs through the driver's path; all must be its. */
 void pmu_test_deliver_nmis(struct perfmon_dev *dev);
 
