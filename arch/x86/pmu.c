@@ -18,6 +18,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "kern/assert.h"
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
@@ -27,6 +28,19 @@
 
 /* Counters started on each CPU (hw id bits), see pmu_active_add(). */
 static uint64_t pmu_active[CPU_MAX];
+
+/*
+ * A CPU's global enable register while its overflow handler has it
+ * frozen: which MSR, and the value to restore.  Written and read by its
+ * CPU's NMI handler only (NMIs do not nest).
+ */
+struct pmu_frozen {
+    bool frozen;
+    uint32_t msr;
+    uint64_t saved;
+};
+
+static struct pmu_frozen pmu_frozen[CPU_MAX];
 
 static uint64_t pmu_pmis;
 
@@ -82,6 +96,7 @@ pmu_probe_reset(void)
 {
     for (unsigned int i = 0; i < ARRAY_SIZE(pmu_active); i++) {
         WRITE_ONCE(pmu_active[i], 0);
+        pmu_frozen[i].frozen = false;
     }
 
     __atomic_store_n(&pmu_pmis, 0, __ATOMIC_RELAXED);
@@ -129,6 +144,18 @@ pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
     return wrapped;
 }
 
+void
+pmu_freeze(uint32_t ctrl_msr, uint64_t ours)
+{
+    struct pmu_frozen *f = &pmu_frozen[cpu_id()];
+
+    assert(!f->frozen);
+    f->saved = pmu_msr_read(ctrl_msr);
+    f->msr = ctrl_msr;
+    f->frozen = true;
+    pmu_msr_write(ctrl_msr, f->saved & ~ours);
+}
+
 uint64_t
 pmu_intr_claimed(uint64_t mask)
 {
@@ -136,10 +163,27 @@ pmu_intr_claimed(uint64_t mask)
     return mask;
 }
 
+/*
+ * Every interrupt the handler saw ends here, its own (through the core's
+ * overflow_intr_end) or not (the handler calls it before answering "not
+ * mine"): the gate opens as it was, then the LVT is unmasked.  Unmasking
+ * even when no counter is active is what makes a late PMI harmless: a
+ * counter stopped between its overflow and its NMI leaves nothing to
+ * claim, but the PMI masked the LVT, and the next counter started here
+ * would never interrupt.
+ */
 void
 pmu_overflow_intr_end(struct perfmon_dev *dev)
 {
+    struct pmu_frozen *f = &pmu_frozen[cpu_id()];
+
     (void)dev;
+
+    if (f->frozen) {
+        f->frozen = false;
+        pmu_msr_write(f->msr, f->saved);
+    }
+
     lapic_pmc_unmask();
 }
 

@@ -268,11 +268,17 @@ pmu_cpuid_model(uint32_t eax)
  *   counters are kept armed with their top bits set: an active counter of
  *   this CPU whose bit top is clear has wrapped; rearm(hw_id, value) must
  *   arm it again.  Returns the wrapped counters.
+ * pmu_freeze: the start of an overflow handler with a global enable
+ *   register (Intel version 2 on, AMD PerfMonV2): clear the bits ours of
+ *   ctrl_msr, leaving the others (the firmware's) as they are, so that the
+ *   counters stand still while the status is read and the core folds and
+ *   re-arms them; pmu_overflow_intr_end restores it.
  * pmu_intr_claimed: the end of an overflow handler that found mask: count
  *   the PMI.  Returns mask.
- * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers:
- *   unmask the local APIC's performance-counter LVT entry, which the PMI
- *   masked, once the core is done with the interrupt.
+ * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers,
+ *   also called by their handlers for an interrupt that was not theirs:
+ *   restore what pmu_freeze froze, then unmask the local APIC's
+ *   performance-counter LVT entry, which an Intel PMI masks on delivery.
  * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
  */
 uint64_t pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr);
@@ -285,6 +291,7 @@ uint64_t pmu_status_ack(uint32_t status_msr, uint32_t clear_msr,
                         uint64_t mask);
 uint64_t pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
                          void (*rearm)(unsigned int hw_id, uint64_t value));
+void pmu_freeze(uint32_t ctrl_msr, uint64_t ours);
 uint64_t pmu_intr_claimed(uint64_t mask);
 void pmu_overflow_intr_end(struct perfmon_dev *dev);
 uint64_t pmu_nr_pmis(void);

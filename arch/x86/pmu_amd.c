@@ -219,28 +219,40 @@ pmu_amd_rearm(unsigned int hw_id, uint64_t value)
 }
 
 /*
- * PerfMonV2: overflowed counters are the bits of PerfCntrGlobalStatus,
- * cleared through PerfCntrGlobalStatusClr; only bits of our counters are
- * taken or cleared.  Without it, an active counter whose bit 47 is clear
- * has wrapped (see the top of the file).
+ * PerfMonV2, as Intel from version 2: freeze our counters in
+ * PerfCntrGlobalCtl, take the overflowed ones from PerfCntrGlobalStatus,
+ * cleared through PerfCntrGlobalStatusClr (only bits of our counters are
+ * taken or cleared); overflow_intr_end opens the gate again.  Without it,
+ * an active counter whose bit 47 is clear has wrapped (see the top of the
+ * file).  An interrupt that is not ours ends as ours would: AMD's late
+ * duplicate NMIs (the NMI of an overflow may be signalled again after the
+ * handler took it) find nothing, and are left to the NMI chain's count of
+ * unclaimed NMIs.
  */
 static uint64_t
 pmu_amd_handle_overflow_intr(struct perfmon_dev *dev)
 {
     uint64_t mask;
 
-    (void)dev;
-
     if (pmu_amd.topbit) {
         mask = pmu_topbit_scan(PMU_AMD_TOP_BIT, pmu_amd_ctr_msr,
                                pmu_amd_rearm);
     } else {
+        if (pmu_active_get() != 0) {
+            pmu_freeze(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
+        }
+
         mask = pmu_status_ack(MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
                               MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
                               pmu_amd.exist_mask);
     }
 
-    return (mask != 0) ? pmu_intr_claimed(mask) : 0;
+    if (mask == 0) {
+        pmu_overflow_intr_end(dev);
+        return 0;
+    }
+
+    return pmu_intr_claimed(mask);
 }
 
 static void

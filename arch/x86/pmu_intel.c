@@ -387,32 +387,46 @@ pmu_intel_rearm(unsigned int hw_id, uint64_t value)
 }
 
 /*
- * Version 2 and later: the overflowed counters are the bits of
- * IA32_PERF_GLOBAL_STATUS, cleared through IA32_PERF_GLOBAL_OVF_CTRL (SDM
- * vol. 3B, "Architectural Performance Monitoring Version 2").  Only bits of
+ * Version 2 and later, in the order of the SDM and Linux: freeze our
+ * counters (their IA32_PERF_GLOBAL_CTRL bits), then take the overflowed
+ * ones from IA32_PERF_GLOBAL_STATUS, cleared through
+ * IA32_PERF_GLOBAL_OVF_CTRL (SDM vol. 3B, "Architectural Performance
+ * Monitoring Version 2"); the core folds and re-arms them frozen, and
+ * overflow_intr_end opens the gate and unmasks the LVT last.  Only bits of
  * counters we run are acknowledged: other status bits (buffers, trace,
  * CondChgd) and bits of counters that do not exist are left alone, since
  * clearing bits that are not set or not implemented may fault.  Version 1
- * has no status register: an active counter whose top bit is clear has
- * wrapped (see the top of the file).
+ * has no status register and no gate: an active counter whose top bit is
+ * clear has wrapped (see the top of the file), and its re-arm cannot help
+ * losing what counts between its read and write.
+ *
+ * An interrupt that is not ours (an NMI from elsewhere, a spurious PMI, a
+ * late one for a counter stopped since) still ends as ours would.
  */
 static uint64_t
 pmu_intel_handle_overflow_intr(struct perfmon_dev *dev)
 {
     uint64_t mask;
 
-    (void)dev;
-
     if (pmu_intel.topbit) {
         mask = pmu_topbit_scan((pmu_intel.cnt_mask >> 1) + 1,
                                pmu_intel_ctr_msr, pmu_intel_rearm);
     } else {
+        if (pmu_active_get() != 0) {
+            pmu_freeze(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
+        }
+
         mask = pmu_status_ack(MSR_IA32_PERF_GLOBAL_STATUS,
                               MSR_IA32_PERF_GLOBAL_OVF_CTRL,
                               pmu_intel.exist_mask);
     }
 
-    return (mask != 0) ? pmu_intr_claimed(mask) : 0;
+    if (mask == 0) {
+        pmu_overflow_intr_end(dev);
+        return 0;
+    }
+
+    return pmu_intr_claimed(mask);
 }
 
 static void
@@ -436,8 +450,8 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     /*
      * The local APIC sets the mask bit of the performance-counter LVT when
      * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
-     * last, once the overflows are cleared, or there would be no further
-     * PMI.
+     * last, once the overflows are cleared and the gate open again, or
+     * there would be no further PMI.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
 };

@@ -430,6 +430,64 @@ test_wraps_perfmon_v2(void **state)
 }
 
 static void
+test_rearm_loses_nothing_perfmon_v2(void **state)
+{
+    (void)state;
+    pmu_test_check_rearm(boot_amd(0x19, true, true),
+                         MSR_AMD_PERF_CNTR_GLOBAL_CTL);
+}
+
+/*
+ * AMD signals an overflow's NMI again after the handler took it: the
+ * duplicate finds nothing (bit 47 set again, or no status bit), is not
+ * claimed, and never counts a wrap twice.
+ */
+static void
+check_late_nmis(struct perfmon_dev *dev)
+{
+    int h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+
+    assert_true(h >= 0);
+    msr_model_set_late_nmis(true);
+    pmu_test_rng_state = 31337;
+    /* About one wrap in eight rounds, each followed by a late NMI. */
+    assert_true(pmu_test_check_branches(dev, h, 3000, 1ULL << 46) > 200);
+    assert_true(fake_perfmon_nr_ovf_folds() > 200);
+}
+
+static void
+test_late_nmis(void **state)
+{
+    (void)state;
+    check_late_nmis(boot_amd(0x10, false, false));
+    check_late_nmis(boot_amd(0x19, true, true));
+}
+
+/*
+ * Skid: the PMI comes some events after the wrap, so a read may see the
+ * wrap before the interrupt reports it: still counted once.
+ */
+static void
+check_skid(struct perfmon_dev *dev)
+{
+    int h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+
+    assert_true(h >= 0);
+    msr_model_set_skid(1ULL << 40);
+    pmu_test_rng_state = 2718;
+    assert_int_equal(pmu_test_check_branches(dev, h, 3000, 1ULL << 45), 0);
+    assert_true(fake_perfmon_nr_ovf_folds() > 100);
+}
+
+static void
+test_skid(void **state)
+{
+    (void)state;
+    check_skid(boot_amd(0x10, false, false));
+    check_skid(boot_amd(0x19, true, true));
+}
+
+static void
 test_spurious_nmi(void **state)
 {
     struct perfmon_dev *dev;
@@ -551,6 +609,9 @@ main(void)
         cmocka_unit_test(test_wraps_legacy),
         cmocka_unit_test(test_wraps_core_ext),
         cmocka_unit_test(test_wraps_perfmon_v2),
+        cmocka_unit_test(test_rearm_loses_nothing_perfmon_v2),
+        cmocka_unit_test(test_late_nmis),
+        cmocka_unit_test(test_skid),
         cmocka_unit_test(test_spurious_nmi),
         cmocka_unit_test(test_preset_and_wrap),
         cmocka_unit_test(test_polled),

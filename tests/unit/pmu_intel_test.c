@@ -23,6 +23,7 @@
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
+#include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "msr_model.h"
 #include "pmu_test_common.h"
@@ -662,6 +663,117 @@ test_spurious_nmi_v1(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * A PMI that is not ours (no status bit) still masked the LVT on its way
+ * in: the handler must unmask it, or every later overflow on this CPU is
+ * lost.
+ */
+static void
+test_spurious_pmi_unmasks(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    dev = boot_version(2);
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
+    assert_true(h >= 0);
+    msr_model_spurious_pmi();
+    assert_true(msr_model_lvt_masked());
+    assert_true(msr_model_take_nmi());
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_false(msr_model_lvt_masked());
+
+    /* The next overflow raises its PMI. */
+    dev->ops->write(dev, hw, (1ULL << 48) - 100);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 1000, false);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_int_equal(msr_model_nmis_pending(), 1);
+    pmu_test_deliver_nmis(dev);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * Version 1: a counter that overflowed and was stopped before its NMI
+ * arrived leaves nothing for the handler to find, and no counter active;
+ * the LVT the PMI masked must still be unmasked for the next counter.
+ */
+static void
+test_late_pmi_of_stopped_counter_v1(void **state)
+{
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    dev = boot_version(1);
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
+    fake_perfmon_write(h, (1ULL << 31) - 100);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 1000, false);
+    assert_int_equal(msr_model_nmis_pending(), 1);
+    fake_perfmon_close(h);
+
+    assert_true(msr_model_take_nmi());
+    assert_false(perfmon_overflow_intr(dev, NULL));
+    assert_false(msr_model_lvt_masked());
+
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
+    fake_perfmon_write(h, (1ULL << 31) - 100);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 1000, false);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_int_equal(msr_model_nmis_pending(), 1);
+    pmu_test_deliver_nmis(dev);
+    pmu_test_assert_count(fake_perfmon_value(h), 1000);
+    pmu_test_assert_no_fault();
+}
+
+static void
+test_rearm_loses_nothing_v2(void **state)
+{
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot_version(2);
+    assert_int_equal(dev->max_period, (1ULL << 31) - 1);
+    pmu_test_check_rearm(dev, MSR_IA32_PERF_GLOBAL_CTRL);
+}
+
+static void
+test_rearm_loses_nothing_v4(void **state)
+{
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot_version(4);
+    pmu_test_check_rearm(dev, MSR_IA32_PERF_GLOBAL_CTRL);
+}
+
+/*
+ * Skid: the PMI comes some events after the wrap, so a read may see the
+ * wrap before the interrupt reports it: still counted once.
+ */
+static void
+test_skid(void **state)
+{
+    static const unsigned int versions[] = { 1, 2 };
+
+    (void)state;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        struct perfmon_dev *dev = boot_version(versions[i]);
+        int h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, NULL);
+
+        assert_true(h >= 0);
+        msr_model_set_skid(dev->width > 32 ? (1ULL << 40) : (1ULL << 27));
+        pmu_test_rng_state = 2718;
+        assert_int_equal(pmu_test_check_branches(dev, h, 3000,
+                                                 1ULL << (dev->width - 3)),
+                         0);
+        assert_true(fake_perfmon_nr_ovf_folds() > 100);
+    }
+}
+
 static void
 test_pmi_acknowledged_and_unmasked(void **state)
 {
@@ -847,6 +959,11 @@ main(void)
         cmocka_unit_test(test_wraps_v1_full_width),
         cmocka_unit_test(test_spurious_nmi),
         cmocka_unit_test(test_spurious_nmi_v1),
+        cmocka_unit_test(test_spurious_pmi_unmasks),
+        cmocka_unit_test(test_late_pmi_of_stopped_counter_v1),
+        cmocka_unit_test(test_rearm_loses_nothing_v2),
+        cmocka_unit_test(test_rearm_loses_nothing_v4),
+        cmocka_unit_test(test_skid),
         cmocka_unit_test(test_pmi_acknowledged_and_unmasked),
         cmocka_unit_test(test_preset),
         cmocka_unit_test(test_cpu_init_clears_stale_state),

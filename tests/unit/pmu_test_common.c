@@ -17,6 +17,7 @@
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
+#include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "msr_model.h"
 #include "pmu_test_common.h"
@@ -95,6 +96,99 @@ pmu_test_deliver_nmis(struct perfmon_dev *dev)
         assert_true(perfmon_overflow_intr(dev, NULL));
         assert_false(msr_model_lvt_masked());
     }
+}
+
+/*
+ * Sampling re-arms counters from the PMI: the core reads, then writes.
+ * With a global control register (ctrl_msr) the handler freezes the
+ * counters before it reads the status and the core reads the counters,
+ * and opens the gate again only at the end, so that no event falls
+ * between that read and write; the gate comes back as it was.
+ */
+void
+pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr)
+{
+    uint64_t mask = (1ULL << dev->width) - 1;
+    uint64_t max_period = (dev->max_period != 0) ? dev->max_period : mask;
+    uint64_t total_br = 0, total_in = 0, ctrl, lost;
+    int hb, hi;
+
+    hb = fake_perfmon_open(PERFMON_EV_BRANCH, PERFMON_EF_KERN, NULL);
+    hi = fake_perfmon_open(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN, NULL);
+    assert_true(hb >= 0 && hi >= 0);
+    fake_perfmon_set_rearm(hb, mask + 1 - MIN(max_period, 100000));
+    fake_perfmon_set_rearm(hi, mask + 1 - MIN(max_period, 77777));
+    ctrl = pmu_test_peek(ctrl_msr);
+    /* Arming them, outside an interrupt, may lose what they counted. */
+    lost = msr_model_lost_events();
+    pmu_test_rng_state = 4242;
+
+    for (unsigned int i = 0; i < 3000; i++) {
+        uint64_t b = pmu_test_rng_next() % 60000;
+        uint64_t n = pmu_test_rng_next() % 60000;
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, b, false);
+        msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n, false);
+        total_br += b;
+        total_in += n;
+        pmu_test_deliver_nmis(dev);
+        assert_int_equal(pmu_test_peek(ctrl_msr), ctrl);
+    }
+
+    assert_true(fake_perfmon_nr_ovf_folds() > 1000);
+    assert_int_equal(msr_model_lost_events(), lost);
+    pmu_test_assert_count(fake_perfmon_value(hb), total_br);
+    pmu_test_assert_count(fake_perfmon_value(hi), total_in);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    pmu_test_assert_no_fault();
+}
+
+unsigned int
+pmu_test_deliver_any_nmis(struct perfmon_dev *dev)
+{
+    unsigned int unclaimed = 0;
+
+    while (msr_model_take_nmi()) {
+        unclaimed += !perfmon_overflow_intr(dev, NULL);
+        assert_false(msr_model_lvt_masked());
+    }
+
+    return unclaimed;
+}
+
+unsigned int
+pmu_test_check_branches(struct perfmon_dev *dev, int h, unsigned int nr_rounds,
+                        uint64_t max_chunk)
+{
+    unsigned int unclaimed = 0;
+    uint64_t total = 0;
+
+    for (unsigned int i = 0; i < nr_rounds; i++) {
+        uint64_t n = pmu_test_rng_next() % max_chunk;
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, n, false);
+        total += n;
+
+        /*
+         * A read may come between a wrap and its interrupt (and then
+         * cannot tell how far the counter went): the count is checked
+         * once the interrupts are in.
+         */
+        if (i % 3 == 0) {
+            fake_perfmon_value(h);
+        }
+
+        unclaimed += pmu_test_deliver_any_nmis(dev);
+
+        if (i % 7 == 0) {
+            pmu_test_assert_count(fake_perfmon_value(h), total);
+        }
+    }
+
+    pmu_test_assert_count(fake_perfmon_value(h), total);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    pmu_test_assert_no_fault();
+    return unclaimed;
 }
 
 uint64_t

@@ -59,6 +59,31 @@ void pmu_test_check_count(uint64_t value, uint64_t injected,
 /* Deliver the pending NMIs through the driver's path; all must be its. */
 void pmu_test_deliver_nmis(struct perfmon_dev *dev);
 
+/*
+ * The same, some of them perhaps not the driver's (late, foreign):
+ * returns how many it did not claim.  Each leaves the LVT unmasked.
+ */
+unsigned int pmu_test_deliver_any_nmis(struct perfmon_dev *dev);
+
+/*
+ * Branches injected in chunks of random sizes below max_chunk, nr_rounds
+ * times, into counter h of dev, read now and then, NMIs delivered after
+ * each chunk (some perhaps not the driver's): the count must stay within
+ * the drift of what was injected.  Returns the NMIs not claimed.
+ */
+unsigned int pmu_test_check_branches(struct perfmon_dev *dev, int h,
+                                     unsigned int nr_rounds,
+                                     uint64_t max_chunk);
+
+/*
+ * Sampling re-arms counters from the PMI: the core reads, then writes.
+ * Two counters of dev (branches, instructions) re-armed on every overflow
+ * through thousands of them: with a global control register (ctrl_msr)
+ * the handler freezes them first, so that not an event is lost (model
+ * drift included), and leaves the register as it found it.
+ */
+void pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr);
+
 /* The value of an MSR the modelled CPU must have. */
 uint64_t pmu_test_peek(uint32_t msr);
 

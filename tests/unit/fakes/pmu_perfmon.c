@@ -26,6 +26,7 @@ struct fake_counter {
     uint64_t prev;
     uint64_t value;
     bool wrap_seen;
+    uint64_t rearm;             /* 0, or the value to re-arm with */
 };
 
 static struct perfmon_dev *fake_dev;
@@ -133,6 +134,11 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 
         if (c->open && (mask & (1ULL << c->hw_id))) {
             fake_fold(c, true);
+
+            if (c->rearm != 0) {
+                dev->ops->write(dev, c->hw_id, c->rearm);
+                c->prev = c->rearm;
+            }
         }
     }
 
@@ -197,6 +203,31 @@ fake_perfmon_open(unsigned int event_id, unsigned int flags,
     }
 
     return fake_perfmon_open_raw(raw, flags, hw_idp);
+}
+
+void
+fake_perfmon_write(int handle, uint64_t value)
+{
+    struct fake_counter *c = &fake_counters[handle];
+
+    assert(handle >= 0 && handle < FAKE_PERFMON_MAX_OPEN && c->open);
+    assert(fake_dev->ops->write != NULL);
+    fake_fold(c, false);
+    fake_dev->ops->write(fake_dev, c->hw_id, value & fake_mask());
+    c->prev = value & fake_mask();
+}
+
+void
+fake_perfmon_set_rearm(int handle, uint64_t value)
+{
+    struct fake_counter *c = &fake_counters[handle];
+
+    assert(handle >= 0 && handle < FAKE_PERFMON_MAX_OPEN && c->open);
+    c->rearm = value & fake_mask();
+
+    if (c->rearm != 0) {
+        fake_perfmon_write(handle, c->rearm);
+    }
 }
 
 uint64_t
