@@ -171,15 +171,14 @@ struct pmu_caps {
  * cpu_init: on each CPU after a successful probe, interrupts disabled:
  *   stop every counter, clear stale overflow status, open the global
  *   enable gate.
- * preset: on this CPU, interrupts disabled: load an allocated counter with
- *   value (in the device's width), for the self-test of the wrap path.
- *   -EINVAL for an unknown hw id or a value the counter cannot take.
+ *
+ * Loading a counter (the self-tests' wraps) is the device's write
+ * operation: one way to do it, one set of rules.
  */
 struct pmu_driver {
     const char *name;
     int (*probe)(struct pmu_caps *caps, bool use_nmi);
     void (*cpu_init)(void);
-    int (*preset)(unsigned int hw_id, uint64_t value);
     struct perfmon_dev *dev;
 };
 

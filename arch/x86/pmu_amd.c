@@ -260,6 +260,7 @@ pmu_amd_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 {
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
+    assert((value & ~pmu_amd.val_mask) == 0);
     pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
 }
 
@@ -437,21 +438,9 @@ pmu_amd_cpu_init(void)
     }
 }
 
-static int
-pmu_amd_preset(unsigned int hw_id, uint64_t value)
-{
-    if (!pmu_amd_hw_id_valid(hw_id) || (value & ~pmu_amd.val_mask) != 0) {
-        return -EINVAL;
-    }
-
-    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
-    return 0;
-}
-
 const struct pmu_driver pmu_amd_driver = {
     .name = "amd",
     .probe = pmu_amd_probe,
     .cpu_init = pmu_amd_cpu_init,
-    .preset = pmu_amd_preset,
     .dev = &pmu_amd_dev,
 };

@@ -429,12 +429,22 @@ pmu_intel_handle_overflow_intr(struct perfmon_dev *dev)
     return pmu_intr_claimed(mask);
 }
 
+/*
+ * The core arms within the device's width and, without full-width
+ * writes, within max_period: every such value is one a legacy write can
+ * load (bits 31 up all ones, or all zeros).
+ */
 static void
 pmu_intel_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 {
+    int error;
+
     (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
-    pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+    assert((value & ~pmu_intel.val_mask) == 0);
+    error = pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+    assert(error == 0);
+    (void)error;
 }
 
 static const struct perfmon_dev_ops pmu_intel_ops = {
@@ -730,21 +740,9 @@ pmu_intel_cpu_init(void)
     }
 }
 
-static int
-pmu_intel_preset(unsigned int hw_id, uint64_t value)
-{
-    if (!pmu_intel_hw_id_valid(hw_id)
-        || (value & ~pmu_intel.val_mask) != 0) {
-        return -EINVAL;
-    }
-
-    return pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
-}
-
 const struct pmu_driver pmu_intel_driver = {
     .name = "intel",
     .probe = pmu_intel_probe,
     .cpu_init = pmu_intel_cpu_init,
-    .preset = pmu_intel_preset,
     .dev = &pmu_intel_dev,
 };

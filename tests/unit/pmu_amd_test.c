@@ -534,7 +534,7 @@ test_spurious_nmi(void **state)
 }
 
 static void
-test_preset_and_wrap(void **state)
+test_write_and_wrap(void **state)
 {
     struct perfmon_dev *dev;
     unsigned int hw;
@@ -543,12 +543,12 @@ test_preset_and_wrap(void **state)
     (void)state;
     dev = boot_amd(0x10, false, false);
     h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
-    assert_int_equal(drv->preset(hw, TOP - 100), 0);
+    dev->ops->write(dev, hw, TOP - 100);
     /* The flag bit stays set: the counter is still armed. */
     assert_int_equal(pmu_test_peek(MSR_AMD_K7_PERFCTR0 + hw),
                      TOP | (TOP - 100));
-    assert_int_equal(drv->preset(hw, TOP), -EINVAL);
-    assert_int_equal(drv->preset(9, 0), -EINVAL);
+    expect_assert_failure(dev->ops->write(dev, hw, TOP));
+    expect_assert_failure(dev->ops->write(dev, 9, 0));
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 150, false);
     assert_int_equal(msr_model_nmis_pending(), 1);
     pmu_test_deliver_nmis(dev);
@@ -613,7 +613,7 @@ main(void)
         cmocka_unit_test(test_late_nmis),
         cmocka_unit_test(test_skid),
         cmocka_unit_test(test_spurious_nmi),
-        cmocka_unit_test(test_preset_and_wrap),
+        cmocka_unit_test(test_write_and_wrap),
         cmocka_unit_test(test_polled),
     };
 

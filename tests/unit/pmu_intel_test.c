@@ -785,7 +785,7 @@ test_pmi_acknowledged_and_unmasked(void **state)
     dev = boot_version(3);
     h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
     assert_int_equal(hw, 32);
-    assert_int_equal(drv->preset(hw, (1ULL << 48) - 10), 0);
+    drv->dev->ops->write(drv->dev, hw, (1ULL << 48) - 10);
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 25, false);
 
     /* The overflow set fixed 0's status bit and masked the LVT. */
@@ -801,37 +801,41 @@ test_pmi_acknowledged_and_unmasked(void **state)
     assert_false(msr_model_lvt_masked());
     assert_true(pmu_test_peek(MSR_IA32_FIXED_CTR0) >= 15);
     assert_true(pmu_test_peek(MSR_IA32_FIXED_CTR0) <= 15 + msr_model_drifted());
-    /* The core's value: what it saw before the preset, plus the wrap. */
+    /* The core's value: what it saw before the write, plus the wrap. */
     assert_true((fake_perfmon_value(h) & ((1ULL << 48) - 1))
                 <= 15 + msr_model_drifted());
     pmu_test_assert_no_fault();
 }
 
 static void
-test_preset(void **state)
+test_write(void **state)
 {
     struct msr_model_config c = msr_model_intel(2);
+    struct perfmon_dev *dev;
     unsigned int hw;
 
     (void)state;
-    boot(&c, true);
+    dev = boot(&c, true);
     assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
 
-    /* Legacy writes: only values the sign extension can produce. */
-    assert_int_equal(drv->preset(hw, 0x12345678), 0);
+    /* Legacy writes: only values the sign extension can produce, which
+       are those the core writes (within max_period of the wrap). */
+    dev->ops->write(dev, hw, 0x12345678);
     assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), 0x12345678);
-    assert_int_equal(drv->preset(hw, (1ULL << 48) - 1000), 0);
-    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), (1ULL << 48) - 1000);
-    assert_int_equal(drv->preset(hw, 1ULL << 40), -EINVAL);
-    assert_int_equal(drv->preset(hw, 1ULL << 48), -EINVAL);
-    assert_int_equal(drv->preset(20, 0), -EINVAL);
-    assert_int_equal(drv->preset(64, 0), -EINVAL);
+    dev->ops->write(dev, hw, (1ULL << 48) - dev->max_period);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw),
+                     (1ULL << 48) - dev->max_period);
+    expect_assert_failure(dev->ops->write(dev, hw, 1ULL << 40));
+    expect_assert_failure(dev->ops->write(dev, hw, 1ULL << 48));
+    expect_assert_failure(dev->ops->write(dev, 20, 0));
+    expect_assert_failure(dev->ops->write(dev, 64, 0));
 
     /* Full-width writes go through IA32_A_PMCx. */
     c = msr_model_intel(4);
-    boot(&c, true);
+    dev = boot(&c, true);
+    assert_int_equal(dev->max_period, 0);
     assert_true(fake_perfmon_open_raw(0x00c4, KERN, &hw) >= 0);
-    assert_int_equal(drv->preset(hw, 1ULL << 40), 0);
+    dev->ops->write(dev, hw, 1ULL << 40);
     assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + hw), 1ULL << 40);
     pmu_test_assert_no_fault();
 }
@@ -965,7 +969,7 @@ main(void)
         cmocka_unit_test(test_rearm_loses_nothing_v4),
         cmocka_unit_test(test_skid),
         cmocka_unit_test(test_pmi_acknowledged_and_unmasked),
-        cmocka_unit_test(test_preset),
+        cmocka_unit_test(test_write),
         cmocka_unit_test(test_cpu_init_clears_stale_state),
         cmocka_unit_test(test_polled),
         cmocka_unit_test(test_no_apic_polls),
