@@ -24,6 +24,7 @@
 #define ARCH_X86_PMU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/msr.h"
@@ -158,19 +159,30 @@ struct pmu_caps {
     bool full_width_write;      /* Intel IA32_A_PMCx */
     bool overflow_nmi;          /* overflow NMIs; false: the core polls */
     uint32_t arch_events;       /* Intel: available architectural events */
+    uint64_t fw_busy;           /* hw ids the firmware left counting on
+                                   some CPU: not ours */
 };
 
 /*
- * A vendor driver, as pmu.c drives it.
+ * A vendor driver, as pmu_probe_cpus() drives it.  Counters are named by
+ * their hw ids (bit i of a counter mask: hw id i).
  *
  * probe: on the boot CPU, at boot, before any other call: read CPUID,
- *   check the counters, fill *caps (always: also the reason when it
- *   declines) and return 0 with the device ready to register, or -ENODEV
+ *   check that the counters work (on counters the firmware does not use),
+ *   fill *caps with what it found (always: also the reason when it
+ *   declines) and return 0 with the candidate counters known, or -ENODEV
  *   when there is no working PMU (nothing is left programmed).  use_nmi
  *   false asks for a device without overflow interrupt (polled).
- * cpu_init: on each CPU after a successful probe, interrupts disabled:
- *   stop every counter, clear stale overflow status, open the global
- *   enable gate.
+ * cpu_probe: then on each CPU, the boot CPU included, interrupts disabled,
+ *   with the fault-safe accessors only: the candidates this CPU has (its
+ *   own CPUID, MSRs that answer) and that are free; *busyp receives those
+ *   the firmware left enabled.  Writes nothing.
+ * commit: then once, on the counters every CPU has and none uses
+ *   (usable): make the device ready to register and finish *caps; -ENODEV
+ *   with caps->reason when nothing usable is left.
+ * cpu_init: on each CPU after a successful commit, interrupts disabled:
+ *   stop every counter of ours, clear their stale overflow status, open
+ *   their global enables; what is not ours stays as it is.
  *
  * Loading a counter (the self-tests' wraps) is the device's write
  * operation: one way to do it, one set of rules.
@@ -178,6 +190,8 @@ struct pmu_caps {
 struct pmu_driver {
     const char *name;
     int (*probe)(struct pmu_caps *caps, bool use_nmi);
+    uint64_t (*cpu_probe)(uint64_t *busyp);
+    int (*commit)(struct pmu_caps *caps, uint64_t usable);
     void (*cpu_init)(void);
     struct perfmon_dev *dev;
 };
@@ -249,6 +263,7 @@ pmu_cpuid_model(uint32_t eax)
 /*
  * What both drivers do the same way (pmu.c).
  *
+ * pmu_popcount: the bits set in x.
  * pmu_mode_bits: the bits that select the counting modes of PERFMON_EF_MODE
  *   flags, os for the kernel and usr for user mode (PMU_EVTSEL_OS and
  *   PMU_EVTSEL_USR in a PERFEVTSEL, PMU_FIXED_CTRL_* in a fixed counter's
@@ -280,6 +295,7 @@ pmu_cpuid_model(uint32_t eax)
  *   performance-counter LVT entry, which an Intel PMI masks on delivery.
  * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
  */
+unsigned int pmu_popcount(uint64_t x);
 uint64_t pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr);
 bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);
 void pmu_active_add(unsigned int hw_id);
@@ -294,6 +310,29 @@ void pmu_freeze(uint32_t ctrl_msr, uint64_t ours);
 uint64_t pmu_intr_claimed(uint64_t mask);
 void pmu_overflow_intr_end(struct perfmon_dev *dev);
 uint64_t pmu_nr_pmis(void);
+
+/*
+ * The whole probe: drv->probe on this CPU (the boot CPU, thread context),
+ * drv->cpu_probe on every CPU through run_on (xcall_call in the kernel:
+ * it runs fn(arg) on cpu with interrupts disabled and returns 0, or an
+ * error when it cannot), then drv->commit with the counters all CPUs have
+ * and none uses.  Counters the firmware left counting, and CPUs whose
+ * counters differ from the boot CPU's (a hybrid part's small cores), are
+ * reported in the log, one line each; caps->fw_busy says which were left
+ * alone.  Returns 0 or the driver's -ENODEV (caps->reason says why).
+ */
+typedef int (*pmu_run_on_fn_t)(void (*fn)(void *arg), void *arg,
+                               unsigned int cpu);
+
+int pmu_probe_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
+                   bool use_nmi, pmu_run_on_fn_t run_on);
+
+/*
+ * A counter mask as the log shows it: "0-3, fixed 0-2" (fixed counters
+ * from hw id fixed_base on; 0: none), "none" when empty.
+ */
+void pmu_fmt_counters(char *buf, size_t size, uint64_t mask,
+                      unsigned int fixed_base);
 
 /* The boot glue (pmu_boot.c). */
 

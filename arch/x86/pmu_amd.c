@@ -46,15 +46,22 @@
 /* Status rounds in one interrupt before giving up (a stuck status). */
 #define PMU_AMD_MAX_ROUNDS      16
 
-/* The probed PMU, constant after probe except alloc_mask (core lock). */
+/*
+ * The probed PMU, written at boot by probe and commit (cpu_probe only
+ * reads it) and constant afterwards except alloc_mask (core lock).  Until
+ * commit, nr counts the boot CPU's candidates; after, the counters in use
+ * (exist_mask), which may have holes where the firmware keeps one.
+ */
 struct pmu_amd {
     unsigned int family;
+    unsigned int model;
     unsigned int nr;            /* counters */
     bool core_ext;              /* C001_0200h counters */
     bool v2;                    /* PerfMonV2 global registers */
     bool nmi;
     bool topbit;                /* overflow from bit 47, without v2 */
     uint64_t val_mask;          /* counter bits the core sees */
+    uint64_t cand_mask;         /* hw ids the boot CPU offers */
     uint64_t exist_mask;
     uint64_t alloc_mask;
 };
@@ -107,7 +114,7 @@ pmu_amd_ctr_msr(unsigned int i)
 static bool
 pmu_amd_hw_id_valid(unsigned int hw_id)
 {
-    return hw_id < pmu_amd.nr;
+    return hw_id < 64 && (pmu_amd.exist_mask & (1ULL << hw_id)) != 0;
 }
 
 static uint64_t
@@ -142,6 +149,8 @@ static int
 pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
               uint64_t raw_event, unsigned int flags)
 {
+    uint64_t free;
+
     (void)dev;
 
     if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
@@ -150,15 +159,15 @@ pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
         return -EINVAL;
     }
 
-    for (unsigned int i = 0; i < pmu_amd.nr; i++) {
-        if ((pmu_amd.alloc_mask & (1ULL << i)) == 0) {
-            pmu_amd.alloc_mask |= 1ULL << i;
-            *hw_idp = i;
-            return 0;
-        }
+    free = pmu_amd.exist_mask & ~pmu_amd.alloc_mask;
+
+    if (free == 0) {
+        return -EAGAIN;
     }
 
-    return -EAGAIN;
+    *hw_idp = (unsigned int)__builtin_ctzll(free);
+    pmu_amd.alloc_mask |= 1ULL << *hw_idp;
+    return 0;
 }
 
 static void
@@ -284,24 +293,66 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
 /* ---- probe -------------------------------------------------------------- */
 
 /*
+ * This CPU's counters among mask whose MSRs answer, and (in *busyp) those
+ * of them the firmware has enabled.  Fault-safe reads only.
+ */
+static uint64_t
+pmu_amd_counters_here(uint64_t mask, uint64_t *busyp)
+{
+    uint64_t answer = 0;
+
+    *busyp = 0;
+
+    while (mask != 0) {
+        unsigned int i = (unsigned int)__builtin_ctzll(mask);
+        uint64_t ctl, value;
+
+        mask &= mask - 1;
+
+        if (msr_read_safe(pmu_amd_ctl_msr(i), &ctl) == 0
+            && msr_read_safe(pmu_amd_ctr_msr(i), &value) == 0) {
+            answer |= 1ULL << i;
+            *busyp |= (ctl & PMU_EVTSEL_EN) ? (1ULL << i) : 0;
+        }
+    }
+
+    return answer;
+}
+
+/*
  * Nothing in CPUID announces the legacy counters, and emulators (QEMU TCG)
- * let their MSRs read 0 and drop writes: check that counter 0 keeps
- * values, including its top bit, and that the MSRs do not fault.
+ * let their MSRs read 0 and drop writes: check that a counter the firmware
+ * does not use keeps values, including its top bit, and that the MSRs do
+ * not fault (PerfCntrGlobalCtl is written back as it was, so that the
+ * firmware's counters go on).
  */
 static const char *
 pmu_amd_check_hw(void)
 {
     static const uint64_t patterns[] = { 0x5a5a, PMU_AMD_TOP_BIT | 0xa5a5 };
+    uint64_t busy, free, ctl;
+    unsigned int i;
 
-    if (pmu_amd.v2 && msr_write_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, 0) != 0) {
+    pmu_amd_counters_here(pmu_amd.cand_mask, &busy);
+    free = pmu_amd.cand_mask & ~busy;
+
+    if (free == 0) {
+        return "the firmware uses every counter";
+    }
+
+    i = (unsigned int)__builtin_ctzll(free);
+
+    if (pmu_amd.v2
+        && (msr_read_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, &ctl) != 0
+            || msr_write_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, ctl) != 0)) {
         return "PerfCntrGlobalCtl faults";
     }
 
-    if (msr_write_safe(pmu_amd_ctl_msr(0), 0) != 0) {
-        return "PerfEvtSel0 faults";
+    if (msr_write_safe(pmu_amd_ctl_msr(i), 0) != 0) {
+        return "PerfEvtSeln faults";
     }
 
-    if (!pmu_msr_holds(pmu_amd_ctr_msr(0), patterns, ARRAY_SIZE(patterns))) {
+    if (!pmu_msr_holds(pmu_amd_ctr_msr(i), patterns, ARRAY_SIZE(patterns))) {
         return "counters do not hold values";
     }
 
@@ -334,10 +385,55 @@ pmu_amd_decline(struct pmu_caps *caps, const char *reason)
     return -ENODEV;
 }
 
+/*
+ * The counters this CPU's CPUID announces: the four legacy ones, six with
+ * the core extension, PerfMonV2's own count when it gives one.  *core_extp
+ * and *v2p (may be NULL) receive the two features.
+ */
+static unsigned int
+pmu_amd_cpuid_nr(bool *core_extp, bool *v2p)
+{
+    uint32_t ext0[4], ext1[4], ext22[4];
+    bool core_ext = false, v2 = false;
+    unsigned int nr;
+
+    pmu_cpuid(0x80000000, 0, ext0);
+
+    if (ext0[0] >= 0x80000001) {
+        pmu_cpuid(0x80000001, 0, ext1);
+        core_ext = (ext1[2] & PMU_CPUID_X1_ECX_PERFCTR_CORE) != 0;
+    }
+
+    nr = core_ext ? PMU_AMD_NR_CORE : PMU_AMD_NR_LEGACY;
+
+    if (ext0[0] >= 0x80000022) {
+        pmu_cpuid(0x80000022, 0, ext22);
+
+        /* PerfMonV2 counters use the extension's MSRs. */
+        if ((ext22[0] & PMU_CPUID_X22_EAX_PERFMON_V2) && core_ext) {
+            v2 = true;
+
+            if (PMU_CPUID_X22_EBX_NR_CORE(ext22[1]) != 0) {
+                nr = PMU_CPUID_X22_EBX_NR_CORE(ext22[1]);
+            }
+        }
+    }
+
+    if (core_extp != NULL) {
+        *core_extp = core_ext;
+    }
+
+    if (v2p != NULL) {
+        *v2p = v2;
+    }
+
+    return MIN(nr, PMU_MAX_GP);
+}
+
 static int
 pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
 {
-    uint32_t leaf1[4], ext0[4], ext1[4], ext22[4];
+    uint32_t leaf1[4];
     const char *reason;
 
     assert(caps != NULL);
@@ -350,8 +446,9 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
 
     pmu_cpuid(1, 0, leaf1);
     pmu_amd.family = pmu_cpuid_family(leaf1[0]);
+    pmu_amd.model = pmu_cpuid_model(leaf1[0]);
     caps->family = pmu_amd.family;
-    caps->model = pmu_cpuid_model(leaf1[0]);
+    caps->model = pmu_amd.model;
 
     if (!(leaf1[3] & PMU_CPUID_1_EDX_MSR)) {
         return pmu_amd_decline(caps, "no MSRs");
@@ -362,37 +459,41 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
         return pmu_amd_decline(caps, "CPU family without counters");
     }
 
-    pmu_cpuid(0x80000000, 0, ext0);
-
-    if (ext0[0] >= 0x80000001) {
-        pmu_cpuid(0x80000001, 0, ext1);
-        pmu_amd.core_ext = (ext1[2] & PMU_CPUID_X1_ECX_PERFCTR_CORE) != 0;
-    }
-
-    pmu_amd.nr = pmu_amd.core_ext ? PMU_AMD_NR_CORE : PMU_AMD_NR_LEGACY;
-
-    if (ext0[0] >= 0x80000022) {
-        pmu_cpuid(0x80000022, 0, ext22);
-
-        /* PerfMonV2 counters use the extension's MSRs. */
-        if ((ext22[0] & PMU_CPUID_X22_EAX_PERFMON_V2) && pmu_amd.core_ext) {
-            pmu_amd.v2 = true;
-
-            if (PMU_CPUID_X22_EBX_NR_CORE(ext22[1]) != 0) {
-                pmu_amd.nr = PMU_CPUID_X22_EBX_NR_CORE(ext22[1]);
-            }
-        }
-    }
-
-    pmu_amd.nr = MIN(pmu_amd.nr, PMU_MAX_GP);
+    pmu_amd.nr = pmu_amd_cpuid_nr(&pmu_amd.core_ext, &pmu_amd.v2);
+    pmu_amd.cand_mask = (1ULL << pmu_amd.nr) - 1;
+    caps->version = pmu_amd.v2 ? 2 : 1;
+    caps->core_ext = pmu_amd.core_ext;
     reason = pmu_amd_check_hw();
 
     if (reason != NULL) {
         return pmu_amd_decline(caps, reason);
     }
 
-    pmu_amd.exist_mask = (1ULL << pmu_amd.nr) - 1;
     pmu_amd.nmi = use_nmi && (leaf1[3] & PMU_CPUID_1_EDX_APIC);
+    return 0;
+}
+
+/* This CPU's counters among the boot CPU's candidates, free ones only. */
+static uint64_t
+pmu_amd_cpu_probe(uint64_t *busyp)
+{
+    unsigned int nr = pmu_amd_cpuid_nr(NULL, NULL);
+    uint64_t mine = ((nr == 0) ? 0 : (1ULL << nr) - 1) & pmu_amd.cand_mask;
+
+    return pmu_amd_counters_here(mine, busyp) & ~*busyp;
+}
+
+static int
+pmu_amd_commit(struct pmu_caps *caps, uint64_t usable)
+{
+    usable &= pmu_amd.cand_mask;
+
+    if (usable == 0) {
+        return pmu_amd_decline(caps, "no counter common to every CPU");
+    }
+
+    pmu_amd.exist_mask = usable;
+    pmu_amd.nr = pmu_popcount(usable);
     pmu_amd.topbit = pmu_amd.nmi && !pmu_amd.v2;
     pmu_amd.val_mask = pmu_amd.topbit ? PMU_AMD_CNT_MASK >> 1
                                       : PMU_AMD_CNT_MASK;
@@ -407,8 +508,6 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
 
     caps->present = true;
     caps->reason = NULL;
-    caps->version = pmu_amd.v2 ? 2 : 1;
-    caps->core_ext = pmu_amd.core_ext;
     caps->nr_gp = pmu_amd.nr;
     caps->gp_width = PMU_AMD_WIDTH;
     caps->width = pmu_amd_dev.width;
@@ -418,10 +517,20 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
     return 0;
 }
 
+/*
+ * Our counters stopped and cleared, their stale overflow bits cleared and,
+ * with PerfMonV2, their global enables set; the firmware's left as they
+ * are.
+ */
 static void
 pmu_amd_cpu_init(void)
 {
-    for (unsigned int i = 0; i < pmu_amd.nr; i++) {
+    uint64_t mask = pmu_amd.exist_mask;
+
+    while (mask != 0) {
+        unsigned int i = (unsigned int)__builtin_ctzll(mask);
+
+        mask &= mask - 1;
         pmu_msr_write(pmu_amd_ctl_msr(i), 0);
         pmu_msr_write(pmu_amd_ctr_msr(i), 0);
     }
@@ -434,13 +543,17 @@ pmu_amd_cpu_init(void)
             pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, stale);
         }
 
-        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
+        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL,
+                      pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_CTL)
+                      | pmu_amd.exist_mask);
     }
 }
 
 const struct pmu_driver pmu_amd_driver = {
     .name = "amd",
     .probe = pmu_amd_probe,
+    .cpu_probe = pmu_amd_cpu_probe,
+    .commit = pmu_amd_commit,
     .cpu_init = pmu_amd_cpu_init,
     .dev = &pmu_amd_dev,
 };

@@ -45,8 +45,12 @@
 #define PMU_INTEL_MAX_ROUNDS    16
 
 /*
- * The probed PMU, written by probe and constant afterwards, except
- * alloc_mask (the core's allocator lock).
+ * The probed PMU, written at boot by probe and commit (thread context,
+ * before registration; cpu_probe only reads it) and constant afterwards,
+ * except alloc_mask (the core's allocator lock).  Between probe and commit
+ * nr_gp and fixed_map describe the boot CPU's candidates (cand_mask);
+ * after commit, the counters in use (exist_mask), which may have holes
+ * where the firmware keeps a counter.
  */
 struct pmu_intel {
     unsigned int version;
@@ -54,16 +58,20 @@ struct pmu_intel {
     unsigned int gp_width;
     unsigned int nr_fixed;
     unsigned int fixed_width;
-    uint32_t fixed_map;         /* fixed counters in use, bit i = counter i */
+    uint32_t fixed_map;         /* fixed counters, bit i = counter i */
     uint32_t avail;             /* available architectural events */
     uint64_t cnt_mask;          /* physical counter bits */
     uint64_t val_mask;          /* counter bits the core sees */
+    uint64_t cand_mask;         /* hw ids the boot CPU offers */
     uint64_t exist_mask;        /* hw ids (= status bits) of our counters */
     bool fw_write;
     bool nmi;
     bool topbit;                /* version 1 overflow detection */
     uint64_t alloc_mask;
 };
+
+/* General-purpose counters are hw ids 0..31 (status bits below 32). */
+#define PMU_INTEL_GP_BITS       ((1ULL << PMU_INTEL_FIXED_BASE) - 1)
 
 static struct pmu_intel pmu_intel;
 
@@ -98,20 +106,6 @@ static const struct pmu_intel_event {
     { PERFMON_EV_BRANCH_MISS, 0x00c5, PMU_INTEL_ARCH_BRANCH_MISS,
       PMU_INTEL_NONE },
 };
-
-/* No libgcc in the kernel: count bits by hand (a few, at probe time). */
-static unsigned int
-pmu_intel_popcount(uint64_t x)
-{
-    unsigned int n = 0;
-
-    while (x != 0) {
-        x &= x - 1;
-        n++;
-    }
-
-    return n;
-}
 
 static bool
 pmu_intel_is_fixed(unsigned int hw_id)
@@ -264,6 +258,7 @@ pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
 {
     const struct pmu_intel_event *e;
     bool fixed_busy = false;
+    uint64_t free;
 
     (void)dev;
 
@@ -299,15 +294,15 @@ pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
         return fixed_busy ? -EAGAIN : -ENOENT;
     }
 
-    for (unsigned int i = 0; i < pmu_intel.nr_gp; i++) {
-        if ((pmu_intel.alloc_mask & (1ULL << i)) == 0) {
-            pmu_intel.alloc_mask |= 1ULL << i;
-            *hw_idp = i;
-            return 0;
-        }
+    free = pmu_intel.exist_mask & PMU_INTEL_GP_BITS & ~pmu_intel.alloc_mask;
+
+    if (free == 0) {
+        return -EAGAIN;
     }
 
-    return -EAGAIN;
+    *hw_idp = (unsigned int)__builtin_ctzll(free);
+    pmu_intel.alloc_mask |= 1ULL << *hw_idp;
+    return 0;
 }
 
 static void
@@ -471,27 +466,117 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
 /* The patterns a counter must keep to be trusted. */
 static const uint64_t pmu_intel_patterns[] = { 0x5a5a, 0xa5a5 };
 
+static uint32_t
+pmu_intel_ctl_msr(unsigned int hw_id)
+{
+    assert(!pmu_intel_is_fixed(hw_id));
+    return MSR_IA32_PERFEVTSEL0 + hw_id;
+}
+
+/*
+ * Whether this CPU's counter hw_id answers (its MSRs do not fault) and,
+ * in *busyp, whether it is enabled: with nothing of ours running yet, the
+ * firmware's.  fixed_ctrl: this CPU's IA32_FIXED_CTR_CTRL.  Fault-safe
+ * reads only.
+ */
+static bool
+pmu_intel_counter_answers(unsigned int hw_id, uint64_t fixed_ctrl,
+                          bool *busyp)
+{
+    uint64_t ctl, value;
+
+    if (msr_read_safe(pmu_intel_ctr_msr(hw_id), &value) != 0) {
+        return false;
+    }
+
+    if (pmu_intel_is_fixed(hw_id)) {
+        ctl = fixed_ctrl >> PMU_FIXED_CTRL_SHIFT(hw_id - PMU_INTEL_FIXED_BASE);
+        *busyp = (ctl & (PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR)) != 0;
+        return true;
+    }
+
+    if (msr_read_safe(pmu_intel_ctl_msr(hw_id), &ctl) != 0) {
+        return false;
+    }
+
+    *busyp = (ctl & PMU_EVTSEL_EN) != 0;
+    return true;
+}
+
+/*
+ * This CPU's counters among mask: those that answer, and (in *busyp) those
+ * of them the firmware has enabled.
+ */
+static uint64_t
+pmu_intel_counters_here(uint64_t mask, uint64_t *busyp)
+{
+    uint64_t fixed_ctrl = 0, answer = 0;
+
+    *busyp = 0;
+
+    if ((mask & ~PMU_INTEL_GP_BITS) != 0
+        && msr_read_safe(MSR_IA32_FIXED_CTR_CTRL, &fixed_ctrl) != 0) {
+        mask &= PMU_INTEL_GP_BITS;
+    }
+
+    while (mask != 0) {
+        unsigned int hw_id = (unsigned int)__builtin_ctzll(mask);
+        bool busy = false;
+
+        mask &= mask - 1;
+
+        if (pmu_intel_counter_answers(hw_id, fixed_ctrl, &busy)) {
+            answer |= 1ULL << hw_id;
+            *busyp |= busy ? (1ULL << hw_id) : 0;
+        }
+    }
+
+    return answer;
+}
+
+/* Write an MSR back with what it holds: does it take writes at all? */
+static bool
+pmu_intel_rewrite_safe(uint32_t msr)
+{
+    uint64_t value;
+
+    return msr_read_safe(msr, &value) == 0 && msr_write_safe(msr, value) == 0;
+}
+
 /*
  * CPUID alone is not trusted: hypervisors and emulators may advertise
  * counters whose MSRs fault, or read 0 and drop writes.  Check that the
- * control MSRs can be written and that a counter keeps what is written to
- * it, everything through the faulting-safe accessors.
+ * control MSRs take writes and that a counter keeps what is written to it,
+ * everything through the faulting-safe accessors, on counters the firmware
+ * does not use (their control registers written back as they were), so
+ * that whatever the firmware counts goes on counting.
  */
 static const char *
 pmu_intel_check_hw(void)
 {
-    uint32_t fixed0;
+    uint64_t busy, answer, free_gp, free_fixed;
+    unsigned int gp;
+
+    answer = pmu_intel_counters_here(pmu_intel.cand_mask, &busy);
+    free_gp = pmu_intel.cand_mask & PMU_INTEL_GP_BITS & ~busy;
+    free_fixed = answer & ~PMU_INTEL_GP_BITS & ~busy;
+
+    if (free_gp == 0) {
+        return "the firmware uses every general-purpose counter";
+    }
+
+    gp = (unsigned int)__builtin_ctzll(free_gp);
 
     if (pmu_intel.version >= 2
-        && msr_write_safe(MSR_IA32_PERF_GLOBAL_CTRL, 0) != 0) {
+        && !pmu_intel_rewrite_safe(MSR_IA32_PERF_GLOBAL_CTRL)) {
         return "IA32_PERF_GLOBAL_CTRL faults";
     }
 
-    if (msr_write_safe(MSR_IA32_PERFEVTSEL0, 0) != 0) {
-        return "IA32_PERFEVTSEL0 faults";
+    if (msr_write_safe(pmu_intel_ctl_msr(gp), 0) != 0) {
+        return "IA32_PERFEVTSELx faults";
     }
 
-    if (!pmu_msr_holds(MSR_IA32_PMC0, pmu_intel_patterns,
+    if (!pmu_msr_holds(MSR_IA32_PMC0 + gp, pmu_intel_patterns,
                        ARRAY_SIZE(pmu_intel_patterns))) {
         return "counters do not hold values";
     }
@@ -501,24 +586,23 @@ pmu_intel_check_hw(void)
         uint64_t back;
 
         /* A full-width write must reach the bits a legacy write cannot. */
-        if (msr_write_safe(MSR_IA32_A_PMC0, top | 0x5a5a) != 0
-            || msr_read_safe(MSR_IA32_PMC0, &back) != 0
+        if (msr_write_safe(MSR_IA32_A_PMC0 + gp, top | 0x5a5a) != 0
+            || msr_read_safe(MSR_IA32_PMC0 + gp, &back) != 0
             || back != (top | 0x5a5a)) {
             pmu_intel.fw_write = false;
         }
 
-        msr_write_safe(MSR_IA32_PMC0, 0);
+        msr_write_safe(MSR_IA32_PMC0 + gp, 0);
     }
 
-    if (pmu_intel.fixed_map != 0) {
-        fixed0 = MSR_IA32_FIXED_CTR0
-                 + (uint32_t)__builtin_ctz(pmu_intel.fixed_map);
-
-        if (msr_write_safe(MSR_IA32_FIXED_CTR_CTRL, 0) != 0) {
+    if (free_fixed != 0) {
+        if (!pmu_intel_rewrite_safe(MSR_IA32_FIXED_CTR_CTRL)) {
             return "IA32_FIXED_CTR_CTRL faults";
         }
 
-        if (!pmu_msr_holds(fixed0, pmu_intel_patterns,
+        if (!pmu_msr_holds(pmu_intel_ctr_msr((unsigned int)
+                                             __builtin_ctzll(free_fixed)),
+                           pmu_intel_patterns,
                            ARRAY_SIZE(pmu_intel_patterns))) {
             return "fixed counters do not hold values";
         }
@@ -544,22 +628,34 @@ pmu_intel_is_intel(void)
  * the generic events use are kept.
  */
 static uint32_t
-pmu_intel_fixed_map(uint32_t ecx, uint32_t edx)
+pmu_intel_fixed_map(unsigned int version, uint32_t ecx, uint32_t edx)
 {
     unsigned int nr = PMU_CPUID_0A_NR_FIXED(edx);
     uint32_t map = 0;
 
-    if (pmu_intel.version < 2) {
+    if (version < 2) {
         return 0;
     }
 
     for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
-        if (i < nr || (pmu_intel.version >= 5 && (ecx & (1U << i)))) {
+        if (i < nr || (version >= 5 && (ecx & (1U << i)))) {
             map |= 1U << i;
         }
     }
 
     return map;
+}
+
+/* The counters this CPU's CPUID leaf 0AH offers, as hw ids. */
+static uint64_t
+pmu_intel_cpuid_counters(const uint32_t leafa[4])
+{
+    unsigned int version = PMU_CPUID_0A_VERSION(leafa[0]);
+    unsigned int nr_gp = MIN(PMU_CPUID_0A_NR_GP(leafa[0]), PMU_MAX_GP);
+
+    return ((nr_gp == 0) ? 0 : (1ULL << nr_gp) - 1)
+           | ((uint64_t)pmu_intel_fixed_map(version, leafa[2], leafa[3])
+              << PMU_INTEL_FIXED_BASE);
 }
 
 static void
@@ -582,7 +678,7 @@ static int
 pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 {
     uint32_t leaf0[4], leaf1[4], leafa[4];
-    unsigned int ebx_len, top;
+    unsigned int ebx_len;
     const char *reason;
 
     assert(caps != NULL);
@@ -624,7 +720,8 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
     ebx_len = MIN(PMU_CPUID_0A_EBX_LEN(leafa[0]), PMU_INTEL_NR_ARCH_EVENTS);
     pmu_intel.avail = ~leafa[1] & ((1U << ebx_len) - 1);
 
-    pmu_intel.fixed_map = pmu_intel_fixed_map(leafa[2], leafa[3]);
+    pmu_intel.fixed_map = pmu_intel_fixed_map(pmu_intel.version, leafa[2],
+                                              leafa[3]);
     pmu_intel.fixed_width = PMU_CPUID_0A_FIXED_WIDTH(leafa[3]);
 
     /*
@@ -635,10 +732,13 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
         pmu_intel.fixed_map = 0;
     }
 
-    pmu_intel.nr_fixed = pmu_intel_popcount(pmu_intel.fixed_map);
+    pmu_intel.nr_fixed = pmu_popcount(pmu_intel.fixed_map);
     pmu_intel.nr_gp = MIN(pmu_intel.nr_gp, PMU_MAX_GP - pmu_intel.nr_fixed);
     pmu_intel.cnt_mask = (pmu_intel.gp_width >= 64)
                          ? UINT64_MAX : (1ULL << pmu_intel.gp_width) - 1;
+    pmu_intel.cand_mask = ((1ULL << pmu_intel.nr_gp) - 1)
+                          | ((uint64_t)pmu_intel.fixed_map
+                             << PMU_INTEL_FIXED_BASE);
 
     /* IA32_PERF_CAPABILITIES exists when CPUID.1:ECX.PDCM is set. */
     if (leaf1[2] & PMU_CPUID_1_ECX_PDCM) {
@@ -655,11 +755,50 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
         return pmu_intel_decline(caps, reason);
     }
 
-    pmu_intel.exist_mask = ((pmu_intel.nr_gp >= 64)
-                            ? UINT64_MAX : (1ULL << pmu_intel.nr_gp) - 1)
-                           | ((uint64_t)pmu_intel.fixed_map
-                              << PMU_INTEL_FIXED_BASE);
     pmu_intel.nmi = use_nmi && (leaf1[3] & PMU_CPUID_1_EDX_APIC);
+    return 0;
+}
+
+/*
+ * This CPU's own leaf 0AH (a hybrid part's cores differ) must describe the
+ * same architecture; then its counters among the boot CPU's candidates
+ * are those it reports and whose MSRs answer.
+ */
+static uint64_t
+pmu_intel_cpu_probe(uint64_t *busyp)
+{
+    uint32_t leafa[4];
+    uint64_t mine;
+
+    *busyp = 0;
+    pmu_cpuid(0xa, 0, leafa);
+
+    if (PMU_CPUID_0A_VERSION(leafa[0]) != pmu_intel.version
+        || PMU_CPUID_0A_GP_WIDTH(leafa[0]) != pmu_intel.gp_width) {
+        return 0;
+    }
+
+    mine = pmu_intel_cpuid_counters(leafa) & pmu_intel.cand_mask;
+    mine = pmu_intel_counters_here(mine, busyp);
+    return mine & ~*busyp;
+}
+
+static int
+pmu_intel_commit(struct pmu_caps *caps, uint64_t usable)
+{
+    unsigned int top;
+
+    usable &= pmu_intel.cand_mask;
+
+    if ((usable & PMU_INTEL_GP_BITS) == 0) {
+        return pmu_intel_decline(caps, "no general-purpose counter common "
+                                 "to every CPU");
+    }
+
+    pmu_intel.exist_mask = usable;
+    pmu_intel.fixed_map = (uint32_t)(usable >> PMU_INTEL_FIXED_BASE);
+    pmu_intel.nr_fixed = pmu_popcount(pmu_intel.fixed_map);
+    pmu_intel.nr_gp = pmu_popcount(usable & PMU_INTEL_GP_BITS);
 
     /*
      * Version 1 has no overflow status: keep the counter's top bits armed
@@ -687,7 +826,7 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 
         /* A legacy write loads 32 bits, sign-extended from bit 31. */
         .max_period = pmu_intel.fw_write ? 0 : (1ULL << 31) - 1,
-        .width = pmu_intel_popcount(pmu_intel.val_mask),
+        .width = pmu_popcount(pmu_intel.val_mask),
         .nr_pmcs = pmu_intel.nr_gp + pmu_intel.nr_fixed,
     };
 
@@ -706,20 +845,34 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 }
 
 /*
- * Every counter stopped and cleared, stale overflow bits acknowledged, and
- * from version 2 on the global enable gate opened for all our counters:
- * counting is then controlled by each counter's own enable bits.
+ * Our counters stopped and cleared, their stale overflow bits
+ * acknowledged, and from version 2 on their global enables set: counting
+ * is then controlled by each counter's own enable bits.  The firmware's
+ * counters, fields and enables stay as they are.
  */
 static void
 pmu_intel_cpu_init(void)
 {
-    for (unsigned int i = 0; i < pmu_intel.nr_gp; i++) {
+    uint64_t gp = pmu_intel.exist_mask & PMU_INTEL_GP_BITS;
+
+    while (gp != 0) {
+        unsigned int i = (unsigned int)__builtin_ctzll(gp);
+
+        gp &= gp - 1;
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + i, 0);
         pmu_msr_write(MSR_IA32_PMC0 + i, 0);
     }
 
     if (pmu_intel.fixed_map != 0) {
-        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, 0);
+        uint64_t ctrl = pmu_msr_read(MSR_IA32_FIXED_CTR_CTRL);
+
+        for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
+            if (pmu_intel_has_fixed(i)) {
+                ctrl &= ~PMU_FIXED_CTRL_FIELD(i);
+            }
+        }
+
+        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
 
         for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
             if (pmu_intel_has_fixed(i)) {
@@ -736,13 +889,17 @@ pmu_intel_cpu_init(void)
             pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, stale);
         }
 
-        pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
+        pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL,
+                      pmu_msr_read(MSR_IA32_PERF_GLOBAL_CTRL)
+                      | pmu_intel.exist_mask);
     }
 }
 
 const struct pmu_driver pmu_intel_driver = {
     .name = "intel",
     .probe = pmu_intel_probe,
+    .cpu_probe = pmu_intel_cpu_probe,
+    .commit = pmu_intel_commit,
     .cpu_init = pmu_intel_cpu_init,
     .dev = &pmu_intel_dev,
 };

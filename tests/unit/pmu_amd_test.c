@@ -14,12 +14,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "fakes/fake_log.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
@@ -164,7 +166,7 @@ test_decline_kvm_without_pmu(void **state)
     (void)state;
     c.kind = MSR_MODEL_KVM_NO_PMU;
     /* CPUID claims the extension, whose MSRs fault. */
-    check_declines(&c, "PerfEvtSel0 faults");
+    check_declines(&c, "PerfEvtSeln faults");
     assert_true(msr_model_nr_gp_safe() > 0);
 
     /* Without the extension the K7 MSRs read 0 and drop writes. */
@@ -590,6 +592,88 @@ test_polled(void **state)
     pmu_test_assert_no_fault();
 }
 
+/* ---- what the firmware left, and the other CPUs ------------------------ */
+
+/* A counter the firmware left counting is left alone on every CPU. */
+static void
+test_firmware_counter_left_alone(void **state)
+{
+    struct msr_model_config c = msr_model_amd(0x19, true, true);
+    struct perfmon_dev *dev;
+    unsigned int hw;
+
+    (void)state;
+    c.fw_running = 1ULL << 0;
+    msr_model_init(&c);
+    dev = pmu_test_boot_cpus(drv, &caps, 2, true);
+    assert_int_equal(caps.nr_gp, 5);
+    assert_int_equal(dev->nr_pmcs, 5);
+    assert_int_equal(caps.fw_busy, 1);
+    assert_non_null(strstr(fake_log_last(), "firmware left counters 0"));
+
+    for (unsigned int cpu = 0; cpu < 2; cpu++) {
+        fake_cpu_set_id(cpu);
+        assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0) & PMU_EVTSEL_EN);
+        assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0)
+                    >= MSR_MODEL_FW_VALUE);
+        assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0x3f);
+    }
+
+    fake_cpu_set_id(0);
+
+    for (unsigned int i = 1; i < 6; i++) {
+        assert_true(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw) >= 0);
+        assert_int_equal(hw, i);
+    }
+
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw), -EAGAIN);
+    dev->ops->write(dev, 1, (1ULL << 48) - 10);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 100, false);
+    pmu_test_deliver_nmis(dev);
+    assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0x3f);
+    assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0) >= MSR_MODEL_FW_VALUE);
+    pmu_test_assert_no_fault();
+
+    /* Every counter the firmware's: nothing to check, nothing to use. */
+    c.fw_running = 0x3f;
+    msr_model_init(&c);
+    assert_int_equal(pmu_test_probe_cpus(drv, &caps, 1, true), -ENODEV);
+    assert_string_equal(caps.reason, "the firmware uses every counter");
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * An application processor announcing fewer PerfMonV2 counters: probed
+ * with the fault-safe accessors, reported, the common subset used.
+ */
+static void
+test_ap_with_fewer_counters(void **state)
+{
+    struct msr_model_config big = msr_model_amd(0x19, true, true);
+    struct msr_model_config small = msr_model_amd(0x19, true, true);
+    struct perfmon_dev *dev;
+    unsigned int hw;
+
+    (void)state;
+    small.v2_nr = 4;
+    msr_model_init(&big);
+    msr_model_set_cpu(1, &small);
+    dev = pmu_test_boot_cpus(drv, &caps, 2, true);
+    assert_int_equal(caps.nr_gp, 4);
+    assert_int_equal(dev->nr_pmcs, 4);
+    assert_non_null(strstr(fake_log_last(), "cpu1 has counters 0-3"));
+    fake_cpu_set_id(1);
+    assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0xf);
+
+    for (unsigned int i = 0; i < 4; i++) {
+        assert_true(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw) >= 0);
+    }
+
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw), -EAGAIN);
+    fake_cpu_set_id(0);
+    pmu_test_assert_no_fault();
+}
+
 int
 main(void)
 {
@@ -615,6 +699,8 @@ main(void)
         cmocka_unit_test(test_spurious_nmi),
         cmocka_unit_test(test_write_and_wrap),
         cmocka_unit_test(test_polled),
+        cmocka_unit_test(test_firmware_counter_left_alone),
+        cmocka_unit_test(test_ap_with_fewer_counters),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

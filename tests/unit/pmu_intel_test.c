@@ -14,12 +14,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "fakes/fake_log.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
@@ -214,7 +216,7 @@ test_decline_faulting_msrs(void **state)
 
     c = msr_model_intel(1);
     c.kind = MSR_MODEL_FAULTING;
-    check_declines(&c, "IA32_PERFEVTSEL0 faults");
+    check_declines(&c, "IA32_PERFEVTSELx faults");
 }
 
 static void
@@ -846,10 +848,8 @@ test_cpu_init_clears_stale_state(void **state)
     struct msr_model_config c = msr_model_intel(2);
 
     (void)state;
-    fake_cpu_reset(1);
-    fake_perfmon_reset();
     msr_model_init(&c);
-    assert_int_equal(drv->probe(&caps, true), 0);
+    assert_int_equal(pmu_test_probe_cpus(drv, &caps, 1, true), 0);
 
     /* Firmware left a counter running and overflow bits set. */
     msr_write_safe(MSR_IA32_PERFEVTSEL0 + 1, 0x00c4 | PMU_EVTSEL_EN);
@@ -937,6 +937,142 @@ test_reference_cycles_fixed_only(void **state)
     pmu_test_assert_no_fault();
 }
 
+/* ---- what the firmware left, and the other CPUs ------------------------ */
+
+/*
+ * Counters the firmware left counting (general-purpose 1, fixed 1) are
+ * left alone on every CPU, never handed out, and the boot log says so; the
+ * others work.
+ */
+static void
+test_firmware_counters_left_alone(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h[3];
+
+    (void)state;
+    c.fw_running = (1ULL << 1) | (1ULL << (MSR_MODEL_FIXED_BIT + 1));
+    msr_model_init(&c);
+    dev = pmu_test_boot_cpus(drv, &caps, 2, true);
+    assert_int_equal(caps.nr_gp, 3);
+    assert_int_equal(caps.nr_fixed, 2);
+    assert_int_equal(dev->nr_pmcs, 5);
+    assert_int_equal(caps.fw_busy, c.fw_running);
+    assert_non_null(strstr(fake_log_last(), "firmware"));
+    assert_non_null(strstr(fake_log_last(), "1, fixed 1"));
+
+    for (unsigned int cpu = 0; cpu < 2; cpu++) {
+        fake_cpu_set_id(cpu);
+        assert_true(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + 1) & PMU_EVTSEL_EN);
+        assert_true(pmu_test_peek(MSR_IA32_PMC0 + 1) >= MSR_MODEL_FW_VALUE);
+        assert_int_equal((pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL) >> 4) & 0xf,
+                         PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR);
+        assert_true(pmu_test_peek(MSR_IA32_FIXED_CTR0 + 1)
+                    >= MSR_MODEL_FW_VALUE);
+        /* Their global enables too. */
+        assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL),
+                         0xfULL | (7ULL << 32));
+    }
+
+    fake_cpu_set_id(0);
+
+    /* Cycles cannot have fixed counter 1: a general one, not 1 either. */
+    h[0] = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw);
+    assert_true(h[0] >= 0);
+    assert_int_equal(hw, 0);
+    h[1] = fake_perfmon_open_raw(0x00c4, KERN, &hw);
+    assert_int_equal(hw, 2);
+    h[2] = fake_perfmon_open_raw(0x00c5, KERN, &hw);
+    assert_int_equal(hw, 3);
+    assert_int_equal(fake_perfmon_open_raw(0x00c4, USER, &hw), -EAGAIN);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, true);
+    pmu_test_assert_count(fake_perfmon_value(h[0]), 0);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, false);
+    pmu_test_assert_count(fake_perfmon_value(h[0]), 1000);
+
+    /* The PMI path freezes and restores ours only. */
+    dev->ops->write(dev, 0, (1ULL << 48) - 10);
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 100, false);
+    pmu_test_deliver_nmis(dev);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL),
+                     0xfULL | (7ULL << 32));
+    assert_true(pmu_test_peek(MSR_IA32_PMC0 + 1) >= MSR_MODEL_FW_VALUE + 2000);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * Counter 0 busy: the check that counters hold values must use another
+ * one; with every general-purpose counter busy there is nothing to check
+ * (nor to use), and the probe declines.
+ */
+static void
+test_firmware_counter0_busy(void **state)
+{
+    struct msr_model_config c = msr_model_intel(3);
+
+    (void)state;
+    c.fw_running = 1;
+    msr_model_init(&c);
+    pmu_test_boot_cpus(drv, &caps, 1, true);
+    assert_int_equal(caps.nr_gp, 3);
+    assert_true(pmu_test_peek(MSR_IA32_PERFEVTSEL0) & PMU_EVTSEL_EN);
+    assert_true(pmu_test_peek(MSR_IA32_PMC0) >= MSR_MODEL_FW_VALUE);
+
+    c.fw_running = 0xf;
+    msr_model_init(&c);
+    assert_int_equal(pmu_test_probe_cpus(drv, &caps, 1, true), -ENODEV);
+    assert_string_equal(caps.reason,
+                        "the firmware uses every general-purpose counter");
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + 3),
+                     0x3c | PMU_EVTSEL_USR | PMU_EVTSEL_OS | PMU_EVTSEL_EN);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * An application processor with fewer counters than the boot CPU (a hybrid
+ * part's small core): every CPU is probed, with the fault-safe accessors,
+ * the mismatch is reported and the device has what all CPUs have.
+ */
+static void
+test_ap_with_fewer_counters(void **state)
+{
+    struct msr_model_config big = msr_model_intel(5);
+    struct msr_model_config small = msr_model_intel(5);
+    struct perfmon_dev *dev;
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    small.nr_gp = 6;
+    small.nr_fixed = 3;
+    small.fixed_bitmap = 0x7;
+    msr_model_init(&big);
+    msr_model_set_cpu(2, &small);
+    dev = pmu_test_boot_cpus(drv, &caps, 3, true);
+    assert_int_equal(caps.nr_gp, 6);
+    assert_int_equal(caps.nr_fixed, 3);
+    assert_int_equal(dev->nr_pmcs, 9);
+    assert_non_null(strstr(fake_log_last(), "cpu2"));
+    pmu_test_assert_no_fault();
+
+    /* Counters 0-5 count on the small CPU. */
+    fake_cpu_set_id(2);
+
+    for (unsigned int i = 0; i < 6; i++) {
+        h = fake_perfmon_open_raw(0x00c4, USER, &hw);
+        assert_true(h >= 0);
+        assert_int_equal(hw, i);
+    }
+
+    assert_int_equal(fake_perfmon_open_raw(0x00c5, KERN, &hw), -EAGAIN);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 100, true);
+    assert_int_equal(fake_perfmon_value(h), 100);
+    pmu_test_assert_no_fault();
+    fake_cpu_set_id(0);
+}
+
 int
 main(void)
 {
@@ -974,6 +1110,9 @@ main(void)
         cmocka_unit_test(test_polled),
         cmocka_unit_test(test_no_apic_polls),
         cmocka_unit_test(test_reference_cycles_fixed_only),
+        cmocka_unit_test(test_firmware_counters_left_alone),
+        cmocka_unit_test(test_firmware_counter0_busy),
+        cmocka_unit_test(test_ap_with_fewer_counters),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

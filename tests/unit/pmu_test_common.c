@@ -14,6 +14,7 @@
 
 #include "arch/x86/lapic.h"
 #include "arch/x86/pmu.h"
+#include "fakes/fake_log.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
@@ -24,22 +25,56 @@
 
 uint64_t pmu_test_rng_state;
 
+/* xcall_call as the boot glue uses it: fn on cpu, interrupts disabled. */
+static int
+pmu_test_run_on(void (*fn)(void *arg), void *arg, unsigned int cpu)
+{
+    unsigned int self = cpu_id();
+
+    fake_cpu_set_id(cpu);
+    fake_cpu_set_intr(false);
+    fn(arg);
+    fake_cpu_set_intr(true);
+    fake_cpu_set_id(self);
+    return 0;
+}
+
+int
+pmu_test_probe_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
+                    unsigned int nr_cpus, bool use_nmi)
+{
+    fake_cpu_reset(nr_cpus);
+    fake_perfmon_reset();
+    fake_log_reset();
+    return pmu_probe_cpus(drv, caps, use_nmi, pmu_test_run_on);
+}
+
+struct perfmon_dev *
+pmu_test_boot_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
+                   unsigned int nr_cpus, bool use_nmi)
+{
+    assert_int_equal(pmu_test_probe_cpus(drv, caps, nr_cpus, use_nmi), 0);
+
+    for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
+        fake_cpu_set_id(cpu);
+        drv->cpu_init();
+
+        if (caps->overflow_nmi) {
+            lapic_pmc_setup();
+        }
+    }
+
+    fake_cpu_set_id(0);
+    assert_int_equal(perfmon_register(drv->dev), 0);
+    return drv->dev;
+}
+
 struct perfmon_dev *
 pmu_test_boot(const struct pmu_driver *drv, struct pmu_caps *caps,
               const struct msr_model_config *config, bool use_nmi)
 {
-    fake_cpu_reset(1);
-    fake_perfmon_reset();
     msr_model_init(config);
-    assert_int_equal(drv->probe(caps, use_nmi), 0);
-    drv->cpu_init();
-
-    if (caps->overflow_nmi) {
-        lapic_pmc_setup();
-    }
-
-    assert_int_equal(perfmon_register(drv->dev), 0);
-    return drv->dev;
+    return pmu_test_boot_cpus(drv, caps, 1, use_nmi);
 }
 
 void
@@ -47,9 +82,8 @@ pmu_test_check_declines(const struct pmu_driver *drv, struct pmu_caps *caps,
                         const struct msr_model_config *config,
                         const char *reason)
 {
-    fake_perfmon_reset();
     msr_model_init(config);
-    assert_int_equal(drv->probe(caps, true), -ENODEV);
+    assert_int_equal(pmu_test_probe_cpus(drv, caps, 1, true), -ENODEV);
     assert_false(caps->present);
     assert_non_null(caps->reason);
     assert_string_equal(caps->reason, reason);

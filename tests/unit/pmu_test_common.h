@@ -30,6 +30,19 @@ struct perfmon_dev *pmu_test_boot(const struct pmu_driver *drv,
                                   bool use_nmi);
 
 /*
+ * The same on the model as the test set it up (msr_model_init, and
+ * msr_model_set_cpu for the CPUs that differ), with nr_cpus CPUs: the
+ * probe, as the boot glue runs it, then each CPU's init and LVT.  Leaves
+ * the test on CPU 0.  pmu_test_probe_cpus() is the probe alone, returning
+ * its result.
+ */
+struct perfmon_dev *pmu_test_boot_cpus(const struct pmu_driver *drv,
+                                       struct pmu_caps *caps,
+                                       unsigned int nr_cpus, bool use_nmi);
+int pmu_test_probe_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
+                        unsigned int nr_cpus, bool use_nmi);
+
+/*
  * drv, probed on a machine built from config, must decline it for reason,
  * without a fault, leaving no device to take an NMI.
  */
