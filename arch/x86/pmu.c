@@ -86,6 +86,29 @@ pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr)
     return holds;
 }
 
+int
+pmu_alloc_pick(uint64_t *alloc_mask, uint64_t allowed, uint64_t prefer,
+               unsigned int *hw_idp)
+{
+    uint64_t free = allowed & ~*alloc_mask;
+
+    if (allowed == 0) {
+        return -ENOENT;
+    }
+
+    if (free == 0) {
+        return -EAGAIN;
+    }
+
+    if ((free & prefer) != 0) {
+        free &= prefer;
+    }
+
+    *hw_idp = (unsigned int)__builtin_ctzll(free);
+    *alloc_mask |= 1ULL << *hw_idp;
+    return 0;
+}
+
 void
 pmu_active_add(unsigned int hw_id)
 {

@@ -268,6 +268,15 @@ pmu_cpuid_model(uint32_t eax)
  *   flags, os for the kernel and usr for user mode (PMU_EVTSEL_OS and
  *   PMU_EVTSEL_USR in a PERFEVTSEL, PMU_FIXED_CTRL_* in a fixed counter's
  *   field).
+ * pmu_alloc_pick: the allocators' one rule, for counter constraints of
+ *   any kind (AMD family 15h's, Intel's fixed counters): reserve in
+ *   *alloc_mask the lowest free counter of those in allowed that can count
+ *   the event, one of prefer (a subset, such as the fixed counter that
+ *   counts it) when one is free.  Returns 0 with its hw id in *hw_idp,
+ *   -ENOENT when no counter can count the event (allowed empty), -EAGAIN
+ *   when all that can are taken.  Allocation is per event, first come
+ *   first served, without moving events already placed: an event needing
+ *   a counter an unconstrained one took gets -EAGAIN.
  * pmu_msr_holds: whether an MSR keeps each of nr patterns written to it,
  *   through the fault-safe accessors; it is left holding 0 either way.
  * pmu_active_*: the counters started on each CPU (hw id bits), written by
@@ -297,6 +306,8 @@ pmu_cpuid_model(uint32_t eax)
  */
 unsigned int pmu_popcount(uint64_t x);
 uint64_t pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr);
+int pmu_alloc_pick(uint64_t *alloc_mask, uint64_t allowed, uint64_t prefer,
+                   unsigned int *hw_idp);
 bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);
 void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);

@@ -124,6 +124,101 @@ pmu_amd_armed(uint64_t value)
     return pmu_amd.topbit ? (value | PMU_AMD_TOP_BIT) : value;
 }
 
+/*
+ * Family 15h counter constraints (BKDG for AMD family 15h models 00h-0Fh,
+ * section "Performance Monitor Counters", whose event list gives the
+ * counters each event can use; the same facts as Linux's
+ * amd_get_event_constraints_f15h).  An event counts only on the counters
+ * of its unit (bits 7:4 of the event select: FP, load/store and data
+ * cache, execution, instruction cache and decode, northbridge), except the
+ * listed events, which have their own.  umask says when an exception
+ * applies: always, or only with a unit mask of more than one bit, at most
+ * one bit, or bits in both of its nibbles.
+ */
+#define PMU_AMD_UMASK_ANY       0
+#define PMU_AMD_UMASK_MULTI     1
+#define PMU_AMD_UMASK_SINGLE    2
+#define PMU_AMD_UMASK_NIBBLES   3
+
+static const struct pmu_amd_constraint {
+    uint16_t first;             /* 12-bit event selects first..last */
+    uint16_t last;
+    uint8_t umask;              /* PMU_AMD_UMASK_* */
+    uint8_t counters;           /* hw ids that count it */
+} pmu_amd_f15h_events[] = {
+    { 0x000, 0x000, PMU_AMD_UMASK_NIBBLES, 0x08 },
+    { 0x003, 0x003, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x004, 0x004, PMU_AMD_UMASK_MULTI, 0x08 },
+    { 0x00b, 0x00b, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x00d, 0x00d, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x023, 0x023, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x02d, 0x02d, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x02e, 0x02e, PMU_AMD_UMASK_ANY, 0x09 },
+    { 0x031, 0x031, PMU_AMD_UMASK_SINGLE, 0x07 },
+    { 0x031, 0x031, PMU_AMD_UMASK_MULTI, 0x00 },
+    { 0x043, 0x043, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x045, 0x046, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x054, 0x055, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x08f, 0x08f, PMU_AMD_UMASK_ANY, 0x01 },
+    { 0x0db, 0x0df, PMU_AMD_UMASK_ANY, 0x3f },
+    { 0x187, 0x188, PMU_AMD_UMASK_ANY, 0x01 },
+    { 0x1c0, 0x1c0, PMU_AMD_UMASK_ANY, 0x38 },
+    { 0x1d6, 0x1d6, PMU_AMD_UMASK_ANY, 0x3f },
+    { 0x1d8, 0x1d8, PMU_AMD_UMASK_ANY, 0x3f },
+};
+
+/* The counters of each unit, by bits 7:4 of the event select. */
+static const uint8_t pmu_amd_f15h_units[16] = {
+    [0x0] = 0x38, [0x1] = 0x38,                             /* FP */
+    [0x2] = 0x3f, [0x3] = 0x3f, [0x4] = 0x3f, [0x5] = 0x3f, /* LS, DC */
+    [0x6] = 0x07, [0x7] = 0x07,                             /* CU */
+    [0x8] = 0x07, [0x9] = 0x07,                             /* IC, DE */
+    [0xc] = 0x3f,                                           /* EX, LS */
+    [0xd] = 0x07,                                           /* DE */
+    /* 0xA-0xB: none; 0xE-0xF: northbridge, its own counters. */
+};
+
+#define PMU_AMD_FAMILY_15H      0x15
+
+static bool
+pmu_amd_umask_matches(unsigned int rule, unsigned int umask)
+{
+    switch (rule) {
+    case PMU_AMD_UMASK_MULTI:
+        return pmu_popcount(umask) > 1;
+    case PMU_AMD_UMASK_SINGLE:
+        return pmu_popcount(umask) <= 1;
+    case PMU_AMD_UMASK_NIBBLES:
+        return (umask & 0xf0) != 0 && (umask & 0x0f) != 0;
+    default:
+        return true;
+    }
+}
+
+/* The counters that can count raw_event: all but on family 15h. */
+static uint64_t
+pmu_amd_counters_for(uint64_t raw_event)
+{
+    unsigned int event = (unsigned int)(((raw_event >> 24) & 0xf00)
+                                        | (raw_event & 0xff));
+    unsigned int umask = (unsigned int)((raw_event >> 8) & 0xff);
+
+    if (pmu_amd.family != PMU_AMD_FAMILY_15H) {
+        return UINT64_MAX;
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(pmu_amd_f15h_events); i++) {
+        const struct pmu_amd_constraint *c = &pmu_amd_f15h_events[i];
+
+        if (event >= c->first && event <= c->last
+            && pmu_amd_umask_matches(c->umask, umask)) {
+            return c->counters;
+        }
+    }
+
+    return pmu_amd_f15h_units[(event >> 4) & 0xf];
+}
+
 /* ---- perfmon_dev operations --------------------------------------------- */
 
 static int
@@ -149,8 +244,6 @@ static int
 pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
               uint64_t raw_event, unsigned int flags)
 {
-    uint64_t free;
-
     (void)dev;
 
     if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
@@ -159,15 +252,9 @@ pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
         return -EINVAL;
     }
 
-    free = pmu_amd.exist_mask & ~pmu_amd.alloc_mask;
-
-    if (free == 0) {
-        return -EAGAIN;
-    }
-
-    *hw_idp = (unsigned int)__builtin_ctzll(free);
-    pmu_amd.alloc_mask |= 1ULL << *hw_idp;
-    return 0;
+    return pmu_alloc_pick(&pmu_amd.alloc_mask,
+                          pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask,
+                          0, hw_idp);
 }
 
 static void

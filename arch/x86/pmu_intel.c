@@ -252,13 +252,41 @@ pmu_intel_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
     return 0;
 }
 
+/*
+ * The counters that can count raw_event, and in *preferp the fixed counter
+ * that counts it: a fixed counter counts its event exactly (no edge,
+ * invert or cmask); general counters count anything but the
+ * reference-cycles pseudo code and the architectural events (whatever
+ * their other bits) that the CPU marks unavailable.
+ */
+static uint64_t
+pmu_intel_counters_for(uint64_t raw_event, uint64_t *preferp)
+{
+    const struct pmu_intel_event *e;
+    uint64_t counters = 0;
+
+    *preferp = 0;
+    e = pmu_intel_event_of_code(raw_event, UINT64_MAX);
+
+    if (e != NULL && pmu_intel_has_fixed(e->fixed)) {
+        *preferp = 1ULL << (PMU_INTEL_FIXED_BASE + (unsigned int)e->fixed);
+        counters = *preferp;
+    }
+
+    e = pmu_intel_event_of_code(raw_event, PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
+
+    if (e == NULL || pmu_intel_arch_avail(e->arch)) {
+        counters |= PMU_INTEL_GP_BITS;
+    }
+
+    return counters & pmu_intel.exist_mask;
+}
+
 static int
 pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
                 uint64_t raw_event, unsigned int flags)
 {
-    const struct pmu_intel_event *e;
-    bool fixed_busy = false;
-    uint64_t free;
+    uint64_t counters, prefer;
 
     (void)dev;
 
@@ -268,41 +296,8 @@ pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
         return -EINVAL;
     }
 
-    /* A fixed counter counts its event exactly: no edge, invert or cmask. */
-    e = pmu_intel_event_of_code(raw_event, UINT64_MAX);
-
-    if (e != NULL && pmu_intel_has_fixed(e->fixed)) {
-        unsigned int hw_id = PMU_INTEL_FIXED_BASE + (unsigned int)e->fixed;
-
-        if ((pmu_intel.alloc_mask & (1ULL << hw_id)) == 0) {
-            pmu_intel.alloc_mask |= 1ULL << hw_id;
-            *hw_idp = hw_id;
-            return 0;
-        }
-
-        fixed_busy = true;
-    }
-
-    /*
-     * General counters cannot count the reference-cycles pseudo code, nor
-     * an architectural event (whatever its other bits) that the CPU marks
-     * unavailable.
-     */
-    e = pmu_intel_event_of_code(raw_event, PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
-
-    if (e != NULL && !pmu_intel_arch_avail(e->arch)) {
-        return fixed_busy ? -EAGAIN : -ENOENT;
-    }
-
-    free = pmu_intel.exist_mask & PMU_INTEL_GP_BITS & ~pmu_intel.alloc_mask;
-
-    if (free == 0) {
-        return -EAGAIN;
-    }
-
-    *hw_idp = (unsigned int)__builtin_ctzll(free);
-    pmu_intel.alloc_mask |= 1ULL << *hw_idp;
-    return 0;
+    counters = pmu_intel_counters_for(raw_event, &prefer);
+    return pmu_alloc_pick(&pmu_intel.alloc_mask, counters, prefer, hw_idp);
 }
 
 static void

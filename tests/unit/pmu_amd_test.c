@@ -360,6 +360,73 @@ test_free_and_reuse(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * Family 15h counts some events only on some counters (BKDG for family
+ * 15h; Linux's amd_get_event_constraints_f15h): cycles and the L2/cache
+ * events on counters 0-2, FP events on 3-5 (some on 3 alone).  An event
+ * put on a counter that cannot count it counts nothing, silently: alloc
+ * must honour the constraints, and say -EAGAIN when the counters that can
+ * count it are taken even if others are free.
+ */
+static void
+test_f15h_constraints(void **state)
+{
+    int hc[3], hf, hf3;
+    unsigned int hw;
+
+    (void)state;
+    boot_amd(0x15, true, false);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        hc[i] = fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw);
+        assert_true(hc[i] >= 0);
+        assert_int_equal(hw, i);
+    }
+
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw), -EAGAIN);
+    assert_int_equal(fake_perfmon_open(PERFMON_EV_CACHE_REF, KERN, &hw),
+                     -EAGAIN);
+
+    /* Retired SSE/AVX operations: counter 3 alone. */
+    hf3 = fake_perfmon_open_raw(PMU_AMD_RAW(0x003, 0), USER, &hw);
+    assert_true(hf3 >= 0);
+    assert_int_equal(hw, 3);
+    assert_int_equal(fake_perfmon_open_raw(PMU_AMD_RAW(0x003, 0x01), USER,
+                                           &hw), -EAGAIN);
+
+    /* Another FP event: counters 3-5. */
+    hf = fake_perfmon_open_raw(PMU_AMD_RAW(0x001, 0), KERN, &hw);
+    assert_true(hf >= 0);
+    assert_int_equal(hw, 4);
+
+    /* Instructions anywhere: the last one. */
+    assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw) >= 0);
+    assert_int_equal(hw, 5);
+
+    msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, false);
+    msr_model_inject(MSR_MODEL_EV_FP_OPS, 77, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        pmu_test_assert_count(fake_perfmon_value(hc[i]), 1000);
+    }
+
+    assert_int_equal(fake_perfmon_value(hf3), 77);
+
+    /* Northbridge events are not the core counters' on family 15h. */
+    assert_int_equal(fake_perfmon_open_raw(PMU_AMD_RAW(0x0e0, 0x07), KERN,
+                                           &hw), -ENOENT);
+
+    /* Other families: cycles on any counter. */
+    boot_amd(0x17, true, false);
+
+    for (unsigned int i = 0; i < 6; i++) {
+        assert_true(fake_perfmon_open(PERFMON_EV_CYCLE, KERN, &hw) >= 0);
+        assert_int_equal(hw, i);
+    }
+
+    pmu_test_assert_no_fault();
+}
+
 /* ---- overflow ----------------------------------------------------------- */
 
 static void
@@ -690,6 +757,7 @@ main(void)
         cmocka_unit_test(test_raw_events),
         cmocka_unit_test(test_mode_bits),
         cmocka_unit_test(test_free_and_reuse),
+        cmocka_unit_test(test_f15h_constraints),
         cmocka_unit_test(test_wraps_legacy),
         cmocka_unit_test(test_wraps_core_ext),
         cmocka_unit_test(test_wraps_perfmon_v2),
