@@ -40,6 +40,14 @@
 #define PMU_AMD_VENDOR_EDX      0x69746e65  /* "enti" */
 #define PMU_AMD_VENDOR_ECX      0x444d4163  /* "cAMD" */
 
+/*
+ * Hygon's (Dhyana, family 18h: a licensed Zen with AMD's PMU; Linux runs
+ * the AMD driver for it).
+ */
+#define PMU_HYGON_VENDOR_EBX    0x6f677948  /* "Hygo" */
+#define PMU_HYGON_VENDOR_EDX    0x6e65476e  /* "nGen" */
+#define PMU_HYGON_VENDOR_ECX    0x656e6975  /* "uine" */
+
 #define PMU_AMD_CNT_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
 #define PMU_AMD_TOP_BIT         (1ULL << (PMU_AMD_WIDTH - 1))
 
@@ -72,25 +80,46 @@ static struct perfmon_dev pmu_amd_dev;
 
 /*
  * Codes of the generic events (AMD family 10h-16h BKDGs and family 17h+
- * PPRs, as the APM lists the core events), in the PMU_AMD_RAW() layout:
- * cache references and misses moved with Zen (family 17h).  There is no
- * reference-cycle event at all: refused at translate rather than failing
- * later.
+ * PPRs, as the APM lists the core events), in the PMU_AMD_RAW() layout, by
+ * generation (PMU_AMD_GEN_*): cache references and misses moved with Zen
+ * (family 17h); reference cycles came with Zen 4 (PMCx120, cycles not
+ * halted at the P0 frequency, like MPERF; Linux's Zen 4 event map).  0:
+ * none, refused at translate rather than failing later.
  */
-#define PMU_AMD_FAMILY_ZEN      0x17
+#define PMU_AMD_GEN_K8          0   /* families 06h-16h */
+#define PMU_AMD_GEN_ZEN         1   /* 17h, 18h (Hygon), 19h before Zen 4 */
+#define PMU_AMD_GEN_ZEN4        2
+#define PMU_AMD_NR_GENS         3
 
 static const struct pmu_amd_event {
     unsigned int id;
-    uint64_t code;                      /* before Zen */
-    uint64_t code_zen;                  /* Zen and later */
+    uint64_t codes[PMU_AMD_NR_GENS];
 } pmu_amd_events[] = {
-    { PERFMON_EV_CYCLE, 0x0076, 0x0076 },
-    { PERFMON_EV_INSTRUCTION, 0x00c0, 0x00c0 },
-    { PERFMON_EV_CACHE_REF, 0x077d, 0xff60 },
-    { PERFMON_EV_CACHE_MISS, 0x077e, 0x0964 },
-    { PERFMON_EV_BRANCH, 0x00c2, 0x00c2 },
-    { PERFMON_EV_BRANCH_MISS, 0x00c3, 0x00c3 },
+    { PERFMON_EV_CYCLE, { 0x0076, 0x0076, 0x0076 } },
+    { PERFMON_EV_INSTRUCTION, { 0x00c0, 0x00c0, 0x00c0 } },
+    { PERFMON_EV_CACHE_REF, { 0x077d, 0xff60, 0xff60 } },
+    { PERFMON_EV_CACHE_MISS, { 0x077e, 0x0964, 0x0964 } },
+    { PERFMON_EV_BRANCH, { 0x00c2, 0x00c2, 0x00c2 } },
+    { PERFMON_EV_BRANCH_MISS, { 0x00c3, 0x00c3, 0x00c3 } },
+    { PERFMON_EV_REF_CYCLE, { 0, 0, PMU_AMD_RAW(0x120, 0x00) } },
 };
+
+/*
+ * The generation of family/model: Zen from family 17h; Zen 4 in family
+ * 19h models 10h-1Fh and 60h-AFh (the rest of 19h is Zen 3), and every
+ * family from 1Ah on.
+ */
+static unsigned int
+pmu_amd_generation(unsigned int family, unsigned int model)
+{
+    if (family >= 0x1a
+        || (family == 0x19 && ((model >= 0x10 && model <= 0x1f)
+                               || (model >= 0x60 && model <= 0xaf)))) {
+        return PMU_AMD_GEN_ZEN4;
+    }
+
+    return (family >= 0x17) ? PMU_AMD_GEN_ZEN : PMU_AMD_GEN_K8;
+}
 
 /*
  * Counter i's MSRs: the extension interleaves control and counter (step
@@ -225,14 +254,14 @@ static int
 pmu_amd_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
                   unsigned int event_id)
 {
-    bool zen = pmu_amd.family >= PMU_AMD_FAMILY_ZEN;
+    unsigned int gen = pmu_amd_generation(pmu_amd.family, pmu_amd.model);
 
     (void)dev;
 
     for (size_t i = 0; i < ARRAY_SIZE(pmu_amd_events); i++) {
-        if (pmu_amd_events[i].id == event_id) {
-            *raw_eventp = zen ? pmu_amd_events[i].code_zen
-                              : pmu_amd_events[i].code;
+        if (pmu_amd_events[i].id == event_id
+            && pmu_amd_events[i].codes[gen] != 0) {
+            *raw_eventp = pmu_amd_events[i].codes[gen];
             return 0;
         }
     }
@@ -452,8 +481,11 @@ pmu_amd_is_amd(void)
     uint32_t regs[4];
 
     pmu_cpuid(0, 0, regs);
-    return regs[1] == PMU_AMD_VENDOR_EBX && regs[3] == PMU_AMD_VENDOR_EDX
-           && regs[2] == PMU_AMD_VENDOR_ECX;
+    return (regs[1] == PMU_AMD_VENDOR_EBX && regs[3] == PMU_AMD_VENDOR_EDX
+            && regs[2] == PMU_AMD_VENDOR_ECX)
+           || (regs[1] == PMU_HYGON_VENDOR_EBX
+               && regs[3] == PMU_HYGON_VENDOR_EDX
+               && regs[2] == PMU_HYGON_VENDOR_ECX);
 }
 
 static void
@@ -528,7 +560,7 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
     *caps = (struct pmu_caps){ .driver = "amd", .vendor = CPU_VENDOR_AMD };
 
     if (!pmu_amd_is_amd()) {
-        return pmu_amd_decline(caps, "not an AMD CPU");
+        return pmu_amd_decline(caps, "not an AMD or Hygon CPU");
     }
 
     pmu_cpuid(1, 0, leaf1);

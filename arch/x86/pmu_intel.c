@@ -65,6 +65,7 @@ struct pmu_intel {
     uint64_t cand_mask;         /* hw ids the boot CPU offers */
     uint64_t exist_mask;        /* hw ids (= status bits) of our counters */
     bool fw_write;
+    bool fixed_assumed;         /* fixed counters CPUID did not report */
     bool nmi;
     bool topbit;                /* version 1 overflow detection */
     uint64_t alloc_mask;
@@ -529,6 +530,23 @@ pmu_intel_counters_here(uint64_t mask, uint64_t *busyp)
     return answer;
 }
 
+/*
+ * A fixed counter must also keep its top bit: the width is the general
+ * counters' when assumed.
+ */
+#define PMU_INTEL_NR_FIXED_PATTERNS 3
+
+static const uint64_t *
+pmu_intel_fixed_patterns(void)
+{
+    static uint64_t patterns[PMU_INTEL_NR_FIXED_PATTERNS];
+
+    patterns[0] = pmu_intel_patterns[0];
+    patterns[1] = pmu_intel_patterns[1];
+    patterns[2] = (pmu_intel.cnt_mask >> 1) + 1;
+    return patterns;
+}
+
 /* Write an MSR back with what it holds: does it take writes at all? */
 static bool
 pmu_intel_rewrite_safe(uint32_t msr)
@@ -591,15 +609,22 @@ pmu_intel_check_hw(void)
     }
 
     if (free_fixed != 0) {
+        const char *reason = NULL;
+
         if (!pmu_intel_rewrite_safe(MSR_IA32_FIXED_CTR_CTRL)) {
-            return "IA32_FIXED_CTR_CTRL faults";
+            reason = "IA32_FIXED_CTR_CTRL faults";
+        } else if (!pmu_msr_holds(pmu_intel_ctr_msr((unsigned int)
+                                                    __builtin_ctzll(free_fixed)),
+                                  pmu_intel_fixed_patterns(),
+                                  PMU_INTEL_NR_FIXED_PATTERNS)) {
+            reason = "fixed counters do not hold values";
         }
 
-        if (!pmu_msr_holds(pmu_intel_ctr_msr((unsigned int)
-                                             __builtin_ctzll(free_fixed)),
-                           pmu_intel_patterns,
-                           ARRAY_SIZE(pmu_intel_patterns))) {
-            return "fixed counters do not hold values";
+        /* Fixed counters we only assumed: do without. */
+        if (reason != NULL && pmu_intel.fixed_assumed) {
+            pmu_intel.cand_mask &= PMU_INTEL_GP_BITS;
+        } else if (reason != NULL) {
+            return reason;
         }
     }
 
@@ -720,6 +745,23 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
     pmu_intel.fixed_width = PMU_CPUID_0A_FIXED_WIDTH(leafa[3]);
 
     /*
+     * Early version 2 parts report no fixed counters though they have the
+     * three (Linux's intel_pmu_init assumes them for versions 2 to 4 "when
+     * not running in a hypervisor"; a hypervisor's CPUID is its truth, and
+     * version 5's bitmap is exact): assume them at the
+     * general counters' width on bare metal, and keep them only where
+     * they answer and hold values (check_hw, cpu_probe).
+     */
+    pmu_intel.fixed_assumed = pmu_intel.version >= 2 && pmu_intel.version <= 4
+                              && PMU_CPUID_0A_NR_FIXED(leafa[3]) == 0
+                              && !(leaf1[2] & PMU_CPUID_1_ECX_HYPERVISOR);
+
+    if (pmu_intel.fixed_assumed) {
+        pmu_intel.fixed_map = (1U << PMU_MAX_FIXED) - 1;
+        pmu_intel.fixed_width = pmu_intel.gp_width;
+    }
+
+    /*
      * The core sees one width per device: fixed counters of another width
      * would wrap without the interrupt the core expects, so do without.
      */
@@ -773,7 +815,13 @@ pmu_intel_cpu_probe(uint64_t *busyp)
         return 0;
     }
 
-    mine = pmu_intel_cpuid_counters(leafa) & pmu_intel.cand_mask;
+    mine = pmu_intel_cpuid_counters(leafa);
+
+    if (pmu_intel.fixed_assumed) {
+        mine |= pmu_intel.cand_mask & ~PMU_INTEL_GP_BITS;
+    }
+
+    mine &= pmu_intel.cand_mask;
     mine = pmu_intel_counters_here(mine, busyp);
     return mine & ~*busyp;
 }

@@ -188,7 +188,7 @@ test_decline_broken_and_faulting(void **state)
     c = msr_model_amd(5, false, false);
     check_declines(&c, "CPU family without counters");
     c = msr_model_intel(2);
-    check_declines(&c, "not an AMD CPU");
+    check_declines(&c, "not an AMD or Hygon CPU");
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -241,7 +241,7 @@ check_events_on(unsigned int family, bool core_ext, bool v2)
         pmu_test_assert_count(fake_perfmon_value(h), 100 + ec->model_event);
         fake_perfmon_close(h);
 
-        /* No reference-cycle event on any family: refused at translate. */
+        /* No reference-cycle event before Zen 4: refused at translate. */
         assert_int_equal(dev->ops->translate(dev, &raw, PERFMON_EV_REF_CYCLE),
                          -ENOENT);
         pmu_test_assert_no_fault();
@@ -268,6 +268,82 @@ test_generic_events_zen(void **state)
     (void)state;
     check_events_on(0x17, true, false);
     check_events_on(0x19, true, true);
+}
+
+/*
+ * Zen 4 and later count reference cycles (PMCx120: cycles not halted at
+ * the P0 frequency, like MPERF; Linux's Zen 4 event map): family 19h
+ * models 10h-1Fh and 60h-AFh, and family 1Ah on.  Zen 3 (family 19h model
+ * 21h) has none.
+ */
+static void
+test_ref_cycles_zen4(void **state)
+{
+    static const struct {
+        unsigned int family, model;
+        bool zen4;
+    } cpus[] = {
+        { 0x19, 0x21, false }, { 0x19, 0x11, true }, { 0x19, 0x61, true },
+        { 0x19, 0xb0, false }, { 0x1a, 0x02, true },
+    };
+
+    (void)state;
+
+    for (unsigned int i = 0; i < sizeof(cpus) / sizeof(cpus[0]); i++) {
+        struct msr_model_config c = msr_model_amd(cpus[i].family, true, true);
+        struct perfmon_dev *dev;
+        uint64_t raw = 0;
+        int h;
+
+        c.model = cpus[i].model;
+        dev = boot(&c, true);
+
+        if (!cpus[i].zen4) {
+            assert_int_equal(dev->ops->translate(dev, &raw,
+                                                 PERFMON_EV_REF_CYCLE),
+                             -ENOENT);
+            continue;
+        }
+
+        assert_int_equal(dev->ops->translate(dev, &raw, PERFMON_EV_REF_CYCLE),
+                         0);
+        assert_int_equal(raw, PMU_AMD_RAW(0x120, 0));
+        h = fake_perfmon_open(PERFMON_EV_REF_CYCLE, USER, NULL);
+        assert_true(h >= 0);
+        msr_model_inject(MSR_MODEL_EV_REF_CYCLES, 4321, true);
+        msr_model_inject(MSR_MODEL_EV_CYCLES, 999, true);
+        assert_int_equal(fake_perfmon_value(h), 4321);
+        pmu_test_assert_no_fault();
+    }
+}
+
+/*
+ * Hygon's Dhyana (vendor HygonGenuine, family 18h) is a Zen: the AMD
+ * driver with the Zen event codes (Linux runs amd_pmu_init for
+ * X86_VENDOR_HYGON).  The kernel's CPU identification already sends it
+ * to this driver.
+ */
+static void
+test_hygon(void **state)
+{
+    struct msr_model_config c = msr_model_amd(0x18, true, false);
+    struct perfmon_dev *dev;
+    uint64_t raw;
+    int h;
+
+    (void)state;
+    c.hygon = true;
+    dev = boot(&c, true);
+    assert_true(caps.present);
+    assert_string_equal(caps.driver, "amd");
+    assert_int_equal(caps.family, 0x18);
+    assert_int_equal(caps.nr_gp, 6);
+    assert_int_equal(dev->ops->translate(dev, &raw, PERFMON_EV_CACHE_REF), 0);
+    assert_int_equal(raw, 0xff60);
+    h = fake_perfmon_open(PERFMON_EV_CACHE_MISS, USER, NULL);
+    msr_model_inject(MSR_MODEL_EV_LLC_MISS, 55, true);
+    assert_int_equal(fake_perfmon_value(h), 55);
+    pmu_test_assert_no_fault();
 }
 
 static void
@@ -754,6 +830,8 @@ main(void)
         cmocka_unit_test(test_generic_events_k10),
         cmocka_unit_test(test_generic_events_f15h),
         cmocka_unit_test(test_generic_events_zen),
+        cmocka_unit_test(test_ref_cycles_zen4),
+        cmocka_unit_test(test_hygon),
         cmocka_unit_test(test_raw_events),
         cmocka_unit_test(test_mode_bits),
         cmocka_unit_test(test_free_and_reuse),

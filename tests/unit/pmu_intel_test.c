@@ -146,6 +146,89 @@ test_probe_v5_fixed_bitmap(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * Early version 2 parts report no fixed counters though they have three
+ * (Linux's intel_pmu_init: "v2 perfmon does not report fixed-purpose
+ * events, so assume at least 3 events, when not running in a
+ * hypervisor", for versions 2 to 4).  On bare metal the driver assumes them and checks them
+ * with the fault-safe accessors, at the general counters' width: used when
+ * they hold values, dropped (not the whole PMU) when they fault.  Under a
+ * hypervisor CPUID is believed.
+ */
+static void
+test_v2_unreported_fixed_counters(void **state)
+{
+    struct msr_model_config c = msr_model_intel(2);
+    unsigned int hw;
+    int h;
+
+    (void)state;
+    c.nr_fixed = 0;
+    c.fixed_width = 0;
+    c.hidden_fixed = 3;
+    boot(&c, true);
+    assert_int_equal(caps.nr_fixed, 3);
+    assert_int_equal(caps.fixed_width, 48);
+    h = fake_perfmon_open(PERFMON_EV_INSTRUCTION, USER, &hw);
+    assert_int_equal(hw, 32);
+    msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 31337, true);
+    assert_int_equal(fake_perfmon_value(h), 31337);
+    pmu_test_assert_no_fault();
+
+    /* Not there after all: general counters only, and no fault. */
+    c.hidden_fixed = 0;
+    boot(&c, true);
+    assert_true(caps.present);
+    assert_int_equal(caps.nr_fixed, 0);
+    assert_true(fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw) >= 0);
+    assert_true(hw < 4);
+    pmu_test_assert_no_fault();
+
+    /* In a guest: CPUID says none, none are used. */
+    c.hidden_fixed = 3;
+    c.hypervisor = true;
+    boot(&c, true);
+    assert_int_equal(caps.nr_fixed, 0);
+    assert_int_equal(msr_model_nr_gp_safe(), 0);
+
+    /* Versions 2 to 4 alike; version 5's ECX bitmap is believed. */
+    c = msr_model_intel(4);
+    c.nr_fixed = 0;
+    c.hidden_fixed = 3;
+    boot(&c, true);
+    assert_int_equal(caps.nr_fixed, 3);
+    c = msr_model_intel(5);
+    c.nr_fixed = 0;
+    c.fixed_bitmap = 0;
+    c.hidden_fixed = 3;
+    boot(&c, true);
+    assert_int_equal(caps.nr_fixed, 0);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * Fixed counter 3 (topdown slots, version 5) has no generic event here and
+ * is left alone: never enabled, its field and global bit untouched, even
+ * when the firmware runs it.
+ */
+static void
+test_fixed_counter3_left_alone(void **state)
+{
+    struct msr_model_config c = msr_model_intel(5);
+
+    (void)state;
+    c.fw_running = 1ULL << (MSR_MODEL_FIXED_BIT + 3);
+    msr_model_init(&c);
+    pmu_test_boot_cpus(drv, &caps, 1, true);
+    assert_int_equal(caps.nr_fixed, 3);
+    assert_int_equal(caps.fw_busy, 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL) >> 12,
+                     PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR);
+    assert_true(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL) & (1ULL << 35));
+    assert_true(pmu_test_peek(MSR_IA32_FIXED_CTR0 + 3) >= MSR_MODEL_FW_VALUE);
+    pmu_test_assert_no_fault();
+}
+
 static void
 test_probe_fixed_width_differs(void **state)
 {
@@ -1080,6 +1163,8 @@ main(void)
         cmocka_unit_test(test_probe_v1),
         cmocka_unit_test(test_probe_v2_to_v5),
         cmocka_unit_test(test_probe_v5_fixed_bitmap),
+        cmocka_unit_test(test_v2_unreported_fixed_counters),
+        cmocka_unit_test(test_fixed_counter3_left_alone),
         cmocka_unit_test(test_probe_fixed_width_differs),
         cmocka_unit_test(test_decline_kvm_without_pmu),
         cmocka_unit_test(test_decline_tcg),
