@@ -21,6 +21,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon_bench.h"
 #include "kern/perfmon_cmd.h"
+#include "kern/perfmon_selftest.h"
 #include "kern/perfmon_stat.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -389,6 +390,8 @@ perfmon_cmd_usage(void)
             "       perfmon bench [-n SAMPLES] [all|quick|remote]\n"
             "                          microbenchmarks of the perfmon layer, "
             "in TSC cycles\n"
+            "       perfmon selftest   check that the counters count what "
+            "they claim, here\n"
             "workloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
             "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS);
 }
@@ -409,6 +412,8 @@ perfmon_cmd(int argc, char **argv)
         return perfmon_stat_main(argc, argv);
     } else if (strcmp(argv[1], "bench") == 0) {
         return perfmon_bench_main(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "selftest") == 0) {
+        return perfmon_selftest_main(argc - 1, argv + 1);
     }
 
     kprintf("perfmon: unknown subcommand '%s'\n", argv[1]);
@@ -416,6 +421,7 @@ perfmon_cmd(int argc, char **argv)
     return SHELL_ERR_REPORTED;
 }
 
-SHELL_COMMAND(perfmon, "perfmon", "[list | info | stat ... | bench]",
+SHELL_COMMAND(perfmon, "perfmon",
+              "[list | info | stat ... | bench | selftest]",
               "performance counters: list events, count a command",
               perfmon_cmd);
