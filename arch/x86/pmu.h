@@ -184,6 +184,13 @@ struct pmu_caps {
  *   stop every counter of ours, clear their stale overflow status, open
  *   their global enables; what is not ours stays as it is.
  *
+ * ctl_msr, ctr_msr: for the self-test (pmu_selftest.c), the MSRs of
+ *   counter hw_id: its event select (0 for an Intel fixed counter, whose
+ *   control is a field of IA32_FIXED_CTR_CTRL) and its count (Intel's
+ *   legacy alias for a general-purpose counter).
+ * global_ctrl_msr, global_status_msr, global_ack_msr: the global enable,
+ *   overflow status and acknowledgement registers, when caps.global_ctrl.
+ *
  * Loading a counter (the self-tests' wraps) is the device's write
  * operation: one way to do it, one set of rules.
  */
@@ -193,6 +200,11 @@ struct pmu_driver {
     uint64_t (*cpu_probe)(uint64_t *busyp);
     int (*commit)(struct pmu_caps *caps, uint64_t usable);
     void (*cpu_init)(void);
+    uint32_t (*ctl_msr)(unsigned int hw_id);
+    uint32_t (*ctr_msr)(unsigned int hw_id);
+    uint32_t global_ctrl_msr;
+    uint32_t global_status_msr;
+    uint32_t global_ack_msr;
     struct perfmon_dev *dev;
 };
 
@@ -344,6 +356,14 @@ int pmu_probe_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
  */
 void pmu_fmt_counters(char *buf, size_t size, uint64_t mask,
                       unsigned int fixed_base);
+
+/*
+ * The checks of `perfmon selftest` the core's API cannot express
+ * (pmu_selftest.c): the selftest operation of both drivers' devices.
+ */
+struct perfmon_selftest;
+
+void pmu_selftest(struct perfmon_dev *dev, struct perfmon_selftest *st);
 
 /* The boot glue (pmu_boot.c). */
 

@@ -404,6 +404,7 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
      * harmless and keeps us working where a hypervisor does.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .selftest = pmu_selftest,
 };
 
 /* ---- probe -------------------------------------------------------------- */
@@ -674,5 +675,10 @@ const struct pmu_driver pmu_amd_driver = {
     .cpu_probe = pmu_amd_cpu_probe,
     .commit = pmu_amd_commit,
     .cpu_init = pmu_amd_cpu_init,
+    .ctl_msr = pmu_amd_ctl_msr,
+    .ctr_msr = pmu_amd_ctr_msr,
+    .global_ctrl_msr = MSR_AMD_PERF_CNTR_GLOBAL_CTL,
+    .global_status_msr = MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
+    .global_ack_msr = MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
     .dev = &pmu_amd_dev,
 };

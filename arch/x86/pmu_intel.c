@@ -455,6 +455,7 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
      * there would be no further PMI.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .selftest = pmu_selftest,
 };
 
 /* ---- probe -------------------------------------------------------------- */
@@ -462,11 +463,11 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
 /* The patterns a counter must keep to be trusted. */
 static const uint64_t pmu_intel_patterns[] = { 0x5a5a, 0xa5a5 };
 
+/* A general-purpose counter's event select; fixed counters have none. */
 static uint32_t
 pmu_intel_ctl_msr(unsigned int hw_id)
 {
-    assert(!pmu_intel_is_fixed(hw_id));
-    return MSR_IA32_PERFEVTSEL0 + hw_id;
+    return pmu_intel_is_fixed(hw_id) ? 0 : MSR_IA32_PERFEVTSEL0 + hw_id;
 }
 
 /*
@@ -944,5 +945,10 @@ const struct pmu_driver pmu_intel_driver = {
     .cpu_probe = pmu_intel_cpu_probe,
     .commit = pmu_intel_commit,
     .cpu_init = pmu_intel_cpu_init,
+    .ctl_msr = pmu_intel_ctl_msr,
+    .ctr_msr = pmu_intel_ctr_msr,
+    .global_ctrl_msr = MSR_IA32_PERF_GLOBAL_CTRL,
+    .global_status_msr = MSR_IA32_PERF_GLOBAL_STATUS,
+    .global_ack_msr = MSR_IA32_PERF_GLOBAL_OVF_CTRL,
     .dev = &pmu_intel_dev,
 };

@@ -51,6 +51,7 @@ struct model_cpu {
     uint64_t global_ctrl;
     uint64_t global_status;
     uint64_t since_read[MODEL_NR_CTRS];  /* counted since last read */
+    bool edge_state[MODEL_MAX_GP];       /* last cycle met the cmask */
     uint64_t lost;                       /* discarded by writes */
     uint64_t drifted;                    /* drift events, per kind */
     bool skid_pending;                   /* a PMI waits for skid_left */
@@ -69,6 +70,7 @@ static struct {
     uint64_t drift;
     uint64_t skid;
     bool late_nmis;
+    unsigned int quirks;        /* MSR_MODEL_QUIRK_* */
     bool in_drift;              /* counting drift: no nested drift */
     unsigned int gp_safe;
     unsigned int gp_unsafe;
@@ -243,6 +245,15 @@ model_has_global(const struct msr_model_config *c)
     return model_is_intel(c) ? c->version >= 2 : c->perfmon_v2;
 }
 
+/* Whether the global enables let counter bit count. */
+static bool
+model_gate_open(const struct model_cpu *mc, unsigned int bit)
+{
+    return !model_has_global(&mc->cfg)
+           || (model.quirks & MSR_MODEL_QUIRK_NO_GATE)
+           || (mc->global_ctrl & (1ULL << bit));
+}
+
 /* ---- configurations, continued: reset ----------------------------------- */
 
 /*
@@ -317,6 +328,12 @@ void
 msr_model_set_late_nmis(bool late)
 {
     model.late_nmis = late;
+}
+
+void
+msr_model_set_quirks(unsigned int quirks)
+{
+    model.quirks = quirks;
 }
 
 /* ---- queries ------------------------------------------------------------ */
@@ -875,9 +892,57 @@ model_mode_ok(bool usr, bool os, bool user)
     return user ? usr : os;
 }
 
+/*
+ * What a counter programmed with e counts of count occurrences spread
+ * evenly over cycles cycles (SDM vol. 3B, figure "Layout of
+ * IA32_PERFEVTSELx MSRs": CMASK, INV, E; APM vol. 2, PerfEvtSel CntMask,
+ * Inv, Edge): without a counter mask, the occurrences; with one, the cycles
+ * with at least that many (fewer, inverted); with edge, the number of runs
+ * of such cycles that start.
+ */
+static uint64_t
+model_masked_count(struct model_cpu *mc, unsigned int i, uint64_t e,
+                   uint64_t count, uint64_t cycles)
+{
+    uint64_t cmask = (e & PMU_EVTSEL_CMASK) >> 24;
+    uint64_t base = count / cycles, extra = count % cycles, meeting;
+    bool inv = (e & PMU_EVTSEL_INV) != 0;
+
+    if (cmask == 0) {
+        return count;
+    }
+
+    /* extra cycles see base + 1 occurrences, the others base. */
+    meeting = ((base + 1 >= cmask) ? extra : 0)
+              + ((base >= cmask) ? cycles - extra : 0);
+
+    if (inv) {
+        meeting = cycles - meeting;
+    }
+
+    if (!(e & PMU_EVTSEL_EDGE)) {
+        return meeting;
+    }
+
+    if (meeting == 0) {
+        mc->edge_state[i] = false;
+        return 0;
+    }
+
+    if (meeting < cycles) {
+        /* Interleaved with cycles that do not meet it: each one a run. */
+        mc->edge_state[i] = false;
+        return meeting;
+    }
+
+    count = mc->edge_state[i] ? 0 : 1;
+    mc->edge_state[i] = true;
+    return count;
+}
+
 static void
 model_inject_gp(struct model_cpu *mc, unsigned int event, uint64_t count,
-                bool user)
+                uint64_t cycles, bool user)
 {
     const struct msr_model_config *c = &mc->cfg;
     uint64_t sel = msr_model_event_code(c, event);
@@ -895,7 +960,7 @@ model_inject_gp(struct model_cpu *mc, unsigned int event, uint64_t count,
         }
 
         /* Global enable: Intel from version 2, AMD with PerfMonV2. */
-        if (model_has_global(c) && !(mc->global_ctrl & (1ULL << i))) {
+        if (!model_gate_open(mc, i)) {
             continue;
         }
 
@@ -904,15 +969,17 @@ model_inject_gp(struct model_cpu *mc, unsigned int event, uint64_t count,
             continue;
         }
 
-        /* Plain events only: edge, invert and counter mask are not
-           modelled, so a selector using them never counts; GuestOnly
-           counts nothing in this host-only model. */
-        if (e & (PMU_EVTSEL_EDGE | PMU_EVTSEL_INV | PMU_EVTSEL_CMASK
-                 | PMU_EVTSEL_AMD_GUEST_ONLY)) {
+        /* GuestOnly counts nothing in this host-only model; edge or
+           invert without a counter mask are not modelled, and count
+           nothing either. */
+        if ((e & PMU_EVTSEL_AMD_GUEST_ONLY)
+            || ((e & (PMU_EVTSEL_EDGE | PMU_EVTSEL_INV))
+                && !(e & PMU_EVTSEL_CMASK))) {
             continue;
         }
 
-        model_count(mc, &mc->pmc[i], i, model_gp_mask(c), count, i,
+        model_count(mc, &mc->pmc[i], i, model_gp_mask(c),
+                    model_masked_count(mc, i, e, count, cycles), i,
                     (e & PMU_EVTSEL_INT) != 0);
     }
 }
@@ -942,7 +1009,7 @@ model_inject_fixed(struct model_cpu *mc, unsigned int event, uint64_t count,
     uint64_t field;
 
     if (i < 0 || !model_fixed_exists(c, (unsigned int)i)
-        || !(mc->global_ctrl & (1ULL << (MSR_MODEL_FIXED_BIT + i)))) {
+        || !model_gate_open(mc, MSR_MODEL_FIXED_BIT + (unsigned int)i)) {
         return;
     }
 
@@ -961,13 +1028,14 @@ model_inject_fixed(struct model_cpu *mc, unsigned int event, uint64_t count,
 
 static void
 model_inject(struct model_cpu *mc, unsigned int event, uint64_t count,
-             bool user)
+             uint64_t cycles, bool user)
 {
-    if (mc->cfg.kind != MSR_MODEL_REAL || event >= MSR_MODEL_NR_EVENTS) {
+    if (mc->cfg.kind != MSR_MODEL_REAL || event >= MSR_MODEL_NR_EVENTS
+        || count == 0) {
         return;
     }
 
-    model_inject_gp(mc, event, count, user);
+    model_inject_gp(mc, event, count, cycles, user);
 
     if (model_is_intel(&mc->cfg)) {
         model_inject_fixed(mc, event, count, user);
@@ -979,7 +1047,15 @@ model_inject(struct model_cpu *mc, unsigned int event, uint64_t count,
 void
 msr_model_inject(unsigned int event, uint64_t count, bool user)
 {
-    model_inject(model_cpu(), event, count, user);
+    model_inject(model_cpu(), event, count, 1, user);
+}
+
+void
+msr_model_inject_spread(unsigned int event, uint64_t count, uint64_t cycles,
+                        bool user)
+{
+    assert(cycles > 0);
+    model_inject(model_cpu(), event, count, cycles, user);
 }
 
 /* The driver's code runs between two accesses: its events count. */
@@ -994,7 +1070,7 @@ model_drift(struct model_cpu *mc)
     mc->drifted += model.drift;
 
     for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
-        model_inject(mc, e, model.drift, false);
+        model_inject(mc, e, model.drift, 1, false);
     }
 
     model.in_drift = false;
@@ -1168,7 +1244,9 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
                Registers": a write to IA32_PMCx loads bits 31:0, sign
                extended to the counter's width. */
             model_load(mc, &mc->pmc[i], i,
-                       (uint64_t)(int64_t)(int32_t)(uint32_t)value
+                       ((model.quirks & MSR_MODEL_QUIRK_NO_SIGN_EXTEND)
+                        ? (uint32_t)value
+                        : (uint64_t)(int64_t)(int32_t)(uint32_t)value)
                        & model_gp_mask(c));
             return 0;
         }
@@ -1308,6 +1386,6 @@ lapic_pmc_unmask(void)
 {
     struct model_cpu *mc = model_cpu();
 
-    mc->lvt_masked = false;
+    mc->lvt_masked = (model.quirks & MSR_MODEL_QUIRK_LVT_STUCK) != 0;
     mc->unmasks++;
 }

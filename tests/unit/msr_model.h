@@ -139,8 +139,15 @@ void msr_model_set_cpu(unsigned int cpu, const struct msr_model_config *config);
 /*
  * Count count occurrences of event in user or kernel mode on this CPU.
  * count must be below 2^width of the counters (one wrap at most per call).
+ * The _spread variant says over how many cycles they came, evenly, which
+ * the counter mask, invert and edge fields look at (a counter mask c
+ * counts the cycles with at least c occurrences, inverted those with
+ * fewer; edge counts the starts of runs of such cycles); plain injections
+ * come in one cycle.
  */
 void msr_model_inject(unsigned int event, uint64_t count, bool user);
+void msr_model_inject_spread(unsigned int event, uint64_t count,
+                             uint64_t cycles, bool user);
 
 /* Events of each kind counted (kernel mode) before every MSR access. */
 void msr_model_set_drift(uint64_t count);
@@ -162,6 +169,18 @@ void msr_model_set_skid(uint64_t count);
 
 /* AMD: each PMI's NMI is followed by a late duplicate once taken. */
 void msr_model_set_late_nmis(bool late);
+
+/*
+ * Hardware (or hypervisors) that get something wrong, for the tests of
+ * `perfmon selftest`, which must catch them: the LVT stays masked after a
+ * PMI whatever is written to it; legacy counter writes load 32 bits
+ * without extending the sign; the global enables do not gate counting.
+ */
+#define MSR_MODEL_QUIRK_LVT_STUCK       0x1
+#define MSR_MODEL_QUIRK_NO_SIGN_EXTEND  0x2
+#define MSR_MODEL_QUIRK_NO_GATE         0x4
+
+void msr_model_set_quirks(unsigned int quirks);
 
 /* A PMI through this CPU's LVT that no counter caused (no status bit). */
 void msr_model_spurious_pmi(void);

@@ -22,6 +22,7 @@
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
 #include "fakes/fake_log.h"
+#include "fakes/fake_perfmon_selftest.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
@@ -817,6 +818,60 @@ test_ap_with_fewer_counters(void **state)
     pmu_test_assert_no_fault();
 }
 
+/* ---- the self-test ----------------------------------------------------- */
+
+/*
+ * `perfmon selftest`'s hardware checks pass on every AMD PMU generation:
+ * family 15h's constraints keep cycles on counters 0-2, Zen 4 counts
+ * reference cycles on every counter.
+ */
+static void
+test_selftest_passes(void **state)
+{
+    static const struct {
+        unsigned int family, model;
+        bool core_ext, v2;
+    } cpus[] = {
+        { 0x10, 1, false, false }, { 0x15, 1, true, false },
+        { 0x17, 1, true, false }, { 0x19, 0x21, true, true },
+        { 0x19, 0x61, true, true },
+    };
+
+    (void)state;
+
+    for (unsigned int i = 0; i < sizeof(cpus) / sizeof(cpus[0]); i++) {
+        struct msr_model_config c = msr_model_amd(cpus[i].family,
+                                                  cpus[i].core_ext,
+                                                  cpus[i].v2);
+        struct perfmon_dev *dev;
+        unsigned int fails;
+
+        c.model = cpus[i].model;
+        dev = boot(&c, true);
+        fails = pmu_test_selftest(dev, false);
+
+        if (fails != 0) {
+            pmu_test_selftest(dev, true);
+        }
+
+        assert_int_equal(fails, 0);
+
+        if (cpus[i].family == 0x15) {
+            assert_non_null(fake_perfmon_selftest_find(
+                "PASS  counter 2: cycles per TSC cycle"));
+            assert_null(fake_perfmon_selftest_find(
+                "counter 3: cycles per TSC cycle"));
+        }
+
+        if (cpus[i].model == 0x61) {
+            assert_non_null(fake_perfmon_selftest_find(
+                "PASS  counter 5: ref-cycles per TSC cycle: 1.000"));
+        }
+    }
+
+    pmu_test_selftest(drv->dev, true);
+}
+
 int
 main(void)
 {
@@ -847,6 +902,7 @@ main(void)
         cmocka_unit_test(test_polled),
         cmocka_unit_test(test_firmware_counter_left_alone),
         cmocka_unit_test(test_ap_with_fewer_counters),
+        cmocka_unit_test(test_selftest_passes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

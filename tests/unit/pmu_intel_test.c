@@ -22,6 +22,7 @@
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
 #include "fakes/fake_log.h"
+#include "fakes/fake_perfmon_selftest.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
@@ -1156,6 +1157,71 @@ test_ap_with_fewer_counters(void **state)
     fake_cpu_set_id(0);
 }
 
+/* ---- the self-test ----------------------------------------------------- */
+
+/*
+ * `perfmon selftest`'s hardware checks pass on a healthy PMU of every
+ * version, the model's drift included, and leave the PMU as they found it.
+ */
+static void
+test_selftest_passes(void **state)
+{
+    (void)state;
+
+    for (unsigned int version = 1; version <= 5; version++) {
+        struct perfmon_dev *dev = boot_version(version);
+
+        assert_int_equal(pmu_test_selftest(dev, false), 0);
+    }
+
+    /* What a user would read (shown in the test's output). */
+    pmu_test_selftest(boot_version(4), true);
+}
+
+/*
+ * And it catches what it claims to: an LVT that stays masked loses the
+ * second PMI, legacy writes that do not sign-extend load the wrong value,
+ * global enables that do not gate let a counter count: one FAIL line each.
+ */
+static void
+test_selftest_catches_faults(void **state)
+{
+    static const struct {
+        unsigned int quirk;
+        const char *line;
+        unsigned int nr_fails;
+    } cases[] = {
+        /* Once masked, no PMI ever again: every wrap after the first, and
+           the status bits no handler cleared. */
+        { MSR_MODEL_QUIRK_LVT_STUCK, "FAIL  fixed 0: PMIs of the next wrap",
+          14 },
+        /* The driver's own loads near the wrap go wrong too: the four
+           general-purpose counters' PMIs (2 each) and the PMI-less wrap's
+           status bit. */
+        { MSR_MODEL_QUIRK_NO_SIGN_EXTEND,
+          "FAIL  counter 0: legacy write of 0x80000000: 0x80000000", 10 },
+        { MSR_MODEL_QUIRK_NO_GATE,
+          "FAIL  fixed 0: instructions, global enable clear", 1 },
+    };
+
+    (void)state;
+
+    for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct perfmon_dev *dev = boot_version(2);
+        unsigned int fails;
+
+        msr_model_set_quirks(cases[i].quirk);
+        fails = pmu_test_selftest(dev, false);
+        assert_non_null(fake_perfmon_selftest_find(cases[i].line));
+
+        if (fails != cases[i].nr_fails) {
+            pmu_test_selftest(dev, true);
+        }
+
+        assert_int_equal(fails, cases[i].nr_fails);
+    }
+}
+
 int
 main(void)
 {
@@ -1198,6 +1264,8 @@ main(void)
         cmocka_unit_test(test_firmware_counters_left_alone),
         cmocka_unit_test(test_firmware_counter0_busy),
         cmocka_unit_test(test_ap_with_fewer_counters),
+        cmocka_unit_test(test_selftest_passes),
+        cmocka_unit_test(test_selftest_catches_faults),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,15 +15,33 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/pmu.h"
 #include "fakes/fake_log.h"
+#include "fakes/fake_perfmon_selftest.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_selftest.h"
 #include "msr_model.h"
 #include "pmu_test_common.h"
 
 uint64_t pmu_test_rng_state;
+
+/* The boot glue's view of the driver booted last (for the self-test). */
+static const struct pmu_driver *pmu_test_driver;
+static const struct pmu_caps *pmu_test_caps;
+
+const struct pmu_driver *
+pmu_get_driver(void)
+{
+    return pmu_test_driver;
+}
+
+const struct pmu_caps *
+pmu_get_caps(void)
+{
+    return pmu_test_caps;
+}
 
 /* xcall_call as the boot glue uses it: fn on cpu, interrupts disabled. */
 static int
@@ -66,6 +84,8 @@ pmu_test_boot_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
 
     fake_cpu_set_id(0);
     assert_int_equal(perfmon_register(drv->dev), 0);
+    pmu_test_driver = drv;
+    pmu_test_caps = caps;
     return drv->dev;
 }
 
@@ -223,6 +243,52 @@ pmu_test_check_branches(struct perfmon_dev *dev, int h, unsigned int nr_rounds,
     assert_int_equal(msr_model_pmis_lost(), 0);
     pmu_test_assert_no_fault();
     return unclaimed;
+}
+
+unsigned int
+pmu_test_selftest(struct perfmon_dev *dev, bool verbose)
+{
+    struct perfmon_selftest st = { .print = NULL };
+    const struct pmu_driver *drv = pmu_get_driver();
+    uint64_t ctrl = 0, after = 0, raw;
+    bool global = pmu_get_caps()->global_ctrl;
+    unsigned int hws[PERFMON_DEV_MAX_PMCS], nr = 0;
+
+    if (global) {
+        ctrl = pmu_test_peek(drv->global_ctrl_msr);
+    }
+
+    fake_perfmon_selftest_reset();
+    pmu_selftest(dev, &st);
+
+    if (verbose) {
+        for (unsigned int i = 0; i < fake_perfmon_selftest_nr_lines(); i++) {
+            print_message("# %s\n", fake_perfmon_selftest_line(i));
+        }
+    }
+
+    assert_int_equal(st.nr_pass + st.nr_fail + st.nr_skip,
+                     fake_perfmon_selftest_nr_lines());
+
+    if (global) {
+        after = pmu_test_peek(drv->global_ctrl_msr);
+        assert_int_equal(after, ctrl);
+    }
+
+    /* Every general-purpose counter free again (branches go anywhere). */
+    assert_int_equal(dev->ops->translate(dev, &raw, PERFMON_EV_BRANCH), 0);
+
+    while (dev->ops->alloc(dev, &hws[nr], raw, PERFMON_EF_KERN) == 0) {
+        nr++;
+    }
+
+    assert_int_equal(nr, pmu_get_caps()->nr_gp);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        dev->ops->free(dev, hws[i]);
+    }
+    pmu_test_assert_no_fault();
+    return st.nr_fail;
 }
 
 uint64_t

@@ -97,6 +97,14 @@ unsigned int pmu_test_check_branches(struct perfmon_dev *dev, int h,
  */
 void pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr);
 
+/*
+ * Run the x86 self-test (pmu_selftest) on dev, booted on the model:
+ * returns its failures, after checking that it left every counter free
+ * and stopped, the global enables as they were, and made no plain access
+ * that faulted.  verbose prints its lines (do when a test fails on them).
+ */
+unsigned int pmu_test_selftest(struct perfmon_dev *dev, bool verbose);
+
 /* The value of an MSR the modelled CPU must have. */
 uint64_t pmu_test_peek(uint32_t msr);
 

@@ -150,6 +150,35 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 }
 
 int
+perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
+                      uint64_t *raw_eventp)
+{
+    if (dev == NULL || dev != fake_dev || raw_eventp == NULL) {
+        return -EINVAL;
+    }
+
+    return dev->ops->translate(dev, raw_eventp, event_id) ? -ENOENT : 0;
+}
+
+int
+perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
+                  unsigned int flags, unsigned int *hw_idp)
+{
+    if (dev == NULL || dev != fake_dev || hw_idp == NULL) {
+        return -EINVAL;
+    }
+
+    return dev->ops->alloc(dev, hw_idp, raw_event, flags);
+}
+
+void
+perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(dev != NULL && dev == fake_dev);
+    dev->ops->free(dev, hw_id);
+}
+
+int
 fake_perfmon_open_raw(uint64_t raw, unsigned int flags, unsigned int *hw_idp)
 {
     unsigned int hw_id;

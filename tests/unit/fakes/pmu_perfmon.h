@@ -7,6 +7,8 @@
  * core does (alloc, then start on "this CPU"), and extends their values to
  * 64 bits from plain reads and from the overflow interrupt
  * (perfmon_overflow_intr, which the driver's NMI path calls).  One CPU.
+ * It also has the core's perfmon_dev_translate, perfmon_dev_alloc and
+ * perfmon_dev_free, for the drivers' self-test.
  */
 
 #ifndef TESTS_UNIT_FAKES_PMU_PERFMON_H
