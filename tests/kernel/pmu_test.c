@@ -208,10 +208,10 @@ KTEST_DEFINE(pmu, cycles, pmu_test_cycles);
 
 /*
  * A counter loaded just below its wrap must overflow during the loop and
- * raise a PMI that the driver claims through the NMI chain.  The counter
- * is driven directly through the device operations, on this CPU with
- * interrupts off; nothing else uses the hardware device while the suite
- * runs alone.
+ * raise a PMI that the driver claims through the NMI chain.  The counter,
+ * reserved with perfmon_dev_alloc (no event can have it meanwhile), is
+ * driven directly through the device operations, on this CPU with
+ * interrupts off.
  */
 static int
 pmu_test_wrap_nmi(void)
@@ -234,9 +234,7 @@ pmu_test_wrap_nmi(void)
     KTEST_ASSERT_EQ(dev->ops->translate(dev, &raw, PERFMON_EV_INSTRUCTION), 0);
     mask = (dev->width >= 64) ? UINT64_MAX : (1ULL << dev->width) - 1;
 
-    thread_preempt_disable();
-    error = dev->ops->alloc(dev, &hw_id, raw, PERFMON_EF_KERN);
-    thread_preempt_enable();
+    error = perfmon_dev_alloc(dev, raw, PERFMON_EF_KERN, &hw_id);
 
     if (error == -EAGAIN) {
         ktest_skip_reason("no free counter");
@@ -253,9 +251,7 @@ pmu_test_wrap_nmi(void)
     value = dev->ops->read(dev, hw_id) & mask;
     dev->ops->stop(dev, hw_id);
     cpu_intr_restore(flags);
-    thread_preempt_disable();
-    dev->ops->free(dev, hw_id);
-    thread_preempt_enable();
+    perfmon_dev_free(dev, hw_id);
 
     ktest_diag("after the wrap: %llu, PMIs %llu -> %llu",
                (unsigned long long)value, (unsigned long long)pmis,
