@@ -42,8 +42,8 @@
 #define PERFMON_SELFTEST_WALK_SIZE  (8UL << 20)
 #define PERFMON_SELFTEST_WALK_LINE  64UL
 
-/* Software checks: sleeps, hops, and the busy wait (ms). */
-#define PERFMON_SELFTEST_SLEEPS     10
+/* Software checks: yields, hops, and the busy wait (ms). */
+#define PERFMON_SELFTEST_YIELDS     10
 #define PERFMON_SELFTEST_HOPS       10
 #define PERFMON_SELFTEST_BUSY_MS    20
 
@@ -200,11 +200,14 @@ perfmon_selftest_go(struct perfmon_selftest *st)
  * An event of this thread counting generic event id in mode flags, or
  * why not: a SKIP when the machine cannot count it (no device can, no
  * counter is free), a FAIL otherwise.  Returns whether it is attached.
+ * With thread events refused (perfmon.hook=off) a CPU event on the run's
+ * CPU counts the same where the measurement runs with interrupts off
+ * (cpu_view), else the check is skipped.
  */
 static bool
-perfmon_selftest_attach(struct perfmon_selftest *st, const char *name,
-                        struct perfmon_event *event, unsigned int id,
-                        unsigned int flags)
+perfmon_selftest_attach_view(struct perfmon_selftest *st, const char *name,
+                             struct perfmon_event *event, unsigned int id,
+                             unsigned int flags, bool cpu_view)
 {
     char why[64];
     int error;
@@ -215,6 +218,10 @@ perfmon_selftest_attach(struct perfmon_selftest *st, const char *name,
         error = perfmon_event_attach(event, thread_self());
     }
 
+    if (error == -EBUSY && cpu_view) {
+        error = perfmon_event_attach_cpu(event, st->cpu);
+    }
+
     if (error == 0) {
         return true;
     }
@@ -223,12 +230,23 @@ perfmon_selftest_attach(struct perfmon_selftest *st, const char *name,
         perfmon_selftest_skip(st, name, "no device counts this event");
     } else if (error == -EAGAIN) {
         perfmon_selftest_skip(st, name, "every counter that could is in use");
+    } else if (error == -EBUSY) {
+        perfmon_selftest_skip(st, name, "thread events are off "
+                              "(perfmon.hook=off)");
     } else {
         ksnprintf(why, sizeof(why), "cannot count it: %s", error_str(error));
         perfmon_selftest_fail(st, name, why);
     }
 
     return false;
+}
+
+static bool
+perfmon_selftest_attach(struct perfmon_selftest *st, const char *name,
+                        struct perfmon_event *event, unsigned int id,
+                        unsigned int flags)
+{
+    return perfmon_selftest_attach_view(st, name, event, id, flags, true);
 }
 
 /*
@@ -504,31 +522,69 @@ perfmon_selftest_task_clock(struct perfmon_selftest *st)
                            800, 1050);
 }
 
-/* Each sleep switches the thread out once (and the reads may add one). */
-static void
-perfmon_selftest_switches(struct perfmon_selftest *st)
-{
-    static const char name[] = "soft: context-switches of 10 sleeps";
-    struct perfmon_event event;
-    uint64_t before, after;
+/* The helper of the context-switch check: yields back until told. */
+struct perfmon_selftest_yield {
+    bool stop;                          /* READ_ONCE: set by the test */
+};
 
-    if (!perfmon_selftest_go(st)
-        || !perfmon_selftest_attach(st, name, &event,
-                                    PERFMON_EV_CONTEXT_SWITCH,
-                                    PERFMON_EF_KERN)) {
+static void
+perfmon_selftest_yield_helper(void *arg)
+{
+    struct perfmon_selftest_yield *yield = arg;
+
+    while (!READ_ONCE(yield->stop)) {
+        thread_yield();
+    }
+}
+
+/*
+ * With a helper thread pinned to the same CPU, each yield is a real
+ * switch out and back: one context switch each (and the reads may add
+ * one), as `yield N` counts them.
+ */
+static void
+perfmon_selftest_switches(struct perfmon_selftest *st, unsigned int cpu)
+{
+    static const char name[] = "soft: context-switches of 10 yields";
+    struct perfmon_selftest_yield yield = { .stop = false };
+    struct perfmon_event event;
+    struct thread *helper;
+    uint64_t before, after;
+    char why[64];
+    int error;
+
+    if (!perfmon_selftest_go(st)) {
         return;
     }
 
-    before = perfmon_event_read(&event);
+    error = thread_create(&helper, "selftest-yield",
+                          perfmon_selftest_yield_helper, &yield,
+                          THREAD_CPUMASK(cpu));
 
-    for (unsigned int i = 0; i < PERFMON_SELFTEST_SLEEPS; i++) {
-        thread_msleep(1);
+    if (error) {
+        ksnprintf(why, sizeof(why), "no helper thread: %s", error_str(error));
+        perfmon_selftest_fail(st, name, why);
+        return;
     }
 
-    after = perfmon_event_read(&event);
-    perfmon_event_detach(&event);
-    perfmon_selftest_range(st, name, after - before, PERFMON_SELFTEST_SLEEPS,
-                           PERFMON_SELFTEST_SLEEPS + 3);
+    if (perfmon_selftest_attach_view(st, name, &event,
+                                     PERFMON_EV_CONTEXT_SWITCH,
+                                     PERFMON_EF_KERN, false)) {
+        before = perfmon_event_read(&event);
+
+        for (unsigned int i = 0; i < PERFMON_SELFTEST_YIELDS; i++) {
+            thread_yield();
+        }
+
+        after = perfmon_event_read(&event);
+        perfmon_event_detach(&event);
+        perfmon_selftest_range(st, name, after - before,
+                               PERFMON_SELFTEST_YIELDS,
+                               PERFMON_SELFTEST_YIELDS + 2);
+    }
+
+    WRITE_ONCE(yield.stop, true);
+    thread_join(helper);
 }
 
 /* Each hop to the next CPU is a migration; pinned again at the end. */
@@ -550,8 +606,8 @@ perfmon_selftest_migrations(struct perfmon_selftest *st, unsigned int cpu)
         return;
     }
 
-    if (!perfmon_selftest_attach(st, name, &event, PERFMON_EV_MIGRATION,
-                                 PERFMON_EF_KERN)) {
+    if (!perfmon_selftest_attach_view(st, name, &event, PERFMON_EV_MIGRATION,
+                                      PERFMON_EF_KERN, false)) {
         return;
     }
 
@@ -631,6 +687,7 @@ perfmon_selftest_run(struct perfmon_selftest *st)
     st->stopped = false;
     thread_set_affinity(self, THREAD_CPUMASK(cpu));
     cpu = thread_cpu(self);
+    st->cpu = cpu;
 
     if (present) {
         perfmon_selftest_printf(st, "perfmon selftest: hardware PMU: %s; on "
@@ -641,7 +698,7 @@ perfmon_selftest_run(struct perfmon_selftest *st)
     }
 
     perfmon_selftest_task_clock(st);
-    perfmon_selftest_switches(st);
+    perfmon_selftest_switches(st, cpu);
     perfmon_selftest_migrations(st, cpu);
     perfmon_selftest_wraps(st, cpu);
 

@@ -31,12 +31,13 @@
 /*
  * A run.  print is called with each line, without its newline; stop
  * (may be NULL) is asked between checks whether to give up (Ctrl-C).
- * The counts are the run's, read them at the end.
+ * The run sets cpu, and the counts, read them at the end.
  */
 struct perfmon_selftest {
     void (*print)(void *arg, const char *line);
     void *arg;
     bool (*stop)(void);
+    unsigned int cpu;                   /* the CPU the run is pinned to */
     unsigned int nr_pass;
     unsigned int nr_fail;
     unsigned int nr_skip;
