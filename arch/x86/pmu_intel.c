@@ -16,10 +16,19 @@
  * raises its PMI, exactly when the value the core sees wraps; a counter
  * whose top bit is clear has overflowed.
  *
+ * The probe runs on every CPU (pmu_probe_cpus): the boot CPU's CPUID gives
+ * the candidates, each CPU keeps those it has and the firmware does not
+ * use, and the device gets the counters every CPU has; counter masks may
+ * have holes.
+ *
  * Locking: alloc and free run under the core's allocator lock; start, stop,
  * read and the overflow handler act on the calling CPU with interrupts
  * disabled.  The per-CPU active masks are written by their CPU only and
  * read by its NMI handler.
+ *
+ * Over 900 lines: one PMU's facts (CPUID decoding, the event table, the
+ * counters' write rules, the PMI order) are read in one place; what both
+ * drivers share is in pmu.c.
  */
 
 #include <stdbool.h>

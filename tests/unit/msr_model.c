@@ -10,6 +10,11 @@
  * the part it follows.  Where the manuals leave room the model is strict
  * (it faults), so that a driver relying on lenient hardware fails here
  * rather than on a machine.
+ *
+ * Over 900 lines: it is one machine, CPUID, MSRs, counting and interrupt
+ * delivery, whose parts depend on each other (a write loses what a running
+ * counter counted, a wrap sets a status bit and raises a PMI through the
+ * LVT); split, each part would need the others' state.
  */
 
 #include <stdbool.h>
