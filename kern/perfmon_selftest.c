@@ -491,8 +491,10 @@ perfmon_selftest_hw(struct perfmon_selftest *st)
 
 /*
  * task-clock counts TSC cycles while the thread runs: a busy wait of the
- * thread, measured on the TSC, is all of it, give or take what other
- * threads took from it.
+ * thread with interrupts off (nothing else runs on its CPU meanwhile: in a
+ * slow virtual machine ticks and other threads took a third of a wait with
+ * them on), measured on the TSC, is all of it; the reads around it add a
+ * little, and a tick that waited for the end.
  */
 static void
 perfmon_selftest_task_clock(struct perfmon_selftest *st)
@@ -500,6 +502,7 @@ perfmon_selftest_task_clock(struct perfmon_selftest *st)
     static const char name[] = "soft: task-clock per TSC cycle, busy wait";
     uint64_t before, after, start, end, span;
     struct perfmon_event event;
+    unsigned long flags;
 
     if (!perfmon_selftest_go(st)
         || !perfmon_selftest_attach(st, name, &event, PERFMON_EV_TASK_CLOCK,
@@ -509,17 +512,19 @@ perfmon_selftest_task_clock(struct perfmon_selftest *st)
 
     span = tsc_freq() / 1000 * PERFMON_SELFTEST_BUSY_MS;
     before = perfmon_event_read(&event);
+    flags = cpu_intr_save();
     start = cpu_rdtsc();
 
     do {
         end = cpu_rdtsc();
     } while (end - start < span);
 
+    cpu_intr_restore(flags);
     after = perfmon_event_read(&event);
     perfmon_event_detach(&event);
     perfmon_selftest_milli(st, name,
                            perfmon_selftest_ratio(after - before, end - start),
-                           800, 1050);
+                           950, 1050);
 }
 
 /* The helper of the context-switch check: yields back until told. */
