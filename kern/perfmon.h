@@ -32,6 +32,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon_types.h"
 
+struct perfmon_selftest;                /* kern/perfmon_selftest.h */
 struct thread;
 struct trap_frame;
 
@@ -139,6 +140,12 @@ struct perfmon_dev;
  *   an interrupt the device claimed (folded and re-armed the counters, run
  *   the callbacks): resume what handle_overflow_intr froze and let the
  *   next interrupt come.
+ * selftest (optional; thread context, interrupts enabled, the caller
+ *   pinned to one CPU): the device's own checks for `perfmon selftest`,
+ *   those the core's API cannot express (each counter in turn, how the
+ *   counters take writes, global enables, the interrupt path), each
+ *   reported through kern/perfmon_selftest.h.  It takes the counters it
+ *   drives with perfmon_dev_alloc() and leaves everything as it found it.
  */
 struct perfmon_dev_ops {
     int (*translate)(struct perfmon_dev *dev, uint64_t *raw_eventp,
@@ -154,6 +161,7 @@ struct perfmon_dev_ops {
                   uint64_t value);
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);
     void (*overflow_intr_end)(struct perfmon_dev *dev);
+    void (*selftest)(struct perfmon_dev *dev, struct perfmon_selftest *st);
 };
 
 /* A named raw event a device offers (for perfmon_lookup_event()). */
@@ -232,6 +240,19 @@ int perfmon_dev_get_info(const struct perfmon_dev *dev,
  */
 int perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
                           uint64_t *raw_eventp);
+
+/*
+ * Reserve a counter of dev able to count raw_event in the mode flags, as
+ * the core reserves one for its events (through the device's alloc,
+ * serialised with them), for code that then drives the device's
+ * processor-local operations itself: a device's self-test.  The counter
+ * is no event's, and no event gets it, until perfmon_dev_free().  Returns
+ * 0 with its hw id in *hw_idp, -EINVAL for a bad argument or unregistered
+ * device, or alloc's -EINVAL, -ENOENT, -EAGAIN.  Thread context.
+ */
+int perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
+                      unsigned int flags, unsigned int *hw_idp);
+void perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id);
 
 /*
  * The hardware PMU in one line, as `perfmon info` prints it after

@@ -23,6 +23,7 @@
 #include "kern/perfmon_cmd.h"
 #include "kern/perfmon_parse.h"
 #include "kern/perfmon_record.h"
+#include "kern/perfmon_selftest.h"
 #include "kern/perfmon_stat.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -768,6 +769,8 @@ perfmon_cmd_usage(void)
             "       perfmon bench [-n SAMPLES] [all|quick|remote]\n"
             "                          microbenchmarks of the perfmon layer, "
             "in TSC cycles\n"
+            "       perfmon selftest   check that the counters count what "
+            "they claim, here\n"
             "workloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
             "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS,
             PERFMON_RECORD_FREQ_DEFAULT);
@@ -797,6 +800,8 @@ perfmon_cmd(int argc, char **argv)
         return perfmon_script_main(argc, argv);
     } else if (strcmp(argv[1], "top") == 0) {
         return perfmon_top_main(argc, argv);
+    } else if (strcmp(argv[1], "selftest") == 0) {
+        return perfmon_selftest_main(argc - 1, argv + 1);
     }
 
     kprintf("perfmon: unknown subcommand '%s'\n", argv[1]);
@@ -805,6 +810,7 @@ perfmon_cmd(int argc, char **argv)
 }
 
 SHELL_COMMAND(perfmon, "perfmon",
-              "[list | info | stat | record | report | script | top | bench]",
+              "[list | info | stat | record | report | script | top | bench "
+              "| selftest]",
               "performance counters: list events, count and profile",
               perfmon_cmd);

@@ -292,6 +292,32 @@ perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
 }
 
 int
+perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
+                  unsigned int flags, unsigned int *hw_idp)
+{
+    int error;
+
+    if (dev == NULL || hw_idp == NULL || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    error = dev->ops->alloc(dev, hw_idp, raw_event, flags);
+    spinlock_unlock(&perfmon_lock);
+    assert(error != 0 || *hw_idp < 64);
+    return error;
+}
+
+void
+perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(dev != NULL && perfmon_dev_is_registered(dev));
+    spinlock_lock(&perfmon_lock);
+    dev->ops->free(dev, hw_id);
+    spinlock_unlock(&perfmon_lock);
+}
+
+int
 perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
                      uint64_t *idp, unsigned int *flagsp)
 {

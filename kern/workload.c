@@ -140,7 +140,7 @@ workload_finish(bool interrupted)
  * n iterations (n > 0) of exactly WORKLOAD_SPIN_INSNS instructions: the
  * counts in `perfmon stat -e instructions -- spin N` are then predictable.
  */
-static void __attribute__((noinline))
+void __attribute__((noinline))
 workload_spin_loop(uint64_t n)
 {
     uint64_t acc = 0;
@@ -318,6 +318,19 @@ workload_branch(uint64_t x, uint64_t taken)
     return taken;
 }
 
+uint64_t
+workload_branchy_loop(uint64_t n, uint64_t *statep)
+{
+    uint64_t taken = 0;
+
+    for (uint64_t i = 0; i < n; i++) {
+        /* The top bits of xorshift are the better ones. */
+        taken = workload_branch(workload_xorshift(statep) >> 40, taken);
+    }
+
+    return taken;
+}
+
 static int
 workload_branchy_cmd(int argc, char **argv)
 {
@@ -336,12 +349,13 @@ workload_branchy_cmd(int argc, char **argv)
 
     start = cpu_rdtsc();
 
-    for (i = 0; i < n; i++) {
-        /* The top bits of xorshift are the better ones. */
-        taken = workload_branch(workload_xorshift(&state) >> 40, taken);
+    for (i = 0; i < n;) {
+        uint64_t chunk = MIN(n - i, (uint64_t)WORKLOAD_POLL_ITERS);
 
-        if ((((i + 1) % WORKLOAD_POLL_ITERS) == 0) && shell_interrupted()) {
-            i++;
+        taken += workload_branchy_loop(chunk, &state);
+        i += chunk;
+
+        if ((i < n) && shell_interrupted()) {
             interrupted = true;
             break;
         }

@@ -31,6 +31,8 @@
 #ifndef KERN_WORKLOAD_H
 #define KERN_WORKLOAD_H
 
+#include <stdint.h>
+
 /* Instructions in one iteration of the spin loop: add, xor, sub, jnz. */
 #define WORKLOAD_SPIN_INSNS         4
 
@@ -39,5 +41,19 @@
 
 /* The seed of the branchy generator, fixed so that runs repeat exactly. */
 #define WORKLOAD_BRANCHY_SEED       0x9e3779b97f4a7c15ULL
+
+/*
+ * The loops themselves, for code that measures them (`perfmon selftest`),
+ * any context, without a look at Ctrl-C:
+ *
+ * workload_spin_loop: n iterations (n > 0) of exactly WORKLOAD_SPIN_INSNS
+ *   instructions, one of them a branch, plus a constant: the counts in
+ *   `perfmon stat -e instructions -- spin N` are then predictable.
+ * workload_branchy_loop: n conditional branches on the bits of the
+ *   xorshift generator whose state is *statep (seed it nonzero); returns
+ *   how many were taken.
+ */
+void workload_spin_loop(uint64_t n);
+uint64_t workload_branchy_loop(uint64_t n, uint64_t *statep);
 
 #endif /* KERN_WORKLOAD_H */

@@ -24,6 +24,7 @@
 #define ARCH_X86_PMU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/msr.h"
@@ -158,28 +159,52 @@ struct pmu_caps {
     bool full_width_write;      /* Intel IA32_A_PMCx */
     bool overflow_nmi;          /* overflow NMIs; false: the core polls */
     uint32_t arch_events;       /* Intel: available architectural events */
+    uint64_t fw_busy;           /* hw ids the firmware left counting on
+                                   some CPU: not ours */
 };
 
 /*
- * A vendor driver, as pmu.c drives it.
+ * A vendor driver, as pmu_probe_cpus() drives it.  Counters are named by
+ * their hw ids (bit i of a counter mask: hw id i).
  *
  * probe: on the boot CPU, at boot, before any other call: read CPUID,
- *   check the counters, fill *caps (always: also the reason when it
- *   declines) and return 0 with the device ready to register, or -ENODEV
+ *   check that the counters work (on counters the firmware does not use),
+ *   fill *caps with what it found (always: also the reason when it
+ *   declines) and return 0 with the candidate counters known, or -ENODEV
  *   when there is no working PMU (nothing is left programmed).  use_nmi
  *   false asks for a device without overflow interrupt (polled).
- * cpu_init: on each CPU after a successful probe, interrupts disabled:
- *   stop every counter, clear stale overflow status, open the global
- *   enable gate.
- * preset: on this CPU, interrupts disabled: load an allocated counter with
- *   value (in the device's width), for the self-test of the wrap path.
- *   -EINVAL for an unknown hw id or a value the counter cannot take.
+ * cpu_probe: then on each CPU, the boot CPU included, interrupts disabled,
+ *   with the fault-safe accessors only: the candidates this CPU has (its
+ *   own CPUID, MSRs that answer) and that are free; *busyp receives those
+ *   the firmware left enabled.  Writes nothing.
+ * commit: then once, on the counters every CPU has and none uses
+ *   (usable): make the device ready to register and finish *caps; -ENODEV
+ *   with caps->reason when nothing usable is left.
+ * cpu_init: on each CPU after a successful commit, interrupts disabled:
+ *   stop every counter of ours, clear their stale overflow status, open
+ *   their global enables; what is not ours stays as it is.
+ *
+ * ctl_msr, ctr_msr: for the self-test (pmu_selftest.c), the MSRs of
+ *   counter hw_id: its event select (0 for an Intel fixed counter, whose
+ *   control is a field of IA32_FIXED_CTR_CTRL) and its count (Intel's
+ *   legacy alias for a general-purpose counter).
+ * global_ctrl_msr, global_status_msr, global_ack_msr: the global enable,
+ *   overflow status and acknowledgement registers, when caps.global_ctrl.
+ *
+ * Loading a counter (the self-tests' wraps) is the device's write
+ * operation: one way to do it, one set of rules.
  */
 struct pmu_driver {
     const char *name;
     int (*probe)(struct pmu_caps *caps, bool use_nmi);
+    uint64_t (*cpu_probe)(uint64_t *busyp);
+    int (*commit)(struct pmu_caps *caps, uint64_t usable);
     void (*cpu_init)(void);
-    int (*preset)(unsigned int hw_id, uint64_t value);
+    uint32_t (*ctl_msr)(unsigned int hw_id);
+    uint32_t (*ctr_msr)(unsigned int hw_id);
+    uint32_t global_ctrl_msr;
+    uint32_t global_status_msr;
+    uint32_t global_ack_msr;
     struct perfmon_dev *dev;
 };
 
@@ -250,10 +275,20 @@ pmu_cpuid_model(uint32_t eax)
 /*
  * What both drivers do the same way (pmu.c).
  *
+ * pmu_popcount: the bits set in x.
  * pmu_mode_bits: the bits that select the counting modes of PERFMON_EF_MODE
  *   flags, os for the kernel and usr for user mode (PMU_EVTSEL_OS and
  *   PMU_EVTSEL_USR in a PERFEVTSEL, PMU_FIXED_CTRL_* in a fixed counter's
  *   field).
+ * pmu_alloc_pick: the allocators' one rule, for counter constraints of
+ *   any kind (AMD family 15h's, Intel's fixed counters): reserve in
+ *   *alloc_mask the lowest free counter of those in allowed that can count
+ *   the event, one of prefer (a subset, such as the fixed counter that
+ *   counts it) when one is free.  Returns 0 with its hw id in *hw_idp,
+ *   -ENOENT when no counter can count the event (allowed empty), -EAGAIN
+ *   when all that can are taken.  Allocation is per event, first come
+ *   first served, without moving events already placed: an event needing
+ *   a counter an unconstrained one took gets -EAGAIN.
  * pmu_msr_holds: whether an MSR keeps each of nr patterns written to it,
  *   through the fault-safe accessors; it is left holding 0 either way.
  * pmu_active_*: the counters started on each CPU (hw id bits), written by
@@ -268,14 +303,23 @@ pmu_cpuid_model(uint32_t eax)
  *   counters are kept armed with their top bits set: an active counter of
  *   this CPU whose bit top is clear has wrapped; rearm(hw_id, value) must
  *   arm it again.  Returns the wrapped counters.
+ * pmu_freeze: the start of an overflow handler with a global enable
+ *   register (Intel version 2 on, AMD PerfMonV2): clear the bits ours of
+ *   ctrl_msr, leaving the others (the firmware's) as they are, so that the
+ *   counters stand still while the status is read and the core folds and
+ *   re-arms them; pmu_overflow_intr_end restores it.
  * pmu_intr_claimed: the end of an overflow handler that found mask: count
  *   the PMI.  Returns mask.
- * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers:
- *   unmask the local APIC's performance-counter LVT entry, which the PMI
- *   masked, once the core is done with the interrupt.
+ * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers,
+ *   also called by their handlers for an interrupt that was not theirs:
+ *   restore what pmu_freeze froze, then unmask the local APIC's
+ *   performance-counter LVT entry, which an Intel PMI masks on delivery.
  * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
  */
+unsigned int pmu_popcount(uint64_t x);
 uint64_t pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr);
+int pmu_alloc_pick(uint64_t *alloc_mask, uint64_t allowed, uint64_t prefer,
+                   unsigned int *hw_idp);
 bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);
 void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);
@@ -285,9 +329,41 @@ uint64_t pmu_status_ack(uint32_t status_msr, uint32_t clear_msr,
                         uint64_t mask);
 uint64_t pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
                          void (*rearm)(unsigned int hw_id, uint64_t value));
+void pmu_freeze(uint32_t ctrl_msr, uint64_t ours);
 uint64_t pmu_intr_claimed(uint64_t mask);
 void pmu_overflow_intr_end(struct perfmon_dev *dev);
 uint64_t pmu_nr_pmis(void);
+
+/*
+ * The whole probe: drv->probe on this CPU (the boot CPU, thread context),
+ * drv->cpu_probe on every CPU through run_on (xcall_call in the kernel:
+ * it runs fn(arg) on cpu with interrupts disabled and returns 0, or an
+ * error when it cannot), then drv->commit with the counters all CPUs have
+ * and none uses.  Counters the firmware left counting, and CPUs whose
+ * counters differ from the boot CPU's (a hybrid part's small cores), are
+ * reported in the log, one line each; caps->fw_busy says which were left
+ * alone.  Returns 0 or the driver's -ENODEV (caps->reason says why).
+ */
+typedef int (*pmu_run_on_fn_t)(void (*fn)(void *arg), void *arg,
+                               unsigned int cpu);
+
+int pmu_probe_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
+                   bool use_nmi, pmu_run_on_fn_t run_on);
+
+/*
+ * A counter mask as the log shows it: "0-3, fixed 0-2" (fixed counters
+ * from hw id fixed_base on; 0: none), "none" when empty.
+ */
+void pmu_fmt_counters(char *buf, size_t size, uint64_t mask,
+                      unsigned int fixed_base);
+
+/*
+ * The checks of `perfmon selftest` the core's API cannot express
+ * (pmu_selftest.c): the selftest operation of both drivers' devices.
+ */
+struct perfmon_selftest;
+
+void pmu_selftest(struct perfmon_dev *dev, struct perfmon_selftest *st);
 
 /* The boot glue (pmu_boot.c). */
 

@@ -40,21 +40,36 @@
 #define PMU_AMD_VENDOR_EDX      0x69746e65  /* "enti" */
 #define PMU_AMD_VENDOR_ECX      0x444d4163  /* "cAMD" */
 
+/*
+ * Hygon's (Dhyana, family 18h: a licensed Zen with AMD's PMU; Linux runs
+ * the AMD driver for it).
+ */
+#define PMU_HYGON_VENDOR_EBX    0x6f677948  /* "Hygo" */
+#define PMU_HYGON_VENDOR_EDX    0x6e65476e  /* "nGen" */
+#define PMU_HYGON_VENDOR_ECX    0x656e6975  /* "uine" */
+
 #define PMU_AMD_CNT_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
 #define PMU_AMD_TOP_BIT         (1ULL << (PMU_AMD_WIDTH - 1))
 
 /* Status rounds in one interrupt before giving up (a stuck status). */
 #define PMU_AMD_MAX_ROUNDS      16
 
-/* The probed PMU, constant after probe except alloc_mask (core lock). */
+/*
+ * The probed PMU, written at boot by probe and commit (cpu_probe only
+ * reads it) and constant afterwards except alloc_mask (core lock).  Until
+ * commit, nr counts the boot CPU's candidates; after, the counters in use
+ * (exist_mask), which may have holes where the firmware keeps one.
+ */
 struct pmu_amd {
     unsigned int family;
+    unsigned int model;
     unsigned int nr;            /* counters */
     bool core_ext;              /* C001_0200h counters */
     bool v2;                    /* PerfMonV2 global registers */
     bool nmi;
     bool topbit;                /* overflow from bit 47, without v2 */
     uint64_t val_mask;          /* counter bits the core sees */
+    uint64_t cand_mask;         /* hw ids the boot CPU offers */
     uint64_t exist_mask;
     uint64_t alloc_mask;
 };
@@ -65,25 +80,46 @@ static struct perfmon_dev pmu_amd_dev;
 
 /*
  * Codes of the generic events (AMD family 10h-16h BKDGs and family 17h+
- * PPRs, as the APM lists the core events), in the PMU_AMD_RAW() layout:
- * cache references and misses moved with Zen (family 17h).  There is no
- * reference-cycle event at all: refused at translate rather than failing
- * later.
+ * PPRs, as the APM lists the core events), in the PMU_AMD_RAW() layout, by
+ * generation (PMU_AMD_GEN_*): cache references and misses moved with Zen
+ * (family 17h); reference cycles came with Zen 4 (PMCx120, cycles not
+ * halted at the P0 frequency, like MPERF; Linux's Zen 4 event map).  0:
+ * none, refused at translate rather than failing later.
  */
-#define PMU_AMD_FAMILY_ZEN      0x17
+#define PMU_AMD_GEN_K8          0   /* families 06h-16h */
+#define PMU_AMD_GEN_ZEN         1   /* 17h, 18h (Hygon), 19h before Zen 4 */
+#define PMU_AMD_GEN_ZEN4        2
+#define PMU_AMD_NR_GENS         3
 
 static const struct pmu_amd_event {
     unsigned int id;
-    uint64_t code;                      /* before Zen */
-    uint64_t code_zen;                  /* Zen and later */
+    uint64_t codes[PMU_AMD_NR_GENS];
 } pmu_amd_events[] = {
-    { PERFMON_EV_CYCLE, 0x0076, 0x0076 },
-    { PERFMON_EV_INSTRUCTION, 0x00c0, 0x00c0 },
-    { PERFMON_EV_CACHE_REF, 0x077d, 0xff60 },
-    { PERFMON_EV_CACHE_MISS, 0x077e, 0x0964 },
-    { PERFMON_EV_BRANCH, 0x00c2, 0x00c2 },
-    { PERFMON_EV_BRANCH_MISS, 0x00c3, 0x00c3 },
+    { PERFMON_EV_CYCLE, { 0x0076, 0x0076, 0x0076 } },
+    { PERFMON_EV_INSTRUCTION, { 0x00c0, 0x00c0, 0x00c0 } },
+    { PERFMON_EV_CACHE_REF, { 0x077d, 0xff60, 0xff60 } },
+    { PERFMON_EV_CACHE_MISS, { 0x077e, 0x0964, 0x0964 } },
+    { PERFMON_EV_BRANCH, { 0x00c2, 0x00c2, 0x00c2 } },
+    { PERFMON_EV_BRANCH_MISS, { 0x00c3, 0x00c3, 0x00c3 } },
+    { PERFMON_EV_REF_CYCLE, { 0, 0, PMU_AMD_RAW(0x120, 0x00) } },
 };
+
+/*
+ * The generation of family/model: Zen from family 17h; Zen 4 in family
+ * 19h models 10h-1Fh and 60h-AFh (the rest of 19h is Zen 3), and every
+ * family from 1Ah on.
+ */
+static unsigned int
+pmu_amd_generation(unsigned int family, unsigned int model)
+{
+    if (family >= 0x1a
+        || (family == 0x19 && ((model >= 0x10 && model <= 0x1f)
+                               || (model >= 0x60 && model <= 0xaf)))) {
+        return PMU_AMD_GEN_ZEN4;
+    }
+
+    return (family >= 0x17) ? PMU_AMD_GEN_ZEN : PMU_AMD_GEN_K8;
+}
 
 /*
  * Counter i's MSRs: the extension interleaves control and counter (step
@@ -107,7 +143,7 @@ pmu_amd_ctr_msr(unsigned int i)
 static bool
 pmu_amd_hw_id_valid(unsigned int hw_id)
 {
-    return hw_id < pmu_amd.nr;
+    return hw_id < 64 && (pmu_amd.exist_mask & (1ULL << hw_id)) != 0;
 }
 
 static uint64_t
@@ -117,20 +153,115 @@ pmu_amd_armed(uint64_t value)
     return pmu_amd.topbit ? (value | PMU_AMD_TOP_BIT) : value;
 }
 
+/*
+ * Family 15h counter constraints (BKDG for AMD family 15h models 00h-0Fh,
+ * section "Performance Monitor Counters", whose event list gives the
+ * counters each event can use; the same facts as Linux's
+ * amd_get_event_constraints_f15h).  An event counts only on the counters
+ * of its unit (bits 7:4 of the event select: FP, load/store and data
+ * cache, execution, instruction cache and decode, northbridge), except the
+ * listed events, which have their own.  umask says when an exception
+ * applies: always, or only with a unit mask of more than one bit, at most
+ * one bit, or bits in both of its nibbles.
+ */
+#define PMU_AMD_UMASK_ANY       0
+#define PMU_AMD_UMASK_MULTI     1
+#define PMU_AMD_UMASK_SINGLE    2
+#define PMU_AMD_UMASK_NIBBLES   3
+
+static const struct pmu_amd_constraint {
+    uint16_t first;             /* 12-bit event selects first..last */
+    uint16_t last;
+    uint8_t umask;              /* PMU_AMD_UMASK_* */
+    uint8_t counters;           /* hw ids that count it */
+} pmu_amd_f15h_events[] = {
+    { 0x000, 0x000, PMU_AMD_UMASK_NIBBLES, 0x08 },
+    { 0x003, 0x003, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x004, 0x004, PMU_AMD_UMASK_MULTI, 0x08 },
+    { 0x00b, 0x00b, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x00d, 0x00d, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x023, 0x023, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x02d, 0x02d, PMU_AMD_UMASK_ANY, 0x08 },
+    { 0x02e, 0x02e, PMU_AMD_UMASK_ANY, 0x09 },
+    { 0x031, 0x031, PMU_AMD_UMASK_SINGLE, 0x07 },
+    { 0x031, 0x031, PMU_AMD_UMASK_MULTI, 0x00 },
+    { 0x043, 0x043, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x045, 0x046, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x054, 0x055, PMU_AMD_UMASK_ANY, 0x07 },
+    { 0x08f, 0x08f, PMU_AMD_UMASK_ANY, 0x01 },
+    { 0x0db, 0x0df, PMU_AMD_UMASK_ANY, 0x3f },
+    { 0x187, 0x188, PMU_AMD_UMASK_ANY, 0x01 },
+    { 0x1c0, 0x1c0, PMU_AMD_UMASK_ANY, 0x38 },
+    { 0x1d6, 0x1d6, PMU_AMD_UMASK_ANY, 0x3f },
+    { 0x1d8, 0x1d8, PMU_AMD_UMASK_ANY, 0x3f },
+};
+
+/* The counters of each unit, by bits 7:4 of the event select. */
+static const uint8_t pmu_amd_f15h_units[16] = {
+    [0x0] = 0x38, [0x1] = 0x38,                             /* FP */
+    [0x2] = 0x3f, [0x3] = 0x3f, [0x4] = 0x3f, [0x5] = 0x3f, /* LS, DC */
+    [0x6] = 0x07, [0x7] = 0x07,                             /* CU */
+    [0x8] = 0x07, [0x9] = 0x07,                             /* IC, DE */
+    [0xc] = 0x3f,                                           /* EX, LS */
+    [0xd] = 0x07,                                           /* DE */
+    /* 0xA-0xB: none; 0xE-0xF: northbridge, its own counters. */
+};
+
+#define PMU_AMD_FAMILY_15H      0x15
+
+static bool
+pmu_amd_umask_matches(unsigned int rule, unsigned int umask)
+{
+    switch (rule) {
+    case PMU_AMD_UMASK_MULTI:
+        return pmu_popcount(umask) > 1;
+    case PMU_AMD_UMASK_SINGLE:
+        return pmu_popcount(umask) <= 1;
+    case PMU_AMD_UMASK_NIBBLES:
+        return (umask & 0xf0) != 0 && (umask & 0x0f) != 0;
+    default:
+        return true;
+    }
+}
+
+/* The counters that can count raw_event: all but on family 15h. */
+static uint64_t
+pmu_amd_counters_for(uint64_t raw_event)
+{
+    unsigned int event = (unsigned int)(((raw_event >> 24) & 0xf00)
+                                        | (raw_event & 0xff));
+    unsigned int umask = (unsigned int)((raw_event >> 8) & 0xff);
+
+    if (pmu_amd.family != PMU_AMD_FAMILY_15H) {
+        return UINT64_MAX;
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(pmu_amd_f15h_events); i++) {
+        const struct pmu_amd_constraint *c = &pmu_amd_f15h_events[i];
+
+        if (event >= c->first && event <= c->last
+            && pmu_amd_umask_matches(c->umask, umask)) {
+            return c->counters;
+        }
+    }
+
+    return pmu_amd_f15h_units[(event >> 4) & 0xf];
+}
+
 /* ---- perfmon_dev operations --------------------------------------------- */
 
 static int
 pmu_amd_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
                   unsigned int event_id)
 {
-    bool zen = pmu_amd.family >= PMU_AMD_FAMILY_ZEN;
+    unsigned int gen = pmu_amd_generation(pmu_amd.family, pmu_amd.model);
 
     (void)dev;
 
     for (size_t i = 0; i < ARRAY_SIZE(pmu_amd_events); i++) {
-        if (pmu_amd_events[i].id == event_id) {
-            *raw_eventp = zen ? pmu_amd_events[i].code_zen
-                              : pmu_amd_events[i].code;
+        if (pmu_amd_events[i].id == event_id
+            && pmu_amd_events[i].codes[gen] != 0) {
+            *raw_eventp = pmu_amd_events[i].codes[gen];
             return 0;
         }
     }
@@ -150,15 +281,9 @@ pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
         return -EINVAL;
     }
 
-    for (unsigned int i = 0; i < pmu_amd.nr; i++) {
-        if ((pmu_amd.alloc_mask & (1ULL << i)) == 0) {
-            pmu_amd.alloc_mask |= 1ULL << i;
-            *hw_idp = i;
-            return 0;
-        }
-    }
-
-    return -EAGAIN;
+    return pmu_alloc_pick(&pmu_amd.alloc_mask,
+                          pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask,
+                          0, hw_idp);
 }
 
 static void
@@ -219,28 +344,40 @@ pmu_amd_rearm(unsigned int hw_id, uint64_t value)
 }
 
 /*
- * PerfMonV2: overflowed counters are the bits of PerfCntrGlobalStatus,
- * cleared through PerfCntrGlobalStatusClr; only bits of our counters are
- * taken or cleared.  Without it, an active counter whose bit 47 is clear
- * has wrapped (see the top of the file).
+ * PerfMonV2, as Intel from version 2: freeze our counters in
+ * PerfCntrGlobalCtl, take the overflowed ones from PerfCntrGlobalStatus,
+ * cleared through PerfCntrGlobalStatusClr (only bits of our counters are
+ * taken or cleared); overflow_intr_end opens the gate again.  Without it,
+ * an active counter whose bit 47 is clear has wrapped (see the top of the
+ * file).  An interrupt that is not ours ends as ours would: AMD's late
+ * duplicate NMIs (the NMI of an overflow may be signalled again after the
+ * handler took it) find nothing, and are left to the NMI chain's count of
+ * unclaimed NMIs.
  */
 static uint64_t
 pmu_amd_handle_overflow_intr(struct perfmon_dev *dev)
 {
     uint64_t mask;
 
-    (void)dev;
-
     if (pmu_amd.topbit) {
         mask = pmu_topbit_scan(PMU_AMD_TOP_BIT, pmu_amd_ctr_msr,
                                pmu_amd_rearm);
     } else {
+        if (pmu_active_get() != 0) {
+            pmu_freeze(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
+        }
+
         mask = pmu_status_ack(MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
                               MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
                               pmu_amd.exist_mask);
     }
 
-    return (mask != 0) ? pmu_intr_claimed(mask) : 0;
+    if (mask == 0) {
+        pmu_overflow_intr_end(dev);
+        return 0;
+    }
+
+    return pmu_intr_claimed(mask);
 }
 
 static void
@@ -248,6 +385,7 @@ pmu_amd_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 {
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
+    assert((value & ~pmu_amd.val_mask) == 0);
     pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
 }
 
@@ -266,29 +404,72 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
      * harmless and keeps us working where a hypervisor does.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .selftest = pmu_selftest,
 };
 
 /* ---- probe -------------------------------------------------------------- */
 
 /*
+ * This CPU's counters among mask whose MSRs answer, and (in *busyp) those
+ * of them the firmware has enabled.  Fault-safe reads only.
+ */
+static uint64_t
+pmu_amd_counters_here(uint64_t mask, uint64_t *busyp)
+{
+    uint64_t answer = 0;
+
+    *busyp = 0;
+
+    while (mask != 0) {
+        unsigned int i = (unsigned int)__builtin_ctzll(mask);
+        uint64_t ctl, value;
+
+        mask &= mask - 1;
+
+        if (msr_read_safe(pmu_amd_ctl_msr(i), &ctl) == 0
+            && msr_read_safe(pmu_amd_ctr_msr(i), &value) == 0) {
+            answer |= 1ULL << i;
+            *busyp |= (ctl & PMU_EVTSEL_EN) ? (1ULL << i) : 0;
+        }
+    }
+
+    return answer;
+}
+
+/*
  * Nothing in CPUID announces the legacy counters, and emulators (QEMU TCG)
- * let their MSRs read 0 and drop writes: check that counter 0 keeps
- * values, including its top bit, and that the MSRs do not fault.
+ * let their MSRs read 0 and drop writes: check that a counter the firmware
+ * does not use keeps values, including its top bit, and that the MSRs do
+ * not fault (PerfCntrGlobalCtl is written back as it was, so that the
+ * firmware's counters go on).
  */
 static const char *
 pmu_amd_check_hw(void)
 {
     static const uint64_t patterns[] = { 0x5a5a, PMU_AMD_TOP_BIT | 0xa5a5 };
+    uint64_t busy, free, ctl;
+    unsigned int i;
 
-    if (pmu_amd.v2 && msr_write_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, 0) != 0) {
+    pmu_amd_counters_here(pmu_amd.cand_mask, &busy);
+    free = pmu_amd.cand_mask & ~busy;
+
+    if (free == 0) {
+        return "the firmware uses every counter";
+    }
+
+    i = (unsigned int)__builtin_ctzll(free);
+
+    if (pmu_amd.v2
+        && (msr_read_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, &ctl) != 0
+            || msr_write_safe(MSR_AMD_PERF_CNTR_GLOBAL_CTL, ctl) != 0)) {
         return "PerfCntrGlobalCtl faults";
     }
 
-    if (msr_write_safe(pmu_amd_ctl_msr(0), 0) != 0) {
-        return "PerfEvtSel0 faults";
+    if (msr_write_safe(pmu_amd_ctl_msr(i), 0) != 0) {
+        return "PerfEvtSeln faults";
     }
 
-    if (!pmu_msr_holds(pmu_amd_ctr_msr(0), patterns, ARRAY_SIZE(patterns))) {
+    if (!pmu_msr_holds(pmu_amd_ctr_msr(i), patterns, ARRAY_SIZE(patterns))) {
         return "counters do not hold values";
     }
 
@@ -301,8 +482,11 @@ pmu_amd_is_amd(void)
     uint32_t regs[4];
 
     pmu_cpuid(0, 0, regs);
-    return regs[1] == PMU_AMD_VENDOR_EBX && regs[3] == PMU_AMD_VENDOR_EDX
-           && regs[2] == PMU_AMD_VENDOR_ECX;
+    return (regs[1] == PMU_AMD_VENDOR_EBX && regs[3] == PMU_AMD_VENDOR_EDX
+            && regs[2] == PMU_AMD_VENDOR_ECX)
+           || (regs[1] == PMU_HYGON_VENDOR_EBX
+               && regs[3] == PMU_HYGON_VENDOR_EDX
+               && regs[2] == PMU_HYGON_VENDOR_ECX);
 }
 
 static void
@@ -321,10 +505,55 @@ pmu_amd_decline(struct pmu_caps *caps, const char *reason)
     return -ENODEV;
 }
 
+/*
+ * The counters this CPU's CPUID announces: the four legacy ones, six with
+ * the core extension, PerfMonV2's own count when it gives one.  *core_extp
+ * and *v2p (may be NULL) receive the two features.
+ */
+static unsigned int
+pmu_amd_cpuid_nr(bool *core_extp, bool *v2p)
+{
+    uint32_t ext0[4], ext1[4], ext22[4];
+    bool core_ext = false, v2 = false;
+    unsigned int nr;
+
+    pmu_cpuid(0x80000000, 0, ext0);
+
+    if (ext0[0] >= 0x80000001) {
+        pmu_cpuid(0x80000001, 0, ext1);
+        core_ext = (ext1[2] & PMU_CPUID_X1_ECX_PERFCTR_CORE) != 0;
+    }
+
+    nr = core_ext ? PMU_AMD_NR_CORE : PMU_AMD_NR_LEGACY;
+
+    if (ext0[0] >= 0x80000022) {
+        pmu_cpuid(0x80000022, 0, ext22);
+
+        /* PerfMonV2 counters use the extension's MSRs. */
+        if ((ext22[0] & PMU_CPUID_X22_EAX_PERFMON_V2) && core_ext) {
+            v2 = true;
+
+            if (PMU_CPUID_X22_EBX_NR_CORE(ext22[1]) != 0) {
+                nr = PMU_CPUID_X22_EBX_NR_CORE(ext22[1]);
+            }
+        }
+    }
+
+    if (core_extp != NULL) {
+        *core_extp = core_ext;
+    }
+
+    if (v2p != NULL) {
+        *v2p = v2;
+    }
+
+    return MIN(nr, PMU_MAX_GP);
+}
+
 static int
 pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
 {
-    uint32_t leaf1[4], ext0[4], ext1[4], ext22[4];
+    uint32_t leaf1[4];
     const char *reason;
 
     assert(caps != NULL);
@@ -332,13 +561,14 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
     *caps = (struct pmu_caps){ .driver = "amd", .vendor = CPU_VENDOR_AMD };
 
     if (!pmu_amd_is_amd()) {
-        return pmu_amd_decline(caps, "not an AMD CPU");
+        return pmu_amd_decline(caps, "not an AMD or Hygon CPU");
     }
 
     pmu_cpuid(1, 0, leaf1);
     pmu_amd.family = pmu_cpuid_family(leaf1[0]);
+    pmu_amd.model = pmu_cpuid_model(leaf1[0]);
     caps->family = pmu_amd.family;
-    caps->model = pmu_cpuid_model(leaf1[0]);
+    caps->model = pmu_amd.model;
 
     if (!(leaf1[3] & PMU_CPUID_1_EDX_MSR)) {
         return pmu_amd_decline(caps, "no MSRs");
@@ -349,37 +579,41 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
         return pmu_amd_decline(caps, "CPU family without counters");
     }
 
-    pmu_cpuid(0x80000000, 0, ext0);
-
-    if (ext0[0] >= 0x80000001) {
-        pmu_cpuid(0x80000001, 0, ext1);
-        pmu_amd.core_ext = (ext1[2] & PMU_CPUID_X1_ECX_PERFCTR_CORE) != 0;
-    }
-
-    pmu_amd.nr = pmu_amd.core_ext ? PMU_AMD_NR_CORE : PMU_AMD_NR_LEGACY;
-
-    if (ext0[0] >= 0x80000022) {
-        pmu_cpuid(0x80000022, 0, ext22);
-
-        /* PerfMonV2 counters use the extension's MSRs. */
-        if ((ext22[0] & PMU_CPUID_X22_EAX_PERFMON_V2) && pmu_amd.core_ext) {
-            pmu_amd.v2 = true;
-
-            if (PMU_CPUID_X22_EBX_NR_CORE(ext22[1]) != 0) {
-                pmu_amd.nr = PMU_CPUID_X22_EBX_NR_CORE(ext22[1]);
-            }
-        }
-    }
-
-    pmu_amd.nr = MIN(pmu_amd.nr, PMU_MAX_GP);
+    pmu_amd.nr = pmu_amd_cpuid_nr(&pmu_amd.core_ext, &pmu_amd.v2);
+    pmu_amd.cand_mask = (1ULL << pmu_amd.nr) - 1;
+    caps->version = pmu_amd.v2 ? 2 : 1;
+    caps->core_ext = pmu_amd.core_ext;
     reason = pmu_amd_check_hw();
 
     if (reason != NULL) {
         return pmu_amd_decline(caps, reason);
     }
 
-    pmu_amd.exist_mask = (1ULL << pmu_amd.nr) - 1;
     pmu_amd.nmi = use_nmi && (leaf1[3] & PMU_CPUID_1_EDX_APIC);
+    return 0;
+}
+
+/* This CPU's counters among the boot CPU's candidates, free ones only. */
+static uint64_t
+pmu_amd_cpu_probe(uint64_t *busyp)
+{
+    unsigned int nr = pmu_amd_cpuid_nr(NULL, NULL);
+    uint64_t mine = ((nr == 0) ? 0 : (1ULL << nr) - 1) & pmu_amd.cand_mask;
+
+    return pmu_amd_counters_here(mine, busyp) & ~*busyp;
+}
+
+static int
+pmu_amd_commit(struct pmu_caps *caps, uint64_t usable)
+{
+    usable &= pmu_amd.cand_mask;
+
+    if (usable == 0) {
+        return pmu_amd_decline(caps, "no counter common to every CPU");
+    }
+
+    pmu_amd.exist_mask = usable;
+    pmu_amd.nr = pmu_popcount(usable);
     pmu_amd.topbit = pmu_amd.nmi && !pmu_amd.v2;
     pmu_amd.val_mask = pmu_amd.topbit ? PMU_AMD_CNT_MASK >> 1
                                       : PMU_AMD_CNT_MASK;
@@ -394,8 +628,6 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
 
     caps->present = true;
     caps->reason = NULL;
-    caps->version = pmu_amd.v2 ? 2 : 1;
-    caps->core_ext = pmu_amd.core_ext;
     caps->nr_gp = pmu_amd.nr;
     caps->gp_width = PMU_AMD_WIDTH;
     caps->width = pmu_amd_dev.width;
@@ -405,10 +637,20 @@ pmu_amd_probe(struct pmu_caps *caps, bool use_nmi)
     return 0;
 }
 
+/*
+ * Our counters stopped and cleared, their stale overflow bits cleared and,
+ * with PerfMonV2, their global enables set; the firmware's left as they
+ * are.
+ */
 static void
 pmu_amd_cpu_init(void)
 {
-    for (unsigned int i = 0; i < pmu_amd.nr; i++) {
+    uint64_t mask = pmu_amd.exist_mask;
+
+    while (mask != 0) {
+        unsigned int i = (unsigned int)__builtin_ctzll(mask);
+
+        mask &= mask - 1;
         pmu_msr_write(pmu_amd_ctl_msr(i), 0);
         pmu_msr_write(pmu_amd_ctr_msr(i), 0);
     }
@@ -421,25 +663,22 @@ pmu_amd_cpu_init(void)
             pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, stale);
         }
 
-        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
+        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL,
+                      pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_CTL)
+                      | pmu_amd.exist_mask);
     }
-}
-
-static int
-pmu_amd_preset(unsigned int hw_id, uint64_t value)
-{
-    if (!pmu_amd_hw_id_valid(hw_id) || (value & ~pmu_amd.val_mask) != 0) {
-        return -EINVAL;
-    }
-
-    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
-    return 0;
 }
 
 const struct pmu_driver pmu_amd_driver = {
     .name = "amd",
     .probe = pmu_amd_probe,
+    .cpu_probe = pmu_amd_cpu_probe,
+    .commit = pmu_amd_commit,
     .cpu_init = pmu_amd_cpu_init,
-    .preset = pmu_amd_preset,
+    .ctl_msr = pmu_amd_ctl_msr,
+    .ctr_msr = pmu_amd_ctr_msr,
+    .global_ctrl_msr = MSR_AMD_PERF_CNTR_GLOBAL_CTL,
+    .global_status_msr = MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
+    .global_ack_msr = MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
     .dev = &pmu_amd_dev,
 };

@@ -3,8 +3,9 @@
  *
  *
  * x86 hardware PMU boot glue: pick the driver for the CPU vendor (or none
- * with `perfmon.hw=off`), probe it, prepare every CPU (counters stopped,
- * performance-counter LVT set for NMI delivery), hook the NMI chain,
+ * with `perfmon.hw=off`), probe it on every CPU (pmu_probe_cpus), prepare
+ * every CPU (counters stopped, performance-counter LVT set for NMI
+ * delivery), hook the NMI chain,
  * register the device with the perfmon core and hand the core the one-line
  * status that `perfmon info` shows.  When there is no working PMU the log
  * says why in one line, the operation returns -ENODEV and the software PMU
@@ -163,7 +164,8 @@ pmu_setup(void)
                           "software events only");
     }
 
-    error = driver->probe(&pmu_caps, !pmu_option_off("perfmon.nmi"));
+    error = pmu_probe_cpus(driver, &pmu_caps, !pmu_option_off("perfmon.nmi"),
+                           xcall_call);
 
     if (error) {
         ksnprintf(line, sizeof(line), "no hardware PMU (%s: %s), software "

@@ -16,10 +16,19 @@
  * raises its PMI, exactly when the value the core sees wraps; a counter
  * whose top bit is clear has overflowed.
  *
+ * The probe runs on every CPU (pmu_probe_cpus): the boot CPU's CPUID gives
+ * the candidates, each CPU keeps those it has and the firmware does not
+ * use, and the device gets the counters every CPU has; counter masks may
+ * have holes.
+ *
  * Locking: alloc and free run under the core's allocator lock; start, stop,
  * read and the overflow handler act on the calling CPU with interrupts
  * disabled.  The per-CPU active masks are written by their CPU only and
  * read by its NMI handler.
+ *
+ * Over 900 lines: one PMU's facts (CPUID decoding, the event table, the
+ * counters' write rules, the PMI order) are read in one place; what both
+ * drivers share is in pmu.c.
  */
 
 #include <stdbool.h>
@@ -45,8 +54,12 @@
 #define PMU_INTEL_MAX_ROUNDS    16
 
 /*
- * The probed PMU, written by probe and constant afterwards, except
- * alloc_mask (the core's allocator lock).
+ * The probed PMU, written at boot by probe and commit (thread context,
+ * before registration; cpu_probe only reads it) and constant afterwards,
+ * except alloc_mask (the core's allocator lock).  Between probe and commit
+ * nr_gp and fixed_map describe the boot CPU's candidates (cand_mask);
+ * after commit, the counters in use (exist_mask), which may have holes
+ * where the firmware keeps a counter.
  */
 struct pmu_intel {
     unsigned int version;
@@ -54,16 +67,21 @@ struct pmu_intel {
     unsigned int gp_width;
     unsigned int nr_fixed;
     unsigned int fixed_width;
-    uint32_t fixed_map;         /* fixed counters in use, bit i = counter i */
+    uint32_t fixed_map;         /* fixed counters, bit i = counter i */
     uint32_t avail;             /* available architectural events */
     uint64_t cnt_mask;          /* physical counter bits */
     uint64_t val_mask;          /* counter bits the core sees */
+    uint64_t cand_mask;         /* hw ids the boot CPU offers */
     uint64_t exist_mask;        /* hw ids (= status bits) of our counters */
     bool fw_write;
+    bool fixed_assumed;         /* fixed counters CPUID did not report */
     bool nmi;
     bool topbit;                /* version 1 overflow detection */
     uint64_t alloc_mask;
 };
+
+/* General-purpose counters are hw ids 0..31 (status bits below 32). */
+#define PMU_INTEL_GP_BITS       ((1ULL << PMU_INTEL_FIXED_BASE) - 1)
 
 static struct pmu_intel pmu_intel;
 
@@ -98,20 +116,6 @@ static const struct pmu_intel_event {
     { PERFMON_EV_BRANCH_MISS, 0x00c5, PMU_INTEL_ARCH_BRANCH_MISS,
       PMU_INTEL_NONE },
 };
-
-/* No libgcc in the kernel: count bits by hand (a few, at probe time). */
-static unsigned int
-pmu_intel_popcount(uint64_t x)
-{
-    unsigned int n = 0;
-
-    while (x != 0) {
-        x &= x - 1;
-        n++;
-    }
-
-    return n;
-}
 
 static bool
 pmu_intel_is_fixed(unsigned int hw_id)
@@ -258,12 +262,41 @@ pmu_intel_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
     return 0;
 }
 
+/*
+ * The counters that can count raw_event, and in *preferp the fixed counter
+ * that counts it: a fixed counter counts its event exactly (no edge,
+ * invert or cmask); general counters count anything but the
+ * reference-cycles pseudo code and the architectural events (whatever
+ * their other bits) that the CPU marks unavailable.
+ */
+static uint64_t
+pmu_intel_counters_for(uint64_t raw_event, uint64_t *preferp)
+{
+    const struct pmu_intel_event *e;
+    uint64_t counters = 0;
+
+    *preferp = 0;
+    e = pmu_intel_event_of_code(raw_event, UINT64_MAX);
+
+    if (e != NULL && pmu_intel_has_fixed(e->fixed)) {
+        *preferp = 1ULL << (PMU_INTEL_FIXED_BASE + (unsigned int)e->fixed);
+        counters = *preferp;
+    }
+
+    e = pmu_intel_event_of_code(raw_event, PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
+
+    if (e == NULL || pmu_intel_arch_avail(e->arch)) {
+        counters |= PMU_INTEL_GP_BITS;
+    }
+
+    return counters & pmu_intel.exist_mask;
+}
+
 static int
 pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
                 uint64_t raw_event, unsigned int flags)
 {
-    const struct pmu_intel_event *e;
-    bool fixed_busy = false;
+    uint64_t counters, prefer;
 
     (void)dev;
 
@@ -273,41 +306,8 @@ pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
         return -EINVAL;
     }
 
-    /* A fixed counter counts its event exactly: no edge, invert or cmask. */
-    e = pmu_intel_event_of_code(raw_event, UINT64_MAX);
-
-    if (e != NULL && pmu_intel_has_fixed(e->fixed)) {
-        unsigned int hw_id = PMU_INTEL_FIXED_BASE + (unsigned int)e->fixed;
-
-        if ((pmu_intel.alloc_mask & (1ULL << hw_id)) == 0) {
-            pmu_intel.alloc_mask |= 1ULL << hw_id;
-            *hw_idp = hw_id;
-            return 0;
-        }
-
-        fixed_busy = true;
-    }
-
-    /*
-     * General counters cannot count the reference-cycles pseudo code, nor
-     * an architectural event (whatever its other bits) that the CPU marks
-     * unavailable.
-     */
-    e = pmu_intel_event_of_code(raw_event, PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK);
-
-    if (e != NULL && !pmu_intel_arch_avail(e->arch)) {
-        return fixed_busy ? -EAGAIN : -ENOENT;
-    }
-
-    for (unsigned int i = 0; i < pmu_intel.nr_gp; i++) {
-        if ((pmu_intel.alloc_mask & (1ULL << i)) == 0) {
-            pmu_intel.alloc_mask |= 1ULL << i;
-            *hw_idp = i;
-            return 0;
-        }
-    }
-
-    return -EAGAIN;
+    counters = pmu_intel_counters_for(raw_event, &prefer);
+    return pmu_alloc_pick(&pmu_intel.alloc_mask, counters, prefer, hw_idp);
 }
 
 static void
@@ -387,40 +387,64 @@ pmu_intel_rearm(unsigned int hw_id, uint64_t value)
 }
 
 /*
- * Version 2 and later: the overflowed counters are the bits of
- * IA32_PERF_GLOBAL_STATUS, cleared through IA32_PERF_GLOBAL_OVF_CTRL (SDM
- * vol. 3B, "Architectural Performance Monitoring Version 2").  Only bits of
+ * Version 2 and later, in the order of the SDM and Linux: freeze our
+ * counters (their IA32_PERF_GLOBAL_CTRL bits), then take the overflowed
+ * ones from IA32_PERF_GLOBAL_STATUS, cleared through
+ * IA32_PERF_GLOBAL_OVF_CTRL (SDM vol. 3B, "Architectural Performance
+ * Monitoring Version 2"); the core folds and re-arms them frozen, and
+ * overflow_intr_end opens the gate and unmasks the LVT last.  Only bits of
  * counters we run are acknowledged: other status bits (buffers, trace,
  * CondChgd) and bits of counters that do not exist are left alone, since
  * clearing bits that are not set or not implemented may fault.  Version 1
- * has no status register: an active counter whose top bit is clear has
- * wrapped (see the top of the file).
+ * has no status register and no gate: an active counter whose top bit is
+ * clear has wrapped (see the top of the file), and its re-arm cannot help
+ * losing what counts between its read and write.
+ *
+ * An interrupt that is not ours (an NMI from elsewhere, a spurious PMI, a
+ * late one for a counter stopped since) still ends as ours would.
  */
 static uint64_t
 pmu_intel_handle_overflow_intr(struct perfmon_dev *dev)
 {
     uint64_t mask;
 
-    (void)dev;
-
     if (pmu_intel.topbit) {
         mask = pmu_topbit_scan((pmu_intel.cnt_mask >> 1) + 1,
                                pmu_intel_ctr_msr, pmu_intel_rearm);
     } else {
+        if (pmu_active_get() != 0) {
+            pmu_freeze(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
+        }
+
         mask = pmu_status_ack(MSR_IA32_PERF_GLOBAL_STATUS,
                               MSR_IA32_PERF_GLOBAL_OVF_CTRL,
                               pmu_intel.exist_mask);
     }
 
-    return (mask != 0) ? pmu_intr_claimed(mask) : 0;
+    if (mask == 0) {
+        pmu_overflow_intr_end(dev);
+        return 0;
+    }
+
+    return pmu_intr_claimed(mask);
 }
 
+/*
+ * The core arms within the device's width and, without full-width
+ * writes, within max_period: every such value is one a legacy write can
+ * load (bits 31 up all ones, or all zeros).
+ */
 static void
 pmu_intel_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 {
+    int error;
+
     (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
-    pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+    assert((value & ~pmu_intel.val_mask) == 0);
+    error = pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
+    assert(error == 0);
+    (void)error;
 }
 
 static const struct perfmon_dev_ops pmu_intel_ops = {
@@ -436,10 +460,11 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     /*
      * The local APIC sets the mask bit of the performance-counter LVT when
      * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
-     * last, once the overflows are cleared, or there would be no further
-     * PMI.
+     * last, once the overflows are cleared and the gate open again, or
+     * there would be no further PMI.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .selftest = pmu_selftest,
 };
 
 /* ---- probe -------------------------------------------------------------- */
@@ -447,27 +472,134 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
 /* The patterns a counter must keep to be trusted. */
 static const uint64_t pmu_intel_patterns[] = { 0x5a5a, 0xa5a5 };
 
+/* A general-purpose counter's event select; fixed counters have none. */
+static uint32_t
+pmu_intel_ctl_msr(unsigned int hw_id)
+{
+    return pmu_intel_is_fixed(hw_id) ? 0 : MSR_IA32_PERFEVTSEL0 + hw_id;
+}
+
+/*
+ * Whether this CPU's counter hw_id answers (its MSRs do not fault) and,
+ * in *busyp, whether it is enabled: with nothing of ours running yet, the
+ * firmware's.  fixed_ctrl: this CPU's IA32_FIXED_CTR_CTRL.  Fault-safe
+ * reads only.
+ */
+static bool
+pmu_intel_counter_answers(unsigned int hw_id, uint64_t fixed_ctrl,
+                          bool *busyp)
+{
+    uint64_t ctl, value;
+
+    if (msr_read_safe(pmu_intel_ctr_msr(hw_id), &value) != 0) {
+        return false;
+    }
+
+    if (pmu_intel_is_fixed(hw_id)) {
+        ctl = fixed_ctrl >> PMU_FIXED_CTRL_SHIFT(hw_id - PMU_INTEL_FIXED_BASE);
+        *busyp = (ctl & (PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR)) != 0;
+        return true;
+    }
+
+    if (msr_read_safe(pmu_intel_ctl_msr(hw_id), &ctl) != 0) {
+        return false;
+    }
+
+    *busyp = (ctl & PMU_EVTSEL_EN) != 0;
+    return true;
+}
+
+/*
+ * This CPU's counters among mask: those that answer, and (in *busyp) those
+ * of them the firmware has enabled.
+ */
+static uint64_t
+pmu_intel_counters_here(uint64_t mask, uint64_t *busyp)
+{
+    uint64_t fixed_ctrl = 0, answer = 0;
+
+    *busyp = 0;
+
+    if ((mask & ~PMU_INTEL_GP_BITS) != 0
+        && msr_read_safe(MSR_IA32_FIXED_CTR_CTRL, &fixed_ctrl) != 0) {
+        mask &= PMU_INTEL_GP_BITS;
+    }
+
+    while (mask != 0) {
+        unsigned int hw_id = (unsigned int)__builtin_ctzll(mask);
+        bool busy = false;
+
+        mask &= mask - 1;
+
+        if (pmu_intel_counter_answers(hw_id, fixed_ctrl, &busy)) {
+            answer |= 1ULL << hw_id;
+            *busyp |= busy ? (1ULL << hw_id) : 0;
+        }
+    }
+
+    return answer;
+}
+
+/*
+ * A fixed counter must also keep its top bit: the width is the general
+ * counters' when assumed.
+ */
+#define PMU_INTEL_NR_FIXED_PATTERNS 3
+
+static const uint64_t *
+pmu_intel_fixed_patterns(void)
+{
+    static uint64_t patterns[PMU_INTEL_NR_FIXED_PATTERNS];
+
+    patterns[0] = pmu_intel_patterns[0];
+    patterns[1] = pmu_intel_patterns[1];
+    patterns[2] = (pmu_intel.cnt_mask >> 1) + 1;
+    return patterns;
+}
+
+/* Write an MSR back with what it holds: does it take writes at all? */
+static bool
+pmu_intel_rewrite_safe(uint32_t msr)
+{
+    uint64_t value;
+
+    return msr_read_safe(msr, &value) == 0 && msr_write_safe(msr, value) == 0;
+}
+
 /*
  * CPUID alone is not trusted: hypervisors and emulators may advertise
  * counters whose MSRs fault, or read 0 and drop writes.  Check that the
- * control MSRs can be written and that a counter keeps what is written to
- * it, everything through the faulting-safe accessors.
+ * control MSRs take writes and that a counter keeps what is written to it,
+ * everything through the faulting-safe accessors, on counters the firmware
+ * does not use (their control registers written back as they were), so
+ * that whatever the firmware counts goes on counting.
  */
 static const char *
 pmu_intel_check_hw(void)
 {
-    uint32_t fixed0;
+    uint64_t busy, answer, free_gp, free_fixed;
+    unsigned int gp;
+
+    answer = pmu_intel_counters_here(pmu_intel.cand_mask, &busy);
+    free_gp = pmu_intel.cand_mask & PMU_INTEL_GP_BITS & ~busy;
+    free_fixed = answer & ~PMU_INTEL_GP_BITS & ~busy;
+
+    if (free_gp == 0) {
+        return "the firmware uses every general-purpose counter";
+    }
+
+    gp = (unsigned int)__builtin_ctzll(free_gp);
 
     if (pmu_intel.version >= 2
-        && msr_write_safe(MSR_IA32_PERF_GLOBAL_CTRL, 0) != 0) {
+        && !pmu_intel_rewrite_safe(MSR_IA32_PERF_GLOBAL_CTRL)) {
         return "IA32_PERF_GLOBAL_CTRL faults";
     }
 
-    if (msr_write_safe(MSR_IA32_PERFEVTSEL0, 0) != 0) {
-        return "IA32_PERFEVTSEL0 faults";
+    if (msr_write_safe(pmu_intel_ctl_msr(gp), 0) != 0) {
+        return "IA32_PERFEVTSELx faults";
     }
 
-    if (!pmu_msr_holds(MSR_IA32_PMC0, pmu_intel_patterns,
+    if (!pmu_msr_holds(MSR_IA32_PMC0 + gp, pmu_intel_patterns,
                        ARRAY_SIZE(pmu_intel_patterns))) {
         return "counters do not hold values";
     }
@@ -477,26 +609,32 @@ pmu_intel_check_hw(void)
         uint64_t back;
 
         /* A full-width write must reach the bits a legacy write cannot. */
-        if (msr_write_safe(MSR_IA32_A_PMC0, top | 0x5a5a) != 0
-            || msr_read_safe(MSR_IA32_PMC0, &back) != 0
+        if (msr_write_safe(MSR_IA32_A_PMC0 + gp, top | 0x5a5a) != 0
+            || msr_read_safe(MSR_IA32_PMC0 + gp, &back) != 0
             || back != (top | 0x5a5a)) {
             pmu_intel.fw_write = false;
         }
 
-        msr_write_safe(MSR_IA32_PMC0, 0);
+        msr_write_safe(MSR_IA32_PMC0 + gp, 0);
     }
 
-    if (pmu_intel.fixed_map != 0) {
-        fixed0 = MSR_IA32_FIXED_CTR0
-                 + (uint32_t)__builtin_ctz(pmu_intel.fixed_map);
+    if (free_fixed != 0) {
+        const char *reason = NULL;
 
-        if (msr_write_safe(MSR_IA32_FIXED_CTR_CTRL, 0) != 0) {
-            return "IA32_FIXED_CTR_CTRL faults";
+        if (!pmu_intel_rewrite_safe(MSR_IA32_FIXED_CTR_CTRL)) {
+            reason = "IA32_FIXED_CTR_CTRL faults";
+        } else if (!pmu_msr_holds(pmu_intel_ctr_msr((unsigned int)
+                                                    __builtin_ctzll(free_fixed)),
+                                  pmu_intel_fixed_patterns(),
+                                  PMU_INTEL_NR_FIXED_PATTERNS)) {
+            reason = "fixed counters do not hold values";
         }
 
-        if (!pmu_msr_holds(fixed0, pmu_intel_patterns,
-                           ARRAY_SIZE(pmu_intel_patterns))) {
-            return "fixed counters do not hold values";
+        /* Fixed counters we only assumed: do without. */
+        if (reason != NULL && pmu_intel.fixed_assumed) {
+            pmu_intel.cand_mask &= PMU_INTEL_GP_BITS;
+        } else if (reason != NULL) {
+            return reason;
         }
     }
 
@@ -520,22 +658,34 @@ pmu_intel_is_intel(void)
  * the generic events use are kept.
  */
 static uint32_t
-pmu_intel_fixed_map(uint32_t ecx, uint32_t edx)
+pmu_intel_fixed_map(unsigned int version, uint32_t ecx, uint32_t edx)
 {
     unsigned int nr = PMU_CPUID_0A_NR_FIXED(edx);
     uint32_t map = 0;
 
-    if (pmu_intel.version < 2) {
+    if (version < 2) {
         return 0;
     }
 
     for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
-        if (i < nr || (pmu_intel.version >= 5 && (ecx & (1U << i)))) {
+        if (i < nr || (version >= 5 && (ecx & (1U << i)))) {
             map |= 1U << i;
         }
     }
 
     return map;
+}
+
+/* The counters this CPU's CPUID leaf 0AH offers, as hw ids. */
+static uint64_t
+pmu_intel_cpuid_counters(const uint32_t leafa[4])
+{
+    unsigned int version = PMU_CPUID_0A_VERSION(leafa[0]);
+    unsigned int nr_gp = MIN(PMU_CPUID_0A_NR_GP(leafa[0]), PMU_MAX_GP);
+
+    return ((nr_gp == 0) ? 0 : (1ULL << nr_gp) - 1)
+           | ((uint64_t)pmu_intel_fixed_map(version, leafa[2], leafa[3])
+              << PMU_INTEL_FIXED_BASE);
 }
 
 static void
@@ -558,7 +708,7 @@ static int
 pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 {
     uint32_t leaf0[4], leaf1[4], leafa[4];
-    unsigned int ebx_len, top;
+    unsigned int ebx_len;
     const char *reason;
 
     assert(caps != NULL);
@@ -600,8 +750,26 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
     ebx_len = MIN(PMU_CPUID_0A_EBX_LEN(leafa[0]), PMU_INTEL_NR_ARCH_EVENTS);
     pmu_intel.avail = ~leafa[1] & ((1U << ebx_len) - 1);
 
-    pmu_intel.fixed_map = pmu_intel_fixed_map(leafa[2], leafa[3]);
+    pmu_intel.fixed_map = pmu_intel_fixed_map(pmu_intel.version, leafa[2],
+                                              leafa[3]);
     pmu_intel.fixed_width = PMU_CPUID_0A_FIXED_WIDTH(leafa[3]);
+
+    /*
+     * Early version 2 parts report no fixed counters though they have the
+     * three (Linux's intel_pmu_init assumes them for versions 2 to 4 "when
+     * not running in a hypervisor"; a hypervisor's CPUID is its truth, and
+     * version 5's bitmap is exact): assume them at the
+     * general counters' width on bare metal, and keep them only where
+     * they answer and hold values (check_hw, cpu_probe).
+     */
+    pmu_intel.fixed_assumed = pmu_intel.version >= 2 && pmu_intel.version <= 4
+                              && PMU_CPUID_0A_NR_FIXED(leafa[3]) == 0
+                              && !(leaf1[2] & PMU_CPUID_1_ECX_HYPERVISOR);
+
+    if (pmu_intel.fixed_assumed) {
+        pmu_intel.fixed_map = (1U << PMU_MAX_FIXED) - 1;
+        pmu_intel.fixed_width = pmu_intel.gp_width;
+    }
 
     /*
      * The core sees one width per device: fixed counters of another width
@@ -611,10 +779,13 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
         pmu_intel.fixed_map = 0;
     }
 
-    pmu_intel.nr_fixed = pmu_intel_popcount(pmu_intel.fixed_map);
+    pmu_intel.nr_fixed = pmu_popcount(pmu_intel.fixed_map);
     pmu_intel.nr_gp = MIN(pmu_intel.nr_gp, PMU_MAX_GP - pmu_intel.nr_fixed);
     pmu_intel.cnt_mask = (pmu_intel.gp_width >= 64)
                          ? UINT64_MAX : (1ULL << pmu_intel.gp_width) - 1;
+    pmu_intel.cand_mask = ((1ULL << pmu_intel.nr_gp) - 1)
+                          | ((uint64_t)pmu_intel.fixed_map
+                             << PMU_INTEL_FIXED_BASE);
 
     /* IA32_PERF_CAPABILITIES exists when CPUID.1:ECX.PDCM is set. */
     if (leaf1[2] & PMU_CPUID_1_ECX_PDCM) {
@@ -631,11 +802,56 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
         return pmu_intel_decline(caps, reason);
     }
 
-    pmu_intel.exist_mask = ((pmu_intel.nr_gp >= 64)
-                            ? UINT64_MAX : (1ULL << pmu_intel.nr_gp) - 1)
-                           | ((uint64_t)pmu_intel.fixed_map
-                              << PMU_INTEL_FIXED_BASE);
     pmu_intel.nmi = use_nmi && (leaf1[3] & PMU_CPUID_1_EDX_APIC);
+    return 0;
+}
+
+/*
+ * This CPU's own leaf 0AH (a hybrid part's cores differ) must describe the
+ * same architecture; then its counters among the boot CPU's candidates
+ * are those it reports and whose MSRs answer.
+ */
+static uint64_t
+pmu_intel_cpu_probe(uint64_t *busyp)
+{
+    uint32_t leafa[4];
+    uint64_t mine;
+
+    *busyp = 0;
+    pmu_cpuid(0xa, 0, leafa);
+
+    if (PMU_CPUID_0A_VERSION(leafa[0]) != pmu_intel.version
+        || PMU_CPUID_0A_GP_WIDTH(leafa[0]) != pmu_intel.gp_width) {
+        return 0;
+    }
+
+    mine = pmu_intel_cpuid_counters(leafa);
+
+    if (pmu_intel.fixed_assumed) {
+        mine |= pmu_intel.cand_mask & ~PMU_INTEL_GP_BITS;
+    }
+
+    mine &= pmu_intel.cand_mask;
+    mine = pmu_intel_counters_here(mine, busyp);
+    return mine & ~*busyp;
+}
+
+static int
+pmu_intel_commit(struct pmu_caps *caps, uint64_t usable)
+{
+    unsigned int top;
+
+    usable &= pmu_intel.cand_mask;
+
+    if ((usable & PMU_INTEL_GP_BITS) == 0) {
+        return pmu_intel_decline(caps, "no general-purpose counter common "
+                                 "to every CPU");
+    }
+
+    pmu_intel.exist_mask = usable;
+    pmu_intel.fixed_map = (uint32_t)(usable >> PMU_INTEL_FIXED_BASE);
+    pmu_intel.nr_fixed = pmu_popcount(pmu_intel.fixed_map);
+    pmu_intel.nr_gp = pmu_popcount(usable & PMU_INTEL_GP_BITS);
 
     /*
      * Version 1 has no overflow status: keep the counter's top bits armed
@@ -663,7 +879,7 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 
         /* A legacy write loads 32 bits, sign-extended from bit 31. */
         .max_period = pmu_intel.fw_write ? 0 : (1ULL << 31) - 1,
-        .width = pmu_intel_popcount(pmu_intel.val_mask),
+        .width = pmu_popcount(pmu_intel.val_mask),
         .nr_pmcs = pmu_intel.nr_gp + pmu_intel.nr_fixed,
     };
 
@@ -682,20 +898,34 @@ pmu_intel_probe(struct pmu_caps *caps, bool use_nmi)
 }
 
 /*
- * Every counter stopped and cleared, stale overflow bits acknowledged, and
- * from version 2 on the global enable gate opened for all our counters:
- * counting is then controlled by each counter's own enable bits.
+ * Our counters stopped and cleared, their stale overflow bits
+ * acknowledged, and from version 2 on their global enables set: counting
+ * is then controlled by each counter's own enable bits.  The firmware's
+ * counters, fields and enables stay as they are.
  */
 static void
 pmu_intel_cpu_init(void)
 {
-    for (unsigned int i = 0; i < pmu_intel.nr_gp; i++) {
+    uint64_t gp = pmu_intel.exist_mask & PMU_INTEL_GP_BITS;
+
+    while (gp != 0) {
+        unsigned int i = (unsigned int)__builtin_ctzll(gp);
+
+        gp &= gp - 1;
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + i, 0);
         pmu_msr_write(MSR_IA32_PMC0 + i, 0);
     }
 
     if (pmu_intel.fixed_map != 0) {
-        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, 0);
+        uint64_t ctrl = pmu_msr_read(MSR_IA32_FIXED_CTR_CTRL);
+
+        for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
+            if (pmu_intel_has_fixed(i)) {
+                ctrl &= ~PMU_FIXED_CTRL_FIELD(i);
+            }
+        }
+
+        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
 
         for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
             if (pmu_intel_has_fixed(i)) {
@@ -712,25 +942,22 @@ pmu_intel_cpu_init(void)
             pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, stale);
         }
 
-        pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
+        pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL,
+                      pmu_msr_read(MSR_IA32_PERF_GLOBAL_CTRL)
+                      | pmu_intel.exist_mask);
     }
-}
-
-static int
-pmu_intel_preset(unsigned int hw_id, uint64_t value)
-{
-    if (!pmu_intel_hw_id_valid(hw_id)
-        || (value & ~pmu_intel.val_mask) != 0) {
-        return -EINVAL;
-    }
-
-    return pmu_intel_ctr_write(hw_id, pmu_intel_armed(value));
 }
 
 const struct pmu_driver pmu_intel_driver = {
     .name = "intel",
     .probe = pmu_intel_probe,
+    .cpu_probe = pmu_intel_cpu_probe,
+    .commit = pmu_intel_commit,
     .cpu_init = pmu_intel_cpu_init,
-    .preset = pmu_intel_preset,
+    .ctl_msr = pmu_intel_ctl_msr,
+    .ctr_msr = pmu_intel_ctr_msr,
+    .global_ctrl_msr = MSR_IA32_PERF_GLOBAL_CTRL,
+    .global_status_msr = MSR_IA32_PERF_GLOBAL_STATUS,
+    .global_ack_msr = MSR_IA32_PERF_GLOBAL_OVF_CTRL,
     .dev = &pmu_intel_dev,
 };

@@ -4,11 +4,17 @@
  *
  * The register-level model of the x86 PMU described in msr_model.h.  Each
  * behaviour is written from the Intel SDM (vol. 2A CPUID, vol. 3A local
- * APIC, vol. 3B chapter 20 "Performance Monitoring") or the AMD APM (vol. 2
- * section 13.2 "Performance-Monitoring Counters", vol. 3 appendix E CPUID)
- * and cites the part it follows.  Where the manuals leave room the model
- * is strict (it faults), so that a driver relying on lenient hardware
- * fails here rather than on a machine.
+ * APIC and processor state after reset, vol. 3B chapter 20 "Performance
+ * Monitoring") or the AMD APM (vol. 2 section 13.2 "Performance-Monitoring
+ * Counters", vol. 3 appendix E CPUID) and the family BKDGs/PPRs, and cites
+ * the part it follows.  Where the manuals leave room the model is strict
+ * (it faults), so that a driver relying on lenient hardware fails here
+ * rather than on a machine.
+ *
+ * Over 900 lines: it is one machine, CPUID, MSRs, counting and interrupt
+ * delivery, whose parts depend on each other (a write loses what a running
+ * counter counted, a wrap sets a status bit and raises a PMI through the
+ * LVT); split, each part would need the others' state.
  */
 
 #include <stdbool.h>
@@ -20,33 +26,70 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "kern/assert.h"
 #include "kern/error.h"
 #include "msr_model.h"
 
 #define MODEL_MAX_GP        16
 #define MODEL_MAX_FIXED     4
+#define MODEL_NR_CTRS       (MODEL_MAX_GP + MODEL_MAX_FIXED)
 
 #define MODEL_MSR_OVF_CTRL          MSR_IA32_PERF_GLOBAL_OVF_CTRL
 #define MODEL_MSR_AMD_STATUS_SET    MSR_AMD_PERF_CNTR_GLOBAL_STATUS_SET
 
-static struct msr_model_config model_cfg;
+/* An event selector compares these bits of a PERFEVTSEL. */
+#define MODEL_SEL_MASK  (PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK                \
+                         | PMU_EVTSEL_AMD_EVENT_HI)
 
-static struct {
+/*
+ * One CPU: its configuration (an application processor of a hybrid part
+ * may differ from the boot CPU) and its registers.  Counters are indexed
+ * 0..MODEL_MAX_GP-1 (general purpose) then MODEL_MAX_GP + i (fixed i) in
+ * since_read.
+ */
+struct model_cpu {
+    struct msr_model_config cfg;
     uint64_t evtsel[MODEL_MAX_GP];
     uint64_t pmc[MODEL_MAX_GP];
     uint64_t fixed[MODEL_MAX_FIXED];
     uint64_t fixed_ctrl;
     uint64_t global_ctrl;
     uint64_t global_status;
+    uint64_t since_read[MODEL_NR_CTRS];  /* counted since last read */
+    bool edge_state[MODEL_MAX_GP];       /* last cycle met the cmask */
+    uint64_t lost;                       /* discarded by writes */
+    uint64_t drifted;                    /* drift events, per kind */
+    bool skid_pending;                   /* a PMI waits for skid_left */
+    uint64_t skid_left;
     bool lvt_masked;
-    unsigned int nmis;
-    unsigned int lost;
+    unsigned int nmis;                   /* pending: 0 or 1 */
+    bool nmi_is_pmi;                     /* the pending one came from a PMI */
+    unsigned int pmis;
+    unsigned int lost_pmis;
     unsigned int merged;
     unsigned int unmasks;
+};
+
+static struct {
+    struct model_cpu cpus[MSR_MODEL_MAX_CPUS];
+    uint64_t drift;
+    uint64_t skid;
+    bool late_nmis;
+    unsigned int quirks;        /* MSR_MODEL_QUIRK_* */
+    bool in_drift;              /* counting drift: no nested drift */
     unsigned int gp_safe;
     unsigned int gp_unsafe;
     unsigned int writes;
 } model;
+
+static struct model_cpu *
+model_cpu(void)
+{
+    unsigned int cpu = cpu_id();
+
+    assert(cpu < MSR_MODEL_MAX_CPUS);
+    return &model.cpus[cpu];
+}
 
 /* ---- configurations ----------------------------------------------------- */
 
@@ -121,15 +164,181 @@ msr_model_amd(unsigned int family, bool core_ext, bool perfmon_v2)
     return c;
 }
 
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool
+model_is_intel(const struct msr_model_config *c)
+{
+    return c->vendor == CPU_VENDOR_INTEL;
+}
+
+static bool
+model_cpuid_has_pmu(const struct msr_model_config *c)
+{
+    return c->kind == MSR_MODEL_REAL || c->kind == MSR_MODEL_BROKEN
+           || c->kind == MSR_MODEL_FAULTING;
+}
+
+static uint64_t
+model_width_mask(unsigned int width)
+{
+    return (width >= 64) ? UINT64_MAX : (1ULL << width) - 1;
+}
+
+static uint64_t
+model_gp_mask(const struct msr_model_config *c)
+{
+    return model_width_mask(model_is_intel(c) ? c->gp_width : 48);
+}
+
+static unsigned int
+model_nr_gp(const struct msr_model_config *c)
+{
+    if (model_is_intel(c)) {
+        return c->nr_gp;
+    }
+
+    if (c->perfmon_v2 && c->v2_nr != 0) {
+        return c->v2_nr;
+    }
+
+    return c->core_ext ? 6 : 4;
+}
+
+/*
+ * Intel fixed counter i exists from version 2 on when i < EDX[4:0], or,
+ * from version 5 on, when ECX bit i is set (SDM vol. 2A, CPUID leaf 0AH:
+ * "FxCtr[i]_is_supported := ECX[i] || (EDX[4:0] > i)"); hidden_fixed adds
+ * those an early part has without reporting them.
+ */
+static bool
+model_fixed_exists(const struct msr_model_config *c, unsigned int i)
+{
+    if (c->version < 2 || i >= MODEL_MAX_FIXED) {
+        return false;
+    }
+
+    return i < c->nr_fixed || i < c->hidden_fixed
+           || (c->version >= 5 && (c->fixed_bitmap & (1U << i)));
+}
+
+static unsigned int
+model_fixed_width(const struct msr_model_config *c)
+{
+    return (c->fixed_width != 0) ? c->fixed_width : c->gp_width;
+}
+
+/* Intel overflow-status / global-control bits of existing counters. */
+static uint64_t
+model_intel_counter_bits(const struct msr_model_config *c)
+{
+    uint64_t bits = model_width_mask(c->nr_gp);
+
+    for (unsigned int i = 0; i < MODEL_MAX_FIXED; i++) {
+        if (model_fixed_exists(c, i)) {
+            bits |= 1ULL << (MSR_MODEL_FIXED_BIT + i);
+        }
+    }
+
+    return bits;
+}
+
+/* Global control and status registers: Intel v2+, AMD PerfMonV2. */
+static bool
+model_has_global(const struct msr_model_config *c)
+{
+    return model_is_intel(c) ? c->version >= 2 : c->perfmon_v2;
+}
+
+/* Whether the global enables let counter bit count. */
+static bool
+model_gate_open(const struct model_cpu *mc, unsigned int bit)
+{
+    return !model_has_global(&mc->cfg)
+           || (model.quirks & MSR_MODEL_QUIRK_NO_GATE)
+           || (mc->global_ctrl & (1ULL << bit));
+}
+
+/* ---- configurations, continued: reset ----------------------------------- */
+
+/*
+ * A CPU out of reset.  IA32_PERF_GLOBAL_CTRL: "Sets bits n-1:0 and clears
+ * the upper bits", n the number of general-purpose counters (SDM vol. 3A,
+ * table "IA-32 and Intel 64 Processor States Following Power-up, Reset, or
+ * INIT"), so that software written for version 1 still counts; AMD's
+ * PerfCntrGlobalCtl does the same for the same reason.  The LVT entries
+ * come out of reset masked (SDM vol. 3A, "Local Vector Table").
+ */
+static void
+model_cpu_reset(struct model_cpu *mc, const struct msr_model_config *config)
+{
+    memset(mc, 0, sizeof(*mc));
+    mc->cfg = *config;
+    mc->lvt_masked = true;
+
+    if (model_has_global(config)) {
+        mc->global_ctrl = model_width_mask(model_nr_gp(config));
+    }
+
+    for (unsigned int i = 0; i < model_nr_gp(config); i++) {
+        if (config->fw_running & (1ULL << i)) {
+            mc->evtsel[i] = msr_model_event_code(config, MSR_MODEL_EV_CYCLES)
+                            | PMU_EVTSEL_USR | PMU_EVTSEL_OS | PMU_EVTSEL_EN;
+            mc->pmc[i] = MSR_MODEL_FW_VALUE;
+        }
+    }
+
+    for (unsigned int i = 0; i < MODEL_MAX_FIXED; i++) {
+        if ((config->fw_running & (1ULL << (MSR_MODEL_FIXED_BIT + i)))
+            && model_fixed_exists(config, i)) {
+            mc->fixed_ctrl |= (PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR)
+                              << PMU_FIXED_CTRL_SHIFT(i);
+            mc->fixed[i] = MSR_MODEL_FW_VALUE;
+            mc->global_ctrl |= 1ULL << (MSR_MODEL_FIXED_BIT + i);
+        }
+    }
+}
+
 void
 msr_model_init(const struct msr_model_config *config)
 {
-    model_cfg = *config;
     memset(&model, 0, sizeof(model));
+    model.drift = MSR_MODEL_DEFAULT_DRIFT;
 
-    /* The LVT entries come out of reset masked (SDM vol. 3A, "Local
-       Vector Table"). */
-    model.lvt_masked = true;
+    for (unsigned int i = 0; i < MSR_MODEL_MAX_CPUS; i++) {
+        model_cpu_reset(&model.cpus[i], config);
+    }
+}
+
+void
+msr_model_set_cpu(unsigned int cpu, const struct msr_model_config *config)
+{
+    assert(cpu < MSR_MODEL_MAX_CPUS);
+    model_cpu_reset(&model.cpus[cpu], config);
+}
+
+void
+msr_model_set_drift(uint64_t count)
+{
+    model.drift = count;
+}
+
+void
+msr_model_set_skid(uint64_t count)
+{
+    model.skid = count;
+}
+
+void
+msr_model_set_late_nmis(bool late)
+{
+    model.late_nmis = late;
+}
+
+void
+msr_model_set_quirks(unsigned int quirks)
+{
+    model.quirks = quirks;
 }
 
 /* ---- queries ------------------------------------------------------------ */
@@ -137,42 +346,62 @@ msr_model_init(const struct msr_model_config *config)
 bool
 msr_model_take_nmi(void)
 {
-    if (model.nmis == 0) {
+    struct model_cpu *mc = model_cpu();
+    bool was_pmi = mc->nmi_is_pmi;
+
+    if (mc->nmis == 0) {
         return false;
     }
 
-    model.nmis--;
+    mc->nmis = 0;
+    mc->nmi_is_pmi = false;
+
+    /*
+     * AMD: the overflow NMI may be signalled again after the handler has
+     * already taken it (Linux's perf_nmi_window, FreeBSD's NMI credit):
+     * the duplicate is pending as soon as this one is taken.
+     */
+    if (was_pmi && model.late_nmis && !model_is_intel(&mc->cfg)) {
+        mc->nmis = 1;
+    }
+
     return true;
 }
 
 unsigned int
 msr_model_nmis_pending(void)
 {
-    return model.nmis;
+    return model_cpu()->nmis;
 }
 
 unsigned int
 msr_model_pmis_lost(void)
 {
-    return model.lost;
+    return model_cpu()->lost_pmis;
 }
 
 unsigned int
 msr_model_pmis_merged(void)
 {
-    return model.merged;
+    return model_cpu()->merged;
+}
+
+unsigned int
+msr_model_pmis(void)
+{
+    return model_cpu()->pmis;
 }
 
 bool
 msr_model_lvt_masked(void)
 {
-    return model.lvt_masked;
+    return model_cpu()->lvt_masked;
 }
 
 unsigned int
 msr_model_nr_unmasks(void)
 {
-    return model.unmasks;
+    return model_cpu()->unmasks;
 }
 
 unsigned int
@@ -193,86 +422,30 @@ msr_model_nr_writes(void)
     return model.writes;
 }
 
+uint64_t
+msr_model_drifted(void)
+{
+    return model_cpu()->drifted;
+}
+
+uint64_t
+msr_model_lost_events(void)
+{
+    return model_cpu()->lost;
+}
+
 void
 msr_model_set_status(uint64_t bits)
 {
-    model.global_status |= bits;
-}
-
-/* ---- helpers ------------------------------------------------------------ */
-
-static bool
-model_is_intel(void)
-{
-    return model_cfg.vendor == CPU_VENDOR_INTEL;
-}
-
-static bool
-model_cpuid_has_pmu(void)
-{
-    return model_cfg.kind == MSR_MODEL_REAL || model_cfg.kind == MSR_MODEL_BROKEN
-           || model_cfg.kind == MSR_MODEL_FAULTING;
-}
-
-static uint64_t
-model_width_mask(unsigned int width)
-{
-    return (width >= 64) ? UINT64_MAX : (1ULL << width) - 1;
-}
-
-static uint64_t
-model_gp_mask(void)
-{
-    return model_width_mask(model_is_intel() ? model_cfg.gp_width : 48);
-}
-
-static unsigned int
-model_amd_nr(void)
-{
-    if (model_cfg.perfmon_v2 && model_cfg.v2_nr != 0) {
-        return model_cfg.v2_nr;
-    }
-
-    return model_cfg.core_ext ? 6 : 4;
-}
-
-/*
- * Intel fixed counter i exists from version 2 on when i < EDX[4:0], or,
- * from version 5 on, when ECX bit i is set (SDM vol. 2A, CPUID leaf 0AH:
- * "FxCtr[i]_is_supported := ECX[i] || (EDX[4:0] > i)").
- */
-static bool
-model_fixed_exists(unsigned int i)
-{
-    if (model_cfg.version < 2 || i >= MODEL_MAX_FIXED) {
-        return false;
-    }
-
-    return i < model_cfg.nr_fixed
-           || (model_cfg.version >= 5 && (model_cfg.fixed_bitmap & (1U << i)));
-}
-
-/* Intel overflow-status / global-control bits of existing counters. */
-static uint64_t
-model_intel_counter_bits(void)
-{
-    uint64_t bits = model_width_mask(model_cfg.nr_gp);
-
-    for (unsigned int i = 0; i < MODEL_MAX_FIXED; i++) {
-        if (model_fixed_exists(i)) {
-            bits |= 1ULL << (32 + i);
-        }
-    }
-
-    return bits;
+    model_cpu()->global_status |= bits;
 }
 
 /* ---- CPUID -------------------------------------------------------------- */
 
 static uint32_t
-model_cpuid_version(void)
+model_cpuid_version(const struct msr_model_config *c)
 {
-    unsigned int family = model_cfg.family, model_nr = model_cfg.model;
+    unsigned int family = c->family, model_nr = c->model;
     uint32_t eax = (model_nr & 0xf) << 4;
 
     /* SDM vol. 2A, CPUID "Version Information": extended family from 0FH,
@@ -290,10 +463,23 @@ model_cpuid_version(void)
     return eax;
 }
 
+/* The vendor string of CPUID leaf 0, in EBX, EDX, ECX order. */
+static void
+model_cpuid_vendor(const struct msr_model_config *c, uint32_t regs[4])
+{
+    const char *s = model_is_intel(c) ? "GenuineIntel"
+                    : (c->hygon ? "HygonGenuine" : "AuthenticAMD");
+
+    memcpy(&regs[1], s, 4);
+    memcpy(&regs[3], s + 4, 4);
+    memcpy(&regs[2], s + 8, 4);
+}
+
 void
 pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 {
-    bool intel = model_is_intel();
+    const struct msr_model_config *c = &model_cpu()->cfg;
+    bool intel = model_is_intel(c);
 
     (void)subleaf;
     memset(regs, 0, 4 * sizeof(regs[0]));
@@ -301,45 +487,42 @@ pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
     switch (leaf) {
     case 0:
         regs[0] = 0x16;
-        regs[1] = intel ? 0x756e6547 : 0x68747541;
-        regs[3] = intel ? 0x49656e69 : 0x69746e65;
-        regs[2] = intel ? 0x6c65746e : 0x444d4163;
+        model_cpuid_vendor(c, regs);
         break;
     case 1:
-        regs[0] = model_cpuid_version();
-        regs[2] = (model_cfg.pdcm ? PMU_CPUID_1_ECX_PDCM : 0)
-                  | (model_cfg.kind != MSR_MODEL_REAL
+        regs[0] = model_cpuid_version(c);
+        regs[2] = (c->pdcm ? PMU_CPUID_1_ECX_PDCM : 0)
+                  | ((c->kind != MSR_MODEL_REAL || c->hypervisor)
                      ? PMU_CPUID_1_ECX_HYPERVISOR : 0);
-        regs[3] = PMU_CPUID_1_EDX_MSR
-                  | (model_cfg.apic ? PMU_CPUID_1_EDX_APIC : 0);
+        regs[3] = PMU_CPUID_1_EDX_MSR | (c->apic ? PMU_CPUID_1_EDX_APIC : 0);
         break;
     case 0xa:
         /* SDM vol. 2A, CPUID leaf 0AH; all zero without a (v)PMU. */
-        if (intel && model_cpuid_has_pmu()) {
-            regs[0] = model_cfg.version | model_cfg.nr_gp << 8
-                      | model_cfg.gp_width << 16 | model_cfg.ebx_len << 24;
-            regs[1] = model_cfg.ebx_unavail;
-            regs[2] = model_cfg.version >= 5 ? model_cfg.fixed_bitmap : 0;
-            regs[3] = model_cfg.version >= 2
-                      ? (model_cfg.nr_fixed | model_cfg.fixed_width << 5) : 0;
+        if (intel && model_cpuid_has_pmu(c)) {
+            regs[0] = c->version | c->nr_gp << 8 | c->gp_width << 16
+                      | c->ebx_len << 24;
+            regs[1] = c->ebx_unavail;
+            regs[2] = c->version >= 5 ? c->fixed_bitmap : 0;
+            regs[3] = c->version >= 2
+                      ? (c->nr_fixed | c->fixed_width << 5) : 0;
         }
         break;
     case 0x80000000:
-        regs[0] = intel ? 0x80000008 : (model_cfg.perfmon_v2 ? 0x80000022
-                                                              : 0x8000001f);
+        regs[0] = intel ? 0x80000008 : (c->perfmon_v2 ? 0x80000022
+                                                       : 0x8000001f);
         break;
     case 0x80000001:
         /* APM vol. 3, appendix E: Fn8000_0001 ECX[23] PerfCtrExtCore. */
-        if (!intel && model_cfg.core_ext) {
+        if (!intel && c->core_ext) {
             regs[2] = PMU_CPUID_X1_ECX_PERFCTR_CORE;
         }
         break;
     case 0x80000022:
         /* APM vol. 3, appendix E: Fn8000_0022 EAX[0] PerfMonV2, EBX[3:0]
            NumPerfCtrCore. */
-        if (!intel && model_cfg.perfmon_v2) {
+        if (!intel && c->perfmon_v2) {
             regs[0] = PMU_CPUID_X22_EAX_PERFMON_V2;
-            regs[1] = model_cfg.v2_nr;
+            regs[1] = c->v2_nr;
         }
         break;
     default:
@@ -364,9 +547,10 @@ pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 #define REG_DUMMY       11  /* reads 0, drops writes */
 
 static unsigned int
-model_decode_intel(uint32_t msr, unsigned int *indexp)
+model_decode_intel(const struct msr_model_config *c, uint32_t msr,
+                   unsigned int *indexp)
 {
-    unsigned int n = model_cfg.nr_gp;
+    unsigned int n = c->nr_gp;
 
     if (msr >= MSR_IA32_PMC0 && msr < MSR_IA32_PMC0 + n) {
         *indexp = msr - MSR_IA32_PMC0;
@@ -380,24 +564,23 @@ model_decode_intel(uint32_t msr, unsigned int *indexp)
 
     /* SDM vol. 3B, "Full-Width Writes to Performance Counter Registers":
        IA32_A_PMCx exist when IA32_PERF_CAPABILITIES.FW_WRITE is set. */
-    if (model_cfg.fw_write && msr >= MSR_IA32_A_PMC0
-        && msr < MSR_IA32_A_PMC0 + n) {
+    if (c->fw_write && msr >= MSR_IA32_A_PMC0 && msr < MSR_IA32_A_PMC0 + n) {
         *indexp = msr - MSR_IA32_A_PMC0;
         return REG_A_PMC;
     }
 
-    if (msr == MSR_IA32_PERF_CAPABILITIES && model_cfg.pdcm) {
+    if (msr == MSR_IA32_PERF_CAPABILITIES && c->pdcm) {
         return REG_PERF_CAP;
     }
 
     /* SDM vol. 3B, "Architectural Performance Monitoring Version 2": the
        fixed counters and the global registers start with version 2. */
-    if (model_cfg.version < 2) {
+    if (c->version < 2) {
         return REG_NONE;
     }
 
     if (msr >= MSR_IA32_FIXED_CTR0 && msr < MSR_IA32_FIXED_CTR0 + MODEL_MAX_FIXED
-        && model_fixed_exists(msr - MSR_IA32_FIXED_CTR0)) {
+        && model_fixed_exists(c, msr - MSR_IA32_FIXED_CTR0)) {
         *indexp = msr - MSR_IA32_FIXED_CTR0;
         return REG_FIXED;
     }
@@ -417,9 +600,10 @@ model_decode_intel(uint32_t msr, unsigned int *indexp)
 }
 
 static unsigned int
-model_decode_amd(uint32_t msr, unsigned int *indexp)
+model_decode_amd(const struct msr_model_config *c, uint32_t msr,
+                 unsigned int *indexp)
 {
-    unsigned int n = model_amd_nr();
+    unsigned int n = model_nr_gp(c);
 
     /* APM vol. 2, section 13.2.1: the legacy PerfEvtSel0-3 and PerfCtr0-3
        are always present; with the extension they alias counters 0-3. */
@@ -433,13 +617,13 @@ model_decode_amd(uint32_t msr, unsigned int *indexp)
         return REG_PMC;
     }
 
-    if (model_cfg.core_ext && msr >= MSR_AMD_F15H_PERF_CTL0
+    if (c->core_ext && msr >= MSR_AMD_F15H_PERF_CTL0
         && msr < MSR_AMD_F15H_PERF_CTL0 + 2 * n) {
         *indexp = (msr - MSR_AMD_F15H_PERF_CTL0) / 2;
         return ((msr - MSR_AMD_F15H_PERF_CTL0) & 1) ? REG_PMC : REG_EVTSEL;
     }
 
-    if (!model_cfg.perfmon_v2) {
+    if (!c->perfmon_v2) {
         return REG_NONE;
     }
 
@@ -474,13 +658,14 @@ model_is_pmu_msr(uint32_t msr)
 }
 
 static unsigned int
-model_decode(uint32_t msr, unsigned int *indexp)
+model_decode(const struct msr_model_config *c, uint32_t msr,
+             unsigned int *indexp)
 {
     unsigned int reg;
 
     *indexp = 0;
 
-    switch (model_cfg.kind) {
+    switch (c->kind) {
     case MSR_MODEL_TCG:
         /* QEMU TCG: unknown MSRs read 0 and ignore writes, no #GP. */
         return REG_DUMMY;
@@ -500,11 +685,11 @@ model_decode(uint32_t msr, unsigned int *indexp)
         break;
     }
 
-    reg = model_is_intel() ? model_decode_intel(msr, indexp)
-                           : model_decode_amd(msr, indexp);
+    reg = model_is_intel(c) ? model_decode_intel(c, msr, indexp)
+                            : model_decode_amd(c, msr, indexp);
 
     /* CPUID says yes, but the counters do not keep what is written. */
-    if (model_cfg.kind == MSR_MODEL_BROKEN && reg != REG_NONE
+    if (c->kind == MSR_MODEL_BROKEN && reg != REG_NONE
         && model_is_pmu_msr(msr)) {
         return REG_DUMMY;
     }
@@ -512,252 +697,23 @@ model_decode(uint32_t msr, unsigned int *indexp)
     return reg;
 }
 
-/* ---- register semantics ------------------------------------------------- */
+/* ---- counting ----------------------------------------------------------- */
 
 /*
- * Writable bits of a PERFEVTSEL.  Intel (SDM vol. 3B, figure "Layout of
- * IA32_PERFEVTSELx MSRs"): bits 31:0, AnyThread (21) only from version 3;
- * the upper half is reserved (no TSX modelled).  AMD (APM vol. 2, section
- * 13.2.1, "PerfEvtSeln"): bits 19 and 21 and 63:42 are reserved, 35:32
- * extend the event select, 40/41 are GuestOnly/HostOnly.
+ * Zen 4 and later count reference cycles (PMCx120, cycles not halted at
+ * the P0 frequency): family 19h models 10h-1Fh and 60h-AFh, family 1Ah on.
  */
-static uint64_t
-model_evtsel_valid(void)
+static bool
+model_amd_zen4(const struct msr_model_config *c)
 {
-    if (model_is_intel()) {
-        uint64_t valid = 0xffffffffULL;
-
-        if (model_cfg.version < 3) {
-            valid &= ~PMU_EVTSEL_ANY;
-        }
-
-        return valid;
-    }
-
-    return (0xffffffffULL & ~(PMU_EVTSEL_PC | PMU_EVTSEL_ANY))
-           | PMU_EVTSEL_AMD_EVENT_HI | PMU_EVTSEL_AMD_GUEST_ONLY
-           | PMU_EVTSEL_AMD_HOST_ONLY;
-}
-
-/* Valid bits of IA32_FIXED_CTR_CTRL: fields of existing counters. */
-static uint64_t
-model_fixed_ctrl_valid(void)
-{
-    uint64_t valid = 0;
-
-    for (unsigned int i = 0; i < MODEL_MAX_FIXED; i++) {
-        if (model_fixed_exists(i)) {
-            uint64_t field = 0xbULL;
-
-            if (model_cfg.version >= 3) {
-                field |= PMU_FIXED_CTRL_ANY;
-            }
-
-            valid |= field << (4 * i);
-        }
-    }
-
-    return valid;
-}
-
-static uint64_t
-model_status_valid(void)
-{
-    return model_is_intel() ? model_intel_counter_bits()
-                            : model_width_mask(model_amd_nr());
-}
-
-static int
-model_read(uint32_t msr, uint64_t *valuep)
-{
-    unsigned int reg, i;
-
-    reg = model_decode(msr, &i);
-
-    switch (reg) {
-    case REG_EVTSEL:
-        *valuep = model.evtsel[i];
-        return 0;
-    case REG_PMC:
-    case REG_A_PMC:
-        *valuep = model.pmc[i];
-        return 0;
-    case REG_FIXED:
-        *valuep = model.fixed[i];
-        return 0;
-    case REG_FIXED_CTRL:
-        *valuep = model.fixed_ctrl;
-        return 0;
-    case REG_STATUS:
-        *valuep = model.global_status;
-        return 0;
-    case REG_GLOBAL_CTRL:
-        *valuep = model.global_ctrl;
-        return 0;
-    case REG_PERF_CAP:
-        *valuep = model_cfg.fw_write ? PMU_PERF_CAP_FW_WRITE : 0;
-        return 0;
-    case REG_STATUS_CLR:
-    case REG_STATUS_SET:
-    case REG_DUMMY:
-        *valuep = 0;
-        return 0;
-    default:
-        return -EIO;
-    }
-}
-
-static int
-model_write(uint32_t msr, uint64_t value)
-{
-    unsigned int reg, i;
-
-    reg = model_decode(msr, &i);
-    model.writes++;
-
-    switch (reg) {
-    case REG_EVTSEL:
-        if (value & ~model_evtsel_valid()) {
-            return -EIO;
-        }
-        model.evtsel[i] = value;
-        return 0;
-    case REG_PMC:
-        if (model_is_intel()) {
-            /* SDM vol. 3B, "Full-Width Writes to Performance Counter
-               Registers": a write to IA32_PMCx loads bits 31:0, sign
-               extended to the counter's width. */
-            model.pmc[i] = (uint64_t)(int64_t)(int32_t)(uint32_t)value
-                           & model_gp_mask();
-            return 0;
-        }
-        /* APM vol. 2, section 13.2.1: 48-bit counters; the model treats
-           bits 63:48 as reserved. */
-        if (value & ~model_gp_mask()) {
-            return -EIO;
-        }
-        model.pmc[i] = value;
-        return 0;
-    case REG_A_PMC:
-        /* Full-width writes load the counter's width; bits above are
-           treated as reserved (strict). */
-        if (value & ~model_gp_mask()) {
-            return -EIO;
-        }
-        model.pmc[i] = value;
-        return 0;
-    case REG_FIXED:
-        if (value & ~model_width_mask(model_cfg.fixed_width)) {
-            return -EIO;
-        }
-        model.fixed[i] = value;
-        return 0;
-    case REG_FIXED_CTRL:
-        if (value & ~model_fixed_ctrl_valid()) {
-            return -EIO;
-        }
-        model.fixed_ctrl = value;
-        return 0;
-    case REG_GLOBAL_CTRL:
-        if (value & ~model_status_valid()) {
-            return -EIO;
-        }
-        model.global_ctrl = value;
-        return 0;
-    case REG_STATUS_CLR:
-        /* SDM vol. 3B, IA32_PERF_GLOBAL_OVF_CTRL, and APM vol. 2,
-           PerfCntrGlobalStatusClr: writing 1 clears the status bit.  Bits
-           of counters that do not exist are reserved: #GP. */
-        if (value & ~model_status_valid()) {
-            return -EIO;
-        }
-        model.global_status &= ~value;
-        return 0;
-    case REG_STATUS_SET:
-        if (value & ~model_status_valid()) {
-            return -EIO;
-        }
-        model.global_status |= value;
-        return 0;
-    case REG_DUMMY:
-        return 0;
-    default:
-        /* Read-only registers (status, capabilities) and missing MSRs. */
-        return -EIO;
-    }
-}
-
-bool
-msr_model_peek(uint32_t msr, uint64_t *valuep)
-{
-    return model_read(msr, valuep) == 0;
-}
-
-/* ---- the seam ----------------------------------------------------------- */
-
-int
-msr_read_safe(uint32_t msr, uint64_t *valuep)
-{
-    int error = model_read(msr, valuep);
-
-    if (error) {
-        model.gp_safe++;
-    }
-
-    return error;
-}
-
-int
-msr_write_safe(uint32_t msr, uint64_t value)
-{
-    int error = model_write(msr, value);
-
-    if (error) {
-        model.gp_safe++;
-    }
-
-    return error;
+    return c->family >= 0x1a
+           || (c->family == 0x19
+               && ((c->model >= 0x10 && c->model <= 0x1f)
+                   || (c->model >= 0x60 && c->model <= 0xaf)));
 }
 
 uint64_t
-pmu_msr_read(uint32_t msr)
-{
-    uint64_t value;
-
-    if (model_read(msr, &value) != 0) {
-        model.gp_unsafe++;
-        return 0;
-    }
-
-    return value;
-}
-
-void
-pmu_msr_write(uint32_t msr, uint64_t value)
-{
-    if (model_write(msr, value) != 0) {
-        model.gp_unsafe++;
-    }
-}
-
-void
-lapic_pmc_setup(void)
-{
-    model.lvt_masked = false;
-}
-
-void
-lapic_pmc_unmask(void)
-{
-    model.lvt_masked = false;
-    model.unmasks++;
-}
-
-/* ---- counting ----------------------------------------------------------- */
-
-/* Selector (event | umask << 8, AMD event bits 11:8 at 35:32) of event. */
-static bool
-model_selector(unsigned int event, uint64_t *selp)
+msr_model_event_code(const struct msr_model_config *c, unsigned int event)
 {
     /* Intel: SDM vol. 3B, table "UMask and Event Select Encodings for
        Pre-Defined Architectural Performance Events". */
@@ -769,11 +725,11 @@ model_selector(unsigned int event, uint64_t *selp)
         [MSR_MODEL_EV_LLC_MISS] = 0x412e,
         [MSR_MODEL_EV_BRANCH] = 0x00c4,
         [MSR_MODEL_EV_BRANCH_MISS] = 0x00c5,
+        [MSR_MODEL_EV_FP_OPS] = UINT64_MAX,
     };
-    /* AMD: families 10h-16h (BKDG: CPU clocks not halted 076h, retired
-       instructions 0C0h, branches 0C2h/0C3h, L2/NB cache requests
-       07Dh/07Eh with unit mask 07h); family 17h+ (PPR: L3 accesses 060h
-       unit mask 0FFh, and misses 064h unit mask 09h). */
+    /* AMD families 10h-16h (BKDG: CPU clocks not halted 076h, retired
+       instructions 0C0h, branches 0C2h/0C3h, L2/NB cache requests 07Dh/07Eh
+       with unit mask 07h; family 15h: retired SSE/AVX operations 003h). */
     static const uint64_t amd_k8[MSR_MODEL_NR_EVENTS] = {
         [MSR_MODEL_EV_CYCLES] = 0x0076,
         [MSR_MODEL_EV_REF_CYCLES] = UINT64_MAX,
@@ -782,7 +738,10 @@ model_selector(unsigned int event, uint64_t *selp)
         [MSR_MODEL_EV_LLC_MISS] = 0x077e,
         [MSR_MODEL_EV_BRANCH] = 0x00c2,
         [MSR_MODEL_EV_BRANCH_MISS] = 0x00c3,
+        [MSR_MODEL_EV_FP_OPS] = 0x0003,
     };
+    /* Family 17h on (PPR: L3 accesses 060h unit mask 0FFh, misses 064h
+       unit mask 09h; Zen 4 on: reference cycles 120h). */
     static const uint64_t amd_zen[MSR_MODEL_NR_EVENTS] = {
         [MSR_MODEL_EV_CYCLES] = 0x0076,
         [MSR_MODEL_EV_REF_CYCLES] = UINT64_MAX,
@@ -791,31 +750,56 @@ model_selector(unsigned int event, uint64_t *selp)
         [MSR_MODEL_EV_LLC_MISS] = 0x0964,
         [MSR_MODEL_EV_BRANCH] = 0x00c2,
         [MSR_MODEL_EV_BRANCH_MISS] = 0x00c3,
+        [MSR_MODEL_EV_FP_OPS] = UINT64_MAX,
     };
-    uint64_t sel;
 
-    if (model_is_intel()) {
-        /* An event CPUID marks unavailable never counts. */
-        if (event < model_cfg.ebx_len
-            && (model_cfg.ebx_unavail & (1U << event))) {
-            return false;
-        }
-
-        if (event >= model_cfg.ebx_len) {
-            return false;
-        }
-
-        sel = intel[event];
-    } else {
-        sel = (model_cfg.family >= 0x17) ? amd_zen[event] : amd_k8[event];
+    if (event >= MSR_MODEL_NR_EVENTS) {
+        return UINT64_MAX;
     }
 
-    if (sel == UINT64_MAX) {
-        return false;
+    if (model_is_intel(c)) {
+        /* An event CPUID marks unavailable, or past the vector, never
+           counts. */
+        if (event >= MSR_MODEL_EV_FP_OPS || event >= c->ebx_len
+            || (c->ebx_unavail & (1U << event))) {
+            return UINT64_MAX;
+        }
+
+        return intel[event];
     }
 
-    *selp = sel;
-    return true;
+    if (c->family < 0x17) {
+        return (event == MSR_MODEL_EV_FP_OPS && c->family != 0x15)
+               ? UINT64_MAX : amd_k8[event];
+    }
+
+    if (event == MSR_MODEL_EV_REF_CYCLES && model_amd_zen4(c)) {
+        return PMU_AMD_RAW(0x120, 0);
+    }
+
+    return amd_zen[event];
+}
+
+/*
+ * AMD family 15h: some events count only on some counters (BKDG for
+ * family 15h, "Core Performance Counter constraints"): the clocks and the
+ * L2 events on counters 0-2, this FP event on counter 3 alone; the others
+ * the model injects count anywhere.  A counter programmed with an event it
+ * cannot count counts nothing.
+ */
+static uint64_t
+model_f15h_counters(uint64_t code)
+{
+    switch (code) {
+    case 0x0076:
+    case 0x077d:
+    case 0x077e:
+        return 0x07;
+    case 0x0003:
+        return 0x08;
+    default:
+        return 0x3f;
+    }
 }
 
 /*
@@ -829,51 +813,80 @@ model_selector(unsigned int event, uint64_t *selp)
  * and nothing pending is lost.
  */
 static void
-model_pmi(void)
+model_pmi(struct model_cpu *mc)
 {
-    if (model.nmis != 0) {
-        model.merged++;
+    mc->pmis++;
+
+    if (mc->nmis != 0) {
+        mc->merged++;
+        mc->nmi_is_pmi = true;
         return;
     }
 
-    if (model.lvt_masked) {
-        model.lost++;
+    if (mc->lvt_masked) {
+        mc->lost_pmis++;
         return;
     }
 
-    model.nmis = 1;
+    mc->nmis = 1;
+    mc->nmi_is_pmi = true;
 
-    if (model_is_intel()) {
-        model.lvt_masked = true;
+    if (model_is_intel(&mc->cfg)) {
+        mc->lvt_masked = true;
     }
 }
 
+/* count events went by on this CPU: a skidded PMI may come now. */
+static void
+model_skid_advance(struct model_cpu *mc, uint64_t count)
+{
+    if (!mc->skid_pending) {
+        return;
+    }
+
+    if (count < mc->skid_left) {
+        mc->skid_left -= count;
+        return;
+    }
+
+    mc->skid_pending = false;
+    model_pmi(mc);
+}
+
 /*
- * Add count to a counter of the given width; on wrap set the status bit
- * (Intel from version 2, AMD with PerfMonV2) and raise a PMI when the
- * interrupt is enabled (SDM vol. 3B, "Architectural Performance Monitoring
- * Version 2"; APM vol. 2, section 13.2.1, PerfEvtSel Int bit).
+ * Add count to counter ctr (index idx in since_read) of the given width;
+ * on wrap set the status bit (Intel from version 2, AMD with PerfMonV2)
+ * and raise a PMI when the interrupt is enabled, after the skid (SDM vol.
+ * 3B, "Architectural Performance Monitoring Version 2"; APM vol. 2,
+ * section 13.2.1, PerfEvtSel Int bit).
  */
 static void
-model_count(uint64_t *ctr, uint64_t mask, uint64_t count, unsigned int bit,
-            bool intr)
+model_count(struct model_cpu *mc, uint64_t *ctr, unsigned int idx,
+            uint64_t mask, uint64_t count, unsigned int bit, bool intr)
 {
     uint64_t sum = *ctr + count;
     bool wrapped = (mask == UINT64_MAX) ? sum < *ctr : sum > mask;
 
     *ctr = sum & mask;
+    mc->since_read[idx] += count;
 
     if (!wrapped) {
         return;
     }
 
-    if ((model_is_intel() && model_cfg.version >= 2)
-        || (!model_is_intel() && model_cfg.perfmon_v2)) {
-        model.global_status |= 1ULL << bit;
+    if (model_has_global(&mc->cfg)) {
+        mc->global_status |= 1ULL << bit;
     }
 
-    if (intr) {
-        model_pmi();
+    if (!intr) {
+        return;
+    }
+
+    if (model.skid == 0) {
+        model_pmi(mc);
+    } else if (!mc->skid_pending) {
+        mc->skid_pending = true;
+        mc->skid_left = model.skid;
     }
 }
 
@@ -884,49 +897,94 @@ model_mode_ok(bool usr, bool os, bool user)
     return user ? usr : os;
 }
 
-static void
-model_inject_gp(unsigned int event, uint64_t count, bool user)
+/*
+ * What a counter programmed with e counts of count occurrences spread
+ * evenly over cycles cycles (SDM vol. 3B, figure "Layout of
+ * IA32_PERFEVTSELx MSRs": CMASK, INV, E; APM vol. 2, PerfEvtSel CntMask,
+ * Inv, Edge): without a counter mask, the occurrences; with one, the cycles
+ * with at least that many (fewer, inverted); with edge, the number of runs
+ * of such cycles that start.
+ */
+static uint64_t
+model_masked_count(struct model_cpu *mc, unsigned int i, uint64_t e,
+                   uint64_t count, uint64_t cycles)
 {
-    unsigned int n = model_is_intel() ? model_cfg.nr_gp : model_amd_nr();
-    uint64_t sel, key;
+    uint64_t cmask = (e & PMU_EVTSEL_CMASK) >> 24;
+    uint64_t base = count / cycles, extra = count % cycles, meeting;
+    bool inv = (e & PMU_EVTSEL_INV) != 0;
 
-    if (!model_selector(event, &sel)) {
+    if (cmask == 0) {
+        return count;
+    }
+
+    /* extra cycles see base + 1 occurrences, the others base. */
+    meeting = ((base + 1 >= cmask) ? extra : 0)
+              + ((base >= cmask) ? cycles - extra : 0);
+
+    if (inv) {
+        meeting = cycles - meeting;
+    }
+
+    if (!(e & PMU_EVTSEL_EDGE)) {
+        return meeting;
+    }
+
+    if (meeting == 0) {
+        mc->edge_state[i] = false;
+        return 0;
+    }
+
+    if (meeting < cycles) {
+        /* Interleaved with cycles that do not meet it: each one a run. */
+        mc->edge_state[i] = false;
+        return meeting;
+    }
+
+    count = mc->edge_state[i] ? 0 : 1;
+    mc->edge_state[i] = true;
+    return count;
+}
+
+static void
+model_inject_gp(struct model_cpu *mc, unsigned int event, uint64_t count,
+                uint64_t cycles, bool user)
+{
+    const struct msr_model_config *c = &mc->cfg;
+    uint64_t sel = msr_model_event_code(c, event);
+
+    if (sel == UINT64_MAX) {
         return;
     }
 
-    /* Compare event select (12 bits on AMD) and unit mask. */
-    key = (sel & 0xff) | ((sel >> 8) & 0xff) << 12;
+    for (unsigned int i = 0; i < model_nr_gp(c); i++) {
+        uint64_t e = mc->evtsel[i];
 
-    for (unsigned int i = 0; i < n; i++) {
-        uint64_t e = model.evtsel[i];
-        uint64_t code = (e & 0xff) | ((e >> 8) & 0xff) << 12;
-
-        if (!model_is_intel()) {
-            /* APM vol. 2, section 13.2.1: EventSelect[11:8] at 35:32. */
-            code |= ((e >> 32) & 0xf) << 8;
-        }
-
-        if (!(e & PMU_EVTSEL_EN) || code != key
+        if (!(e & PMU_EVTSEL_EN) || (e & MODEL_SEL_MASK) != sel
             || !model_mode_ok(e & PMU_EVTSEL_USR, e & PMU_EVTSEL_OS, user)) {
             continue;
         }
 
         /* Global enable: Intel from version 2, AMD with PerfMonV2. */
-        if (((model_is_intel() && model_cfg.version >= 2)
-             || (!model_is_intel() && model_cfg.perfmon_v2))
-            && !(model.global_ctrl & (1ULL << i))) {
+        if (!model_gate_open(mc, i)) {
             continue;
         }
 
-        /* Plain events only: edge, invert and counter mask are not
-           modelled, so a selector using them never counts; GuestOnly
-           counts nothing in this host-only model. */
-        if (e & (PMU_EVTSEL_EDGE | PMU_EVTSEL_INV | PMU_EVTSEL_CMASK
-                 | PMU_EVTSEL_AMD_GUEST_ONLY)) {
+        if (!model_is_intel(c) && c->family == 0x15
+            && !(model_f15h_counters(sel) & (1ULL << i))) {
             continue;
         }
 
-        model_count(&model.pmc[i], model_gp_mask(), count, i,
+        /* GuestOnly counts nothing in this host-only model; edge or
+           invert without a counter mask are not modelled, and count
+           nothing either. */
+        if ((e & PMU_EVTSEL_AMD_GUEST_ONLY)
+            || ((e & (PMU_EVTSEL_EDGE | PMU_EVTSEL_INV))
+                && !(e & PMU_EVTSEL_CMASK))) {
+            continue;
+        }
+
+        model_count(mc, &mc->pmc[i], i, model_gp_mask(c),
+                    model_masked_count(mc, i, e, count, cycles), i,
                     (e & PMU_EVTSEL_INT) != 0);
     }
 }
@@ -938,7 +996,8 @@ model_inject_gp(unsigned int event, uint64_t count, bool user)
  * (bit 0) and ring > 0 (bit 1) counting and the PMI (bit 3).
  */
 static void
-model_inject_fixed(unsigned int event, uint64_t count, bool user)
+model_inject_fixed(struct model_cpu *mc, unsigned int event, uint64_t count,
+                   bool user)
 {
     static const int fixed_of[MSR_MODEL_NR_EVENTS] = {
         [MSR_MODEL_EV_CYCLES] = 1,
@@ -948,36 +1007,390 @@ model_inject_fixed(unsigned int event, uint64_t count, bool user)
         [MSR_MODEL_EV_LLC_MISS] = -1,
         [MSR_MODEL_EV_BRANCH] = -1,
         [MSR_MODEL_EV_BRANCH_MISS] = -1,
+        [MSR_MODEL_EV_FP_OPS] = -1,
     };
+    const struct msr_model_config *c = &mc->cfg;
     int i = fixed_of[event];
     uint64_t field;
 
-    if (i < 0 || !model_fixed_exists((unsigned int)i)
-        || !(model.global_ctrl & (1ULL << (32 + i)))) {
+    if (i < 0 || !model_fixed_exists(c, (unsigned int)i)
+        || !model_gate_open(mc, MSR_MODEL_FIXED_BIT + (unsigned int)i)) {
         return;
     }
 
-    field = (model.fixed_ctrl >> (4 * i)) & 0xf;
+    field = (mc->fixed_ctrl >> PMU_FIXED_CTRL_SHIFT(i)) & 0xf;
 
     if (!model_mode_ok(field & PMU_FIXED_CTRL_USR, field & PMU_FIXED_CTRL_OS,
                        user)) {
         return;
     }
 
-    model_count(&model.fixed[i], model_width_mask(model_cfg.fixed_width),
-                count, 32 + (unsigned int)i, (field & PMU_FIXED_CTRL_PMI) != 0);
+    model_count(mc, &mc->fixed[i], MODEL_MAX_GP + (unsigned int)i,
+                model_width_mask(model_fixed_width(c)), count,
+                MSR_MODEL_FIXED_BIT + (unsigned int)i,
+                (field & PMU_FIXED_CTRL_PMI) != 0);
+}
+
+static void
+model_inject(struct model_cpu *mc, unsigned int event, uint64_t count,
+             uint64_t cycles, bool user)
+{
+    if (mc->cfg.kind != MSR_MODEL_REAL || event >= MSR_MODEL_NR_EVENTS
+        || count == 0) {
+        return;
+    }
+
+    model_inject_gp(mc, event, count, cycles, user);
+
+    if (model_is_intel(&mc->cfg)) {
+        model_inject_fixed(mc, event, count, user);
+    }
+
+    model_skid_advance(mc, count);
 }
 
 void
 msr_model_inject(unsigned int event, uint64_t count, bool user)
 {
-    if (model_cfg.kind != MSR_MODEL_REAL || event >= MSR_MODEL_NR_EVENTS) {
+    model_inject(model_cpu(), event, count, 1, user);
+}
+
+void
+msr_model_inject_spread(unsigned int event, uint64_t count, uint64_t cycles,
+                        bool user)
+{
+    assert(cycles > 0);
+    model_inject(model_cpu(), event, count, cycles, user);
+}
+
+/* The driver's code runs between two accesses: its events count. */
+static void
+model_drift(struct model_cpu *mc)
+{
+    if (model.drift == 0 || model.in_drift) {
         return;
     }
 
-    model_inject_gp(event, count, user);
+    model.in_drift = true;
+    mc->drifted += model.drift;
 
-    if (model_is_intel()) {
-        model_inject_fixed(event, count, user);
+    for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
+        model_inject(mc, e, model.drift, 1, false);
     }
+
+    model.in_drift = false;
+}
+
+void
+msr_model_spurious_pmi(void)
+{
+    model_pmi(model_cpu());
+}
+
+void
+msr_model_foreign_nmi(void)
+{
+    struct model_cpu *mc = model_cpu();
+
+    if (mc->nmis == 0) {
+        mc->nmis = 1;
+        mc->nmi_is_pmi = false;
+    }
+}
+
+/* ---- register semantics ------------------------------------------------- */
+
+/*
+ * Writable bits of a PERFEVTSEL.  Intel (SDM vol. 3B, figure "Layout of
+ * IA32_PERFEVTSELx MSRs"): bits 31:0, AnyThread (21) only from version 3;
+ * the upper half is reserved (no TSX modelled).  AMD (APM vol. 2, section
+ * 13.2.1, "PerfEvtSeln"): bits 19 and 21 and 63:42 are reserved, 35:32
+ * extend the event select, 40/41 are GuestOnly/HostOnly.
+ */
+static uint64_t
+model_evtsel_valid(const struct msr_model_config *c)
+{
+    if (model_is_intel(c)) {
+        uint64_t valid = 0xffffffffULL;
+
+        if (c->version < 3) {
+            valid &= ~PMU_EVTSEL_ANY;
+        }
+
+        return valid;
+    }
+
+    return (0xffffffffULL & ~(PMU_EVTSEL_PC | PMU_EVTSEL_ANY))
+           | PMU_EVTSEL_AMD_EVENT_HI | PMU_EVTSEL_AMD_GUEST_ONLY
+           | PMU_EVTSEL_AMD_HOST_ONLY;
+}
+
+/* Valid bits of IA32_FIXED_CTR_CTRL: fields of existing counters. */
+static uint64_t
+model_fixed_ctrl_valid(const struct msr_model_config *c)
+{
+    uint64_t valid = 0;
+
+    for (unsigned int i = 0; i < MODEL_MAX_FIXED; i++) {
+        if (model_fixed_exists(c, i)) {
+            uint64_t field = 0xbULL;
+
+            if (c->version >= 3) {
+                field |= PMU_FIXED_CTRL_ANY;
+            }
+
+            valid |= field << PMU_FIXED_CTRL_SHIFT(i);
+        }
+    }
+
+    return valid;
+}
+
+static uint64_t
+model_status_valid(const struct msr_model_config *c)
+{
+    return model_is_intel(c) ? model_intel_counter_bits(c)
+                             : model_width_mask(model_nr_gp(c));
+}
+
+/* Whether counter idx (since_read numbering) is enabled. */
+static bool
+model_ctr_enabled(const struct model_cpu *mc, unsigned int idx)
+{
+    if (idx < MODEL_MAX_GP) {
+        return (mc->evtsel[idx] & PMU_EVTSEL_EN) != 0;
+    }
+
+    return ((mc->fixed_ctrl >> PMU_FIXED_CTRL_SHIFT(idx - MODEL_MAX_GP))
+            & (PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR)) != 0;
+}
+
+/*
+ * Load counter idx with value: what the running counter counted since it
+ * was last read is gone (the read-modify-write cost of a driver that did
+ * not stop it).
+ */
+static void
+model_load(struct model_cpu *mc, uint64_t *ctr, unsigned int idx,
+           uint64_t value)
+{
+    if (model_ctr_enabled(mc, idx)) {
+        mc->lost += mc->since_read[idx];
+    }
+
+    mc->since_read[idx] = 0;
+    *ctr = value;
+}
+
+static int
+model_read(struct model_cpu *mc, uint32_t msr, uint64_t *valuep, bool peek)
+{
+    const struct msr_model_config *c = &mc->cfg;
+    unsigned int reg, i;
+
+    reg = model_decode(c, msr, &i);
+
+    switch (reg) {
+    case REG_EVTSEL:
+        *valuep = mc->evtsel[i];
+        return 0;
+    case REG_PMC:
+    case REG_A_PMC:
+        *valuep = mc->pmc[i];
+        mc->since_read[i] = peek ? mc->since_read[i] : 0;
+        return 0;
+    case REG_FIXED:
+        *valuep = mc->fixed[i];
+        mc->since_read[MODEL_MAX_GP + i] = peek
+                                           ? mc->since_read[MODEL_MAX_GP + i]
+                                           : 0;
+        return 0;
+    case REG_FIXED_CTRL:
+        *valuep = mc->fixed_ctrl;
+        return 0;
+    case REG_STATUS:
+        *valuep = mc->global_status;
+        return 0;
+    case REG_GLOBAL_CTRL:
+        *valuep = mc->global_ctrl;
+        return 0;
+    case REG_PERF_CAP:
+        *valuep = c->fw_write ? PMU_PERF_CAP_FW_WRITE : 0;
+        return 0;
+    case REG_STATUS_CLR:
+    case REG_STATUS_SET:
+    case REG_DUMMY:
+        *valuep = 0;
+        return 0;
+    default:
+        return -EIO;
+    }
+}
+
+static int
+model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
+{
+    const struct msr_model_config *c = &mc->cfg;
+    unsigned int reg, i;
+
+    reg = model_decode(c, msr, &i);
+    model.writes++;
+
+    switch (reg) {
+    case REG_EVTSEL:
+        if (value & ~model_evtsel_valid(c)) {
+            return -EIO;
+        }
+        mc->evtsel[i] = value;
+        return 0;
+    case REG_PMC:
+        if (model_is_intel(c)) {
+            /* SDM vol. 3B, "Full-Width Writes to Performance Counter
+               Registers": a write to IA32_PMCx loads bits 31:0, sign
+               extended to the counter's width. */
+            model_load(mc, &mc->pmc[i], i,
+                       ((model.quirks & MSR_MODEL_QUIRK_NO_SIGN_EXTEND)
+                        ? (uint32_t)value
+                        : (uint64_t)(int64_t)(int32_t)(uint32_t)value)
+                       & model_gp_mask(c));
+            return 0;
+        }
+        /* APM vol. 2, section 13.2.1: 48-bit counters; the model treats
+           bits 63:48 as reserved. */
+        if (value & ~model_gp_mask(c)) {
+            return -EIO;
+        }
+        model_load(mc, &mc->pmc[i], i, value);
+        return 0;
+    case REG_A_PMC:
+        /* Full-width writes load the counter's width; bits above are
+           reserved: #GP (SDM vol. 3B, "Full-Width Writes to Performance
+           Counter Registers"). */
+        if (value & ~model_gp_mask(c)) {
+            return -EIO;
+        }
+        model_load(mc, &mc->pmc[i], i, value);
+        return 0;
+    case REG_FIXED:
+        if (value & ~model_width_mask(model_fixed_width(c))) {
+            return -EIO;
+        }
+        model_load(mc, &mc->fixed[i], MODEL_MAX_GP + i, value);
+        return 0;
+    case REG_FIXED_CTRL:
+        if (value & ~model_fixed_ctrl_valid(c)) {
+            return -EIO;
+        }
+        mc->fixed_ctrl = value;
+        return 0;
+    case REG_GLOBAL_CTRL:
+        if (value & ~model_status_valid(c)) {
+            return -EIO;
+        }
+        mc->global_ctrl = value;
+        return 0;
+    case REG_STATUS_CLR:
+        /* SDM vol. 3B, IA32_PERF_GLOBAL_OVF_CTRL, and APM vol. 2,
+           PerfCntrGlobalStatusClr: writing 1 clears the status bit.  Bits
+           of counters that do not exist are reserved: #GP. */
+        if (value & ~model_status_valid(c)) {
+            return -EIO;
+        }
+        mc->global_status &= ~value;
+        return 0;
+    case REG_STATUS_SET:
+        if (value & ~model_status_valid(c)) {
+            return -EIO;
+        }
+        mc->global_status |= value;
+        return 0;
+    case REG_DUMMY:
+        return 0;
+    default:
+        /* Read-only registers (status, capabilities) and missing MSRs. */
+        return -EIO;
+    }
+}
+
+bool
+msr_model_peek(uint32_t msr, uint64_t *valuep)
+{
+    return model_read(model_cpu(), msr, valuep, true) == 0;
+}
+
+/* ---- the seam ----------------------------------------------------------- */
+
+int
+msr_read_safe(uint32_t msr, uint64_t *valuep)
+{
+    struct model_cpu *mc = model_cpu();
+    int error;
+
+    model_drift(mc);
+    error = model_read(mc, msr, valuep, false);
+
+    if (error) {
+        model.gp_safe++;
+    }
+
+    return error;
+}
+
+int
+msr_write_safe(uint32_t msr, uint64_t value)
+{
+    struct model_cpu *mc = model_cpu();
+    int error;
+
+    model_drift(mc);
+    error = model_write(mc, msr, value);
+
+    if (error) {
+        model.gp_safe++;
+    }
+
+    return error;
+}
+
+uint64_t
+pmu_msr_read(uint32_t msr)
+{
+    struct model_cpu *mc = model_cpu();
+    uint64_t value;
+
+    model_drift(mc);
+
+    if (model_read(mc, msr, &value, false) != 0) {
+        model.gp_unsafe++;
+        return 0;
+    }
+
+    return value;
+}
+
+void
+pmu_msr_write(uint32_t msr, uint64_t value)
+{
+    struct model_cpu *mc = model_cpu();
+
+    model_drift(mc);
+
+    if (model_write(mc, msr, value) != 0) {
+        model.gp_unsafe++;
+    }
+}
+
+void
+lapic_pmc_setup(void)
+{
+    model_cpu()->lvt_masked = false;
+}
+
+void
+lapic_pmc_unmask(void)
+{
+    struct model_cpu *mc = model_cpu();
+
+    mc->lvt_masked = (model.quirks & MSR_MODEL_QUIRK_LVT_STUCK) != 0;
+    mc->unmasks++;
 }

@@ -3,20 +3,42 @@
  *
  *
  * A register-level model of the x86 performance-monitoring hardware, for
- * the host tests of the PMU drivers: CPUID, the MSR space of one CPU
+ * the host tests of the PMU drivers: CPUID, the MSR space of each CPU
  * (Intel architectural perfmon versions 1 to 5, AMD legacy, core extension
- * and PerfMonV2), the local APIC performance-counter LVT, and the machines
- * that only pretend to have a PMU (KVM without a vPMU, QEMU TCG, counters
- * that do not hold values, MSRs that fault).
+ * and PerfMonV2), each CPU's local APIC performance-counter LVT, and the
+ * machines that only pretend to have a PMU (KVM without a vPMU, QEMU TCG,
+ * counters that do not hold values, MSRs that fault).
  *
  * It provides the drivers' hardware seam (pmu_msr_read/pmu_msr_write,
- * msr_read_safe/msr_write_safe, pmu_cpuid, lapic_pmc_setup/unmask).  An
- * access to an MSR the modelled CPU lacks raises the modelled #GP: the safe
- * accessors return -EIO, the plain ones record an "unexpected #GP" that a
- * test asserts never happens.  Tests inject events (cycles, instructions,
- * ... in kernel or user mode); the model counts them in every enabled
- * counter whose selector matches, wraps at the modelled width and raises a
- * PMI (a pending NMI) when the counter's interrupt bit is set.
+ * msr_read_safe/msr_write_safe, pmu_cpuid, lapic_pmc_setup/unmask), acting
+ * on the CPU that cpu_id() names (tests/unit/fakes/cpu.c: a test switches
+ * CPUs with fake_cpu_set_id()).  An access to an MSR the modelled CPU lacks
+ * raises the modelled #GP: the safe accessors return -EIO, the plain ones
+ * record an "unexpected #GP" that a test asserts never happens.  Tests
+ * inject events (cycles, instructions, ... in kernel or user mode); the
+ * model counts them in every enabled counter whose selector matches, wraps
+ * at the modelled width and raises a PMI (a pending NMI) when the counter's
+ * interrupt bit is set.
+ *
+ * The model is no kinder than hardware, by default:
+ *
+ * - Time passes while the driver runs: before every MSR access the model
+ *   counts MSR_MODEL_DEFAULT_DRIFT kernel-mode occurrences of every event
+ *   on that CPU (msr_model_set_drift() changes the amount, 0 turns it
+ *   off).  A driver that reads a running counter and writes it back loses
+ *   what was counted in between, as on hardware (msr_model_lost_events()),
+ *   and a counter count is only known within the drift (msr_model_drifted()).
+ * - Reset state as the SDM gives it: IA32_PERF_GLOBAL_CTRL (and AMD's
+ *   PerfCntrGlobalCtl) come up with the general-purpose enable bits set;
+ *   the LVT entries come up masked.  config.fw_running says which counters
+ *   the firmware left counting.
+ * - AMD family 15h counts its constrained events only on the counters that
+ *   can count them, and each family knows only its own event codes.
+ * - The local APIC masks the LVT on a PMI (Intel); a PMI that finds it
+ *   masked is lost.  Tests may also raise PMIs that no counter caused
+ *   (msr_model_spurious_pmi), NMIs from elsewhere (msr_model_foreign_nmi),
+ *   AMD's late duplicate NMIs (msr_model_set_late_nmis) and skid
+ *   (msr_model_set_skid).
  */
 
 #ifndef TESTS_UNIT_MSR_MODEL_H
@@ -35,12 +57,30 @@
                                        drop writes */
 #define MSR_MODEL_FAULTING      4   /* CPUID as REAL; every PMU MSR #GP */
 
+/* CPUs the model has (each with its own registers and LVT). */
+#define MSR_MODEL_MAX_CPUS      4
+
+/* Events counted per event kind on every MSR access, unless changed. */
+#define MSR_MODEL_DEFAULT_DRIFT 5
+
+/* The first fixed counter's bit in fw_running (as in GLOBAL_CTRL). */
+#define MSR_MODEL_FIXED_BIT     32
+
 struct msr_model_config {
     unsigned int vendor;        /* CPU_VENDOR_INTEL or CPU_VENDOR_AMD */
+    bool hygon;                 /* AMD's: vendor string HygonGenuine */
     unsigned int family;
     unsigned int model;
     unsigned int kind;          /* MSR_MODEL_* */
     bool apic;                  /* CPUID.1:EDX.APIC */
+    bool hypervisor;            /* CPUID.1:ECX[31], forced (REAL kind) */
+
+    /*
+     * Counters the firmware left counting at reset: general-purpose
+     * counter i is bit i, Intel fixed counter i bit MSR_MODEL_FIXED_BIT + i.
+     * Each counts cycles in both modes from MSR_MODEL_FW_VALUE.
+     */
+    uint64_t fw_running;
 
     /* Intel (CPUID leaf 0AH). */
     unsigned int version;
@@ -53,12 +93,19 @@ struct msr_model_config {
     uint32_t ebx_unavail;
     bool pdcm;
     bool fw_write;
+    /*
+     * Fixed counters that exist without CPUID counting them (the early
+     * version 2 parts Linux's "assume 3 fixed counters" is for).
+     */
+    unsigned int hidden_fixed;
 
     /* AMD. */
     bool core_ext;              /* CPUID 8000_0001h:ECX[23] */
     bool perfmon_v2;            /* CPUID 8000_0022h:EAX[0] */
     unsigned int v2_nr;         /* CPUID 8000_0022h:EBX[3:0] */
 };
+
+#define MSR_MODEL_FW_VALUE      123456
 
 /* Events a test injects. */
 #define MSR_MODEL_EV_CYCLES         0
@@ -68,32 +115,90 @@ struct msr_model_config {
 #define MSR_MODEL_EV_LLC_MISS       4
 #define MSR_MODEL_EV_BRANCH         5
 #define MSR_MODEL_EV_BRANCH_MISS    6
-#define MSR_MODEL_NR_EVENTS         7
+#define MSR_MODEL_EV_FP_OPS         7   /* AMD family 15h PMCx003 only */
+#define MSR_MODEL_NR_EVENTS         8
+
+/* The model's code of event on config's CPU, or UINT64_MAX for none. */
+uint64_t msr_model_event_code(const struct msr_model_config *config,
+                              unsigned int event);
 
 /* Typical machines. */
 struct msr_model_config msr_model_intel(unsigned int version);
 struct msr_model_config msr_model_amd(unsigned int family, bool core_ext,
                                       bool perfmon_v2);
 
-/* Reset the machine to config: every register zero, LVT masked. */
+/*
+ * Reset the machine to config on every CPU: registers in their reset
+ * state, LVTs masked, nothing pending, the default drift, no skid, no late
+ * NMIs.  msr_model_set_cpu() then makes one CPU different (a hybrid part's
+ * application processor), again from reset.
+ */
 void msr_model_init(const struct msr_model_config *config);
+void msr_model_set_cpu(unsigned int cpu, const struct msr_model_config *config);
 
 /*
- * Count count occurrences of event in user or kernel mode.  count must be
- * below 2^width of the counters (one wrap at most per call).
+ * Count count occurrences of event in user or kernel mode on this CPU.
+ * count must be below 2^width of the counters (one wrap at most per call).
+ * The _spread variant says over how many cycles they came, evenly, which
+ * the counter mask, invert and edge fields look at (a counter mask c
+ * counts the cycles with at least c occurrences, inverted those with
+ * fewer; edge counts the starts of runs of such cycles); plain injections
+ * come in one cycle.
  */
 void msr_model_inject(unsigned int event, uint64_t count, bool user);
+void msr_model_inject_spread(unsigned int event, uint64_t count,
+                             uint64_t cycles, bool user);
 
-/* Take one pending NMI: true when there was one. */
+/* Events of each kind counted (kernel mode) before every MSR access. */
+void msr_model_set_drift(uint64_t count);
+
+/* Drift events of each kind counted so far on this CPU. */
+uint64_t msr_model_drifted(void);
+
+/*
+ * Events this CPU's counters counted after their last read and that a
+ * write to the running counter then discarded.
+ */
+uint64_t msr_model_lost_events(void);
+
+/*
+ * Skid: an overflow's PMI comes only once count more events have been
+ * counted on that CPU (0: at once).
+ */
+void msr_model_set_skid(uint64_t count);
+
+/* AMD: each PMI's NMI is followed by a late duplicate once taken. */
+void msr_model_set_late_nmis(bool late);
+
+/*
+ * Hardware (or hypervisors) that get something wrong, for the tests of
+ * `perfmon selftest`, which must catch them: the LVT stays masked after a
+ * PMI whatever is written to it; legacy counter writes load 32 bits
+ * without extending the sign; the global enables do not gate counting.
+ */
+#define MSR_MODEL_QUIRK_LVT_STUCK       0x1
+#define MSR_MODEL_QUIRK_NO_SIGN_EXTEND  0x2
+#define MSR_MODEL_QUIRK_NO_GATE         0x4
+
+void msr_model_set_quirks(unsigned int quirks);
+
+/* A PMI through this CPU's LVT that no counter caused (no status bit). */
+void msr_model_spurious_pmi(void);
+
+/* An NMI from elsewhere (an IPI), whatever the LVT says. */
+void msr_model_foreign_nmi(void);
+
+/* Take one pending NMI of this CPU: true when there was one. */
 bool msr_model_take_nmi(void);
 unsigned int msr_model_nmis_pending(void);
 
 /*
- * PMIs that found the LVT masked with no NMI pending, and were lost; PMIs
- * merged into an NMI already pending.
+ * This CPU's PMIs that found the LVT masked with no NMI pending, and were
+ * lost; PMIs merged into an NMI already pending; PMIs raised in all.
  */
 unsigned int msr_model_pmis_lost(void);
 unsigned int msr_model_pmis_merged(void);
+unsigned int msr_model_pmis(void);
 
 bool msr_model_lvt_masked(void);
 unsigned int msr_model_nr_unmasks(void);
@@ -102,16 +207,16 @@ unsigned int msr_model_nr_unmasks(void);
 unsigned int msr_model_nr_gp_safe(void);
 unsigned int msr_model_nr_gp_unsafe(void);
 
-/* MSR writes of any kind so far. */
+/* MSR writes of any kind so far, on all CPUs. */
 unsigned int msr_model_nr_writes(void);
 
 /*
- * Look at a register without side effects: false when the modelled CPU
- * has no such MSR.
+ * Look at a register of this CPU without side effects (no drift): false
+ * when the modelled CPU has no such MSR.
  */
 bool msr_model_peek(uint32_t msr, uint64_t *valuep);
 
-/* Set overflow-status bits directly (stale or foreign bits). */
+/* Set overflow-status bits of this CPU directly (stale or foreign bits). */
 void msr_model_set_status(uint64_t bits);
 
 #endif /* TESTS_UNIT_MSR_MODEL_H */

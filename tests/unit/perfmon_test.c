@@ -1675,6 +1675,53 @@ test_syscnt_per_cpu(void **state)
     assert_null(syscnt_lookup("perfmon_nr_overflows/4"));
 }
 
+/* ---- perfmon_dev_alloc: counters for a device's self-test ------------- */
+
+/*
+ * A counter reserved with perfmon_dev_alloc() is the device's alloc, and
+ * no event gets it until perfmon_dev_free(); the errors are alloc's, plus
+ * -EINVAL for a bad argument or a device not registered.
+ */
+static void
+test_dev_alloc(void **state)
+{
+    struct perfmon_event a, b;
+    unsigned int hw, hw2;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_CYCLES, PERFMON_EF_KERN,
+                                       &hw), 0);
+    assert_int_equal(fd->nr_alloc, 1);
+    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&a, 0), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 0), -EAGAIN);
+    assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_CYCLES, PERFMON_EF_KERN,
+                                       &hw2), -EAGAIN);
+
+    perfmon_dev_free(&fd->dev, hw);
+    assert_int_equal(fd->nr_free, 1);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 0), 0);
+
+    assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_UNCOUNTABLE,
+                                       PERFMON_EF_KERN, &hw), -ENOENT);
+    assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_REFUSED,
+                                       PERFMON_EF_KERN, &hw), -EINVAL);
+    assert_int_equal(perfmon_dev_alloc(NULL, RAW_CYCLES, PERFMON_EF_KERN,
+                                       &hw), -EINVAL);
+    assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_CYCLES, PERFMON_EF_KERN,
+                                       NULL), -EINVAL);
+    fdev_init(1, 48, 2, true);
+    assert_int_equal(perfmon_dev_alloc(&fdevs[1].dev, RAW_CYCLES,
+                                       PERFMON_EF_KERN, &hw), -EINVAL);
+
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(fd->hw_used, 0);
+}
+
 int
 main(void)
 {
@@ -1719,6 +1766,7 @@ main(void)
         cmocka_unit_test_setup(test_intr_register_full, setup),
         cmocka_unit_test_setup(test_intr_unregister_waits_for_cpus, setup),
         cmocka_unit_test_setup(test_syscnt_per_cpu, setup),
+        cmocka_unit_test_setup(test_dev_alloc, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

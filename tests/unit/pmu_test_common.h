@@ -30,6 +30,19 @@ struct perfmon_dev *pmu_test_boot(const struct pmu_driver *drv,
                                   bool use_nmi);
 
 /*
+ * The same on the model as the test set it up (msr_model_init, and
+ * msr_model_set_cpu for the CPUs that differ), with nr_cpus CPUs: the
+ * probe, as the boot glue runs it, then each CPU's init and LVT.  Leaves
+ * the test on CPU 0.  pmu_test_probe_cpus() is the probe alone, returning
+ * its result.
+ */
+struct perfmon_dev *pmu_test_boot_cpus(const struct pmu_driver *drv,
+                                       struct pmu_caps *caps,
+                                       unsigned int nr_cpus, bool use_nmi);
+int pmu_test_probe_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
+                        unsigned int nr_cpus, bool use_nmi);
+
+/*
  * drv, probed on a machine built from config, must decline it for reason,
  * without a fault, leaving no device to take an NMI.
  */
@@ -45,8 +58,52 @@ void pmu_test_check_declines(const struct pmu_driver *drv,
  */
 void pmu_test_check_polled(int h, uint64_t seed);
 
+/*
+ * A kernel-mode count of injected events: what the test injected, plus
+ * at most the events the model counted while the driver ran (its drift).
+ * A user-mode count owes nothing to the drift: compare it exactly.
+ */
+#define pmu_test_assert_count(value, injected)                          \
+    pmu_test_check_count((value), (injected), __FILE__, __LINE__)
+
+void pmu_test_check_count(uint64_t value, uint64_t injected,
+                          const char *file, int line);
+
 /* Deliver the pending NMIs through the driver's path; all must be its. */
 void pmu_test_deliver_nmis(struct perfmon_dev *dev);
+
+/*
+ * The same, some of them perhaps not the driver's (late, foreign):
+ * returns how many it did not claim.  Each leaves the LVT unmasked.
+ */
+unsigned int pmu_test_deliver_any_nmis(struct perfmon_dev *dev);
+
+/*
+ * Branches injected in chunks of random sizes below max_chunk, nr_rounds
+ * times, into counter h of dev, read now and then, NMIs delivered after
+ * each chunk (some perhaps not the driver's): the count must stay within
+ * the drift of what was injected.  Returns the NMIs not claimed.
+ */
+unsigned int pmu_test_check_branches(struct perfmon_dev *dev, int h,
+                                     unsigned int nr_rounds,
+                                     uint64_t max_chunk);
+
+/*
+ * Sampling re-arms counters from the PMI: the core reads, then writes.
+ * Two counters of dev (branches, instructions) re-armed on every overflow
+ * through thousands of them: with a global control register (ctrl_msr)
+ * the handler freezes them first, so that not an event is lost (model
+ * drift included), and leaves the register as it found it.
+ */
+void pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr);
+
+/*
+ * Run the x86 self-test (pmu_selftest) on dev, booted on the model:
+ * returns its failures, after checking that it left every counter free
+ * and stopped, the global enables as they were, and made no plain access
+ * that faulted.  verbose prints its lines (do when a test fails on them).
+ */
+unsigned int pmu_test_selftest(struct perfmon_dev *dev, bool verbose);
 
 /* The value of an MSR the modelled CPU must have. */
 uint64_t pmu_test_peek(uint32_t msr);

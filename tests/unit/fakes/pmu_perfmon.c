@@ -26,6 +26,7 @@ struct fake_counter {
     uint64_t prev;
     uint64_t value;
     bool wrap_seen;
+    uint64_t rearm;             /* 0, or the value to re-arm with */
 };
 
 static struct perfmon_dev *fake_dev;
@@ -133,6 +134,11 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 
         if (c->open && (mask & (1ULL << c->hw_id))) {
             fake_fold(c, true);
+
+            if (c->rearm != 0) {
+                dev->ops->write(dev, c->hw_id, c->rearm);
+                c->prev = c->rearm;
+            }
         }
     }
 
@@ -141,6 +147,35 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     return true;
+}
+
+int
+perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
+                      uint64_t *raw_eventp)
+{
+    if (dev == NULL || dev != fake_dev || raw_eventp == NULL) {
+        return -EINVAL;
+    }
+
+    return dev->ops->translate(dev, raw_eventp, event_id) ? -ENOENT : 0;
+}
+
+int
+perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
+                  unsigned int flags, unsigned int *hw_idp)
+{
+    if (dev == NULL || dev != fake_dev || hw_idp == NULL) {
+        return -EINVAL;
+    }
+
+    return dev->ops->alloc(dev, hw_idp, raw_event, flags);
+}
+
+void
+perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(dev != NULL && dev == fake_dev);
+    dev->ops->free(dev, hw_id);
 }
 
 int
@@ -197,6 +232,31 @@ fake_perfmon_open(unsigned int event_id, unsigned int flags,
     }
 
     return fake_perfmon_open_raw(raw, flags, hw_idp);
+}
+
+void
+fake_perfmon_write(int handle, uint64_t value)
+{
+    struct fake_counter *c = &fake_counters[handle];
+
+    assert(handle >= 0 && handle < FAKE_PERFMON_MAX_OPEN && c->open);
+    assert(fake_dev->ops->write != NULL);
+    fake_fold(c, false);
+    fake_dev->ops->write(fake_dev, c->hw_id, value & fake_mask());
+    c->prev = value & fake_mask();
+}
+
+void
+fake_perfmon_set_rearm(int handle, uint64_t value)
+{
+    struct fake_counter *c = &fake_counters[handle];
+
+    assert(handle >= 0 && handle < FAKE_PERFMON_MAX_OPEN && c->open);
+    c->rearm = value & fake_mask();
+
+    if (c->rearm != 0) {
+        fake_perfmon_write(handle, c->rearm);
+    }
 }
 
 uint64_t

@@ -7,6 +7,8 @@
  * core does (alloc, then start on "this CPU"), and extends their values to
  * 64 bits from plain reads and from the overflow interrupt
  * (perfmon_overflow_intr, which the driver's NMI path calls).  One CPU.
+ * It also has the core's perfmon_dev_translate, perfmon_dev_alloc and
+ * perfmon_dev_free, for the drivers' self-test.
  */
 
 #ifndef TESTS_UNIT_FAKES_PMU_PERFMON_H
@@ -34,6 +36,16 @@ int fake_perfmon_open_raw(uint64_t raw, unsigned int flags,
                           unsigned int *hw_idp);
 int fake_perfmon_open(unsigned int event_id, unsigned int flags,
                       unsigned int *hw_idp);
+
+/*
+ * Re-arm an open counter from every overflow interrupt that reports it, as
+ * sampling does: after folding, load it with value through the device's
+ * write operation (0: do not re-arm).  The counter is armed at once too.
+ */
+void fake_perfmon_set_rearm(int handle, uint64_t value);
+
+/* Load an open counter with value, as the core arms a sampling counter. */
+void fake_perfmon_write(int handle, uint64_t value);
 
 /* The 64-bit count of an open counter, after a plain read. */
 uint64_t fake_perfmon_value(int handle);

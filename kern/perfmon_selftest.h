@@ -1,0 +1,88 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon selftest`: checks that the counters count what they claim, on
+ * the machine the kernel runs on, for users to run under
+ * `-enable-kvm -cpu host` or on real hardware (and tools/hwcheck through
+ * the in-kernel suite pmu_selftest).  Each check prints one line: its
+ * verdict (PASS, FAIL or SKIP), what it measured and the range it
+ * expected; a summary line ends the run.  Without a hardware PMU (QEMU
+ * TCG, KVM without a vPMU) one line says so and only the software PMU's
+ * checks run.
+ *
+ * The checks that go through the core's API (kern/perfmon.h: the generic
+ * events on the loops of kern/workload.h, the software events) live in
+ * kern/perfmon_selftest.c; a device adds its own, those the API cannot
+ * express, through its selftest operation, and reports them with the
+ * functions below.
+ *
+ * Everything here runs in thread context, one run at a time, on one CPU:
+ * the run pins its thread to the CPU it starts on and restores its
+ * affinity at the end.
+ */
+
+#ifndef KERN_PERFMON_SELFTEST_H
+#define KERN_PERFMON_SELFTEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * A run.  print is called with each line, without its newline; stop
+ * (may be NULL) is asked between checks whether to give up (Ctrl-C).
+ * The run sets cpu, and the counts, read them at the end.
+ */
+struct perfmon_selftest {
+    void (*print)(void *arg, const char *line);
+    void *arg;
+    bool (*stop)(void);
+    unsigned int cpu;                   /* the CPU the run is pinned to */
+    unsigned int nr_pass;
+    unsigned int nr_fail;
+    unsigned int nr_skip;
+    bool stopped;
+};
+
+/*
+ * The loop the checks measure: n iterations (n > 0) of exactly
+ * PERFMON_SELFTEST_SPIN_INSNS instructions, one of them a taken branch
+ * (the last iteration's falls through), plus a constant.  Returns the TSC
+ * cycles it took.  Any context.
+ */
+#define PERFMON_SELFTEST_SPIN_INSNS     4
+
+uint64_t perfmon_selftest_spin(uint64_t n);
+
+/*
+ * Report a check.  name says what was measured ("counter 2: instructions
+ * per spin iteration"); values are integers, or thousandths for the
+ * _milli variant (printed with three decimals).  The verdict is PASS
+ * when lo <= value <= hi, FAIL otherwise.  _hex compares a register's
+ * value with the one expected (printed in hex).  _skip says why the check
+ * could not run, _fail why it failed without a value.
+ */
+void perfmon_selftest_range(struct perfmon_selftest *st, const char *name,
+                            uint64_t value, uint64_t lo, uint64_t hi);
+void perfmon_selftest_milli(struct perfmon_selftest *st, const char *name,
+                            uint64_t value, uint64_t lo, uint64_t hi);
+void perfmon_selftest_hex(struct perfmon_selftest *st, const char *name,
+                          uint64_t value, uint64_t expected);
+void perfmon_selftest_skip(struct perfmon_selftest *st, const char *name,
+                           const char *why);
+void perfmon_selftest_fail(struct perfmon_selftest *st, const char *name,
+                           const char *why);
+
+/* num / den in thousandths (0 when den is 0), without overflowing. */
+uint64_t perfmon_selftest_ratio(uint64_t num, uint64_t den);
+
+/*
+ * Run every check: a first line saying what hardware PMU there is, the
+ * checks, and a summary line.  Returns the number of failed checks.
+ */
+unsigned int perfmon_selftest_run(struct perfmon_selftest *st);
+
+/* `perfmon selftest` (argv[0] is "selftest"). */
+int perfmon_selftest_main(int argc, char **argv);
+
+#endif /* KERN_PERFMON_SELFTEST_H */
