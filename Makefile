@@ -19,6 +19,12 @@ V ?= 0
 ## 1: run and debug boot build/tally-test.iso, which runs the
 ## in-kernel tests, instead of build/tally.iso
 TEST ?= 0
+## kernel options for run and debug (e.g. "softpmu.width=16
+## perfmon.hook=off"); panic=exit is always added: a panic ends QEMU
+CMDLINE ?=
+## 1: build the unit tests with coverage, into build/cov/ (what
+## make coverage does)
+COV ?= 0
 
 BUILD := build
 KBUILD := $(BUILD)/kernel
@@ -190,14 +196,17 @@ coverage: deps
 RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
 
 ## build, then boot in QEMU with the serial console on this terminal
+## (the kernel gets panic=exit: a panic ends QEMU with status 1; Ctrl-A x quits)
 run: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
-	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM)
+	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
+		--cmdline '$(CMDLINE)'
 
 ## the same, stopped at the first instruction, gdb stub on :1234
 debug: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
-	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) --gdb
+	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
+		--cmdline '$(CMDLINE)' --gdb
 
 ## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps

@@ -136,6 +136,30 @@ console_trygetc(void)
     return c;
 }
 
+void
+console_drop_through(int c)
+{
+    unsigned long flags;
+
+    if (!__atomic_load_n(&console_rx_intr_mode, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+
+    spinlock_lock_intr_save(&console_rx_lock, &flags);
+
+    for (unsigned int i = console_rx_count; i > 0; i--) {
+        unsigned int pos = (console_rx_head + i - 1) % CONSOLE_RX_SIZE;
+
+        if ((unsigned char)console_rx[pos] == c) {
+            console_rx_head = (pos + 1) % CONSOLE_RX_SIZE;
+            console_rx_count -= i;
+            break;
+        }
+    }
+
+    spinlock_unlock_intr_restore(&console_rx_lock, flags);
+}
+
 int
 console_getc(void)
 {

@@ -30,6 +30,12 @@ int console_getc(void);
 int console_trygetc(void);
 
 /*
+ * Drop the input waiting up to and including the last character c in it;
+ * nothing when there is no c.  Input still polled is left alone.
+ */
+void console_drop_through(int c);
+
+/*
  * Sleep until input is waiting or ms milliseconds passed; true when input
  * is waiting (left unread).  It wakes early, returning false, while input
  * is polled (before the UART interrupt is routed) or another reader waits

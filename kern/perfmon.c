@@ -784,14 +784,18 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
     }
 }
 
-/* Whether event is one of a call's to act on where the call runs. */
+/*
+ * Whether event is one of a call's to act on where the call runs.  The
+ * CPUs of one call run at once: an event of another CPU is told apart by
+ * fields that stay fixed meanwhile, before its enabled flag is looked at.
+ */
 static bool
 perfmon_call_targets(const struct perfmon_call *call,
                      const struct perfmon_event *event)
 {
-    return (event->enabled != call->enable)
-           && (event->thread == call->thread)
-           && (call->thread != NULL || event->cpu == cpu_id());
+    return (event->thread == call->thread)
+           && (call->thread != NULL || event->cpu == cpu_id())
+           && (event->enabled != call->enable);
 }
 
 /* thread_call() functions. */
@@ -975,7 +979,9 @@ perfmon_event_enabled(const struct perfmon_event *event)
 
 /*
  * Enable or disable the events of an array: one call on each thread or
- * CPU they are attached to, which acts on all the events of that target.
+ * CPU they are attached to, which acts on all the events of that target;
+ * the CPUs' calls run at once (perfmon_cpu_enable_xcall only touches the
+ * events of its own CPU), so that CPU events share one span.
  */
 static int
 perfmon_events_set_enabled(struct perfmon_event *const *events,
@@ -986,6 +992,7 @@ perfmon_events_set_enabled(struct perfmon_event *const *events,
         .nr = nr,
         .enable = enable,
     };
+    uint64_t cpus = 0;
     int error;
 
     perfmon_assert_thread_context();
@@ -1000,28 +1007,31 @@ perfmon_events_set_enabled(struct perfmon_event *const *events,
         }
     }
 
+    /* Threads one at a time; a thread seen earlier was served then. */
     for (unsigned int i = 0; i < nr; i++) {
         const struct perfmon_event *event = events[i];
         bool done = false;
 
-        /* A target seen earlier in the array was served then. */
-        for (unsigned int j = 0; j < i && !done; j++) {
-            done = events[j]->thread == event->thread
-                   && (event->thread != NULL || events[j]->cpu == event->cpu);
-        }
-
-        if (done) {
+        if (event->thread == NULL) {
+            cpus |= 1ULL << event->cpu;
             continue;
         }
 
-        call.thread = event->thread;
-
-        if (event->thread != NULL) {
-            thread_call(event->thread, perfmon_td_enable_fn, &call);
-        } else {
-            error = xcall_call(perfmon_cpu_enable_xcall, &call, event->cpu);
-            assert(error == 0);         /* CPUs never go offline */
+        for (unsigned int j = 0; j < i && !done; j++) {
+            done = events[j]->thread == event->thread;
         }
+
+        if (!done) {
+            call.thread = event->thread;
+            thread_call(event->thread, perfmon_td_enable_fn, &call);
+        }
+    }
+
+    /* The CPUs all at once, each acting on its own events. */
+    if (cpus != 0) {
+        call.thread = NULL;
+        error = xcall_call_many(perfmon_cpu_enable_xcall, &call, cpus);
+        assert(error == 0);             /* CPUs never go offline */
     }
 
     /* The children of inherited events follow their parents. */

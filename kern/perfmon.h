@@ -140,6 +140,9 @@ struct perfmon_dev;
  *   an interrupt the device claimed (folded and re-armed the counters, run
  *   the callbacks): resume what handle_overflow_intr froze and let the
  *   next interrupt come.
+ * why_not (optional; thread context): a one-line reason why the device
+ *   cannot count raw_event now (alloc would say -ENOENT although the event
+ *   is the device's, because of how it was configured), or NULL.
  * selftest (optional; thread context, interrupts enabled, the caller
  *   pinned to one CPU): the device's own checks for `perfmon selftest`,
  *   those the core's API cannot express (each counter in turn, how the
@@ -161,6 +164,7 @@ struct perfmon_dev_ops {
                   uint64_t value);
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);
     void (*overflow_intr_end)(struct perfmon_dev *dev);
+    const char *(*why_not)(struct perfmon_dev *dev, uint64_t raw_event);
     void (*selftest)(struct perfmon_dev *dev, struct perfmon_selftest *st);
 };
 
@@ -240,6 +244,12 @@ int perfmon_dev_get_info(const struct perfmon_dev *dev,
  */
 int perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
                           uint64_t *raw_eventp);
+
+/*
+ * Why dev cannot count raw_event in its present configuration (a boot
+ * option, say), in one line, or NULL when nothing stands in the way.
+ */
+const char *perfmon_dev_why_not(struct perfmon_dev *dev, uint64_t raw_event);
 
 /*
  * Reserve a counter of dev able to count raw_event in the mode flags, as

@@ -468,20 +468,30 @@ perfmon_cmd_list_event(const char *name, const char *aliases, uint64_t raw,
     perfmon_cmd_line_print(&line);
 }
 
-/* One device's events that match filter; how many were listed. */
-static unsigned int
-perfmon_cmd_list_dev(struct perfmon_dev *dev, const char *filter,
-                     bool counted[PERFMON_NR_EVENTS])
+/* A device's heading, before its first event listed. */
+static void
+perfmon_cmd_list_heading(struct perfmon_dev *dev, unsigned int n)
 {
     struct perfmon_dev_info info;
-    unsigned int n = 0;
-    char aliases[64];
+
+    if (n != 0) {
+        return;
+    }
 
     perfmon_dev_get_info(dev, &info);
     kprintf("%s: %u counters, %u bits\n", dev->name, info.nr_pmcs,
             info.width);
     kprintf("  %-20s %-22s %-12s %-5s %s\n", "event", "aliases", "raw",
             "modes", "description");
+}
+
+/* One device's events that match filter; how many were listed. */
+static unsigned int
+perfmon_cmd_list_dev(struct perfmon_dev *dev, const char *filter,
+                     bool counted[PERFMON_NR_EVENTS])
+{
+    unsigned int n = 0;
+    char aliases[64];
 
     for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
         const struct perfmon_event_desc *desc = perfmon_event_desc(id);
@@ -496,8 +506,18 @@ perfmon_cmd_list_dev(struct perfmon_dev *dev, const char *filter,
 
         if (perfmon_cmd_list_matches(filter, desc->name, aliases,
                                      desc->desc)) {
+            const char *why = perfmon_dev_why_not(dev, raw);
+
+            perfmon_cmd_list_heading(dev, n);
             perfmon_cmd_list_event(desc->name, aliases, raw, true,
-                                   desc->modes, desc->desc, NULL);
+                                   desc->modes, desc->desc,
+                                   (why != NULL) ? "<cannot count now>"
+                                                 : NULL);
+
+            if (why != NULL) {
+                kprintf("    (%s)\n", why);
+            }
+
             n++;
         }
     }
@@ -505,6 +525,7 @@ perfmon_cmd_list_dev(struct perfmon_dev *dev, const char *filter,
     for (unsigned int i = 0; i < dev->nr_events; i++) {
         if (perfmon_cmd_list_matches(filter, dev->events[i].name, "",
                                      "device event")) {
+            perfmon_cmd_list_heading(dev, n);
             perfmon_cmd_list_event(dev->events[i].name, "",
                                    dev->events[i].raw_event, true,
                                    PERFMON_EF_MODE, "device event", NULL);

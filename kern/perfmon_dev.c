@@ -291,6 +291,17 @@ perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
     return perfmon_dev_translate_locked(dev, event_id, raw_eventp);
 }
 
+const char *
+perfmon_dev_why_not(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    if (dev == NULL || !perfmon_dev_is_registered(dev)
+        || dev->ops->why_not == NULL) {
+        return NULL;
+    }
+
+    return dev->ops->why_not(dev, raw_event);
+}
+
 int
 perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
                   unsigned int flags, unsigned int *hw_idp)

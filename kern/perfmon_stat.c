@@ -361,6 +361,7 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
     }
 
     perfmon_stat_detach_event(stat, ev);
+    cev->error = error;
 
     if (error == -EAGAIN) {
         cev->state = PERFMON_STAT_EV_NOT_COUNTED;

@@ -40,6 +40,7 @@ struct perfmon_stat_ev {
     int generic;                        /* PERFMON_EV_*, or -1 */
     unsigned int state;
     struct perfmon_dev *full_dev;       /* NOT_COUNTED: the device */
+    int error;                          /* why attaching it failed */
 };
 
 /*

@@ -14,6 +14,7 @@
 
 #include "arch/x86/tsc.h"
 #include "kern/console.h"
+#include "kern/error.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/num.h"
@@ -327,6 +328,41 @@ perfmon_stat_print_header(struct perfmon_stat *stat)
     kprintf("\n");
 }
 
+/*
+ * Why an event the devices know was refused, once, in a line after the
+ * counts (perf prints <not supported> alone; here the reason is known).
+ */
+static void
+perfmon_stat_print_reason(const struct perfmon_stat_ev *cev)
+{
+    struct perfmon_dev *dev = cev->dev;
+    const char *why = NULL;
+    uint64_t raw = cev->id;
+
+    /* Said once for all events (perfmon_stat_print). */
+    if (cev->error == -EBUSY) {
+        return;
+    }
+
+    if (dev == NULL && cev->generic >= 0) {
+        dev = perfmon_cmd_dev_for(cev->parsed.name);
+    }
+
+    if (dev != NULL && (cev->generic < 0
+                        || perfmon_dev_translate(dev, (unsigned int)cev->generic,
+                                                 &raw) == 0)) {
+        why = perfmon_dev_why_not(dev, raw);
+    }
+
+    if (why != NULL) {
+        kprintf("perfmon: stat: %s: not counted: %s\n", cev->parsed.spec,
+                why);
+    } else if (cev->error != 0 && cev->error != -ENOENT) {
+        kprintf("perfmon: stat: %s: not counted: %s\n", cev->parsed.spec,
+                error_str(cev->error));
+    }
+}
+
 static void
 perfmon_stat_print_footer(struct perfmon_stat *stat)
 {
@@ -356,7 +392,7 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
     struct perfmon_stat_row *row;
     unsigned int nr_rows;
     uint64_t *scratch;
-    bool csv = (stat->sep[0] != '\0');
+    bool csv = (stat->sep[0] != '\0'), hook_off = false;
 
     row = kmem_alloc(sizeof(*row));
     scratch = kmem_alloc(scratch_size);
@@ -389,6 +425,19 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
 
     if (!csv) {
         perfmon_stat_print_footer(stat);
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
+            perfmon_stat_print_reason(&stat->evs[e]);
+            hook_off |= (stat->evs[e].error == -EBUSY);
+        }
+    }
+
+    if (hook_off) {
+        kprintf("perfmon: stat: thread events are refused while "
+                "perfmon.hook=off (%s): count CPUs with -a\n",
+                error_str(-EBUSY));
     }
 
     if (interrupted && stat->repeat > 1) {

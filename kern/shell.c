@@ -445,6 +445,14 @@ shell_run_once(void)
 
     if (result == SHELL_LINE_DONE) {
         shell_exec(line->buf);
+
+        /*
+         * A Ctrl-C typed while the command ran was meant for it (which
+         * may not have looked for one, or ended first): it must not
+         * cancel the next line.  Drop it with what was typed before it;
+         * what follows it is typed ahead, kept.
+         */
+        console_drop_through(SHELL_CTRL_C);
     }
 
     return 0;

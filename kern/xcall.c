@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
@@ -66,34 +67,12 @@ xcall_run_local(xcall_fn_t fn, void *arg)
     cpu_intr_restore(flags);
 }
 
-int
-xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
+/* Publish a call in cpu's slot for this CPU and send the IPI. */
+static void
+xcall_post(xcall_fn_t fn, void *arg, unsigned int self, unsigned int cpu)
 {
-    struct xcall_slot *slot;
-    unsigned int self;
+    struct xcall_slot *slot = &xcall_slots[cpu][self];
 
-    /*
-     * Interrupts on: a CPU waiting for its call keeps serving calls made to
-     * it.  No spinlock held (preemption enabled): the target could be
-     * spinning on that lock with interrupts off, never answering.
-     */
-    assert(cpu_intr_enabled());
-    assert(thread_preempt_enabled());
-
-    if (cpu >= cpu_count()) {
-        return -EINVAL;
-    }
-
-    thread_preempt_disable();
-    self = cpu_id();
-
-    if (cpu == self) {
-        xcall_run_local(fn, arg);
-        thread_preempt_enable();
-        return 0;
-    }
-
-    slot = &xcall_slots[cpu][self];
     assert(!slot->pending);
     slot->fn = fn;
     slot->arg = arg;
@@ -103,13 +82,63 @@ xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
     syscnt_inc(&xcall_cpus[self].sc_sent);
     swevent_add(SWEVENT_XCALL_SENT, 1);
     lapic_ipi_send(cpu_table[cpu].apic_id, TRAP_VEC_XCALL);
+}
 
-    while (__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
+static void
+xcall_wait(unsigned int self, unsigned int cpu)
+{
+    while (__atomic_load_n(&xcall_slots[cpu][self].pending,
+                           __ATOMIC_ACQUIRE)) {
         cpu_pause();
+    }
+}
+
+int
+xcall_call_many(xcall_fn_t fn, void *arg, uint64_t cpus)
+{
+    unsigned int self;
+    uint64_t left;
+
+    /*
+     * Interrupts on: a CPU waiting for its call keeps serving calls made to
+     * it.  No spinlock held (preemption enabled): the target could be
+     * spinning on that lock with interrupts off, never answering.
+     */
+    assert(cpu_intr_enabled());
+    assert(thread_preempt_enabled());
+
+    if (cpus == 0
+        || (cpu_count() < 64 && (cpus >> cpu_count()) != 0)) {
+        return -EINVAL;
+    }
+
+    thread_preempt_disable();
+    self = cpu_id();
+
+    for (left = cpus & ~(1ULL << self); left != 0; left &= left - 1) {
+        xcall_post(fn, arg, self, (unsigned int)__builtin_ctzll(left));
+    }
+
+    if (cpus & (1ULL << self)) {
+        xcall_run_local(fn, arg);
+    }
+
+    for (left = cpus & ~(1ULL << self); left != 0; left &= left - 1) {
+        xcall_wait(self, (unsigned int)__builtin_ctzll(left));
     }
 
     thread_preempt_enable();
     return 0;
+}
+
+int
+xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
+{
+    if (cpu >= cpu_count()) {
+        return -EINVAL;
+    }
+
+    return xcall_call_many(fn, arg, 1ULL << cpu);
 }
 
 static void

@@ -19,12 +19,24 @@
 #ifndef KERN_XCALL_H
 #define KERN_XCALL_H
 
+#include <stdint.h>
+
 #include "kern/init.h"
 
 typedef void (*xcall_fn_t)(void *arg);
 
 /* Returns 0, or -EINVAL when cpu is not online. */
 int xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu);
+
+/*
+ * Run fn(arg) on every CPU of the mask (bit N for CPU N) at once: the
+ * calls are all sent before any is waited for, so the CPUs run fn at about
+ * the same time (fn must expect to run concurrently with itself); the
+ * caller's own CPU, when in the mask, runs it meanwhile.  Returns once all
+ * have returned: 0, or -EINVAL for an empty mask or one naming a CPU that
+ * is not online.
+ */
+int xcall_call_many(xcall_fn_t fn, void *arg, uint64_t cpus);
 
 /*
  * Register the calling CPU's xcall counters, as it comes online

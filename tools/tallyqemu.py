@@ -587,6 +587,34 @@ class Stop(Exception):
     """The guest is gone or wedged: later steps cannot run."""
 
 
+# ---- `perfmon stat` output, as a user reads it ---------------------------
+
+def stat_count(out, event):
+    """The count printed for event (grouped digits), or None."""
+    m = re.search(r'^\s*([\d,]+)\s+' + re.escape(event) + r'(?=\s|$)',
+                  out, re.M)
+    return int(m.group(1).replace(',', '')) if m else None
+
+
+def stat_msec(out, event):
+    """The msec printed for a clock event, or None."""
+    m = re.search(r'^\s*([\d,]+\.\d+) msec ' + re.escape(event) + r'\b',
+                  out, re.M)
+    return float(m.group(1).replace(',', '')) if m else None
+
+
+def stat_elapsed(out):
+    """The seconds time elapsed, or None."""
+    m = re.search(r'^\s*([\d,]+\.\d{9}) seconds time elapsed', out, re.M)
+    return float(m.group(1).replace(',', '')) if m else None
+
+
+def stat_utilized(out):
+    """Every "N CPUs utilized" figure, in order."""
+    return [float(v.replace(',', '')) for v in
+            re.findall(r'#\s+([\d,]+\.\d+) CPUs utilized', out)]
+
+
 def poweroff(q, timeout=60):
     """Power the guest off from its prompt: None, or what went wrong."""
     q.skip_output()

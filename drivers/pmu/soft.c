@@ -155,13 +155,16 @@ softpmu_counts(uint64_t raw_event, unsigned int flags)
     return false;
 }
 
-/* Milliseconds the TSC takes to wrap a clock counter (UINT64_MAX: never). */
+/*
+ * Milliseconds the TSC takes to wrap a clock counter width bits wide
+ * (UINT64_MAX: never).
+ */
 static uint64_t
-softpmu_clock_wrap_ms(void)
+softpmu_clock_wrap_ms(unsigned int width)
 {
     uint64_t freq = cpu_tsc_freq();
 
-    if (softpmu_width >= 64) {
+    if (width >= 64) {
         return UINT64_MAX;
     }
 
@@ -169,16 +172,66 @@ softpmu_clock_wrap_ms(void)
         freq = SOFTPMU_FREQ_DEFAULT;
     }
 
-    return (1ULL << softpmu_width) / MAX(freq / 1000, 1);
+    return (1ULL << width) / MAX(freq / 1000, 1);
 }
 
-static unsigned int softpmu_clock_poll_ms(void);
+/*
+ * The poll interval of the clock counters: a quarter of the time the TSC
+ * takes to wrap them (in nmi mode only they need polling).
+ */
+static unsigned int
+softpmu_clock_poll_ms(unsigned int width)
+{
+    uint64_t wrap_ms = softpmu_clock_wrap_ms(width);
+
+    return (unsigned int)MIN(MAX(wrap_ms / 4, SOFTPMU_POLL_MIN_MS),
+                             SOFTPMU_POLL_MAX_MS);
+}
 
 /* True when polls come often enough to see every wrap of the clock. */
 static bool
-softpmu_clock_countable(void)
+softpmu_clock_countable(unsigned int width)
 {
-    return softpmu_clock_wrap_ms() > 2ULL * softpmu_clock_poll_ms();
+    return softpmu_clock_wrap_ms(width) > 2ULL * softpmu_clock_poll_ms(width);
+}
+
+/*
+ * Why the clock cannot count at this width, for `perfmon list` and
+ * `perfmon stat` (empty when it can); set at boot.
+ */
+static char softpmu_clock_refusal[128];
+
+static void
+softpmu_clock_refusal_set(void)
+{
+    unsigned int w = softpmu_width;
+
+    if (softpmu_clock_countable(w)) {
+        return;
+    }
+
+    while (w < 64 && !softpmu_clock_countable(w)) {
+        w++;
+    }
+
+    ksnprintf(softpmu_clock_refusal, sizeof(softpmu_clock_refusal),
+              "at softpmu.width=%u the clock wraps every %llu us, too fast "
+              "for its polls: boot with softpmu.width=%u or more",
+              softpmu_width,
+              (unsigned long long)((1ULL << softpmu_width)
+                                   / MAX(cpu_tsc_freq() / 1000000, 1)), w);
+}
+
+static const char *
+softpmu_why_not(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    (void)dev;
+
+    if (raw_event == SWEVENT_CLOCK && softpmu_clock_refusal[0] != '\0') {
+        return softpmu_clock_refusal;
+    }
+
+    return NULL;
 }
 
 /* Every mode is accepted: see softpmu_counts() for what each counts. */
@@ -198,7 +251,7 @@ softpmu_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
      * At a width where it wraps within two poll intervals, a count would
      * silently lose wraps: refuse it instead.
      */
-    if (raw_event == SWEVENT_CLOCK && !softpmu_clock_countable()) {
+    if (raw_event == SWEVENT_CLOCK && softpmu_why_not(dev, raw_event)) {
         return -ENOENT;
     }
 
@@ -380,6 +433,7 @@ static const struct perfmon_dev_ops softpmu_ops = {
     .read = softpmu_read,
     .write = softpmu_write,
     .handle_overflow_intr = softpmu_handle_overflow_intr,
+    .why_not = softpmu_why_not,
 };
 
 static struct perfmon_dev softpmu_device = {
@@ -502,19 +556,6 @@ softpmu_parse_options(void)
     }
 }
 
-/*
- * In nmi mode only the clock counters need polling: at a quarter of the
- * time the TSC takes to wrap the counter.
- */
-static unsigned int
-softpmu_clock_poll_ms(void)
-{
-    uint64_t wrap_ms = softpmu_clock_wrap_ms();
-
-    return (unsigned int)MIN(MAX(wrap_ms / 4, SOFTPMU_POLL_MIN_MS),
-                             SOFTPMU_POLL_MAX_MS);
-}
-
 static int
 softpmu_setup(void)
 {
@@ -522,6 +563,7 @@ softpmu_setup(void)
     int error;
 
     softpmu_parse_options();
+    softpmu_clock_refusal_set();
 
     for (unsigned int i = 0; i < nr_cpus; i++) {
         syscnt_register_cpu(&softpmu_cpus[i].nr_lost_nmis, "softpmu_lost_nmis",
@@ -532,7 +574,7 @@ softpmu_setup(void)
 
     if (softpmu_nmi) {
         softpmu_device.overflow_intr = true;
-        softpmu_device.poll_ms = softpmu_clock_poll_ms();
+        softpmu_device.poll_ms = softpmu_clock_poll_ms(softpmu_width);
         trap_nmi_register(softpmu_nmi_handler);
         clock_set_deadline_handler(softpmu_clock_deadline);
     }

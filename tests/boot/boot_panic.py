@@ -42,6 +42,9 @@ CASES = (
         r'at kern/main\.c:\d+ in main_crash_test\(\)',
         r'backtrace:\n\s+\[<[0-9a-f]+>\] assert_fail\+0x[0-9a-f]+\n'
         r'\s+\[<[0-9a-f]+>\] main_crash_test\+0x[0-9a-f]+',
+        # The walk ends at the boot entry, whose frame pointer is 0.
+        r'\] boot_main\+0x[0-9a-f]+\n\s+\[<[0-9a-f]+>\] '
+        r'boot_high_entry\+0x[0-9a-f]+\n(?!\s+\[<)',
     ]),
     ('divide', [
         r'panic: cpu0: exception 0 \(divide error\)',

@@ -31,21 +31,9 @@ CMD_TIMEOUT = 90
 USAGE = 'usage: perfmon stat'
 
 
-def count_of(out, event):
-    """The count printed for event (grouped digits), or None."""
-    m = re.search(r'^\s*([\d,]+)\s+' + re.escape(event) + r'\b', out, re.M)
-    return int(m.group(1).replace(',', '')) if m else None
-
-
-def msec_of(out, event):
-    m = re.search(r'^\s*([\d,]+\.\d+) msec ' + re.escape(event) + r'\b',
-                  out, re.M)
-    return float(m.group(1).replace(',', '')) if m else None
-
-
-def elapsed_of(out):
-    m = re.search(r'^\s*([\d,]+\.\d{9}) seconds time elapsed', out, re.M)
-    return float(m.group(1).replace(',', '')) if m else None
+count_of = tallyqemu.stat_count
+msec_of = tallyqemu.stat_msec
+elapsed_of = tallyqemu.stat_elapsed
 
 
 def main():

@@ -6,7 +6,8 @@
 # Boot test of the developer path: `make run SMP=1 KVM=0` on a
 # pseudo-terminal, as a person would type it.  It must print which
 # accelerator it uses, reach the "tally> " prompt, answer "help" with the
-# command list, and end cleanly (make's status 0) after "poweroff".  Prints
+# command list, show the CMDLINE options after panic=exit, and end cleanly
+# (make's status 0) after "poweroff".  Prints
 # TAP; exits 1 on any failure.
 #
 
@@ -41,7 +42,8 @@ def main():
     tallyqemu.install_sigterm_exit()
     argv = shlex.split(args.make_command) if args.make_command else \
         ['make', '--no-print-directory', 'run', 'SMP=1',
-         'KVM=' + ('auto' if args.kvm else '0')]
+         'KVM=' + ('auto' if args.kvm else '0'),
+         'CMDLINE=softpmu.width=40 perfmon.hook=on']
     tap = tallyqemu.Tap()
     log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
                                    'serial-make_run.txt')
@@ -63,6 +65,10 @@ def main():
             tap.result(not missing, 'help answers with the command list',
                        'missing: %s\nhelp output: %r' % (missing, out)
                        if missing else '')
+            out = q.command('cmdline', 30)
+            want = 'panic=exit softpmu.width=40 perfmon.hook=on'
+            tap.result(want in out, 'CMDLINE reaches the kernel after '
+                       'panic=exit', 'cmdline said: %r' % out)
             q.skip_output()
             q.send_line('poweroff')
             code = q.wait_exit(60)

@@ -697,21 +697,52 @@ test_run_once(void **state)
     assert_int_equal(record_argc, 2);
     assert_string_equal(record_argv[1], "q r");
 
-    assert_int_equal(shell_run_once(), 0);     /* bogus */
-    assert_int_equal(shell_run_once(), 0);     /* Ctrl-C */
+    /*
+     * All of it was typed while record ran: the Ctrl-C was meant for it,
+     * and goes with what was typed before it (bogus, ab).
+     */
     assert_int_equal(shell_run_once(), 0);     /* empty line */
     assert_int_equal(shell_run_once(), 0);     /* fail */
     assert_int_equal(shell_run_once(), -1);    /* swallows LF, then ends */
 
     assert_string_equal(fake_console_output(),
         "tally> record 'q r'\n"
-        "tally> bogus\n"
-        "shell: unknown command 'bogus' (type 'help')\n"
-        "tally> ab^C\n"
         "tally> \n"
         "tally> fail\n"
         "fail: input/output error\n"
         "tally> ");
+}
+
+/* A Ctrl-C at the prompt cancels the line being typed. */
+static void
+test_run_once_ctrl_c_at_prompt(void **state)
+{
+    (void)state;
+    fake_console_set_input("ab\x03", 3);
+    assert_int_equal(shell_run_once(), 0);
+    assert_int_equal(record_calls, 0);
+    assert_string_equal(fake_console_output(), "tally> ab^C\n");
+}
+
+/*
+ * A Ctrl-C typed while a command runs does not cancel the next line, and
+ * what is typed after it is kept.
+ */
+static void
+test_run_once_ctrl_c_does_not_leak(void **state)
+{
+    static const char script[] = "bogus\r" "\x03" "record x\r";
+
+    (void)state;
+    fake_console_set_input(script, sizeof(script) - 1);
+    assert_int_equal(shell_run_once(), 0);
+    assert_int_equal(shell_run_once(), 0);
+    assert_int_equal(record_calls, 1);
+    assert_string_equal(record_argv[1], "x");
+    assert_string_equal(fake_console_output(),
+        "tally> bogus\n"
+        "shell: unknown command 'bogus' (type 'help')\n"
+        "tally> record x\n");
 }
 
 static void
@@ -781,6 +812,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_help_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_once_ctrl_c_at_prompt, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_run_once_ctrl_c_does_not_leak,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_once_refused, setup,
                                         teardown),
     };

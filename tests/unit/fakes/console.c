@@ -114,6 +114,17 @@ console_trygetc(void)
     return console_getc();
 }
 
+void
+console_drop_through(int c)
+{
+    for (size_t i = fake_console_in_len; i > fake_console_in_pos; i--) {
+        if ((unsigned char)fake_console_in[i - 1] == c) {
+            fake_console_in_pos = i;
+            break;
+        }
+    }
+}
+
 int
 kvprintf(const char *fmt, va_list ap)
 {

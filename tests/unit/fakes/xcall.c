@@ -73,3 +73,18 @@ xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
     fake_ctx_exit(&ctx);
     return 0;
 }
+
+/* The calls one after the other: the fakes run one CPU at a time. */
+int
+xcall_call_many(xcall_fn_t fn, void *arg, uint64_t cpus)
+{
+    if (cpus == 0 || (cpus >> cpu_count()) != 0) {
+        return -EINVAL;
+    }
+
+    for (uint64_t left = cpus; left != 0; left &= left - 1) {
+        xcall_call(fn, arg, (unsigned int)__builtin_ctzll(left));
+    }
+
+    return 0;
+}
