@@ -29,6 +29,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
 
 /* The fake TSC runs at 3 GHz: 3 cycles a nanosecond. */
 #define CYCLES_PER_NS   3
@@ -551,6 +552,41 @@ test_inherit_fork_out_of_memory(void **state)
     assert_int_equal(fake_kmem_live(), 0);
 }
 
+/*
+ * A thread with two inherited events: detaching the older one takes its
+ * record out from behind the newer; the thread's own exit changes nothing
+ * for the events counting it.
+ */
+static void
+test_inherit_two_families(void **state)
+{
+    struct perfmon_event a, b;
+    struct thread *p = fake_thread_create("p"), *c;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
+    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
+    assert_int_equal(perfmon_event_attach(&a, p), 0);
+    assert_int_equal(perfmon_event_attach(&b, p), 0);
+    fake_thread_switch(1, p);
+    fork_ok(p, "c", &c);
+    fake_thread_switch(2, c);
+    fdev_count(fd, 2, RAW_INSNS, 5);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_read(&a), 5);
+    assert_non_null(p->perfmon_td.members);
+    assert_null(p->perfmon_td.members->next);
+
+    fake_thread_exit(p);
+    fdev_count(fd, 2, RAW_INSNS, 1);
+    assert_int_equal(perfmon_event_read(&b), 6);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_null(p->perfmon_td.members);
+    assert_int_equal(fake_kmem_live(), 0);
+}
+
 /* What perfmon_pmc_foreach showed of the one counter in use. */
 static struct perfmon_pmc_info shown;
 
@@ -602,6 +638,7 @@ main(void)
         cmocka_unit_test_setup(test_inherit_child_exits_during_read, setup),
         cmocka_unit_test_setup(test_inherit_fork_out_of_memory, setup),
         cmocka_unit_test_setup(test_inherit_children_shown, setup),
+        cmocka_unit_test_setup(test_inherit_two_families, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

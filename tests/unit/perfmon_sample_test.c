@@ -35,6 +35,8 @@
 #include "kern/perfmon_ring.h"
 #include "kern/syscnt.h"
 
+void fake_symtab_set(const char *name, uint64_t start, uint64_t end);
+
 #define ALL_FIELDS  (PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME     \
                      | PERFMON_SF_CPU | PERFMON_SF_PERIOD                 \
                      | PERFMON_SF_CALLCHAIN)
@@ -110,6 +112,29 @@ drain(unsigned int cpu, struct drained *d)
         d->period_sum += d->last.period;
         d->last_period = d->last.period;
     }
+}
+
+/*
+ * The record in rec_buf (size bytes) cut short at every 8 bytes: each
+ * prefix is refused.
+ */
+static void
+assert_every_prefix_refused(size_t size)
+{
+    struct perfmon_rec_hdr *hdr = (void *)rec_buf;
+    struct perfmon_sample sample;
+    uint32_t full = hdr->size;
+
+    for (size_t len = sizeof(*hdr); len < size; len += 8) {
+        hdr->size = (uint32_t)len;
+
+        if (perfmon_sample_decode(rec_buf, len, &sample) != -EINVAL) {
+            fail_msg("a record cut to %zu of %zu bytes was accepted", len,
+                     size);
+        }
+    }
+
+    hdr->size = full;
 }
 
 /*
@@ -560,6 +585,9 @@ test_branch_stack_from_callback(void **state)
     assert_int_equal(d.last.nr_branches, 3);
     assert_true(d.last.branches[1].from == 0x30);
     assert_true(d.last.branches[1].flags == PERFMON_BR_MISPRED);
+
+    /* rec_buf holds that sample: refused when cut short anywhere. */
+    assert_every_prefix_refused(((struct perfmon_rec_hdr *)rec_buf)->size);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 
     /* Without the field, no branch stack; without a callback, none. */
@@ -716,9 +744,13 @@ test_sbuf_create_errors(void **state)
     fake_kmem_fail_after_n(FAKE_KMEM_NEVER);
     assert_int_equal(perfmon_sbuf_create(&b, 4096), 0);
     assert_int_equal(perfmon_sbuf_nr_cpus(b), NR_CPUS);
+    assert_int_equal(perfmon_sbuf_size(b), 4096);
     assert_int_equal(perfmon_sbuf_read(b, NR_CPUS, rec_buf, 64), 0);
+    assert_int_equal(perfmon_sbuf_lost(b, NR_CPUS), 0);
     perfmon_sbuf_destroy(b);
     perfmon_sbuf_destroy(NULL);
+    assert_int_equal(perfmon_sbuf_size(NULL), 0);
+    assert_int_equal(perfmon_sbuf_nr_cpus(NULL), 0);
 }
 
 /* Damaged records are refused, never read past their end. */
@@ -762,7 +794,51 @@ test_decode_damaged(void **state)
     /* A record shorter than its fields. */
     hdr->size = 16;
     assert_int_equal(perfmon_sample_decode(rec_buf, 16, &sample), -EINVAL);
+    hdr->size = (uint32_t)size;
+    assert_every_prefix_refused(size);
     assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * A sample's call chain, from the interrupted function (past its
+ * prologue, in a fake symbol) up the frames of the thread's stack.
+ */
+static void
+test_callchain_walks_the_stack(void **state)
+{
+    /* push %rbp; mov %rsp,%rbp; then anything. */
+    static const uint8_t code[64] = { 0x55, 0x48, 0x89, 0xe5 };
+    static uint64_t stack[32];
+    struct perfmon_sampling s = make_sampling(10, 0, ALL_FIELDS, 65536);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct thread *t = current_on(1);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    fake_symtab_set("leaf", (uint64_t)code, (uint64_t)code + sizeof(code));
+    fake_thread_set_stack(t, (uint64_t)stack, (uint64_t)&stack[32]);
+    stack[4] = (uint64_t)&stack[8];     /* the frame: saved rbp, return */
+    stack[5] = 0x1111;
+    stack[8] = 0;                       /* the outermost frame */
+    stack[9] = 0x2222;
+    test_frame.rip = (uint64_t)&code[8];
+    test_frame.rsp = (uint64_t)&stack[2];
+    test_frame.rbp = (uint64_t)&stack[4];
+
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    run(fd, 1, RAW_CYCLES, 10, 10, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(d.last.nr_ips, 3);
+    assert_int_equal(d.last.ips[0], (uint64_t)&code[8]);
+    assert_int_equal(d.last.ips[1], 0x1110);
+    assert_int_equal(d.last.ips[2], 0x2221);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    fake_symtab_set(NULL, 0, 0);
+    test_frame.rip = TEST_IP;
 }
 
 int
@@ -786,6 +862,7 @@ main(void)
         T(test_sharing_rules),
         T(test_sbuf_create_errors),
         T(test_decode_damaged),
+        T(test_callchain_walks_the_stack),
 #undef T
     };
 

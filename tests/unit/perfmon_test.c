@@ -1682,6 +1682,39 @@ test_syscnt_per_cpu(void **state)
  * no event gets it until perfmon_dev_free(); the errors are alloc's, plus
  * -EINVAL for a bad argument or a device not registered.
  */
+/* The device's reason for refusing an event, asked through the core. */
+static const char *
+why_not_cycles(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    (void)dev;
+    return (raw_event == RAW_CYCLES) ? "cycles are off here" : NULL;
+}
+
+static void
+test_why_not_and_hw_status(void **state)
+{
+    struct fdev *fd = fdev_init(0, 48, 4, true);
+    bool present = true;
+
+    (void)state;
+    fd->ops.why_not = why_not_cycles;
+    assert_null(perfmon_dev_why_not(&fd->dev, RAW_CYCLES));
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    assert_string_equal(perfmon_dev_why_not(&fd->dev, RAW_CYCLES),
+                        "cycles are off here");
+    assert_null(perfmon_dev_why_not(&fd->dev, RAW_INSNS));
+    assert_null(perfmon_dev_why_not(NULL, RAW_CYCLES));
+    fd = fdev_add(2, 48, 4, true);
+    assert_null(perfmon_dev_why_not(&fd->dev, RAW_CYCLES));
+
+    assert_string_equal(perfmon_hw_status(&present), "not probed");
+    assert_false(present);
+    perfmon_set_hw_status(true, "fake: 4 counters");
+    assert_string_equal(perfmon_hw_status(NULL), "fake: 4 counters");
+    assert_string_equal(perfmon_hw_status(&present), "fake: 4 counters");
+    assert_true(present);
+}
+
 static void
 test_dev_alloc(void **state)
 {
@@ -1767,6 +1800,7 @@ main(void)
         cmocka_unit_test_setup(test_intr_unregister_waits_for_cpus, setup),
         cmocka_unit_test_setup(test_syscnt_per_cpu, setup),
         cmocka_unit_test_setup(test_dev_alloc, setup),
+        cmocka_unit_test_setup(test_why_not_and_hw_status, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

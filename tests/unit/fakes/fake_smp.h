@@ -58,6 +58,7 @@ struct thread {
     bool running;
     bool exited;
     unsigned int cpu;                   /* running on, or queued on */
+    uint64_t stack_lo, stack_hi;        /* its stack, when a test gave one */
     struct perfmon_td perfmon_td;
 };
 
@@ -73,6 +74,9 @@ void fake_thread_switch(unsigned int cpu, struct thread *next);
 
 /* The thread current on cpu, or NULL. */
 struct thread *fake_thread_current(unsigned int cpu);
+
+/* Give a thread a stack (thread_stack_bounds()): [lo, hi). */
+void fake_thread_set_stack(struct thread *thread, uint64_t lo, uint64_t hi);
 
 /* Move a thread that is not running to another CPU's queue. */
 void fake_thread_migrate(struct thread *thread, unsigned int cpu);

@@ -253,14 +253,27 @@ thread_preempt_enabled(void)
     return fake_preempt[cpu_id()] == 0;
 }
 
-/* Fake threads have no stack: call chains stop at the interrupted ip. */
+void
+fake_thread_set_stack(struct thread *thread, uint64_t lo, uint64_t hi)
+{
+    thread->stack_lo = lo;
+    thread->stack_hi = hi;
+}
+
+/*
+ * Fake threads have no stack unless a test gave one: call chains then stop
+ * at the interrupted ip.
+ */
 bool
 thread_stack_bounds(const struct thread *thread, uint64_t *lop, uint64_t *hip)
 {
-    (void)thread;
-    (void)lop;
-    (void)hip;
-    return false;
+    if (thread == NULL || thread->stack_hi == 0) {
+        return false;
+    }
+
+    *lop = thread->stack_lo;
+    *hip = thread->stack_hi;
+    return true;
 }
 
 struct perfmon_td *
