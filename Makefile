@@ -143,7 +143,8 @@ endif
 # The perfmon core with the fakes it links against, for the tests of its
 # parts (tests/unit/perfmon*_test.mk).
 PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_dev.c kern/perfmon_intr.c \
-	kern/perfmon_pmc.c kern/perfmon_inherit.c kern/perfmon_sample.c \
+	kern/perfmon_pmc.c kern/perfmon_inherit.c kern/perfmon_sched.c \
+	kern/perfmon_sample.c \
 	kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \
 	kern/cmdline.c kern/string.c kern/printf.c \
 	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \

@@ -33,6 +33,7 @@
 #include "kern/clock.h"
 #include "kern/init.h"
 #include "kern/log.h"
+#include "kern/perfmon.h"
 #include "kern/macros.h"
 #include "kern/printf.h"
 #include "kern/syscnt.h"
@@ -87,6 +88,7 @@ clock_tick(void)
 
     timer_tick();
     thread_tick();
+    perfmon_tick(cpu_id());
 }
 
 /* Program the timer for the earlier of the next tick and the deadline. */

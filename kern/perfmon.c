@@ -95,73 +95,6 @@
 #define PERFMON_SAMPLE_SHARE_DEFAULT 25
 
 /*
- * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
- * loaded threads needing the counter to run here.  value grows by the
- * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
- * update saw the raw value go backwards, so the overflow interrupt of that
- * wrap must not add a period again.  enabled and running grow with the TSC
- * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
- * a hardware counter here (its bit in sched_mask).
- *
- * A sampling slot also keeps, while it runs here: the period, the events
- * still to count to the next sample from armed_value (the value when the
- * counter was last armed: it overflows after min(left, what the device can
- * arm) events), the value and TSC at the last sample (frequency mode),
- * the floor throttling put under the period, and the period of the sample
- * due in the current interrupt.
- */
-struct perfmon_cpu_pmc {
-    unsigned int nr_refs;
-    unsigned int hw_id;
-    uint64_t prev;
-    uint64_t value;
-    bool wrap_seen;
-    uint64_t stamp;                     /* TSC the times are counted to */
-    uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
-    uint64_t running;                   /* and holding a counter */
-
-    uint64_t period;
-    int64_t left;
-    uint64_t armed_value;
-    uint64_t sample_value;
-    uint64_t sample_tsc;
-    uint64_t min_period;
-    uint64_t due_period;
-};
-
-/*
- * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
- * (xcalls, thread_call, the context switch hook, the overflow interrupt).
- * active_mask (slots with nr_refs > 0) is also read by the poll timer on
- * other CPUs, as a hint.  sched_mask: the active slots that hold a
- * hardware counter here, the ones folded, polled and interrupted.
- *
- * gen grows by one in every section that may change the state (see
- * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
- * on the same CPU read the state without disabling interrupts: such a
- * section, when it interrupts the reader, completes before the reader
- * resumes, so an unchanged gen across the reads means nothing changed
- * under them (see perfmon_event_read_local).
- */
-struct perfmon_cpu {
-    bool busy;
-    unsigned long gen;
-    uint64_t pending;                   /* slots, set by the NMI while busy */
-    uint64_t active_mask;
-    uint64_t sched_mask;
-    bool in_intr;                       /* the interrupt's own fold runs */
-    uint64_t due;                       /* slots with a sample due in it */
-    uint64_t window_start;              /* TSC, throttling window */
-    uint64_t window_cycles;             /* spent sampling in the window */
-    struct syscnt nr_overflows;
-    struct syscnt nr_intrs;
-    struct syscnt nr_polls;
-    struct syscnt nr_unsampled;
-    struct syscnt nr_throttles;
-    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
-} __aligned(CACHE_LINE_SIZE);
-
-/*
  * Arguments of the thread_call() and xcall functions: the events to act
  * on (those of the array attached to the thread or CPU the call runs for),
  * whether to enable or disable them, or, to read one, where its counts go.
@@ -174,7 +107,7 @@ struct perfmon_call {
     struct perfmon_counts counts;
 };
 
-static struct perfmon_cpu perfmon_cpus[CPU_MAX];
+struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
 /* Most percent of a CPU's time sampling may take (perfmon.max_sample_share). */
 static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
@@ -184,12 +117,6 @@ static void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu,
 
 /* ---- per-CPU PMU (interrupts disabled) ---------------------------------- */
 
-static struct perfmon_cpu *
-perfmon_cpu_get(unsigned int cpu)
-{
-    assert(cpu < CPU_MAX);
-    return &perfmon_cpus[cpu];
-}
 
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
@@ -269,9 +196,10 @@ perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
 /*
  * Enter and leave a section touching the local CPU's PMU state.  See the
  * top of the file for the busy flag; the NMI runs on this CPU, so compiler
- * barriers order the flag against the state.
+ * barriers order the flag against the state.  The section's changes all
+ * happen at one time, cpu->now, which its times use.
  */
-static struct perfmon_cpu *
+struct perfmon_cpu *
 perfmon_cpu_enter(void)
 {
     struct perfmon_cpu *cpu;
@@ -282,10 +210,11 @@ perfmon_cpu_enter(void)
     WRITE_ONCE(cpu->busy, true);
     WRITE_ONCE(cpu->gen, cpu->gen + 1);
     barrier();
+    cpu->now = cpu_rdtsc();
     return cpu;
 }
 
-static void
+void
 perfmon_cpu_leave(struct perfmon_cpu *cpu)
 {
     barrier();
@@ -399,12 +328,13 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /*
- * A sampling counter starts on this CPU: with a thread's saved progress
- * (saved, for thread events), or afresh.
+ * A sampling slot becomes active on this CPU: with a thread's saved
+ * progress (saved, for thread events), or afresh.  Its counter is armed
+ * whenever it gets one (perfmon_cpu_pmc_start).
  */
 static void
-perfmon_cpu_pmc_sample_start(struct perfmon_cpu *cpu, unsigned int slot,
-                             const struct perfmon_td_pmc *saved)
+perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
+                            const struct perfmon_td_pmc *saved)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_sampling *sampling = perfmon_pmcs[slot].sampling;
@@ -421,8 +351,7 @@ perfmon_cpu_pmc_sample_start(struct perfmon_cpu *cpu, unsigned int slot,
     }
 
     pmc->sample_value = pmc->value;
-    pmc->sample_tsc = cpu_rdtsc();
-    perfmon_cpu_pmc_arm(cpu, slot);
+    pmc->sample_tsc = cpu->now;
 }
 
 /*
@@ -551,47 +480,100 @@ perfmon_counts_add_delta(struct perfmon_counts *a,
 }
 
 /*
- * Start counting slot on this CPU for one more user; saved: the thread's
- * sampling progress, when a thread loads a sampling counter.
+ * The scheduler gives slot the hardware counter hw_id on this CPU: start
+ * it, and arm it when it samples.  It is marked running (sched_mask) only
+ * once started, the device having then cleared any overflow left on the
+ * counter by its previous user: an overflow NMI before that maps to no
+ * slot, not to this one.
+ */
+void
+perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
+                      unsigned int hw_id, uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+    struct perfmon_dev *dev = perfmon_slot_dev(slot);
+
+    assert(!(cpu->sched_mask & perfmon_slot_bit(slot)));
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    pmc->hw_id = hw_id;
+    dev->ops->start(dev, hw_id, gpmc->raw_event, gpmc->flags);
+    pmc->prev = dev->ops->read(dev, hw_id) & perfmon_width_mask(dev->width);
+    pmc->wrap_seen = false;
+
+    if (gpmc->sampling != NULL) {
+        pmc->left = MAX(pmc->left, 1);
+        perfmon_cpu_pmc_arm(cpu, slot);
+    }
+
+    barrier();
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | perfmon_slot_bit(slot));
+}
+
+/*
+ * The scheduler takes slot's counter on this CPU: fold what it counted,
+ * keep a sampling slot's progress to its next sample, stop it.  It stops
+ * being marked running first: a later overflow NMI of the counter maps to
+ * no slot.  The events it counts between the fold and the stop are lost,
+ * as at any stop.
+ */
+void
+perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
+                     uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    struct perfmon_dev *dev = perfmon_slot_dev(slot);
+
+    assert(cpu->sched_mask & perfmon_slot_bit(slot));
+    perfmon_cpu_pmc_update(cpu, slot, false);
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+
+    if (perfmon_pmcs[slot].sampling != NULL) {
+        pmc->left -= (int64_t)(pmc->value - pmc->armed_value);
+    }
+
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~perfmon_slot_bit(slot));
+    barrier();
+    dev->ops->stop(dev, pmc->hw_id);
+}
+
+/*
+ * One more user of slot on this CPU; saved: the thread's sampling
+ * progress, when a thread loads a sampling slot.  The first makes it
+ * active here, and the scheduler gives it a counter if it can.
  */
 static void
 perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
                     const struct perfmon_td_pmc *saved, uint64_t now)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
     uint64_t bit = perfmon_slot_bit(slot);
-    struct perfmon_dev *dev;
 
     if (pmc->nr_refs != 0) {
         pmc->nr_refs++;
         return;
     }
 
-    assert(gpmc->nr_refs != 0);
+    assert(perfmon_pmcs[slot].nr_refs != 0);
     perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->nr_refs = 1;
-    dev = perfmon_slot_dev(slot);
-    pmc->hw_id = gpmc->hw_id;
-    dev->ops->start(dev, gpmc->hw_id, gpmc->raw_event, gpmc->flags);
-    pmc->prev = dev->ops->read(dev, gpmc->hw_id)
-                & perfmon_width_mask(dev->width);
-    pmc->wrap_seen = false;
 
-    if (gpmc->sampling != NULL) {
-        perfmon_cpu_pmc_sample_start(cpu, slot, saved);
+    if (perfmon_pmcs[slot].sampling != NULL) {
+        perfmon_cpu_pmc_sample_init(cpu, slot, saved);
     }
 
-    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | bit);
     WRITE_ONCE(cpu->active_mask, cpu->active_mask | bit);
+    perfmon_sched_in(cpu, slot, now);
 }
 
 /*
  * Drop a user of slot on this CPU; the caller took the counts first (the
- * value is folded, the times counted to now).
+ * value is folded, the times counted to now).  The last one gives its
+ * counter back, to a slot waiting for one.
  */
 static void
-perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
+perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot,
+                      uint64_t now)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     uint64_t bit = perfmon_slot_bit(slot);
@@ -599,14 +581,8 @@ perfmon_cpu_pmc_unref(struct perfmon_cpu *cpu, unsigned int slot)
     assert(pmc->nr_refs != 0);
 
     if (--pmc->nr_refs == 0) {
-        struct perfmon_dev *dev = perfmon_slot_dev(slot);
-
         WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
-
-        if (cpu->sched_mask & bit) {
-            WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~bit);
-            dev->ops->stop(dev, pmc->hw_id);
-        }
+        perfmon_sched_out(cpu, slot, now);
     }
 }
 
@@ -656,7 +632,7 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
         perfmon_cpu_pmc_sample_save(cpu, slot, &td->pmcs[slot]);
     }
 
-    perfmon_cpu_pmc_unref(cpu, slot);
+    perfmon_cpu_pmc_unref(cpu, slot, cpu->now);
     td->loaded_mask &= ~perfmon_slot_bit(slot);
 }
 
@@ -678,7 +654,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     assert(next->loaded_mask == 0);
     cpu = perfmon_cpu_enter();
     assert(prev->loaded_mask == 0 || prev->cpu == cpu_id());
-    now = cpu_rdtsc();
+    now = cpu->now;
     kept = prev->loaded_mask & next->active_mask
            & ~READ_ONCE(perfmon_sampling_slots);
     slots = prev->loaded_mask;
@@ -775,7 +751,7 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
     if (--tpmc->nr_refs == 0) {
         if (cpu != NULL) {
-            perfmon_cpu_pmc_unref(cpu, slot);
+            perfmon_cpu_pmc_unref(cpu, slot, now);
             td->loaded_mask &= ~perfmon_slot_bit(slot);
         }
 
@@ -806,7 +782,7 @@ perfmon_td_enable_fn(struct thread *thread, bool running, void *arg)
     struct perfmon_call *call = arg;
     struct perfmon_td *td = thread_get_perfmon_td(thread);
     struct perfmon_cpu *cpu = running ? perfmon_cpu_enter() : NULL;
-    uint64_t now = cpu_rdtsc();
+    uint64_t now = (cpu != NULL) ? cpu->now : 0;
 
     for (unsigned int i = 0; i < call->nr; i++) {
         struct perfmon_event *event = call->events[i];
@@ -836,8 +812,8 @@ perfmon_td_read_fn(struct thread *thread, bool running, void *arg)
     struct perfmon_td *td = thread_get_perfmon_td(thread);
     struct perfmon_cpu *cpu = running ? perfmon_cpu_enter() : NULL;
 
-    perfmon_td_pmc_read(td, cpu, call->events[0]->slot, cpu_rdtsc(),
-                        &call->counts);
+    perfmon_td_pmc_read(td, cpu, call->events[0]->slot,
+                        (cpu != NULL) ? cpu->now : 0, &call->counts);
 
     if (cpu != NULL) {
         perfmon_cpu_leave(cpu);
@@ -851,7 +827,7 @@ perfmon_cpu_enable_xcall(void *arg)
 {
     struct perfmon_call *call = arg;
     struct perfmon_cpu *cpu = perfmon_cpu_enter();
-    uint64_t now = cpu_rdtsc();
+    uint64_t now = cpu->now;
 
     for (unsigned int i = 0; i < call->nr; i++) {
         struct perfmon_event *event = call->events[i];
@@ -867,7 +843,7 @@ perfmon_cpu_enable_xcall(void *arg)
         } else {
             perfmon_cpu_pmc_counts(cpu, event->slot, now, &counts);
             perfmon_counts_add_delta(&event->total, &counts, &event->start);
-            perfmon_cpu_pmc_unref(cpu, event->slot);
+            perfmon_cpu_pmc_unref(cpu, event->slot, now);
         }
 
         event->enabled = call->enable;
@@ -882,7 +858,7 @@ perfmon_cpu_read_xcall(void *arg)
     struct perfmon_call *call = arg;
     struct perfmon_cpu *cpu = perfmon_cpu_enter();
 
-    perfmon_cpu_pmc_counts(cpu, call->events[0]->slot, cpu_rdtsc(),
+    perfmon_cpu_pmc_counts(cpu, call->events[0]->slot, cpu->now,
                            &call->counts);
     perfmon_cpu_leave(cpu);
 }
@@ -961,6 +937,22 @@ perfmon_event_set_sampling(struct perfmon_event *event,
     }
 
     event->sampling = sampling;
+    return 0;
+}
+
+int
+perfmon_event_set_group(struct perfmon_event *event,
+                        struct perfmon_event *leader)
+{
+    if (event == NULL || event->state != PERFMON_EVENT_IDLE) {
+        return -EINVAL;
+    }
+
+    if (leader != NULL && leader != event && leader->group != leader) {
+        return -EINVAL;
+    }
+
+    event->group = leader;
     return 0;
 }
 
@@ -1483,11 +1475,13 @@ perfmon_setup(void)
         syscnt_register_cpu(&cpu->nr_polls, "perfmon_nr_polls", i);
         syscnt_register_cpu(&cpu->nr_unsampled, "perfmon_nr_unsampled", i);
         syscnt_register_cpu(&cpu->nr_throttles, "perfmon_nr_throttles", i);
+        syscnt_register_cpu(&cpu->nr_rotations, "perfmon_nr_rotations", i);
     }
 
     perfmon_setup_sample_share();
 
     perfmon_pmc_setup();
+    perfmon_sched_setup();
     perfmon_ready = true;
     return 0;
 }
@@ -1503,6 +1497,7 @@ perfmon_reset(void)
     perfmon_dev_reset();
     perfmon_intr_reset();
     perfmon_pmc_reset();
+    perfmon_sched_reset();
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
     perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
     perfmon_setup();

@@ -67,15 +67,22 @@ struct trap_frame;
  * INHERIT (thread events): the threads the thread creates from then on,
  * and theirs, are counted too, each on its own counter state; the event's
  * count and times include theirs, also after they exit.
+ * PINNED: the event must always count, or fail to attach: it gets a
+ * hardware counter of its own on every CPU (perf's pinned events, the :D
+ * modifier).  Without it an event is flexible: when a CPU has more events
+ * than counters, they take turns (multiplexing), and each event's running
+ * time says how long it really counted (perfmon_event_read_times()).
  */
 #define PERFMON_EF_KERN     0x1     /* count in kernel mode */
 #define PERFMON_EF_USER     0x2     /* count in user mode */
 #define PERFMON_EF_RAW      0x4     /* id is a raw event code of the device */
 #define PERFMON_EF_DISABLED 0x8     /* attach without counting */
 #define PERFMON_EF_INHERIT  0x10    /* count the thread's children */
+#define PERFMON_EF_PINNED   0x20    /* a counter of its own, or fail */
 #define PERFMON_EF_MODE     (PERFMON_EF_KERN | PERFMON_EF_USER)
 #define PERFMON_EF_MASK     (PERFMON_EF_MODE | PERFMON_EF_RAW \
-                             | PERFMON_EF_DISABLED | PERFMON_EF_INHERIT)
+                             | PERFMON_EF_DISABLED | PERFMON_EF_INHERIT \
+                             | PERFMON_EF_PINNED)
 
 /*
  * A generic event as users name it: its canonical name, up to
@@ -104,9 +111,9 @@ struct perfmon_dev;
  * Device operations.  Each takes the device it was registered with, so
  * that one driver can serve several devices and find its state from it.
  *
- * Global operations (translate, alloc, free) are serialised by the core: it
- * calls them with its allocator lock held and preemption disabled, so they
- * must not sleep.  Processor-local operations (start, stop, read) act on
+ * Global operations (translate, counters, alloc, free) are serialised by
+ * the core: it calls them with its allocator lock held and preemption
+ * disabled, so they must not sleep.  Processor-local operations (start, stop, read) act on
  * the calling CPU's hardware, with interrupts and preemption disabled;
  * read is also called from NMI context, and from thread context with only
  * preemption disabled (the core's local reads, which may be interrupted by
@@ -115,10 +122,17 @@ struct perfmon_dev;
  *
  * translate: store the raw code of generic event event_id in *raw_eventp;
  *   -ENOENT when the device cannot count it.
- * alloc: reserve a hardware counter able to count raw_event with the mode
- *   flags (PERFMON_EF_MODE bits), store its hw id in *hw_idp; -EAGAIN when
- *   every suitable counter is taken, -ENOENT when the device cannot count
- *   raw_event.
+ * counters: the hardware counters able to count raw_event with the mode
+ *   flags (PERFMON_EF_MODE bits), as a mask of hw ids in *counters, and in
+ *   *prefer those of them to use first (0: no preference; a fixed counter
+ *   that counts the event exactly, say); -EINVAL for a raw code with bits
+ *   the device does not define, -ENOENT when it cannot count raw_event.
+ *   The core gives flexible events these counters CPU by CPU.
+ * alloc: reserve, on every CPU, a hardware counter able to count raw_event
+ *   with the mode flags, store its hw id in *hw_idp; -EAGAIN when every
+ *   suitable counter is reserved, -ENOENT when the device cannot count
+ *   raw_event, -EINVAL as for counters.  For pinned events (the core never
+ *   gives a reserved counter to a flexible one).
  * free: release a counter reserved by alloc.
  * start: program and enable the counter on this CPU.
  * stop: disable the counter on this CPU.
@@ -153,6 +167,9 @@ struct perfmon_dev;
 struct perfmon_dev_ops {
     int (*translate)(struct perfmon_dev *dev, uint64_t *raw_eventp,
                      unsigned int event_id);
+    int (*counters)(struct perfmon_dev *dev, uint64_t raw_event,
+                    unsigned int flags, uint64_t *countersp,
+                    uint64_t *preferp);
     int (*alloc)(struct perfmon_dev *dev, unsigned int *hw_idp,
                  uint64_t raw_event, unsigned int flags);
     void (*free)(struct perfmon_dev *dev, unsigned int hw_id);
@@ -303,7 +320,9 @@ struct perfmon_pmc_user {
 struct perfmon_pmc_info {
     struct perfmon_dev *dev;
     unsigned int index;                 /* counter slot in the device */
-    unsigned int hw_id;
+    bool pinned;                        /* a counter of its own: */
+    unsigned int hw_id;                 /*   that counter */
+    bool grouped;                       /* an event group's */
     uint64_t raw_event;
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
     unsigned int nr_users;              /* events sharing the counter */
@@ -477,6 +496,8 @@ struct perfmon_event {
     struct perfmon_event *next_user;    /* on the counter's user list */
     struct perfmon_family *family;      /* inherited events, their
                                            children's too */
+    struct perfmon_event *group;        /* its group's leader, or NULL */
+    unsigned int nr_members;            /* a leader: members attached */
 };
 
 /*
@@ -508,6 +529,20 @@ int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sampling *sampling);
 
 /*
+ * Put an event that is not attached in leader's group (leader itself for
+ * the leader; NULL: no group).  The events of a group count together or
+ * not at all: whenever one of them holds a counter, all do, so their
+ * running times are equal and their ratios meaningful.  The leader is
+ * attached first, the others to the same thread or CPU, on the same
+ * device, pinned or not as the leader is; attach them disabled and enable
+ * them together (perfmon_events_enable()) for equal times from the start.
+ * Returns 0, or -EINVAL for a NULL or attached event or a leader that
+ * leads no group of its own.
+ */
+int perfmon_event_set_group(struct perfmon_event *event,
+                            struct perfmon_event *leader);
+
+/*
  * Attach an initialised or detached event to a thread, which may be the
  * caller, running elsewhere, sleeping, or already exited; the event holds a
  * reference on the thread until detached.  Counting starts now, unless the
@@ -516,10 +551,15 @@ int perfmon_event_set_sampling(struct perfmon_event *event,
  *   -ENODEV  no device registered
  *   -ENOENT  no device can count the event
  *   -EINVAL  also for a raw code with bits the device does not define
- *   -EAGAIN  every counter of the device is taken
+ *   -EAGAIN  a pinned event finds every suitable counter reserved, or the
+ *            device has PERFMON_DEV_MAX_PMCS different events already
  *   -EBUSY   the context-switch hook is off (perfmon.hook=off)
  *   -EOPNOTSUPP  a sampling event on a device that cannot sample
  *   -ENOMEM  no memory for an inherited event's state
+ *   -EINVAL  a group member whose leader is not attached, or attached
+ *            elsewhere, or on another device, or pinned and it not
+ *   -ENOSPC  a group member that would make the group larger than the
+ *            device's counters
  * and leaves everything unchanged on error.
  */
 int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
@@ -625,6 +665,26 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 
     if (unlikely((prev->loaded_mask | next->active_mask) != 0)) {
         perfmon_td_switch_slow(prev, next);
+    }
+}
+
+/*
+ * Clock tick hook (kern/clock.c), on every CPU, interrupts disabled: makes
+ * the flexible events of a CPU with more of them than counters take turns,
+ * every perfmon.mux_ms milliseconds (boot option, default
+ * PERFMON_MUX_MS_DEFAULT).  A CPU with nothing to rotate pays one test.
+ */
+#define PERFMON_MUX_MS_DEFAULT      4
+
+void perfmon_tick_slow(void);
+extern uint64_t perfmon_mux_cpus;       /* atomic: CPUs with turns to take */
+
+static inline void
+perfmon_tick(unsigned int cpu)
+{
+    if (unlikely(__atomic_load_n(&perfmon_mux_cpus, __ATOMIC_RELAXED)
+                 & (1ULL << cpu))) {
+        perfmon_tick_slow();
     }
 }
 

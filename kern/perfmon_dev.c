@@ -158,8 +158,9 @@ perfmon_dev_check(const struct perfmon_dev *dev)
 
     ops = dev->ops;
 
-    if (ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
-        || ops->start == NULL || ops->stop == NULL || ops->read == NULL) {
+    if (ops->translate == NULL || ops->counters == NULL || ops->alloc == NULL
+        || ops->free == NULL || ops->start == NULL || ops->stop == NULL
+        || ops->read == NULL) {
         return -EINVAL;
     }
 
@@ -314,8 +315,20 @@ perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
 
     spinlock_lock(&perfmon_lock);
     error = dev->ops->alloc(dev, hw_idp, raw_event, flags);
+
+    if (error == 0) {
+        assert(*hw_idp < 64);
+        WRITE_ONCE(perfmon_dev_reserved[dev->index],
+                   perfmon_dev_reserved[dev->index] | (1ULL << *hw_idp));
+    }
+
     spinlock_unlock(&perfmon_lock);
-    assert(error != 0 || *hw_idp < 64);
+
+    /* Flexible events move off it, wherever they run. */
+    if (error == 0) {
+        perfmon_sched_evict_all(dev);
+    }
+
     return error;
 }
 
@@ -325,6 +338,8 @@ perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
     assert(dev != NULL && perfmon_dev_is_registered(dev));
     spinlock_lock(&perfmon_lock);
     dev->ops->free(dev, hw_id);
+    WRITE_ONCE(perfmon_dev_reserved[dev->index],
+               perfmon_dev_reserved[dev->index] & ~(1ULL << hw_id));
     spinlock_unlock(&perfmon_lock);
 }
 

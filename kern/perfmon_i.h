@@ -23,8 +23,11 @@
 
 #include "arch/x86/cpu.h"
 #include "kern/assert.h"
+#include "kern/macros.h"
+#include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/spinlock.h"
+#include "kern/syscnt.h"
 #include "kern/thread.h"
 
 struct trap_frame;
@@ -55,21 +58,44 @@ perfmon_nr_devs_load(void)
 }
 
 /*
- * A counter slot, under perfmon_lock.  raw_event, flags, hw_id and
- * sampling are written before the slot is used on any CPU and stay fixed
- * while nr_refs is not zero, so interrupt code reads them without the
- * lock.  A sampling slot (sampling set) serves events of that sampling
- * only, all thread events or all CPU events (thread_events).
+ * A counter slot: a logical counter, one raw event in one mode, that the
+ * events asking for the same thing share, under perfmon_lock.  Everything
+ * but nr_refs and users is written before the slot is used on any CPU and
+ * stays fixed while nr_refs is not zero, so interrupt code reads it
+ * without the lock.
+ *
+ * A pinned slot owns the hardware counter hw_id on every CPU (the
+ * device's alloc reserved it).  The others are flexible: on each CPU
+ * where they are active, the scheduler (kern/perfmon_sched.c) gives them
+ * one of the counters in counters (preferring those in prefer) when one
+ * is free, and makes them take turns when there are more of them than
+ * counters.  A slot of an event group (group: its leader, NULL for none)
+ * serves that group only; the active slots of one group on a CPU are
+ * scheduled all together or not at all.  A sampling slot (sampling set)
+ * serves events of that sampling only, all thread events or all CPU events
+ * (thread_events).
  */
 struct perfmon_pmc {
     unsigned int nr_refs;               /* events using the slot */
-    unsigned int hw_id;
     uint64_t raw_event;
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
+    bool pinned;
+    unsigned int hw_id;                 /* pinned slots only */
+    uint64_t counters;                  /* flexible: hw ids that count it */
+    uint64_t prefer;                    /*   those to use first */
+    const struct perfmon_event *group;
     const struct perfmon_sampling *sampling;
     bool thread_events;                 /* sampling slots: whose events */
     struct perfmon_event *users;        /* list through next_user */
 };
+
+/*
+ * The hardware counters of each device reserved on every CPU: those of
+ * pinned slots and those perfmon_dev_alloc() handed out.  Written under
+ * perfmon_lock, read without it by the scheduler (a flexible slot placed
+ * on a counter just reserved is moved off it: perfmon_cpu_evict_xcall).
+ */
+extern uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 
 /*
  * The slots that sample (a bit per slot with sampling set), under
@@ -77,6 +103,99 @@ struct perfmon_pmc {
  * looks at slots its threads use (their bits cannot change meanwhile).
  */
 extern uint64_t perfmon_sampling_slots;
+
+/*
+ * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
+ * loaded threads needing the counter to run here.  value grows by the
+ * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
+ * update saw the raw value go backwards, so the overflow interrupt of that
+ * wrap must not add a period again.  enabled and running grow with the TSC
+ * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
+ * a hardware counter here (its bit in sched_mask).
+ *
+ * A sampling slot also keeps, while it runs here: the period, the events
+ * still to count to the next sample from armed_value (the value when the
+ * counter was last armed: it overflows after min(left, what the device can
+ * arm) events), the value and TSC at the last sample (frequency mode),
+ * the floor throttling put under the period, and the period of the sample
+ * due in the current interrupt.
+ */
+struct perfmon_cpu_pmc {
+    unsigned int nr_refs;
+    unsigned int hw_id;
+    uint64_t prev;
+    uint64_t value;
+    bool wrap_seen;
+    uint64_t stamp;                     /* TSC the times are counted to */
+    uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
+    uint64_t running;                   /* and holding a counter */
+
+    uint64_t period;
+    int64_t left;
+    uint64_t armed_value;
+    uint64_t sample_value;
+    uint64_t sample_tsc;
+    uint64_t min_period;
+    uint64_t due_period;
+};
+
+/*
+ * A device's counters on one CPU, for the scheduler (kern/perfmon_sched.c):
+ * hw_used, the hardware counters started here (pinned and flexible
+ * slots); waiting, the active flexible slots that have none (they take
+ * turns: rotation moves cursor, the slot the next fill starts from, each
+ * multiplexing interval).
+ */
+struct perfmon_cpu_dev {
+    uint64_t hw_used;
+    uint64_t waiting;
+    unsigned int cursor;
+};
+
+/*
+ * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
+ * (xcalls, thread_call, the context switch hook, the overflow interrupt).
+ * active_mask (slots with nr_refs > 0) is also read by the poll timer on
+ * other CPUs, as a hint.  sched_mask: the active slots that hold a
+ * hardware counter here, the ones folded, polled and interrupted.
+ *
+ * gen grows by one in every section that may change the state (see
+ * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
+ * on the same CPU read the state without disabling interrupts: such a
+ * section, when it interrupts the reader, completes before the reader
+ * resumes, so an unchanged gen across the reads means nothing changed
+ * under them (see perfmon_event_read_local).
+ */
+struct perfmon_cpu {
+    bool busy;
+    unsigned long gen;
+    uint64_t pending;                   /* slots, set by the NMI while busy */
+    uint64_t active_mask;
+    uint64_t sched_mask;
+    uint64_t now;                       /* TSC at the section's start */
+    bool in_intr;                       /* the interrupt's own fold runs */
+    uint64_t due;                       /* slots with a sample due in it */
+    uint64_t window_start;              /* TSC, throttling window */
+    uint64_t window_cycles;             /* spent sampling in the window */
+    struct syscnt nr_overflows;
+    struct syscnt nr_intrs;
+    struct syscnt nr_polls;
+    struct syscnt nr_unsampled;
+    struct syscnt nr_throttles;
+    struct syscnt nr_rotations;
+    unsigned int mux_ticks;             /* clock ticks since a rotation */
+    struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
+    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
+} __aligned(CACHE_LINE_SIZE);
+
+extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
+
+static inline struct perfmon_cpu *
+perfmon_cpu_get(unsigned int cpu)
+{
+    assert(cpu < CPU_MAX);
+    return &perfmon_cpus[cpu];
+}
 
 /* The global counter table (kern/perfmon_pmc.c), slot by slot. */
 extern struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
@@ -226,11 +345,42 @@ void perfmon_family_set_enabled(struct perfmon_family *family, bool enabled);
 void perfmon_family_add_counts(struct perfmon_family *family, bool times,
                                struct perfmon_counts *counts);
 
+/*
+ * kern/perfmon.c, for the scheduler.  perfmon_cpu_enter/leave: a section
+ * on the local CPU's state (interrupts disabled; cpu->now set).
+ * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
+ * start it; perfmon_cpu_pmc_stop: fold, stop and take it back.
+ */
+struct perfmon_cpu *perfmon_cpu_enter(void);
+void perfmon_cpu_leave(struct perfmon_cpu *cpu);
+void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
+                           unsigned int hw_id, uint64_t now);
+void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
+                          uint64_t now);
+
+/*
+ * kern/perfmon_sched.c (see there), in a section on cpu.
+ * perfmon_sched_in: slot just became active here (in active_mask).
+ * perfmon_sched_out: slot just stopped being active here.
+ * perfmon_sched_rotate: one turn of the slots waiting for a counter.
+ * perfmon_sched_evict_all: thread context, after a counter of dev was
+ *   reserved: every CPU moves its flexible slots off it.
+ * perfmon_sched_setup: the part of perfmon_setup for that file.
+ */
+void perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot,
+                      uint64_t now);
+void perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot,
+                       uint64_t now);
+void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
+void perfmon_sched_evict_all(struct perfmon_dev *dev);
+void perfmon_sched_setup(void);
+
 #ifdef TALLY_HOST_TEST
 /* Forget the state of one file (perfmon_reset() calls them all). */
 void perfmon_dev_reset(void);
 void perfmon_intr_reset(void);
 void perfmon_pmc_reset(void);
+void perfmon_sched_reset(void);
 #endif
 
 #endif /* KERN_PERFMON_I_H */

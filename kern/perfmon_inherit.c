@@ -324,11 +324,17 @@ perfmon_child_attach(struct perfmon_child *child, struct thread *thread,
     assert(error == 0);
     perfmon_event_set_dev(event, root->dev);
     perfmon_event_set_sampling(event, root->sampling);
+
+    /*
+     * Marks it a child (perfmon_event_is_root(), perfmon info), which
+     * shares the root's slot: the root's group, not a member of it.
+     */
+    event->family = child->member.family;
+    event->group = root->group;
     error = perfmon_event_attach(event, thread);
 
-    /* Marks it a child (perfmon_event_is_root(), perfmon info). */
-    if (error == 0) {
-        event->family = child->member.family;
+    if (error) {
+        event->family = NULL;
     }
 
     return error;

@@ -56,6 +56,7 @@ bool perfmon_switch_hook_on = true;
 static unsigned int perfmon_nr_thread_events;
 struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 uint64_t perfmon_sampling_slots;
+uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 static unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
 static bool perfmon_poll_armed[PERFMON_MAX_DEVS];
@@ -162,10 +163,10 @@ perfmon_event_resolve(const struct perfmon_event *event,
 }
 
 /*
- * Whether an event may use a slot in use: the same raw event and mode,
- * and, for sampling, the same sampling and the same kind of events (a
- * sampling counter's state on a CPU serves either a CPU event or the
- * thread loaded there, not both).
+ * Whether an event may use a slot in use: the same raw event, mode,
+ * pinning and group, and, for sampling, the same sampling and the same
+ * kind of events (a sampling counter's state on a CPU serves either a CPU
+ * event or the thread loaded there, not both).
  */
 static bool
 perfmon_pmc_matches(const struct perfmon_pmc *pmc,
@@ -173,9 +174,82 @@ perfmon_pmc_matches(const struct perfmon_pmc *pmc,
                     unsigned int mode)
 {
     return pmc->raw_event == raw && pmc->flags == mode
+           && pmc->pinned == !!(event->flags & PERFMON_EF_PINNED)
+           && pmc->group == event->group
            && pmc->sampling == event->sampling
            && (pmc->sampling == NULL
                || pmc->thread_events == (event->thread != NULL));
+}
+
+/* Whether an event is an inherited event's child (kern/perfmon_inherit.c). */
+static bool
+perfmon_event_is_child(const struct perfmon_event *event)
+{
+    return event->family != NULL && !perfmon_event_is_root(event);
+}
+
+/*
+ * A group member joining its leader's group on dev: where the leader is,
+ * pinned as it is, and within the device's counters.  A child of an
+ * inherited member joins its family's slots, not the count.
+ */
+static int
+perfmon_pmc_check_group(const struct perfmon_event *event,
+                        const struct perfmon_dev *dev)
+{
+    const struct perfmon_event *leader = event->group;
+
+    if (leader == NULL || leader == event || perfmon_event_is_child(event)) {
+        return 0;
+    }
+
+    if (!perfmon_event_attached(leader) || leader->dev != dev
+        || leader->thread != event->thread
+        || (event->thread == NULL && leader->cpu != event->cpu)
+        || ((leader->flags ^ event->flags) & PERFMON_EF_PINNED)) {
+        return -EINVAL;
+    }
+
+    return (leader->nr_members + 2 > dev->nr_pmcs) ? -ENOSPC : 0;
+}
+
+/*
+ * Set up a new slot for raw on dev: a pinned one reserves its counter on
+ * every CPU (the device's alloc), a flexible one asks which counters can
+ * count it.  -EAGAIN (counters taken) and -EINVAL (a raw code with bits
+ * the device does not define) mean something to the user; anything else
+ * is "this device cannot count that".
+ */
+static int
+perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
+                       uint64_t raw, unsigned int mode, bool pinned)
+{
+    int error;
+
+    if (pinned) {
+        error = dev->ops->alloc(dev, &pmc->hw_id, raw, mode);
+        assert(error != 0 || pmc->hw_id < 64);
+
+        if (error == 0) {
+            WRITE_ONCE(perfmon_dev_reserved[dev->index],
+                       perfmon_dev_reserved[dev->index]
+                       | (1ULL << pmc->hw_id));
+        }
+    } else {
+        error = dev->ops->counters(dev, raw, mode, &pmc->counters,
+                                   &pmc->prefer);
+
+        if (error == 0 && pmc->counters == 0) {
+            error = -ENOENT;
+        }
+    }
+
+    if (error) {
+        return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
+    }
+
+    pmc->pinned = pinned;
+    return 0;
 }
 
 /*
@@ -186,7 +260,7 @@ static int
 perfmon_pmc_get(struct perfmon_event *event, bool *armp)
 {
     unsigned int mode = event->flags & PERFMON_EF_MODE;
-    unsigned int base, free_slot = PERFMON_MAX_PMCS, hw_id;
+    unsigned int base, free_slot = PERFMON_MAX_PMCS;
     struct perfmon_dev *dev;
     struct perfmon_pmc *pmc;
     uint64_t raw;
@@ -203,9 +277,15 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
         return -EOPNOTSUPP;
     }
 
+    error = perfmon_pmc_check_group(event, dev);
+
+    if (error) {
+        return error;
+    }
+
     base = dev->index * PERFMON_DEV_MAX_PMCS;
 
-    for (unsigned int i = base; i < base + dev->nr_pmcs; i++) {
+    for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
         pmc = &perfmon_pmcs[i];
 
         if (pmc->nr_refs == 0) {
@@ -219,22 +299,17 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
         return -EAGAIN;
     }
 
-    error = dev->ops->alloc(dev, &hw_id, raw, mode);
+    pmc = &perfmon_pmcs[free_slot];
+    error = perfmon_pmc_setup_slot(pmc, dev, raw, mode,
+                                   event->flags & PERFMON_EF_PINNED);
 
-    /*
-     * -EAGAIN (counters taken) and -EINVAL (a raw code with bits the device
-     * does not define) mean something to the user; anything else is "this
-     * device cannot count that".
-     */
     if (error) {
-        return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
+        return error;
     }
 
-    assert(hw_id < 64);
-    pmc = &perfmon_pmcs[free_slot];
-    pmc->hw_id = hw_id;
     pmc->raw_event = raw;
     pmc->flags = mode;
+    pmc->group = event->group;
     pmc->sampling = event->sampling;
     pmc->thread_events = event->thread != NULL;
     pmc->users = NULL;
@@ -256,6 +331,12 @@ found:
     pmc->users = event;
     event->dev = dev;
     event->slot = (unsigned int)(pmc - perfmon_pmcs);
+
+    if (event->group != NULL && event->group != event
+        && !perfmon_event_is_child(event)) {
+        event->group->nr_members++;
+    }
+
     return 0;
 }
 
@@ -264,6 +345,7 @@ perfmon_pmc_put(struct perfmon_event *event)
 {
     struct perfmon_pmc *pmc = &perfmon_pmcs[event->slot];
     struct perfmon_event **prevp = &pmc->users;
+    struct perfmon_dev *dev = event->dev;
 
     while (*prevp != event) {
         assert(*prevp != NULL);
@@ -274,12 +356,25 @@ perfmon_pmc_put(struct perfmon_event *event)
     event->next_user = NULL;
     assert(pmc->nr_refs != 0);
 
+    if (event->group != NULL && event->group != event
+        && !perfmon_event_is_child(event)) {
+        assert(event->group->nr_members != 0);
+        event->group->nr_members--;
+    }
+
     if (--pmc->nr_refs == 0) {
-        event->dev->ops->free(event->dev, pmc->hw_id);
-        perfmon_dev_nr_used_[event->dev->index]--;
+        if (pmc->pinned) {
+            dev->ops->free(dev, pmc->hw_id);
+            WRITE_ONCE(perfmon_dev_reserved[dev->index],
+                       perfmon_dev_reserved[dev->index]
+                       & ~(1ULL << pmc->hw_id));
+        }
+
+        perfmon_dev_nr_used_[dev->index]--;
         WRITE_ONCE(perfmon_sampling_slots,
                    perfmon_sampling_slots & ~perfmon_slot_bit(event->slot));
         pmc->sampling = NULL;
+        pmc->group = NULL;
     }
 }
 
@@ -372,7 +467,9 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
 
         info.dev = perfmon_slot_dev(slot);
         info.index = slot % PERFMON_DEV_MAX_PMCS;
-        info.hw_id = pmc->hw_id;
+        info.pinned = pmc->pinned;
+        info.hw_id = pmc->pinned ? pmc->hw_id : 0;
+        info.grouped = pmc->group != NULL;
         info.raw_event = pmc->raw_event;
         info.flags = pmc->flags;
         info.nr_users = pmc->nr_refs;
@@ -457,6 +554,7 @@ perfmon_pmc_reset(void)
 {
     memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
     perfmon_sampling_slots = 0;
+    memset(perfmon_dev_reserved, 0, sizeof(perfmon_dev_reserved));
     memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
     memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));
     memset(perfmon_poll_armed, 0, sizeof(perfmon_poll_armed));

@@ -270,20 +270,39 @@ pmu_amd_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
 }
 
 static int
-pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
-              uint64_t raw_event, unsigned int flags)
+pmu_amd_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                 unsigned int flags, uint64_t *countersp, uint64_t *preferp)
 {
     (void)dev;
 
-    if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
-        || (flags & PERFMON_EF_MODE) == 0
+    if ((flags & ~PERFMON_EF_MODE) != 0 || (flags & PERFMON_EF_MODE) == 0
         || (raw_event & ~PMU_AMD_RAW_MASK) != 0) {
         return -EINVAL;
     }
 
-    return pmu_alloc_pick(&pmu_amd.alloc_mask,
-                          pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask,
-                          0, hw_idp);
+    *countersp = pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask;
+    *preferp = 0;
+    return (*countersp == 0) ? -ENOENT : 0;
+}
+
+static int
+pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
+              uint64_t raw_event, unsigned int flags)
+{
+    uint64_t counters, prefer;
+    int error;
+
+    if (hw_idp == NULL) {
+        return -EINVAL;
+    }
+
+    error = pmu_amd_counters(dev, raw_event, flags, &counters, &prefer);
+
+    if (error) {
+        return error;
+    }
+
+    return pmu_alloc_pick(&pmu_amd.alloc_mask, counters, prefer, hw_idp);
 }
 
 static void
@@ -391,6 +410,7 @@ pmu_amd_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 
 static const struct perfmon_dev_ops pmu_amd_ops = {
     .translate = pmu_amd_translate,
+    .counters = pmu_amd_counters,
     .alloc = pmu_amd_alloc,
     .free = pmu_amd_free,
     .start = pmu_amd_start,

@@ -293,20 +293,37 @@ pmu_intel_counters_for(uint64_t raw_event, uint64_t *preferp)
 }
 
 static int
-pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
-                uint64_t raw_event, unsigned int flags)
+pmu_intel_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                   unsigned int flags, uint64_t *countersp, uint64_t *preferp)
 {
-    uint64_t counters, prefer;
-
     (void)dev;
 
-    if (hw_idp == NULL || (flags & ~PERFMON_EF_MODE) != 0
-        || (flags & PERFMON_EF_MODE) == 0
+    if ((flags & ~PERFMON_EF_MODE) != 0 || (flags & PERFMON_EF_MODE) == 0
         || (raw_event & ~PMU_INTEL_RAW_MASK) != 0) {
         return -EINVAL;
     }
 
-    counters = pmu_intel_counters_for(raw_event, &prefer);
+    *countersp = pmu_intel_counters_for(raw_event, preferp);
+    return (*countersp == 0) ? -ENOENT : 0;
+}
+
+static int
+pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
+                uint64_t raw_event, unsigned int flags)
+{
+    uint64_t counters, prefer;
+    int error;
+
+    if (hw_idp == NULL) {
+        return -EINVAL;
+    }
+
+    error = pmu_intel_counters(dev, raw_event, flags, &counters, &prefer);
+
+    if (error) {
+        return error;
+    }
+
     return pmu_alloc_pick(&pmu_intel.alloc_mask, counters, prefer, hw_idp);
 }
 
@@ -449,6 +466,7 @@ pmu_intel_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 
 static const struct perfmon_dev_ops pmu_intel_ops = {
     .translate = pmu_intel_translate,
+    .counters = pmu_intel_counters,
     .alloc = pmu_intel_alloc,
     .free = pmu_intel_free,
     .start = pmu_intel_start,

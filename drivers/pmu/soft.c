@@ -102,6 +102,7 @@ _Static_assert(ARRAY_SIZE(softpmu_events) == SWEVENT_NR - SWEVENT_CLOCK,
 static struct softpmu_cpu softpmu_cpus[CPU_MAX];
 static struct perfmon_dev softpmu_device;
 static uint64_t softpmu_used;           /* serialised by the perfmon core */
+static unsigned int softpmu_nr_counters = SOFTPMU_NR_PMCS;
 static unsigned int softpmu_width = SOFTPMU_WIDTH_DEFAULT;
 static bool softpmu_nmi = true;
 
@@ -234,36 +235,48 @@ softpmu_why_not(struct perfmon_dev *dev, uint64_t raw_event)
     return NULL;
 }
 
-/* Every mode is accepted: see softpmu_counts() for what each counts. */
+/*
+ * Every counter counts every event, in every mode (see softpmu_counts()
+ * for what each mode counts), but the clock at a width where it wraps
+ * within two poll intervals: it never raises an overflow NMI, only polls
+ * catch its wraps, and a count would silently lose some.
+ */
+static int
+softpmu_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                 unsigned int flags, uint64_t *countersp, uint64_t *preferp)
+{
+    (void)flags;
+
+    if (raw_event < SWEVENT_CLOCK || raw_event >= SWEVENT_NR
+        || (raw_event == SWEVENT_CLOCK && softpmu_why_not(dev, raw_event))) {
+        return -ENOENT;
+    }
+
+    *countersp = (1ULL << softpmu_nr_counters) - 1;
+    *preferp = 0;
+    return 0;
+}
+
 static int
 softpmu_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
               uint64_t raw_event, unsigned int flags)
 {
-    (void)dev;
-    (void)flags;
+    uint64_t counters, prefer, free;
+    int error = softpmu_counters(dev, raw_event, flags, &counters, &prefer);
 
-    if (raw_event < SWEVENT_CLOCK || raw_event >= SWEVENT_NR) {
-        return -ENOENT;
+    if (error) {
+        return error;
     }
 
-    /*
-     * The clock never raises an overflow NMI: only polls catch its wraps.
-     * At a width where it wraps within two poll intervals, a count would
-     * silently lose wraps: refuse it instead.
-     */
-    if (raw_event == SWEVENT_CLOCK && softpmu_why_not(dev, raw_event)) {
-        return -ENOENT;
+    free = counters & ~softpmu_used;
+
+    if (free == 0) {
+        return -EAGAIN;
     }
 
-    for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
-        if (!(softpmu_used & (1ULL << i))) {
-            softpmu_used |= 1ULL << i;
-            *hw_idp = i;
-            return 0;
-        }
-    }
-
-    return -EAGAIN;
+    *hw_idp = (unsigned int)__builtin_ctzll(free);
+    softpmu_used |= 1ULL << *hw_idp;
+    return 0;
 }
 
 static void
@@ -426,6 +439,7 @@ softpmu_handle_overflow_intr(struct perfmon_dev *dev)
 
 static const struct perfmon_dev_ops softpmu_ops = {
     .translate = softpmu_translate,
+    .counters = softpmu_counters,
     .alloc = softpmu_alloc,
     .free = softpmu_free,
     .start = softpmu_start,
@@ -534,7 +548,7 @@ static void
 softpmu_parse_options(void)
 {
     const char *mode;
-    uint64_t width;
+    uint64_t width, nr;
     int error;
 
     error = cmdline_get_u64("softpmu.width", &width);
@@ -544,6 +558,15 @@ softpmu_parse_options(void)
     } else if (error != -ENOENT) {
         log_warning("softpmu: softpmu.width must be %u..64, using %u",
                     SOFTPMU_WIDTH_MIN, SOFTPMU_WIDTH_DEFAULT);
+    }
+
+    error = cmdline_get_u64("softpmu.counters", &nr);
+
+    if (error == 0 && nr >= 1 && nr <= SOFTPMU_NR_PMCS) {
+        softpmu_nr_counters = (unsigned int)nr;
+    } else if (error != -ENOENT) {
+        log_warning("softpmu: softpmu.counters must be 1..%u, using %u",
+                    SOFTPMU_NR_PMCS, SOFTPMU_NR_PMCS);
     }
 
     mode = cmdline_get("softpmu.overflow");
@@ -571,6 +594,7 @@ softpmu_setup(void)
     }
 
     softpmu_device.width = softpmu_width;
+    softpmu_device.nr_pmcs = softpmu_nr_counters;
 
     if (softpmu_nmi) {
         softpmu_device.overflow_intr = true;
@@ -588,7 +612,8 @@ softpmu_setup(void)
     }
 
     log_info("softpmu: %u counters of %u bits, overflow by %s",
-             SOFTPMU_NR_PMCS, softpmu_width, softpmu_nmi ? "nmi" : "poll");
+             softpmu_nr_counters, softpmu_width,
+             softpmu_nmi ? "nmi" : "poll");
     return 0;
 }
 

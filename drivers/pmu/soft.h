@@ -5,9 +5,11 @@
  * The software PMU: a perfmon device ("soft") registered on every machine,
  * whose counters count kernel software events (kern/swevent.h) and TSC
  * cycles.  It behaves like hardware: counters are softpmu.width= bits wide
- * (16..64, default 32) and wrap, and in softpmu.overflow=nmi mode a wrap
- * raises a self-NMI that reaches perfmon_overflow_intr() like a PMI; in
- * the default poll mode the core's poll timer catches the wraps.
+ * (16..64, default 32) and wrap, and in softpmu.overflow=nmi mode (the
+ * default) a wrap raises a self-NMI that reaches perfmon_overflow_intr()
+ * like a PMI; in poll mode the core's poll timer catches the wraps.  Each
+ * CPU has softpmu.counters= of them (1..SOFTPMU_NR_PMCS, default all):
+ * fewer make events take turns, to test multiplexing.
  *
  * Events: the generic software events (task-clock and cpu-clock count TSC
  * cycles while the counter runs; context-switches, cpu-migrations,

@@ -453,10 +453,14 @@ pt_exhaustion(void)
     KTEST_CHECK_EQ(pt_event_init(&extra, PERFMON_EV_TEST, PERFMON_EF_KERN), 0);
     KTEST_CHECK_EQ(perfmon_event_attach_cpu(&extra, cpu_count()), -EINVAL);
 
-    /* Distinct (event, mode) pairs until the device is full. */
+    /*
+     * Distinct pinned (event, mode) pairs until the device has no counter
+     * left to reserve (flexible events would take turns instead).
+     */
     for (unsigned int i = 0; i < ARRAY_SIZE(evs); i++) {
-        unsigned int flags = (i < ARRAY_SIZE(ids)) ? PERFMON_EF_KERN
-                             : PERFMON_EF_KERN | PERFMON_EF_USER;
+        unsigned int flags = PERFMON_EF_PINNED
+                             | ((i < ARRAY_SIZE(ids)) ? PERFMON_EF_KERN
+                                : PERFMON_EF_KERN | PERFMON_EF_USER);
 
         KTEST_CHECK_EQ(pt_event_init(&evs[nr], ids[i % ARRAY_SIZE(ids)],
                                      flags), 0);
@@ -704,6 +708,18 @@ pt_dev_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
 }
 
 static int
+pt_dev_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                unsigned int flags, uint64_t *countersp, uint64_t *preferp)
+{
+    (void)dev;
+    (void)raw_event;
+    (void)flags;
+    (void)countersp;
+    (void)preferp;
+    return -ENOENT;
+}
+
+static int
 pt_dev_alloc(struct perfmon_dev *dev, unsigned int *hw_idp, uint64_t raw_event,
              unsigned int flags)
 {
@@ -754,7 +770,8 @@ pt_dev_overflow(struct perfmon_dev *dev)
 }
 
 static const struct perfmon_dev_ops pt_dev_ops = {
-    .translate = pt_dev_translate, .alloc = pt_dev_alloc,
+    .translate = pt_dev_translate, .counters = pt_dev_counters,
+    .alloc = pt_dev_alloc,
     .free = pt_dev_free, .start = pt_dev_start, .stop = pt_dev_stop,
     .read = pt_dev_read, .handle_overflow_intr = pt_dev_overflow,
 };

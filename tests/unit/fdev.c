@@ -31,6 +31,24 @@ struct fdev fdevs[3];
 struct trap_frame test_frame;
 
 
+void
+fdev_assert_idle(struct fdev *fd)
+{
+    struct perfmon_dev_info info;
+
+    assert_int_equal(fd->hw_used, 0);
+
+    for (unsigned int cpu = 0; cpu < CPU_MAX; cpu++) {
+        for (unsigned int i = 0; i < FDEV_MAX_HW; i++) {
+            assert_false(fd->counters[cpu][i].running);
+        }
+    }
+
+    if (perfmon_dev_get_info(&fd->dev, &info) == 0) {
+        assert_int_equal(info.nr_pmcs_used, 0);
+    }
+}
+
 uint64_t
 fdev_mask(const struct fdev *fd)
 {
@@ -48,11 +66,19 @@ fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
     return 0;
 }
 
+/*
+ * The counters that count raw: the general ones (all but the last when
+ * fd->fixed_cycles), and for cycles also the last, preferred.
+ */
 static int
-fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
-           unsigned int flags)
+fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
+              uint64_t *countersp, uint64_t *preferp)
 {
+    uint64_t all = (1ULL << fd->nr_hw) - 1;
+    uint64_t fixed = fd->fixed_cycles ? 1ULL << (fd->nr_hw - 1) : 0;
+
     assert_true(flags != 0 && (flags & ~PERFMON_EF_MODE) == 0);
+    fd->nr_counters_calls++;
 
     if (raw == RAW_UNCOUNTABLE) {
         return -ENOENT;
@@ -62,16 +88,42 @@ fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
         return -EINVAL;
     }
 
-    for (unsigned int i = 0; i < fd->nr_hw; i++) {
-        if (!(fd->hw_used & (1ULL << i))) {
-            fd->hw_used |= 1ULL << i;
-            *hw_idp = i;
-            fd->nr_alloc++;
-            return 0;
-        }
+    *countersp = all & ~fixed;
+    *preferp = 0;
+
+    if (raw == RAW_CYCLES) {
+        *countersp |= fixed;
+        *preferp = fixed;
     }
 
-    return -EAGAIN;
+    return 0;
+}
+
+static int
+fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
+           unsigned int flags)
+{
+    uint64_t counters, prefer, free;
+    int error = fdev_counters(fd, raw, flags, &counters, &prefer);
+
+    if (error) {
+        return error;
+    }
+
+    free = counters & ~fd->hw_used;
+
+    if (free == 0) {
+        return -EAGAIN;
+    }
+
+    if (free & prefer) {
+        free &= prefer;
+    }
+
+    *hw_idp = (unsigned int)__builtin_ctzll(free);
+    fd->hw_used |= 1ULL << *hw_idp;
+    fd->nr_alloc++;
+    return 0;
 }
 
 static void
@@ -90,7 +142,7 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
 
     (void)flags;
     assert_false(cpu_intr_enabled());
-    assert_true(fd->hw_used & (1ULL << hw_id));
+    assert_true(hw_id < fd->nr_hw);
     assert_false(c->running);
     c->running = true;
     c->raw_event = raw;
@@ -171,6 +223,13 @@ fdev_op_translate(struct perfmon_dev *dev, uint64_t *rawp, unsigned int id)
 }
 
 static int
+fdev_op_counters(struct perfmon_dev *dev, uint64_t raw, unsigned int flags,
+                 uint64_t *countersp, uint64_t *preferp)
+{
+    return fdev_counters(fdev_of(dev), raw, flags, countersp, preferp);
+}
+
+static int
 fdev_op_alloc(struct perfmon_dev *dev, unsigned int *hw_idp, uint64_t raw,
               unsigned int flags)
 {
@@ -223,7 +282,8 @@ fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 }
 
 static const struct perfmon_dev_ops fdev_ops = {
-    .translate = fdev_op_translate, .alloc = fdev_op_alloc,
+    .translate = fdev_op_translate, .counters = fdev_op_counters,
+    .alloc = fdev_op_alloc,
     .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
     .read = fdev_op_read, .write = fdev_op_write,
     .handle_overflow_intr = fdev_op_ovf,

@@ -46,12 +46,14 @@ struct fdev {
     bool can[PERFMON_NR_EVENTS];
     uint64_t code[PERFMON_NR_EVENTS];
     unsigned int nr_hw;                 /* hardware counters */
-    uint64_t hw_used;
+    bool fixed_cycles;                  /* the last counts cycles only */
+    uint64_t hw_used;                   /* reserved by alloc (pinned) */
     uint64_t initial;                   /* counter value at start */
     struct fdev_counter counters[CPU_MAX][FDEV_MAX_HW];
     uint64_t status[CPU_MAX];
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
     unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read, nr_write;
+    unsigned int nr_counters_calls;
     bool nmi_in_read;                   /* next read is hit by an NMI */
     void (*intr_in_read)(void);         /* next read is interrupted by it */
     uint64_t nmi_advance;               /* events just before that NMI */
@@ -87,6 +89,12 @@ void fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n);
 /* An overflow interrupt of dev (fd) on cpu; true when it was the device's. */
 bool dev_nmi(struct perfmon_dev *dev, unsigned int cpu);
 bool fdev_nmi(struct fdev *fd, unsigned int cpu);
+
+/*
+ * Nothing of fd in use: no counter reserved or running on any CPU, no
+ * slot of the core's.
+ */
+void fdev_assert_idle(struct fdev *fd);
 
 /* The value of the system counter name, which must exist. */
 uint64_t syscnt_value(const char *name);

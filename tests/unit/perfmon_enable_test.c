@@ -77,7 +77,7 @@ test_attach_disabled_counts_nothing(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
     assert_int_equal(perfmon_event_read(&ev), 15);
     assert_int_equal(fd->nr_start, fd->nr_stop);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 
     /* Attached again disabled, as its flags say: it counts on from 15. */
     assert_int_equal(perfmon_event_attach(&ev, self), 0);
@@ -103,12 +103,13 @@ test_disabled_event_holds_its_counter(void **state)
 
     for (unsigned int i = 0; i < 4; i++) {
         init_ok(&evs[i], raws[i], PERFMON_EF_KERN | PERFMON_EF_RAW
-                                  | PERFMON_EF_DISABLED);
+                                  | PERFMON_EF_DISABLED | PERFMON_EF_PINNED);
         assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
     }
 
-    /* Enabling later cannot fail for want of a counter. */
-    init_ok(&evs[4], raws[4], PERFMON_EF_KERN | PERFMON_EF_RAW);
+    /* A pinned event enabled later cannot fail for want of a counter. */
+    init_ok(&evs[4], raws[4], PERFMON_EF_KERN | PERFMON_EF_RAW
+                              | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&evs[4], 1), -EAGAIN);
     assert_int_equal(fd->nr_start, 0);
 
@@ -119,7 +120,7 @@ test_disabled_event_holds_its_counter(void **state)
         assert_int_equal(perfmon_event_detach(&evs[i]), 0);
     }
 
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 }
 
 static void
@@ -153,7 +154,7 @@ test_enable_errors_change_nothing(void **state)
     /* INHERIT is for thread events. */
     init_ok(&b, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
     assert_int_equal(perfmon_event_attach_cpu(&b, 0), -EINVAL);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 }
 
 /* The events of test_enable_set_per_cpu, and what the hook injected. */
@@ -413,7 +414,7 @@ test_inherit_children_and_grandchildren(void **state)
     fake_thread_switch(2, NULL);
     fake_thread_switch(1, NULL);
     assert_int_equal(fd->nr_start, fd->nr_stop);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
     assert_int_equal(fake_kmem_live(), 0);
 }
 
@@ -468,7 +469,7 @@ test_inherit_follows_enable(void **state)
     assert_int_equal(perfmon_event_read(&ev), 6);
     assert_int_equal(c->perfmon_td.active_mask, 0);
     assert_int_equal(perfmon_event_detach(&ev), 0);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 }
 
 /* The thread to exit in the middle of the next thread_call() on it. */
@@ -528,7 +529,7 @@ test_inherit_fork_out_of_memory(void **state)
     fake_kmem_fail_after_n(0);
     assert_int_equal(perfmon_event_attach(&a, p), -ENOMEM);
     assert_false(perfmon_event_attached(&a));
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
     assert_int_equal(p->nr_refs, 1);
     fake_kmem_fail_after_n(FAKE_KMEM_NEVER);
 

@@ -343,7 +343,7 @@ test_attach_errors(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&raw, 1), -EINVAL);
     init_ok(&raw, RAW_UNCOUNTABLE, PERFMON_EF_KERN | PERFMON_EF_RAW);
     assert_int_equal(perfmon_event_attach_cpu(&raw, 1), -ENOENT);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
     assert_int_equal(t->nr_refs, 1);
 
     /* Not attached: detach refused, nothing changes. */
@@ -360,14 +360,14 @@ test_attach_errors(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
     assert_int_equal(perfmon_event_detach(&ev), -EINVAL);
     assert_int_equal(t->nr_refs, 1);
-    assert_int_equal(fd->nr_alloc, 1);
-    assert_int_equal(fd->nr_free, 1);
+    assert_int_equal(fd->nr_counters_calls, 3);     /* 2 refused above */
+    fdev_assert_idle(fd);
 
     assert_int_equal(perfmon_event_attach_cpu(&ev, 3), 0);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 3), -EINVAL);
     assert_int_equal(perfmon_event_attach(&ev, t), -EINVAL);
     assert_int_equal(perfmon_event_detach(&ev), 0);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 
     /* The switch hook off: thread events refused, CPU events fine. */
     init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
@@ -406,20 +406,20 @@ test_set_dev(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -ENOENT);
     assert_int_equal(perfmon_event_set_dev(&ev, NULL), 0);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
-    assert_int_equal(a->nr_alloc, 1);
+    assert_int_equal(a->nr_counters_calls, 1);
     assert_int_equal(perfmon_event_set_dev(&ev, &b->dev), -EINVAL);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 
     /* Raw events: the first device unless one is chosen. */
     init_ok(&ev, 0x123, PERFMON_EF_KERN | PERFMON_EF_RAW);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
-    assert_int_equal(a->nr_alloc, 2);
+    assert_int_equal(a->nr_counters_calls, 2);
     assert_int_equal(a->counters[0][0].raw_event, 0x123);
     assert_int_equal(perfmon_event_detach(&ev), 0);
     init_ok(&ev, 0x123, PERFMON_EF_KERN | PERFMON_EF_RAW);
     assert_int_equal(perfmon_event_set_dev(&ev, &b->dev), 0);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
-    assert_int_equal(b->nr_alloc, 1);
+    assert_int_equal(b->nr_counters_calls, 1);
     assert_int_equal(b->counters[0][0].raw_event, 0x123);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
@@ -498,10 +498,10 @@ test_sharing_and_release(void **state)
     assert_int_equal(perfmon_event_attach(&a, t), 0);
     assert_int_equal(perfmon_event_attach_cpu(&b, 2), 0);
     assert_int_equal(perfmon_event_attach_cpu(&c, 2), 0);
-    assert_int_equal(fd->nr_alloc, 1);
+    assert_int_equal(fd->nr_counters_calls, 1);
     /* Another mode is another counter. */
     assert_int_equal(perfmon_event_attach_cpu(&k, 2), 0);
-    assert_int_equal(fd->nr_alloc, 2);
+    assert_int_equal(fd->nr_counters_calls, 2);
     assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
     assert_int_equal(info.nr_pmcs_used, 2);
 
@@ -533,19 +533,19 @@ test_sharing_and_release(void **state)
 
     /* Releasing one user keeps the counter for the others. */
     assert_int_equal(perfmon_event_detach(&b), 0);
-    assert_int_equal(fd->nr_free, 0);
     assert_int_equal(fd->nr_stop, 0);
     fdev_count(fd, 2, RAW_INSNS, 5);
     assert_int_equal(perfmon_event_read(&b), 100);
     assert_int_equal(perfmon_event_read(&c), 105);
     assert_int_equal(perfmon_event_detach(&c), 0);
     assert_int_equal(fd->nr_stop, 1);
-    assert_int_equal(fd->nr_free, 0);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 2);
     assert_int_equal(perfmon_event_detach(&a), 0);
-    assert_int_equal(fd->nr_free, 1);
+    assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
+    assert_int_equal(info.nr_pmcs_used, 1);
     assert_int_equal(perfmon_event_detach(&k), 0);
-    assert_int_equal(fd->nr_free, 2);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
     assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
     assert_int_equal(info.nr_pmcs_used, 0);
     seen.nr = 0;
@@ -579,6 +579,7 @@ test_foreach_many_users(void **state)
     }
 }
 
+/* Pinned events: a counter of their own, or -EAGAIN. */
 static void
 test_eagain_then_success(void **state)
 {
@@ -588,9 +589,9 @@ test_eagain_then_success(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 2, true);
-    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    init_ok(&c, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_PINNED);
+    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_PINNED);
+    init_ok(&c, PERFMON_EV_BRANCH, PERFMON_EF_KERN | PERFMON_EF_PINNED);
 
     assert_int_equal(perfmon_event_attach(&a, t), 0);
     assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
@@ -602,15 +603,16 @@ test_eagain_then_success(void **state)
     /* A shared event still fits. */
     struct perfmon_event a2;
 
-    init_ok(&a2, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&a2, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&a2, 3), 0);
+    assert_int_equal(fd->nr_alloc, 2);
 
     assert_int_equal(perfmon_event_detach(&b), 0);
     assert_int_equal(perfmon_event_attach(&c, t), 0);
     assert_int_equal(perfmon_event_detach(&c), 0);
     assert_int_equal(perfmon_event_detach(&a2), 0);
     assert_int_equal(perfmon_event_detach(&a), 0);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
     assert_int_equal(t->nr_refs, 1);
 }
 
@@ -625,8 +627,8 @@ test_eagain_from_device(void **state)
     fd = fdev_init(0, 48, 4, true);
     fd->nr_hw = 1;
     assert_int_equal(perfmon_register(&fd->dev), 0);
-    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_PINNED);
+    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&a, 0), 0);
     assert_int_equal(perfmon_event_attach_cpu(&b, 0), -EAGAIN);
     assert_int_equal(perfmon_event_detach(&a), 0);
@@ -1040,7 +1042,7 @@ test_thread_exit_while_monitored(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
     assert_int_equal(t->nr_refs, 0);
     assert_int_equal(perfmon_event_read(&ev), 40);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 }
 
 static void
@@ -1432,8 +1434,8 @@ test_several_devices(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&cyc, 1), 0);
     assert_int_equal(perfmon_event_attach_cpu(&tst, 1), 0);
     assert_int_equal(perfmon_event_attach(&tst_thr, t), 0);
-    assert_int_equal(a->nr_alloc, 1);
-    assert_int_equal(b->nr_alloc, 1);
+    assert_int_equal(a->nr_counters_calls, 1);
+    assert_int_equal(b->nr_counters_calls, 1);
 
     /* Slots are per device: both devices' first counters are in use. */
     assert_int_equal(cyc.slot, 0);
@@ -1447,15 +1449,18 @@ test_several_devices(void **state)
     assert_int_equal(perfmon_event_read(&tst), 17);
     assert_int_equal(perfmon_event_read(&tst_thr), 17);
 
-    /* Filling one device leaves the other free. */
-    init_ok(&raw_b, RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    /* Reserving all of one device's counters leaves the other free. */
+    init_ok(&raw_b, RAW_OTHER,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_set_dev(&raw_b, &b->dev), 0);
     assert_int_equal(perfmon_event_attach_cpu(&raw_b, 0), 0);
-    struct perfmon_event more;
+    struct perfmon_event more, pinned;
 
-    init_ok(&more, PERFMON_EV_XCALL, PERFMON_EF_KERN);
+    init_ok(&pinned, PERFMON_EV_XCALL, PERFMON_EF_KERN | PERFMON_EF_PINNED);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 0), 0);
+    init_ok(&more, PERFMON_EV_NMI, PERFMON_EF_KERN | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&more, 0), -EAGAIN);
-    init_ok(&more, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&more, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&more, 0), 0);
 
     /* An NMI of one device does not touch the other's counters. */
@@ -1465,11 +1470,13 @@ test_several_devices(void **state)
     assert_int_equal(perfmon_event_read(&cyc), 1000);
 
     assert_int_equal(perfmon_event_detach(&more), 0);
+    assert_int_equal(perfmon_event_detach(&pinned), 0);
     assert_int_equal(perfmon_event_detach(&raw_b), 0);
     assert_int_equal(perfmon_event_detach(&tst_thr), 0);
     assert_int_equal(perfmon_event_detach(&tst), 0);
     assert_int_equal(perfmon_event_detach(&cyc), 0);
-    assert_int_equal(a->hw_used | b->hw_used, 0);
+    fdev_assert_idle(a);
+    fdev_assert_idle(b);
 }
 
 static void
@@ -1727,8 +1734,8 @@ test_dev_alloc(void **state)
     assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_CYCLES, PERFMON_EF_KERN,
                                        &hw), 0);
     assert_int_equal(fd->nr_alloc, 1);
-    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    init_ok(&b, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_PINNED);
+    init_ok(&b, PERFMON_EV_BRANCH, PERFMON_EF_KERN | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&a, 0), 0);
     assert_int_equal(perfmon_event_attach_cpu(&b, 0), -EAGAIN);
     assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_CYCLES, PERFMON_EF_KERN,
@@ -1752,7 +1759,7 @@ test_dev_alloc(void **state)
 
     assert_int_equal(perfmon_event_detach(&a), 0);
     assert_int_equal(perfmon_event_detach(&b), 0);
-    assert_int_equal(fd->hw_used, 0);
+    fdev_assert_idle(fd);
 }
 
 int

@@ -1,0 +1,443 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core: which slot holds which hardware counter on
+ * each CPU, and multiplexing.
+ *
+ * A pinned slot has its counter on every CPU (reserved when the slot was
+ * made).  A flexible slot gets one when it becomes active on a CPU, if one
+ * of the counters that can count it is free there: then it runs as if
+ * nothing else existed, and costs nothing more.  When none is free it
+ * waits, and the CPU has turns to take: every perfmon.mux_ms (the clock
+ * tick calls perfmon_sched_rotate), the flexible slots holding counters
+ * give them up and the slots are placed again, starting one further along
+ * (cursor), so that N slots over K counters each run about K/N of the
+ * time.  Every slot's times say what it got: enabled while active,
+ * running while it held a counter (kern/perfmon.c).
+ *
+ * A group's slots active on a CPU (a unit) are placed all together or not
+ * at all, and leave together.  Placement is greedy, in slot order from
+ * the cursor: each member takes a free counter it can use, a preferred
+ * one first (a fixed counter); a unit that does not fit is passed over
+ * for the next.
+ *
+ * Everything here runs on the CPU it is about, in a perfmon section
+ * (perfmon_cpu_enter: interrupts disabled, the busy flag set against the
+ * overflow NMI), with the section's TSC time now.  perfmon_mux_cpus is the
+ * only state other CPUs read: the tick hook's one test.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/clock.h"
+#include "kern/cmdline.h"
+#include "kern/error.h"
+#include "kern/log.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
+#include "kern/xcall.h"
+
+/* The longest multiplexing interval perfmon.mux_ms takes. */
+#define PERFMON_MUX_MS_MAX          1000
+
+uint64_t perfmon_mux_cpus;
+
+/* Clock ticks between two rotations (perfmon.mux_ms), set at boot. */
+static unsigned int perfmon_mux_ticks;
+
+static struct perfmon_cpu_dev *
+perfmon_sched_dev(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    return &cpu->devs[slot / PERFMON_DEV_MAX_PMCS];
+}
+
+/* Whether any device of cpu has slots waiting; says so to the tick. */
+static void
+perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
+{
+    uint64_t bit = 1ULL << cpu_index;
+    bool waiting = false;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        waiting |= (cpu->devs[d].waiting != 0);
+    }
+
+    if (waiting && !(READ_ONCE(perfmon_mux_cpus) & bit)) {
+        cpu->mux_ticks = 0;
+        __atomic_fetch_or(&perfmon_mux_cpus, bit, __ATOMIC_RELAXED);
+    } else if (!waiting && (READ_ONCE(perfmon_mux_cpus) & bit)) {
+        __atomic_fetch_and(&perfmon_mux_cpus, ~bit, __ATOMIC_RELAXED);
+    }
+}
+
+/* The active slots of slot's group on this CPU (slot alone: no group). */
+static uint64_t
+perfmon_sched_unit(const struct perfmon_cpu *cpu, unsigned int slot)
+{
+    const struct perfmon_event *group = perfmon_pmcs[slot].group;
+    uint64_t slots, unit = 0;
+
+    if (group == NULL) {
+        return perfmon_slot_bit(slot);
+    }
+
+    slots = cpu->active_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
+
+    while (slots != 0) {
+        unsigned int s = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        if (perfmon_pmcs[s].group == group) {
+            unit |= perfmon_slot_bit(s);
+        }
+    }
+
+    return unit;
+}
+
+/*
+ * A free counter for a flexible slot on this CPU: one it can count on,
+ * neither reserved nor used here (nor taken, the other members of a
+ * unit being placed), a preferred one first.  64: none.
+ */
+static unsigned int
+perfmon_sched_pick(const struct perfmon_cpu_dev *cdev, unsigned int dev_index,
+                   unsigned int slot, uint64_t taken)
+{
+    const struct perfmon_pmc *pmc = &perfmon_pmcs[slot];
+    uint64_t free = pmc->counters & ~READ_ONCE(perfmon_dev_reserved[dev_index])
+                    & ~cdev->hw_used & ~taken;
+
+    if (free == 0) {
+        return 64;
+    }
+
+    if (free & pmc->prefer) {
+        free &= pmc->prefer;
+    }
+
+    return (unsigned int)__builtin_ctzll(free);
+}
+
+/*
+ * Give every slot of unit (flexible, not running here) a counter, or none
+ * of them: true when the unit runs.
+ */
+static bool
+perfmon_sched_place(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
+{
+    unsigned int first = (unsigned int)__builtin_ctzll(unit);
+    unsigned int d = first / PERFMON_DEV_MAX_PMCS;
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    unsigned int hw_ids[PERFMON_DEV_MAX_PMCS];
+    uint64_t taken = 0, slots = unit;
+    unsigned int n = 0;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        unsigned int hw_id = perfmon_sched_pick(cdev, d, slot, taken);
+
+        slots &= slots - 1;
+
+        if (hw_id >= 64) {
+            return false;
+        }
+
+        taken |= 1ULL << hw_id;
+        hw_ids[n++] = hw_id;
+    }
+
+    n = 0;
+
+    for (slots = unit; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        perfmon_cpu_pmc_start(cpu, slot, hw_ids[n], now);
+        cdev->hw_used |= 1ULL << hw_ids[n];
+        n++;
+    }
+
+    cdev->waiting &= ~unit;
+    return true;
+}
+
+/* Take their counters from the slots of unit that run here. */
+static void
+perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
+{
+    unit &= cpu->sched_mask;
+
+    while (unit != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(unit);
+
+        unit &= unit - 1;
+        perfmon_sched_dev(cpu, slot)->hw_used
+            &= ~(1ULL << cpu->pmcs[slot].hw_id);
+        perfmon_cpu_pmc_stop(cpu, slot, now);
+    }
+}
+
+/*
+ * Place the waiting units of device d that fit, in slot order from the
+ * cursor; those that do not fit keep waiting.
+ */
+static void
+perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
+    uint64_t tried = 0;
+
+    for (unsigned int i = 0; i < PERFMON_DEV_MAX_PMCS; i++) {
+        unsigned int slot = base + (cdev->cursor + i) % PERFMON_DEV_MAX_PMCS;
+        uint64_t unit;
+
+        if (!(cdev->waiting & ~tried & perfmon_slot_bit(slot))) {
+            continue;
+        }
+
+        unit = perfmon_sched_unit(cpu, slot);
+        tried |= unit;
+        perfmon_sched_place(cpu, unit, now);
+    }
+}
+
+/*
+ * A pinned slot became active: it takes its own counter, from a flexible
+ * slot that got there first (before the counter was reserved), if any.
+ */
+static void
+perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
+                        uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
+    unsigned int hw_id = perfmon_pmcs[slot].hw_id;
+    uint64_t users;
+
+    if (cdev->hw_used & (1ULL << hw_id)) {
+        users = cpu->sched_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
+
+        while (users != 0) {
+            unsigned int s = (unsigned int)__builtin_ctzll(users);
+
+            users &= users - 1;
+
+            if (cpu->pmcs[s].hw_id == hw_id) {
+                uint64_t unit = perfmon_sched_unit(cpu, s);
+
+                perfmon_sched_remove(cpu, unit, now);
+                cdev->waiting |= unit;
+                break;
+            }
+        }
+    }
+
+    perfmon_cpu_pmc_start(cpu, slot, hw_id, now);
+    cdev->hw_used |= 1ULL << hw_id;
+}
+
+void
+perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
+    uint64_t unit, bit = perfmon_slot_bit(slot);
+
+    assert(cpu->active_mask & bit);
+    assert(!(cpu->sched_mask & bit));
+
+    if (perfmon_pmcs[slot].pinned) {
+        perfmon_sched_in_pinned(cpu, slot, now);
+        perfmon_sched_update_mux(cpu, cpu_id());
+        return;
+    }
+
+    /* Its group runs: it joins, or the group waits with it. */
+    unit = perfmon_sched_unit(cpu, slot);
+
+    if (unit & cpu->sched_mask) {
+        if (!perfmon_sched_place(cpu, bit, now)) {
+            perfmon_sched_remove(cpu, unit, now);
+            cdev->waiting |= unit;
+        }
+    } else if (!(unit & cdev->waiting & ~bit)) {
+        if (!perfmon_sched_place(cpu, bit, now)) {
+            cdev->waiting |= bit;
+        }
+    } else {
+        cdev->waiting |= bit;
+    }
+
+    perfmon_sched_update_mux(cpu, cpu_id());
+}
+
+void
+perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    assert(!(cpu->active_mask & bit));
+    cdev->waiting &= ~bit;
+
+    if (cpu->sched_mask & bit) {
+        perfmon_sched_remove(cpu, bit, now);
+    }
+
+    /* A counter came free: those waiting may have it. */
+    if (cdev->waiting != 0) {
+        perfmon_sched_fill(cpu, slot / PERFMON_DEV_MAX_PMCS, now);
+    }
+
+    perfmon_sched_update_mux(cpu, cpu_id());
+}
+
+/*
+ * One turn on device d: the flexible slots holding counters give them up,
+ * and the slots are placed again from the next one on.
+ */
+static void
+perfmon_sched_rotate_dev(struct perfmon_cpu *cpu, unsigned int d,
+                         uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
+    uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
+
+    while (running != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(running);
+
+        running &= running - 1;
+
+        if (!perfmon_pmcs[slot].pinned) {
+            flexible |= perfmon_slot_bit(slot);
+        }
+    }
+
+    perfmon_sched_remove(cpu, flexible, now);
+    cdev->waiting |= flexible;
+
+    /* The next active slot after the cursor starts this turn. */
+    for (unsigned int i = 1; i <= PERFMON_DEV_MAX_PMCS; i++) {
+        unsigned int pos = (cdev->cursor + i) % PERFMON_DEV_MAX_PMCS;
+
+        if (cdev->waiting & perfmon_slot_bit(base + pos)) {
+            cdev->cursor = pos;
+            break;
+        }
+    }
+
+    perfmon_sched_fill(cpu, d, now);
+    syscnt_inc(&cpu->nr_rotations);
+}
+
+void
+perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
+{
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        if (cpu->devs[d].waiting != 0) {
+            perfmon_sched_rotate_dev(cpu, d, now);
+        }
+    }
+
+    perfmon_sched_update_mux(cpu, cpu_id());
+}
+
+void
+perfmon_tick_slow(void)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
+
+    assert(!cpu_intr_enabled());
+
+    if (++cpu->mux_ticks < perfmon_mux_ticks) {
+        return;
+    }
+
+    cpu->mux_ticks = 0;
+    cpu = perfmon_cpu_enter();
+    perfmon_sched_rotate(cpu, cpu->now);
+    perfmon_cpu_leave(cpu);
+}
+
+/* ---- reserving a counter ---------------------------------------------------- */
+
+/* Move the flexible slots of dev off the counters reserved since placed. */
+static void
+perfmon_sched_evict_xcall(void *arg)
+{
+    const struct perfmon_dev *dev = arg;
+    struct perfmon_cpu *cpu = perfmon_cpu_enter();
+    struct perfmon_cpu_dev *cdev = &cpu->devs[dev->index];
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[dev->index]);
+    uint64_t slots = cpu->sched_mask & perfmon_dev_slots(dev);
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        if (!perfmon_pmcs[slot].pinned
+            && (reserved & (1ULL << cpu->pmcs[slot].hw_id))) {
+            uint64_t unit = perfmon_sched_unit(cpu, slot);
+
+            perfmon_sched_remove(cpu, unit, cpu->now);
+            cdev->waiting |= unit;
+            slots &= ~unit;
+        }
+    }
+
+    if (cdev->waiting != 0) {
+        perfmon_sched_fill(cpu, dev->index, cpu->now);
+    }
+
+    perfmon_sched_update_mux(cpu, cpu_id());
+    perfmon_cpu_leave(cpu);
+}
+
+void
+perfmon_sched_evict_all(struct perfmon_dev *dev)
+{
+    unsigned int nr = cpu_count();
+    uint64_t all = (nr >= 64) ? UINT64_MAX : (1ULL << nr) - 1;
+    int error;
+
+    perfmon_assert_thread_context();
+    error = xcall_call_many(perfmon_sched_evict_xcall, dev, all);
+    assert(error == 0);
+}
+
+/* ---- setup -------------------------------------------------------------------- */
+
+void
+perfmon_sched_setup(void)
+{
+    uint64_t ms;
+    int error = cmdline_get_u64("perfmon.mux_ms", &ms);
+
+    if (error != 0 || ms < 1 || ms > PERFMON_MUX_MS_MAX) {
+        if (error != -ENOENT) {
+            log_warning("perfmon: perfmon.mux_ms must be 1..%u, using %u",
+                        PERFMON_MUX_MS_MAX, PERFMON_MUX_MS_DEFAULT);
+        }
+
+        ms = PERFMON_MUX_MS_DEFAULT;
+    }
+
+    perfmon_mux_ticks = MAX((unsigned int)clock_ticks_from_ms(ms), 1U);
+}
+
+#ifdef TALLY_HOST_TEST
+void
+perfmon_sched_reset(void)
+{
+    perfmon_mux_cpus = 0;
+}
+#endif

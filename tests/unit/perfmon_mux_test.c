@@ -1,0 +1,418 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Host tests of multiplexing in the perfmon core (kern/perfmon_sched.c,
+ * kern/perfmon.c) against the fake devices of fdev.c: events that fit are
+ * never moved and run all the time they are enabled; N events over K
+ * counters each run about K/N of the time, and their scaled counts
+ * estimate the truth; a group runs all together or not at all; a pinned
+ * event always counts, exactly; a thread's times add up across switches
+ * and migrations without drift; a fixed counter is used for its event; a
+ * counter reserved later is given up by the flexible event on it; group
+ * and pinning errors.
+ *
+ * Time is the fake TSC; a multiplexing interval is PERFMON_MUX_MS_DEFAULT
+ * clock ticks (perfmon_tick() called that many times on the CPU).
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "fakes/fake_kmem.h"
+#include "fakes/fake_smp.h"
+#include "fdev.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
+
+#define TSC_PER_INTERVAL    30000       /* 10 us at the fake 3 GHz */
+
+static const uint64_t raws[] = {
+    RAW_CYCLES, RAW_INSNS, RAW_BRANCH, RAW_MISS, RAW_OTHER, 0x42, 0x43,
+};
+
+/* One multiplexing interval on cpu: time passes, then the ticks. */
+static void
+interval(unsigned int cpu)
+{
+    struct fake_ctx ctx;
+
+    fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+    fake_ctx_enter(&ctx, cpu);
+
+    for (unsigned int i = 0; i < PERFMON_MUX_MS_DEFAULT; i++) {
+        perfmon_tick(cpu);
+    }
+
+    fake_ctx_exit(&ctx);
+}
+
+/* n of each of the first nr raw events happen on cpu. */
+static void
+happen(struct fdev *fd, unsigned int cpu, unsigned int nr, uint64_t n)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        fdev_count(fd, cpu, raws[i], n);
+    }
+}
+
+static void
+cpu_events(struct perfmon_event *evs, unsigned int nr, unsigned int cpu,
+           unsigned int flags)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        init_ok(&evs[i], raws[i], PERFMON_EF_KERN | PERFMON_EF_RAW | flags);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], cpu), 0);
+    }
+}
+
+static void
+detach_all(struct perfmon_event *evs, unsigned int nr)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
+}
+
+/* count * enabled / running: perf's estimate. */
+static uint64_t
+scaled(struct perfmon_event *ev, uint64_t *enabledp, uint64_t *runningp)
+{
+    uint64_t enabled, running, count;
+
+    count = perfmon_event_read_times(ev, &enabled, &running);
+    *enabledp = enabled;
+    *runningp = running;
+    return (running == 0) ? 0 : count * enabled / running;
+}
+
+static void
+test_fits_never_rotated(void **state)
+{
+    struct perfmon_event evs[2];
+    uint64_t enabled, running;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    cpu_events(evs, 2, 1, 0);
+
+    for (unsigned int i = 0; i < 50; i++) {
+        happen(fd, 1, 2, 10);
+        interval(1);
+    }
+
+    /* Started once each, never moved; the tick had nothing to do. */
+    assert_int_equal(fd->nr_start, 2);
+    assert_int_equal(perfmon_mux_cpus, 0);
+    assert_int_equal(syscnt_value("perfmon_nr_rotations/1"), 0);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        assert_int_equal(perfmon_event_read_times(&evs[i], &enabled,
+                                                  &running), 500);
+        assert_int_equal(enabled, 50 * TSC_PER_INTERVAL / 3);
+        assert_int_equal(running, enabled);
+    }
+
+    detach_all(evs, 2);
+    fdev_assert_idle(fd);
+}
+
+/* N events over K counters: each runs about K/N of the time. */
+static void
+test_fair_turns(void **state)
+{
+    enum { N = 6, K = 2, ROUNDS = 600, RATE = 1000 };
+    struct perfmon_event evs[N];
+    uint64_t enabled, running, sum_running = 0;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, K, true);
+    cpu_events(evs, N, 1, 0);
+    assert_true(perfmon_mux_cpus & (1ULL << 1));
+
+    for (unsigned int i = 0; i < ROUNDS; i++) {
+        happen(fd, 1, N, RATE);
+        interval(1);
+    }
+
+    for (unsigned int i = 0; i < N; i++) {
+        uint64_t estimate = scaled(&evs[i], &enabled, &running);
+
+        /* K/N of the time, within 2% of it; the estimate within 2%. */
+        assert_int_equal(enabled, ROUNDS * TSC_PER_INTERVAL / 3);
+        assert_in_range(running * N * 100 / (enabled * K), 98, 102);
+        assert_in_range(estimate * 100 / ((uint64_t)ROUNDS * RATE), 98,
+                        102);
+        sum_running += running;
+    }
+
+    /* The K counters were always busy: no time lost between turns. */
+    assert_int_equal(sum_running, K * enabled);
+    detach_all(evs, N);
+    assert_int_equal(perfmon_mux_cpus, 0);
+    assert_int_equal(fd->nr_start, fd->nr_stop);
+    fdev_assert_idle(fd);
+}
+
+/* Whether exactly all or none of the slots of mask run on cpu. */
+static bool
+all_or_none(unsigned int cpu, uint64_t mask)
+{
+    uint64_t running = perfmon_cpus[cpu].sched_mask & mask;
+
+    return running == 0 || running == mask;
+}
+
+static void
+test_group_all_or_nothing(void **state)
+{
+    struct perfmon_event g[2], others[3];
+    struct perfmon_event *set[2] = { &g[0], &g[1] };
+    uint64_t e0, r0, e1, r1, group_slots;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+
+    /* {cycles, instructions} attached disabled, enabled together. */
+    for (unsigned int i = 0; i < 2; i++) {
+        init_ok(&g[i], raws[i],
+                PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_DISABLED);
+        assert_int_equal(perfmon_event_set_group(&g[i], &g[0]), 0);
+        assert_int_equal(perfmon_event_attach_cpu(&g[i], 1), 0);
+    }
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&others[i], raws[2 + i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach_cpu(&others[i], 1), 0);
+    }
+
+    assert_int_equal(perfmon_events_enable(set, 2), 0);
+    group_slots = perfmon_slot_bit(g[0].slot) | perfmon_slot_bit(g[1].slot);
+
+    for (unsigned int i = 0; i < 400; i++) {
+        happen(fd, 1, 2, 7);
+        interval(1);
+        assert_true(all_or_none(1, group_slots));
+    }
+
+    /* Equal running times, equal counts: the ratio is meaningful. */
+    assert_int_equal(perfmon_event_read_times(&g[0], &e0, &r0),
+                     perfmon_event_read_times(&g[1], &e1, &r1));
+    assert_int_equal(r0, r1);
+    assert_int_equal(e0, e1);
+    assert_true(r0 > 0 && r0 < e0);
+    detach_all(others, 3);
+    detach_all(g, 2);
+    fdev_assert_idle(fd);
+}
+
+static void
+test_pinned_never_rotated(void **state)
+{
+    struct perfmon_event pin, flex[3];
+    uint64_t enabled, running;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&pin, RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW
+                             | PERFMON_EF_PINNED);
+    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
+    cpu_events(flex, 3, 1, 0);
+
+    for (unsigned int i = 0; i < 300; i++) {
+        happen(fd, 1, 3, 5);
+        fdev_count(fd, 1, RAW_OTHER, 3);
+        interval(1);
+    }
+
+    /* Exact, all the time; the others share the one counter left. */
+    assert_int_equal(perfmon_event_read_times(&pin, &enabled, &running),
+                     900);
+    assert_int_equal(running, enabled);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        perfmon_event_read_times(&flex[i], &enabled, &running);
+        assert_in_range(running * 300 / enabled, 97, 103);
+    }
+
+    detach_all(flex, 3);
+    assert_int_equal(perfmon_event_detach(&pin), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * A thread with three events on two counters, switched out, in, and
+ * migrated: enabled is exactly its run time, and at every moment two of
+ * the three ran.
+ */
+static void
+test_thread_times_no_drift(void **state)
+{
+    struct perfmon_event evs[3];
+    struct thread *t = fake_thread_create("t");
+    uint64_t enabled, running, sum = 0, total = 0;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], raws[i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach(&evs[i], t), 0);
+    }
+
+    for (unsigned int round = 0; round < 30; round++) {
+        unsigned int cpu = 1 + round % 3;
+
+        fake_thread_migrate(t, cpu);
+        fake_thread_switch(cpu, t);
+
+        for (unsigned int i = 0; i < 1 + round % 5; i++) {
+            interval(cpu);
+            total += TSC_PER_INTERVAL;
+        }
+
+        fake_thread_switch(cpu, NULL);
+        fake_cpu_advance_tsc(TSC_PER_INTERVAL);     /* not its time */
+    }
+
+    for (unsigned int i = 0; i < 3; i++) {
+        perfmon_event_read_times(&evs[i], &enabled, &running);
+        assert_int_equal(enabled, total / 3);
+        assert_true(running > 0 && running < enabled);
+        sum += running;
+    }
+
+    assert_int_equal(sum, 2 * enabled);
+    assert_int_equal(perfmon_mux_cpus, 0);
+    detach_all(evs, 3);
+    fdev_assert_idle(fd);
+}
+
+/* A fixed counter takes its event, leaving the general ones free. */
+static void
+test_fixed_counter_preferred(void **state)
+{
+    struct perfmon_event evs[3];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_init(0, 48, 3, true);
+    fd->fixed_cycles = true;            /* hw 2 counts cycles only */
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    cpu_events(evs, 3, 1, 0);           /* cycles, insns, branches */
+    assert_true(fd->counters[1][2].running);
+    assert_int_equal(fd->counters[1][2].raw_event, RAW_CYCLES);
+    assert_int_equal(perfmon_mux_cpus, 0);
+    detach_all(evs, 3);
+    fdev_assert_idle(fd);
+}
+
+/* A counter reserved later: the flexible event on it moves off. */
+static void
+test_reserved_counter_evicts(void **state)
+{
+    struct perfmon_event ev;
+    unsigned int hw;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&ev, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_true(fd->counters[1][0].running);
+    fdev_count(fd, 1, RAW_INSNS, 10);
+
+    assert_int_equal(perfmon_dev_alloc(&fd->dev, RAW_CYCLES, PERFMON_EF_KERN,
+                                       &hw), 0);
+    assert_int_equal(hw, 0);
+    assert_false(fd->counters[1][0].running);
+    assert_true(fd->counters[1][1].running);
+    fdev_count(fd, 1, RAW_INSNS, 5);
+    assert_int_equal(perfmon_event_read(&ev), 15);
+
+    perfmon_dev_free(&fd->dev, hw);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    fdev_assert_idle(fd);
+}
+
+static void
+test_group_errors(void **state)
+{
+    struct perfmon_event l, m[4], other;
+    struct thread *t = fake_thread_create("t");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 3, true);
+    fdev_add(1, 48, 4, true);
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&other, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+    assert_int_equal(perfmon_event_set_group(NULL, &l), -EINVAL);
+    assert_int_equal(perfmon_event_set_group(&other, &l), -EINVAL);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+
+    /* The leader first. */
+    for (unsigned int i = 0; i < 4; i++) {
+        init_ok(&m[i], raws[1 + i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_set_group(&m[i], &l), 0);
+    }
+
+    assert_int_equal(perfmon_event_attach_cpu(&m[0], 1), -EINVAL);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+    assert_int_equal(perfmon_event_set_group(&l, NULL), -EINVAL);
+
+    /* Where the leader is, pinned as it is, on its device. */
+    assert_int_equal(perfmon_event_attach_cpu(&m[0], 2), -EINVAL);
+    assert_int_equal(perfmon_event_attach(&m[0], t), -EINVAL);
+    m[0].flags |= PERFMON_EF_PINNED;
+    assert_int_equal(perfmon_event_attach_cpu(&m[0], 1), -EINVAL);
+    m[0].flags &= ~PERFMON_EF_PINNED;
+    assert_int_equal(perfmon_event_set_dev(&m[0], &fdevs[1].dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[0], 1), -EINVAL);
+    assert_int_equal(perfmon_event_set_dev(&m[0], NULL), 0);
+
+    /* Three counters: the leader and two members, not three. */
+    assert_int_equal(perfmon_event_attach_cpu(&m[0], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[1], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[2], 1), -ENOSPC);
+    assert_int_equal(l.nr_members, 2);
+    assert_int_equal(perfmon_event_detach(&m[1]), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[2], 1), 0);
+    assert_int_equal(perfmon_event_detach(&m[2]), 0);
+    assert_int_equal(perfmon_event_detach(&m[0]), 0);
+    assert_int_equal(l.nr_members, 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+    fdev_assert_idle(fd);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_fits_never_rotated, setup),
+        cmocka_unit_test_setup(test_fair_turns, setup),
+        cmocka_unit_test_setup(test_group_all_or_nothing, setup),
+        cmocka_unit_test_setup(test_pinned_never_rotated, setup),
+        cmocka_unit_test_setup(test_thread_times_no_drift, setup),
+        cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
+        cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
+        cmocka_unit_test_setup(test_group_errors, setup),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

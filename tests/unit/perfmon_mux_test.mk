@@ -1,0 +1,2 @@
+UNIT_TESTS += perfmon_mux_test
+perfmon_mux_test_SRCS := tests/unit/perfmon_mux_test.c tests/unit/fdev.c $(PERFMON_CORE_SRCS)
