@@ -19,6 +19,9 @@ V ?= 0
 ## 1: run and debug boot build/tally-test.iso, which runs the
 ## in-kernel tests, instead of build/tally.iso
 TEST ?= 0
+## the file the guest's COM2 writes to: `perfmon record` streams its
+## recordings there in perf's format (run, debug, perf-report)
+PERFSTREAM ?= build/perf.stream
 
 BUILD := build
 KBUILD := $(BUILD)/kernel
@@ -68,7 +71,7 @@ TEST_KERNEL := $(BUILD)/tally-test.elf
 TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
-	list-unit-tests
+	list-unit-tests perf-report
 ## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
@@ -180,12 +183,19 @@ RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
 ## build, then boot in QEMU with the serial console on this terminal
 run: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
-	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM)
+	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
+		--com2 $(PERFSTREAM)
 
 ## the same, stopped at the first instruction, gdb stub on :1234
 debug: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
-	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) --gdb
+	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
+		--com2 $(PERFSTREAM) --gdb
+
+## the last recording of a `make run` (PERFSTREAM) as build/perf.data,
+## shown by perf report with build/tally.elf's symbols (tools/perfdata)
+perf-report:
+	$(Q)tools/perfdata report --capture $(PERFSTREAM) --elf $(KERNEL)
 
 ## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps
