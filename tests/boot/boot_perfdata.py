@@ -46,6 +46,9 @@ PERFDATA = os.path.join(tallyqemu.ROOT, 'tools', 'perfdata')
 SUMMARY_RE = re.compile(r'\[ perfmon record: captured (\d+) samples, '
                         r'(\d+) lost, \d+ KiB \]')
 ROW_RE = re.compile(r'^\s*(\d+\.\d+)%\s+(\S+)\s+\[k\] (\S+)\s*$', re.M)
+# perf report -n: a sample count per row (its header says "1K" past 999).
+PERF_ROW_RE = re.compile(r'^\s*(\d+\.\d+)%\s+(\d+)\s+(\S+)\s+\[k\] (\S+)\s*$',
+                         re.M)
 COUNT_RE = re.compile(r'^# Event count \(approx\.\): (\d+)', re.M)
 SCRIPT_HEAD_RE = re.compile(r'^\s*(\S+)\s+(\d+)\s+\[(\d{3})\]\s+(\d+\.\d+):'
                             r'\s+(\d+) cpu-clock:\s*$')
@@ -231,16 +234,16 @@ def host_checks(tap, s, com2, elf):
 
     def report():
         out = clean_run(['perf', 'report', '-i', data, '-k', elf, '--stdio',
-                         '--no-children', '--sort', 'comm,sym'])
+                         '--no-children', '--sort', 'comm,sym', '-n'])
         state['report'] = out
-        rows = ROW_RE.findall(out)
-        if not rows or rows[0][1:] != ('spin', 'workload_spin_loop'):
+        rows = PERF_ROW_RE.findall(out)
+        if not rows or rows[0][2:] != ('spin', 'workload_spin_loop'):
             return 'the top row is not spin in workload_spin_loop:\n' + out
-        if '# Samples: %d ' % s.spin[0] not in out \
+        if sum(int(n) for _, n, _, _ in rows) != s.spin[0] \
                 or '# Total Lost Samples: %d\n' % s.spin[1] not in out:
             return 'sample or lost counts are not %r:\n%s' % (s.spin, out)
         guest = {(c, sym): float(p) for p, c, sym in ROW_RE.findall(s.report)}
-        host = {(c, sym): float(p) for p, c, sym in rows}
+        host = {(c, sym): float(p) for p, _, c, sym in rows}
         if set(guest) != set(host):
             return 'rows differ: guest %r, perf %r' % (guest, host)
         worst = max(abs(guest[k] - host[k]) for k in guest)
@@ -278,10 +281,12 @@ def host_checks(tap, s, com2, elf):
 
     def lost():
         # perf warns on stderr when over 5% were lost: only stdout counts.
-        code, out, err = run(perfdata + ['report', '--index', '2'] + where)
+        code, out, err = run(perfdata + ['report', '--index', '2'] + where
+                             + ['--', '--no-children', '--sort', 'comm,sym',
+                                '-n'])
         want = '# Total Lost Samples: %d\n' % s.lossy[1]
-        if code != 0 or want not in out \
-                or '# Samples: %d ' % s.lossy[0] not in out:
+        nr = sum(int(n) for _, n, _, _ in PERF_ROW_RE.findall(out))
+        if code != 0 or want not in out or nr != s.lossy[0]:
             return 'status %d, not %r:\n%s%s' % (code, s.lossy, out, err)
         return None
 
@@ -297,8 +302,9 @@ def host_checks(tap, s, com2, elf):
                                       r'.*\d+ (complete )?records', err):
             return 'status %d:\n%s%s' % (code, out, err)
         n = int(re.search(r'\((\d+) samples', out).group(1))
-        rep = clean_run(['perf', 'report', '-i', cut, '-k', elf, '--stdio'])
-        if '# Samples: %d ' % n not in rep:
+        rep = clean_run(['perf', 'report', '-i', cut, '-k', elf, '--stdio',
+                         '--no-children', '--sort', 'comm,sym', '-n'])
+        if sum(int(r[1]) for r in PERF_ROW_RE.findall(rep)) != n:
             return 'perf report does not show the %d samples kept:\n%s' \
                 % (n, rep)
         return None
