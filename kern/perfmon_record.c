@@ -367,7 +367,7 @@ perfmon_record_first_period(const struct perfmon_record *r)
     return 0;
 }
 
-/* ---- the stream on COM2 ---------------------------------------------------------- */
+/* ---- the stream on COM2 ------------------------------------------------- */
 
 /* Stream the recording out from its first record on, if there is a COM2. */
 static void
@@ -430,7 +430,7 @@ perfmon_record_say_where(const struct perfmon_record *r)
     }
 }
 
-/* ---- the end ---------------------------------------------------------------------- */
+/* ---- the end ------------------------------------------------------------ */
 
 static void
 perfmon_record_summary(const struct perfmon_record *r)

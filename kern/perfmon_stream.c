@@ -191,7 +191,7 @@ perfmon_stream_build_id(void)
     return build_id;
 }
 
-/* ---- writing records ------------------------------------------------------ */
+/* ---- writing records ---------------------------------------------------- */
 
 static void
 perfmon_stream_send(struct perfmon_stream *s, const void *data, size_t size)
@@ -289,7 +289,7 @@ perfmon_stream_end(struct perfmon_stream *s)
     perfmon_stream_send(s, s->buf, s->len);
 }
 
-/* ---- the recording's header ------------------------------------------------- */
+/* ---- the recording's header --------------------------------------------- */
 
 static void
 perfmon_stream_attr_init(struct perfmon_stream_attr *attr,
@@ -464,7 +464,7 @@ perfmon_stream_open(struct perfmon_stream **streamp,
     return 0;
 }
 
-/* ---- the records of a recording --------------------------------------------- */
+/* ---- the records of a recording ----------------------------------------- */
 
 static void
 perfmon_stream_sample(struct perfmon_stream *s,

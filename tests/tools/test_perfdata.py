@@ -44,7 +44,7 @@ def load_perfdata():
 
 pd = load_perfdata()
 
-# ---- a small kernel ELF ---------------------------------------------------------
+# ---- a small kernel ELF -----------------------------------------------------
 
 TEXT_ADDR = 0xffffffff80200000
 TEXT = bytes(range(64)) * 2                 # 128 bytes of "code"
@@ -96,7 +96,7 @@ def fnv(data):
     return '%016x' % h
 
 
-# ---- captures, record by record (kern/perfmon_stream.h) -------------------------
+# ---- captures, record by record (kern/perfmon_stream.h) ---------------------
 
 CONTEXT_KERNEL = (1 << 64) - 128
 

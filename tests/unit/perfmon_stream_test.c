@@ -235,7 +235,7 @@ teardown(void **state)
     return 0;
 }
 
-/* ---- the build identity ------------------------------------------------------ */
+/* ---- the build identity ------------------------------------------------- */
 
 static void
 test_hash_is_fnv1a_64(void **state)
@@ -251,7 +251,7 @@ test_hash_is_fnv1a_64(void **state)
                 == 0x85944171f73967e8ULL);
 }
 
-/* ---- the header ----------------------------------------------------------------- */
+/* ---- the header --------------------------------------------------------- */
 
 static void
 test_header_names_the_event(void **state)
@@ -411,7 +411,7 @@ test_header_event_types(void **state)
     perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
 }
 
-/* ---- records ------------------------------------------------------------------- */
+/* ---- records ------------------------------------------------------------ */
 
 static void
 test_sample_in_perf_form(void **state)
@@ -586,7 +586,7 @@ test_other_records_left_out(void **state)
     perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
 }
 
-/* ---- failures ------------------------------------------------------------------ */
+/* ---- failures ----------------------------------------------------------- */
 
 static void
 test_no_com2(void **state)
