@@ -447,6 +447,19 @@ class ToolTest(Workspace):
         self.assertIn('dropped the last %d bytes' % cut, r.stderr)
         self.assertIn('(5 samples, 0 lost)', r.stdout)
 
+    def test_cut_before_the_event_is_described(self):
+        cap = self.write('c', recording() + recording()[:100])
+        for cmd in ('convert', 'folded', 'report'):
+            self.assert_one_line_error(self.run_tool(cmd, capture=cap),
+                                       'recording 1 has no event '
+                                       'description', '100 bytes in')
+        r = self.run_tool('convert', '--all', '-o', self.path('perf.data'),
+                          capture=cap)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('recording 1 left out', r.stderr)
+        self.assertTrue(os.path.isfile(self.path('perf-0.data')))
+        self.assertFalse(os.path.exists(self.path('perf-1.data')))
+
     def test_not_a_capture(self):
         for name, data, needle in (
                 ('empty', b'', 'empty'),
