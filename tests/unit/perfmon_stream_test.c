@@ -12,6 +12,10 @@
  * failures: no COM2, a second stream, a port that stops taking bytes.  The
  * bytes are read back here field by field, at the offsets of perf's
  * layouts (../shared/docs/perf-data-facts.md).
+ *
+ * The stream decodes samples (kern/perfmon_sample.c) and writes none, so
+ * the perfmon core is not linked: what the sample-writing half of that
+ * file calls is stubbed below, and fails a test that reaches it.
  */
 
 #include <setjmp.h>
@@ -27,9 +31,11 @@
 #include "fakes/fake_uart.h"
 #include "kern/error.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
 #include "kern/perfmon_rec.h"
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon_stream.h"
+#include "kern/thread.h"
 
 void fake_symtab_set_text(const void *text, size_t size);
 
@@ -40,6 +46,44 @@ static const char test_text[] = "foobar";
 #define TEST_TEXT_HASH      "85944171f73967e8"
 
 static char *test_argv[] = { "perfmon", "record", "-g", "--", "spin", "10" };
+
+/* ---- what writing samples needs, never called here ----------------------- */
+
+struct thread *
+thread_self(void)
+{
+    fail_msg("thread_self: the stream writes no sample");
+    return NULL;
+}
+
+unsigned int
+thread_id(const struct thread *thread)
+{
+    (void)thread;
+    fail_msg("thread_id: the stream writes no sample");
+    return 0;
+}
+
+bool
+thread_stack_bounds(const struct thread *thread, uint64_t *lop,
+                    uint64_t *hip)
+{
+    (void)thread;
+    (void)lop;
+    (void)hip;
+    fail_msg("thread_stack_bounds: the stream writes no sample");
+    return false;
+}
+
+const struct perfmon_branch *
+perfmon_intr_branches(unsigned int *nrp)
+{
+    (void)nrp;
+    fail_msg("perfmon_intr_branches: the stream writes no sample");
+    return NULL;
+}
+
+/* ---- reading the stream ------------------------------------------------- */
 
 /* A parsed perf record: its header, and where its payload starts. */
 struct rec {

@@ -1,11 +1,6 @@
 UNIT_TESTS += perfmon_stream_test
 perfmon_stream_test_SRCS := tests/unit/perfmon_stream_test.c \
-	kern/perfmon_stream.c tests/unit/fakes/uart.c \
-	kern/perfmon.c kern/perfmon_dev.c kern/perfmon_intr.c \
-	kern/perfmon_pmc.c kern/perfmon_sample.c kern/perfmon_ring.c \
-	kern/num.c arch/x86/unwind.c kern/cmdline.c kern/string.c \
-	kern/printf.c tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
-	tests/unit/fakes/thread.c tests/unit/fakes/xcall.c \
-	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
-	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
-	tests/unit/fakes/symtab.c
+	kern/perfmon_stream.c kern/perfmon_sample.c kern/perfmon_ring.c \
+	arch/x86/unwind.c kern/num.c kern/printf.c kern/string.c \
+	tests/unit/fakes/uart.c tests/unit/fakes/symtab.c \
+	tests/unit/fakes/cpu.c tests/unit/fakes/kmem.c
