@@ -25,6 +25,9 @@ CMDLINE ?=
 ## 1: build the unit tests with coverage, into build/cov/ (what
 ## make coverage does)
 COV ?= 0
+## the file the guest's COM2 writes to: `perfmon record` streams its
+## recordings there in perf's format (run, debug, perf-report)
+PERFSTREAM ?= build/perf.stream
 
 BUILD := build
 KBUILD := $(BUILD)/kernel
@@ -74,7 +77,7 @@ TEST_KERNEL := $(BUILD)/tally-test.elf
 TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
-	list-unit-tests
+	list-unit-tests perf-report
 ## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
@@ -201,13 +204,18 @@ RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
 run: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
 	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
-		--cmdline '$(CMDLINE)'
+		--cmdline '$(CMDLINE)' --com2 $(PERFSTREAM)
 
 ## the same, stopped at the first instruction, gdb stub on :1234
 debug: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
 	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
-		--cmdline '$(CMDLINE)' --gdb
+		--cmdline '$(CMDLINE)' --com2 $(PERFSTREAM) --gdb
+
+## the last recording of a `make run` (PERFSTREAM) as build/perf.data,
+## shown by perf report with build/tally.elf's symbols (tools/perfdata)
+perf-report:
+	$(Q)tools/perfdata report --capture $(PERFSTREAM) --elf $(KERNEL)
 
 ## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps

@@ -59,6 +59,8 @@ struct perfmon_rec {
     unsigned int nr_comms;
     struct thread *drainer;
     bool stop;                          /* atomic */
+    perfmon_rec_sink_fn_t sink;         /* may be NULL */
+    void *sink_arg;
     uint64_t discard[PERFMON_RING_MAX_REC / sizeof(uint64_t)];
 };
 
@@ -132,6 +134,15 @@ perfmon_rec_commit(struct perfmon_rec *rec, size_t size)
     rec->tail->used += size;
 }
 
+static void
+perfmon_rec_show(const struct perfmon_rec *rec,
+                 const struct perfmon_rec_hdr *hdr)
+{
+    if (rec->sink != NULL) {
+        rec->sink(hdr, rec->sink_arg);
+    }
+}
+
 /* Append a record the drain makes itself; false when the store is full. */
 static bool
 perfmon_rec_append(struct perfmon_rec *rec, unsigned int type, uint32_t misc,
@@ -150,6 +161,7 @@ perfmon_rec_append(struct perfmon_rec *rec, unsigned int type, uint32_t misc,
     hdr->misc = misc;
     memcpy(hdr + 1, payload, len);
     perfmon_rec_commit(rec, size);
+    perfmon_rec_show(rec, hdr);
     return true;
 }
 
@@ -228,6 +240,7 @@ perfmon_rec_drain_cpu(struct perfmon_rec *rec, unsigned int cpu)
         if (size <= room) {
             perfmon_rec_commit(rec, size);
             perfmon_rec_account(rec, dst);
+            perfmon_rec_show(rec, dst);
         } else if (!perfmon_rec_grow(rec)) {
             /* The store is full: what the ring holds is lost. */
             perfmon_sbuf_read(rec->sbuf, cpu, rec->discard,
@@ -310,6 +323,15 @@ perfmon_rec_create(struct perfmon_rec **recp, size_t ring_size,
     rec->info.start_ns = perfmon_rec_now_ns();
     *recp = rec;
     return 0;
+}
+
+void
+perfmon_rec_set_sink(struct perfmon_rec *rec, perfmon_rec_sink_fn_t fn,
+                     void *arg)
+{
+    assert(rec->drainer == NULL);
+    rec->sink = fn;
+    rec->sink_arg = arg;
 }
 
 struct perfmon_sbuf *

@@ -96,6 +96,20 @@ void perfmon_rec_foreach(const struct perfmon_rec *rec, perfmon_rec_fn_t fn,
                          void *arg);
 
 /*
+ * A sink sees each record as it enters the store, in the store's order
+ * except that a COMM record comes before the sample that named its thread,
+ * called by the recording's consumer: the drain thread while it runs, the
+ * owner otherwise.  Records the store has no room for are not shown (they
+ * count as lost).  Set it before perfmon_rec_start(); fn must not call
+ * back into the recording.
+ */
+typedef void (*perfmon_rec_sink_fn_t)(const struct perfmon_rec_hdr *hdr,
+                                      void *arg);
+
+void perfmon_rec_set_sink(struct perfmon_rec *rec, perfmon_rec_sink_fn_t fn,
+                          void *arg);
+
+/*
  * The name of thread tid as recorded (a COMM record), or NULL.  Looked up
  * in a table built by the drain, so cheap.
  */

@@ -28,6 +28,7 @@
 #include "kern/perfmon_parse.h"
 #include "kern/perfmon_rec.h"
 #include "kern/perfmon_record.h"
+#include "kern/perfmon_stream.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -54,6 +55,8 @@ struct perfmon_record {
     uint64_t ring_size;                 /* -m */
     int cmd_argc;
     char **cmd_argv;
+    int argc;                           /* the whole perfmon command */
+    char **argv;
 
     struct perfmon_rec *rec;
     struct perfmon_sampling sampling;
@@ -61,6 +64,8 @@ struct perfmon_record {
     struct perfmon_event *set[CPU_MAX]; /* the events, to enable at once */
     unsigned int nr_events;
     struct perfmon_cmd_runner runner;
+    struct perfmon_stream *stream;      /* NULL: not streamed (why: */
+    int stream_error;                   /*   this error) */
 };
 
 static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
@@ -388,6 +393,71 @@ perfmon_record_first_period(const struct perfmon_record *r)
     return 0;
 }
 
+/* ---- the stream on COM2 ------------------------------------------------- */
+
+/* Stream the recording out from its first record on, if there is a COM2. */
+static void
+perfmon_record_stream_open(struct perfmon_record *r)
+{
+    struct perfmon_stream_desc desc = {
+        .event = r->event_name,
+        .generic = r->event.generic,
+        .raw_code = r->event.id,
+        .flags = r->event.flags & PERFMON_EF_MODE,
+        .period = r->sampling.period,
+        .freq = r->sampling.freq,
+        .fields = r->sampling.fields,
+        .argc = r->argc,
+        .argv = r->argv,
+    };
+
+    r->stream_error = perfmon_stream_open(&r->stream, &desc);
+
+    if (r->stream_error) {
+        r->stream = NULL;
+    } else {
+        perfmon_rec_set_sink(r->rec, perfmon_stream_rec, r->stream);
+    }
+}
+
+static void
+perfmon_record_stream_close(struct perfmon_record *r)
+{
+    struct perfmon_rec_info info;
+
+    if (r->stream != NULL) {
+        perfmon_rec_get_info(r->rec, &info);
+        r->stream_error = perfmon_stream_close(r->stream, &info);
+        r->stream = NULL;
+    }
+}
+
+/* Where the samples went, in one line. */
+static void
+perfmon_record_say_where(const struct perfmon_record *r)
+{
+    switch (r->stream_error) {
+    case 0:
+        kprintf("perfmon: record: streamed to COM2 in perf's format (on the "
+                "host: make perf-report)\n");
+        break;
+    case -ENODEV:
+        kprintf("perfmon: record: kept in memory only (no COM2 to stream "
+                "to): read it with perfmon report\n");
+        break;
+    case -EIO:
+        kprintf("perfmon: record: COM2 stopped taking bytes: the host's copy "
+                "is cut short; perfmon report reads it all\n");
+        break;
+    default:
+        kprintf("perfmon: record: not streamed to COM2 (%s): read it with "
+                "perfmon report\n", error_str(r->stream_error));
+        break;
+    }
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
 static void
 perfmon_record_summary(const struct perfmon_record *r)
 {
@@ -461,12 +531,14 @@ perfmon_record_run(struct perfmon_record *r)
     error = perfmon_record_attach(r);
 
     if (error == 0) {
+        perfmon_record_stream_open(r);
         error = perfmon_rec_start(r->rec);
 
         if (error) {
             kprintf("perfmon: record: cannot start draining: %s\n",
                     error_str(error));
             perfmon_record_detach_all(r);
+            perfmon_record_stream_close(r);
             error = SHELL_ERR_REPORTED;
         }
     }
@@ -489,7 +561,9 @@ perfmon_record_run(struct perfmon_record *r)
 
     perfmon_record_detach_all(r);
     perfmon_rec_stop(r->rec);
+    perfmon_record_stream_close(r);
     perfmon_record_summary(r);
+    perfmon_record_say_where(r);
     perfmon_rec_keep(r->rec);
     return 0;
 }
@@ -505,6 +579,8 @@ perfmon_record_main(int argc, char **argv)
         return SHELL_ERR_REPORTED;
     }
 
+    r->argc = argc;
+    r->argv = argv;
     error = perfmon_record_parse(r, argc, argv);
 
     if (error == 0) {

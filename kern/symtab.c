@@ -36,3 +36,10 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
     *offsetp = addr - symtab_entries[low].addr;
     return &symtab_names[symtab_entries[low].name_offset];
 }
+
+void
+symtab_text_bounds(uint64_t *startp, uint64_t *endp)
+{
+    *startp = (uint64_t)_text_start;
+    *endp = (uint64_t)_text_end;
+}

@@ -28,4 +28,10 @@ extern const char symtab_names[];
  */
 const char *symtab_lookup(uint64_t addr, uint64_t *offsetp);
 
+/*
+ * The kernel's text as loaded: [*startp, *endp), the linker's .text
+ * section (its first byte is the symbol _text_start).
+ */
+void symtab_text_bounds(uint64_t *startp, uint64_t *endp);
+
 #endif /* KERN_SYMTAB_H */

@@ -6,8 +6,10 @@
 # Qemu boots the GRUB ISO (QEMU cannot load a multiboot2 kernel with -kernel)
 # with the serial console on pipes, an isa-debug-exit device through which
 # the kernel reports its verdict as the exit status, and extra kernel options
-# passed through the fw_cfg file opt/tally/cmdline.  A reader thread copies
-# every serial byte to a log file and to a buffer that wait_for() and
+# passed through the fw_cfg file opt/tally/cmdline.  A second serial port,
+# COM2, writes to a file: recordings leave the guest there in perf's pipe
+# format (kern/perfmon_stream.h; tools/perfdata reads it).  A reader thread
+# copies every serial byte to a log file and to a buffer that wait_for() and
 # command() search.  kvm_usable() decides whether KVM really works here by
 # booting a 64 KiB firmware that only writes to isa-debug-exit; the verdict
 # is cached per host boot in build/.
@@ -36,6 +38,8 @@ BUILD = os.path.join(ROOT, 'build')
 DEFAULT_ISO = os.path.join(BUILD, 'tally.iso')
 # The same kernel with the in-kernel tests linked in (`test` boots).
 DEFAULT_TEST_ISO = os.path.join(BUILD, 'tally-test.iso')
+# Where `make run` has the guest's COM2 write (tools/perfdata's default).
+DEFAULT_COM2 = os.path.join(BUILD, 'perf.stream')
 QEMU = 'qemu-system-x86_64'
 PROMPT = 'tally> '
 
@@ -179,17 +183,36 @@ def _die_with_parent():
         pass
 
 
-def _fw_cfg_escape(s):
+def _opt_escape(s):
     # QEMU option values double commas to keep them literal.
     return s.replace(',', ',,')
 
 
+def com2_args(path):
+    """QEMU arguments giving the guest a COM2 that writes to path.
+
+    A file chardev is 8-bit clean (no newline translation) and is truncated
+    when QEMU starts; it is the second -serial, so the guest sees it at
+    0x2f8 while the console stays on COM1.
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return ['-chardev', 'file,id=com2,path=' + _opt_escape(path),
+            '-serial', 'chardev:com2']
+
+
+def com2_path_for(log_path):
+    """Where a boot test's COM2 goes: beside its serial log."""
+    return os.path.splitext(log_path)[0] + '.perf.stream'
+
+
 def qemu_args(iso, smp=1, mem='256M', kvm=False, cmdline='', gdb=False,
-              serial=('-serial', 'stdio'), no_reboot=True, extra_args=()):
+              serial=('-serial', 'stdio'), no_reboot=True, extra_args=(),
+              com2=None):
     """Build QEMU's argument list.  kvm: False, or the -cpu model for KVM.
 
     no_reboot=True makes a guest reset (reboot command, triple fault) end
-    QEMU with status 0 instead of restarting the guest.
+    QEMU with status 0 instead of restarting the guest.  com2: a file for
+    the guest's COM2, or None for a machine without one.
     """
     opts = 'panic=exit'
     if cmdline:
@@ -199,8 +222,10 @@ def qemu_args(iso, smp=1, mem='256M', kvm=False, cmdline='', gdb=False,
         args.append('-no-reboot')
     args += ['-device', 'isa-debug-exit,iobase=0xf4,iosize=0x04',
              '-cdrom', iso, '-boot', 'd', '-m', str(mem), '-smp', str(smp),
-             '-fw_cfg', 'name=opt/tally/cmdline,string=' + _fw_cfg_escape(opts)]
+             '-fw_cfg', 'name=opt/tally/cmdline,string=' + _opt_escape(opts)]
     args += list(serial)
+    if com2:
+        args += com2_args(com2)
     if kvm:
         args += ['-enable-kvm', '-cpu', kvm if isinstance(kvm, str) else 'host']
     else:
@@ -238,6 +263,7 @@ class Qemu:
     def __init__(self, log=None, name='qemu'):
         self.name = name
         self.log_path = log
+        self.com2_path = None
         self.proc = None
         self.kvm = False
         self._buf = ''          # all serial output so far, latin-1 decoded
@@ -253,7 +279,9 @@ class Qemu:
     # ---- lifetime --------------------------------------------------------
 
     def start(self, iso=DEFAULT_ISO, smp=1, mem='256M', kvm='auto', cmdline='',
-              gdb=False, extra_args=(), log=None):
+              gdb=False, extra_args=(), log=None, com2='auto'):
+        """Boot iso.  com2: a file for the guest's COM2; 'auto' puts it
+        beside the serial log (com2_path_for()); None gives no COM2."""
         if self.proc is not None:
             raise RuntimeError('qemu already started')
         if not os.path.exists(iso):
@@ -261,8 +289,12 @@ class Qemu:
         self.kvm = resolve_kvm(kvm)
         if log is not None:
             self.log_path = log
+        if com2 == 'auto':
+            com2 = com2_path_for(self._default_log())
+        self.com2_path = com2
         self.args = qemu_args(iso, smp=smp, mem=mem, kvm=self.kvm,
-                              cmdline=cmdline, gdb=gdb, extra_args=extra_args)
+                              cmdline=cmdline, gdb=gdb, extra_args=extra_args,
+                              com2=com2)
         return self.spawn(self.args)
 
     def spawn(self, argv, use_pty=False, cwd=None, env=None):
@@ -275,10 +307,7 @@ class Qemu:
         if self.proc is not None:
             raise RuntimeError('already started')
         if self._log is None:
-            if self.log_path is None:
-                self.log_path = os.path.join(
-                    BUILD, 'logs', '%s-%s-%d.txt'
-                    % (self.name, time.strftime('%Y%m%d-%H%M%S'), os.getpid()))
+            self._default_log()
             os.makedirs(os.path.dirname(os.path.abspath(self.log_path)),
                         exist_ok=True)
             self._log = open(self.log_path, 'wb')
@@ -310,6 +339,14 @@ class Qemu:
             t.start()
             self._threads.append(t)
         return self
+
+    def _default_log(self):
+        """The serial log's path, chosen now if the caller gave none."""
+        if self.log_path is None:
+            self.log_path = os.path.join(
+                BUILD, 'logs', '%s-%s-%d.txt'
+                % (self.name, time.strftime('%Y%m%d-%H%M%S'), os.getpid()))
+        return self.log_path
 
     @property
     def boot_timeout(self):

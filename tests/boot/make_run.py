@@ -5,10 +5,11 @@
 #
 # Boot test of the developer path: `make run SMP=1 KVM=0` on a
 # pseudo-terminal, as a person would type it.  It must print which
-# accelerator it uses, reach the "tally> " prompt, answer "help" with the
-# command list, show the CMDLINE options after panic=exit, and end cleanly
-# (make's status 0) after "poweroff".  Prints
-# TAP; exits 1 on any failure.
+# accelerator it uses and where the guest's COM2 goes, reach the "tally> "
+# prompt, answer "help" with the command list, show the CMDLINE options
+# after panic=exit, and end cleanly (make's status 0) after "poweroff".
+# COM2 goes to a file of its own here, not to the build/perf.stream a
+# developer may still want.  Prints TAP; exits 1 on any failure.
 #
 
 import argparse
@@ -40,9 +41,10 @@ def main():
                    'this script)')
     args = p.parse_args()
     tallyqemu.install_sigterm_exit()
+    stream = os.path.join(tallyqemu.BUILD, 'logs', 'make_run.perf.stream')
     argv = shlex.split(args.make_command) if args.make_command else \
         ['make', '--no-print-directory', 'run', 'SMP=1',
-         'KVM=' + ('auto' if args.kvm else '0'),
+         'KVM=' + ('auto' if args.kvm else '0'), 'PERFSTREAM=' + stream,
          'CMDLINE=softpmu.width=40 perfmon.hook=on']
     tap = tallyqemu.Tap()
     log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
@@ -57,6 +59,9 @@ def main():
             m = q.wait_for(r'qemu: (using KVM|/dev/kvm not usable, using TCG'
                            r'|using TCG)[^\r\n]*Ctrl-A x', PROMPT_TIMEOUT)
             tap.ok('make run says which accelerator: ' + m.group(1))
+            q.wait_for(r'qemu: recordings \(COM2\) go to \S*make_run\.perf'
+                       r'\.stream', PROMPT_TIMEOUT)
+            tap.ok('make run says where COM2 goes')
             q.wait_prompt(PROMPT_TIMEOUT)
             tap.ok('make run reaches the prompt')
             out = q.command('help', 30)

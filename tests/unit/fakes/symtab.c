@@ -3,7 +3,8 @@
  *
  *
  * Fake of the kernel's embedded symbol table for host tests: no symbol at
- * all, unless a test gives one function (fake_symtab_set()).
+ * all, unless a test gives one function (fake_symtab_set()), and no text
+ * unless a test points it at a buffer (fake_symtab_set_text()).
  */
 
 #include <stddef.h>
@@ -14,8 +15,11 @@
 static const char *fake_symtab_name;
 static uint64_t fake_symtab_start;
 static uint64_t fake_symtab_end;
+static uint64_t fake_symtab_text_start;
+static uint64_t fake_symtab_text_end;
 
 void fake_symtab_set(const char *name, uint64_t start, uint64_t end);
+void fake_symtab_set_text(const void *text, size_t size);
 
 void
 fake_symtab_set(const char *name, uint64_t start, uint64_t end)
@@ -35,4 +39,18 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
 
     *offsetp = addr - fake_symtab_start;
     return fake_symtab_name;
+}
+
+void
+fake_symtab_set_text(const void *text, size_t size)
+{
+    fake_symtab_text_start = (uintptr_t)text;
+    fake_symtab_text_end = (uintptr_t)text + size;
+}
+
+void
+symtab_text_bounds(uint64_t *startp, uint64_t *endp)
+{
+    *startp = fake_symtab_text_start;
+    *endp = fake_symtab_text_end;
 }
