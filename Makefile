@@ -68,7 +68,7 @@ TEST_KERNEL := $(BUILD)/tally-test.elf
 TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
-	list-unit-tests
+	list-unit-tests fuzz
 ## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
@@ -159,11 +159,55 @@ unit-tests: $(UNIT_BINS)
 list-unit-tests:
 	@echo $(UNIT_TESTS)
 
+# ---- fuzzing (libFuzzer, clang) -------------------------------------------
+# Each tests/fuzz/NAME.mk adds NAME to FUZZ_TARGETS and sets NAME_SRCS: the
+# target, the kernel modules it feeds and the host fakes they call, as the
+# unit tests do.  Every target also links tests/fuzz/fuzz_support.c.  All
+# of it is built with AddressSanitizer and UndefinedBehaviorSanitizer, any
+# report aborting, into build/fuzz/NAME.
+## seconds each fuzz target runs in `make fuzz`
+FUZZ_SECONDS ?= 180
+## seconds the guest API fuzzer runs in `make fuzz`
+GUEST_FUZZ_SECONDS ?= 120
+
+FBUILD := $(BUILD)/fuzz
+FUZZCC := clang
+FCFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -I. -Itests/unit \
+	-Itests/fuzz -DTALLY_HOST_TEST -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -MMD -MP
+
+FUZZ_TARGETS :=
+include $(sort $(wildcard tests/fuzz/*.mk))
+
+define fuzz_target_rule
+$(FBUILD)/$(1): $$(patsubst %.c,$(FBUILD)/obj/%.o,$$($(1)_SRCS) \
+		tests/fuzz/fuzz_support.c)
+	@[ "$(V)" = 1 ] || echo "  FUZZLD  $$@"
+	$(Q)$(FUZZCC) $(FCFLAGS) -o $$@ $$^
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target_rule,$(t))))
+
+$(FBUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@[ "$(V)" = 1 ] || echo "  FUZZCC  $<"
+	$(Q)$(FUZZCC) $(FCFLAGS) -c $< -o $@
+
+FUZZ_BINS := $(addprefix $(FBUILD)/,$(FUZZ_TARGETS))
+
+## run every fuzz target FUZZ_SECONDS, then the guest API fuzzer
+## GUEST_FUZZ_SECONDS (crashes: build/fuzz/crashes/; README, Fuzzing)
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS) $(TEST_ISO)
+	$(Q)tools/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_BINS)
+	$(Q)tools/guestfuzz --iso $(TEST_ISO) --seconds $(GUEST_FUZZ_SECONDS)
+
 # ---- whole suite -----------------------------------------------------------
 ## unit tests and QEMU boot tests, then one "N passed, N failed" line
 check: deps
-	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS)
-	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS) \
+		$(FUZZ_BINS)
+	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) \
+		$(addprefix --fuzz ,$(FUZZ_BINS)) $(UNIT_BINS)
 
 ## QEMU boot tests only
 boot-tests: $(ISO) $(TEST_ISO)
