@@ -45,4 +45,10 @@ uint64_t fuzz_stream_u64(struct fuzz_stream *s);
 size_t fuzz_stream_str(struct fuzz_stream *s, char *buf, size_t size,
                        size_t n);
 
+/*
+ * Check acpi_info after acpi_parse() returned error (acpi_fuzz_check.c,
+ * for the targets that parse ACPI tables).
+ */
+void acpi_fuzz_check_info(int error);
+
 #endif /* TESTS_FUZZ_FUZZ_H */
