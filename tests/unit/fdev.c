@@ -24,6 +24,8 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
+#include "kern/spinlock.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
 
@@ -37,9 +39,18 @@ fdev_mask(const struct fdev *fd)
     return fd->dev.width >= 64 ? UINT64_MAX : (1ULL << fd->dev.width) - 1;
 }
 
+/* The core serialises the global operations with its allocator lock. */
+static void
+fdev_assert_serialised(void)
+{
+    assert_true(spinlock_held(&perfmon_lock));
+}
+
 static int
 fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
 {
+    fdev_assert_serialised();
+
     if (id >= PERFMON_NR_EVENTS || !fd->can[id]) {
         return -ENOENT;
     }
@@ -52,6 +63,7 @@ static int
 fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
            unsigned int flags)
 {
+    fdev_assert_serialised();
     assert_true(flags != 0 && (flags & ~PERFMON_EF_MODE) == 0);
 
     if (raw == RAW_UNCOUNTABLE) {
@@ -77,6 +89,7 @@ fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
 static void
 fdev_free(struct fdev *fd, unsigned int hw_id)
 {
+    fdev_assert_serialised();
     assert_true(fd->hw_used & (1ULL << hw_id));
     fd->hw_used &= ~(1ULL << hw_id);
     fd->nr_free++;
@@ -88,12 +101,12 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
 {
     struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
 
-    (void)flags;
     assert_false(cpu_intr_enabled());
     assert_true(fd->hw_used & (1ULL << hw_id));
     assert_false(c->running);
     c->running = true;
     c->raw_event = raw;
+    c->flags = flags;
     c->value = fd->initial;
     fd->nr_start++;
 }
