@@ -10,7 +10,8 @@
  * cpu_id() and cpu_self() a single load.
  *
  * Host unit tests (TALLY_HOST_TEST) see plain declarations of cpu_id(),
- * cpu_count() and the interrupt-state functions, which their fakes define.
+ * cpu_self(), cpu_count() and the interrupt-state functions, which their
+ * fakes define.
  */
 
 #ifndef ARCH_X86_CPU_H
@@ -114,6 +115,7 @@ struct cpu {
 #ifdef TALLY_HOST_TEST
 
 unsigned int cpu_id(void);
+struct cpu *cpu_self(void);
 uint64_t cpu_rdtsc(void);
 bool cpu_intr_enabled(void);
 unsigned long cpu_intr_save(void);
