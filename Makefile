@@ -199,7 +199,7 @@ FUZZ_BINS := $(addprefix $(FBUILD)/,$(FUZZ_TARGETS))
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS) $(TEST_ISO)
 	$(Q)tools/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_BINS)
-	$(Q)tools/guestfuzz --iso $(TEST_ISO) --seconds $(GUEST_FUZZ_SECONDS)
+	$(Q)tools/guestfuzz.py --iso $(TEST_ISO) --seconds $(GUEST_FUZZ_SECONDS)
 
 # ---- whole suite -----------------------------------------------------------
 ## unit tests and QEMU boot tests, then one "N passed, N failed" line
