@@ -321,7 +321,6 @@ cpu_invlpg(uintptr_t va)
     __asm__ __volatile__("invlpg (%0)" : : "r"(va) : "memory");
 }
 
-extern struct cpu_info cpu_info;
 extern struct cpu cpu_table[CPU_MAX];
 
 /* Halt this CPU for good, interrupts disabled. */
@@ -347,6 +346,9 @@ void cpu_set_count(unsigned int count);
 int cpu_alloc_stacks(struct cpu *cpu);
 
 #endif /* TALLY_HOST_TEST */
+
+/* The boot CPU's identification (host tests: the CPU fake's). */
+extern struct cpu_info cpu_info;
 
 /* Number of CPUs online (1 until SMP bring-up). */
 unsigned int cpu_count(void);

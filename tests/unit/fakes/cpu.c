@@ -16,6 +16,10 @@
 #include "kern/assert.h"
 #include "kern/param.h"
 
+struct cpu_info cpu_info = {
+    .vendor_str = "FakeVendor", .family = 6, .model = 0x55,
+};
+
 static unsigned int fake_cpu_id;
 static unsigned int fake_cpu_nr = 1;
 static bool fake_cpu_intr = true;
