@@ -6,6 +6,10 @@
  * stream, and mock_assert(), which kern/assert.h calls in host builds
  * (the unit tests get it from cmocka): here a failed kernel assertion
  * aborts, so libFuzzer keeps the input that reached it.
+ *
+ * Also strlcpy(), which kernel code calls and the host C library (glibc
+ * before 2.38) may lack.  kern/string.c cannot stand in: it replaces
+ * memcpy() and friends, which the sanitizers intercept.
  */
 
 #include <stdio.h>
@@ -35,6 +39,24 @@ mock_assert(const int result, const char *const expression,
                 line, expression);
         abort();
     }
+}
+
+size_t strlcpy(char *dst, const char *src, size_t size)
+    __attribute__((weak));
+
+size_t
+strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t len = strlen(src);
+
+    if (size != 0) {
+        size_t n = (len < size - 1) ? len : size - 1;
+
+        memcpy(dst, src, n);
+        dst[n] = '\0';
+    }
+
+    return len;
 }
 
 uint8_t
