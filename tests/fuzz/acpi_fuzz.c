@@ -14,33 +14,23 @@
  * its array bounds with distinct CPU APIC ids after a success.
  */
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "arch/x86/acpi.h"
 #include "fuzz.h"
 
-static const uint8_t *acpi_fuzz_mem;
-static size_t acpi_fuzz_size;
-
-static const void *
-acpi_fuzz_map(uint64_t pa, size_t size)
-{
-    if (pa >= acpi_fuzz_size || size > acpi_fuzz_size - pa) {
-        return NULL;
-    }
-
-    return acpi_fuzz_mem + pa;
-}
+/* Bytes of an ACPI 2.0 RSDP (ACPI 6.5, 5.2.5.3): what may be read of it. */
+#define ACPI_FUZZ_RSDP_SIZE 36
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int error;
 
-    acpi_fuzz_mem = data;
-    acpi_fuzz_size = size;
-    error = acpi_parse((size == 0) ? NULL : data, (size < 36) ? size : 36,
+    acpi_fuzz_map_set(data, size);
+    error = acpi_parse((size == 0) ? NULL : data, (size < ACPI_FUZZ_RSDP_SIZE) ? size
+                                              : ACPI_FUZZ_RSDP_SIZE,
                        acpi_fuzz_map);
     acpi_fuzz_check_info(error);
     return 0;

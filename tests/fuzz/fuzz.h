@@ -46,9 +46,12 @@ size_t fuzz_stream_str(struct fuzz_stream *s, char *buf, size_t size,
                        size_t n);
 
 /*
- * Check acpi_info after acpi_parse() returned error (acpi_fuzz_check.c,
- * for the targets that parse ACPI tables).
+ * For the targets that parse ACPI tables (acpi_fuzz_check.c): the memory
+ * acpi_fuzz_map() maps (size bytes at mem, physical address N at offset
+ * N), and the check of acpi_info after acpi_parse() returned error.
  */
+void acpi_fuzz_map_set(const void *mem, size_t size);
+const void *acpi_fuzz_map(uint64_t pa, size_t size);
 void acpi_fuzz_check_info(int error);
 
 #endif /* TESTS_FUZZ_FUZZ_H */

@@ -24,19 +24,6 @@
 #include "fuzz.h"
 #include "kern/error.h"
 
-static const uint8_t *mb2_fuzz_mem;
-static size_t mb2_fuzz_size;
-
-static const void *
-mb2_fuzz_map(uint64_t pa, size_t size)
-{
-    if (pa >= mb2_fuzz_size || size > mb2_fuzz_size - pa) {
-        return NULL;
-    }
-
-    return mb2_fuzz_mem + pa;
-}
-
 static void
 mb2_fuzz_check(const uint8_t *info, size_t total)
 {
@@ -89,10 +76,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mb2_fuzz_check(info, total);
 
     if (error == 0 && multiboot2_info.rsdp != NULL) {
-        mb2_fuzz_mem = info;
-        mb2_fuzz_size = size;
+        acpi_fuzz_map_set(info, size);
         error = acpi_parse(multiboot2_info.rsdp, multiboot2_info.rsdp_size,
-                           mb2_fuzz_map);
+                           acpi_fuzz_map);
         acpi_fuzz_check_info(error);
     }
 

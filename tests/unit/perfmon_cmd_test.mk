@@ -2,13 +2,5 @@ UNIT_TESTS += perfmon_cmd_test
 perfmon_cmd_test_SRCS := tests/unit/perfmon_cmd_test.c kern/perfmon_cmd.c \
 	kern/perfmon_parse.c kern/shell.c kern/error.c \
 	tests/unit/fakes/console.c tests/unit/fakes/perfmon_cmd_deps.c \
-	tests/unit/fakes/thread_none.c \
-	tests/unit/fdev.c kern/perfmon.c \
-	kern/perfmon_dev.c kern/perfmon_intr.c kern/perfmon_pmc.c \
-	kern/perfmon_sample.c kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \
-	kern/cmdline.c kern/string.c kern/printf.c \
-	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
-	tests/unit/fakes/thread.c tests/unit/fakes/xcall.c \
-	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
-	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
-	tests/unit/fakes/symtab.c
+	tests/unit/fakes/thread_none.c tests/unit/fdev.c kern/string.c \
+	$(PERFMON_CORE_SRCS)

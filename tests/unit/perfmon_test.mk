@@ -1,10 +1,3 @@
 UNIT_TESTS += perfmon_test
-perfmon_test_SRCS := tests/unit/perfmon_test.c tests/unit/fdev.c kern/perfmon.c \
-	kern/perfmon_dev.c kern/perfmon_intr.c kern/perfmon_pmc.c \
-	kern/perfmon_sample.c kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \
-	kern/cmdline.c kern/string.c kern/printf.c \
-	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
-	tests/unit/fakes/thread.c tests/unit/fakes/xcall.c \
-	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
-	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
-	tests/unit/fakes/symtab.c
+perfmon_test_SRCS := tests/unit/perfmon_test.c tests/unit/fdev.c \
+	kern/string.c $(PERFMON_CORE_SRCS)

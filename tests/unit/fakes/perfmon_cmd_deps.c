@@ -23,44 +23,18 @@ fake_perfmon_subcmd_run(const char *name, int argc)
     return 0;
 }
 
-int
-perfmon_stat_main(int argc, char **argv)
-{
-    (void)argv;
-    return fake_perfmon_subcmd_run("stat", argc);
-}
+/* A subcommand's stand-in: it records its name and word count. */
+#define FAKE_PERFMON_SUBCMD(fn, name)                                   \
+    int                                                                 \
+    fn(int argc, char **argv)                                           \
+    {                                                                   \
+        (void)argv;                                                     \
+        return fake_perfmon_subcmd_run(name, argc);                     \
+    }
 
-int
-perfmon_bench_main(int argc, char **argv)
-{
-    (void)argv;
-    return fake_perfmon_subcmd_run("bench", argc);
-}
-
-int
-perfmon_record_main(int argc, char **argv)
-{
-    (void)argv;
-    return fake_perfmon_subcmd_run("record", argc);
-}
-
-int
-perfmon_report_main(int argc, char **argv)
-{
-    (void)argv;
-    return fake_perfmon_subcmd_run("report", argc);
-}
-
-int
-perfmon_script_main(int argc, char **argv)
-{
-    (void)argv;
-    return fake_perfmon_subcmd_run("script", argc);
-}
-
-int
-perfmon_top_main(int argc, char **argv)
-{
-    (void)argv;
-    return fake_perfmon_subcmd_run("top", argc);
-}
+FAKE_PERFMON_SUBCMD(perfmon_stat_main, "stat")
+FAKE_PERFMON_SUBCMD(perfmon_bench_main, "bench")
+FAKE_PERFMON_SUBCMD(perfmon_record_main, "record")
+FAKE_PERFMON_SUBCMD(perfmon_report_main, "report")
+FAKE_PERFMON_SUBCMD(perfmon_script_main, "script")
+FAKE_PERFMON_SUBCMD(perfmon_top_main, "top")
