@@ -77,7 +77,7 @@ TEST_KERNEL := $(BUILD)/tally-test.elf
 TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
-	list-unit-tests perf-report
+	list-unit-tests perf-report fuzz
 ## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
@@ -143,19 +143,6 @@ ifeq ($(COV),1)
 UCFLAGS += --coverage
 endif
 
-# The perfmon core with the fakes it links against, for the tests of its
-# parts (tests/unit/perfmon*_test.mk).
-PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_dev.c kern/perfmon_intr.c \
-	kern/perfmon_pmc.c kern/perfmon_inherit.c kern/perfmon_sched.c \
-	kern/perfmon_sample.c \
-	kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \
-	kern/cmdline.c kern/string.c kern/printf.c \
-	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
-	tests/unit/fakes/thread.c tests/unit/fakes/xcall.c \
-	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
-	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
-	tests/unit/fakes/symtab.c
-
 UNIT_TESTS :=
 include $(sort $(wildcard tests/unit/*.mk))
 
@@ -181,11 +168,55 @@ unit-tests: $(UNIT_BINS)
 list-unit-tests:
 	@echo $(UNIT_TESTS)
 
+# ---- fuzzing (libFuzzer, clang) -------------------------------------------
+# Each tests/fuzz/NAME.mk adds NAME to FUZZ_TARGETS and sets NAME_SRCS: the
+# target, the kernel modules it feeds and the host fakes they call, as the
+# unit tests do.  Every target also links tests/fuzz/fuzz_support.c.  All
+# of it is built with AddressSanitizer and UndefinedBehaviorSanitizer, any
+# report aborting, into build/fuzz/NAME.
+## seconds each fuzz target runs in `make fuzz`
+FUZZ_SECONDS ?= 180
+## seconds the guest API fuzzer runs in `make fuzz`
+GUEST_FUZZ_SECONDS ?= 120
+
+FBUILD := $(BUILD)/fuzz
+FUZZCC := clang
+FCFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -I. -Itests/unit \
+	-Itests/fuzz -DTALLY_HOST_TEST -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -MMD -MP
+
+FUZZ_TARGETS :=
+include $(sort $(wildcard tests/fuzz/*.mk))
+
+define fuzz_target_rule
+$(FBUILD)/$(1): $$(patsubst %.c,$(FBUILD)/obj/%.o,$$($(1)_SRCS) \
+		tests/fuzz/fuzz_support.c)
+	@[ "$(V)" = 1 ] || echo "  FUZZLD  $$@"
+	$(Q)$(FUZZCC) $(FCFLAGS) -o $$@ $$^
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target_rule,$(t))))
+
+$(FBUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@[ "$(V)" = 1 ] || echo "  FUZZCC  $<"
+	$(Q)$(FUZZCC) $(FCFLAGS) -c $< -o $@
+
+FUZZ_BINS := $(addprefix $(FBUILD)/,$(FUZZ_TARGETS))
+
+## run every fuzz target FUZZ_SECONDS, then the guest API fuzzer
+## GUEST_FUZZ_SECONDS (crashes: build/fuzz/crashes/; README, Fuzzing)
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS) $(TEST_ISO)
+	$(Q)tools/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_BINS)
+	$(Q)tools/guestfuzz.py --iso $(TEST_ISO) --seconds $(GUEST_FUZZ_SECONDS)
+
 # ---- whole suite -----------------------------------------------------------
 ## unit tests and QEMU boot tests, then one "N passed, N failed" line
 check: deps
-	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS)
-	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS) \
+		$(FUZZ_BINS)
+	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) \
+		$(addprefix --fuzz ,$(FUZZ_BINS)) $(UNIT_BINS)
 
 ## QEMU boot tests only
 boot-tests: $(ISO) $(TEST_ISO)

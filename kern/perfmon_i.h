@@ -227,6 +227,9 @@ perfmon_slot_dev(unsigned int slot)
     return perfmon_devs[slot / PERFMON_DEV_MAX_PMCS];
 }
 
+/* The generic id named name or one of its aliases, or -1 (perfmon_events.c). */
+int perfmon_event_find(const char *name);
+
 /* Whether dev is registered (any context). */
 bool perfmon_dev_is_registered(const struct perfmon_dev *dev);
 

@@ -18,6 +18,7 @@
 #ifndef TALLY_HOST_TEST
 #include "arch/x86/io.h"
 #include "arch/x86/multiboot2.h"
+#include "arch/x86/pmap.h"
 #include "kern/log.h"
 #include "kern/pmem.h"
 #endif
@@ -34,6 +35,9 @@ struct acpi_rsdp {
     uint8_t extended_checksum;
     uint8_t reserved[3];
 } __packed;
+
+/* The ACPI 1.0 part of the RSDP, which its checksum covers. */
+#define ACPI_RSDP_V1_SIZE   20
 
 /* Section 5.2.6: the header of every table. */
 struct acpi_sdt {
@@ -131,7 +135,7 @@ struct acpi_fadt {
 
 struct acpi_info acpi_info;
 
-static void *(*acpi_p2v)(uint64_t pa);
+static acpi_map_fn_t acpi_map;
 
 static bool
 acpi_checksum_ok(const void *data, size_t size)
@@ -157,20 +161,35 @@ acpi_set_defaults(void)
     }
 }
 
-/* Map a table and check its length and checksum; NULL when unusable. */
+/*
+ * Map a table and check its length and checksum; NULL when unusable.  The
+ * header is mapped first: the length it gives says how much to map next.
+ */
 static const struct acpi_sdt *
 acpi_table_get(uint64_t pa)
 {
     const struct acpi_sdt *sdt;
+    uint32_t length;
 
     if (pa == 0) {
         return NULL;
     }
 
-    sdt = acpi_p2v(pa);
+    sdt = acpi_map(pa, sizeof(*sdt));
 
-    if (sdt->length < sizeof(*sdt) || sdt->length > (1U << 20)
-        || !acpi_checksum_ok(sdt, sdt->length)) {
+    if (sdt == NULL) {
+        return NULL;
+    }
+
+    length = sdt->length;
+
+    if (length < sizeof(*sdt) || length > (1U << 20)) {
+        return NULL;
+    }
+
+    sdt = acpi_map(pa, length);
+
+    if (sdt == NULL || !acpi_checksum_ok(sdt, length)) {
         return NULL;
     }
 
@@ -381,12 +400,15 @@ acpi_fadt_parse(const struct acpi_fadt *fadt)
     }
 }
 
+/* The XSDT when the RSDP has a sound one, else the RSDT. */
 static const struct acpi_sdt *
-acpi_root_get(const struct acpi_rsdp *rsdp, size_t *entry_sizep)
+acpi_root_get(const struct acpi_rsdp *rsdp, size_t rsdp_size,
+              size_t *entry_sizep)
 {
     const struct acpi_sdt *root = NULL;
 
-    if (rsdp->revision >= 2 && rsdp->length >= sizeof(*rsdp)
+    if (rsdp->revision >= 2 && rsdp_size >= sizeof(*rsdp)
+        && rsdp->length >= sizeof(*rsdp)
         && acpi_checksum_ok(rsdp, sizeof(*rsdp))) {
         root = acpi_table_get(rsdp->xsdt_address);
         *entry_sizep = 8;
@@ -401,7 +423,7 @@ acpi_root_get(const struct acpi_rsdp *rsdp, size_t *entry_sizep)
 }
 
 int
-acpi_parse(const void *rsdp_ptr, void *(*phys_to_virt)(uint64_t pa))
+acpi_parse(const void *rsdp_ptr, size_t rsdp_size, acpi_map_fn_t map)
 {
     const struct acpi_rsdp *rsdp = rsdp_ptr;
     const struct acpi_sdt *root, *sdt;
@@ -409,14 +431,15 @@ acpi_parse(const void *rsdp_ptr, void *(*phys_to_virt)(uint64_t pa))
     int error = -ENOENT;
 
     acpi_set_defaults();
-    acpi_p2v = phys_to_virt;
+    acpi_map = map;
 
-    if (rsdp == NULL || memcmp(rsdp->signature, "RSD PTR ", 8) != 0
-        || !acpi_checksum_ok(rsdp, 20)) {
+    if (rsdp == NULL || rsdp_size < ACPI_RSDP_V1_SIZE
+        || memcmp(rsdp->signature, "RSD PTR ", 8) != 0
+        || !acpi_checksum_ok(rsdp, ACPI_RSDP_V1_SIZE)) {
         return -EINVAL;
     }
 
-    root = acpi_root_get(rsdp, &entry_size);
+    root = acpi_root_get(rsdp, rsdp_size, &entry_size);
 
     if (root == NULL) {
         return -EINVAL;
@@ -461,14 +484,30 @@ acpi_parse(const void *rsdp_ptr, void *(*phys_to_virt)(uint64_t pa))
 #define ACPI_BIOS_END       0x100000
 #define ACPI_EBDA_PTR       0x40e
 
+/*
+ * Firmware tables are read before pmap_setup extends the direct map:
+ * only what the boot page tables map can be read.
+ */
+static const void *
+acpi_map_boot(uint64_t pa, size_t size)
+{
+    if (pa >= PMAP_BOOT_MAPPED || size > PMAP_BOOT_MAPPED - pa) {
+        return NULL;
+    }
+
+    return pmem_va(pa);
+}
+
 /* Section 5.2.5.1: the RSDP is in the first KiB of the EBDA or the BIOS ROM. */
 static const void *
-acpi_rsdp_scan_range(uint64_t start, uint64_t end)
+acpi_rsdp_scan_range(uint64_t start, uint64_t end, size_t *sizep)
 {
-    for (uint64_t pa = start; pa + 20 <= end; pa += 16) {
+    for (uint64_t pa = start; pa + ACPI_RSDP_V1_SIZE <= end; pa += 16) {
         const char *p = pmem_va(pa);
 
-        if (memcmp(p, "RSD PTR ", 8) == 0 && acpi_checksum_ok(p, 20)) {
+        if (memcmp(p, "RSD PTR ", 8) == 0
+            && acpi_checksum_ok(p, ACPI_RSDP_V1_SIZE)) {
+            *sizep = MIN(end - pa, sizeof(struct acpi_rsdp));
             return p;
         }
     }
@@ -477,21 +516,23 @@ acpi_rsdp_scan_range(uint64_t start, uint64_t end)
 }
 
 static const void *
-acpi_rsdp_find(void)
+acpi_rsdp_find(size_t *sizep)
 {
     uint64_t ebda = (uint64_t)*(const uint16_t *)pmem_va(ACPI_EBDA_PTR) << 4;
     const void *rsdp = NULL;
 
-    if (multiboot2_info.rsdp != NULL && multiboot2_info.rsdp_size >= 20) {
+    if (multiboot2_info.rsdp != NULL
+        && multiboot2_info.rsdp_size >= ACPI_RSDP_V1_SIZE) {
+        *sizep = multiboot2_info.rsdp_size;
         return multiboot2_info.rsdp;
     }
 
     if (ebda >= 0x80000 && ebda < 0xa0000) {
-        rsdp = acpi_rsdp_scan_range(ebda, ebda + 1024);
+        rsdp = acpi_rsdp_scan_range(ebda, ebda + 1024, sizep);
     }
 
     if (rsdp == NULL) {
-        rsdp = acpi_rsdp_scan_range(ACPI_BIOS_START, ACPI_BIOS_END);
+        rsdp = acpi_rsdp_scan_range(ACPI_BIOS_START, ACPI_BIOS_END, sizep);
     }
 
     return rsdp;
@@ -500,7 +541,9 @@ acpi_rsdp_find(void)
 static int
 acpi_setup(void)
 {
-    int error = acpi_parse(acpi_rsdp_find(), pmem_va);
+    size_t rsdp_size = 0;
+    const void *rsdp = acpi_rsdp_find(&rsdp_size);
+    int error = acpi_parse(rsdp, rsdp_size, acpi_map_boot);
 
     if (error) {
         log_warning("acpi: no usable MADT (%s): booting one CPU",

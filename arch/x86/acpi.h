@@ -15,6 +15,7 @@
 #define ARCH_X86_ACPI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kern/init.h"
@@ -52,12 +53,20 @@ struct acpi_info {
 extern struct acpi_info acpi_info;
 
 /*
+ * Map size bytes of firmware memory at physical address pa for reading;
+ * NULL when that range is not memory the caller can read.  Tables are
+ * found through addresses and lengths the firmware wrote, which may lie.
+ */
+typedef const void *(*acpi_map_fn_t)(uint64_t pa, size_t size);
+
+/*
  * Parse the tables from a memory image, for host tests and for
- * acpi_setup(): rsdp points at the RSDP; phys_to_virt maps table addresses.
+ * acpi_setup(): rsdp points at the RSDP, of which rsdp_size bytes are
+ * readable (20 for ACPI 1.0, 36 from 2.0 on); map reaches the tables.
  * Returns 0 or a negative error (the description is then left at the
  * single-CPU default).
  */
-int acpi_parse(const void *rsdp, void *(*phys_to_virt)(uint64_t pa));
+int acpi_parse(const void *rsdp, size_t rsdp_size, acpi_map_fn_t map);
 
 /* Enter the S5 (soft off) state.  Returns only if that failed. */
 void acpi_poweroff(void);

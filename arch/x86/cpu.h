@@ -10,7 +10,8 @@
  * cpu_id() and cpu_self() a single load.
  *
  * Host unit tests (TALLY_HOST_TEST) see plain declarations of cpu_id(),
- * cpu_count() and the interrupt-state functions, which their fakes define.
+ * cpu_self(), cpu_count() and the interrupt-state functions, which their
+ * fakes define.
  */
 
 #ifndef ARCH_X86_CPU_H
@@ -114,6 +115,7 @@ struct cpu {
 #ifdef TALLY_HOST_TEST
 
 unsigned int cpu_id(void);
+struct cpu *cpu_self(void);
 uint64_t cpu_rdtsc(void);
 bool cpu_intr_enabled(void);
 unsigned long cpu_intr_save(void);
@@ -319,7 +321,6 @@ cpu_invlpg(uintptr_t va)
     __asm__ __volatile__("invlpg (%0)" : : "r"(va) : "memory");
 }
 
-extern struct cpu_info cpu_info;
 extern struct cpu cpu_table[CPU_MAX];
 
 /* Halt this CPU for good, interrupts disabled. */
@@ -345,6 +346,9 @@ void cpu_set_count(unsigned int count);
 int cpu_alloc_stacks(struct cpu *cpu);
 
 #endif /* TALLY_HOST_TEST */
+
+/* The boot CPU's identification (host tests: the CPU fake's). */
+extern struct cpu_info cpu_info;
 
 /* Number of CPUs online (1 until SMP bring-up). */
 unsigned int cpu_count(void);

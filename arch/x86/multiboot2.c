@@ -49,7 +49,12 @@ multiboot2_parse_mmap(const struct multiboot2_tag *tag)
     const char *p = (const char *)(hdr + 2);
     const char *end = (const char *)tag + tag->size;
 
-    if (entry_size < sizeof(struct multiboot2_mmap_entry)) {
+    /*
+     * The specification guarantees a multiple of 8 (3.6.8), which keeps
+     * every entry aligned for its 64-bit fields: refuse anything else.
+     */
+    if (entry_size < sizeof(struct multiboot2_mmap_entry)
+        || entry_size % 8 != 0) {
         return;
     }
 

@@ -24,7 +24,6 @@
 #define PMAP_PTE_ADDR_MASK  0x000ffffffffff000UL
 #define PMAP_L2_SIZE        (1UL << 21)
 #define PMAP_L3_SIZE        (1UL << 30)
-#define PMAP_BOOT_MAPPED    (4UL << 30)
 
 extern uint64_t boot_pml4[512];
 

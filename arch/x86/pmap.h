@@ -14,6 +14,9 @@
 
 #include <stdint.h>
 
+/* The physical memory the boot page tables map: [0, 4 GiB). */
+#define PMAP_BOOT_MAPPED    (4UL << 30)
+
 /* Physical address of the kernel's top-level page table (for CR3). */
 uint64_t pmap_kernel_cr3(void);
 

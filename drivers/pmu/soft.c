@@ -207,6 +207,8 @@ softpmu_clock_refusal_set(void)
 {
     unsigned int w = softpmu_width;
 
+    softpmu_clock_refusal[0] = '\0';
+
     if (softpmu_clock_countable(w)) {
         return;
     }

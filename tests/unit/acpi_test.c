@@ -34,7 +34,7 @@
  * The "physical memory" holding the tables.  It is visible through two
  * windows: one below 4 GiB, used by the 32-bit RSDT and FADT pointers, and
  * one far above, used by the XSDT, so that a 64-bit entry read as 32 bits
- * would point nowhere.
+ * would point nowhere (the map refuses it).
  */
 #define MEM_SIZE        (256 * 1024)
 #define MEM_LOW         0x7f000000ULL
@@ -55,24 +55,31 @@
 static uint8_t mem[MEM_SIZE] __attribute__((aligned(16)));
 static size_t mem_top;
 
-/* What addresses outside the windows map to: a table of length 0. */
-static uint8_t nowhere[64];
-
 /* Table being built by tbl_begin()/tbl_add()/tbl_end(). */
 static uint64_t tbl_cur;
 
-static void *
-test_p2v(uint64_t pa)
+/* Ranges the parser asked to map that were not all memory. */
+static unsigned int nr_bad_maps;
+
+/*
+ * The map given to the parser: a range inside one window, or NULL (as the
+ * kernel's does for what it cannot read).
+ */
+static const void *
+test_map(uint64_t pa, size_t size)
 {
-    if (pa >= MEM_LOW && pa - MEM_LOW < MEM_SIZE) {
+    if (pa >= MEM_LOW && pa - MEM_LOW < MEM_SIZE
+        && size <= MEM_SIZE - (pa - MEM_LOW)) {
         return &mem[pa - MEM_LOW];
     }
 
-    if (pa >= MEM_HIGH && pa - MEM_HIGH < MEM_SIZE) {
+    if (pa >= MEM_HIGH && pa - MEM_HIGH < MEM_SIZE
+        && size <= MEM_SIZE - (pa - MEM_HIGH)) {
         return &mem[pa - MEM_HIGH];
     }
 
-    return nowhere;
+    nr_bad_maps++;
+    return NULL;
 }
 
 static uint8_t *
@@ -239,7 +246,7 @@ rsdp_make(uint8_t revision, uint64_t rsdt, uint64_t xsdt)
 static int
 parse(uint64_t rsdp)
 {
-    return acpi_parse(test_p2v(rsdp), test_p2v);
+    return acpi_parse(at(rsdp), RSDP_SIZE, test_map);
 }
 
 /* ---- MADT ---------------------------------------------------------------- */
@@ -486,6 +493,7 @@ setup(void **state)
     (void)state;
     memset(mem, 0, sizeof(mem));
     mem_top = 0;
+    nr_bad_maps = 0;
     memset(&acpi_info, 0xa5, sizeof(acpi_info));
     alarm(10);
     return 0;
@@ -644,7 +652,7 @@ static void
 test_rsdp_null(void **state)
 {
     (void)state;
-    assert_int_equal(acpi_parse(NULL, test_p2v), -EINVAL);
+    assert_int_equal(acpi_parse(NULL, RSDP_SIZE, test_map), -EINVAL);
     assert_defaults(0, 0);
 }
 
@@ -1090,6 +1098,60 @@ test_empty_root(void **state)
     assert_defaults(0, 0);
 }
 
+/* ---- lengths that lie ----------------------------------------------------- */
+
+/*
+ * A table whose length runs past the end of memory is skipped, not read:
+ * the parser maps the header, then asks for the length it gives.
+ */
+static void
+test_table_length_past_memory(void **state)
+{
+    uint64_t tables[2], bad = MEM_LOW + MEM_SIZE - SDT_HDR_SIZE;
+    static const uint32_t want[] = { 0, 1 };
+
+    (void)state;
+    tables[0] = madt_std();
+    tables[1] = bad;
+    memcpy(at(bad), "FACP", 4);
+    put32(bad, SDT_LENGTH, 4096);
+    assert_int_equal(parse(rsdp_v2_with(tables, 2)), 0);
+    assert_cpus(want, 2);
+    assert_int_equal(acpi_info.pm1a_cnt_port, 0);
+    assert_int_equal(nr_bad_maps, 1);
+}
+
+/* A table header that does not fit in memory is not read either. */
+static void
+test_table_header_past_memory(void **state)
+{
+    uint64_t tables[2];
+    static const uint32_t want[] = { 0, 1 };
+
+    (void)state;
+    tables[0] = MEM_LOW + MEM_SIZE - 8;
+    tables[1] = madt_std();
+    assert_int_equal(parse(rsdp_v2_with(tables, 2)), 0);
+    assert_cpus(want, 2);
+    assert_int_not_equal(nr_bad_maps, 0);
+}
+
+/*
+ * An RSDP of revision 2 of which only the ACPI 1.0 part could be read (a
+ * short multiboot2 tag): its XSDT fields are not looked at.
+ */
+static void
+test_rsdp_v2_truncated_uses_rsdt(void **state)
+{
+    static const uint32_t want[] = { 20 };
+    uint64_t xsdt, rsdp = rsdp_two_roots(&xsdt);
+
+    (void)state;
+    assert_int_equal(acpi_parse(at(rsdp), 20, test_map), 0);
+    assert_cpus(want, 1);
+    assert_int_equal(acpi_parse(at(rsdp), 19, test_map), -EINVAL);
+}
+
 static void
 check_s5(const uint8_t *aml, size_t size, uint16_t want)
 {
@@ -1192,6 +1254,9 @@ main(void)
         T(test_rsdp_bad_signature),
         T(test_rsdp_bad_checksum),
         T(test_rsdp_null),
+        T(test_table_length_past_memory),
+        T(test_table_header_past_memory),
+        T(test_rsdp_v2_truncated_uses_rsdt),
         T(test_both_roots_bad),
         T(test_failure_after_success_resets),
         T(test_bad_madt_skipped),

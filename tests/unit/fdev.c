@@ -24,6 +24,8 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_i.h"
+#include "kern/spinlock.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
 
@@ -55,9 +57,18 @@ fdev_mask(const struct fdev *fd)
     return fd->dev.width >= 64 ? UINT64_MAX : (1ULL << fd->dev.width) - 1;
 }
 
+/* The core serialises the global operations with its allocator lock. */
+static void
+fdev_assert_serialised(void)
+{
+    assert_true(spinlock_held(&perfmon_lock));
+}
+
 static int
 fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
 {
+    fdev_assert_serialised();
+
     if (id >= PERFMON_NR_EVENTS || !fd->can[id]) {
         return -ENOENT;
     }
@@ -77,6 +88,7 @@ fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
     uint64_t all = (1ULL << fd->nr_hw) - 1;
     uint64_t fixed = fd->fixed_cycles ? 1ULL << (fd->nr_hw - 1) : 0;
 
+    fdev_assert_serialised();
     assert_true(flags != 0 && (flags & ~PERFMON_EF_MODE) == 0);
     fd->nr_counters_calls++;
 
@@ -129,6 +141,7 @@ fdev_alloc(struct fdev *fd, unsigned int *hw_idp, uint64_t raw,
 static void
 fdev_free(struct fdev *fd, unsigned int hw_id)
 {
+    fdev_assert_serialised();
     assert_true(fd->hw_used & (1ULL << hw_id));
     fd->hw_used &= ~(1ULL << hw_id);
     fd->nr_free++;
@@ -140,12 +153,12 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
 {
     struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
 
-    (void)flags;
     assert_false(cpu_intr_enabled());
     assert_true(hw_id < fd->nr_hw);
     assert_false(c->running);
     c->running = true;
     c->raw_event = raw;
+    c->flags = flags;
     c->value = fd->initial;
     fd->nr_start++;
 }

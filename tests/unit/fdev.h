@@ -9,6 +9,9 @@
  * raising an overflow status bit as a PMU would; fdev_nmi() delivers its
  * overflow interrupt on a CPU.  Device 1 counts the software events, the
  * others hardware-like events (cycles, instructions, branches, misses).
+ * Like a real driver, a fake device keeps what start was told (the mode
+ * flags included) and asserts the core's contract: the global operations
+ * (translate, alloc, free) run with the allocator lock held.
  */
 
 #ifndef TESTS_UNIT_FDEV_H
@@ -37,6 +40,7 @@
 struct fdev_counter {
     bool running;
     uint64_t raw_event;
+    unsigned int flags;                 /* PERFMON_EF_MODE bits at start */
     uint64_t value;
 };
 

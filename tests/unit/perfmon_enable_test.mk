@@ -1,2 +1,3 @@
 UNIT_TESTS += perfmon_enable_test
-perfmon_enable_test_SRCS := tests/unit/perfmon_enable_test.c tests/unit/fdev.c $(PERFMON_CORE_SRCS)
+perfmon_enable_test_SRCS := tests/unit/perfmon_enable_test.c tests/unit/fdev.c \
+	kern/string.c $(PERFMON_CORE_SRCS)

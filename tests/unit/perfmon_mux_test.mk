@@ -1,2 +1,3 @@
 UNIT_TESTS += perfmon_mux_test
-perfmon_mux_test_SRCS := tests/unit/perfmon_mux_test.c tests/unit/fdev.c $(PERFMON_CORE_SRCS)
+perfmon_mux_test_SRCS := tests/unit/perfmon_mux_test.c tests/unit/fdev.c \
+	kern/string.c $(PERFMON_CORE_SRCS)

@@ -1,2 +1,3 @@
 UNIT_TESTS += perfmon_sample_test
-perfmon_sample_test_SRCS := tests/unit/perfmon_sample_test.c tests/unit/fdev.c $(PERFMON_CORE_SRCS)
+perfmon_sample_test_SRCS := tests/unit/perfmon_sample_test.c tests/unit/fdev.c \
+	kern/string.c $(PERFMON_CORE_SRCS)

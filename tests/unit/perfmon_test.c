@@ -1479,6 +1479,120 @@ test_several_devices(void **state)
     fdev_assert_idle(b);
 }
 
+/*
+ * The core passes each counter's mode to the device at start: a hardware
+ * driver programs its user/kernel bits from it.
+ */
+static void
+test_mode_flags_reach_device(void **state)
+{
+    static const unsigned int modes[] = {
+        PERFMON_EF_KERN, PERFMON_EF_USER, PERFMON_EF_KERN | PERFMON_EF_USER,
+    };
+    struct perfmon_event evs[ARRAY_SIZE(modes)];
+    struct thread *t = fake_thread_create("t");
+    struct perfmon_event thr;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+
+    for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
+        init_ok(&evs[i], PERFMON_EV_CYCLE, modes[i]);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 2), 0);
+        assert_true(fd->counters[2][i].running);
+        assert_int_equal(fd->counters[2][i].flags, modes[i]);
+    }
+
+    /*
+     * A thread event's counter, started by the switch hook on CPU 1,
+     * where the first counter is free.
+     */
+    init_ok(&thr, PERFMON_EV_INSTRUCTION, PERFMON_EF_USER);
+    assert_int_equal(perfmon_event_attach(&thr, t), 0);
+    fake_thread_switch(1, t);
+    assert_true(fd->counters[1][0].running);
+    assert_int_equal(fd->counters[1][0].flags, PERFMON_EF_USER);
+    fake_thread_switch(1, NULL);
+
+    assert_int_equal(perfmon_event_detach(&thr), 0);
+
+    for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
+}
+
+/*
+ * A wrap seen by a plain fold, then a detach before its NMI: the next
+ * user of the slot starts afresh.  A "wrap seen" flag left over would
+ * make the NMI of the new run's first wrap, which arrives once the raw
+ * value is already past where it started (interrupt latency), add no
+ * period.
+ */
+static void
+test_restart_forgets_wrap_seen(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    fdev_count(fd, 1, RAW_CYCLES, 65530);
+    assert_int_equal(perfmon_event_read(&ev), 65530);
+    fdev_count(fd, 1, RAW_CYCLES, 10);
+    assert_int_equal(perfmon_event_read(&ev), 65540);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    /* The device drops the old run's overflow at restart (as soft.c). */
+    fd->status[1] = 0;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(ev.slot, 0);
+    fdev_count(fd, 1, RAW_CYCLES, 65536 + 5);
+    assert_int_equal(fd->status[1], 1);
+    assert_true(fdev_nmi(fd, 1));
+    assert_int_equal(perfmon_event_read(&ev), 65541);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * A device with the most counters a device may have, registered before
+ * another: its slot range ends where the other's begins, and an event of
+ * the first never shares the second's counter, even for the same event.
+ */
+static void
+test_full_device_beside_another(void **state)
+{
+    struct perfmon_event on_a, on_b;
+    struct fdev *a, *b;
+
+    (void)state;
+    a = fdev_add(0, 48, PERFMON_DEV_MAX_PMCS, true);
+    b = fdev_add(2, 48, 2, true);
+    init_ok(&on_b, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_dev(&on_b, &b->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&on_b, 0), 0);
+    assert_int_equal(on_b.slot, PERFMON_DEV_MAX_PMCS);
+
+    init_ok(&on_a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_dev(&on_a, &a->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&on_a, 0), 0);
+    assert_int_equal(a->nr_counters_calls, 1);
+    assert_ptr_equal(on_a.dev, &a->dev);
+    assert_true(on_a.slot < PERFMON_DEV_MAX_PMCS);
+
+    fdev_count(a, 0, RAW_CYCLES, 100);
+    fdev_count(b, 0, RAW_CYCLES, 7);
+    assert_int_equal(perfmon_event_read(&on_a), 100);
+    assert_int_equal(perfmon_event_read(&on_b), 7);
+    assert_int_equal(perfmon_event_detach(&on_a), 0);
+    assert_int_equal(perfmon_event_detach(&on_b), 0);
+    fdev_assert_idle(a);
+    fdev_assert_idle(b);
+}
+
 static void
 test_overflow_intr_not_ours(void **state)
 {
@@ -1801,6 +1915,9 @@ main(void)
         cmocka_unit_test_setup(test_poll_timer_lifecycle, setup),
         cmocka_unit_test_setup(test_poll_given_interval_with_intr, setup),
         cmocka_unit_test_setup(test_several_devices, setup),
+        cmocka_unit_test_setup(test_mode_flags_reach_device, setup),
+        cmocka_unit_test_setup(test_restart_forgets_wrap_seen, setup),
+        cmocka_unit_test_setup(test_full_device_beside_another, setup),
         cmocka_unit_test_setup(test_overflow_intr_not_ours, setup),
         cmocka_unit_test_setup(test_intr_callbacks, setup),
         cmocka_unit_test_setup(test_intr_register_full, setup),

@@ -1,2 +1,3 @@
 UNIT_TESTS += perfmon_test
-perfmon_test_SRCS := tests/unit/perfmon_test.c tests/unit/fdev.c $(PERFMON_CORE_SRCS)
+perfmon_test_SRCS := tests/unit/perfmon_test.c tests/unit/fdev.c \
+	kern/string.c $(PERFMON_CORE_SRCS)

@@ -3,13 +3,15 @@
  *
  *
  * Fake of the system clock for host tests: time moves only when the test
- * says so.
+ * says so, or when code waits for console input (which never comes).
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fakes/fake_smp.h"
 #include "kern/clock.h"
+#include "kern/console.h"
 
 static uint64_t fake_clock_ticks;
 
@@ -29,4 +31,15 @@ uint64_t
 clock_get_time(void)
 {
     return fake_clock_ticks;
+}
+
+/*
+ * Waiting for console input (kern/console.h): none ever comes on the host,
+ * and the time passes.
+ */
+bool
+console_wait_input(uint64_t ms)
+{
+    fake_clock_ticks += clock_ticks_from_ms(ms);
+    return false;
 }

@@ -9,17 +9,24 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "arch/x86/cpu.h"
 #include "fakes/fake_smp.h"
 #include "kern/assert.h"
 #include "kern/param.h"
 
+struct cpu_info cpu_info = {
+    .vendor_str = "FakeVendor", .family = 6, .model = 0x55,
+};
+
 static unsigned int fake_cpu_id;
 static unsigned int fake_cpu_nr = 1;
 static bool fake_cpu_intr = true;
 static uint64_t fake_cpu_tsc_freq = 3000000000ULL;
 static uint64_t fake_cpu_tsc;
+static struct cpu fake_cpus[CPU_MAX];
+static void (*fake_cpu_pause_hook)(void);
 
 void
 fake_cpu_reset(unsigned int nr_cpus)
@@ -30,6 +37,8 @@ fake_cpu_reset(unsigned int nr_cpus)
     fake_cpu_intr = true;
     fake_cpu_tsc_freq = 3000000000ULL;
     fake_cpu_tsc = 0;
+    memset(fake_cpus, 0, sizeof(fake_cpus));
+    fake_cpu_pause_hook = NULL;
 }
 
 void
@@ -107,4 +116,20 @@ cpu_tsc_freq(void)
 void
 cpu_pause(void)
 {
+    if (fake_cpu_pause_hook != NULL) {
+        fake_cpu_pause_hook();
+    }
+}
+
+void
+fake_cpu_set_pause_hook(void (*fn)(void))
+{
+    fake_cpu_pause_hook = fn;
+}
+
+/* Only the fields host-built code reads are kept up to date (nmi_nesting). */
+struct cpu *
+cpu_self(void)
+{
+    return &fake_cpus[fake_cpu_id];
 }

@@ -29,6 +29,11 @@ void fake_cpu_set_id(unsigned int cpu);
 void fake_cpu_set_intr(bool enabled);
 void fake_cpu_set_tsc_freq(uint64_t hz);
 void fake_cpu_advance_tsc(uint64_t cycles);
+/*
+ * Called by every cpu_pause(), the spin-wait hint: lets a test deliver
+ * what the code is spinning for (an NMI it sent itself, say).  NULL: none.
+ */
+void fake_cpu_set_pause_hook(void (*fn)(void));
 
 /* ---- thread.c ---- */
 

@@ -2,13 +2,30 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Single-threaded fake of kern/spinlock.c for host tests: it checks lock
- * pairing (a double lock or an unlock of a free lock is an assertion
- * failure) without any real atomicity.
+ * Single-threaded fake of kern/spinlock.c for host tests, with no real
+ * atomicity but the ownership rules of the real lock asserted: a lock is
+ * owned by the fake CPU that took it (cpu_id() of fakes/cpu.c when the
+ * test links it, CPU 0 otherwise); taking a lock already held (by this
+ * CPU: a deadlock; by another fake CPU: a spin that would never end on
+ * one host thread) and releasing one not held by this CPU are assertion
+ * failures.  spinlock_held() answers for this CPU, so code that asserts
+ * it holds a lock, and fakes that check their callers hold one
+ * (tests/unit/fdev.c for the perfmon allocator lock), catch a lock that
+ * was dropped.
  */
 
+#include "arch/x86/cpu.h"
 #include "kern/assert.h"
 #include "kern/spinlock.h"
+
+/* Tests without the CPU fake have one CPU: a weak reference, NULL then. */
+unsigned int cpu_id(void) __attribute__((weak));
+
+static unsigned int
+fake_spinlock_cpu(void)
+{
+    return (cpu_id != NULL) ? cpu_id() : 0;
+}
 
 void
 spinlock_init(struct spinlock *lock)
@@ -22,13 +39,14 @@ spinlock_lock(struct spinlock *lock)
 {
     assert(!lock->locked);
     lock->locked = 1;
-    lock->owner = 0;
+    lock->owner = fake_spinlock_cpu();
 }
 
 void
 spinlock_unlock(struct spinlock *lock)
 {
     assert(lock->locked);
+    assert(lock->owner == fake_spinlock_cpu());
     lock->locked = 0;
     lock->owner = SPINLOCK_OWNER_NONE;
 }
@@ -50,5 +68,5 @@ spinlock_unlock_intr_restore(struct spinlock *lock, unsigned long flags)
 bool
 spinlock_held(const struct spinlock *lock)
 {
-    return lock->locked && lock->owner == 0;
+    return lock->locked && lock->owner == fake_spinlock_cpu();
 }

@@ -310,10 +310,3 @@ thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
 
     fake_ctx_exit(&ctx);
 }
-
-/* One host thread: nothing else can run meanwhile. */
-void
-thread_yield(void)
-{
-    assert(thread_preempt_enabled());
-}
