@@ -557,6 +557,8 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
     assert(perfmon_pmcs[slot].nr_refs != 0);
     perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->nr_refs = 1;
+    pmc->share_enabled = pmc->enabled;
+    pmc->share_running = pmc->running;
 
     if (perfmon_pmcs[slot].sampling != NULL) {
         perfmon_cpu_pmc_sample_init(cpu, slot, saved);
@@ -594,14 +596,44 @@ perfmon_td_init(struct perfmon_td *td)
     memset(td, 0, sizeof(*td));
 }
 
-/* Load slot of a thread running on this CPU (entered). */
+/*
+ * Load slot of a thread running on this CPU (entered).  The CPU knows
+ * the thread whose slots are loaded (cpu->td, for the scheduler): set
+ * with its first slot, cleared with its last.
+ */
 static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot, uint64_t now)
 {
+    assert(cpu->td == NULL || cpu->td == td);
+    cpu->td = td;
+    td->loaded_mask |= perfmon_slot_bit(slot);
     perfmon_cpu_pmc_ref(cpu, slot, &td->pmcs[slot], now);
     perfmon_cpu_pmc_counts(cpu, slot, now, &td->pmcs[slot].snap);
-    td->loaded_mask |= perfmon_slot_bit(slot);
+}
+
+uint64_t
+perfmon_cpu_pmc_share(struct perfmon_cpu *cpu, unsigned int slot,
+                      uint64_t now)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_td *td = cpu->td;
+    uint64_t enabled, running;
+
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    enabled = pmc->enabled - pmc->share_enabled;
+    running = pmc->running - pmc->share_running;
+
+    if (td != NULL && (td->loaded_mask & perfmon_slot_bit(slot))) {
+        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+
+        enabled = tpmc->total.enabled - tpmc->share_base.enabled
+                  + (pmc->enabled - tpmc->snap.enabled);
+        running = tpmc->total.running - tpmc->share_base.running
+                  + (pmc->running - tpmc->snap.running);
+    }
+
+    return (enabled == 0) ? 0 : num_muldiv(running, 1ULL << 20, enabled);
 }
 
 /*
@@ -634,6 +666,10 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
     perfmon_cpu_pmc_unref(cpu, slot, cpu->now);
     td->loaded_mask &= ~perfmon_slot_bit(slot);
+
+    if (td->loaded_mask == 0) {
+        cpu->td = NULL;
+    }
 }
 
 /*
@@ -673,6 +709,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     }
 
     prev->loaded_mask = 0;
+    cpu->td = (kept != 0) ? next : NULL;
     next->cpu = cpu_id();
     next->loaded_mask = kept;
     slots = next->active_mask & ~kept;
@@ -682,6 +719,14 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 
         slots &= slots - 1;
         perfmon_td_pmc_load(next, cpu, slot, now);
+    }
+
+    /*
+     * Its slots took free counters in slot order: when some wait, they
+     * all take turns by share now, not only at the next rotation.
+     */
+    if (READ_ONCE(perfmon_mux_cpus) & (1ULL << cpu_id())) {
+        perfmon_sched_rotate(cpu, now);
     }
 
     perfmon_cpu_leave(cpu);
@@ -723,6 +768,7 @@ perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
     if (tpmc->nr_refs++ == 0) {
         td->active_mask |= perfmon_slot_bit(slot);
+        tpmc->share_base = tpmc->total;
 
         if (cpu != NULL) {
             /* A thread without events was not loaded at its switch in. */
@@ -753,6 +799,10 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
         if (cpu != NULL) {
             perfmon_cpu_pmc_unref(cpu, slot, now);
             td->loaded_mask &= ~perfmon_slot_bit(slot);
+
+            if (td->loaded_mask == 0) {
+                cpu->td = NULL;
+            }
         }
 
         td->active_mask &= ~perfmon_slot_bit(slot);

@@ -355,7 +355,8 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
         }
 
         out->id = id;
-        out->flags = (parsed->flags & PERFMON_EF_MODE) | flags;
+        out->flags = (parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED))
+                     | flags;
 
         if (flags & PERFMON_EF_RAW) {
             out->dev = dev;
@@ -369,7 +370,7 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
     if (perfmon_lookup_event(NULL, parsed->name, &id, &flags) == 0) {
         /* A known event that no device here can count. */
         out->id = id;
-        out->flags = parsed->flags & PERFMON_EF_MODE;
+        out->flags = parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED);
         out->generic = (int)id;
         out->supported = false;
         return 0;
@@ -762,8 +763,9 @@ perfmon_cmd_usage(void)
             "what it does\n"
             "  -e EVENTS  comma-separated names or aliases from 'perfmon "
             "list', raw codes rHEX,\n"
-            "             each with an optional :u or :k (default both); "
-            "-e may repeat\n"
+            "             each with optional modifiers :u :k (default both) "
+            ":D (pinned); groups\n"
+            "             {a,b}[:mods] count together; -e may repeat\n"
             "  -a         count on all CPUs instead of the thread\n"
             "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
             "  -A         one row per CPU instead of the sum (with -a or "

@@ -129,6 +129,8 @@ struct perfmon_cpu_pmc {
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
+    uint64_t share_enabled;             /* enabled and running when it */
+    uint64_t share_running;             /*   last became active here */
 
     uint64_t period;
     int64_t left;
@@ -143,13 +145,11 @@ struct perfmon_cpu_pmc {
  * A device's counters on one CPU, for the scheduler (kern/perfmon_sched.c):
  * hw_used, the hardware counters started here (pinned and flexible
  * slots); waiting, the active flexible slots that have none (they take
- * turns: rotation moves cursor, the slot the next fill starts from, each
- * multiplexing interval).
+ * turns).
  */
 struct perfmon_cpu_dev {
     uint64_t hw_used;
     uint64_t waiting;
-    unsigned int cursor;
 };
 
 /*
@@ -173,6 +173,7 @@ struct perfmon_cpu {
     uint64_t active_mask;
     uint64_t sched_mask;
     uint64_t now;                       /* TSC at the section's start */
+    struct perfmon_td *td;              /* the thread loaded here, or NULL */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_start;              /* TSC, throttling window */
@@ -353,6 +354,9 @@ void perfmon_family_add_counts(struct perfmon_family *family, bool times,
  * on the local CPU's state (interrupts disabled; cpu->now set).
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  * start it; perfmon_cpu_pmc_stop: fold, stop and take it back.
+ * perfmon_cpu_pmc_share: the share of its enabled time slot ran until
+ * now, in 2^-20ths (the loaded thread's, for its slots; the CPU's
+ * otherwise).
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave(struct perfmon_cpu *cpu);
@@ -360,12 +364,15 @@ void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
                           uint64_t now);
+uint64_t perfmon_cpu_pmc_share(struct perfmon_cpu *cpu, unsigned int slot,
+                               uint64_t now);
 
 /*
  * kern/perfmon_sched.c (see there), in a section on cpu.
  * perfmon_sched_in: slot just became active here (in active_mask).
  * perfmon_sched_out: slot just stopped being active here.
- * perfmon_sched_rotate: one turn of the slots waiting for a counter.
+ * perfmon_sched_rotate: one turn of the slots waiting for a counter
+ *   (every device's).  Also after a thread with slots waiting was loaded.
  * perfmon_sched_evict_all: thread context, after a counter of dev was
  *   reserved: every CPU moves its flexible slots off it.
  * perfmon_sched_setup: the part of perfmon_setup for that file.

@@ -91,6 +91,10 @@ perfmon_parse_raw(const char *name, size_t len, uint64_t *codep,
     return true;
 }
 
+/*
+ * Modifiers: u and k (the modes; both when neither is given), D (pinned),
+ * each at most once: cs:uu is a typo, not a request.
+ */
 static int
 perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
 {
@@ -107,16 +111,21 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
             flag = PERFMON_EF_USER;
         } else if (mods[i] == 'k') {
             flag = PERFMON_EF_KERN;
+        } else if (mods[i] == 'D') {
+            flag = PERFMON_EF_PINNED;
         } else {
             return -EINVAL;
         }
 
-        /* cs:uu is a typo, not a request. */
         if (flags & flag) {
             return -EINVAL;
         }
 
         flags |= flag;
+    }
+
+    if (!(flags & PERFMON_EF_MODE)) {
+        flags |= PERFMON_EF_MODE;
     }
 
     *flagsp = flags;
@@ -150,7 +159,7 @@ perfmon_parse_item(const char *item, size_t len,
         char c = item[i];
 
         if ((c == '{') || (c == '}')) {
-            perfmon_parse_set_error(errp, "event groups are not supported",
+            perfmon_parse_set_error(errp, "a brace inside an event name",
                                     item, len);
             return -EINVAL;
         } else if (c == '/') {
@@ -180,7 +189,7 @@ perfmon_parse_item(const char *item, size_t len,
     if ((colon != NULL)
         && (perfmon_parse_modifiers(colon + 1, len - name_len - 1,
                                     &flags) != 0)) {
-        perfmon_parse_set_error(errp, "bad modifier (u and k, each at "
+        perfmon_parse_set_error(errp, "bad modifier (u, k and D, each at "
                                 "most once)", item, len);
         return -EINVAL;
     }
@@ -188,6 +197,11 @@ perfmon_parse_item(const char *item, size_t len,
     memcpy(event->spec, item, len);
     event->spec[len] = '\0';
     event->flags = flags;
+    event->own_modes = false;
+
+    for (const char *m = colon; m != NULL && m < item + len; m++) {
+        event->own_modes |= (*m == 'u' || *m == 'k');
+    }
     event->raw_code = 0;
 
     if (perfmon_parse_raw(item, name_len, &code, &too_long)) {
@@ -207,11 +221,82 @@ perfmon_parse_item(const char *item, size_t len,
     return 0;
 }
 
+/*
+ * Where an item ends: the next comma outside braces' meaning (a comma
+ * always ends an item; braces only open and close groups around items).
+ */
+static size_t
+perfmon_parse_item_len(const char *item)
+{
+    const char *end = strchr(item, ',');
+
+    return (end == NULL) ? strlen(item) : (size_t)(end - item);
+}
+
+/*
+ * A group's closing brace and its modifiers (`}` or `}:mods`) at the end
+ * of an item of len characters: the item's length without them, with
+ * *modsp and *mods_lenp the modifiers (NULL: none); len when the item
+ * closes no group.
+ */
+static size_t
+perfmon_parse_group_end(const char *item, size_t len, const char **modsp,
+                        size_t *mods_lenp)
+{
+    size_t i = len;
+
+    while (i > 0 && item[i - 1] != '}') {
+        i--;
+    }
+
+    /* No brace, or `}x`: the item's own business (a bad name). */
+    if (i == 0 || (i < len && item[i] != ':')) {
+        return len;
+    }
+
+    *modsp = (i < len) ? &item[i + 1] : NULL;
+    *mods_lenp = (i < len) ? len - i - 1 : 0;
+    return i - 1;
+}
+
+/* The group modifiers (u, k, D) apply to every member without its own. */
+static int
+perfmon_parse_group_close(struct perfmon_parse_event *events,
+                          unsigned int first, unsigned int nr,
+                          const char *mods, size_t mods_len,
+                          const char *item, size_t item_len,
+                          struct perfmon_parse_error *errp)
+{
+    unsigned int flags;
+
+    if (mods == NULL) {
+        return 0;
+    }
+
+    if (perfmon_parse_modifiers(mods, mods_len, &flags) != 0) {
+        perfmon_parse_set_error(errp, "bad group modifier (u, k and D, each "
+                                "at most once)", item, item_len);
+        return -EINVAL;
+    }
+
+    for (unsigned int i = first; i < nr; i++) {
+        events[i].flags |= flags & PERFMON_EF_PINNED;
+
+        if (!events[i].own_modes) {
+            events[i].flags = (events[i].flags & ~PERFMON_EF_MODE)
+                              | (flags & PERFMON_EF_MODE);
+        }
+    }
+
+    return 0;
+}
+
 int
 perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
                      unsigned int max, struct perfmon_parse_error *errp)
 {
-    unsigned int nr = 0;
+    unsigned int nr = 0, group_first = 0;
+    bool in_group = false;
     const char *item;
     size_t len;
     int error;
@@ -219,6 +304,10 @@ perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
     if ((list == NULL) || (events == NULL)) {
         perfmon_parse_set_error(errp, "no event list", "", 0);
         return -EINVAL;
+    }
+
+    if (errp != NULL) {
+        errp->pos = 0;
     }
 
     len = strnlen(list, PERFMON_PARSE_LIST_MAX + 1);
@@ -236,32 +325,76 @@ perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
         return -EINVAL;
     }
 
-    item = list;
+    for (item = list;; item += len + 1) {
+        const char *mods = NULL, *name = item;
+        size_t mods_len = 0, name_len;
+        bool opens, closes;
 
-    for (;;) {
-        const char *end = strchr(item, ',');
-        size_t item_len = (end == NULL) ? strlen(item) : (size_t)(end - item);
+        len = perfmon_parse_item_len(item);
+        opens = (len > 0 && item[0] == '{');
+        name_len = perfmon_parse_group_end(item, len, &mods, &mods_len);
+        closes = (name_len != len);
+
+        if (errp != NULL) {
+            errp->pos = (unsigned int)(item - list) + 1;
+        }
+
+        if (opens && in_group) {
+            perfmon_parse_set_error(errp, "a group inside a group", item,
+                                    len);
+            return -EINVAL;
+        }
+
+        if (closes && !in_group && !opens) {
+            perfmon_parse_set_error(errp, "'}' closes no group", item, len);
+            return -EINVAL;
+        }
+
+        if (opens) {
+            in_group = true;
+            group_first = nr;
+            name++;
+            name_len--;
+        }
 
         if (nr == max) {
             perfmon_parse_set_error(errp, "too many events (at most "
                                     STRINGIFY(PERFMON_PARSE_MAX_EVENTS)
-                                    " in all)", item, item_len);
+                                    " in all)", item, len);
             return -E2BIG;
         }
 
-        error = perfmon_parse_item(item, item_len, &events[nr], errp);
+        error = perfmon_parse_item(name, name_len, &events[nr], errp);
 
         if (error) {
             return error;
         }
 
+        events[nr].group = in_group ? (int)group_first : -1;
         nr++;
 
-        if (end == NULL) {
-            break;
+        if (closes) {
+            in_group = false;
+            error = perfmon_parse_group_close(events, group_first, nr, mods,
+                                              mods_len, item, len, errp);
+
+            if (error) {
+                return error;
+            }
         }
 
-        item = end + 1;
+        if (item[len] == '\0') {
+            break;
+        }
+    }
+
+    if (in_group) {
+        if (errp != NULL) {
+            errp->pos = (unsigned int)(&list[strlen(list)] - list) + 1;
+        }
+
+        perfmon_parse_set_error(errp, "a group without its '}'", "", 0);
+        return -EINVAL;
     }
 
     return (int)nr;

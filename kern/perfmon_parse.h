@@ -33,37 +33,49 @@
 
 /*
  * One item of an event list.  spec is the item as typed (shown in the
- * output, modifiers kept, as perf does); name is the event name without
- * its modifiers (empty for a raw event).  flags holds the PERFMON_EF_MODE
- * bits the modifiers asked for (both when there were none) and
- * PERFMON_EF_RAW for an rNNNN item, whose code is raw_code.
+ * output, modifiers kept, as perf does, braces left out); name is the
+ * event name without its modifiers (empty for a raw event).  flags holds
+ * the PERFMON_EF_MODE bits the modifiers asked for (both when there were
+ * none; own_modes: the item named some itself), PERFMON_EF_PINNED for
+ * :D, and PERFMON_EF_RAW for an rNNNN item, whose code is raw_code.
+ * group: the index of the first event of the item's group, -1 when in
+ * none.
  */
 struct perfmon_parse_event {
     char spec[PERFMON_PARSE_NAME_SIZE];
     char name[PERFMON_PARSE_NAME_SIZE];
     uint64_t raw_code;
     unsigned int flags;
+    bool own_modes;
+    int group;
 };
 
 /*
  * Why a list was refused: reason is a static phrase ("unknown modifier"),
- * item the offending item as typed (truncated to fit), possibly empty.
+ * item the offending item as typed (truncated to fit), possibly empty,
+ * and pos where it starts in the list (1 for its first character; 0 when
+ * it is the whole list).
  */
 struct perfmon_parse_error {
     const char *reason;
     char item[PERFMON_PARSE_NAME_SIZE];
+    unsigned int pos;
 };
 
 /*
  * Parse a comma-separated event list into events[0..max).  Items are
  * `name[:mods]` or `rHEX[:mods]` (1 to 16 hex digits; a name that is `r`
- * followed only by hex digits is a raw code, as in perf), mods being any
- * non-empty combination of `u` and `k`.  Names may hold letters, digits,
- * '-', '_' and '.'.  The names are not looked up: that is the caller's job.
- * Returns the number of events (at least 1), or:
+ * followed only by hex digits is a raw code, as in perf), mods being `u`,
+ * `k` and `D` (pinned), each at most once.  Names may hold letters,
+ * digits, '-', '_' and '.'.  Items between `{` and `}` form a group, as in
+ * perf (`{cycles,instructions}`); modifiers after the brace
+ * (`{...}:uD`) apply to every member, a member's own `u`/`k` winning.  The
+ * names are not looked up: that is the caller's job.  Returns the number
+ * of events (at least 1), or:
  *   -EINVAL  NULL argument, empty list or item, bad character, bad or
- *            unsupported modifier, bad raw code, perf syntax we do not
- *            support (groups `{...}`, PMU terms `pmu/.../`)
+ *            unsupported modifier, bad raw code, a group inside a group,
+ *            a brace that opens or closes nothing, PMU terms
+ *            (`pmu/.../`)
  *   -E2BIG   list longer than PERFMON_PARSE_LIST_MAX, an item longer than
  *            PERFMON_PARSE_NAME_SIZE - 1, or more than max items
  * filling *errp (when not NULL) on error.  events may be partly written on

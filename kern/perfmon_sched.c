@@ -10,17 +10,20 @@
  * of the counters that can count it is free there: then it runs as if
  * nothing else existed, and costs nothing more.  When none is free it
  * waits, and the CPU has turns to take: every perfmon.mux_ms (the clock
- * tick calls perfmon_sched_rotate), the flexible slots holding counters
- * give them up and the slots are placed again, starting one further along
- * (cursor), so that N slots over K counters each run about K/N of the
- * time.  Every slot's times say what it got: enabled while active,
- * running while it held a counter (kern/perfmon.c).
+ * tick calls perfmon_sched_rotate), and whenever a thread with slots
+ * waiting is switched in, the flexible slots holding counters give them
+ * up and all are placed again, those that so far ran the smallest share
+ * of their enabled time first (perfmon_cpu_pmc_share: the loaded thread's
+ * share for its slots, which follows it across switches and migrations,
+ * the CPU's for the others).  So N slots over K counters each run about
+ * K/N of the time, however often their thread moves.  Every slot's times
+ * say what it got: enabled while active, running while it held a counter
+ * (kern/perfmon.c).
  *
  * A group's slots active on a CPU (a unit) are placed all together or not
- * at all, and leave together.  Placement is greedy, in slot order from
- * the cursor: each member takes a free counter it can use, a preferred
- * one first (a fixed counter); a unit that does not fit is passed over
- * for the next.
+ * at all, and leave together; a unit's share is its first slot's.  Each
+ * member takes a free counter it can use, a preferred one first (a fixed
+ * counter); a unit that does not fit is passed over for the next.
  *
  * Everything here runs on the CPU it is about, in a perfmon section
  * (perfmon_cpu_enter: interrupts disabled, the busy flag set against the
@@ -69,7 +72,6 @@ perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
     }
 
     if (waiting && !(READ_ONCE(perfmon_mux_cpus) & bit)) {
-        cpu->mux_ticks = 0;
         __atomic_fetch_or(&perfmon_mux_cpus, bit, __ATOMIC_RELAXED);
     } else if (!waiting && (READ_ONCE(perfmon_mux_cpus) & bit)) {
         __atomic_fetch_and(&perfmon_mux_cpus, ~bit, __ATOMIC_RELAXED);
@@ -185,28 +187,63 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
 }
 
 /*
- * Place the waiting units of device d that fit, in slot order from the
- * cursor; those that do not fit keep waiting.
+ * Place the waiting units of device d that fit, those that ran the
+ * smallest share of their time first (ties: the lowest slot); those that
+ * do not fit keep waiting.
  */
 static void
 perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
-    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
-    uint64_t tried = 0;
+    uint64_t left = cdev->waiting;
 
-    for (unsigned int i = 0; i < PERFMON_DEV_MAX_PMCS; i++) {
-        unsigned int slot = base + (cdev->cursor + i) % PERFMON_DEV_MAX_PMCS;
-        uint64_t unit;
+    while (left != 0) {
+        uint64_t slots = left, best_share = UINT64_MAX, unit;
+        unsigned int best = 0;
 
-        if (!(cdev->waiting & ~tried & perfmon_slot_bit(slot))) {
-            continue;
+        while (slots != 0) {
+            unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+            uint64_t share = perfmon_cpu_pmc_share(cpu, slot, now);
+
+            slots &= slots - 1;
+
+            if (share < best_share) {
+                best_share = share;
+                best = slot;
+            }
         }
 
-        unit = perfmon_sched_unit(cpu, slot);
-        tried |= unit;
+        unit = perfmon_sched_unit(cpu, best);
+        left &= ~unit;
         perfmon_sched_place(cpu, unit, now);
     }
+}
+
+/*
+ * Everything on device d takes turns again: the flexible slots holding
+ * counters give them up, then all are placed by share.
+ */
+static void
+perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
+                        uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
+    uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
+
+    while (running != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(running);
+
+        running &= running - 1;
+
+        if (!perfmon_pmcs[slot].pinned) {
+            flexible |= perfmon_slot_bit(slot);
+        }
+    }
+
+    perfmon_sched_remove(cpu, flexible, now);
+    cdev->waiting |= flexible;
+    perfmon_sched_fill(cpu, d, now);
 }
 
 /*
@@ -298,55 +335,17 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
     perfmon_sched_update_mux(cpu, cpu_id());
 }
 
-/*
- * One turn on device d: the flexible slots holding counters give them up,
- * and the slots are placed again from the next one on.
- */
-static void
-perfmon_sched_rotate_dev(struct perfmon_cpu *cpu, unsigned int d,
-                         uint64_t now)
-{
-    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
-    uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
-    uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
-    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
-
-    while (running != 0) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(running);
-
-        running &= running - 1;
-
-        if (!perfmon_pmcs[slot].pinned) {
-            flexible |= perfmon_slot_bit(slot);
-        }
-    }
-
-    perfmon_sched_remove(cpu, flexible, now);
-    cdev->waiting |= flexible;
-
-    /* The next active slot after the cursor starts this turn. */
-    for (unsigned int i = 1; i <= PERFMON_DEV_MAX_PMCS; i++) {
-        unsigned int pos = (cdev->cursor + i) % PERFMON_DEV_MAX_PMCS;
-
-        if (cdev->waiting & perfmon_slot_bit(base + pos)) {
-            cdev->cursor = pos;
-            break;
-        }
-    }
-
-    perfmon_sched_fill(cpu, d, now);
-    syscnt_inc(&cpu->nr_rotations);
-}
-
 void
 perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
         if (cpu->devs[d].waiting != 0) {
-            perfmon_sched_rotate_dev(cpu, d, now);
+            perfmon_sched_rebalance(cpu, d, now);
+            syscnt_inc(&cpu->nr_rotations);
         }
     }
 
+    cpu->mux_ticks = 0;
     perfmon_sched_update_mux(cpu, cpu_id());
 }
 
@@ -361,7 +360,6 @@ perfmon_tick_slow(void)
         return;
     }
 
-    cpu->mux_ticks = 0;
     cpu = perfmon_cpu_enter();
     perfmon_sched_rotate(cpu, cpu->now);
     perfmon_cpu_leave(cpu);

@@ -90,9 +90,15 @@ perfmon_stat_add_events(struct perfmon_stat *stat, const char *list)
                               &err);
 
     if (nr < 0) {
-        kprintf("perfmon: stat: bad event list: %s%s%s%s\n%s", err.reason,
+        kprintf("perfmon: stat: bad event list: %s%s%s%s", err.reason,
                 (err.item[0] != '\0') ? " ('" : "", err.item,
-                (err.item[0] != '\0') ? "')" : "", perfmon_stat_usage);
+                (err.item[0] != '\0') ? "')" : "");
+
+        if (err.pos != 0) {
+            kprintf(" at character %u of '%s'", err.pos, list);
+        }
+
+        kprintf("\n%s", perfmon_stat_usage);
         return SHELL_ERR_REPORTED;
     }
 
@@ -102,6 +108,8 @@ perfmon_stat_add_events(struct perfmon_stat *stat, const char *list)
 
         memset(ev, 0, sizeof(*ev));
         ev->parsed = parsed[i];
+        ev->group = (parsed[i].group < 0) ? -1
+                    : (int)first + parsed[i].group;
         error = perfmon_stat_resolve(ev);
 
         if (error) {
@@ -191,6 +199,64 @@ perfmon_stat_option(struct perfmon_stat *stat, int opt, const char *val)
     default:
         return 0;
     }
+}
+
+/* The device that counts an event (NULL: none here). */
+static struct perfmon_dev *
+perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
+{
+    if (cev->dev != NULL) {
+        return cev->dev;
+    }
+
+    return (cev->flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
+                                         : perfmon_cmd_dev_for(cev->parsed.name);
+}
+
+/*
+ * Groups: counted by one device, and no larger than its counters (it
+ * could never run all together otherwise).
+ */
+static int
+perfmon_stat_check_groups(struct perfmon_stat *stat)
+{
+    for (unsigned int l = 0; l < stat->nr_events; l++) {
+        struct perfmon_dev *dev = perfmon_stat_ev_dev(&stat->evs[l]);
+        struct perfmon_dev_info info;
+        unsigned int n = 0;
+
+        if (stat->evs[l].group != (int)l || dev == NULL) {
+            continue;
+        }
+
+        for (unsigned int e = l; e < stat->nr_events; e++) {
+            struct perfmon_dev *edev;
+
+            if (stat->evs[e].group != (int)l) {
+                continue;
+            }
+
+            edev = perfmon_stat_ev_dev(&stat->evs[e]);
+            n++;
+
+            if (edev != NULL && edev != dev) {
+                return perfmon_stat_error("a group's events are counted by "
+                                          "one device: '%s' is %s's, '%s' "
+                                          "%s's", stat->evs[l].parsed.spec,
+                                          dev->name, stat->evs[e].parsed.spec,
+                                          edev->name);
+            }
+        }
+
+        if (perfmon_dev_get_info(dev, &info) == 0 && n > info.nr_pmcs) {
+            return perfmon_stat_error("the group of '%s' has %u events, but "
+                                      "%s has %u counters",
+                                      stat->evs[l].parsed.spec, n, dev->name,
+                                      info.nr_pmcs);
+        }
+    }
+
+    return 0;
 }
 
 static int
@@ -290,7 +356,7 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
         error = perfmon_stat_default_events(stat);
     }
 
-    return error;
+    return (error == 0) ? perfmon_stat_check_groups(stat) : error;
 }
 
 /* ---- perfmon stat: counting --------------------------------------------- */
@@ -349,6 +415,13 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
             error = perfmon_event_set_dev(pev, cev->dev);
         }
 
+        /* The group's first event leads it, on each slot. */
+        if ((error == 0) && (cev->group >= 0)) {
+            error = perfmon_event_set_group(pev,
+                                            perfmon_stat_pev(stat,
+                                                (unsigned int)cev->group, s));
+        }
+
         if (error == 0) {
             error = stat->cpu_mode
                     ? perfmon_event_attach_cpu(pev, stat->cpus[s])
@@ -365,9 +438,7 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
 
     if (error == -EAGAIN) {
         cev->state = PERFMON_STAT_EV_NOT_COUNTED;
-        cev->full_dev = (cev->dev != NULL) ? cev->dev
-                        : (cev->flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
-                        : perfmon_cmd_dev_for(cev->parsed.name);
+        cev->full_dev = perfmon_stat_ev_dev(cev);
     } else {
         cev->state = PERFMON_STAT_EV_NOT_SUPPORTED;
     }
@@ -435,11 +506,18 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         for (unsigned int s = 0; s < stat->nr_slots; s++) {
-            *perfmon_stat_value(stat, run, e, s)
-                = (stat->evs[e].state == PERFMON_STAT_EV_OK)
-                  ? perfmon_event_read(perfmon_stat_pev(stat, e, s)) : 0;
-        }
+            struct perfmon_stat_count *c = perfmon_stat_value(stat, run, e,
+                                                              s);
 
+            if (stat->evs[e].state == PERFMON_STAT_EV_OK) {
+                c->value = perfmon_event_read_times(
+                               perfmon_stat_pev(stat, e, s), &c->enabled,
+                               &c->running);
+            }
+        }
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
         perfmon_stat_detach_event(stat, e);
     }
 

@@ -22,15 +22,27 @@ struct thread;
 
 #define PERFMON_STAT_SEP_MAX     8       /* -x separator, characters */
 
-/* What became of an event on the first run that tried it. */
+/*
+ * What became of an event on the first run that tried it.  An event that
+ * attached but never held a counter is not counted either: that shows in
+ * its running time (perfmon_stat_print).
+ */
 #define PERFMON_STAT_EV_OK               0
 #define PERFMON_STAT_EV_NOT_SUPPORTED    1   /* no device counts it */
-#define PERFMON_STAT_EV_NOT_COUNTED      2   /* no free counter */
+#define PERFMON_STAT_EV_NOT_COUNTED      2   /* pinned: no free counter */
+
+/* What one event counted on one slot in one run; times in ns. */
+struct perfmon_stat_count {
+    uint64_t value;
+    uint64_t enabled;
+    uint64_t running;
+};
 
 /*
  * One requested event: how to initialise it (id, flags, dev: the device
  * of a device-named raw event, else NULL to let the core choose), its
- * generic id when it has one (for the derived metrics), and its fate.
+ * generic id when it has one (for the derived metrics), its group (the
+ * index of its leader in evs, -1 for none), and its fate.
  */
 struct perfmon_stat_ev {
     struct perfmon_parse_event parsed;
@@ -38,6 +50,7 @@ struct perfmon_stat_ev {
     unsigned int flags;
     struct perfmon_dev *dev;
     int generic;                        /* PERFMON_EV_*, or -1 */
+    int group;
     unsigned int state;
     struct perfmon_dev *full_dev;       /* NOT_COUNTED: the device */
     int error;                          /* why attaching it failed */
@@ -46,8 +59,8 @@ struct perfmon_stat_ev {
 /*
  * A `perfmon stat` invocation, on the heap (too big for a thread stack).
  * pevs[e * nr_slots + s] is event e on slot s (the thread, or the s-th
- * selected CPU); values[(r * nr_events + e) * nr_slots + s] its count in
- * run r.
+ * selected CPU); values[(r * nr_events + e) * nr_slots + s] what it
+ * counted in run r.
  */
 struct perfmon_stat {
     struct perfmon_stat_ev evs[PERFMON_PARSE_MAX_EVENTS];
@@ -66,7 +79,7 @@ struct perfmon_stat {
 
     struct perfmon_event *pevs;
     size_t pevs_size;
-    uint64_t *values;
+    struct perfmon_stat_count *values;
     size_t values_size;
     struct perfmon_event **set;         /* the attached ones of a run */
     size_t set_size;
@@ -78,8 +91,8 @@ struct perfmon_stat {
     int cmd_result;
 };
 
-/* The count of event ev on slot in run run. */
-static inline uint64_t *
+/* What event ev counted on slot in run run. */
+static inline struct perfmon_stat_count *
 perfmon_stat_value(struct perfmon_stat *stat, unsigned int run,
                    unsigned int ev, unsigned int slot)
 {

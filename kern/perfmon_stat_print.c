@@ -25,13 +25,32 @@
 #include "kern/shell.h"
 #include "kern/string.h"
 
-/* Means (and relative deviations) of every event on one output row. */
+/*
+ * Every event on one output row: the mean of its counts over the runs
+ * (each the sum over the row's slots of count * enabled / running, perf's
+ * estimate for an event that took turns on a counter), their relative
+ * deviation, and the share of its enabled time it really counted, in
+ * hundredths of a percent (10000: all of it; 0: it never ran).
+ */
 struct perfmon_stat_row {
     int slot;                           /* -1: the sum over the slots */
     uint64_t mean[PERFMON_PARSE_MAX_EVENTS];
     uint64_t rsd[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t share[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t running_ns[PERFMON_PARSE_MAX_EVENTS];  /* mean over runs */
     uint64_t elapsed_ns;
 };
+
+/* count * enabled / running: what the event would have counted. */
+static uint64_t
+perfmon_stat_scaled(const struct perfmon_stat_count *c)
+{
+    if (c->running == 0 || c->running >= c->enabled) {
+        return (c->running == 0) ? 0 : c->value;
+    }
+
+    return num_muldiv(c->value, c->enabled, c->running);
+}
 
 static void
 perfmon_stat_row_compute(struct perfmon_stat *stat,
@@ -43,22 +62,42 @@ perfmon_stat_row_compute(struct perfmon_stat *stat,
     row->slot = slot;
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
+        uint64_t enabled = 0, running = 0;
+
         for (unsigned int r = 0; r < stat->runs_done; r++) {
             uint64_t v = 0;
 
             for (unsigned int s = 0; s < stat->nr_slots; s++) {
-                if ((slot < 0) || ((unsigned int)slot == s)) {
-                    v += *perfmon_stat_value(stat, r, e, s);
+                const struct perfmon_stat_count *c;
+
+                if ((slot >= 0) && ((unsigned int)slot != s)) {
+                    continue;
                 }
+
+                c = perfmon_stat_value(stat, r, e, s);
+                v += perfmon_stat_scaled(c);
+                enabled += c->enabled;
+                running += MIN(c->running, c->enabled);
             }
 
             scratch[r] = v;
         }
 
         num_stats(scratch, stat->runs_done, &row->mean[e], &row->rsd[e]);
+        row->share[e] = (enabled == 0) ? 10000
+                        : num_muldiv(running, 10000, enabled);
+        row->running_ns[e] = running / MAX(stat->runs_done, 1U);
     }
 
     num_stats(stat->elapsed_ns, stat->runs_done, &row->elapsed_ns, &rsd);
+}
+
+/* Whether an event counted at all on a row: it ran some of its time. */
+static bool
+perfmon_stat_counted(const struct perfmon_stat_ev *cev,
+                     const struct perfmon_stat_row *row, unsigned int e)
+{
+    return cev->state == PERFMON_STAT_EV_OK && row->share[e] != 0;
 }
 
 /* The first counted event of generic id, or -1. */
@@ -202,8 +241,8 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
     struct perfmon_stat_metric m = { .value = "", .unit = "" };
     const char *sep = stat->sep, *unit = "";
     struct perfmon_cmd_line line;
-    char value[40], rsd[16];
-    bool counted = (cev->state == PERFMON_STAT_EV_OK);
+    char value[40], rsd[16], share[16];
+    bool counted = perfmon_stat_counted(cev, row, e);
 
     perfmon_cmd_line_init(&line);
 
@@ -228,10 +267,12 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
         perfmon_cmd_line_add(&line, "%s%s%%", sep, counted ? rsd : "");
     }
 
+    num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
+                  false);
     perfmon_cmd_line_add(&line, "%s%llu%s%s%s%s%s%s", sep,
-                         counted ? (unsigned long long)row->elapsed_ns : 0ULL,
-                         sep, counted ? "100.00" : "0.00", sep, m.value, sep,
-                         m.unit);
+                         counted ? (unsigned long long)row->running_ns[e]
+                                 : 0ULL,
+                         sep, share, sep, m.value, sep, m.unit);
     perfmon_cmd_line_print(&line);
 }
 
@@ -258,6 +299,14 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
         return;
     }
 
+    if (cev->state == PERFMON_STAT_EV_OK && !perfmon_stat_counted(cev, row,
+                                                                  e)) {
+        perfmon_cmd_line_add(&line, "%18s      %s", "<not counted>",
+                             cev->parsed.spec);
+        perfmon_cmd_line_print(&line);
+        return;
+    }
+
     if (cev->state == PERFMON_STAT_EV_NOT_COUNTED) {
         struct perfmon_dev_info info = { .nr_pmcs = 0 };
 
@@ -266,7 +315,8 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
         }
 
         perfmon_cmd_line_add(&line, "%18s      %-25s (all %u counters of %s "
-                             "are in use)", "<not counted>", cev->parsed.spec,
+                             "are reserved)", "<not counted>",
+                             cev->parsed.spec,
                              info.nr_pmcs,
                              (cev->full_dev != NULL) ? cev->full_dev->name
                                                      : "the device");
@@ -288,6 +338,14 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
     if (stat->repeat > 1) {
         num_fmt_ratio(rsd, sizeof(rsd), row->rsd[e], 100, 2, true);
         perfmon_cmd_line_add(&line, " ( +- %5s%% )", rsd);
+    }
+
+    /* The share of its time it held a counter, as perf shows it. */
+    if (row->share[e] < 10000) {
+        char share[16];
+
+        num_fmt_ratio(share, sizeof(share), row->share[e], 100, 2, true);
+        perfmon_cmd_line_add(&line, "  (%s%%)", share);
     }
 
     perfmon_cmd_line_print(&line);
@@ -333,7 +391,8 @@ perfmon_stat_print_header(struct perfmon_stat *stat)
  * counts (perf prints <not supported> alone; here the reason is known).
  */
 static void
-perfmon_stat_print_reason(const struct perfmon_stat_ev *cev)
+perfmon_stat_print_reason(const struct perfmon_stat *stat,
+                          const struct perfmon_stat_ev *cev)
 {
     struct perfmon_dev *dev = cev->dev;
     const char *why = NULL;
@@ -357,6 +416,11 @@ perfmon_stat_print_reason(const struct perfmon_stat_ev *cev)
     if (why != NULL) {
         kprintf("perfmon: stat: %s: not counted: %s\n", cev->parsed.spec,
                 why);
+    } else if (cev->group >= 0 && cev->error == -EINVAL
+               && &stat->evs[cev->group] != cev) {
+        kprintf("perfmon: stat: %s: not counted: its group's first event, "
+                "%s, is not\n", cev->parsed.spec,
+                stat->evs[cev->group].parsed.spec);
     } else if (cev->error != 0 && cev->error != -ENOENT) {
         kprintf("perfmon: stat: %s: not counted: %s\n", cev->parsed.spec,
                 error_str(cev->error));
@@ -429,7 +493,7 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
-            perfmon_stat_print_reason(&stat->evs[e]);
+            perfmon_stat_print_reason(stat, &stat->evs[e]);
             hook_off |= (stat->evs[e].error == -EBUSY);
         }
     }

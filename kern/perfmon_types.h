@@ -46,6 +46,10 @@ struct perfmon_counts {
  * synced).  At unload that difference is added to total, so total is
  * everything that happened while the thread ran, on whatever CPUs.
  *
+ * share_base is total when the slot last became active on the thread:
+ * what it got since then decides its turns when its events wait for a
+ * counter.
+ *
  * For a sampling slot, while it is not loaded: the events left to the
  * thread's next sample, its period and the floor throttling put under it
  * (sample_period 0: none yet, the next load starts afresh).
@@ -54,6 +58,7 @@ struct perfmon_td_pmc {
     unsigned int nr_refs;
     struct perfmon_counts snap;
     struct perfmon_counts total;
+    struct perfmon_counts share_base;
     int64_t sample_left;
     uint64_t sample_period;
     uint64_t sample_min_period;

@@ -219,10 +219,11 @@ def main():
                  ['-A needs -a or -C', USAGE]),
                 ('bad workload argument', 'perfmon stat spin 0',
                  ['spin: N must be a number', 'usage: spin N']),
-                ('counter shortage', 'perfmon stat -e cs:u,cs:k,cs,'
-                 'cpu-migrations:u,cpu-migrations:k,cpu-migrations,test:u,'
-                 'test:k,test,interrupts -- yield 5',
-                 ['<not counted>', 'counters of soft are in use']),
+                ('pinned counter shortage', 'perfmon stat -e cs:uD,cs:kD,'
+                 'cs:D,cpu-migrations:uD,cpu-migrations:kD,'
+                 'cpu-migrations:D,test:uD,test:kD,test:D,interrupts:D '
+                 '-- yield 5',
+                 ['<not counted>', 'counters of soft are reserved']),
             ]
             for name, line, needles in bad:
                 tap.step('%s is reported' % name, expect(line, needles))

@@ -127,7 +127,10 @@ test_fits_never_rotated(void **state)
     fdev_assert_idle(fd);
 }
 
-/* N events over K counters: each runs about K/N of the time. */
+/*
+ * N events over K counters: each runs about K/N of the time, whatever
+ * their slots ran for earlier users (slot 0 ran alone a long time first).
+ */
 static void
 test_fair_turns(void **state)
 {
@@ -138,6 +141,13 @@ test_fair_turns(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, K, true);
+    cpu_events(evs, 1, 1, 0);
+
+    for (unsigned int i = 0; i < ROUNDS; i++) {
+        interval(1);
+    }
+
+    detach_all(evs, 1);
     cpu_events(evs, N, 1, 0);
     assert_true(perfmon_mux_cpus & (1ULL << 1));
 
@@ -302,6 +312,48 @@ test_thread_times_no_drift(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * A thread with six events on two counters that never stays for a whole
+ * multiplexing interval: its events still take turns, at its switches.
+ */
+static void
+test_thread_turns_at_switches(void **state)
+{
+    enum { N = 6, K = 2, ROUNDS = 600, RATE = 100 };
+    struct perfmon_event evs[N];
+    struct thread *t = fake_thread_create("t");
+    uint64_t enabled, running;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, K, true);
+
+    for (unsigned int i = 0; i < N; i++) {
+        init_ok(&evs[i], raws[i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach(&evs[i], t), 0);
+    }
+
+    for (unsigned int round = 0; round < ROUNDS; round++) {
+        unsigned int cpu = 1 + round % 3;
+
+        fake_thread_migrate(t, cpu);
+        fake_thread_switch(cpu, t);
+        happen(fd, cpu, N, RATE);
+        fake_cpu_advance_tsc(TSC_PER_INTERVAL / 10);
+        fake_thread_switch(cpu, NULL);
+    }
+
+    for (unsigned int i = 0; i < N; i++) {
+        uint64_t estimate = scaled(&evs[i], &enabled, &running);
+
+        assert_in_range(running * N * 100 / (enabled * K), 95, 105);
+        assert_in_range(estimate * 100 / ((uint64_t)ROUNDS * RATE), 95, 105);
+    }
+
+    detach_all(evs, N);
+    fdev_assert_idle(fd);
+}
+
 /* A fixed counter takes its event, leaving the general ones free. */
 static void
 test_fixed_counter_preferred(void **state)
@@ -409,6 +461,7 @@ main(void)
         cmocka_unit_test_setup(test_group_all_or_nothing, setup),
         cmocka_unit_test_setup(test_pinned_never_rotated, setup),
         cmocka_unit_test_setup(test_thread_times_no_drift, setup),
+        cmocka_unit_test_setup(test_thread_turns_at_switches, setup),
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_errors, setup),

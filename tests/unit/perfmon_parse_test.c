@@ -119,7 +119,16 @@ test_bad_syntax(void **state)
     check_bad("cs:uu", -EINVAL, "each at most once", "cs:uu");
     check_bad("cs:kuk", -EINVAL, "each at most once", "cs:kuk");
     check_bad("cycles:u:k", -EINVAL, "more than one", "cycles:u:k");
-    check_bad("{cycles,instructions}", -EINVAL, "groups", "{cycles");
+    check_bad("{cycles,{instructions}}", -EINVAL, "group inside a group",
+              "{instructions}}");
+    check_bad("cycles},cs", -EINVAL, "closes no group", "cycles}");
+    check_bad("{cycles,cs", -EINVAL, "without its '}'", "");
+    check_bad("{}", -EINVAL, "empty event name", "");
+    check_bad("{cs}:x", -EINVAL, "bad group modifier", "{cs}:x");
+    check_bad("{cs}:", -EINVAL, "bad group modifier", "{cs}:");
+    check_bad("c{s", -EINVAL, "brace inside", "c{s");
+    check_bad("{cs}x", -EINVAL, "brace inside", "cs}x");
+    check_bad("cs:Dk:", -EINVAL, "more than one", "cs:Dk:");
     check_bad("cpu/event=0xc2/", -EINVAL, "PMU terms", "cpu/event=0xc2/");
     check_bad("cy cles", -EINVAL, "bad character", "cy cles");
     check_bad("cycles\t", -EINVAL, "bad character", "cycles\t");
@@ -130,6 +139,47 @@ test_bad_syntax(void **state)
     assert_int_equal(perfmon_parse_events(NULL, events, MAXEV, NULL),
                      -EINVAL);
     assert_int_equal(perfmon_parse_events("cs", NULL, MAXEV, NULL), -EINVAL);
+}
+
+/* Where a refused list went wrong: the item's first character. */
+static void
+test_error_position(void **state)
+{
+    struct perfmon_parse_error err;
+
+    (void)state;
+    assert_int_equal(perfmon_parse_events("cs,cycles:p", events, MAXEV,
+                                          &err), -EINVAL);
+    assert_int_equal(err.pos, 4);
+    assert_int_equal(perfmon_parse_events("{cs,cycles", events, MAXEV,
+                                          &err), -EINVAL);
+    assert_int_equal(err.pos, 11);
+    assert_int_equal(perfmon_parse_events("", events, MAXEV, &err), -EINVAL);
+    assert_int_equal(err.pos, 0);
+}
+
+/* Groups: members, their first event, the group's modifiers, pinning. */
+static void
+test_groups(void **state)
+{
+    (void)state;
+    assert_int_equal(perfmon_parse_events("cs,{cycles,instructions:u}:kD,"
+                                          "{r1a},branches:D", events, MAXEV,
+                                          NULL), 5);
+    assert_int_equal(events[0].group, -1);
+    assert_int_equal(events[0].flags, PERFMON_EF_MODE);
+    assert_int_equal(events[1].group, 1);
+    assert_string_equal(events[1].name, "cycles");
+    assert_string_equal(events[1].spec, "cycles");
+    assert_int_equal(events[1].flags, PERFMON_EF_KERN | PERFMON_EF_PINNED);
+    assert_int_equal(events[2].group, 1);
+    assert_string_equal(events[2].spec, "instructions:u");
+    assert_int_equal(events[2].flags, PERFMON_EF_USER | PERFMON_EF_PINNED);
+    assert_int_equal(events[3].group, 3);
+    assert_int_equal(events[3].raw_code, 0x1a);
+    assert_int_equal(events[3].flags, PERFMON_EF_MODE | PERFMON_EF_RAW);
+    assert_int_equal(events[4].group, -1);
+    assert_int_equal(events[4].flags, PERFMON_EF_MODE | PERFMON_EF_PINNED);
 }
 
 static void
@@ -320,6 +370,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_modifiers),
+        cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_raw_codes),
         cmocka_unit_test(test_bad_syntax),
         cmocka_unit_test(test_overlong_input),

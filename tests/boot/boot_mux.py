@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+#
+# Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+#
+#
+# Boot test of multiplexing, with the software PMU limited to 2 counters
+# (softpmu.counters=2) on 4 CPUs: the in-kernel mux suite passes (six
+# events on a steady stream, groups, pinned, torture), and through the
+# shell `perfmon stat` with more events than counters prints each one's
+# share below 100% and estimates within tolerance (cpu-clock against the
+# elapsed time, interrupts against the tick rate), a group's members run
+# for the same share, a pinned event counts exactly with no share shown,
+# a group larger than the counters and bad group syntax are refused with
+# one clear line, -x lines keep one field count and tell the share, and
+# nothing is left in use.  Prints TAP; exits 1 on failure.
+#
+
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'tools'))
+
+import ktap  # noqa: E402
+import tallyqemu  # noqa: E402
+from tallyqemu import stat_count, stat_elapsed, stat_msec  # noqa: E402
+
+SMP = 4
+CMDLINE = 'softpmu.counters=2'
+CMD_TIMEOUT = 120
+SUITE_TIMEOUT = 300
+TICK_HZ = 1000
+
+
+def share_of(out, event):
+    """The (xx.xx%) share printed on event's line, or None (100%)."""
+    m = re.search(r'^[^\n]*[ \t]' + re.escape(event)
+                  + r'[ \t][^\n]*\((\d+\.\d+)%\)[ \t]*$', out, re.M)
+    return float(m.group(1)) if m else None
+
+
+def suite(tap, args):
+    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_mux-suite.txt')
+    with tallyqemu.Qemu(log=log, name='boot_mux') as q:
+        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode,
+                cmdline='test=mux ' + CMDLINE)
+        try:
+            code = q.wait_exit(SUITE_TIMEOUT)
+            why = tallyqemu.describe_exit(code)
+        except TimeoutError as e:
+            code, why = None, str(e)
+        report = ktap.parse(q.output)
+    names = [path for path, r in report.leaves()]
+    for path, r in report.leaves():
+        tap.result(r.passed and not r.skip, 'ktap: ' + path,
+                   '\n'.join(r.diagnostics))
+    tap.result(code == tallyqemu.EXIT_SUCCESS and len(names) == 3,
+               'the mux suite runs its 3 tests and exits with 33',
+               '%s; tests: %r' % (why, names))
+
+
+def shell(tap, args):
+    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
+                                   'serial-boot_mux.txt')
+    with tallyqemu.Qemu(log=log, name='boot_mux') as q:
+        q.start(args.iso, smp=SMP, kvm=args.kvm_mode, cmdline=CMDLINE)
+
+        def run(line):
+            return q.command(line, CMD_TIMEOUT)
+
+        def estimates():
+            out = run('perfmon stat -a -e cpu-clock,cs,interrupts,xcalls,'
+                      'test sleep 300')
+            shares = [share_of(out, e) for e in
+                      ('cpu-clock', 'cs', 'interrupts', 'xcalls', 'test')]
+            if None in shares or max(shares) >= 100:
+                return 'not every share below 100%%: %r\n%s' % (shares, out)
+            clock, elapsed = stat_msec(out, 'cpu-clock'), stat_elapsed(out)
+            intrs = stat_count(out, 'interrupts')
+            if clock is None or elapsed is None or intrs is None:
+                return 'cpu-clock, interrupts or elapsed missing:\n' + out
+            want = SMP * elapsed * 1000
+            if not 0.9 * want <= clock <= 1.1 * want:
+                return 'cpu-clock %.2f msec, not %d x %.3f s within 10%%:\n%s' \
+                    % (clock, SMP, elapsed, out)
+            want = SMP * elapsed * TICK_HZ
+            if not 0.75 * want <= intrs <= 1.25 * want:
+                return 'interrupts %d, not about %d ticks:\n%s' \
+                    % (intrs, want, out)
+            return None
+
+        def group_shares():
+            out = run('perfmon stat -e {cs,migrations},test,interrupts '
+                      'hop 100')
+            a, b = share_of(out, 'cs'), share_of(out, 'migrations')
+            if a is None or a != b:
+                return 'group shares differ: %r %r\n%s' % (a, b, out)
+            return None
+
+        def pinned_exact():
+            out = run('perfmon stat -e cs:D,test,interrupts,xcalls hop 50')
+            if stat_count(out, 'cs:D') != 50 or share_of(out, 'cs:D'):
+                return 'cs:D not exactly 50, or with a share:\n' + out
+            if share_of(out, 'test') is None:
+                return 'the others did not take turns:\n' + out
+            return None
+
+        def csv():
+            out = run('perfmon stat -x , -e test,cs,migrations,interrupts '
+                      'hop 100')
+            rows = [l.split(',') for l in out.split('\n')
+                    if re.match(r'^(\d+|<not counted>),', l)]
+            if len(rows) != 4 or len(set(len(r) for r in rows)) != 1:
+                return 'want 4 lines of one field count:\n' + out
+            if any(float(r[4]) >= 100 for r in rows):
+                return 'a percent field says 100 while taking turns:\n' + out
+            return None
+
+        def expect(line, needles):
+            def check():
+                out = run(line)
+                missing = [n for n in needles if n not in out]
+                if missing:
+                    return '%r not in the reply to %r:\n%s' \
+                        % (missing, line, out)
+                return None
+            return check
+
+        def no_leak():
+            out = run('perfmon info')
+            if 'counters in use: none' not in out:
+                return 'counters still in use:\n' + out
+            return None
+
+        try:
+            tap.step('reaches the prompt with %s' % CMDLINE,
+                     lambda: q.wait_prompt() and None)
+            tap.step('five events on two counters: shares below 100%, '
+                     'estimates within tolerance', estimates)
+            tap.step('a group\'s members run for the same share',
+                     group_shares)
+            tap.step('a pinned event counts exactly beside others',
+                     pinned_exact)
+            tap.step('-x: one field count, the share in the percent field',
+                     csv)
+            tap.step('a group larger than the counters is refused',
+                     expect('perfmon stat -e {cs,migrations,test} hop 10',
+                            ["the group of 'cs' has 3 events, but soft has "
+                             "2 counters", 'usage: perfmon stat']))
+            tap.step('bad group syntax is refused with its position',
+                     expect('perfmon stat -e cs,{migrations,test spin 1',
+                            ["a group without its '}'", 'at character',
+                             'usage: perfmon stat']))
+            tap.step('nothing left in use', no_leak)
+        except tallyqemu.Stop:
+            pass
+
+
+def main():
+    args = tallyqemu.boot_test_args(__doc__)
+    tap = tallyqemu.Tap()
+    suite(tap, args)
+    shell(tap, args)
+    return tap.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,351 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * In-kernel tests of multiplexing with the software PMU limited to 2
+ * counters (boot with softpmu.counters=2; they skip otherwise): six
+ * events on the test event stream, added at a steady rate, each estimate
+ * within 10% of the true total; two events of a group always with equal
+ * running times; a pinned event exact while four others take turns; and
+ * threads attaching, reading, detaching and migrating while their events
+ * take turns, with counts that never go back.
+ *
+ * Six events counting the same event need six counter slots: each leads
+ * a group of its own, and slots are never shared across groups.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/error.h"
+#include "kern/ktest.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/swevent.h"
+#include "kern/thread.h"
+#include "tests/kernel/ktest_util.h"
+
+#define MT_COUNTERS     2
+#define MT_RUN_MS       400             /* to add events for, per test */
+#define MT_BATCH        10              /* events added at a time */
+#define MT_TORTURE_MS   1500
+#define MT_THREADS      4
+
+static struct perfmon_dev *
+mt_soft(void)
+{
+    return perfmon_dev_find("soft");
+}
+
+/* Whether the software PMU was booted with MT_COUNTERS counters. */
+static bool
+mt_ready(void)
+{
+    struct perfmon_dev_info info;
+
+    if (perfmon_dev_get_info(mt_soft(), &info) != 0
+        || info.nr_pmcs != MT_COUNTERS) {
+        ktest_skip_reason("needs softpmu.counters=2");
+        return false;
+    }
+
+    return true;
+}
+
+/*
+ * A test event of its own slot: flags, leading its own group, or in
+ * leader's (NULL: its own).
+ */
+static int
+mt_init(struct perfmon_event *ev, unsigned int flags,
+        struct perfmon_event *leader)
+{
+    int error = perfmon_event_init(ev, PERFMON_EV_TEST,
+                                   flags | PERFMON_EF_DISABLED);
+
+    if (error == 0) {
+        error = perfmon_event_set_dev(ev, mt_soft());
+    }
+
+    if (error == 0) {
+        error = perfmon_event_set_group(ev, (leader != NULL) ? leader : ev);
+    }
+
+    return error;
+}
+
+/* Add test events at a steady rate for ms; the number added. */
+static uint64_t
+mt_add_steadily(unsigned int ms)
+{
+    uint64_t deadline = ktest_deadline(ms), added = 0;
+
+    while (!ktest_expired(deadline)) {
+        swevent_add(SWEVENT_TEST, MT_BATCH);
+        added += MT_BATCH;
+
+        for (volatile unsigned int i = 0; i < 200; i++) {
+            continue;
+        }
+    }
+
+    return added;
+}
+
+static void
+mt_detach(struct perfmon_event *evs, unsigned int nr)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        if (perfmon_event_attached(&evs[i])) {
+            perfmon_event_detach(&evs[i]);
+        }
+    }
+}
+
+static uint64_t
+mt_scaled(struct perfmon_event *ev, uint64_t *enabledp, uint64_t *runningp)
+{
+    uint64_t count = perfmon_event_read_times(ev, enabledp, runningp);
+
+    return (*runningp == 0) ? 0 : count * (*enabledp / 1000)
+                                  / MAX(*runningp / 1000, 1);
+}
+
+/* Six events over two counters: each estimates the total within 10%. */
+static int
+mt_six_estimates(void)
+{
+    struct perfmon_event evs[6] = { 0 };
+    struct perfmon_event *set[6];
+    uint64_t saved, added, enabled, running;
+    unsigned int cpu;
+
+    if (!mt_ready()) {
+        return KTEST_SKIP;
+    }
+
+    saved = ktest_pin_self(&cpu);
+
+    for (unsigned int i = 0; i < 6; i++) {
+        set[i] = &evs[i];
+        KTEST_CHECK_EQ(mt_init(&evs[i], PERFMON_EF_KERN, NULL), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&evs[i], cpu), 0);
+    }
+
+    KTEST_CHECK_EQ(perfmon_events_enable(set, 6), 0);
+    added = mt_add_steadily(MT_RUN_MS);
+    KTEST_CHECK_EQ(perfmon_events_disable(set, 6), 0);
+
+    for (unsigned int i = 0; i < 6; i++) {
+        uint64_t estimate = mt_scaled(&evs[i], &enabled, &running);
+
+        ktest_diag("event %u: %llu of %llu added, ran %llu%% of its time",
+                   i, (unsigned long long)estimate,
+                   (unsigned long long)added,
+                   (unsigned long long)(running * 100 / MAX(enabled, 1)));
+        KTEST_CHECK(running < enabled);
+        KTEST_CHECK(estimate * 10 >= added * 9 && estimate * 10 <= added * 11);
+    }
+
+out:
+    mt_detach(evs, 6);
+    ktest_unpin_self(saved);
+    return ktest_result();
+}
+
+KTEST_DEFINE(mux, six_estimates, mt_six_estimates);
+
+/*
+ * A group of two slots (test:k and test:uk) and two others take turns on
+ * two counters: the group's members always ran for exactly as long, and
+ * counted the same; a pinned event beside four flexible ones is exact.
+ */
+static int
+mt_group_and_pinned(void)
+{
+    struct perfmon_event g[2] = { 0 }, others[4] = { 0 }, pin = { 0 };
+    struct perfmon_event *set[7];
+    uint64_t saved, added, e0, r0, e1, r1, c0, c1;
+    unsigned int cpu, n = 0;
+
+    if (!mt_ready()) {
+        return KTEST_SKIP;
+    }
+
+    saved = ktest_pin_self(&cpu);
+    KTEST_CHECK_EQ(mt_init(&g[0], PERFMON_EF_KERN, NULL), 0);
+    KTEST_CHECK_EQ(mt_init(&g[1], PERFMON_EF_MODE, &g[0]), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&g[0], cpu), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&g[1], cpu), 0);
+    set[n++] = &g[0];
+    set[n++] = &g[1];
+
+    for (unsigned int i = 0; i < 2; i++) {
+        KTEST_CHECK_EQ(mt_init(&others[i], PERFMON_EF_KERN, NULL), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&others[i], cpu), 0);
+        set[n++] = &others[i];
+    }
+
+    KTEST_CHECK_EQ(perfmon_events_enable(set, n), 0);
+    added = mt_add_steadily(MT_RUN_MS);
+    KTEST_CHECK_EQ(perfmon_events_disable(set, n), 0);
+    c0 = perfmon_event_read_times(&g[0], &e0, &r0);
+    c1 = perfmon_event_read_times(&g[1], &e1, &r1);
+    ktest_diag("group: %llu and %llu counted in %llu and %llu ns of %llu",
+               (unsigned long long)c0, (unsigned long long)c1,
+               (unsigned long long)r0, (unsigned long long)r1,
+               (unsigned long long)e0);
+    KTEST_CHECK_EQ(r0, r1);
+    KTEST_CHECK_EQ(c0, c1);
+    KTEST_CHECK(r0 > 0 && r0 < e0);
+    mt_detach(g, 2);
+    mt_detach(others, 2);
+
+    /* A pinned event, and four that share the counter left. */
+    n = 0;
+    KTEST_CHECK_EQ(mt_init(&pin, PERFMON_EF_KERN | PERFMON_EF_PINNED, NULL),
+                   0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&pin, cpu), 0);
+    set[n++] = &pin;
+
+    for (unsigned int i = 0; i < 4; i++) {
+        KTEST_CHECK_EQ(mt_init(&others[i], PERFMON_EF_KERN, NULL), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&others[i], cpu), 0);
+        set[n++] = &others[i];
+    }
+
+    KTEST_CHECK_EQ(perfmon_events_enable(set, n), 0);
+    added = mt_add_steadily(MT_RUN_MS);
+    KTEST_CHECK_EQ(perfmon_events_disable(set, n), 0);
+    KTEST_CHECK_EQ(perfmon_event_read_times(&pin, &e0, &r0), added);
+    KTEST_CHECK_EQ(r0, e0);
+
+out:
+    mt_detach(g, 2);
+    mt_detach(others, 4);
+    mt_detach(&pin, 1);
+    ktest_unpin_self(saved);
+    return ktest_result();
+}
+
+KTEST_DEFINE(mux, group_and_pinned, mt_group_and_pinned);
+
+/* ---- torture -------------------------------------------------------------- */
+
+struct mt_worker {
+    struct thread *thread;
+    unsigned int index;
+    volatile bool failed;
+    unsigned int rounds;
+};
+
+static volatile bool mt_stop;
+
+/*
+ * Attach three events of their own slots to itself, add, read (counts
+ * never go back), hop to another CPU, detach, again; three workers and
+ * the slots of each other's events keep every CPU's two counters busy.
+ */
+static void
+mt_worker_main(void *arg)
+{
+    struct mt_worker *w = arg;
+    unsigned int nr_cpus = cpu_count();
+
+    for (unsigned int round = 0; !mt_stop; round++) {
+        struct perfmon_event evs[3];
+        uint64_t last[3] = { 0 };
+
+        for (unsigned int i = 0; i < 3; i++) {
+            if (mt_init(&evs[i], PERFMON_EF_KERN, NULL) != 0
+                || perfmon_event_enable(&evs[i]) != -EINVAL
+                || perfmon_event_attach(&evs[i], thread_self()) != 0
+                || perfmon_event_enable(&evs[i]) != 0) {
+                w->failed = true;
+            }
+        }
+
+        for (unsigned int step = 0; step < 20; step++) {
+            swevent_add(SWEVENT_TEST, 1);
+
+            for (unsigned int i = 0; i < 3; i++) {
+                uint64_t v = perfmon_event_read(&evs[i]);
+
+                if (v < last[i]) {
+                    w->failed = true;
+                }
+
+                last[i] = v;
+            }
+
+            if (step % 5 == 0) {
+                thread_set_affinity(thread_self(),
+                                    1ULL << ((w->index + round + step)
+                                             % nr_cpus));
+            }
+        }
+
+        for (unsigned int i = 0; i < 3; i++) {
+            if (perfmon_event_detach(&evs[i]) != 0
+                || perfmon_event_read(&evs[i]) < last[i]) {
+                w->failed = true;
+            }
+        }
+
+        w->rounds++;
+    }
+
+    thread_set_affinity(thread_self(), THREAD_CPUMASK_ALL);
+}
+
+static int
+mt_torture(void)
+{
+    struct mt_worker workers[MT_THREADS] = { 0 };
+    struct perfmon_event cpu_evs[CPU_MAX] = { 0 };
+    unsigned int nr_cpus = cpu_count(), started = 0;
+
+    if (!mt_ready()) {
+        return KTEST_SKIP;
+    }
+
+    /* A CPU event on each CPU, so that they all have turns to take. */
+    for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
+        KTEST_CHECK_EQ(mt_init(&cpu_evs[cpu], PERFMON_EF_MODE, NULL), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&cpu_evs[cpu], cpu), 0);
+        KTEST_CHECK_EQ(perfmon_event_enable(&cpu_evs[cpu]), 0);
+    }
+
+    mt_stop = false;
+
+    for (unsigned int i = 0; i < MT_THREADS; i++) {
+        workers[i].index = i;
+        KTEST_CHECK_EQ(thread_create(&workers[i].thread, "mux-torture",
+                                     mt_worker_main, &workers[i],
+                                     THREAD_CPUMASK_ALL), 0);
+        started++;
+    }
+
+    thread_msleep(MT_TORTURE_MS);
+
+out:
+    mt_stop = true;
+
+    for (unsigned int i = 0; i < started; i++) {
+        thread_join(workers[i].thread);
+        ktest_diag("worker %u: %u rounds%s", i, workers[i].rounds,
+                   workers[i].failed ? ", FAILED" : "");
+
+        if (workers[i].failed || workers[i].rounds == 0) {
+            ktest_fail();
+        }
+    }
+
+    mt_detach(cpu_evs, nr_cpus);
+    return ktest_result();
+}
+
+KTEST_DEFINE(mux, torture, mt_torture);
