@@ -656,9 +656,18 @@ perfmon_cmd_info_pmc(const struct perfmon_cmd_pmc *pmc)
     struct perfmon_cmd_line line;
 
     perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "  %s counter %u (hw %u): r%llx %s:%s%s, "
-                         "%u user%s:", info->dev->name, info->index,
-                         info->hw_id, (unsigned long long)info->raw_event,
+    perfmon_cmd_line_add(&line, "  %s counter %u (", info->dev->name,
+                         info->index);
+
+    if (info->pinned) {
+        perfmon_cmd_line_add(&line, "pinned: hw %u", info->hw_id);
+    } else {
+        perfmon_cmd_line_add(&line, "a free one on each CPU");
+    }
+
+    perfmon_cmd_line_add(&line, "%s): r%llx %s:%s%s, %u user%s:",
+                         info->grouped ? ", in a group" : "",
+                         (unsigned long long)info->raw_event,
                          (name != NULL) ? name : "",
                          (info->flags & PERFMON_EF_USER) ? "u" : "",
                          (info->flags & PERFMON_EF_KERN) ? "k" : "",
@@ -667,8 +676,10 @@ perfmon_cmd_info_pmc(const struct perfmon_cmd_pmc *pmc)
     for (unsigned int i = 0; i < MIN(info->nr_users,
                                      PERFMON_PMC_INFO_MAX_USERS); i++) {
         if (info->users[i].thread != NULL) {
-            perfmon_cmd_line_add(&line, " thread %u (%s)", pmc->thread_ids[i],
-                                 pmc->thread_names[i]);
+            perfmon_cmd_line_add(&line, " thread %u (%s%s)",
+                                 pmc->thread_ids[i], pmc->thread_names[i],
+                                 info->users[i].inherited ? ", inherited"
+                                                          : "");
         } else {
             perfmon_cmd_line_add(&line, " cpu %u", info->users[i].cpu);
         }
@@ -716,8 +727,10 @@ perfmon_cmd_info(void)
         }
 
         kprintf("device %s: %u counters x %u bits, overflow: %s, in use: "
-                "%u of %u\n", info.name, info.nr_pmcs, info.width, overflow,
-                info.nr_pmcs_used, info.nr_pmcs);
+                "%u of %u%s\n", info.name, info.nr_pmcs, info.width, overflow,
+                info.nr_pmcs_used, info.nr_pmcs,
+                (info.nr_pmcs_used > info.nr_pmcs)
+                ? " (more events than counters: they take turns)" : "");
     }
 
     if (perfmon_nr_devs() == 0) {

@@ -427,6 +427,31 @@ perfmon_stat_print_reason(const struct perfmon_stat *stat,
     }
 }
 
+/*
+ * An event attached but never given a counter: more events than counters
+ * took turns and the command ended first, or its group needs more
+ * counters at once than pinned events leave free.
+ */
+static void
+perfmon_stat_print_never_ran(const struct perfmon_stat *stat, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    unsigned int n = 0;
+
+    for (unsigned int i = 0; i < stat->nr_events; i++) {
+        n += (cev->group >= 0 && stat->evs[i].group == cev->group);
+    }
+
+    if (n > 1) {
+        kprintf("perfmon: stat: %s: never held a counter: its group needs %u "
+                "at once (pinned events hold some, or it ended first)\n",
+                cev->parsed.spec, n);
+    } else {
+        kprintf("perfmon: stat: %s: never held a counter: the events took "
+                "turns and the command ended first\n", cev->parsed.spec);
+    }
+}
+
 static void
 perfmon_stat_print_footer(struct perfmon_stat *stat)
 {
@@ -491,10 +516,15 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
         perfmon_stat_print_footer(stat);
     }
 
+    perfmon_stat_row_compute(stat, row, -1, scratch);
+
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
             perfmon_stat_print_reason(stat, &stat->evs[e]);
             hook_off |= (stat->evs[e].error == -EBUSY);
+        } else if (!perfmon_stat_counted(&stat->evs[e], row, e)
+                   && stat->evs[e].state == PERFMON_STAT_EV_OK) {
+            perfmon_stat_print_never_ran(stat, e);
         }
     }
 
