@@ -99,6 +99,22 @@ perfmon_cmd_dev_for(const char *name)
     return NULL;
 }
 
+int
+perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
+{
+    struct perfmon_cmd_line line;
+    va_list ap;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: %s: ", who);
+    va_start(ap, fmt);
+    perfmon_cmd_line_vadd(&line, fmt, ap);
+    va_end(ap);
+    perfmon_cmd_line_print(&line);
+    kprintf("%s", usage);
+    return SHELL_ERR_REPORTED;
+}
+
 /* ---- options ---------------------------------------------------------------- */
 
 void
@@ -205,6 +221,32 @@ perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp)
     }
 
     return letter;
+}
+
+int
+perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
+                    const char *usage, perfmon_cmd_option_fn_t fn, void *ctx)
+{
+    const char *val;
+    int opt, error;
+
+    while ((opt = perfmon_cmd_getopt(opts, &val)) != 0) {
+        if (opt == '?') {
+            return perfmon_cmd_error(who, usage, "unknown option '%s'",
+                                     opts->bad);
+        } else if (opt == ':') {
+            return perfmon_cmd_error(who, usage, "option %s needs an argument",
+                                     opts->bad);
+        }
+
+        error = fn(ctx, opt, val);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    return 0;
 }
 
 /* ---- command runner ------------------------------------------------------ */

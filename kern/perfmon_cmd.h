@@ -38,6 +38,14 @@ void perfmon_cmd_line_vadd(struct perfmon_cmd_line *line, const char *fmt,
 void perfmon_cmd_line_print(struct perfmon_cmd_line *line);
 
 /*
+ * What every subcommand does with a bad option or argument: one line
+ * "perfmon: WHO: what is wrong", then its usage.  Returns
+ * SHELL_ERR_REPORTED.
+ */
+int perfmon_cmd_error(const char *who, const char *usage,
+                      const char *fmt, ...) __format_printf(3, 4);
+
+/*
  * Options, in the style of getopt: short ones from spec ("ab:c", a letter
  * followed by ':' takes a value, in the same word or the next), which may
  * be grouped ("-ga"), and long ones from longopts ("--name value" or
@@ -70,6 +78,19 @@ void perfmon_cmd_opts_init(struct perfmon_cmd_opts *opts, int argc,
                            char **argv, int first, const char *spec,
                            const struct perfmon_cmd_longopt *longopts);
 int perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp);
+
+/*
+ * Every option of opts, through fn(ctx, letter, value), which returns 0
+ * or SHELL_ERR_REPORTED having said why; an unknown option or one without
+ * its value is said as perfmon_cmd_error(who, usage) says it.  Returns 0
+ * or SHELL_ERR_REPORTED (the first error ends it).
+ */
+typedef int (*perfmon_cmd_option_fn_t)(void *ctx, int letter,
+                                       const char *value);
+
+int perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
+                        const char *usage, perfmon_cmd_option_fn_t fn,
+                        void *ctx);
 
 /*
  * How to count an event the user named (perf's -e syntax, parsed): the id
