@@ -326,6 +326,7 @@ struct perfmon_pmc_info {
     uint64_t raw_event;
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
     unsigned int nr_users;              /* events sharing the counter */
+    unsigned int nr_inherited;          /*   of them inherited children */
     struct perfmon_pmc_user users[PERFMON_PMC_INFO_MAX_USERS];
     bool sampling;                      /* a sampling counter: */
     uint64_t period;                    /*   its period, or first period */
@@ -497,7 +498,6 @@ struct perfmon_event {
     struct perfmon_family *family;      /* inherited events, their
                                            children's too */
     struct perfmon_event *group;        /* its group's leader, or NULL */
-    unsigned int nr_members;            /* a leader: members attached */
 };
 
 /*
