@@ -163,6 +163,11 @@ struct perfmon_dev_event {
  * CPU frequency (see perfmon_dev_info.poll_ms).  Nonzero: poll at that
  * interval, also when there is an interrupt (for counters that never raise
  * one).
+ *
+ * named_only: the device counts only the events that name it
+ * (perfmon_event_set_dev(), `DEV/EVENT/` in perf's syntax); it is never
+ * the default device of a generic event (a device whose counting costs
+ * far more than the event's usual device, like the `step` device).
  */
 struct perfmon_dev {
     const char *name;                   /* unique, e.g. "intel", "soft" */
@@ -172,6 +177,7 @@ struct perfmon_dev {
     bool overflow_intr;
     uint64_t max_period;                /* see below */
     unsigned int poll_ms;
+    bool named_only;
     const struct perfmon_dev_event *events;   /* may be NULL */
     unsigned int nr_events;
 
@@ -433,8 +439,9 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
 
 /*
  * Choose the device that counts the event (NULL: the default).  By default
- * a generic event goes to the first registered device that can count it and
- * a raw event to the first registered device.  Returns 0, -EINVAL for a
+ * a generic event goes to the first registered device that can count it,
+ * named_only devices left out, and a raw event to the first registered
+ * device.  Returns 0, -EINVAL for a
  * NULL or attached event, -ENODEV when dev is not registered.
  */
 int perfmon_event_set_dev(struct perfmon_event *event,
