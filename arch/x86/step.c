@@ -118,24 +118,11 @@ step_enable(step_deadline_fn_t fn)
 }
 
 /*
- * Set TF as this CPU's users say, unless in a handler: the CPU sets the
- * interrupted code's TF from the frame when the handler returns, which
- * step_intr_return() keeps right.
+ * TF changes in place only outside handlers: the CPU sets the interrupted
+ * code's TF from the frame when a handler returns, which
+ * step_intr_return() keeps right.  Set after the first user counts, and
+ * cleared before the last one leaves: no step finds no user.
  */
-static void
-step_cpu_sync_tf(const struct step_cpu *c)
-{
-    if (cpu_in_intr()) {
-        return;
-    }
-
-    if (c->nr_users != 0) {
-        step_tf_set();
-    } else {
-        step_tf_clear();
-    }
-}
-
 void
 step_cpu_start(bool intr)
 {
@@ -146,7 +133,10 @@ step_cpu_start(bool intr)
     c = step_cpu_local();
     c->nr_users++;
     c->nr_intr_users += intr;
-    step_cpu_sync_tf(c);
+
+    if (!cpu_in_intr()) {
+        step_tf_set();
+    }
 }
 
 void
@@ -158,9 +148,13 @@ step_cpu_stop(bool intr)
     c = step_cpu_local();
     assert(c->nr_users != 0);
     assert(!intr || c->nr_intr_users != 0);
+
+    if (c->nr_users == 1 && !cpu_in_intr()) {
+        step_tf_clear();
+    }
+
     c->nr_users--;
     c->nr_intr_users -= intr;
-    step_cpu_sync_tf(c);
 }
 
 uint64_t

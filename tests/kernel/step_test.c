@@ -362,6 +362,19 @@ KTEST_DEFINE(step, db_interrupts_nmis, stt_db_interrupts);
 
 /* ---- the step device ------------------------------------------------------ */
 
+/* Steps no user asked for (TF left set), on every CPU. */
+static uint64_t
+stt_stray_steps(void)
+{
+    uint64_t sum = 0;
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        sum += ktest_syscnt_read_cpu("step_stray", cpu);
+    }
+
+    return sum;
+}
+
 static int
 stt_attach(struct perfmon_event *ev, struct thread *thread,
            const struct perfmon_sampling *sampling)
@@ -470,7 +483,7 @@ static int
 stt_spin_exact(void)
 {
     static const uint64_t lengths[] = { 10, 1000, 2000, 5000 };
-    uint64_t base, count;
+    uint64_t base, count, strays = stt_stray_steps();
 
     if (!stt_available()) {
         return KTEST_SKIP;
@@ -485,6 +498,9 @@ stt_spin_exact(void)
         count = stt_span_loop4(lengths[i]);
         KTEST_CHECK_EQ(count - base, 4 * (lengths[i] - 1));
     }
+
+    /* Stepping stopped with the last detach: TF went with it. */
+    KTEST_CHECK_EQ(stt_stray_steps(), strays);
 
 out:
     return ktest_result();
@@ -614,7 +630,7 @@ static int
 stt_sleep_migrate(void)
 {
     struct perfmon_event ev = { .state = 0 };
-    uint64_t affinity, ref, seg, last, now;
+    uint64_t affinity, ref, seg, last, now, strays = stt_stray_steps();
     unsigned int cpu, moved = 0;
 
     if (!stt_available() || !stt_reads_steady()) {
@@ -642,6 +658,9 @@ stt_sleep_migrate(void)
     ktest_diag("segment of %llu instructions, on %u CPUs, %u moves",
                (unsigned long long)ref, cpu_count(), moved);
     KTEST_CHECK(cpu_count() == 1 || moved > 0);
+
+    /* No thread switched in after it ran stepped. */
+    KTEST_CHECK_EQ(stt_stray_steps(), strays);
 
 out:
     stt_detach(&ev);
@@ -751,18 +770,6 @@ static bool
 stt_counted_some(void *arg)
 {
     return perfmon_event_read(arg) > 10000;
-}
-
-static uint64_t
-stt_stray_steps(void)
-{
-    uint64_t sum = 0;
-
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        sum += ktest_syscnt_read_cpu("step_stray", cpu);
-    }
-
-    return sum;
 }
 
 /*
