@@ -307,6 +307,16 @@ step_handler_leave_slow(void)
 }
 
 void
+step_cpu_switched(void)
+{
+    if (step_cpu_local()->nr_users != 0) {
+        step_tf_set();
+    } else {
+        step_tf_clear();
+    }
+}
+
+void
 step_intr_return_slow(struct trap_frame *frame)
 {
     if (step_cpu_local()->nr_users != 0) {

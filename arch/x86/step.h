@@ -37,8 +37,9 @@
  * clear TF in place when called outside handlers (thread code with
  * interrupts disabled: the context-switch hook, a thread acting on its own
  * events); from a handler (an xcall), step_intr_return() sets the TF of
- * the interrupted code as the handler returns.  The context switch keeps
- * RFLAGS, so the thread switched in runs with the CPU's setting.
+ * the interrupted code as the handler returns; and the context switch
+ * sets it for the thread switched in (switch.asm), which may be switched
+ * to from an interrupt handler's tail (a preemption), where TF is clear.
  *
  * Stepped handlers and NMIs.  A #DB taken inside an NMI handler ends with
  * IRET, which unblocks NMIs: another NMI may then nest.  When it asks to
@@ -100,7 +101,7 @@ uint64_t step_cpu_read(bool intr);
  */
 void step_cpu_set_deadline(bool intr, uint64_t count);
 
-/* trap.c ------------------------------------------------------------------ */
+/* trap.c and switch.asm --------------------------------------------------- */
 
 /* Set once by step_enable(): read on every interrupt. */
 extern bool step_enabled;
@@ -111,6 +112,9 @@ bool step_handle_debug(struct trap_frame *frame);
 bool step_handler_enter_slow(bool nmi);
 void step_handler_leave_slow(void);
 void step_intr_return_slow(struct trap_frame *frame);
+
+/* A context switch is done (switch.asm, when step_enabled): set TF. */
+void step_cpu_switched(void);
 
 /*
  * A handler starts (after the nesting count went up; nmi: an NMI handler)

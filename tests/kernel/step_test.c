@@ -695,6 +695,73 @@ stt_worker_segments(void *arg)
     w->done = true;
 }
 
+/* A thread that sleeps, then counts a loop with its CPU's event. */
+struct stt_sleeper {
+    struct perfmon_event *cpu_ev;
+    uint64_t count;
+    volatile bool done;
+};
+
+static void
+stt_sleeper_fn(void *arg)
+{
+    struct stt_sleeper *sl = arg;
+    uint64_t before;
+
+    /* Woken by the clock: switched in from the tail of its interrupt. */
+    thread_msleep(2);
+    before = perfmon_event_read(sl->cpu_ev);
+    stt_loop4(STT_SEGMENT);
+    sl->count = perfmon_event_read(sl->cpu_ev) - before;
+    sl->done = true;
+}
+
+/*
+ * A CPU event steps whatever its CPU runs: also a thread switched in by a
+ * preemption, from an interrupt handler, where TF is clear.
+ */
+static int
+stt_cpu_event(void)
+{
+    struct stt_sleeper sl = { .done = false };
+    struct perfmon_event ev = { .state = 0 };
+    struct thread *t = NULL;
+    unsigned int cpu;
+    int error;
+
+    if (!stt_available()) {
+        return KTEST_SKIP;
+    }
+
+    cpu = (ktest_cpu_now() + 1) % cpu_count();
+    error = perfmon_event_init(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+
+    if (error == 0) {
+        error = perfmon_event_set_dev(&ev, stt_dev());
+    }
+
+    KTEST_CHECK_EQ(error, 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&ev, cpu), 0);
+    sl.cpu_ev = &ev;
+    KTEST_CHECK_EQ(thread_create(&t, "stt_sleeper", stt_sleeper_fn, &sl,
+                                 THREAD_CPUMASK(cpu)), 0);
+    KTEST_CHECK(ktest_wait_flag(&sl.done, STT_WAIT_MS));
+    ktest_diag("%llu instructions counted around a loop of %u",
+               (unsigned long long)sl.count, 4 * STT_SEGMENT);
+    KTEST_CHECK(sl.count >= 4 * STT_SEGMENT);
+    KTEST_CHECK(sl.count < 4 * STT_SEGMENT + 1000);
+
+out:
+    if (t != NULL) {
+        thread_join(t);
+    }
+
+    stt_detach(&ev);
+    return ktest_result();
+}
+
+KTEST_DEFINE(step, device_cpu_event, stt_cpu_event);
+
 /* Two stepped threads at once, on two CPUs, each counted exactly. */
 static int
 stt_two_threads(void)
