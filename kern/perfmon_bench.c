@@ -186,12 +186,19 @@ perfmon_bench_step_init(const struct perfmon_bench_run *run,
     return error;
 }
 
+/*
+ * One count of fn, or PB_NONE when a device interrupt came meanwhile
+ * (irqs, when handlers are stepped: the `interrupts` event of this thread;
+ * the clock's handler is not fn's).
+ */
 static uint64_t
 pb_insns_once(struct perfmon_bench_run *run, struct perfmon_event *steps,
-              perfmon_bench_op_fn_t fn, void *arg, bool intr_off)
+              struct perfmon_event *irqs, perfmon_bench_op_fn_t fn,
+              void *arg, bool intr_off)
 {
+    uint64_t irqs_before = (irqs != NULL) ? perfmon_event_read(irqs) : 0;
+    uint64_t count = perfmon_event_read(steps);
     unsigned long flags = 0;
-    uint64_t before = perfmon_event_read(steps);
 
     if (intr_off) {
         flags = cpu_intr_save();
@@ -203,35 +210,90 @@ pb_insns_once(struct perfmon_bench_run *run, struct perfmon_event *steps,
         cpu_intr_restore(flags);
     }
 
-    return perfmon_event_read(steps) - before;
+    count = perfmon_event_read(steps) - count;
+
+    if (irqs != NULL && perfmon_event_read(irqs) != irqs_before) {
+        return PB_NONE;
+    }
+
+    return count;
+}
+
+/* Attach an event of this thread: steps (handlers: instructions-intr). */
+static int
+pb_insns_attach(struct perfmon_bench_run *run, struct perfmon_event *event,
+                bool steps, bool handlers)
+{
+    int error;
+
+    if (steps) {
+        error = perfmon_bench_step_init(run, event, handlers);
+    } else {
+        error = perfmon_event_init(event, PERFMON_EV_INTERRUPT,
+                                   PERFMON_EF_KERN);
+    }
+
+    return error ? error : perfmon_event_attach(event, thread_self());
 }
 
 /*
  * The instructions of one call of fn beyond an empty call, counted on this
- * thread (handlers: with the interrupt handlers that run meanwhile);
- * intr_off: called with interrupts disabled, as device operations are.
- * PB_NONE without the step PMU.
+ * thread (handlers: with the interrupt handlers that run meanwhile, the
+ * tries that a device interrupt disturbed left out); intr_off: called
+ * with interrupts disabled, as device operations are.  PB_NONE without
+ * the step PMU, or when no try went undisturbed.
  */
 uint64_t
 perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
                     void *arg, bool intr_off, bool handlers)
 {
     uint64_t base = PB_NONE, count = PB_NONE;
-    struct perfmon_event steps;
+    struct perfmon_event steps, irqs;
+    unsigned int clean = 0;
 
-    if (run->step == NULL
-        || perfmon_bench_step_init(run, &steps, handlers) != 0
-        || perfmon_event_attach(&steps, thread_self()) != 0) {
+    if (run->step == NULL || pb_insns_attach(run, &steps, true, handlers)) {
         return PB_NONE;
     }
 
-    for (unsigned int i = 0; i < run->insn_tries; i++) {
-        base = MIN(base, pb_insns_once(run, &steps, pb_op_nop, NULL,
-                                       intr_off));
-        count = MIN(count, pb_insns_once(run, &steps, fn, arg, intr_off));
+    if (handlers && pb_insns_attach(run, &irqs, false, false) != 0) {
+        perfmon_event_detach(&steps);
+        return PB_NONE;
+    }
+
+    for (unsigned int i = 0; clean < run->insn_tries
+                             && i < PB_INSN_ATTEMPTS * run->insn_tries; i++) {
+        uint64_t b, c;
+
+        /*
+         * Stepped, an overflow interrupt takes milliseconds: spaced out,
+         * a sample per try is far from what throttling allows a CPU.
+         */
+        if (handlers) {
+            thread_msleep(PB_INSN_PAUSE_MS);
+        }
+
+        b = pb_insns_once(run, &steps, handlers ? &irqs : NULL, pb_op_nop,
+                          NULL, intr_off);
+        c = pb_insns_once(run, &steps, handlers ? &irqs : NULL, fn, arg,
+                          intr_off);
+
+        if (b != PB_NONE && c != PB_NONE) {
+            base = MIN(base, b);
+            count = MIN(count, c);
+            clean++;
+        }
     }
 
     perfmon_event_detach(&steps);
+
+    if (handlers) {
+        perfmon_event_detach(&irqs);
+    }
+
+    if (clean == 0) {
+        return PB_NONE;
+    }
+
     return (count > base) ? count - base : 0;
 }
 

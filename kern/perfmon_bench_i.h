@@ -33,6 +33,8 @@
 #define PB_INSN_TRIES       5
 #define PB_INSN_YIELDS      20
 #define PB_INSN_ROUNDS      3
+#define PB_INSN_ATTEMPTS    8       /* per try, when tries are disturbed */
+#define PB_INSN_PAUSE_MS    10      /* between tries that step handlers */
 #define PB_QUICK_INSN_TRIES 3
 #define PB_QUICK_INSN_ROUNDS 2
 

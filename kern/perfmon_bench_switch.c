@@ -41,12 +41,17 @@ static const unsigned int pb_switch_split_events[2] = {
  * Two threads pinned to one CPU yield to each other; the first measures
  * its yields, each of which is two switches: in TSC cycles, or with
  * steps (a CPU event of the step PMU on their CPU) in instructions, the
- * reads' own count taken off.
+ * reads' own count taken off.  Both yield PB_PINGPONG_WARMUP times before
+ * the first starts measuring, and the second as many more at the end, so
+ * that both run their measured loops all along, whichever saw go first.
  */
+#define PB_PINGPONG_WARMUP  2
+
 struct pb_pingpong {
     volatile bool go;
     uint64_t cost;
     unsigned int yields;
+    unsigned int extra;             /* yields after the measured ones */
     struct perfmon_event *steps;
 };
 
@@ -54,6 +59,14 @@ static uint64_t
 pb_pingpong_now(const struct pb_pingpong *pp)
 {
     return (pp->steps != NULL) ? perfmon_event_read(pp->steps) : cpu_rdtsc();
+}
+
+static void
+pb_pingpong_yield(unsigned int n)
+{
+    for (unsigned int i = 0; i < n; i++) {
+        thread_yield();
+    }
 }
 
 static void
@@ -66,15 +79,13 @@ pb_pingpong_main(void *arg)
         thread_yield();
     }
 
+    pb_pingpong_yield(PB_PINGPONG_WARMUP);
     start = pb_pingpong_now(pp);
     overhead = pb_pingpong_now(pp) - start;
     start = pb_pingpong_now(pp);
-
-    for (unsigned int i = 0; i < pp->yields; i++) {
-        thread_yield();
-    }
-
+    pb_pingpong_yield(pp->yields);
     pp->cost = pb_pingpong_now(pp) - start - overhead;
+    pb_pingpong_yield(pp->extra);
 }
 
 static void
@@ -127,6 +138,7 @@ pb_switch_round(struct perfmon_bench_run *run, unsigned int nr_events,
     for (unsigned int i = 0; i < 2; i++) {
         pp[i].go = false;
         pp[i].yields = yields;
+        pp[i].extra = (i == 0) ? 0 : PB_PINGPONG_WARMUP;
         pp[i].steps = (i == 0) ? steps : NULL;
         error = thread_create(&threads[i], "bench-pingpong", pb_pingpong_main,
                               &pp[i], THREAD_CPUMASK(run->remote));
