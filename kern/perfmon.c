@@ -96,7 +96,9 @@
 
 /*
  * A counter slot on one CPU.  nr_refs counts the CPU events and loaded
- * threads needing the counter to run here.  value grows by the difference
+ * threads needing the counter to run here; dev and mask (its width's) are
+ * the slot's, kept here from the first user on for the reads, which use
+ * nothing else of the slot's device.  value grows by the difference
  * between raw reads, taken modulo 2^width.  wrap_seen: a plain update saw
  * the raw value go backwards, so the overflow interrupt of that wrap must
  * not add a period again.
@@ -111,6 +113,8 @@
 struct perfmon_cpu_pmc {
     unsigned int nr_refs;
     unsigned int hw_id;
+    struct perfmon_dev *dev;
+    uint64_t mask;
     uint64_t prev;
     uint64_t value;
     bool wrap_seen;
@@ -203,10 +207,7 @@ static void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
-    uint64_t mask = perfmon_width_mask(dev->width);
-    uint64_t bit = perfmon_slot_bit(slot);
-    uint64_t raw, delta;
+    uint64_t mask = pmc->mask, bit = perfmon_slot_bit(slot), raw, delta;
     bool wrapped, consumed = false;
 
     do {
@@ -218,7 +219,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         consumed |= ovf;
 
         barrier();
-        raw = dev->ops->read(dev, pmc->hw_id) & mask;
+        raw = pmc->dev->ops->read(pmc->dev, pmc->hw_id) & mask;
         barrier();
         delta = (raw - pmc->prev) & mask;
         wrapped = raw < pmc->prev;
@@ -515,9 +516,10 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
     assert(gpmc->nr_refs != 0);
     dev = perfmon_slot_dev(slot);
     pmc->hw_id = gpmc->hw_id;
+    pmc->dev = dev;
+    pmc->mask = perfmon_width_mask(dev->width);
     dev->ops->start(dev, gpmc->hw_id, gpmc->raw_event, gpmc->flags);
-    pmc->prev = dev->ops->read(dev, gpmc->hw_id)
-                & perfmon_width_mask(dev->width);
+    pmc->prev = dev->ops->read(dev, gpmc->hw_id) & pmc->mask;
     pmc->wrap_seen = false;
 
     if (gpmc->sampling != NULL) {
@@ -961,14 +963,12 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
                      uint64_t *valuep)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
-    uint64_t mask = perfmon_width_mask(dev->width);
     uint64_t value = pmc->value, prev = pmc->prev, delta;
 
     barrier();
-    delta = (dev->ops->read(dev, pmc->hw_id) - prev) & mask;
+    delta = (pmc->dev->ops->read(pmc->dev, pmc->hw_id) - prev) & pmc->mask;
 
-    if (delta > (mask >> PERFMON_PEEK_SHIFT)) {
+    if (delta > (pmc->mask >> PERFMON_PEEK_SHIFT)) {
         return false;
     }
 
