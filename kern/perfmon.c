@@ -958,21 +958,19 @@ perfmon_event_detach(struct perfmon_event *event)
  * 15/16 of a period apart (the folding read allowed a full period); the
  * poll interval and the overflow interrupt fold far more often than that.
  */
-static bool
-perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
-                     uint64_t *valuep)
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_peek(const struct perfmon_cpu_pmc *pmc, uint64_t *valuep)
 {
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t value = pmc->value, prev = pmc->prev, delta;
+    uint64_t raw = pmc->dev->ops->read(pmc->dev, pmc->hw_id), delta;
 
     barrier();
-    delta = (pmc->dev->ops->read(pmc->dev, pmc->hw_id) - prev) & pmc->mask;
+    delta = (raw - pmc->prev) & pmc->mask;
 
     if (delta > (pmc->mask >> PERFMON_PEEK_SHIFT)) {
         return false;
     }
 
-    *valuep = value + delta;
+    *valuep = pmc->value + delta;
     return true;
 }
 
@@ -983,21 +981,27 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
  * retried when an interrupt or NMI section changed the per-CPU state
  * meanwhile (cpu->gen).  Returns false when the event is a CPU event of
  * another CPU, or its counter needs a fold; the caller then takes the
- * general path.
+ * general path.  Inline in perfmon_event_read(), with nothing of the
+ * general path's around it: it is the read that runs most.
  */
-static bool
+static inline __attribute__((always_inline)) bool
 perfmon_event_read_local(const struct perfmon_event *event,
                          uint64_t *resultp)
 {
-    const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
-    unsigned int slot = event->slot;
-    const struct perfmon_td *td = NULL;
+    unsigned int cpu_index = cpu_id();
+    const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[event->slot];
+    const struct perfmon_td_pmc *tpmc = NULL;
     unsigned long gen;
     uint64_t result;
 
     if (event->state == PERFMON_EVENT_THREAD) {
-        td = thread_get_perfmon_td(event->thread);
-    } else if (event->cpu != cpu_id()) {
+        const struct perfmon_td *td = thread_get_perfmon_td(event->thread);
+
+        /* Thread events need the switch hook, which loads them. */
+        assert(td->loaded_mask & perfmon_slot_bit(event->slot));
+        tpmc = &td->pmcs[event->slot];
+    } else if (event->cpu != cpu_index) {
         return false;
     }
 
@@ -1005,16 +1009,12 @@ perfmon_event_read_local(const struct perfmon_event *event,
         gen = READ_ONCE(cpu->gen);
         barrier();
 
-        /* Thread events need the switch hook, which loads them. */
-        assert(td == NULL || (td->loaded_mask & perfmon_slot_bit(slot)));
-
-        if (!perfmon_cpu_pmc_peek(cpu, slot, &result)) {
+        if (!perfmon_cpu_pmc_peek(pmc, &result)) {
             return false;
         }
 
-        if (td != NULL) {
-            result = td->pmcs[slot].value
-                     + (result - td->pmcs[slot].cpu_snapshot);
+        if (tpmc != NULL) {
+            result = tpmc->value + (result - tpmc->cpu_snapshot);
         }
 
         barrier();
@@ -1024,12 +1024,28 @@ perfmon_event_read_local(const struct perfmon_event *event,
     return true;
 }
 
+/* The general read: on the thread's or the event's CPU, folding. */
+static uint64_t __attribute__((noinline))
+perfmon_event_read_sync(struct perfmon_event *event)
+{
+    struct perfmon_call call = { .event = event };
+    int error;
+
+    if (event->state == PERFMON_EVENT_THREAD) {
+        thread_call(event->thread, perfmon_td_read_fn, &call);
+    } else {
+        error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
+        assert(error == 0);
+    }
+
+    return event->value + (call.result - event->start);
+}
+
 uint64_t
 perfmon_event_read(struct perfmon_event *event)
 {
-    struct perfmon_call call = { .event = event };
+    uint64_t result;
     bool local;
-    int error;
 
     if (event == NULL) {
         return 0;
@@ -1045,22 +1061,15 @@ perfmon_event_read(struct perfmon_event *event)
     /* The calling thread, or the CPU it runs on: no cross-CPU call. */
     if (event->state == PERFMON_EVENT_CPU || event->thread == thread_self()) {
         thread_preempt_disable();
-        local = perfmon_event_read_local(event, &call.result);
+        local = perfmon_event_read_local(event, &result);
         thread_preempt_enable();
 
         if (local) {
-            return event->value + (call.result - event->start);
+            return event->value + (result - event->start);
         }
     }
 
-    if (event->state == PERFMON_EVENT_THREAD) {
-        thread_call(event->thread, perfmon_td_read_fn, &call);
-    } else {
-        error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
-        assert(error == 0);
-    }
-
-    return event->value + (call.result - event->start);
+    return perfmon_event_read_sync(event);
 }
 
 /* ---- overflow interrupt and callbacks ----------------------------------- */
