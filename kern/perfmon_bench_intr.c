@@ -73,8 +73,9 @@ pb_rows_overflow(struct perfmon_bench_run *run, uint64_t period)
                         device, PB_NONE, NULL, NULL);
     perfmon_bench_print(run, "6f", "  fold of one counter, beyond 6d",
                         perfmon_bench_sub(run->insns_overflow, device),
-                        perfmon_bench_budget(device, 0, PB_BUDGET_FOLD), NULL,
+                        perfmon_bench_budget(PB_BUDGET_FOLD, device), NULL,
                         NULL);
+    perfmon_bench_print_why(PB_BUDGET_FOLD);
 }
 
 /* Events added depth calls deep: frames for the call chain to walk. */
@@ -153,7 +154,9 @@ pb_rows_sample(struct perfmon_bench_run *run)
     sample = pb_sample_nmi(run, PB_SAMPLE_FIELDS, 0);
     perfmon_bench_print(run, "6s", "sample written, no call chain (beyond 6n)",
                         perfmon_bench_sub(sample, run->insns_overflow),
-                        PB_BUDGET_SAMPLE, NULL, NULL);
+                        perfmon_bench_budget(PB_BUDGET_SAMPLE, 0), NULL,
+                        NULL);
+    perfmon_bench_print_why(PB_BUDGET_SAMPLE);
     shallow = pb_sample_nmi(run, PB_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
                             PB_CHAIN_SHORT);
     deep = pb_sample_nmi(run, PB_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
@@ -165,7 +168,8 @@ pb_rows_sample(struct perfmon_bench_run *run)
     }
 
     perfmon_bench_print(run, "6g", "each call-chain frame of a sample", frame,
-                        PB_BUDGET_FRAME, NULL, NULL);
+                        perfmon_bench_budget(PB_BUDGET_FRAME, 0), NULL, NULL);
+    perfmon_bench_print_why(PB_BUDGET_FRAME);
 }
 
 void

@@ -372,19 +372,22 @@ perfmon_bench_rows_switch(struct perfmon_bench_run *run)
     }
 
     pb_print_added(run, "4h", "added by the hook, no event anywhere",
-                   PB_SWITCH_NONE, r, totals, PB_SWITCH_OFF, PB_BUDGET_HOOK,
-                   0);
-    budget = perfmon_bench_budget(run->insns_raw_read, 1, PB_BUDGET_SWITCH_1);
+                   PB_SWITCH_NONE, r, totals, PB_SWITCH_OFF,
+                   perfmon_bench_budget(PB_BUDGET_HOOK, 0), 0);
+    perfmon_bench_print_why(PB_BUDGET_HOOK);
+    budget = perfmon_bench_budget(PB_BUDGET_SWITCH_1, run->insns_raw_read);
     pb_print_added(run, "4e", "added per switch, 1 event", PB_SWITCH_ONE, r,
                    totals, PB_SWITCH_NONE, budget, 1);
-    budget = perfmon_bench_budget(run->insns_raw_read, PB_SWITCH_MAX_EVS,
-                                  PB_BUDGET_SWITCH_4);
+    perfmon_bench_print_why(PB_BUDGET_SWITCH_1);
+    budget = perfmon_bench_budget(PB_BUDGET_SWITCH_4, run->insns_raw_read);
     pb_print_added(run, "4f", "added per switch, 4 events", PB_SWITCH_FOUR, r,
                    totals, PB_SWITCH_NONE, budget, PB_SWITCH_MAX_EVS);
-    budget = perfmon_bench_budget(run->insns_raw_switch_ops, 1,
-                                  PB_BUDGET_SWITCH_SPLIT);
+    perfmon_bench_print_why(PB_BUDGET_SWITCH_4);
+    budget = perfmon_bench_budget(PB_BUDGET_SWITCH_SPLIT,
+                                  run->insns_raw_switch_ops);
     pb_print_added(run, "4g", "added per switch, 1 event, not shared",
                    PB_SWITCH_SPLIT, r, totals, PB_SWITCH_NONE, budget, 1);
+    perfmon_bench_print_why(PB_BUDGET_SWITCH_SPLIT);
     return 0;
 }
 
