@@ -13,7 +13,7 @@
  * every machine: anything that disturbs a measurement (an interrupt's
  * section, a switch) only adds, and the smallest of a few is kept.  Rows
  * that run in an interrupt handler (the overflow NMI, a sample) are
- * counted with the handlers stepped too (instructions-intr).  The
+ * counted with NMI handlers stepped too (instructions-nmi).  The
  * context-switch rows count everything their CPU runs, with a CPU event.
  * Rows that wait on another CPU (xcall round trips) have cycles only:
  * their spin loops run as long as the other CPU takes.
@@ -222,19 +222,19 @@ pb_op_nop(struct perfmon_bench_run *run, void *arg)
 }
 
 /*
- * Initialise a step event: instructions, or with handlers
- * instructions-intr, which steps the interrupt handlers too.
+ * Initialise a step event: instructions, or with nmis instructions-nmi,
+ * which steps NMI handlers too.
  */
 int
 perfmon_bench_step_init(const struct perfmon_bench_run *run,
-                        struct perfmon_event *event, bool handlers)
+                        struct perfmon_event *event, bool nmis)
 {
     uint64_t id = PERFMON_EV_INSTRUCTION;
     unsigned int flags = 0;
     int error = 0;
 
-    if (handlers) {
-        error = perfmon_lookup_event(run->step, "instructions-intr", &id,
+    if (nmis) {
+        error = perfmon_lookup_event(run->step, "instructions-nmi", &id,
                                      &flags);
     }
 
@@ -249,17 +249,10 @@ perfmon_bench_step_init(const struct perfmon_bench_run *run,
     return error;
 }
 
-/*
- * One count of fn, or PB_NONE when a device interrupt came meanwhile
- * (irqs, when handlers are stepped: the `interrupts` event of this thread;
- * the clock's handler is not fn's).
- */
 static uint64_t
 pb_insns_once(struct perfmon_bench_run *run, struct perfmon_event *steps,
-              struct perfmon_event *irqs, perfmon_bench_op_fn_t fn,
-              void *arg, bool intr_off)
+              perfmon_bench_op_fn_t fn, void *arg, bool intr_off)
 {
-    uint64_t irqs_before = (irqs != NULL) ? perfmon_event_read(irqs) : 0;
     uint64_t count = perfmon_event_read(steps);
     unsigned long flags = 0;
 
@@ -273,94 +266,46 @@ pb_insns_once(struct perfmon_bench_run *run, struct perfmon_event *steps,
         cpu_intr_restore(flags);
     }
 
-    count = perfmon_event_read(steps) - count;
-
-    if (irqs != NULL && perfmon_event_read(irqs) != irqs_before) {
-        return PB_NONE;
-    }
-
-    return count;
-}
-
-/* Attach an event of this thread: steps (handlers: instructions-intr). */
-static int
-pb_insns_attach(struct perfmon_bench_run *run, struct perfmon_event *event,
-                bool steps, bool handlers)
-{
-    int error;
-
-    if (steps) {
-        error = perfmon_bench_step_init(run, event, handlers);
-    } else {
-        error = perfmon_event_init(event, PERFMON_EV_INTERRUPT,
-                                   PERFMON_EF_KERN);
-    }
-
-    return error ? error : perfmon_event_attach(event, thread_self());
+    return perfmon_event_read(steps) - count;
 }
 
 /*
  * The instructions of one call of fn beyond an empty call, counted on this
- * thread (handlers: with the interrupt handlers that run meanwhile, the
- * tries that a device interrupt disturbed left out); intr_off: called
- * with interrupts disabled, as device operations are.  PB_NONE without
- * the step PMU, or when no try went undisturbed.
+ * thread (nmis: with the NMI handlers that run meanwhile); intr_off:
+ * called with interrupts disabled, as device operations are.  PB_NONE
+ * without the step PMU.
  */
 uint64_t
 perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
-                    void *arg, bool intr_off, bool handlers)
+                    void *arg, bool intr_off, bool nmis)
 {
     uint64_t base = PB_NONE, count = PB_NONE;
-    struct perfmon_event steps, irqs;
-    unsigned int clean = 0;
+    struct perfmon_event steps;
 
-    if (run->step == NULL || pb_insns_attach(run, &steps, true, handlers)) {
+    if (run->step == NULL || perfmon_bench_step_init(run, &steps, nmis) != 0
+        || perfmon_event_attach(&steps, thread_self()) != 0) {
         return PB_NONE;
     }
 
-    if (handlers && pb_insns_attach(run, &irqs, false, false) != 0) {
-        perfmon_event_detach(&steps);
-        return PB_NONE;
-    }
-
-    for (unsigned int i = 0; clean < run->insn_tries
-                             && i < PB_INSN_ATTEMPTS * run->insn_tries; i++) {
-        uint64_t b, c;
-
+    for (unsigned int i = 0; i < run->insn_tries; i++) {
         /*
          * Stepped, an overflow interrupt takes milliseconds: spaced out,
          * a sample per try is far from what throttling allows a CPU.
          */
-        if (handlers) {
+        if (nmis) {
             thread_msleep(PB_INSN_PAUSE_MS);
         }
 
-        b = pb_insns_once(run, &steps, handlers ? &irqs : NULL, pb_op_nop,
-                          NULL, intr_off);
-        c = pb_insns_once(run, &steps, handlers ? &irqs : NULL, fn, arg,
-                          intr_off);
-
-        if (b != PB_NONE && c != PB_NONE) {
-            base = MIN(base, b);
-            count = MIN(count, c);
-            clean++;
-        }
+        base = MIN(base, pb_insns_once(run, &steps, pb_op_nop, NULL,
+                                       intr_off));
+        count = MIN(count, pb_insns_once(run, &steps, fn, arg, intr_off));
     }
 
     perfmon_event_detach(&steps);
-
-    if (handlers) {
-        perfmon_event_detach(&irqs);
-    }
-
-    if (clean == 0) {
-        return PB_NONE;
-    }
-
     return (count > base) ? count - base : 0;
 }
 
-/* Of the instructions of fn, those of the interrupt handlers it caused. */
+/* Of the instructions of fn, those of the NMI handlers it caused. */
 uint64_t
 perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
                              perfmon_bench_op_fn_t fn, void *arg)

@@ -33,8 +33,7 @@
 #define PB_INSN_TRIES       5
 #define PB_INSN_YIELDS      20
 #define PB_INSN_ROUNDS      3
-#define PB_INSN_ATTEMPTS    8       /* per try, when tries are disturbed */
-#define PB_INSN_PAUSE_MS    10      /* between tries that step handlers */
+#define PB_INSN_PAUSE_MS    10      /* between tries that step NMIs */
 #define PB_QUICK_INSN_TRIES 3
 #define PB_QUICK_INSN_ROUNDS 2
 
@@ -151,22 +150,22 @@ void perfmon_bench_measure(struct perfmon_bench_run *run,
                            struct bench_result *result);
 
 /*
- * Initialise an event of the step PMU: instructions, or with handlers
- * instructions-intr, which steps the interrupt handlers too.
+ * Initialise an event of the step PMU: instructions, or with nmis
+ * instructions-nmi, which steps NMI handlers too.
  */
 int perfmon_bench_step_init(const struct perfmon_bench_run *run,
-                            struct perfmon_event *event, bool handlers);
+                            struct perfmon_event *event, bool nmis);
 
 /*
  * The instructions of one call of fn beyond an empty call, counted on the
- * calling thread (handlers: with the interrupt handlers that run
- * meanwhile); intr_off: called with interrupts disabled, as device
- * operations are.  PB_NONE without the step PMU.  perfmon_bench_insns_
- * handlers(): of those, the ones of the handlers fn caused.
+ * calling thread (nmis: with the NMI handlers that run meanwhile);
+ * intr_off: called with interrupts disabled, as device operations are.
+ * PB_NONE without the step PMU.  perfmon_bench_insns_handlers(): of
+ * those, the ones of the NMI handlers fn caused.
  */
 uint64_t perfmon_bench_insns(struct perfmon_bench_run *run,
                              perfmon_bench_op_fn_t fn, void *arg,
-                             bool intr_off, bool handlers);
+                             bool intr_off, bool nmis);
 uint64_t perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
                                       perfmon_bench_op_fn_t fn, void *arg);
 

@@ -3,7 +3,8 @@
  *
  *
  * Instruction counting by single-stepping: TF, the #DB handler, the
- * per-CPU counts and deadlines, stepped handlers.  See arch/x86/step.h.
+ * per-CPU counts and deadlines, stepped NMI handlers.  See
+ * arch/x86/step.h.
  */
 
 #include <stdbool.h>
@@ -34,11 +35,11 @@
  */
 struct step_cpu {
     uint64_t count;                     /* outside handlers */
-    uint64_t count_intr;                /* inside handlers */
+    uint64_t count_nmi;                 /* in NMI handlers */
     uint64_t deadline;                  /* on count, 0: none */
-    uint64_t deadline_intr;             /* on count + count_intr, 0: none */
+    uint64_t deadline_nmi;              /* on count + count_nmi, 0: none */
     unsigned int nr_users;
-    unsigned int nr_intr_users;         /* of nr_users, those of handlers */
+    unsigned int nr_nmi_users;          /* of nr_users, those of NMIs */
     bool in_deadline;
     void *nmi_stack;
     struct syscnt nr_stray;             /* steps no user asked for */
@@ -124,7 +125,7 @@ step_enable(step_deadline_fn_t fn)
  * cleared before the last one leaves: no step finds no user.
  */
 void
-step_cpu_start(bool intr)
+step_cpu_start(bool nmi)
 {
     struct step_cpu *c;
 
@@ -132,7 +133,7 @@ step_cpu_start(bool intr)
     assert(step_available());
     c = step_cpu_local();
     c->nr_users++;
-    c->nr_intr_users += intr;
+    c->nr_nmi_users += nmi;
 
     if (!cpu_in_intr()) {
         step_tf_set();
@@ -140,46 +141,46 @@ step_cpu_start(bool intr)
 }
 
 void
-step_cpu_stop(bool intr)
+step_cpu_stop(bool nmi)
 {
     struct step_cpu *c;
 
     assert(!cpu_intr_enabled());
     c = step_cpu_local();
     assert(c->nr_users != 0);
-    assert(!intr || c->nr_intr_users != 0);
+    assert(!nmi || c->nr_nmi_users != 0);
 
     if (c->nr_users == 1 && !cpu_in_intr()) {
         step_tf_clear();
     }
 
     c->nr_users--;
-    c->nr_intr_users -= intr;
+    c->nr_nmi_users -= nmi;
 }
 
 uint64_t
-step_cpu_read(bool intr)
+step_cpu_read(bool nmi)
 {
     const struct step_cpu *c = step_cpu_local();
     uint64_t count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
 
-    if (intr) {
-        count += __atomic_load_n(&c->count_intr, __ATOMIC_RELAXED);
+    if (nmi) {
+        count += __atomic_load_n(&c->count_nmi, __ATOMIC_RELAXED);
     }
 
     return count;
 }
 
 void
-step_cpu_set_deadline(bool intr, uint64_t count)
+step_cpu_set_deadline(bool nmi, uint64_t count)
 {
     struct step_cpu *c;
 
     assert(!cpu_intr_enabled());
     c = step_cpu_local();
 
-    if (intr) {
-        c->deadline_intr = count;
+    if (nmi) {
+        c->deadline_nmi = count;
     } else {
         c->deadline = count;
     }
@@ -193,8 +194,8 @@ step_cpu_deadline_due(const struct step_cpu *c)
     uint64_t count = step_cpu_read(false);
 
     return (c->deadline != 0 && count >= c->deadline)
-           || (c->deadline_intr != 0
-               && count + c->count_intr >= c->deadline_intr);
+           || (c->deadline_nmi != 0
+               && count + c->count_nmi >= c->deadline_nmi);
 }
 
 /*
@@ -213,7 +214,7 @@ step_cpu_check_deadlines(struct step_cpu *c, struct trap_frame *frame)
 
     while (step_cpu_deadline_due(c)) {
         c->deadline = 0;
-        c->deadline_intr = 0;
+        c->deadline_nmi = 0;
         c->in_deadline = true;
         barrier();
         step_deadline_fn(frame);
@@ -226,7 +227,7 @@ bool
 step_handle_debug(struct trap_frame *frame)
 {
     struct step_cpu *c;
-    bool handler;
+    bool nmi;
 
     /*
      * Nothing else raises #DB here (no breakpoint in DR7, no INT1), so it
@@ -239,15 +240,14 @@ step_handle_debug(struct trap_frame *frame)
     }
 
     c = step_cpu_local();
-    handler = cpu_in_intr();
+    nmi = cpu_self()->nmi_nesting != 0;
 
-    if (handler ? (c->nr_intr_users == 0) : (c->nr_users == 0)) {
+    if (nmi ? (c->nr_nmi_users == 0) : (c->nr_users == 0)) {
         /*
-         * No user: the instruction cleared TF as stepping stopped, a
-         * handler's stepping was stopped under it, or TF leaked (a bug,
-         * counted): stop stepping that code.
+         * No user: an NMI handler's stepping was stopped under it, or TF
+         * leaked (a bug, counted): stop stepping that code.
          */
-        if (!handler && (frame->rflags & CPU_RFLAGS_TF)) {
+        if (!nmi && (frame->rflags & CPU_RFLAGS_TF)) {
             syscnt_inc(&c->nr_stray);
         }
 
@@ -255,13 +255,12 @@ step_handle_debug(struct trap_frame *frame)
         return true;
     }
 
-    __atomic_fetch_add(handler ? &c->count_intr : &c->count, 1,
-                       __ATOMIC_RELAXED);
+    __atomic_fetch_add(nmi ? &c->count_nmi : &c->count, 1, __ATOMIC_RELAXED);
     step_cpu_check_deadlines(c, frame);
     return true;
 }
 
-/* ---- handlers ------------------------------------------------------------- */
+/* ---- NMI handlers ----------------------------------------------------- */
 
 /*
  * A stepped NMI handler is about to unblock NMIs (the IRET of its first
@@ -284,24 +283,21 @@ step_nmi_stack_switch(const struct step_cpu *c)
 }
 
 bool
-step_handler_enter_slow(bool nmi)
+step_nmi_enter_slow(void)
 {
     const struct step_cpu *c = step_cpu_local();
 
-    if (c->nr_intr_users == 0) {
+    if (c->nr_nmi_users == 0) {
         return false;
     }
 
-    if (nmi) {
-        step_nmi_stack_switch(c);
-    }
-
+    step_nmi_stack_switch(c);
     step_tf_set();
     return true;
 }
 
 void
-step_handler_leave_slow(void)
+step_nmi_leave_slow(void)
 {
     step_tf_clear();
 }

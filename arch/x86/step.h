@@ -15,12 +15,14 @@
  * than step_cpu_stop() calls there), every instruction the CPU retires
  * outside interrupt and NMI handlers: thread code, the idle loop, the
  * scheduler on both sides of a switch.  The CPU clears TF to enter a
- * handler, so handlers are not counted, unless a user asked for them
- * (step_cpu_start(true)): then they are stepped too, and counted apart
- * (step_cpu_read(true) adds them).  An instruction that faults does not
- * retire and is not counted, nor is its exception handler; counting goes
- * on at the instruction the handler resumes.  The #DB handler is never
- * counted.  A count includes the instructions between starting stepping
+ * handler, so handlers are not counted, unless a user asked for NMI
+ * handlers (step_cpu_start(true)): then those are stepped too, and
+ * counted apart (step_cpu_read(true) adds them).  That is how the
+ * overflow interrupt a path causes (an NMI) is counted with it; device
+ * interrupt handlers are never stepped, so that a count never depends on
+ * when the clock ticked.  An instruction that faults does not retire and
+ * is not counted, nor is its exception handler; counting goes on at the
+ * instruction the handler resumes.  The #DB handler is never counted.  A count includes the instructions between starting stepping
  * and the first counted one and between stopping and the last: fixed
  * numbers, which a measurement takes off by measuring nothing once.
  *
@@ -41,12 +43,12 @@
  * sets it for the thread switched in (switch.asm), which may be switched
  * to from an interrupt handler's tail (a preemption), where TF is clear.
  *
- * Stepped handlers and NMIs.  A #DB taken inside an NMI handler ends with
- * IRET, which unblocks NMIs: another NMI may then nest.  When it asks to
- * step an NMI handler, this module first points the NMI's IST entry at
- * the other of two NMI stacks, so that a nested NMI lands where it
- * overwrites nothing; trap.c latches a nested NMI and runs the handler
- * chain again instead of nesting it (see trap_handle_nmi).
+ * Stepped NMI handlers.  A #DB taken inside an NMI handler ends with
+ * IRET, which unblocks NMIs: another NMI may then nest.  Before stepping
+ * an NMI handler, this module points the NMI's IST entry at the other of
+ * two NMI stacks, so that a nested NMI lands where it overwrites nothing;
+ * trap.c latches a nested NMI and runs the handler chain again instead of
+ * nesting it (see trap_handle_nmi).
  *
  * Overflow: a user may set deadlines per CPU: when a count reaches one,
  * the #DB handler forgets both and calls the deadline function set with
@@ -81,25 +83,25 @@ int step_enable(step_deadline_fn_t fn);
 bool step_available(void);
 
 /*
- * Start or stop stepping on this CPU for one user; intr: that user also
- * counts handlers.
+ * Start or stop stepping on this CPU for one user; nmi: that user also
+ * counts NMI handlers.
  */
-void step_cpu_start(bool intr);
-void step_cpu_stop(bool intr);
+void step_cpu_start(bool nmi);
+void step_cpu_stop(bool nmi);
 
 /*
  * Instructions stepped on this CPU since boot: outside handlers, plus
- * inside them with intr.  Any context on this CPU (a read from thread code
- * is counted too, and moves by one per instruction as it runs).
+ * in NMI handlers with nmi.  Any context on this CPU (a read from thread
+ * code is counted too, and moves by one per instruction as it runs).
  */
-uint64_t step_cpu_read(bool intr);
+uint64_t step_cpu_read(bool nmi);
 
 /*
- * Call the deadline function once step_cpu_read(intr) reaches count (0:
+ * Call the deadline function once step_cpu_read(nmi) reaches count (0:
  * no deadline).  One deadline per kind per CPU; a new one replaces the
  * old.
  */
-void step_cpu_set_deadline(bool intr, uint64_t count);
+void step_cpu_set_deadline(bool nmi, uint64_t count);
 
 /* trap.c and switch.asm --------------------------------------------------- */
 
@@ -109,33 +111,33 @@ extern bool step_enabled;
 /* The #DB handler: true when the trap was a single step, handled. */
 bool step_handle_debug(struct trap_frame *frame);
 
-bool step_handler_enter_slow(bool nmi);
-void step_handler_leave_slow(void);
+bool step_nmi_enter_slow(void);
+void step_nmi_leave_slow(void);
 void step_intr_return_slow(struct trap_frame *frame);
 
 /* A context switch is done (switch.asm, when step_enabled): set TF. */
 void step_cpu_switched(void);
 
 /*
- * A handler starts (after the nesting count went up; nmi: an NMI handler)
- * or ends (before it goes down): step it when a user of this CPU asked.
- * Returns whether it is stepped, for step_handler_leave().
+ * An NMI handler starts (after the nesting count went up) or ends (before
+ * it goes down): step it when a user of this CPU asked.  Returns whether
+ * it is stepped, for step_nmi_leave().
  */
 static inline bool
-step_handler_enter(bool nmi)
+step_nmi_enter(void)
 {
     if (likely(!__atomic_load_n(&step_enabled, __ATOMIC_RELAXED))) {
         return false;
     }
 
-    return step_handler_enter_slow(nmi);
+    return step_nmi_enter_slow();
 }
 
 static inline void
-step_handler_leave(bool stepped)
+step_nmi_leave(bool stepped)
 {
     if (unlikely(stepped)) {
-        step_handler_leave_slow();
+        step_nmi_leave_slow();
     }
 }
 

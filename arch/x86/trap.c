@@ -213,7 +213,7 @@ trap_handle_nmi(struct trap_frame *frame)
 
     cpu->nmi_nesting++;
     swevent_add(SWEVENT_NMI, 1);
-    stepped = step_handler_enter(true);
+    stepped = step_nmi_enter();
 
     /* Every handler sees every NMI: several sources may have fired at once. */
     do {
@@ -227,7 +227,7 @@ trap_handle_nmi(struct trap_frame *frame)
         barrier();
     } while (READ_ONCE(cpu->nmi_latched));
 
-    step_handler_leave(stepped);
+    step_nmi_leave(stepped);
 
     if (!claimed) {
         __atomic_fetch_add(&trap_unclaimed_nmis, 1, __ATOMIC_RELAXED);
@@ -277,7 +277,6 @@ void
 trap_dispatch(struct trap_frame *frame)
 {
     unsigned int vector = frame->vector;
-    bool stepped;
 
     if (vector == TRAP_NMI) {
         trap_handle_nmi(frame);
@@ -305,9 +304,7 @@ trap_dispatch(struct trap_frame *frame)
     }
 
     cpu_local_add(intr_nesting, 1);
-    stepped = step_handler_enter(false);
     trap_handlers[vector](frame);
-    step_handler_leave(stepped);
     cpu_local_add(intr_nesting, -1);
     trap_intr_exit(frame);
     step_intr_return(frame);

@@ -36,13 +36,13 @@
 #include "kern/string.h"
 
 /*
- * A counter of one CPU.  intr: it counts handlers too (the other kind of
- * step count).  wrap_at: the step count at which it wraps next, 0 for
+ * A counter of one CPU.  nmi: it counts NMI handlers too (the other kind
+ * of step count).  wrap_at: the step count at which it wraps next, 0 for
  * never (width 64, counting from 0).
  */
 struct steppmu_counter {
     bool running;
-    bool intr;
+    bool nmi;
     uint64_t offset;
     uint64_t wrap_at;
 };
@@ -58,7 +58,7 @@ static uint64_t steppmu_used;           /* serialised by the perfmon core */
 static unsigned int steppmu_width = STEPPMU_WIDTH_DEFAULT;
 
 static const struct perfmon_dev_event steppmu_events[] = {
-    { "instructions-intr", STEPPMU_EV_INSTRUCTIONS_INTR },
+    { "instructions-nmi", STEPPMU_EV_INSTRUCTIONS_NMI },
 };
 
 static struct steppmu_cpu *
@@ -98,7 +98,7 @@ steppmu_program(struct steppmu_cpu *cpu)
 
     for (unsigned int i = 0; i < STEPPMU_NR_PMCS; i++) {
         const struct steppmu_counter *c = &cpu->counters[i];
-        uint64_t *d = &deadlines[c->intr];
+        uint64_t *d = &deadlines[c->nmi];
 
         if (READ_ONCE(c->running) && c->wrap_at != 0
             && (*d == 0 || c->wrap_at < *d)) {
@@ -135,7 +135,7 @@ steppmu_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
     (void)flags;
 
     if (raw_event != STEPPMU_EV_INSTRUCTIONS
-        && raw_event != STEPPMU_EV_INSTRUCTIONS_INTR) {
+        && raw_event != STEPPMU_EV_INSTRUCTIONS_NMI) {
         return -ENOENT;
     }
 
@@ -167,14 +167,14 @@ steppmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
 
     (void)dev;
     (void)flags;
-    c->intr = (raw_event == STEPPMU_EV_INSTRUCTIONS_INTR);
-    now = step_cpu_read(c->intr);
+    c->nmi = (raw_event == STEPPMU_EV_INSTRUCTIONS_NMI);
+    now = step_cpu_read(c->nmi);
     c->offset = 0 - now;
     c->wrap_at = steppmu_next_wrap(c, now);
     __atomic_fetch_and(&cpu->status, ~(1ULL << hw_id), __ATOMIC_RELAXED);
     barrier();
     WRITE_ONCE(c->running, true);
-    step_cpu_start(c->intr);
+    step_cpu_start(c->nmi);
     steppmu_program(cpu);
 }
 
@@ -186,7 +186,7 @@ steppmu_stop(struct perfmon_dev *dev, unsigned int hw_id)
 
     (void)dev;
     WRITE_ONCE(c->running, false);
-    step_cpu_stop(c->intr);
+    step_cpu_stop(c->nmi);
     steppmu_program(cpu);
 }
 
@@ -196,7 +196,7 @@ steppmu_read(struct perfmon_dev *dev, unsigned int hw_id)
     const struct steppmu_counter *c = &steppmu_cpu_local()->counters[hw_id];
 
     (void)dev;
-    return (READ_ONCE(c->offset) + step_cpu_read(c->intr)) & steppmu_mask();
+    return (READ_ONCE(c->offset) + step_cpu_read(c->nmi)) & steppmu_mask();
 }
 
 static void
@@ -204,7 +204,7 @@ steppmu_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
 {
     struct steppmu_cpu *cpu = steppmu_cpu_local();
     struct steppmu_counter *c = &cpu->counters[hw_id];
-    uint64_t now = step_cpu_read(c->intr);
+    uint64_t now = step_cpu_read(c->nmi);
 
     (void)dev;
     WRITE_ONCE(c->offset, value - now);
@@ -255,7 +255,7 @@ steppmu_deadline(struct trap_frame *frame)
 
     for (unsigned int i = 0; i < STEPPMU_NR_PMCS; i++) {
         struct steppmu_counter *c = &cpu->counters[i];
-        uint64_t now = step_cpu_read(c->intr);
+        uint64_t now = step_cpu_read(c->nmi);
 
         if (READ_ONCE(c->running) && c->wrap_at != 0 && now >= c->wrap_at) {
             c->wrap_at = steppmu_next_wrap(c, now);

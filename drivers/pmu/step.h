@@ -17,8 +17,11 @@
  * counter runs: for a thread event, those of the thread (the switch
  * hook starts and stops stepping at its switches, so the count follows
  * it across sleeps and CPUs, and includes its side of each context
- * switch); for a CPU event, everything that CPU runs.  `instructions-intr`
- * (raw 0x2) counts the handlers that run meanwhile too (stepping them).
+ * switch); for a CPU event, everything that CPU runs.  `instructions-nmi`
+ * (raw 0x2) counts the NMI handlers that run meanwhile too (stepping
+ * them): the overflow interrupt of a PMU, for one.  Device interrupt
+ * handlers are never counted, so that a count does not depend on when
+ * the clock ticked.
  *
  * Counters are steppmu.width= bits wide (16..64, default 48, as hardware
  * counters), wrap, and raise their overflow interrupt at the exact
@@ -37,7 +40,7 @@
 
 /* Raw event codes. */
 #define STEPPMU_EV_INSTRUCTIONS         0x1
-#define STEPPMU_EV_INSTRUCTIONS_INTR    0x2
+#define STEPPMU_EV_INSTRUCTIONS_NMI    0x2
 
 INIT_OP_DECLARE(steppmu_setup);
 

@@ -10,7 +10,7 @@
 # events, `perfmon stat -e step/instructions/ -- spin N` counts 4 per
 # iteration plus the command's constant for several N, the device is never
 # a default (`perfmon stat` without -e counts no instructions, a plain
-# `instructions-intr` is refused with how to name it), and bad device
+# `instructions-nmi` is refused with how to name it), and bad device
 # names get one line each, leaving no counter in use.  Without the boot
 # option there is no such device.  Prints TAP.
 #
@@ -85,8 +85,8 @@ def shell_session(tap, args):
             if not re.search(r'^step: \d+ counters, 48 bits, counts only '
                              r'events named step/EVENT/', out, re.M):
                 return 'no step device line:\n' + out
-            if not re.search(r'^\s+instructions-intr\s', out, re.M):
-                return 'instructions-intr not listed:\n' + out
+            if not re.search(r'^\s+instructions-nmi\s', out, re.M):
+                return 'instructions-nmi not listed:\n' + out
             return None
 
         def spins():
@@ -113,9 +113,9 @@ def shell_session(tap, args):
             out = run('perfmon stat -e instructions -- spin 10')
             if not re.search(r'<not supported>\s+instructions', out):
                 return 'plain instructions not <not supported>:\n' + out
-            out = run('perfmon stat -e instructions-intr -- spin 10')
-            if "'instructions-intr' is counted by PMU 'step' only, when " \
-                    "named: step/instructions-intr/" not in out:
+            out = run('perfmon stat -e instructions-nmi -- spin 10')
+            if "'instructions-nmi' is counted by PMU 'step' only, when " \
+                    "named: step/instructions-nmi/" not in out:
                 return 'no hint to name the device:\n' + out
             return None
 

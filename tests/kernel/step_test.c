@@ -10,7 +10,7 @@
  *     that faults and is fixed up: exact;
  *   - the same loop while another CPU floods this one with xcalls and
  *     NMIs: the count outside handlers does not move by one, also with
- *     handlers stepped (and counted apart);
+ *     NMI handlers stepped (and counted apart);
  *   - a stepped NMI handler that raises an NMI: the nested NMI is
  *     latched and handled after, and nothing breaks;
  *   - the `step` perfmon device: a 4-instruction loop (spin's) counted
@@ -151,14 +151,14 @@ stt_available(void)
 
 /* Start or stop stepping this CPU (preemption disabled by the caller). */
 static void
-stt_cpu_step(bool on, bool intr)
+stt_cpu_step(bool on, bool nmi)
 {
     unsigned long flags = cpu_intr_save();
 
     if (on) {
-        step_cpu_start(intr);
+        step_cpu_start(nmi);
     } else {
-        step_cpu_stop(intr);
+        step_cpu_stop(nmi);
     }
 
     cpu_intr_restore(flags);
@@ -166,23 +166,24 @@ stt_cpu_step(bool on, bool intr)
 
 /*
  * The instructions counted on this CPU, outside handlers (*handlersp: in
- * handlers, with intr), around one call of seq(n), stepping on meanwhile.
+ * NMI handlers, with nmi), around one call of seq(n), stepping on
+ * meanwhile.
  * Preemption disabled: the path stays on this CPU.  Interrupts stay on.
  */
 static uint64_t
-stt_count_seq(void (*seq)(uint64_t), uint64_t n, bool intr,
+stt_count_seq(void (*seq)(uint64_t), uint64_t n, bool nmi,
               uint64_t *handlersp)
 {
     uint64_t before, before_all, after, after_all;
 
     thread_preempt_disable();
-    stt_cpu_step(true, intr);
+    stt_cpu_step(true, nmi);
     before_all = step_cpu_read(true);
     before = step_cpu_read(false);
     seq(n);
     after = step_cpu_read(false);
     after_all = step_cpu_read(true);
-    stt_cpu_step(false, intr);
+    stt_cpu_step(false, nmi);
     thread_preempt_enable();
 
     if (handlersp != NULL) {
@@ -324,7 +325,7 @@ stt_db_interrupts(void)
     count = stt_count_seq(stt_loop2, STT_STORM_LOOP, false, NULL);
     KTEST_CHECK_EQ(count - base, 2 * (STT_STORM_LOOP - 1));
 
-    /* ...unless asked, and then apart. */
+    /* ...unless asked, NMI handlers, and then apart. */
     count = stt_count_seq(stt_loop2, STT_STORM_LOOP, true, &handlers);
     KTEST_CHECK_EQ(count - base, 2 * (STT_STORM_LOOP - 1));
     xcalls = ktest_syscnt_read_cpu("xcall_received", cpu) - xcalls;

@@ -89,14 +89,14 @@ test_pmu_names(void **state)
 {
     (void)state;
     assert_int_equal(perfmon_parse_events(
-        "step/instructions/,step/instructions-intr/:k,soft/r7/:u,cs",
+        "step/instructions/,step/instructions-nmi/:k,soft/r7/:u,cs",
         events, MAXEV, NULL), 4);
     assert_string_equal(events[0].spec, "step/instructions/");
     assert_string_equal(events[0].pmu, "step");
     assert_string_equal(events[0].name, "instructions");
     assert_int_equal(events[0].flags, PERFMON_EF_MODE);
     assert_string_equal(events[1].pmu, "step");
-    assert_string_equal(events[1].name, "instructions-intr");
+    assert_string_equal(events[1].name, "instructions-nmi");
     assert_int_equal(events[1].flags, PERFMON_EF_KERN);
     assert_string_equal(events[2].pmu, "soft");
     assert_int_equal(events[2].raw_code, 7);
