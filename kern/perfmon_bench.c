@@ -87,7 +87,7 @@ perfmon_bench_budgets[PB_NR_BUDGETS] = {
         "a fold of the counter, the section around it, both threads' slots",
     },
     [PB_BUDGET_SWITCH_4] = {
-        4, 100, 650,
+        4, 100, 480,
         "4e's fold and slot work for each of 4 counters",
     },
     [PB_BUDGET_SWITCH_SPLIT] = {
