@@ -957,6 +957,9 @@ perfmon_event_detach(struct perfmon_event *event)
  * peeks in a row are only known to be in order when they are less than
  * 15/16 of a period apart (the folding read allowed a full period); the
  * poll interval and the overflow interrupt fold far more often than that.
+ * prev and value are loaded after the device's read, so that fewer values
+ * live across its call: a fold in between changes the generation, and
+ * the caller reads again.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_peek(const struct perfmon_cpu_pmc *pmc, uint64_t *valuep)

@@ -441,8 +441,8 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
  * Choose the device that counts the event (NULL: the default).  By default
  * a generic event goes to the first registered device that can count it,
  * named_only devices left out, and a raw event to the first registered
- * device.  Returns 0, -EINVAL for a
- * NULL or attached event, -ENODEV when dev is not registered.
+ * device.  Returns 0, -EINVAL for a NULL or attached event, -ENODEV when
+ * dev is not registered.
  */
 int perfmon_event_set_dev(struct perfmon_event *event,
                           struct perfmon_dev *dev);
