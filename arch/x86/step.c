@@ -186,7 +186,7 @@ step_cpu_set_deadline(bool nmi, uint64_t count)
     }
 }
 
-/* ---- the #DB handler ------------------------------------------------------ */
+/* ---- the #DB handler ----------------------------------------------------- */
 
 static bool
 step_cpu_deadline_due(const struct step_cpu *c)

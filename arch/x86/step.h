@@ -22,9 +22,10 @@
  * interrupt handlers are never stepped, so that a count never depends on
  * when the clock ticked.  An instruction that faults does not retire and
  * is not counted, nor is its exception handler; counting goes on at the
- * instruction the handler resumes.  The #DB handler is never counted.  A count includes the instructions between starting stepping
- * and the first counted one and between stopping and the last: fixed
- * numbers, which a measurement takes off by measuring nothing once.
+ * instruction the handler resumes.  The #DB handler is never counted.
+ * A count includes the instructions between starting stepping and the
+ * first counted one and between stopping and the last: fixed numbers,
+ * which a measurement takes off by measuring nothing once.
  *
  * Counts are per CPU, and a CPU counts whatever runs there outside
  * handlers.  Code that follows a path across CPUs starts and stops

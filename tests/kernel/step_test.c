@@ -147,7 +147,7 @@ stt_available(void)
     return true;
 }
 
-/* ---- the #DB counter ------------------------------------------------------ */
+/* ---- the #DB counter ----------------------------------------------------- */
 
 /* Start or stop stepping this CPU (preemption disabled by the caller). */
 static void
@@ -431,7 +431,7 @@ out:
 
 KTEST_DEFINE(step, db_nmi_nested, stt_db_nmi_nested);
 
-/* ---- the step device ------------------------------------------------------ */
+/* ---- the step device ----------------------------------------------------- */
 
 /* Steps no user asked for (TF left set), on every CPU. */
 static uint64_t
