@@ -95,8 +95,9 @@ int perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
 /*
  * How to count an event the user named (perf's -e syntax, parsed): the id
  * and flags for perfmon_event_init(), the device of a device-named raw
- * event (else NULL: the core chooses), the generic id when it is one (-1
- * otherwise), and whether any device here counts it.
+ * event or of a `PMU/EVENT/` item (else NULL: the core chooses), the
+ * generic id when it is one (-1 otherwise), and whether any device here
+ * counts it.
  */
 struct perfmon_cmd_event {
     uint64_t id;
@@ -108,7 +109,9 @@ struct perfmon_cmd_event {
 
 /*
  * Resolve a parsed event.  Returns 0, or SHELL_ERR_REPORTED after one line
- * "perfmon: WHO: unknown event 'NAME'" with the closest names.
+ * saying why not: "perfmon: WHO: unknown event 'NAME'" with the closest
+ * names, an unknown PMU or an event it does not count, an event only a
+ * named_only device counts (and how to name it).
  */
 struct perfmon_parse_event;
 
@@ -116,7 +119,10 @@ int perfmon_cmd_resolve(const char *who,
                         const struct perfmon_parse_event *parsed,
                         struct perfmon_cmd_event *out);
 
-/* The first device that counts the event named name, or NULL. */
+/*
+ * The first device that counts the event named name without being named
+ * (named_only devices left out), or NULL.
+ */
 struct perfmon_dev *perfmon_cmd_dev_for(const char *name);
 
 /*

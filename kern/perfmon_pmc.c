@@ -149,7 +149,7 @@ perfmon_event_resolve(const struct perfmon_event *event,
     for (unsigned int i = 0; i < nr; i++) {
         struct perfmon_dev *dev = perfmon_devs[i];
 
-        if (event->dev != NULL && event->dev != dev) {
+        if (event->dev != NULL ? event->dev != dev : dev->named_only) {
             continue;
         }
 
