@@ -72,6 +72,7 @@ enum {
     PB_BUDGET_FOLD,                     /* 6f: the device's handler + 60 */
     PB_BUDGET_SAMPLE,                   /* 6s: a sample, no call chain: 150 */
     PB_BUDGET_FRAME,                    /* 6g: a call-chain frame: 12 */
+    PB_BUDGET_TURN,                     /* 8: a turn, per event moved */
     PB_NR_BUDGETS,
 };
 

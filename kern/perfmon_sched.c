@@ -213,20 +213,28 @@ static void
 perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t shares[PERFMON_DEV_MAX_PMCS];
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
     uint64_t left = cdev->waiting;
 
+    /* Each share once: placing a unit changes no other's. */
+    for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        shares[slot - base] = perfmon_cpu_pmc_share(cpu, slot, now);
+    }
+
     while (left != 0) {
-        uint64_t slots = left, best_share = UINT64_MAX, unit;
-        unsigned int best = 0;
+        unsigned int best = (unsigned int)__builtin_ctzll(left);
+        uint64_t slots = left, best_share = shares[best - base], unit;
 
         while (slots != 0) {
             unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-            uint64_t share = perfmon_cpu_pmc_share(cpu, slot, now);
 
             slots &= slots - 1;
 
-            if (share < best_share) {
-                best_share = share;
+            if (shares[slot - base] < best_share) {
+                best_share = shares[slot - base];
                 best = slot;
             }
         }
