@@ -836,6 +836,16 @@ class BootRun:
                                                    self.tail)
         return None
 
+    def report_exit(self, tap, name, want=EXIT_SUCCESS):
+        """One TAP line on how QEMU ended: "NAME with WANT", or "NAME"
+        failing when it did not exit in time.  Returns whether it exited."""
+        if self.code is None:
+            tap.fail(name, self.why)
+            return False
+        end = self.exit_problem(want)
+        tap.result(end is None, '%s with %d' % (name, want), end or '')
+        return True
+
     def report_problems(self):
         """What makes the KTAP report incomplete: its structural errors (no
         version line, no plan, fewer results than planned...), or a plan of

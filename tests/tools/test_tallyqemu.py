@@ -80,6 +80,22 @@ class BootRunTest(unittest.TestCase):
         self.assertEqual(r.exit_problem(tallyqemu.EXIT_TEST_FAILURE),
                          'timeout after 3s')
 
+    def test_report_exit(self):
+        out = io.StringIO()
+        tap = tallyqemu.Tap(out)
+        self.assertTrue(run(PASSING).report_exit(tap, 'it exits'))
+        self.assertTrue(run(PASSING, code=tallyqemu.EXIT_PANIC)
+                        .report_exit(tap, 'it exits'))
+        self.assertFalse(run(PASSING, code=None, why='timeout after 3s')
+                         .report_exit(tap, 'it exits',
+                                      tallyqemu.EXIT_PANIC))
+        lines = out.getvalue().split('\n')
+        self.assertEqual(lines[0], 'ok 1 - it exits with 33')
+        self.assertEqual(lines[1], 'not ok 2 - it exits with 33')
+        self.assertIn('not ok 3 - it exits', lines)
+        self.assertIn('# timeout after 3s', lines)
+        self.assertEqual(tap.failed, 2)
+
     def test_failures(self):
         r = run(FAILING, code=tallyqemu.EXIT_TEST_FAILURE)
         self.assertEqual(r.failures(), ['not ok first\nit went wrong'])
