@@ -29,12 +29,11 @@ FIXED_SEED = 1
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    guestfuzz.run(tap, args.test_iso, SECONDS, seed=FIXED_SEED, width=16,
-                  overflow='nmi', counters=2, kvm=args.kvm_mode)
-    guestfuzz.run(tap, args.test_iso, SECONDS, kvm=args.kvm_mode)
-    return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    guestfuzz.run(t.tap, t.args.test_iso, SECONDS, seed=FIXED_SEED, width=16,
+                  overflow='nmi', counters=2, kvm=t.args.kvm_mode)
+    guestfuzz.run(t.tap, t.args.test_iso, SECONDS, kvm=t.args.kvm_mode)
+    return t.finish()
 
 
 if __name__ == '__main__':
