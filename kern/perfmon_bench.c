@@ -398,7 +398,7 @@ pb_attach_test_event(struct perfmon_event *event, struct thread *thread,
                           : perfmon_event_attach_cpu(event, cpu);
 }
 
-static void
+static int
 pb_rows_local(struct perfmon_bench_run *run)
 {
     struct bench_result r;
@@ -429,6 +429,8 @@ pb_rows_local(struct perfmon_bench_run *run)
 
     /* No thread event may remain while the hook-off row runs. */
     perfmon_event_detach(&run->self_event);
+
+    return 0;
 }
 
 /*
@@ -453,7 +455,7 @@ pb_hardware_dev(const struct perfmon_bench_run *run)
  * Rows 1h and 2h: rows 1 and 2a again on a hardware PMU, counting cycles
  * on this CPU, when one is registered; a line saying why not otherwise.
  */
-static void
+static int
 pb_rows_hardware(struct perfmon_bench_run *run)
 {
     struct perfmon_bench_counter counter = { .dev = pb_hardware_dev(run) };
@@ -466,7 +468,7 @@ pb_rows_hardware(struct perfmon_bench_run *run)
     if (counter.dev == NULL) {
         kprintf("%-4s %s\n", "1h", "raw device read (hardware PMU): none "
                 "registered");
-        return;
+        return 0;
     }
 
     error = perfmon_dev_translate(counter.dev, PERFMON_EV_CYCLE,
@@ -487,7 +489,7 @@ pb_rows_hardware(struct perfmon_bench_run *run)
     if (error) {
         kprintf("%-4s raw device read (%s PMU): cycles not counted: %s\n",
                 "1h", counter.dev->name, error_str(error));
-        return;
+        return 0;
     }
 
     perfmon_pmc_foreach(pb_find_counter, &counter);
@@ -505,6 +507,8 @@ pb_rows_hardware(struct perfmon_bench_run *run)
                         perfmon_bench_budget(PB_BUDGET_READ_CPU, raw_insns),
                         &r, &raw);
     perfmon_event_detach(&event);
+
+    return 0;
 }
 
 /* A thread that spins on the remote CPU while its event is read. */
@@ -581,7 +585,7 @@ pb_op_attach_detach(struct perfmon_bench_run *run, void *arg)
     }
 }
 
-static void
+static int
 pb_rows_attach(struct perfmon_bench_run *run)
 {
     struct bench_result r;
@@ -598,6 +602,8 @@ pb_rows_attach(struct perfmon_bench_run *run)
     insns = perfmon_bench_insns(run, pb_op_attach_detach, NULL, false, false);
     perfmon_bench_print(run, "5b", "attach + detach, CPU event", insns,
                         PB_NONE, &r, NULL);
+
+    return 0;
 }
 
 /* Row 8: a turn of events taking turns -------------------------------------- */
@@ -616,7 +622,7 @@ pb_op_rotate(struct perfmon_bench_run *run, void *arg)
  * all of them and gives them out again.  Per event moved: the turn's
  * instructions over the counters taken off.
  */
-static void
+static int
 pb_row_rotation(struct perfmon_bench_run *run)
 {
     struct perfmon_event evs[PERFMON_DEV_MAX_PMCS + 1];
@@ -653,6 +659,8 @@ pb_row_rotation(struct perfmon_bench_run *run)
     while (nr > 0) {
         perfmon_event_detach(&evs[--nr]);
     }
+
+    return 0;
 }
 
 /*
@@ -700,7 +708,7 @@ pb_row_recording(struct perfmon_bench_run *run, const char *id,
     perfmon_sbuf_destroy(s.sbuf);
 }
 
-static void
+static int
 pb_rows_recording(struct perfmon_bench_run *run)
 {
     struct bench_result base;
@@ -710,6 +718,8 @@ pb_rows_recording(struct perfmon_bench_run *run)
                         PB_NONE, PB_NONE, &base, NULL);
     pb_row_recording(run, "9a", 1000, false, &base);
     pb_row_recording(run, "9b", 4000, true, &base);
+
+    return 0;
 }
 
 /* Row 7: remote read at this boot's CPU count ---------------------------- */
@@ -788,10 +798,10 @@ pb_header(const struct perfmon_bench_run *run)
             "%u-bit, overflow by %s, %zu samples\n", cpu_count(), run->self,
             run->remote, cpu_tsc_freq() / 1000000, info.width,
             info.overflow_intr ? "nmi" : "poll", run->nr_samples);
-    kprintf("instructions: %s; rows 3 and 7 wait on another CPU: cycles "
-            "only\n", run->step != NULL ? "exact, by the step PMU"
-                                        : "not counted (boot with "
-                                          "perfmon.step=on)");
+    kprintf("instructions: %s; rows 3 and 7 wait on another CPU, 9 on "
+            "interrupts: cycles only\n",
+            run->step != NULL ? "exact, by the step PMU"
+                              : "not counted (boot with perfmon.step=on)");
     kprintf("%-4s %-44s %7s %7s %7s %9s %9s %8s\n", "row", "operation",
             "instr", "budget", "verdict", "min cyc", "med cyc", "ratio");
 }
@@ -810,42 +820,49 @@ pb_footer(const struct perfmon_bench_run *run)
             run->nr_met, run->nr_missed);
 }
 
+/* The rows of `perfmon bench` and of `perfmon bench remote`, in order. */
+static int (*const pb_rows_all[])(struct perfmon_bench_run *) = {
+    pb_rows_local, pb_rows_hardware, pb_rows_remote,
+    perfmon_bench_rows_switch, pb_rows_attach, perfmon_bench_rows_intr,
+    pb_row_scaling, pb_row_rotation, pb_rows_recording,
+};
+
+static int (*const pb_rows_remote_only[])(struct perfmon_bench_run *) = {
+    pb_rows_local, pb_rows_hardware, pb_rows_remote, pb_row_scaling,
+};
+
+/*
+ * Each group of rows in turn; Ctrl-C ends the run after the group it
+ * came in (a group measures with events of its own attached, which it
+ * detaches before returning), an error at once.
+ */
 static int
 pb_run_selected(struct perfmon_bench_run *run, const char *what)
 {
-    int error;
-
-    pb_header(run);
-    pb_rows_local(run);
-    pb_rows_hardware(run);
+    int (*const *rows)(struct perfmon_bench_run *) = pb_rows_all;
+    size_t nr = ARRAY_SIZE(pb_rows_all);
 
     if (strcmp(what, "remote") == 0) {
-        error = pb_rows_remote(run);
-        return error ? error : pb_row_scaling(run);
+        rows = pb_rows_remote_only;
+        nr = ARRAY_SIZE(pb_rows_remote_only);
     }
 
-    error = pb_rows_remote(run);
+    pb_header(run);
 
-    if (!error) {
-        error = perfmon_bench_rows_switch(run);
+    for (size_t i = 0; i < nr; i++) {
+        int error = rows[i](run);
+
+        if (error == 0 && shell_interrupted()) {
+            error = -EINTR;
+        }
+
+        if (error) {
+            return error;
+        }
     }
 
-    if (!error) {
-        pb_rows_attach(run);
-        perfmon_bench_rows_intr(run);
-        error = pb_row_scaling(run);
-    }
-
-    if (!error) {
-        pb_row_rotation(run);
-        pb_rows_recording(run);
-    }
-
-    if (!error) {
-        pb_footer(run);
-    }
-
-    return error;
+    pb_footer(run);
+    return 0;
 }
 
 static int

@@ -172,6 +172,6 @@ uint64_t perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
 
 /* The rows of kern/perfmon_bench_switch.c and kern/perfmon_bench_intr.c. */
 int perfmon_bench_rows_switch(struct perfmon_bench_run *run);
-void perfmon_bench_rows_intr(struct perfmon_bench_run *run);
+int perfmon_bench_rows_intr(struct perfmon_bench_run *run);
 
 #endif /* KERN_PERFMON_BENCH_I_H */

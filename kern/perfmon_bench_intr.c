@@ -172,7 +172,7 @@ pb_rows_sample(struct perfmon_bench_run *run)
     perfmon_bench_print_why(PB_BUDGET_FRAME);
 }
 
-void
+int
 perfmon_bench_rows_intr(struct perfmon_bench_run *run)
 {
     struct perfmon_dev_info info;
@@ -182,11 +182,13 @@ perfmon_bench_rows_intr(struct perfmon_bench_run *run)
     if (!info.overflow_intr) {
         kprintf("%-4s %-44s (boot with softpmu.overflow=nmi)\n", "6",
                 "soft PMU overflow NMI round trip");
-        return;
+        return 0;
     }
 
     pb_rows_overflow(run, (info.width >= 64) ? UINT64_MAX
                                               : 1ULL << info.width);
     pb_rows_sample(run);
+
+    return 0;
 }
 

@@ -9,8 +9,9 @@
 # meets it.  Instruction counts are exact and the same on every run, so
 # that is a real test; the cycle figures are for `make bench` to print,
 # never for pass/fail here (only that a minimum is no larger than its
-# median).  A bad argument prints the usage and leaves the prompt working,
-# and no counter is left in use.  Prints TAP.
+# median).  A bad argument prints the usage and leaves the prompt working;
+# Ctrl-C ends a full run early with one line, and no counter is left in
+# use.  Prints TAP.
 #
 
 import os
@@ -42,21 +43,36 @@ TIMEOUT = 600
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_bench.txt')
-    with tallyqemu.Qemu(log=log, name='boot_bench') as q:
-        try:
-            q.start(args.iso, smp=4, kvm=args.kvm_mode,
-                    cmdline='softpmu.overflow=nmi perfmon.step=on')
-            q.wait_prompt()
-            out = q.command('perfmon bench quick', TIMEOUT)
-            bad = q.command('perfmon bench -n 3', 30)
-            info = q.command('perfmon info', 30)
-        except (TimeoutError, tallyqemu.QemuExited) as e:
-            tap.fail('perfmon bench quick completes', str(e))
-            return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    out = bad = stopped = info = None
+    with t.shell(timeout=TIMEOUT, smp=4,
+                 cmdline='softpmu.overflow=nmi perfmon.step=on') as sh:
+        def run_quick():
+            nonlocal out
+            sh.prompt()
+            out = sh.run('perfmon bench quick')
+            return None
+
+        def run_bad():
+            nonlocal bad
+            bad = sh.run('perfmon bench -n 3')
+            return None
+
+        def run_interrupted():
+            # The full bench takes minutes here: Ctrl-C a few seconds into
+            # its rows must end it after the group of rows under way.
+            nonlocal stopped, info
+            stopped = sh.interrupt('perfmon bench', 3, started='row ')
+            info = sh.run('perfmon info')
+            return None
+
+        t.tap.step('perfmon bench quick completes', run_quick)
+        t.tap.step('perfmon bench -n 3 answers', run_bad)
+        t.tap.step('perfmon bench, Ctrl-C: the prompt comes back',
+                   run_interrupted)
+    if out is None:
+        return t.finish()
+    tap = t.tap
     rows = {m.group(1): m.groups()[1:] for m in ROW.finditer(out)}
     tap.result('perfmon bench:' in out, 'perfmon bench prints its header',
                out)
@@ -88,11 +104,18 @@ def main():
     hw = re.search(r'^1h\s.*(none registered|not counted)', out, re.M)
     tap.result(hw is not None or ('1h' in rows and '2h' in rows),
                'hardware rows printed, or a line saying why not', out)
-    tap.result('usage: perfmon bench' in bad, 'bad sample count: usage', bad)
-    tap.result(re.search(r'counters in use:\s*none', info) is not None,
-               'no counter left in use afterwards', info)
-    return tap.finish()
-
+    if bad is not None:
+        tap.result('usage: perfmon bench' in bad,
+                   'bad sample count: usage', bad)
+    if stopped is not None:
+        tap.result('perfmon bench: interrupted' in stopped
+                   and SUMMARY.search(stopped) is None
+                   and not re.search(r'^9b\s', stopped, re.M),
+                   'Ctrl-C: "interrupted", before the last rows', stopped)
+        tap.result(re.search(r'counters in use:\s*none', info) is not None
+                   and re.search(r'in use: 0 of \d+', info) is not None,
+                   'no counter left in use afterwards', info)
+    return t.finish()
 
 if __name__ == '__main__':
     sys.exit(main())
