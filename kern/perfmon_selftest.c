@@ -250,6 +250,19 @@ perfmon_selftest_attach(struct perfmon_selftest *st, const char *name,
 }
 
 /*
+ * Whether the check of one event begins: the run goes on, and the event
+ * is attached (perfmon_selftest_attach()).
+ */
+static bool
+perfmon_selftest_begin(struct perfmon_selftest *st, const char *name,
+                       struct perfmon_event *event, unsigned int id,
+                       unsigned int flags)
+{
+    return perfmon_selftest_go(st)
+           && perfmon_selftest_attach(st, name, event, id, flags);
+}
+
+/*
  * The smallest count of event over PERFMON_SELFTEST_ROUNDS runs of fn(n),
  * interrupts disabled around fn (the reads need them enabled), and in
  * *tscp the TSC cycles of that run.
@@ -294,8 +307,7 @@ perfmon_selftest_per_iter(struct perfmon_selftest *st, const char *name,
     struct perfmon_event event;
     uint64_t shorter, longer;
 
-    if (!perfmon_selftest_go(st)
-        || !perfmon_selftest_attach(st, name, &event, id, PERFMON_EF_KERN)) {
+    if (!perfmon_selftest_begin(st, name, &event, id, PERFMON_EF_KERN)) {
         return;
     }
 
@@ -320,8 +332,7 @@ perfmon_selftest_per_tsc(struct perfmon_selftest *st, const char *name,
     struct perfmon_event event;
     uint64_t count, tsc;
 
-    if (!perfmon_selftest_go(st)
-        || !perfmon_selftest_attach(st, name, &event, id, PERFMON_EF_KERN)) {
+    if (!perfmon_selftest_begin(st, name, &event, id, PERFMON_EF_KERN)) {
         return;
     }
 
@@ -355,9 +366,8 @@ perfmon_selftest_modes(struct perfmon_selftest *st)
     struct perfmon_event event;
     uint64_t n = PERFMON_SELFTEST_LONG, insns = n * PERFMON_SELFTEST_SPIN_INSNS;
 
-    if (perfmon_selftest_go(st)
-        && perfmon_selftest_attach(st, name_u, &event,
-                                   PERFMON_EV_INSTRUCTION, PERFMON_EF_USER)) {
+    if (perfmon_selftest_begin(st, name_u, &event, PERFMON_EV_INSTRUCTION,
+                               PERFMON_EF_USER)) {
         perfmon_selftest_range(st, name_u,
                                perfmon_selftest_min(&event,
                                                     perfmon_selftest_spin, n,
@@ -366,9 +376,8 @@ perfmon_selftest_modes(struct perfmon_selftest *st)
     }
 
     /* The reads add a few thousand instructions at most. */
-    if (perfmon_selftest_go(st)
-        && perfmon_selftest_attach(st, name_k, &event,
-                                   PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN)) {
+    if (perfmon_selftest_begin(st, name_k, &event, PERFMON_EV_INSTRUCTION,
+                               PERFMON_EF_KERN)) {
         perfmon_selftest_range(st, name_k,
                                perfmon_selftest_min(&event,
                                                     perfmon_selftest_spin, n,
@@ -389,9 +398,8 @@ perfmon_selftest_branch_misses(struct perfmon_selftest *st)
     struct perfmon_event event;
     uint64_t misses;
 
-    if (!perfmon_selftest_go(st)
-        || !perfmon_selftest_attach(st, name, &event, PERFMON_EV_BRANCH_MISS,
-                                    PERFMON_EF_KERN)) {
+    if (!perfmon_selftest_begin(st, name, &event, PERFMON_EV_BRANCH_MISS,
+                                PERFMON_EF_KERN)) {
         return;
     }
 
@@ -504,9 +512,8 @@ perfmon_selftest_task_clock(struct perfmon_selftest *st)
     struct perfmon_event event;
     unsigned long flags;
 
-    if (!perfmon_selftest_go(st)
-        || !perfmon_selftest_attach(st, name, &event, PERFMON_EV_TASK_CLOCK,
-                                    PERFMON_EF_KERN)) {
+    if (!perfmon_selftest_begin(st, name, &event, PERFMON_EV_TASK_CLOCK,
+                                PERFMON_EF_KERN)) {
         return;
     }
 

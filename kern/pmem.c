@@ -429,40 +429,35 @@ pmem_free(uint64_t pa, size_t npages)
     assert(allocated_run);
 }
 
+/* A count of pages that pmem_lock protects, read under the lock. */
+static size_t
+pmem_read_locked(const size_t *count)
+{
+    unsigned long flags;
+    size_t value;
+
+    spinlock_lock_intr_save(&pmem_lock, &flags);
+    value = *count;
+    spinlock_unlock_intr_restore(&pmem_lock, flags);
+    return value;
+}
+
 size_t
 pmem_nr_free(void)
 {
-    unsigned long flags;
-    size_t nr;
-
-    spinlock_lock_intr_save(&pmem_lock, &flags);
-    nr = pmem_free_pages;
-    spinlock_unlock_intr_restore(&pmem_lock, flags);
-    return nr;
+    return pmem_read_locked(&pmem_free_pages);
 }
 
 size_t
 pmem_nr_total(void)
 {
-    unsigned long flags;
-    size_t nr;
-
-    spinlock_lock_intr_save(&pmem_lock, &flags);
-    nr = pmem_total_pages;
-    spinlock_unlock_intr_restore(&pmem_lock, flags);
-    return nr;
+    return pmem_read_locked(&pmem_total_pages);
 }
 
 uint64_t
 pmem_max_addr(void)
 {
-    unsigned long flags;
-    uint64_t addr;
-
-    spinlock_lock_intr_save(&pmem_lock, &flags);
-    addr = (uint64_t)pmem_span << PAGE_SHIFT;
-    spinlock_unlock_intr_restore(&pmem_lock, flags);
-    return addr;
+    return (uint64_t)pmem_read_locked(&pmem_span) << PAGE_SHIFT;
 }
 
 size_t

@@ -208,6 +208,27 @@ shell_line_enter(struct shell_line *line, int c)
 }
 
 /*
+ * The byte that ends a CSI or SS3 sequence: Up and Down walk the history,
+ * any other final byte is swallowed with its sequence.  Return false when
+ * c is no final byte, and so must be handled as an ordinary key.
+ */
+static bool
+shell_line_escape_final(struct shell_line *line, int c)
+{
+    if ((c < 0x40) || (c > 0x7e)) {
+        return false;
+    }
+
+    if (c == 'A') {
+        shell_line_history_up(line);
+    } else if (c == 'B') {
+        shell_line_history_down(line);
+    }
+
+    return true;
+}
+
+/*
  * Advance the escape-sequence parser with c.  Return true when c was part of
  * a sequence (and so consumed), false when c ended an invalid sequence and
  * must be handled as an ordinary key.  Sequences other than Up and Down are
@@ -238,33 +259,11 @@ shell_line_escape(struct shell_line *line, int c)
         }
 
         line->esc_state = SHELL_ESC_NONE;
-
-        if ((c >= 0x40) && (c <= 0x7e)) {
-            if (c == 'A') {
-                shell_line_history_up(line);
-            } else if (c == 'B') {
-                shell_line_history_down(line);
-            }
-
-            return true;
-        }
-
-        return false;
+        return shell_line_escape_final(line, c);
 
     case SHELL_ESC_SS3:
         line->esc_state = SHELL_ESC_NONE;
-
-        if ((c >= 0x40) && (c <= 0x7e)) {
-            if (c == 'A') {
-                shell_line_history_up(line);
-            } else if (c == 'B') {
-                shell_line_history_down(line);
-            }
-
-            return true;
-        }
-
-        return false;
+        return shell_line_escape_final(line, c);
 
     default:
         line->esc_state = SHELL_ESC_NONE;

@@ -106,17 +106,41 @@ workload_parse_one(int argc, char **argv, const char *args, uint64_t min,
                               valp);
 }
 
-/* hop and xcall move work between CPUs: they need two at least. */
+/*
+ * The arguments of hop and xcall: a number of events N, as
+ * workload_parse_one(); and as they move work between CPUs, they need two
+ * at least.
+ */
 static int
-workload_check_smp(const char *cmd, unsigned int nr_cpus)
+workload_parse_smp(int argc, char **argv, unsigned int nr_cpus,
+                   uint64_t *np)
 {
+    int error;
+
+    error = workload_parse_one(argc, argv, "N", 1, WORKLOAD_MAX_EVENTS, np);
+
+    if (error) {
+        return error;
+    }
+
     if (nr_cpus < 2) {
-        kprintf("%s: needs at least 2 CPUs, this machine has %u\n", cmd,
+        kprintf("%s: needs at least 2 CPUs, this machine has %u\n", argv[0],
                 nr_cpus);
         return SHELL_ERR_REPORTED;
     }
 
     return 0;
+}
+
+/*
+ * Whether Ctrl-C stops a loop after done iterations.  The console is
+ * read every period iterations only, so that its reads stay a small part
+ * of what the loop measures.
+ */
+static bool
+workload_interrupted(uint64_t done, uint64_t period)
+{
+    return ((done % period) == 0) && shell_interrupted();
 }
 
 /* Milliseconds since start (a TSC value), with 3 decimals, into buf. */
@@ -259,8 +283,7 @@ workload_memwalk_cmd(int argc, char **argv)
             sum += buf[off];
             accesses++;
 
-            if (((accesses % WORKLOAD_POLL_ITERS) == 0)
-                && shell_interrupted()) {
+            if (workload_interrupted(accesses, WORKLOAD_POLL_ITERS)) {
                 interrupted = true;
                 break;
             }
@@ -434,14 +457,9 @@ workload_yield_cmd(int argc, char **argv)
 
     start = cpu_rdtsc();
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; (i < n) && !interrupted; i++) {
         thread_yield();
-
-        if ((((i + 1) % 256) == 0) && shell_interrupted()) {
-            i++;
-            interrupted = true;
-            break;
-        }
+        interrupted = workload_interrupted(i + 1, 256);
     }
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
@@ -465,7 +483,6 @@ SHELL_COMMAND(yield, "yield", "N", "workload: N context switches",
 static int
 workload_hop_cmd(int argc, char **argv)
 {
-    static const char args[] = "N";
     char n_buf[32], ms_buf[32];
     struct thread *self = thread_self();
     unsigned int nr_cpus = cpu_count(), moved = 0;
@@ -473,14 +490,7 @@ workload_hop_cmd(int argc, char **argv)
     bool interrupted = false;
     int error;
 
-    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_EVENTS,
-                               &n);
-
-    if (error) {
-        return error;
-    }
-
-    error = workload_check_smp("hop", nr_cpus);
+    error = workload_parse_smp(argc, argv, nr_cpus, &n);
 
     if (error) {
         return error;
@@ -489,7 +499,7 @@ workload_hop_cmd(int argc, char **argv)
     affinity = thread_get_affinity(self);
     start = cpu_rdtsc();
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; (i < n) && !interrupted; i++) {
         unsigned int from = thread_cpu(self);
         unsigned int to = (from + 1) % nr_cpus;
 
@@ -503,11 +513,7 @@ workload_hop_cmd(int argc, char **argv)
             moved++;
         }
 
-        if ((((i + 1) % 64) == 0) && shell_interrupted()) {
-            i++;
-            interrupted = true;
-            break;
-        }
+        interrupted = workload_interrupted(i + 1, 64);
     }
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
@@ -538,21 +544,13 @@ workload_xcall_fn(void *arg)
 static int
 workload_xcall_cmd(int argc, char **argv)
 {
-    static const char args[] = "N";
     char n_buf[32], ms_buf[32];
     unsigned int nr_cpus = cpu_count();
     uint64_t n, i, served = 0, start;
     bool interrupted = false;
-    int error = 0;
+    int error;
 
-    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_EVENTS,
-                               &n);
-
-    if (error) {
-        return error;
-    }
-
-    error = workload_check_smp("xcall", nr_cpus);
+    error = workload_parse_smp(argc, argv, nr_cpus, &n);
 
     if (error) {
         return error;
@@ -560,7 +558,7 @@ workload_xcall_cmd(int argc, char **argv)
 
     start = cpu_rdtsc();
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; (i < n) && !interrupted; i++) {
         /* Skip our own CPU (the thread may move meanwhile: harmless). */
         unsigned int cpu = (unsigned int)(i % (nr_cpus - 1));
 
@@ -574,11 +572,7 @@ workload_xcall_cmd(int argc, char **argv)
             break;
         }
 
-        if ((((i + 1) % 256) == 0) && shell_interrupted()) {
-            i++;
-            interrupted = true;
-            break;
-        }
+        interrupted = workload_interrupted(i + 1, 256);
     }
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);

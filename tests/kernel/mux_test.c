@@ -77,6 +77,41 @@ mt_init(struct perfmon_event *ev, unsigned int flags,
     return error;
 }
 
+/* mt_init(), then attached to cpu. */
+static int
+mt_attach_cpu(struct perfmon_event *ev, unsigned int flags,
+              struct perfmon_event *leader, unsigned int cpu)
+{
+    int error = mt_init(ev, flags, leader);
+
+    if (error == 0) {
+        error = perfmon_event_attach_cpu(ev, cpu);
+    }
+
+    return error;
+}
+
+/*
+ * The nr events of evs, each counting the kernel in a slot of its own,
+ * attached to cpu and added to the set at set[*np].
+ */
+static int
+mt_attach_set(struct perfmon_event *evs, unsigned int nr, unsigned int cpu,
+              struct perfmon_event **set, unsigned int *np)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        int error = mt_attach_cpu(&evs[i], PERFMON_EF_KERN, NULL, cpu);
+
+        if (error) {
+            return error;
+        }
+
+        set[(*np)++] = &evs[i];
+    }
+
+    return 0;
+}
+
 /* Add test events at a steady rate for ms; the number added. */
 static uint64_t
 mt_add_steadily(unsigned int ms)
@@ -93,6 +128,23 @@ mt_add_steadily(unsigned int ms)
     }
 
     return added;
+}
+
+/*
+ * Enable the n events of set, add test events for MT_RUN_MS, then disable
+ * them: the number added in *addedp.
+ */
+static int
+mt_run(struct perfmon_event **set, unsigned int n, uint64_t *addedp)
+{
+    int error = perfmon_events_enable(set, n);
+
+    if (error) {
+        return error;
+    }
+
+    *addedp = mt_add_steadily(MT_RUN_MS);
+    return perfmon_events_disable(set, n);
 }
 
 static void
@@ -121,23 +173,15 @@ mt_six_estimates(void)
     struct perfmon_event evs[6] = { 0 };
     struct perfmon_event *set[6];
     uint64_t saved, added, enabled, running;
-    unsigned int cpu;
+    unsigned int cpu, n = 0;
 
     if (!mt_ready()) {
         return KTEST_SKIP;
     }
 
     saved = ktest_pin_self(&cpu);
-
-    for (unsigned int i = 0; i < 6; i++) {
-        set[i] = &evs[i];
-        KTEST_CHECK_EQ(mt_init(&evs[i], PERFMON_EF_KERN, NULL), 0);
-        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&evs[i], cpu), 0);
-    }
-
-    KTEST_CHECK_EQ(perfmon_events_enable(set, 6), 0);
-    added = mt_add_steadily(MT_RUN_MS);
-    KTEST_CHECK_EQ(perfmon_events_disable(set, 6), 0);
+    KTEST_CHECK_EQ(mt_attach_set(evs, 6, cpu, set, &n), 0);
+    KTEST_CHECK_EQ(mt_run(set, n, &added), 0);
 
     for (unsigned int i = 0; i < 6; i++) {
         uint64_t estimate = mt_scaled(&evs[i], &enabled, &running);
@@ -176,22 +220,12 @@ mt_group_and_pinned(void)
     }
 
     saved = ktest_pin_self(&cpu);
-    KTEST_CHECK_EQ(mt_init(&g[0], PERFMON_EF_KERN, NULL), 0);
-    KTEST_CHECK_EQ(mt_init(&g[1], PERFMON_EF_MODE, &g[0]), 0);
-    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&g[0], cpu), 0);
-    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&g[1], cpu), 0);
+    KTEST_CHECK_EQ(mt_attach_cpu(&g[0], PERFMON_EF_KERN, NULL, cpu), 0);
+    KTEST_CHECK_EQ(mt_attach_cpu(&g[1], PERFMON_EF_MODE, &g[0], cpu), 0);
     set[n++] = &g[0];
     set[n++] = &g[1];
-
-    for (unsigned int i = 0; i < 2; i++) {
-        KTEST_CHECK_EQ(mt_init(&others[i], PERFMON_EF_KERN, NULL), 0);
-        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&others[i], cpu), 0);
-        set[n++] = &others[i];
-    }
-
-    KTEST_CHECK_EQ(perfmon_events_enable(set, n), 0);
-    added = mt_add_steadily(MT_RUN_MS);
-    KTEST_CHECK_EQ(perfmon_events_disable(set, n), 0);
+    KTEST_CHECK_EQ(mt_attach_set(others, 2, cpu, set, &n), 0);
+    KTEST_CHECK_EQ(mt_run(set, n, &added), 0);
     c0 = perfmon_event_read_times(&g[0], &e0, &r0);
     c1 = perfmon_event_read_times(&g[1], &e1, &r1);
     ktest_diag("group: %llu and %llu counted in %llu and %llu ns of %llu",
@@ -206,20 +240,11 @@ mt_group_and_pinned(void)
 
     /* A pinned event, and four that share the counter left. */
     n = 0;
-    KTEST_CHECK_EQ(mt_init(&pin, PERFMON_EF_KERN | PERFMON_EF_PINNED, NULL),
-                   0);
-    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&pin, cpu), 0);
+    KTEST_CHECK_EQ(mt_attach_cpu(&pin, PERFMON_EF_KERN | PERFMON_EF_PINNED,
+                                 NULL, cpu), 0);
     set[n++] = &pin;
-
-    for (unsigned int i = 0; i < 4; i++) {
-        KTEST_CHECK_EQ(mt_init(&others[i], PERFMON_EF_KERN, NULL), 0);
-        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&others[i], cpu), 0);
-        set[n++] = &others[i];
-    }
-
-    KTEST_CHECK_EQ(perfmon_events_enable(set, n), 0);
-    added = mt_add_steadily(MT_RUN_MS);
-    KTEST_CHECK_EQ(perfmon_events_disable(set, n), 0);
+    KTEST_CHECK_EQ(mt_attach_set(others, 4, cpu, set, &n), 0);
+    KTEST_CHECK_EQ(mt_run(set, n, &added), 0);
     KTEST_CHECK_EQ(perfmon_event_read_times(&pin, &e0, &r0), added);
     KTEST_CHECK_EQ(r0, e0);
 
@@ -314,8 +339,8 @@ mt_torture(void)
 
     /* A CPU event on each CPU, so that they all have turns to take. */
     for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
-        KTEST_CHECK_EQ(mt_init(&cpu_evs[cpu], PERFMON_EF_MODE, NULL), 0);
-        KTEST_CHECK_EQ(perfmon_event_attach_cpu(&cpu_evs[cpu], cpu), 0);
+        KTEST_CHECK_EQ(mt_attach_cpu(&cpu_evs[cpu], PERFMON_EF_MODE, NULL,
+                                     cpu), 0);
         KTEST_CHECK_EQ(perfmon_event_enable(&cpu_evs[cpu]), 0);
     }
 

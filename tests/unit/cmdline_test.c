@@ -20,6 +20,7 @@
 
 #include "kern/cmdline.h"
 #include "kern/error.h"
+#include "kern/macros.h"
 
 /* Each test starts from an empty parsed line. */
 static int
@@ -323,88 +324,108 @@ test_split_errors(void **state)
     assert_null(argv[0]);
 }
 
-static void
-check_u64(const char *s, int error, uint64_t expected)
-{
-    uint64_t v = 0xdeadbeef;
+/*
+ * Inputs of a number parser of kern/cmdline.h: the error expected, and the
+ * value on success (on failure the parser leaves *valp alone).
+ */
+struct number_case {
+    const char *s;
+    int error;
+    uint64_t value;
+};
 
-    assert_int_equal(cmdline_parse_u64(s, &v), error);
-    assert_int_equal(v, (error == 0) ? expected : 0xdeadbeef);
+typedef int (*parse_fn_t)(const char *s, uint64_t *valp);
+
+static void
+check_numbers(parse_fn_t parse, const struct number_case *cases, size_t nr)
+{
+    for (size_t i = 0; i < nr; i++) {
+        uint64_t v = 0xdeadbeef;
+        uint64_t expected = (cases[i].error == 0) ? cases[i].value
+                                                  : 0xdeadbeef;
+        int error = parse(cases[i].s, &v);
+
+        if ((error != cases[i].error) || (v != expected)) {
+            fail_msg("\"%s\": got %d and %#llx, expected %d and %#llx",
+                     (cases[i].s != NULL) ? cases[i].s : "(NULL)", error,
+                     (unsigned long long)v, cases[i].error,
+                     (unsigned long long)expected);
+        }
+    }
 }
 
 static void
 test_parse_u64(void **state)
 {
+    static const struct number_case cases[] = {
+        { "0", 0, 0 },
+        { "42", 0, 42 },
+        { "007", 0, 7 },
+        { "0x0", 0, 0 },
+        { "0x1f", 0, 0x1f },
+        { "0XABCdef", 0, 0xabcdef },
+        { "18446744073709551615", 0, UINT64_MAX },
+        { "0xffffffffffffffff", 0, UINT64_MAX },
+        { "0x00000000000000000000ffffffffffffffff", 0, UINT64_MAX },
+
+        { "18446744073709551616", -ERANGE, 0 },
+        { "99999999999999999999999", -ERANGE, 0 },
+        { "0x10000000000000000", -ERANGE, 0 },
+
+        { "", -EINVAL, 0 },
+        { NULL, -EINVAL, 0 },
+        { "0x", -EINVAL, 0 },
+        { "-1", -EINVAL, 0 },
+        { "+1", -EINVAL, 0 },
+        { " 1", -EINVAL, 0 },
+        { "1 ", -EINVAL, 0 },
+        { "12abc", -EINVAL, 0 },
+        { "0x1g", -EINVAL, 0 },
+        { "1K", -EINVAL, 0 },
+        { "x10", -EINVAL, 0 },
+        /* Garbage is reported before the overflow. */
+        { "18446744073709551616z", -EINVAL, 0 },
+    };
+
     (void)state;
-    check_u64("0", 0, 0);
-    check_u64("42", 0, 42);
-    check_u64("007", 0, 7);
-    check_u64("0x0", 0, 0);
-    check_u64("0x1f", 0, 0x1f);
-    check_u64("0XABCdef", 0, 0xabcdef);
-    check_u64("18446744073709551615", 0, UINT64_MAX);
-    check_u64("0xffffffffffffffff", 0, UINT64_MAX);
-    check_u64("0x00000000000000000000ffffffffffffffff", 0, UINT64_MAX);
-
-    check_u64("18446744073709551616", -ERANGE, 0);
-    check_u64("99999999999999999999999", -ERANGE, 0);
-    check_u64("0x10000000000000000", -ERANGE, 0);
-
-    check_u64("", -EINVAL, 0);
-    check_u64(NULL, -EINVAL, 0);
-    check_u64("0x", -EINVAL, 0);
-    check_u64("-1", -EINVAL, 0);
-    check_u64("+1", -EINVAL, 0);
-    check_u64(" 1", -EINVAL, 0);
-    check_u64("1 ", -EINVAL, 0);
-    check_u64("12abc", -EINVAL, 0);
-    check_u64("0x1g", -EINVAL, 0);
-    check_u64("1K", -EINVAL, 0);
-    check_u64("x10", -EINVAL, 0);
-    /* Garbage is reported before the overflow. */
-    check_u64("18446744073709551616z", -EINVAL, 0);
-}
-
-static void
-check_size(const char *s, int error, uint64_t expected)
-{
-    uint64_t v = 0xdeadbeef;
-
-    assert_int_equal(cmdline_parse_size(s, &v), error);
-    assert_int_equal(v, (error == 0) ? expected : 0xdeadbeef);
+    check_numbers(cmdline_parse_u64, cases, ARRAY_SIZE(cases));
 }
 
 static void
 test_parse_size(void **state)
 {
+    static const struct number_case cases[] = {
+        { "0", 0, 0 },
+        { "512", 0, 512 },
+        { "4k", 0, 4096 },
+        { "4K", 0, 4096 },
+        { "16m", 0, 16ULL << 20 },
+        { "16M", 0, 16ULL << 20 },
+        { "2G", 0, 2ULL << 30 },
+        { "2g", 0, 2ULL << 30 },
+        { "0x10K", 0, 16ULL << 10 },
+        { "18446744073709551615", 0, UINT64_MAX },
+        { "17179869183G", 0, 17179869183ULL << 30 },
+
+        { "17179869184G", -ERANGE, 0 },
+        { "0x40000000000000M", -ERANGE, 0 },
+        { "18014398509481984K", -ERANGE, 0 },
+        { "18446744073709551616", -ERANGE, 0 },
+        { "18446744073709551616K", -ERANGE, 0 },
+
+        { "", -EINVAL, 0 },
+        { NULL, -EINVAL, 0 },
+        { "K", -EINVAL, 0 },
+        { "4KB", -EINVAL, 0 },
+        { "4KiB", -EINVAL, 0 },
+        { "4T", -EINVAL, 0 },
+        { "4 K", -EINVAL, 0 },
+        { "-4K", -EINVAL, 0 },
+        { "0xK", -EINVAL, 0 },
+    };
+
     (void)state;
-    check_size("0", 0, 0);
-    check_size("512", 0, 512);
-    check_size("4k", 0, 4096);
-    check_size("4K", 0, 4096);
-    check_size("16m", 0, 16ULL << 20);
-    check_size("16M", 0, 16ULL << 20);
-    check_size("2G", 0, 2ULL << 30);
-    check_size("2g", 0, 2ULL << 30);
-    check_size("0x10K", 0, 16ULL << 10);
-    check_size("18446744073709551615", 0, UINT64_MAX);
-    check_size("17179869183G", 0, 17179869183ULL << 30);
-
-    check_size("17179869184G", -ERANGE, 0);
-    check_size("0x40000000000000M", -ERANGE, 0);
-    check_size("18014398509481984K", -ERANGE, 0);
-    check_size("18446744073709551616", -ERANGE, 0);
-    check_size("18446744073709551616K", -ERANGE, 0);
-
-    check_size("", -EINVAL, 0);
-    check_size(NULL, -EINVAL, 0);
-    check_size("K", -EINVAL, 0);
-    check_size("4KB", -EINVAL, 0);
-    check_size("4KiB", -EINVAL, 0);
-    check_size("4T", -EINVAL, 0);
-    check_size("4 K", -EINVAL, 0);
-    check_size("-4K", -EINVAL, 0);
-    check_size("0xK", -EINVAL, 0);
+    check_numbers(cmdline_parse_size, cases, ARRAY_SIZE(cases));
 }
 
 int

@@ -532,26 +532,25 @@ test_stress(void **state)
     assert_true(stats().nr_failures > failures_at_start);
 }
 
+/* Every test starts from an empty heap and must leave it empty. */
+#define T(fn)   cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_every_class, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_objects_share_slabs, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_zalloc_zeroes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_free_poisons, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_size_zero_and_null, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_large, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_huge_requests_fail, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_aligned, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_aligned_free_checks, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_exhaustion, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_misuse, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stress, setup, teardown),
+        T(test_every_class),
+        T(test_many_objects_share_slabs),
+        T(test_zalloc_zeroes),
+        T(test_free_poisons),
+        T(test_size_zero_and_null),
+        T(test_large),
+        T(test_huge_requests_fail),
+        T(test_aligned),
+        T(test_aligned_free_checks),
+        T(test_exhaustion),
+        T(test_misuse),
+        T(test_stress),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -348,6 +348,29 @@ fork_ok(struct thread *parent, const char *name, struct thread **childp)
     assert_int_equal(fake_thread_fork(parent, name, childp), 0);
 }
 
+/* An instructions event counting the kernel in t and its new threads. */
+static void
+attach_inherited(struct perfmon_event *ev, struct thread *t)
+{
+    init_ok(ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
+    assert_int_equal(perfmon_event_attach(ev, t), 0);
+}
+
+/*
+ * p runs on CPU 1 and creates a thread, which then runs on CPU 2: what
+ * each of them counts happens on a CPU of its own.  Returns the child.
+ */
+static struct thread *
+fork_onto_cpu2(struct thread *p)
+{
+    struct thread *c;
+
+    fake_thread_switch(1, p);
+    fork_ok(p, "c", &c);
+    fake_thread_switch(2, c);
+    return c;
+}
+
 static void
 test_inherit_children_and_grandchildren(void **state)
 {
@@ -358,9 +381,8 @@ test_inherit_children_and_grandchildren(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    init_ok(&inh, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
+    attach_inherited(&inh, p);
     init_ok(&own, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach(&inh, p), 0);
     assert_int_equal(perfmon_event_attach(&own, p), 0);
     fake_thread_switch(1, p);
     fdev_count(fd, 1, RAW_INSNS, 100);
@@ -429,10 +451,8 @@ test_inherit_off_counts_the_thread_alone(void **state)
     fd = fdev_add(0, 48, 4, true);
     init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach(&ev, p), 0);
-    fake_thread_switch(1, p);
-    fork_ok(p, "c", &c);
+    c = fork_onto_cpu2(p);
     assert_null(c->perfmon_td.members);
-    fake_thread_switch(2, c);
     fdev_count(fd, 1, RAW_INSNS, 3);
     fdev_count(fd, 2, RAW_INSNS, 50);
     assert_int_equal(perfmon_event_read(&ev), 3);
@@ -451,11 +471,9 @@ test_inherit_follows_enable(void **state)
     init_ok(&ev, PERFMON_EV_INSTRUCTION,
             PERFMON_EF_KERN | PERFMON_EF_INHERIT | PERFMON_EF_DISABLED);
     assert_int_equal(perfmon_event_attach(&ev, p), 0);
-    fake_thread_switch(1, p);
 
     /* Created while the parent event is disabled: the child is too. */
-    fork_ok(p, "c", &c);
-    fake_thread_switch(2, c);
+    c = fork_onto_cpu2(p);
     fdev_count(fd, 2, RAW_INSNS, 50);
     assert_int_equal(perfmon_event_read(&ev), 0);
 
@@ -493,11 +511,8 @@ test_inherit_child_exits_during_read(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
-    assert_int_equal(perfmon_event_attach(&ev, p), 0);
-    fake_thread_switch(1, p);
-    fork_ok(p, "c", &c);
-    fake_thread_switch(2, c);
+    attach_inherited(&ev, p);
+    c = fork_onto_cpu2(p);
     fdev_count(fd, 2, RAW_INSNS, 40);
 
     /* The owner reads c while c exits: the owner releases it, once. */
@@ -562,18 +577,14 @@ static void
 test_inherit_two_families(void **state)
 {
     struct perfmon_event a, b;
-    struct thread *p = fake_thread_create("p"), *c;
+    struct thread *p = fake_thread_create("p");
     struct fdev *fd;
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
-    init_ok(&b, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
-    assert_int_equal(perfmon_event_attach(&a, p), 0);
-    assert_int_equal(perfmon_event_attach(&b, p), 0);
-    fake_thread_switch(1, p);
-    fork_ok(p, "c", &c);
-    fake_thread_switch(2, c);
+    attach_inherited(&a, p);
+    attach_inherited(&b, p);
+    fork_onto_cpu2(p);
     fdev_count(fd, 2, RAW_INSNS, 5);
     assert_int_equal(perfmon_event_detach(&a), 0);
     assert_int_equal(perfmon_event_read(&a), 5);
@@ -606,8 +617,7 @@ test_inherit_children_shown(void **state)
 
     (void)state;
     fdev_add(0, 48, 4, true);
-    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
-    assert_int_equal(perfmon_event_attach(&ev, p), 0);
+    attach_inherited(&ev, p);
     fake_thread_switch(1, p);
     fork_ok(p, "c", &c);
     perfmon_pmc_foreach(show_fn, NULL);

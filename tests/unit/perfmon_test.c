@@ -36,6 +36,14 @@
 
 #include "fdev.h"
 
+/* A cycles event counting the kernel, attached to cpu. */
+static void
+attach_cycles_cpu(struct perfmon_event *ev, unsigned int cpu)
+{
+    init_ok(ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(ev, cpu), 0);
+}
+
 /* ---- devices ------------------------------------------------------------ */
 
 static void
@@ -451,8 +459,7 @@ test_named_only(void **state)
 
     /* With another device that counts them, that one is the default. */
     other = fdev_add(2, 48, 4, true);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    attach_cycles_cpu(&ev, 0);
     assert_int_equal(other->nr_counters_calls, 1);
     assert_int_equal(named->nr_counters_calls, 1);
     assert_int_equal(perfmon_event_detach(&ev), 0);
@@ -1221,8 +1228,7 @@ test_wrap_width1(void **state)
 
     (void)state;
     fd = fdev_add(0, 1, 1, false);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    attach_cycles_cpu(&ev, 0);
 
     for (unsigned int i = 0; i < 25; i++) {
         fdev_count(fd, 0, RAW_CYCLES, 1);
@@ -1245,8 +1251,7 @@ test_wrap_latency_intr(void **state)
 
     (void)state;
     fd = fdev_add(0, 16, 2, true);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    attach_cycles_cpu(&ev, 1);
     fdev_count(fd, 1, RAW_CYCLES, 10);
     assert_int_equal(perfmon_event_read(&ev), 10);
 
@@ -1284,8 +1289,7 @@ test_nmi_during_update(void **state)
 
     (void)state;
     fd = fdev_add(0, 16, 2, true);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    attach_cycles_cpu(&ev, 0);
     fdev_count(fd, 0, RAW_CYCLES, 10);
     assert_int_equal(perfmon_event_read(&ev), 10);
 
@@ -1571,8 +1575,7 @@ test_restart_forgets_wrap_seen(void **state)
 
     (void)state;
     fd = fdev_add(0, 16, 2, true);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    attach_cycles_cpu(&ev, 1);
     fdev_count(fd, 1, RAW_CYCLES, 65530);
     assert_int_equal(perfmon_event_read(&ev), 65530);
     fdev_count(fd, 1, RAW_CYCLES, 10);
@@ -1581,8 +1584,7 @@ test_restart_forgets_wrap_seen(void **state)
 
     /* The device drops the old run's overflow at restart (as soft.c). */
     fd->status[1] = 0;
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    attach_cycles_cpu(&ev, 1);
     assert_int_equal(ev.slot, 0);
     fdev_count(fd, 1, RAW_CYCLES, 65536 + 5);
     assert_int_equal(fd->status[1], 1);
@@ -1682,8 +1684,7 @@ test_intr_callbacks(void **state)
     h2 = perfmon_intr_register(cb_fn, &s2);
     assert_true(h1 >= 0 && h2 >= 0 && h1 != h2);
 
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 2), 0);
+    attach_cycles_cpu(&ev, 2);
     fdev_count(fd, 2, RAW_CYCLES, 65540);
     assert_true(fdev_nmi(fd, 2));
 

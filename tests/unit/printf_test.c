@@ -334,37 +334,28 @@ test_size_zero(void **state)
     assert_int_equal(buf[0], '\0');
 }
 
+/* In buf: a field of width characters, pad characters then tail. */
+static const char *
+padded(char *buf, size_t width, char pad, const char *tail)
+{
+    size_t nr_pad = width - strlen(tail);
+
+    memset(buf, pad, nr_pad);
+    strcpy(&buf[nr_pad], tail);
+    return buf;
+}
+
 static void
 test_wide_fields(void **state)
 {
-    char buf[512], expected[512];
-    int ret;
+    char expected[512];
 
     (void)state;
     /* Wider than the padding chunks, to exercise the loops. */
-    memset(expected, ' ', 299);
-    strcpy(&expected[299], "1");
-    ret = ksnprintf(buf, sizeof(buf), "%300d", 1);
-    assert_int_equal(ret, 300);
-    assert_string_equal(buf, expected);
-
-    memset(expected, '0', 299);
-    strcpy(&expected[299], "1");
-    ret = ksnprintf(buf, sizeof(buf), "%0300d", 1);
-    assert_int_equal(ret, 300);
-    assert_string_equal(buf, expected);
-
-    memset(expected, '0', 299);
-    strcpy(&expected[299], "1");
-    ret = ksnprintf(buf, sizeof(buf), "%.300d", 1);
-    assert_int_equal(ret, 300);
-    assert_string_equal(buf, expected);
-
-    memset(expected, ' ', 99);
-    strcpy(&expected[99], "x");
-    ret = ksnprintf(buf, sizeof(buf), "%100s", "x");
-    assert_int_equal(ret, 100);
-    assert_string_equal(buf, expected);
+    CHECK(padded(expected, 300, ' ', "1"), "%300d", 1);
+    CHECK(padded(expected, 300, '0', "1"), "%0300d", 1);
+    CHECK(padded(expected, 300, '0', "1"), "%.300d", 1);
+    CHECK(padded(expected, 100, ' ', "x"), "%100s", "x");
 }
 
 /*

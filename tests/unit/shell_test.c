@@ -159,6 +159,14 @@ enter_line(const char *s, const char *expected)
     assert_string_equal(test_line->buf, expected);
 }
 
+/* Type keys that do not end the line; the line then reads expected. */
+static void
+edit_line(const char *keys, const char *expected)
+{
+    assert_int_equal(feed(keys), SHELL_LINE_CONTINUE);
+    assert_string_equal(test_line->buf, expected);
+}
+
 static void
 clear_output(void)
 {
@@ -221,8 +229,7 @@ test_ctrl_c(void **state)
     /* A fresh line follows, and the dropped one is not in history. */
     enter_line("d\r", "d");
     assert_int_equal(test_line->hist_count, 1);
-    assert_int_equal(feed(ESC "[A" ESC "[A"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "d");
+    edit_line(ESC "[A" ESC "[A", "d");
 }
 
 static void
@@ -270,36 +277,28 @@ test_history_walk(void **state)
     assert_int_equal(feed("pa"), SHELL_LINE_CONTINUE);
     clear_output();
 
-    assert_int_equal(feed(ESC "[A"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "three");
+    edit_line(ESC "[A", "three");
     assert_string_equal(fake_console_output(), "\b \b\b \bthree");
 
-    assert_int_equal(feed(ESC "[A"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "two");
-    assert_int_equal(feed(ESC "OA"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "one");
+    edit_line(ESC "[A", "two");
+    edit_line(ESC "OA", "one");
 
     /* Past the oldest entry: nothing changes, nothing is written. */
     clear_output();
-    assert_int_equal(feed(ESC "[A" ESC "[A"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "one");
+    edit_line(ESC "[A" ESC "[A", "one");
     assert_string_equal(fake_console_output(), "");
 
-    assert_int_equal(feed(ESC "[B"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "two");
-    assert_int_equal(feed(ESC "OB"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "three");
+    edit_line(ESC "[B", "two");
+    edit_line(ESC "OB", "three");
 
     /* Down past the newest: the line being typed comes back. */
     clear_output();
-    assert_int_equal(feed(ESC "[B"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "pa");
+    edit_line(ESC "[B", "pa");
     assert_string_equal(fake_console_output(),
                         "\b \b\b \b\b \b\b \b\b \bpa");
 
     clear_output();
-    assert_int_equal(feed(ESC "[B"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "pa");
+    edit_line(ESC "[B", "pa");
     assert_string_equal(fake_console_output(), "");
 
     /* A recalled line can be edited and run. */
@@ -407,8 +406,7 @@ test_nonprintable(void **state)
 
     /* Walking history keeps the garbage with the line it belongs to... */
     enter_line("ok\r", "ok");
-    assert_int_equal(feed("a\x01" ESC "[A" ESC "[B"), SHELL_LINE_CONTINUE);
-    assert_string_equal(test_line->buf, "a");
+    edit_line("a\x01" ESC "[A" ESC "[B", "a");
     assert_int_equal(feed("\r"), SHELL_LINE_CANCEL);
 
     /* ...and a recalled entry is clean. */
@@ -778,46 +776,43 @@ test_run_once_refused(void **state)
     assert_int_equal(shell_run_once(), -1);
 }
 
+/* Every test starts with a fresh line editor and an empty console. */
+#define T(fn)   cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_echo, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_backspace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ctrl_u, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ctrl_c, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_enter_pairs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_history_walk, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_history_ring, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_escape_ignored, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_overlong_line, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tab_is_blank, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nonprintable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_high_bytes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_input_out_of_range, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_quotes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_blank, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_unknown, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_too_many_args, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_exec_bad_quotes, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_exec_long_line, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_nested, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_argv, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_help_list, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_help_one, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_run_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_run_once_ctrl_c_at_prompt, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_run_once_ctrl_c_does_not_leak,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_run_once_refused, setup,
-                                        teardown),
+        T(test_echo),
+        T(test_backspace),
+        T(test_ctrl_u),
+        T(test_ctrl_c),
+        T(test_enter_pairs),
+        T(test_history_walk),
+        T(test_history_ring),
+        T(test_escape_ignored),
+        T(test_overlong_line),
+        T(test_tab_is_blank),
+        T(test_nonprintable),
+        T(test_high_bytes),
+        T(test_input_out_of_range),
+        T(test_lookup),
+        T(test_exec_quotes),
+        T(test_exec_blank),
+        T(test_exec_unknown),
+        T(test_exec_errors),
+        T(test_exec_too_many_args),
+        T(test_exec_bad_quotes),
+        T(test_exec_long_line),
+        T(test_exec_nested),
+        T(test_exec_argv),
+        T(test_help_list),
+        T(test_help_one),
+        T(test_interrupt),
+        T(test_run_once),
+        T(test_run_once_ctrl_c_at_prompt),
+        T(test_run_once_ctrl_c_does_not_leak),
+        T(test_run_once_refused),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

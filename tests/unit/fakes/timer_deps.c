@@ -9,13 +9,8 @@
  * can leave the caller through a longjmp so that a test runs one pass of a
  * thread's endless loop; cpu_pause() fails the test once it spins far too
  * long, so a wait that can never end is reported instead of hanging.
- *
- * The fake's own interface is declared by the test that uses it:
- *
- *   
- *
- * with struct thread and struct fake_timer_stats as defined below, copied
- * by the test.
+ * The fake's own interface, and its struct thread, are in
+ * fakes/timer_deps.h.  ksnprintf() is the kernel's own (kern/printf.c).
  */
 
 #include <setjmp.h>
@@ -31,15 +26,12 @@
 #include "arch/x86/cpu.h"
 #include "kern/clock.h"
 #include "kern/log.h"
-#include "kern/printf.h"
 #include "kern/thread.h"
 
 #include "fakes/timer_deps.h"
 
 #define FAKE_MAX_THREADS    8
 #define FAKE_PAUSE_LIMIT    100000
-
-
 
 static unsigned int fake_cpu;
 static unsigned int fake_nr_cpus = 1;
@@ -51,16 +43,6 @@ static unsigned int fake_create_error_after;
 static jmp_buf *fake_sleep_jmp;
 static struct fake_timer_stats fake_stats;
 static void (*fake_pause_hook)(void);
-
-void fake_timer_deps_reset(void);
-void fake_cpu_set(unsigned int cpu, unsigned int count);
-void fake_clock_set(uint64_t now);
-struct thread *fake_thread_get(unsigned int index);
-void fake_thread_set_self(struct thread *thread);
-void fake_thread_set_create_error(int error, unsigned int after);
-void fake_thread_set_sleep_jmp(jmp_buf *env);
-const struct fake_timer_stats *fake_timer_stats(void);
-void fake_set_pause_hook(void (*hook)(void));
 
 void
 fake_timer_deps_reset(void)
@@ -248,16 +230,4 @@ log_msg(unsigned int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(fake_stats.last_log, sizeof(fake_stats.last_log), fmt, ap);
     va_end(ap);
-}
-
-int
-ksnprintf(char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf, size, fmt, ap);
-    va_end(ap);
-    return n;
 }
