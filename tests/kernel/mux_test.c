@@ -29,7 +29,14 @@
 #include "tests/kernel/ktest_util.h"
 
 #define MT_COUNTERS     2
-#define MT_RUN_MS       400             /* to add events for, per test */
+/*
+ * To add events for, per test: 250 turns at the default perfmon.mux_ms.
+ * The estimates are only as good as the rate is steady in TSC time, and a
+ * busy host stalls a virtual CPU now and then in one event's turn; more
+ * turns spread that over all of them (at 400 ms, 1 run in 5 on a loaded
+ * 2-core machine missed the 10%).
+ */
+#define MT_RUN_MS       1000
 #define MT_BATCH        10              /* events added at a time */
 #define MT_TORTURE_MS   1500
 #define MT_THREADS      4
