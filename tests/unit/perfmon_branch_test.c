@@ -37,7 +37,7 @@
 static struct perfmon_sbuf *sbuf;
 static uint64_t rec_buf[PERFMON_RING_MAX_REC / 8];
 
-/* ---- the fake driver -------------------------------------------------------- */
+/* ---- the fake driver ---------------------------------------------------- */
 
 /*
  * What the fake driver saw.  The stack it hands over is {cpu, seq} in
@@ -130,7 +130,7 @@ static const struct perfmon_branch_driver drv = {
     .ops = &drv_ops,
 };
 
-/* ---- helpers ------------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------ */
 
 static int
 branch_setup(void **state)
@@ -223,7 +223,7 @@ assert_idle(struct fdev *fd)
     assert_int_equal(perfmon_branch_nr_users(), 0);
 }
 
-/* ---- tests ------------------------------------------------------------------------- */
+/* ---- tests -------------------------------------------------------------- */
 
 static void
 test_no_driver(void **state)
