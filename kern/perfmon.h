@@ -799,8 +799,10 @@ void perfmon_intr_set_branches(const struct perfmon_branch *entries,
  *   branches is switched in here: forget the branches recorded so far,
  *   another thread's, so that its samples hold its own branches only.
  *
- * name: "lbr"; desc: one line for `perfmon info` (back end, depth,
- * filters).
+ * name: "lbr"; desc: what it is, for `perfmon info` ("intel legacy LBR,
+ * Skylake-class, format 5"); depth: the most branches a stack holds;
+ * filters: the PERFMON_BRF_* it can tell apart (ANY always; the mode bits
+ * when it can record one mode without the other).
  */
 struct perfmon_branch_ops {
     const char *(*check)(const struct perfmon_dev *dev, unsigned int filter);
@@ -812,6 +814,8 @@ struct perfmon_branch_ops {
 struct perfmon_branch_driver {
     const char *name;
     const char *desc;
+    unsigned int depth;
+    unsigned int filters;
     const struct perfmon_branch_ops *ops;
 };
 
@@ -836,15 +840,34 @@ const char *perfmon_branch_why_not(const struct perfmon_dev *dev,
                                    unsigned int filter);
 
 /*
- * What `perfmon info` shows after "branch records: ": the registered
- * driver's desc, or why there is none, set once at boot by the platform
- * code that probed for one (copied, truncated to
- * PERFMON_HW_STATUS_SIZE - 1 characters); "not probed" before that.
- * perfmon_branch_nr_users(): the events recording branches now.
+ * Why there is no branch-record driver, set once at boot by the platform
+ * code that probed for one (copied, truncated to PERFMON_HW_STATUS_SIZE - 1
+ * characters); "not probed" before that.
  */
 void perfmon_branch_set_absent(const char *why);
-const char *perfmon_branch_status(bool *presentp);
-unsigned int perfmon_branch_nr_users(void);
+
+/*
+ * What `perfmon info` shows: the driver (text: its desc, depth, filters),
+ * or why there is none (text), and the events recording branches now with
+ * the filter they share.  Thread context.
+ */
+struct perfmon_branch_info {
+    bool present;
+    const char *text;
+    unsigned int depth;
+    unsigned int filters;
+    unsigned int nr_users;
+    unsigned int filter;                /* when nr_users != 0 */
+};
+
+void perfmon_branch_get_info(struct perfmon_branch_info *info);
+
+/*
+ * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
+ * filter as perf's -j list would give it ("any,u,k"), in buf.
+ */
+const char *perfmon_branch_filter_name(unsigned int bit);
+void perfmon_branch_filter_fmt(char *buf, size_t size, unsigned int filter);
 
 INIT_OP_DECLARE(perfmon_setup);
 

@@ -22,8 +22,10 @@
 
 #include "kern/assert.h"
 #include "kern/error.h"
+#include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_i.h"
+#include "kern/printf.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -163,24 +165,67 @@ perfmon_branch_set_absent(const char *why)
             sizeof(perfmon_branch_absent_text));
 }
 
-const char *
-perfmon_branch_status(bool *presentp)
+void
+perfmon_branch_get_info(struct perfmon_branch_info *info)
 {
     const struct perfmon_branch_driver *drv;
 
-    drv = __atomic_load_n(&perfmon_branch_drv, __ATOMIC_ACQUIRE);
-
-    if (presentp != NULL) {
-        *presentp = drv != NULL;
-    }
-
-    return (drv != NULL) ? drv->desc : perfmon_branch_absent_text;
+    spinlock_lock(&perfmon_branch_lock);
+    drv = perfmon_branch_drv;
+    *info = (struct perfmon_branch_info){
+        .present = drv != NULL,
+        .text = (drv != NULL) ? drv->desc : perfmon_branch_absent_text,
+        .depth = (drv != NULL) ? drv->depth : 0,
+        .filters = (drv != NULL) ? drv->filters : 0,
+        .nr_users = perfmon_branch_users,
+        .filter = perfmon_branch_filter,
+    };
+    spinlock_unlock(&perfmon_branch_lock);
 }
 
-unsigned int
-perfmon_branch_nr_users(void)
+/* perf's --branch-filter names, in the order -j lists print them. */
+static const struct {
+    unsigned int bit;
+    const char *name;
+} perfmon_branch_names[] = {
+    { PERFMON_BRF_ANY, "any" },
+    { PERFMON_BRF_ANY_CALL, "any_call" },
+    { PERFMON_BRF_ANY_RET, "any_ret" },
+    { PERFMON_BRF_IND_CALL, "ind_call" },
+    { PERFMON_BRF_CALL, "call" },
+    { PERFMON_BRF_COND, "cond" },
+    { PERFMON_BRF_IND_JMP, "ind_jmp" },
+    { PERFMON_BRF_USER, "u" },
+    { PERFMON_BRF_KERN, "k" },
+};
+
+const char *
+perfmon_branch_filter_name(unsigned int bit)
 {
-    return __atomic_load_n(&perfmon_branch_users, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_branch_names); i++) {
+        if (perfmon_branch_names[i].bit == bit) {
+            return perfmon_branch_names[i].name;
+        }
+    }
+
+    return NULL;
+}
+
+void
+perfmon_branch_filter_fmt(char *buf, size_t size, unsigned int filter)
+{
+    size_t len = 0;
+
+    assert(size > 0);
+    buf[0] = '\0';
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_branch_names); i++) {
+        if ((filter & perfmon_branch_names[i].bit) && len < size) {
+            len += (size_t)ksnprintf(&buf[len], size - len, "%s%s",
+                                     (len == 0) ? "" : ",",
+                                     perfmon_branch_names[i].name);
+        }
+    }
 }
 
 /* The first user: start the driver, the lock not held (busy set). */

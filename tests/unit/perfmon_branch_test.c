@@ -126,11 +126,22 @@ static const struct perfmon_branch_ops drv_ops = {
 
 static const struct perfmon_branch_driver drv = {
     .name = "fake",
-    .desc = "fake branch records, 3 entries",
+    .desc = "fake branch records",
+    .depth = 3,
+    .filters = PERFMON_BRF_MASK,
     .ops = &drv_ops,
 };
 
 /* ---- helpers ------------------------------------------------------------ */
+
+static unsigned int
+nr_users(void)
+{
+    struct perfmon_branch_info info;
+
+    perfmon_branch_get_info(&info);
+    return info.nr_users;
+}
 
 static int
 branch_setup(void **state)
@@ -148,7 +159,7 @@ branch_teardown(void **state)
 {
     (void)state;
     assert_int_equal(drv_state.handle, -1);
-    assert_int_equal(perfmon_branch_nr_users(), 0);
+    assert_int_equal(nr_users(), 0);
     perfmon_sbuf_destroy(sbuf);
     assert_int_equal(fake_kmem_live(), 0);
     return 0;
@@ -220,7 +231,7 @@ assert_idle(struct fdev *fd)
 
     assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
     assert_int_equal(info.nr_pmcs_used, 0);
-    assert_int_equal(perfmon_branch_nr_users(), 0);
+    assert_int_equal(nr_users(), 0);
 }
 
 /* ---- tests -------------------------------------------------------------- */
@@ -230,17 +241,18 @@ test_no_driver(void **state)
 {
     struct fdev *fd = fdev_add(0, 32, 4, true);
     struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_branch_info info;
     struct perfmon_event ev;
-    bool present = true;
 
     (void)state;
-    assert_string_equal(perfmon_branch_status(&present), "not probed");
-    assert_false(present);
-    perfmon_branch_set_absent("none (no LBR: the fake says so)");
+    perfmon_branch_get_info(&info);
+    assert_string_equal(info.text, "not probed");
+    assert_false(info.present);
+    perfmon_branch_set_absent("no LBR: the fake says so");
     assert_string_equal(perfmon_branch_why_not(NULL, FILTER_ANY),
-                        "none (no LBR: the fake says so)");
-    assert_string_equal(perfmon_branch_status(NULL),
-                        "none (no LBR: the fake says so)");
+                        "no LBR: the fake says so");
+    perfmon_branch_get_info(&info);
+    assert_string_equal(info.text, "no LBR: the fake says so");
 
     sampling_event(&ev, &s);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 1), -EOPNOTSUPP);
@@ -281,12 +293,16 @@ test_lifecycle(void **state)
     struct fdev *fd = fdev_add(0, 32, 4, true);
     struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
     struct perfmon_sampling cond = sampling(FIELDS, FILTER_COND);
+    struct perfmon_branch_info info;
     struct perfmon_event a, b, c;
 
     (void)state;
     assert_int_equal(perfmon_branch_register(&drv), 0);
-    assert_string_equal(perfmon_branch_status(NULL),
-                        "fake branch records, 3 entries");
+    perfmon_branch_get_info(&info);
+    assert_true(info.present);
+    assert_string_equal(info.text, "fake branch records");
+    assert_int_equal(info.depth, 3);
+    assert_int_equal(info.filters, PERFMON_BRF_MASK);
     assert_null(perfmon_branch_why_not(&fd->dev, FILTER_COND));
 
     sampling_event(&a, &s);
@@ -297,14 +313,16 @@ test_lifecycle(void **state)
     assert_int_equal(drv_state.filter, FILTER_ANY);
     assert_int_equal(perfmon_event_attach_cpu(&b, 2), 0);
     assert_int_equal(drv_state.nr_start, 1);
-    assert_int_equal(perfmon_branch_nr_users(), 2);
+    perfmon_branch_get_info(&info);
+    assert_int_equal(info.nr_users, 2);
+    assert_int_equal(info.filter, FILTER_ANY);
 
     /* Another filter while this one records: refused, nothing kept. */
     assert_non_null(perfmon_branch_why_not(&fd->dev, FILTER_COND));
     assert_null(perfmon_branch_why_not(&fd->dev, FILTER_ANY));
     assert_int_equal(perfmon_event_attach_cpu(&c, 3), -EBUSY);
     assert_false(perfmon_event_attached(&c));
-    assert_int_equal(perfmon_branch_nr_users(), 2);
+    assert_int_equal(nr_users(), 2);
 
     assert_int_equal(perfmon_event_detach(&a), 0);
     assert_int_equal(drv_state.nr_stop, 0);
@@ -323,7 +341,7 @@ test_lifecycle(void **state)
 
     sampling_event(&a, &plain);
     assert_int_equal(perfmon_event_attach_cpu(&a, 1), 0);
-    assert_int_equal(perfmon_branch_nr_users(), 0);
+    assert_int_equal(nr_users(), 0);
     assert_int_equal(perfmon_event_detach(&a), 0);
     assert_int_equal(drv_state.nr_start, 2);
     assert_idle(fd);
@@ -479,12 +497,12 @@ test_inherited_children(void **state)
     assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
     assert_int_equal(perfmon_event_attach(&ev, self), 0);
     assert_int_equal(fake_thread_fork(self, "child", &child), 0);
-    assert_int_equal(perfmon_branch_nr_users(), 1);
+    assert_int_equal(nr_users(), 1);
 
     fake_thread_switch(1, child);
     assert_int_equal(drv_state.nr_sched_in, 1);
     fake_thread_exit(child);
-    assert_int_equal(perfmon_branch_nr_users(), 1);
+    assert_int_equal(nr_users(), 1);
     assert_int_equal(drv_state.nr_stop, 0);
 
     assert_int_equal(perfmon_event_detach(&ev), 0);
@@ -492,6 +510,26 @@ test_inherited_children(void **state)
     assert_int_equal(drv_state.nr_stop, 1);
     thread_unref(child);
     assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
+static void
+test_filter_names(void **state)
+{
+    char buf[80];
+
+    (void)state;
+    assert_string_equal(perfmon_branch_filter_name(PERFMON_BRF_ANY_CALL),
+                        "any_call");
+    assert_string_equal(perfmon_branch_filter_name(PERFMON_BRF_USER), "u");
+    assert_null(perfmon_branch_filter_name(0x8000));
+    assert_null(perfmon_branch_filter_name(PERFMON_BRF_MODE));
+    perfmon_branch_filter_fmt(buf, sizeof(buf), PERFMON_BRF_MASK);
+    assert_string_equal(buf, "any,any_call,any_ret,ind_call,call,cond,"
+                             "ind_jmp,u,k");
+    perfmon_branch_filter_fmt(buf, sizeof(buf), 0);
+    assert_string_equal(buf, "");
+    perfmon_branch_filter_fmt(buf, 8, PERFMON_BRF_MASK);
+    assert_string_equal(buf, "any,any");
 }
 
 static void
@@ -537,6 +575,7 @@ main(void)
         T(test_samples_carry_their_stack),
         T(test_sched_in),
         T(test_inherited_children),
+        T(test_filter_names),
         T(test_register_errors),
 #undef T
     };
