@@ -211,6 +211,81 @@ perfmon_branch_filter_name(unsigned int bit)
     return NULL;
 }
 
+/* perf's names Tally refuses: no hypervisor, no TSX, no call-stack mode. */
+static const char *const perfmon_branch_unsupported[] = {
+    "hv", "abort_tx", "in_tx", "no_tx", "call_stack", "save_type", "stack",
+    "hw_index", "priv", "counter", "no_flags", "no_cycles",
+};
+
+/* One name of a -j list, len characters at item. */
+static int
+perfmon_branch_filter_item(const char *item, size_t len, unsigned int *bitp)
+{
+    if (len == 3 && memcmp(item, "ret", 3) == 0) {
+        *bitp = PERFMON_BRF_ANY_RET;
+        return 0;
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_branch_names); i++) {
+        const char *name = perfmon_branch_names[i].name;
+
+        if (strlen(name) == len && memcmp(item, name, len) == 0) {
+            *bitp = perfmon_branch_names[i].bit;
+            return 0;
+        }
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_branch_unsupported); i++) {
+        const char *name = perfmon_branch_unsupported[i];
+
+        if (strlen(name) == len && memcmp(item, name, len) == 0) {
+            return -EOPNOTSUPP;
+        }
+    }
+
+    return -EINVAL;
+}
+
+int
+perfmon_branch_filter_parse(const char *list, unsigned int *filterp,
+                            char *bad, size_t bad_size)
+{
+    unsigned int filter = 0, bit;
+    const char *item = list;
+    int error;
+
+    assert(bad != NULL && bad_size > 0);
+    bad[0] = '\0';
+
+    if (list == NULL || filterp == NULL) {
+        return -EINVAL;
+    }
+
+    for (;;) {
+        const char *end = strchr(item, ',');
+        size_t len = (end != NULL) ? (size_t)(end - item) : strlen(item);
+
+        error = (len == 0) ? -EINVAL : perfmon_branch_filter_item(item, len,
+                                                                   &bit);
+
+        if (error) {
+            ksnprintf(bad, bad_size, "%.*s", (int)len, item);
+            return error;
+        }
+
+        filter |= bit;
+
+        if (end == NULL) {
+            break;
+        }
+
+        item = end + 1;
+    }
+
+    *filterp = filter;
+    return 0;
+}
+
 void
 perfmon_branch_filter_fmt(char *buf, size_t size, unsigned int filter)
 {

@@ -640,12 +640,40 @@ perfmon_cmd_pmc_collect(const struct perfmon_pmc_info *info, void *arg)
     }
 }
 
+/* The branch-record driver: what it is and can do, who uses it; or why none. */
+static void
+perfmon_cmd_info_branches(void)
+{
+    struct perfmon_branch_info info;
+    char filters[96], in_use[96];
+
+    perfmon_branch_get_info(&info);
+
+    if (!info.present) {
+        kprintf("branch records: %s\n", info.text);
+        return;
+    }
+
+    perfmon_branch_filter_fmt(filters, sizeof(filters), info.filters);
+    perfmon_branch_filter_fmt(in_use, sizeof(in_use), info.filter);
+    kprintf("branch records: %s; %u entries; filters %s; in use: ",
+            info.text, info.depth, filters);
+
+    if (info.nr_users == 0) {
+        kprintf("no\n");
+    } else {
+        kprintf("%u event%s, filter %s\n", info.nr_users,
+                (info.nr_users == 1) ? "" : "s", in_use);
+    }
+}
+
 static void
 perfmon_cmd_info_hw(void)
 {
     kprintf("cpu: %s family %#x model %#x\n", cpu_info.vendor_str,
             cpu_info.family, cpu_info.model);
     kprintf("hardware PMU: %s\n", perfmon_hw_status(NULL));
+    perfmon_cmd_info_branches();
 }
 
 static void

@@ -200,12 +200,15 @@ extern const struct lbr_backend lbr_amd_backend;
  *   cycles (saturated; 0: unknown), type (PERFMON_BRT_*).
  * lbr_pmu_version: the Intel architectural perfmon version of CPUID leaf
  *   0AH (0 when there is none).
+ * lbr_debugctl_holds: the probe's check that IA32_DEBUGCTL keeps bits
+ *   (fault-safe accessors; left with them clear): NULL, or why not.
  */
 uint64_t lbr_sext(uint64_t value, unsigned int bit);
 uint64_t lbr_select(unsigned int filter);
 uint64_t lbr_flags(bool known, bool mispred, uint64_t cycles,
                    unsigned int type);
 unsigned int lbr_pmu_version(void);
+const char *lbr_debugctl_holds(uint64_t bits);
 
 /*
  * The driver (lbr.c).
