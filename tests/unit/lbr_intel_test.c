@@ -560,6 +560,48 @@ test_start_clears_stale_freeze(void **state)
     lbr_test_stop();
 }
 
+/*
+ * A test's back end installed in place of the probed one, and the probed
+ * one put back; refused while started.  With no records probed, putting
+ * back leaves no driver.
+ */
+static const struct lbr_caps fake_caps = {
+    .name = "fake", .what = "fake records", .depth = 4,
+    .kinds = PERFMON_BRF_ANY, .any_dev = true,
+};
+
+static void
+test_install(void **state)
+{
+    struct msr_model_config c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
+    const struct perfmon_branch_driver *drv;
+    const char *why;
+
+    (void)state;
+    drv = lbr_test_boot(&c, 1);
+    assert_int_equal(lbr_install(&lbr_intel_backend, &fake_caps), 0);
+    assert_ptr_equal(fake_perfmon_branch_driver(), drv);
+    assert_string_equal(drv->desc, "fake records");
+    assert_int_equal(drv->depth, 4);
+    assert_int_equal(drv->filters, PERFMON_BRF_ANY);
+
+    /* Any device, then: a soft PMU's interrupt is as good. */
+    assert_null(drv->ops->check(&(struct perfmon_dev){ .name = "soft" },
+                                LBR_TEST_ANY));
+    assert_int_equal(lbr_install(NULL, NULL), 0);
+    assert_non_null(strstr(drv->desc, "Skylake"));
+    assert_int_equal(drv->depth, 32);
+
+    /* No records: installed, then nothing left. */
+    c.pdcm = false;
+    assert_int_equal(lbr_test_probe(&c, 1, &why), -ENODEV);
+    assert_null(fake_perfmon_branch_driver());
+    assert_int_equal(lbr_install(&lbr_intel_backend, &fake_caps), 0);
+    assert_non_null(fake_perfmon_branch_driver());
+    assert_int_equal(lbr_install(NULL, NULL), 0);
+    assert_null(fake_perfmon_branch_driver());
+}
+
 int
 main(void)
 {
@@ -579,6 +621,7 @@ main(void)
         cmocka_unit_test(test_sched_in_resets),
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_start_clears_stale_freeze),
+        cmocka_unit_test(test_install),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
