@@ -640,7 +640,7 @@ perfmon_cmd_pmc_collect(const struct perfmon_pmc_info *info, void *arg)
     }
 }
 
-/* The branch-record driver: what it is and can do, who uses it; or why none. */
+/* The branch-record driver: what it can do and who uses it, or why none. */
 static void
 perfmon_cmd_info_branches(void)
 {

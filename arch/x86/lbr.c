@@ -96,7 +96,7 @@ static struct perfmon_branch_driver lbr_driver = {
     .ops = &lbr_ops,
 };
 
-/* ---- shared by the back ends --------------------------------------------- */
+/* ---- shared by the back ends -------------------------------------------- */
 
 uint64_t
 lbr_sext(uint64_t value, unsigned int bit)
@@ -189,7 +189,8 @@ lbr_debugctl_holds(uint64_t bits)
         return "IA32_DEBUGCTL faults on the LBR bits";
     }
 
-    if (msr_read_safe(MSR_IA32_DEBUGCTL, &back) != 0 || (back & bits) != bits) {
+    if (msr_read_safe(MSR_IA32_DEBUGCTL, &back) != 0
+        || (back & bits) != bits) {
         msr_write_safe(MSR_IA32_DEBUGCTL, saved);
         return "IA32_DEBUGCTL drops the LBR bits (a hypervisor without LBR?)";
     }
@@ -198,7 +199,7 @@ lbr_debugctl_holds(uint64_t bits)
     return NULL;
 }
 
-/* ---- the interrupt callback (NMI context) ---------------------------------- */
+/* ---- the interrupt callback (NMI context) ------------------------------- */
 
 static void
 lbr_intr(struct perfmon_dev *dev, unsigned int cpu, uint64_t ovf_mask,
@@ -236,7 +237,7 @@ lbr_nr_poisoned(void)
     return __atomic_load_n(&lbr_poisoned, __ATOMIC_RELAXED);
 }
 
-/* ---- the core's operations ----------------------------------------------- */
+/* ---- the core's operations ---------------------------------------------- */
 
 static const char *
 lbr_check(const struct perfmon_dev *dev, unsigned int filter)
@@ -351,7 +352,7 @@ static const struct perfmon_branch_ops lbr_ops = {
     .sched_in = lbr_sched_in,
 };
 
-/* ---- probe and registration ------------------------------------------------ */
+/* ---- probe and registration --------------------------------------------- */
 
 /* The vendor of CPUID leaf 0 (EBX, EDX, ECX spell it). */
 static bool

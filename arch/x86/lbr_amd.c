@@ -56,7 +56,7 @@ lbr_amd_to(unsigned int i)
     return MSR_AMD_LBR_FROM_0 + 2 * i + 1;
 }
 
-/* ---- the stack -------------------------------------------------------------- */
+/* ---- the stack ---------------------------------------------------------- */
 
 static void
 lbr_amd_clear(void)
@@ -190,7 +190,7 @@ lbr_amd_check_filter(unsigned int filter)
     return NULL;
 }
 
-/* ---- probe ----------------------------------------------------------------------- */
+/* ---- probe -------------------------------------------------------------- */
 
 /* The patterns LBR_SELECT must keep. */
 static const uint64_t lbr_amd_patterns[] = { 0x0c5, 0x13a };

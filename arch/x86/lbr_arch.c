@@ -112,7 +112,7 @@ lbr_arch_check_filter(unsigned int filter)
     return NULL;
 }
 
-/* ---- the records -------------------------------------------------------------- */
+/* ---- the records -------------------------------------------------------- */
 
 /* Writing the depth empties every entry; LBR_CTL clear stops recording. */
 static void
@@ -234,7 +234,7 @@ lbr_arch_capture(struct perfmon_branch *entries)
     return nr;
 }
 
-/* ---- probe ----------------------------------------------------------------------- */
+/* ---- probe -------------------------------------------------------------- */
 
 /*
  * This CPU's records answer: the depth is taken and kept (QEMU's TCG

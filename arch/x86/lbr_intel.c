@@ -127,7 +127,7 @@ static struct {
     char reason[96];
 } lbr_intel;
 
-/* ---- the records -------------------------------------------------------------- */
+/* ---- the records -------------------------------------------------------- */
 
 /* Empty every entry (reset leaves FROM 0: the walk stops there). */
 static void
@@ -321,7 +321,7 @@ lbr_intel_check_filter(unsigned int filter)
     return NULL;
 }
 
-/* ---- probe ----------------------------------------------------------------------- */
+/* ---- probe -------------------------------------------------------------- */
 
 /* The patterns LBR_SELECT must keep (valid bits, no more). */
 static const uint64_t lbr_intel_patterns[] = { 0x0c5, 0x13a };

@@ -190,7 +190,7 @@ lt_install(bool demo)
     return lbr_install(&lt_backend, &lt_caps);
 }
 
-/* ---- fake_race --------------------------------------------------------------- */
+/* ---- fake_race ---------------------------------------------------------- */
 
 struct lt_mover {
     volatile bool stop;
@@ -396,7 +396,7 @@ out:
 
 KTEST_DEFINE(lbr, fake_race, lt_fake_race);
 
-/* ---- fake_record -------------------------------------------------------------- */
+/* ---- fake_record -------------------------------------------------------- */
 
 struct lt_rec_check {
     unsigned int nr_samples;
@@ -474,7 +474,7 @@ out:
 
 KTEST_DEFINE(lbr, fake_record, lt_fake_record);
 
-/* ---- hw_loop ---------------------------------------------------------------------- */
+/* ---- hw_loop ------------------------------------------------------------ */
 
 /* Whether addr is inside the function named as fn's start is. */
 static bool

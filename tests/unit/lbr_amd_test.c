@@ -51,18 +51,6 @@ test_probe(void **state)
 }
 
 static void
-assert_declines(const struct msr_model_config *c, const char *reason)
-{
-    const char *why;
-
-    assert_int_equal(lbr_test_probe(c, 1, &why), -ENODEV);
-
-    if (strstr(why, reason) == NULL) {
-        fail_msg("declined for '%s', expected '%s'", why, reason);
-    }
-}
-
-static void
 test_probe_declines(void **state)
 {
     struct msr_model_config c = msr_model_amd_lbr(16, true);
@@ -72,15 +60,15 @@ test_probe_declines(void **state)
 
     /* A KVM guest: PerfMonV2, no LbrExtV2. */
     c.lbr = MSR_MODEL_LBR_NONE;
-    assert_declines(&c, "no LbrExtV2");
+    lbr_test_assert_declines(&c, "no LbrExtV2");
 
     c = msr_model_amd_lbr(16, true);
     c.lbr_kind = MSR_MODEL_LBRK_FAULTING;
-    assert_declines(&c, "the LBR stack MSRs fault");
+    lbr_test_assert_declines(&c, "the LBR stack MSRs fault");
     c.lbr_kind = MSR_MODEL_LBRK_DEAD;
-    assert_declines(&c, "LBR_SELECT does not hold values");
+    lbr_test_assert_declines(&c, "LBR_SELECT does not hold values");
     c.lbr_kind = MSR_MODEL_LBRK_NO_DEBUGCTL;
-    assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
+    lbr_test_assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
 
     /* Before Zen 4 (and QEMU's TCG): no Fn8000_0022 at all. */
     c = msr_model_amd(0x17, true, false);
@@ -141,25 +129,9 @@ static void
 test_freeze_order(void **state)
 {
     struct msr_model_config c = msr_model_amd_lbr(16, true);
-    const struct perfmon_branch *stack;
-    unsigned int nr;
-    int h;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
-    assert_true(pmu_test_peek(MSR_IA32_DEBUGCTL) & LBR_DEBUGCTL_FREEZE_LBRS);
-    h = lbr_test_arm();
-    lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
-    lbr_test_overflow(h);
-    assert_true(msr_model_lbr_frozen());
-    stack = lbr_test_deliver(&nr);
-    lbr_test_assert_stack(stack, nr, 19, 16, true, false);
-    lbr_test_assert_no_drift(stack, nr);
-    assert_false(msr_model_lbr_frozen());
-    assert_true(msr_model_lbr_recording());
-    fake_perfmon_close(h);
-    lbr_test_stop();
+    lbr_test_check_freeze(&c, 16, true, false);
     assert_int_equal(pmu_test_peek(MSR_AMD_DBG_EXTN_CFG), 0);
     assert_int_equal(pmu_test_peek(MSR_IA32_DEBUGCTL), 0);
 }
@@ -231,26 +203,9 @@ static void
 test_sched_in_resets(void **state)
 {
     struct msr_model_config c = msr_model_amd_lbr(16, true);
-    const struct perfmon_branch_driver *drv;
-    const struct perfmon_branch *stack;
-    unsigned int nr;
 
     (void)state;
-    drv = lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
-    lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
-    fake_cpu_set_intr(false);
-    drv->ops->sched_in();
-    fake_cpu_set_intr(true);
-    lbr_test_branches(50, 2, MSR_MODEL_BR_COND, false);
-    stack = lbr_test_sample(&nr);
-    lbr_test_assert_stack(stack, nr, 51, 2, true, false);
-
-    for (unsigned int k = 2; k < nr; k++) {
-        assert_true(msr_model_is_drift_ip(stack[k].from));
-    }
-
-    lbr_test_stop();
+    lbr_test_check_sched_in(&c, true, false);
 }
 
 int

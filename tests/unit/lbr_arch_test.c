@@ -72,33 +72,21 @@ test_probe(void **state)
 }
 
 static void
-assert_declines(const struct msr_model_config *c, const char *reason)
-{
-    const char *why;
-
-    assert_int_equal(lbr_test_probe(c, 1, &why), -ENODEV);
-
-    if (strstr(why, reason) == NULL) {
-        fail_msg("declined for '%s', expected '%s'", why, reason);
-    }
-}
-
-static void
 test_probe_declines(void **state)
 {
     struct msr_model_config c = arch();
 
     (void)state;
     c.arch_lbr_depths = 0xf0;   /* 40 to 64 only */
-    assert_declines(&c, "offers no depth up to 32");
+    lbr_test_assert_declines(&c, "offers no depth up to 32");
 
     c = arch();
     c.lbr_kind = MSR_MODEL_LBRK_FAULTING;
-    assert_declines(&c, "IA32_LBR_CTL faults");
+    lbr_test_assert_declines(&c, "IA32_LBR_CTL faults");
     c.lbr_kind = MSR_MODEL_LBRK_DEAD;
-    assert_declines(&c, "IA32_LBR_DEPTH does not hold");
+    lbr_test_assert_declines(&c, "IA32_LBR_DEPTH does not hold");
     c.lbr_kind = MSR_MODEL_LBRK_NO_DEBUGCTL;
-    assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
+    lbr_test_assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
 }
 
 /* Entry 0 is the newest; 40 branches into 32 entries. */
@@ -181,25 +169,9 @@ static void
 test_freeze_order(void **state)
 {
     struct msr_model_config c = arch();
-    const struct perfmon_branch *stack;
-    unsigned int nr;
-    int h;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
-    h = lbr_test_arm();
-    lbr_test_branches(0, 40, MSR_MODEL_BR_COND, false);
-    lbr_test_overflow(h);
-    assert_true(msr_model_lbr_frozen());
-    stack = lbr_test_deliver(&nr);
-    assert_int_equal(nr, 32);
-    lbr_test_assert_stack(stack, nr, 39, 32, true, true);
-    lbr_test_assert_no_drift(stack, nr);
-    assert_false(msr_model_lbr_frozen());
-    assert_true(msr_model_lbr_recording());
-    fake_perfmon_close(h);
-    lbr_test_stop();
+    lbr_test_check_freeze(&c, 32, true, true);
     assert_int_equal(pmu_test_peek(MSR_ARCH_LBR_CTL), 0);
     assert_int_equal(pmu_test_peek(MSR_IA32_DEBUGCTL), 0);
 }
@@ -261,26 +233,9 @@ static void
 test_sched_in_resets(void **state)
 {
     struct msr_model_config c = arch();
-    const struct perfmon_branch_driver *drv;
-    const struct perfmon_branch *stack;
-    unsigned int nr;
 
     (void)state;
-    drv = lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
-    lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
-    fake_cpu_set_intr(false);
-    drv->ops->sched_in();
-    fake_cpu_set_intr(true);
-    lbr_test_branches(50, 2, MSR_MODEL_BR_COND, false);
-    stack = lbr_test_sample(&nr);
-    lbr_test_assert_stack(stack, nr, 51, 2, true, true);
-
-    for (unsigned int k = 2; k < nr; k++) {
-        assert_true(msr_model_is_drift_ip(stack[k].from));
-    }
-
-    lbr_test_stop();
+    lbr_test_check_sched_in(&c, true, true);
 }
 
 int

@@ -44,7 +44,7 @@ const struct pmu_driver *const lbr_test_pmu = &pmu_intel_driver;
 #define NHM         0x1a
 #define SLM         0x37
 
-/* ---- probe ------------------------------------------------------------------- */
+/* ---- probe -------------------------------------------------------------- */
 
 static void
 test_probe_skylake(void **state)
@@ -95,21 +95,6 @@ test_probe_models(void **state)
 }
 
 static void
-assert_declines(const struct msr_model_config *c, const char *reason)
-{
-    const char *why;
-
-    assert_int_equal(lbr_test_probe(c, 1, &why), -ENODEV);
-
-    if (strstr(why, reason) == NULL) {
-        fail_msg("declined for '%s', expected '%s'", why, reason);
-    }
-
-    assert_int_equal(strncmp(why, "no LBR: ", 8), 0);
-    assert_false(msr_model_lbr_recording());
-}
-
-static void
 test_probe_declines(void **state)
 {
     struct msr_model_config c;
@@ -118,26 +103,26 @@ test_probe_declines(void **state)
     (void)state;
     c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
     c.model = 0x17;     /* Core 2: no LBR_SELECT */
-    assert_declines(&c, "model 0x17 is not in the LBR table");
+    lbr_test_assert_declines(&c, "model 0x17 is not in the LBR table");
 
     c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
     c.pdcm = false;
-    assert_declines(&c, "no IA32_PERF_CAPABILITIES");
+    lbr_test_assert_declines(&c, "no IA32_PERF_CAPABILITIES");
 
     c = msr_model_intel_lbr(SKX, 4, LBR_FMT_32);
-    assert_declines(&c, "LBR format 0");
+    lbr_test_assert_declines(&c, "LBR format 0");
 
     c = msr_model_intel_lbr(HSW, 1, LBR_FMT_EIP_FLAGS2);
-    assert_declines(&c, "version 2");
+    lbr_test_assert_declines(&c, "version 2");
 
     /* Advertised, not there: faults, dead registers, a hypervisor's. */
     c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
     c.lbr_kind = MSR_MODEL_LBRK_FAULTING;
-    assert_declines(&c, "the LBR MSRs fault");
+    lbr_test_assert_declines(&c, "the LBR MSRs fault");
     c.lbr_kind = MSR_MODEL_LBRK_DEAD;
-    assert_declines(&c, "MSR_LBR_SELECT does not hold values");
+    lbr_test_assert_declines(&c, "MSR_LBR_SELECT does not hold values");
     c.lbr_kind = MSR_MODEL_LBRK_NO_DEBUGCTL;
-    assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
+    lbr_test_assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
 
     /* Records, but no PMU interrupt to capture them on. */
     c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
@@ -165,7 +150,7 @@ test_probe_every_cpu(void **state)
     assert_int_equal(lbr_test_probe_odd(&c, 3, &c, &why), 0);
 }
 
-/* ---- capture -------------------------------------------------------------- */
+/* ---- capture ------------------------------------------------------------ */
 
 /* 45 branches through a 32-entry ring: the newest 32, newest first. */
 static void
@@ -236,57 +221,30 @@ test_formats(void **state)
     }
 }
 
-/* ---- freeze, read, unfreeze ---------------------------------------------------- */
+/* ---- freeze, read, unfreeze --------------------------------------------- */
 
 /*
- * The PMI froze the records: the stack is what was recorded before it,
- * none of the handler's own branches (the model records them while the
- * records run), and recording resumes after.  A driver that unfreezes
- * before reading, or reads without the freeze, fails here.
+ * The PMI froze the records: read them, then let them run.  A driver that
+ * unfreezes before reading, or reads without the freeze, fails here.
  */
-static void
-check_freeze_order(unsigned int version)
-{
-    struct msr_model_config c = msr_model_intel_lbr(SKX, version,
-                                                    LBR_FMT_INFO);
-    const struct perfmon_branch *stack;
-    unsigned int nr, recorded;
-    int h;
-
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
-    h = lbr_test_arm();
-    lbr_test_branches(0, 40, MSR_MODEL_BR_COND, false);
-    lbr_test_overflow(h);
-    assert_true(msr_model_lbr_frozen());
-    assert_false(msr_model_lbr_recording());
-    recorded = msr_model_lbr_recorded();
-
-    stack = lbr_test_deliver(&nr);
-    assert_int_equal(nr, 32);
-    lbr_test_assert_stack(stack, nr, 39, 32, true, true);
-    lbr_test_assert_no_drift(stack, nr);
-
-    /* Unfrozen at the end, not before: and recording again. */
-    assert_false(msr_model_lbr_frozen());
-    assert_true(msr_model_lbr_recording());
-    assert_true(msr_model_lbr_recorded() > recorded);
-    fake_perfmon_close(h);
-    lbr_test_stop();
-}
-
 static void
 test_freeze_status_v4(void **state)
 {
+    struct msr_model_config c;
+
     (void)state;
-    check_freeze_order(4);
+    c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
+    lbr_test_check_freeze(&c, 32, true, true);
 }
 
 static void
 test_freeze_debugctl_v2(void **state)
 {
+    struct msr_model_config c;
+
     (void)state;
-    check_freeze_order(2);
+    c = msr_model_intel_lbr(SKX, 2, LBR_FMT_INFO);
+    lbr_test_check_freeze(&c, 32, true, true);
 }
 
 /*
@@ -335,7 +293,7 @@ test_capture_unfrozen(void **state)
     lbr_test_stop();
 }
 
-/* ---- filters --------------------------------------------------------------------- */
+/* ---- filters ------------------------------------------------------------ */
 
 /* LBR_SELECT (suppress sense) for each filter, and what gets recorded. */
 static void
@@ -440,40 +398,16 @@ test_check_device(void **state)
                            "need a hardware event"));
 }
 
-/* ---- threads and lifecycle ------------------------------------------------------ */
+/* ---- threads and lifecycle ---------------------------------------------- */
 
 /* A switch-in forgets what the records held. */
 static void
 test_sched_in_resets(void **state)
 {
     struct msr_model_config c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
-    const struct perfmon_branch_driver *drv;
-    const struct perfmon_branch *stack;
-    unsigned int nr;
-    int h;
 
     (void)state;
-    drv = lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
-    lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
-    fake_cpu_set_intr(false);
-    drv->ops->sched_in();
-    fake_cpu_set_intr(true);
-    assert_true(msr_model_lbr_recording());
-
-    h = lbr_test_arm();
-    lbr_test_branches(50, 3, MSR_MODEL_BR_COND, false);
-    lbr_test_overflow(h);
-    stack = lbr_test_deliver(&nr);
-    lbr_test_assert_stack(stack, nr, 52, 3, true, true);
-
-    /* Older than those: only the driver's own branches since the reset. */
-    for (unsigned int k = 3; k < nr; k++) {
-        assert_true(msr_model_is_drift_ip(stack[k].from));
-    }
-
-    fake_perfmon_close(h);
-    lbr_test_stop();
+    lbr_test_check_sched_in(&c, true, true);
 }
 
 /*

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "arch/x86/lbr.h"
@@ -28,25 +29,12 @@
 
 static struct perfmon_dev *lbr_test_pmu_dev;
 
-/* xcall_call as the driver uses it: fn on cpu, interrupts disabled. */
+/* The driver's xcalls run at once "on" their CPU. */
 int
 xcall_call(xcall_fn_t fn, void *arg, unsigned int cpu)
 {
-    unsigned int self = cpu_id();
-
     assert_true(cpu < cpu_count());
-    fake_cpu_set_id(cpu);
-    fake_cpu_set_intr(false);
-    fn(arg);
-    fake_cpu_set_intr(true);
-    fake_cpu_set_id(self);
-    return 0;
-}
-
-static int
-lbr_test_run_on(void (*fn)(void *arg), void *arg, unsigned int cpu)
-{
-    return xcall_call(fn, arg, cpu);
+    return pmu_test_run_on(fn, arg, cpu);
 }
 
 int
@@ -73,7 +61,7 @@ lbr_test_probe_odd(const struct msr_model_config *config,
     lbr_test_pmu_dev = pmu_test_boot_cpus(lbr_test_pmu, &caps, nr_cpus,
                                           true);
     lbr_reset();
-    error = lbr_probe(lbr_test_pmu_dev, lbr_test_run_on);
+    error = lbr_probe(lbr_test_pmu_dev, pmu_test_run_on);
 
     if (reasonp != NULL) {
         *reasonp = (error == 0) ? NULL : fake_perfmon_branch_absent();
@@ -94,7 +82,7 @@ lbr_test_probe_without_pmu(const struct msr_model_config *config,
     fake_cpu_reset(1);
     fake_perfmon_reset();
     lbr_reset();
-    error = lbr_probe(NULL, lbr_test_run_on);
+    error = lbr_probe(NULL, pmu_test_run_on);
     *reasonp = (error == 0) ? NULL : fake_perfmon_branch_absent();
     pmu_test_assert_no_fault();
     return error;
@@ -254,4 +242,76 @@ lbr_test_assert_no_drift(const struct perfmon_branch *entries,
                      (unsigned long long)entries[k].from);
         }
     }
+}
+
+void
+lbr_test_assert_declines(const struct msr_model_config *config,
+                         const char *reason)
+{
+    const char *why;
+
+    assert_int_equal(lbr_test_probe(config, 1, &why), -ENODEV);
+
+    if (strstr(why, reason) == NULL) {
+        fail_msg("declined for '%s', expected '%s'", why, reason);
+    }
+
+    assert_int_equal(strncmp(why, "no LBR: ", 8), 0);
+    assert_false(msr_model_lbr_recording());
+}
+
+void
+lbr_test_check_freeze(const struct msr_model_config *config,
+                      unsigned int depth, bool mispreds, bool cycles)
+{
+    const struct perfmon_branch *stack;
+    unsigned int nr, recorded;
+    int h;
+
+    lbr_test_boot(config, 1);
+    lbr_test_start(LBR_TEST_ANY);
+    h = lbr_test_arm();
+    lbr_test_branches(0, 40, MSR_MODEL_BR_COND, false);
+    lbr_test_overflow(h);
+    assert_true(msr_model_lbr_frozen());
+    assert_false(msr_model_lbr_recording());
+    recorded = msr_model_lbr_recorded();
+
+    stack = lbr_test_deliver(&nr);
+    assert_int_equal(nr, depth);
+    lbr_test_assert_stack(stack, nr, 39, depth, mispreds, cycles);
+    lbr_test_assert_no_drift(stack, nr);
+
+    /* Unfrozen at the end, not before: and recording again. */
+    assert_false(msr_model_lbr_frozen());
+    assert_true(msr_model_lbr_recording());
+    assert_true(msr_model_lbr_recorded() > recorded);
+    fake_perfmon_close(h);
+    lbr_test_stop();
+}
+
+void
+lbr_test_check_sched_in(const struct msr_model_config *config, bool mispreds,
+                        bool cycles)
+{
+    const struct perfmon_branch_driver *drv = lbr_test_boot(config, 1);
+    const struct perfmon_branch *stack;
+    unsigned int nr;
+
+    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
+    fake_cpu_set_intr(false);
+    drv->ops->sched_in();
+    fake_cpu_set_intr(true);
+    assert_true(msr_model_lbr_recording());
+    lbr_test_branches(50, 3, MSR_MODEL_BR_COND, false);
+    stack = lbr_test_sample(&nr);
+    lbr_test_assert_stack(stack, nr, 52, 3, mispreds, cycles);
+
+    /* Older than those: only the driver's own branches since the reset. */
+    for (unsigned int k = 3; k < nr; k++) {
+        assert_true(msr_model_is_drift_ip(stack[k].from));
+    }
+
+    lbr_test_stop();
 }

@@ -104,4 +104,26 @@ void lbr_test_assert_stack(const struct perfmon_branch *entries,
 void lbr_test_assert_no_drift(const struct perfmon_branch *entries,
                               unsigned int nr);
 
+/* The probe of config (one CPU) declines, with a reason holding reason. */
+void lbr_test_assert_declines(const struct msr_model_config *config,
+                              const char *reason);
+
+/*
+ * The checks every back end passes, on config (flags: what its records
+ * tell, see lbr_test_assert_stack()):
+ *
+ * lbr_test_check_freeze: the PMI freezes the records; the stack the
+ *   callback hands over is the newest depth of the 40 injected before it
+ *   (none of the handler's own branches: a driver that read the records
+ *   running, or after letting them run again, fails here), and the
+ *   records run again after.
+ * lbr_test_check_sched_in: a switch-in forgets what the records held:
+ *   the stack of the next sample is the branches injected since, then only
+ *   the driver's own.
+ */
+void lbr_test_check_freeze(const struct msr_model_config *config,
+                           unsigned int depth, bool mispreds, bool cycles);
+void lbr_test_check_sched_in(const struct msr_model_config *config,
+                             bool mispreds, bool cycles);
+
 #endif /* TESTS_UNIT_LBR_TEST_COMMON_H */

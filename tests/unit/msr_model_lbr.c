@@ -127,7 +127,7 @@ msr_model_amd_lbr(unsigned int depth, bool freeze)
     return c;
 }
 
-/* ---- what the configuration has ------------------------------------------- */
+/* ---- what the configuration has ----------------------------------------- */
 
 static bool
 model_lbr_intel(const struct msr_model_config *c)
@@ -262,7 +262,7 @@ model_lbr_cpuid(const struct msr_model_config *c, uint32_t leaf,
     }
 }
 
-/* ---- decoding ----------------------------------------------------------------- */
+/* ---- decoding ----------------------------------------------------------- */
 
 static unsigned int
 model_lbr_decode_legacy(const struct msr_model_config *c, uint32_t msr,
@@ -357,7 +357,7 @@ model_lbr_decode(const struct msr_model_config *c, uint32_t msr,
     }
 }
 
-/* ---- recording ------------------------------------------------------------------ */
+/* ---- recording ---------------------------------------------------------- */
 
 /* The records run: enabled, and not frozen. */
 static bool
@@ -637,7 +637,7 @@ msr_model_lbr_recorded(void)
     return model_cpu()->lbr.recorded;
 }
 
-/* ---- register semantics ---------------------------------------------------------- */
+/* ---- register semantics ------------------------------------------------- */
 
 /* Valid DEBUGCTL bits (SDM vol. 3B, "IA32_DEBUGCTL MSR"). */
 static uint64_t

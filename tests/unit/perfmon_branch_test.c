@@ -621,7 +621,8 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, branch_setup, branch_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, branch_setup,             \
+                                              branch_teardown)
         T(test_no_driver),
         T(test_bad_filters),
         T(test_lifecycle),
