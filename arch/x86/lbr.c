@@ -442,7 +442,7 @@ lbr_cpu_check_fn(void *arg)
 
 /* The first CPU whose records differ from the boot CPU's, or -1. */
 static int
-lbr_check_cpus(const struct lbr_backend *backend, lbr_run_on_fn_t run_on,
+lbr_check_cpus(const struct lbr_backend *backend, pmu_run_on_fn_t run_on,
                const char **reasonp)
 {
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
@@ -476,7 +476,7 @@ lbr_no_interrupt(const struct perfmon_dev *dev)
 }
 
 int
-lbr_probe(struct perfmon_dev *dev, lbr_run_on_fn_t run_on)
+lbr_probe(struct perfmon_dev *dev, pmu_run_on_fn_t run_on)
 {
     const struct lbr_backend *backend = lbr_choose();
     struct lbr_caps caps = { 0 };

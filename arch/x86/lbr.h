@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/pmu.h"
 #include "kern/perfmon.h"
 
 /* The deepest stack the driver reads: what a sample carries. */
@@ -227,10 +228,7 @@ const char *lbr_debugctl_holds(uint64_t bits);
  *   poisoned, i.e. ran after the callback was unregistered and the buffer
  *   given up (a bug of the registry; the in-kernel tests check it).
  */
-typedef int (*lbr_run_on_fn_t)(void (*fn)(void *arg), void *arg,
-                               unsigned int cpu);
-
-int lbr_probe(struct perfmon_dev *dev, lbr_run_on_fn_t run_on);
+int lbr_probe(struct perfmon_dev *dev, pmu_run_on_fn_t run_on);
 int lbr_install(const struct lbr_backend *backend,
                 const struct lbr_caps *caps);
 uint64_t lbr_nr_poisoned(void);
