@@ -134,10 +134,7 @@ static void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
-    uint64_t mask = perfmon_width_mask(dev->width);
-    uint64_t bit = perfmon_slot_bit(slot);
-    uint64_t raw, delta;
+    uint64_t mask = pmc->mask, bit = perfmon_slot_bit(slot), raw, delta;
     bool wrapped, consumed = false;
 
     do {
@@ -149,7 +146,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         consumed |= ovf;
 
         barrier();
-        raw = dev->ops->read(dev, pmc->hw_id) & mask;
+        raw = pmc->dev->ops->read(pmc->dev, pmc->hw_id) & mask;
         barrier();
         delta = (raw - pmc->prev) & mask;
         wrapped = raw < pmc->prev;
@@ -497,8 +494,10 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
     assert(!(cpu->sched_mask & perfmon_slot_bit(slot)));
     perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->hw_id = hw_id;
+    pmc->dev = dev;
+    pmc->mask = perfmon_width_mask(dev->width);
     dev->ops->start(dev, hw_id, gpmc->raw_event, gpmc->flags);
-    pmc->prev = dev->ops->read(dev, hw_id) & perfmon_width_mask(dev->width);
+    pmc->prev = dev->ops->read(dev, hw_id) & pmc->mask;
     pmc->wrap_seen = false;
 
     if (gpmc->sampling != NULL) {
@@ -519,14 +518,17 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
  */
 void
 perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
-                     uint64_t now)
+                     uint64_t now, bool folded)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    struct perfmon_dev *dev = pmc->dev;
 
     assert(cpu->sched_mask & perfmon_slot_bit(slot));
-    perfmon_cpu_pmc_update(cpu, slot, false);
-    perfmon_cpu_pmc_clock(cpu, slot, now);
+
+    if (!folded) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        perfmon_cpu_pmc_clock(cpu, slot, now);
+    }
 
     if (perfmon_pmcs[slot].sampling != NULL) {
         pmc->left -= (int64_t)(pmc->value - pmc->armed_value);
@@ -540,9 +542,11 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
 /*
  * One more user of slot on this CPU; saved: the thread's sampling
  * progress, when a thread loads a sampling slot.  The first makes it
- * active here, and the scheduler gives it a counter if it can.
+ * active here, and the scheduler gives it a counter if it can; then its
+ * counts are as of now already, and the caller may take them as they
+ * are (returns true), not fold them again.
  */
-static void
+static bool
 perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
                     const struct perfmon_td_pmc *saved, uint64_t now)
 {
@@ -551,7 +555,7 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
 
     if (pmc->nr_refs != 0) {
         pmc->nr_refs++;
-        return;
+        return false;
     }
 
     assert(perfmon_pmcs[slot].nr_refs != 0);
@@ -566,6 +570,24 @@ perfmon_cpu_pmc_ref(struct perfmon_cpu *cpu, unsigned int slot,
 
     WRITE_ONCE(cpu->active_mask, cpu->active_mask | bit);
     perfmon_sched_in(cpu, slot, now);
+    return true;
+}
+
+/* A slot's counts on this CPU after a ref: as they are, or folded. */
+static void
+perfmon_cpu_pmc_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                           const struct perfmon_td_pmc *saved, uint64_t now,
+                           struct perfmon_counts *counts)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    if (perfmon_cpu_pmc_ref(cpu, slot, saved, now)) {
+        counts->value = pmc->value;
+        counts->enabled = pmc->enabled;
+        counts->running = pmc->running;
+    } else {
+        perfmon_cpu_pmc_counts(cpu, slot, now, counts);
+    }
 }
 
 /*
@@ -608,8 +630,8 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
     assert(cpu->td == NULL || cpu->td == td);
     cpu->td = td;
     td->loaded_mask |= perfmon_slot_bit(slot);
-    perfmon_cpu_pmc_ref(cpu, slot, &td->pmcs[slot], now);
-    perfmon_cpu_pmc_counts(cpu, slot, now, &td->pmcs[slot].snap);
+    perfmon_cpu_pmc_ref_counts(cpu, slot, &td->pmcs[slot], now,
+                               &td->pmcs[slot].snap);
 }
 
 uint64_t
@@ -893,8 +915,8 @@ perfmon_cpu_enable_xcall(void *arg)
         }
 
         if (call->enable) {
-            perfmon_cpu_pmc_ref(cpu, event->slot, NULL, now);
-            perfmon_cpu_pmc_counts(cpu, event->slot, now, &event->start);
+            perfmon_cpu_pmc_ref_counts(cpu, event->slot, NULL, now,
+                                       &event->start);
         } else {
             perfmon_cpu_pmc_counts(cpu, event->slot, now, &counts);
             perfmon_counts_add_delta(&event->total, &counts, &event->start);
@@ -1273,24 +1295,23 @@ perfmon_event_detach(struct perfmon_event *event)
  * peeks in a row are only known to be in order when they are less than
  * 15/16 of a period apart (the folding read allowed a full period); the
  * poll interval and the overflow interrupt fold far more often than that.
+ * prev and value are loaded after the device's read, so that fewer values
+ * live across its call: a fold in between changes the generation, and
+ * the caller reads again.
  */
-static bool
-perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
-                     uint64_t *valuep)
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_peek(const struct perfmon_cpu_pmc *pmc, uint64_t *valuep)
 {
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
-    uint64_t mask = perfmon_width_mask(dev->width);
-    uint64_t value = pmc->value, prev = pmc->prev, delta;
+    uint64_t raw = pmc->dev->ops->read(pmc->dev, pmc->hw_id), delta;
 
     barrier();
-    delta = (dev->ops->read(dev, pmc->hw_id) - prev) & mask;
+    delta = (raw - pmc->prev) & pmc->mask;
 
-    if (delta > (mask >> PERFMON_PEEK_SHIFT)) {
+    if (delta > (pmc->mask >> PERFMON_PEEK_SHIFT)) {
         return false;
     }
 
-    *valuep = value + delta;
+    *valuep = pmc->value + delta;
     return true;
 }
 
@@ -1299,7 +1320,7 @@ perfmon_cpu_pmc_peek(const struct perfmon_cpu *cpu, unsigned int slot,
  * would fold them at now (the times only with times), computed without
  * changing anything.  False when the counter needs a fold.
  */
-static bool
+static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_peek_counts(const struct perfmon_cpu *cpu, unsigned int slot,
                             bool times, struct perfmon_counts *counts)
 {
@@ -1309,7 +1330,7 @@ perfmon_cpu_pmc_peek_counts(const struct perfmon_cpu *cpu, unsigned int slot,
 
     if (!sched) {
         counts->value = pmc->value;
-    } else if (!perfmon_cpu_pmc_peek(cpu, slot, &counts->value)) {
+    } else if (!perfmon_cpu_pmc_peek(pmc, &counts->value)) {
         return false;
     }
 
@@ -1329,20 +1350,25 @@ perfmon_cpu_pmc_peek_counts(const struct perfmon_cpu *cpu, unsigned int slot,
  * nothing is written, and the reads are retried when an interrupt or NMI
  * section changed the per-CPU state meanwhile (cpu->gen).  Returns false
  * when the event is a CPU event of another CPU, or its counter needs a
- * fold; the caller then takes the general path.
+ * fold; the caller then takes the general path.  Inline, with nothing of
+ * the general path around it: it is the read that runs most.
  */
-static bool
+static inline __attribute__((always_inline)) bool
 perfmon_event_read_local(const struct perfmon_event *event, bool times,
                          struct perfmon_counts *counts)
 {
-    const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
-    unsigned int slot = event->slot;
+    unsigned int cpu_index = cpu_id(), slot = event->slot;
+    const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
     const struct perfmon_td_pmc *tpmc = NULL;
     unsigned long gen;
 
     if (event->state == PERFMON_EVENT_THREAD) {
-        tpmc = &thread_get_perfmon_td(event->thread)->pmcs[slot];
-    } else if (event->cpu != cpu_id()) {
+        const struct perfmon_td *td = thread_get_perfmon_td(event->thread);
+
+        /* Thread events need the switch hook, which loads them. */
+        assert(td->loaded_mask & perfmon_slot_bit(slot));
+        tpmc = &td->pmcs[slot];
+    } else if (event->cpu != cpu_index) {
         return false;
     }
 
@@ -1350,20 +1376,19 @@ perfmon_event_read_local(const struct perfmon_event *event, bool times,
         gen = READ_ONCE(cpu->gen);
         barrier();
 
-        /* Thread events need the switch hook, which loads them. */
-        assert(tpmc == NULL
-               || (thread_get_perfmon_td(event->thread)->loaded_mask
-                   & perfmon_slot_bit(slot)));
-
         if (!perfmon_cpu_pmc_peek_counts(cpu, slot, times, counts)) {
             return false;
         }
 
-        if (tpmc != NULL) {
+        /* The times only when asked for: they were not read otherwise. */
+        if (tpmc != NULL && times) {
             struct perfmon_counts cpu_counts = *counts;
 
             *counts = tpmc->total;
             perfmon_counts_add_delta(counts, &cpu_counts, &tpmc->snap);
+        } else if (tpmc != NULL) {
+            counts->value = tpmc->total.value
+                            + (counts->value - tpmc->snap.value);
         }
 
         barrier();
@@ -1376,12 +1401,33 @@ perfmon_event_read_local(const struct perfmon_event *event, bool times,
  * An event's own counts (its children's aside), up to date; the times
  * are only right with times.
  */
-void
-perfmon_event_read_counts(struct perfmon_event *event, bool times,
-                          struct perfmon_counts *counts)
+/* The general read: on the thread's or the event's CPU, folding. */
+static void __attribute__((noinline))
+perfmon_event_read_sync(struct perfmon_event *event,
+                        struct perfmon_counts *counts)
 {
     struct perfmon_call call = { .events = &event, .nr = 1 };
     int error;
+
+    if (event->state == PERFMON_EVENT_THREAD) {
+        thread_call(event->thread, perfmon_td_read_fn, &call);
+    } else {
+        error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
+        assert(error == 0);
+    }
+
+    perfmon_counts_add_delta(counts, &call.counts, &event->start);
+}
+
+/*
+ * perfmon_event_read_counts(), inline: perfmon_event_read() takes the
+ * local read with nothing around it.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_event_read_counts_inline(struct perfmon_event *event, bool times,
+                                 struct perfmon_counts *counts)
+{
+    struct perfmon_counts now;
 
     *counts = event->total;
 
@@ -1396,23 +1442,29 @@ perfmon_event_read_counts(struct perfmon_event *event, bool times,
         bool local;
 
         thread_preempt_disable();
-        local = perfmon_event_read_local(event, times, &call.counts);
+        local = perfmon_event_read_local(event, times, &now);
         thread_preempt_enable();
 
         if (local) {
-            perfmon_counts_add_delta(counts, &call.counts, &event->start);
+            counts->value += now.value - event->start.value;
+
+            if (times) {
+                counts->enabled += now.enabled - event->start.enabled;
+                counts->running += now.running - event->start.running;
+            }
+
             return;
         }
     }
 
-    if (event->state == PERFMON_EVENT_THREAD) {
-        thread_call(event->thread, perfmon_td_read_fn, &call);
-    } else {
-        error = xcall_call(perfmon_cpu_read_xcall, &call, event->cpu);
-        assert(error == 0);
-    }
+    perfmon_event_read_sync(event, counts);
+}
 
-    perfmon_counts_add_delta(counts, &call.counts, &event->start);
+void
+perfmon_event_read_counts(struct perfmon_event *event, bool times,
+                          struct perfmon_counts *counts)
+{
+    perfmon_event_read_counts_inline(event, times, counts);
 }
 
 uint64_t
@@ -1424,9 +1476,9 @@ perfmon_event_read(struct perfmon_event *event)
         return 0;
     }
 
-    perfmon_event_read_counts(event, false, &counts);
+    perfmon_event_read_counts_inline(event, false, &counts);
 
-    if (perfmon_event_is_root(event)) {
+    if (unlikely(event->family != NULL) && perfmon_event_is_root(event)) {
         perfmon_family_add_counts(event->family, false, &counts);
     }
 

@@ -209,6 +209,11 @@ struct perfmon_dev_event {
  * CPU frequency (see perfmon_dev_info.poll_ms).  Nonzero: poll at that
  * interval, also when there is an interrupt (for counters that never raise
  * one).
+ *
+ * named_only: the device counts only the events that name it
+ * (perfmon_event_set_dev(), `DEV/EVENT/` in perf's syntax); it is never
+ * the default device of a generic event (a device whose counting costs
+ * far more than the event's usual device, like the `step` device).
  */
 struct perfmon_dev {
     const char *name;                   /* unique, e.g. "intel", "soft" */
@@ -218,6 +223,7 @@ struct perfmon_dev {
     bool overflow_intr;
     uint64_t max_period;                /* see below */
     unsigned int poll_ms;
+    bool named_only;
     const struct perfmon_dev_event *events;   /* may be NULL */
     unsigned int nr_events;
 
@@ -326,6 +332,7 @@ struct perfmon_pmc_info {
     uint64_t raw_event;
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
     unsigned int nr_users;              /* events sharing the counter */
+    unsigned int nr_inherited;          /*   of them inherited children */
     struct perfmon_pmc_user users[PERFMON_PMC_INFO_MAX_USERS];
     bool sampling;                      /* a sampling counter: */
     uint64_t period;                    /*   its period, or first period */
@@ -537,7 +544,6 @@ struct perfmon_event {
     struct perfmon_family *family;      /* inherited events, their
                                            children's too */
     struct perfmon_event *group;        /* its group's leader, or NULL */
-    unsigned int nr_members;            /* a leader: members attached */
     bool branch_user;                   /* counted by the branch driver */
 };
 
@@ -551,9 +557,10 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
 
 /*
  * Choose the device that counts the event (NULL: the default).  By default
- * a generic event goes to the first registered device that can count it and
- * a raw event to the first registered device.  Returns 0, -EINVAL for a
- * NULL or attached event, -ENODEV when dev is not registered.
+ * a generic event goes to the first registered device that can count it,
+ * named_only devices left out, and a raw event to the first registered
+ * device.  Returns 0, -EINVAL for a NULL or attached event, -ENODEV when
+ * dev is not registered.
  */
 int perfmon_event_set_dev(struct perfmon_event *event,
                           struct perfmon_dev *dev);
@@ -722,6 +729,13 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 #define PERFMON_MUX_MS_DEFAULT      4
 
 void perfmon_tick_slow(void);
+
+/*
+ * Make the calling CPU's events that wait for a counter take their turn
+ * now, as the tick does (benchmarks and tests).  Thread context; nothing
+ * when nothing waits.
+ */
+void perfmon_rotate_local(void);
 extern uint64_t perfmon_mux_cpus;       /* atomic: CPUs with turns to take */
 
 static inline void

@@ -91,12 +91,29 @@ perfmon_cmd_dev_for(const char *name)
         unsigned int flags;
         uint64_t id;
 
-        if (perfmon_lookup_event(dev, name, &id, &flags) == 0) {
+        if (!dev->named_only
+            && perfmon_lookup_event(dev, name, &id, &flags) == 0) {
             return dev;
         }
     }
 
     return NULL;
+}
+
+int
+perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
+{
+    struct perfmon_cmd_line line;
+    va_list ap;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: %s: ", who);
+    va_start(ap, fmt);
+    perfmon_cmd_line_vadd(&line, fmt, ap);
+    va_end(ap);
+    perfmon_cmd_line_print(&line);
+    kprintf("%s", usage);
+    return SHELL_ERR_REPORTED;
 }
 
 /* ---- options ---------------------------------------------------------------- */
@@ -205,6 +222,32 @@ perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp)
     }
 
     return letter;
+}
+
+int
+perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
+                    const char *usage, perfmon_cmd_option_fn_t fn, void *ctx)
+{
+    const char *val;
+    int opt, error;
+
+    while ((opt = perfmon_cmd_getopt(opts, &val)) != 0) {
+        if (opt == '?') {
+            return perfmon_cmd_error(who, usage, "unknown option '%s'",
+                                     opts->bad);
+        } else if (opt == ':') {
+            return perfmon_cmd_error(who, usage, "option %s needs an argument",
+                                     opts->bad);
+        }
+
+        error = fn(ctx, opt, val);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    return 0;
 }
 
 /* ---- command runner ------------------------------------------------------ */
@@ -330,16 +373,78 @@ perfmon_cmd_unknown_event(const char *who, const char *name)
     return SHELL_ERR_REPORTED;
 }
 
+/*
+ * Resolve an event on the device it names (`PMU/EVENT/`): its raw code or
+ * one of its names, or one line saying why not.
+ */
+static int
+perfmon_cmd_resolve_on(const char *who,
+                       const struct perfmon_parse_event *parsed,
+                       struct perfmon_cmd_event *out)
+{
+    struct perfmon_dev *dev = perfmon_dev_find(parsed->pmu);
+    unsigned int flags;
+    uint64_t id;
+
+    if (dev == NULL) {
+        kprintf("perfmon: %s: no PMU named '%s' (see 'perfmon list')\n", who,
+                parsed->pmu);
+        return SHELL_ERR_REPORTED;
+    }
+
+    out->dev = dev;
+
+    if (parsed->flags & PERFMON_EF_RAW) {
+        out->id = parsed->raw_code;
+        out->flags = parsed->flags;
+        return 0;
+    }
+
+    if (perfmon_lookup_event(dev, parsed->name, &id, &flags) != 0) {
+        kprintf("perfmon: %s: PMU '%s' does not count '%s' (see 'perfmon "
+                "list')\n", who, dev->name, parsed->name);
+        return SHELL_ERR_REPORTED;
+    }
+
+    out->id = id;
+    out->flags = (parsed->flags & PERFMON_EF_MODE) | flags;
+    out->generic = (flags & PERFMON_EF_RAW) ? -1 : (int)id;
+    return 0;
+}
+
+/* A named_only device that counts name, to tell the user to name it. */
+static struct perfmon_dev *
+perfmon_cmd_named_only_dev_for(const char *name)
+{
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        struct perfmon_dev *dev = perfmon_dev_get(d);
+        unsigned int flags;
+        uint64_t id;
+
+        if (dev->named_only
+            && perfmon_lookup_event(dev, name, &id, &flags) == 0) {
+            return dev;
+        }
+    }
+
+    return NULL;
+}
+
 int
 perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
                     struct perfmon_cmd_event *out)
 {
+    struct perfmon_dev *named_only;
     unsigned int flags;
     uint64_t id;
 
     out->dev = NULL;
     out->generic = -1;
     out->supported = true;
+
+    if (parsed->pmu[0] != '\0') {
+        return perfmon_cmd_resolve_on(who, parsed, out);
+    }
 
     if (parsed->flags & PERFMON_EF_RAW) {
         out->id = parsed->raw_code;
@@ -350,7 +455,8 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
     for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
         struct perfmon_dev *dev = perfmon_dev_get(d);
 
-        if (perfmon_lookup_event(dev, parsed->name, &id, &flags) != 0) {
+        if (dev->named_only
+            || perfmon_lookup_event(dev, parsed->name, &id, &flags) != 0) {
             continue;
         }
 
@@ -368,12 +474,21 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
     }
 
     if (perfmon_lookup_event(NULL, parsed->name, &id, &flags) == 0) {
-        /* A known event that no device here can count. */
+        /* A known event that no device here counts by default. */
         out->id = id;
         out->flags = parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED);
         out->generic = (int)id;
         out->supported = false;
         return 0;
+    }
+
+    named_only = perfmon_cmd_named_only_dev_for(parsed->name);
+
+    if (named_only != NULL) {
+        kprintf("perfmon: %s: '%s' is counted by PMU '%s' only, when named: "
+                "%s/%s/\n", who, parsed->name, named_only->name,
+                named_only->name, parsed->name);
+        return SHELL_ERR_REPORTED;
     }
 
     return perfmon_cmd_unknown_event(who, parsed->name);
@@ -480,8 +595,10 @@ perfmon_cmd_list_heading(struct perfmon_dev *dev, unsigned int n)
     }
 
     perfmon_dev_get_info(dev, &info);
-    kprintf("%s: %u counters, %u bits\n", dev->name, info.nr_pmcs,
-            info.width);
+    kprintf("%s: %u counters, %u bits%s%s%s\n", dev->name, info.nr_pmcs,
+            info.width, dev->named_only ? ", counts only events named " : "",
+            dev->named_only ? dev->name : "",
+            dev->named_only ? "/EVENT/" : "");
     kprintf("  %-20s %-22s %-12s %-5s %s\n", "event", "aliases", "raw",
             "modes", "description");
 }
@@ -502,7 +619,7 @@ perfmon_cmd_list_dev(struct perfmon_dev *dev, const char *filter,
             continue;
         }
 
-        counted[id] = true;
+        counted[id] |= !dev->named_only;
         perfmon_cmd_aliases(desc, aliases, sizeof(aliases));
 
         if (perfmon_cmd_list_matches(filter, desc->name, aliases,

@@ -38,6 +38,14 @@ void perfmon_cmd_line_vadd(struct perfmon_cmd_line *line, const char *fmt,
 void perfmon_cmd_line_print(struct perfmon_cmd_line *line);
 
 /*
+ * What every subcommand does with a bad option or argument: one line
+ * "perfmon: WHO: what is wrong", then its usage.  Returns
+ * SHELL_ERR_REPORTED.
+ */
+int perfmon_cmd_error(const char *who, const char *usage,
+                      const char *fmt, ...) __format_printf(3, 4);
+
+/*
  * Options, in the style of getopt: short ones from spec ("ab:c", a letter
  * followed by ':' takes a value, in the same word or the next), which may
  * be grouped ("-ga"), and long ones from longopts ("--name value" or
@@ -72,10 +80,24 @@ void perfmon_cmd_opts_init(struct perfmon_cmd_opts *opts, int argc,
 int perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp);
 
 /*
+ * Every option of opts, through fn(ctx, letter, value), which returns 0
+ * or SHELL_ERR_REPORTED having said why; an unknown option or one without
+ * its value is said as perfmon_cmd_error(who, usage) says it.  Returns 0
+ * or SHELL_ERR_REPORTED (the first error ends it).
+ */
+typedef int (*perfmon_cmd_option_fn_t)(void *ctx, int letter,
+                                       const char *value);
+
+int perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
+                        const char *usage, perfmon_cmd_option_fn_t fn,
+                        void *ctx);
+
+/*
  * How to count an event the user named (perf's -e syntax, parsed): the id
  * and flags for perfmon_event_init(), the device of a device-named raw
- * event (else NULL: the core chooses), the generic id when it is one (-1
- * otherwise), and whether any device here counts it.
+ * event or of a `PMU/EVENT/` item (else NULL: the core chooses), the
+ * generic id when it is one (-1 otherwise), and whether any device here
+ * counts it.
  */
 struct perfmon_cmd_event {
     uint64_t id;
@@ -87,7 +109,9 @@ struct perfmon_cmd_event {
 
 /*
  * Resolve a parsed event.  Returns 0, or SHELL_ERR_REPORTED after one line
- * "perfmon: WHO: unknown event 'NAME'" with the closest names.
+ * saying why not: "perfmon: WHO: unknown event 'NAME'" with the closest
+ * names, an unknown PMU or an event it does not count, an event only a
+ * named_only device counts (and how to name it).
  */
 struct perfmon_parse_event;
 
@@ -95,7 +119,10 @@ int perfmon_cmd_resolve(const char *who,
                         const struct perfmon_parse_event *parsed,
                         struct perfmon_cmd_event *out);
 
-/* The first device that counts the event named name, or NULL. */
+/*
+ * The first device that counts the event named name without being named
+ * (named_only devices left out), or NULL.
+ */
 struct perfmon_dev *perfmon_cmd_dev_for(const char *name);
 
 /*

@@ -114,7 +114,9 @@ extern uint64_t perfmon_branch_slots;
 
 /*
  * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
- * loaded threads needing the counter to run here.  value grows by the
+ * loaded threads needing the counter to run here; dev and mask (its
+ * width's) are the slot's, kept here while it holds a counter for the
+ * reads, which use nothing else of the slot's device.  value grows by the
  * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
  * wrap must not add a period again.  enabled and running grow with the TSC
@@ -131,6 +133,8 @@ extern uint64_t perfmon_branch_slots;
 struct perfmon_cpu_pmc {
     unsigned int nr_refs;
     unsigned int hw_id;
+    struct perfmon_dev *dev;
+    uint64_t mask;
     uint64_t prev;
     uint64_t value;
     bool wrap_seen;
@@ -380,7 +384,8 @@ void perfmon_family_add_counts(struct perfmon_family *family, bool times,
  * kern/perfmon.c, for the scheduler.  perfmon_cpu_enter/leave: a section
  * on the local CPU's state (interrupts disabled; cpu->now set).
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
- * start it; perfmon_cpu_pmc_stop: fold, stop and take it back.
+ * start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
+ * just taken at now), stop and take it back.
  * perfmon_cpu_pmc_share: the share of its enabled time slot ran until
  * now, in 2^-20ths (the loaded thread's, for its slots; the CPU's
  * otherwise).
@@ -390,7 +395,7 @@ void perfmon_cpu_leave(struct perfmon_cpu *cpu);
 void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
-                          uint64_t now);
+                          uint64_t now, bool folded);
 uint64_t perfmon_cpu_pmc_share(struct perfmon_cpu *cpu, unsigned int slot,
                                uint64_t now);
 

@@ -55,6 +55,15 @@ static struct perfmon_intr_entry
 static unsigned int perfmon_intr_gen;   /* under perfmon_intr_lock */
 
 /*
+ * Entries not FREE, written under perfmon_intr_lock, read by the interrupt
+ * path without it: while it is 0 the interrupt skips the table.  It grows
+ * before an entry's fn is published and drops once the entry is FREE, so
+ * a callback is never skipped while registered, only while its
+ * registration or unregistration is under way.
+ */
+static unsigned int perfmon_intr_nr_used;
+
+/*
  * The branch stack a callback handed over for the current interrupt, per
  * CPU: written and read by that CPU's overflow interrupt only.
  */
@@ -70,6 +79,10 @@ perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                            uint64_t ovf_mask, struct trap_frame *frame)
 {
     perfmon_intr_branches_cpu[cpu].nr = 0;
+
+    if (__atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_ACQUIRE) == 0) {
+        return;
+    }
 
     for (size_t i = 0; i < ARRAY_SIZE(perfmon_intr_entries); i++) {
         struct perfmon_intr_entry *entry = &perfmon_intr_entries[i];
@@ -129,6 +142,8 @@ perfmon_intr_register(perfmon_intr_fn_t fn, void *arg)
         entry->arg = arg;
         entry->handle = handle;
         entry->state = PERFMON_INTR_ACTIVE;
+        __atomic_store_n(&perfmon_intr_nr_used, perfmon_intr_nr_used + 1,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(&entry->fn, fn, __ATOMIC_RELEASE);
         break;
     }
@@ -183,6 +198,8 @@ perfmon_intr_unregister(int handle)
 
     spinlock_lock(&perfmon_intr_lock);
     entry->state = PERFMON_INTR_FREE;
+    __atomic_store_n(&perfmon_intr_nr_used, perfmon_intr_nr_used - 1,
+                     __ATOMIC_RELEASE);
     spinlock_unlock(&perfmon_intr_lock);
     return 0;
 }
@@ -195,5 +212,6 @@ perfmon_intr_reset(void)
     memset(perfmon_intr_entries, 0, sizeof(perfmon_intr_entries));
     memset(perfmon_intr_branches_cpu, 0, sizeof(perfmon_intr_branches_cpu));
     perfmon_intr_gen = 0;
+    perfmon_intr_nr_used = 0;
 }
 #endif /* TALLY_HOST_TEST */

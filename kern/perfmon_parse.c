@@ -132,16 +132,63 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
     return 0;
 }
 
+/*
+ * The device part of a `PMU/EVENT/[:mods]` item: store PMU in event->pmu
+ * and set *namep, *name_lenp to EVENT, *restp to what follows the closing
+ * slash.  Anything else with a slash is perf's PMU terms syntax
+ * (`cpu/event=0x3c,umask=0/`), which we do not support.
+ */
+static int
+perfmon_parse_pmu(const char *item, size_t len,
+                  struct perfmon_parse_event *event, const char **namep,
+                  size_t *name_lenp, const char **restp,
+                  struct perfmon_parse_error *errp)
+{
+    const char *slash = memchr(item, '/', len), *close;
+    size_t pmu_len = (size_t)(slash - item), ev_len;
+
+    close = memchr(slash + 1, '/', len - pmu_len - 1);
+    ev_len = (close == NULL) ? 0 : (size_t)(close - slash - 1);
+
+    for (size_t i = 0; i < pmu_len; i++) {
+        if (!perfmon_parse_is_name_char(item[i])) {
+            close = NULL;
+        }
+    }
+
+    for (size_t i = 0; close != NULL && i < ev_len; i++) {
+        if (!perfmon_parse_is_name_char(slash[1 + i])) {
+            close = NULL;
+        }
+    }
+
+    if (close == NULL || pmu_len == 0 || ev_len == 0
+        || (close + 1 < item + len && close[1] != ':')) {
+        perfmon_parse_set_error(errp, "PMU terms (pmu/event=.../) are not "
+                                "supported, use PMU/EVENT/ or rNNNN", item,
+                                len);
+        return -EINVAL;
+    }
+
+    memcpy(event->pmu, item, pmu_len);
+    event->pmu[pmu_len] = '\0';
+    *namep = slash + 1;
+    *name_lenp = ev_len;
+    *restp = close + 1;
+    return 0;
+}
+
 static int
 perfmon_parse_item(const char *item, size_t len,
                    struct perfmon_parse_event *event,
                    struct perfmon_parse_error *errp)
 {
-    size_t name_len = len;
-    const char *colon = NULL;
+    const char *name = item, *rest, *end = item + len;
     unsigned int flags = PERFMON_EF_MODE;
+    size_t name_len = len;
     bool too_long;
     uint64_t code;
+    int error;
 
     if (len == 0) {
         perfmon_parse_set_error(errp, "empty event name", item, len);
@@ -155,29 +202,33 @@ perfmon_parse_item(const char *item, size_t len,
         return -E2BIG;
     }
 
-    for (size_t i = 0; i < len; i++) {
-        char c = item[i];
+    /* Groups open and close between items (perfmon_parse_events). */
+    if (memchr(item, '{', len) != NULL || memchr(item, '}', len) != NULL) {
+        perfmon_parse_set_error(errp, "a brace inside an event name", item,
+                                len);
+        return -EINVAL;
+    }
 
-        if ((c == '{') || (c == '}')) {
-            perfmon_parse_set_error(errp, "a brace inside an event name",
-                                    item, len);
-            return -EINVAL;
-        } else if (c == '/') {
-            perfmon_parse_set_error(errp, "PMU terms (pmu/.../) are not "
-                                    "supported, use rNNNN", item, len);
-            return -EINVAL;
-        } else if (c == ':') {
-            if (colon != NULL) {
-                perfmon_parse_set_error(errp, "more than one ':'", item, len);
+    event->pmu[0] = '\0';
+
+    if (memchr(item, '/', len) != NULL) {
+        error = perfmon_parse_pmu(item, len, event, &name, &name_len, &rest,
+                                  errp);
+
+        if (error) {
+            return error;
+        }
+    } else {
+        rest = memchr(item, ':', len);
+        rest = (rest == NULL) ? end : rest;
+        name_len = (size_t)(rest - item);
+
+        for (size_t i = 0; i < name_len; i++) {
+            if (!perfmon_parse_is_name_char(item[i])) {
+                perfmon_parse_set_error(errp, "bad character in event name",
+                                        item, len);
                 return -EINVAL;
             }
-
-            colon = &item[i];
-            name_len = i;
-        } else if ((colon == NULL) && !perfmon_parse_is_name_char(c)) {
-            perfmon_parse_set_error(errp, "bad character in event name",
-                                    item, len);
-            return -EINVAL;
         }
     }
 
@@ -186,9 +237,15 @@ perfmon_parse_item(const char *item, size_t len,
         return -EINVAL;
     }
 
-    if ((colon != NULL)
-        && (perfmon_parse_modifiers(colon + 1, len - name_len - 1,
-                                    &flags) != 0)) {
+    if (rest < end && memchr(rest + 1, ':', (size_t)(end - rest - 1))
+                      != NULL) {
+        perfmon_parse_set_error(errp, "more than one ':'", item, len);
+        return -EINVAL;
+    }
+
+    if (rest < end
+        && perfmon_parse_modifiers(rest + 1, (size_t)(end - rest - 1),
+                                   &flags) != 0) {
         perfmon_parse_set_error(errp, "bad modifier (u, k and D, each at "
                                 "most once)", item, len);
         return -EINVAL;
@@ -197,14 +254,13 @@ perfmon_parse_item(const char *item, size_t len,
     memcpy(event->spec, item, len);
     event->spec[len] = '\0';
     event->flags = flags;
-    event->own_modes = false;
-
-    for (const char *m = colon; m != NULL && m < item + len; m++) {
-        event->own_modes |= (*m == 'u' || *m == 'k');
-    }
+    event->own_modes = (rest < end)
+                       && (memchr(rest, 'u', (size_t)(end - rest)) != NULL
+                           || memchr(rest, 'k', (size_t)(end - rest))
+                              != NULL);
     event->raw_code = 0;
 
-    if (perfmon_parse_raw(item, name_len, &code, &too_long)) {
+    if (perfmon_parse_raw(name, name_len, &code, &too_long)) {
         if (too_long) {
             perfmon_parse_set_error(errp, "raw code over 64 bits", item, len);
             return -EINVAL;
@@ -214,7 +270,7 @@ perfmon_parse_item(const char *item, size_t len,
         event->raw_code = code;
         event->flags |= PERFMON_EF_RAW;
     } else {
-        memcpy(event->name, item, name_len);
+        memcpy(event->name, name, name_len);
         event->name[name_len] = '\0';
     }
 

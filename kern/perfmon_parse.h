@@ -34,16 +34,18 @@
 /*
  * One item of an event list.  spec is the item as typed (shown in the
  * output, modifiers kept, as perf does, braces left out); name is the
- * event name without its modifiers (empty for a raw event).  flags holds
- * the PERFMON_EF_MODE bits the modifiers asked for (both when there were
- * none; own_modes: the item named some itself), PERFMON_EF_PINNED for
- * :D, and PERFMON_EF_RAW for an rNNNN item, whose code is raw_code.
- * group: the index of the first event of the item's group, -1 when in
- * none.
+ * event name without its modifiers (empty for a raw event); pmu the
+ * device an item of the form `PMU/EVENT/` names (empty otherwise).
+ * flags holds the PERFMON_EF_MODE bits the modifiers asked for (both when
+ * there were none; own_modes: the item named some itself),
+ * PERFMON_EF_PINNED for :D, and PERFMON_EF_RAW for an rNNNN item, whose
+ * code is raw_code.  group: the index of the first event of the item's
+ * group, -1 when in none.
  */
 struct perfmon_parse_event {
     char spec[PERFMON_PARSE_NAME_SIZE];
     char name[PERFMON_PARSE_NAME_SIZE];
+    char pmu[PERFMON_PARSE_NAME_SIZE];
     uint64_t raw_code;
     unsigned int flags;
     bool own_modes;
@@ -65,17 +67,18 @@ struct perfmon_parse_error {
 /*
  * Parse a comma-separated event list into events[0..max).  Items are
  * `name[:mods]` or `rHEX[:mods]` (1 to 16 hex digits; a name that is `r`
- * followed only by hex digits is a raw code, as in perf), mods being `u`,
- * `k` and `D` (pinned), each at most once.  Names may hold letters,
- * digits, '-', '_' and '.'.  Items between `{` and `}` form a group, as in
- * perf (`{cycles,instructions}`); modifiers after the brace
- * (`{...}:uD`) apply to every member, a member's own `u`/`k` winning.  The
- * names are not looked up: that is the caller's job.  Returns the number
- * of events (at least 1), or:
+ * followed only by hex digits is a raw code, as in perf), or either of
+ * them as `PMU/name/[:mods]`, naming the device; mods being `u`, `k` and
+ * `D` (pinned), each at most once.  Names may hold letters, digits, '-',
+ * '_' and '.'.  Items between `{` and `}` form a group, as in perf
+ * (`{cycles,instructions}`); modifiers after the brace (`{...}:uD`) apply
+ * to every member, a member's own `u`/`k` winning.  The names are not
+ * looked up: that is the caller's job.  Returns the number of events (at
+ * least 1), or:
  *   -EINVAL  NULL argument, empty list or item, bad character, bad or
  *            unsupported modifier, bad raw code, a group inside a group,
  *            a brace that opens or closes nothing, PMU terms
- *            (`pmu/.../`)
+ *            (`pmu/event=.../`)
  *   -E2BIG   list longer than PERFMON_PARSE_LIST_MAX, an item longer than
  *            PERFMON_PARSE_NAME_SIZE - 1, or more than max items
  * filling *errp (when not NULL) on error.  events may be partly written on

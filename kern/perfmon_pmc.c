@@ -150,7 +150,7 @@ perfmon_event_resolve(const struct perfmon_event *event,
     for (unsigned int i = 0; i < nr; i++) {
         struct perfmon_dev *dev = perfmon_devs[i];
 
-        if (event->dev != NULL && event->dev != dev) {
+        if (event->dev != NULL ? event->dev != dev : dev->named_only) {
             continue;
         }
 
@@ -190,6 +190,30 @@ perfmon_event_is_child(const struct perfmon_event *event)
 }
 
 /*
+ * The events of leader's group attached on dev (inherited children
+ * aside), found on the users lists of its slots.  perfmon_lock held.
+ */
+static unsigned int
+perfmon_pmc_group_size(const struct perfmon_dev *dev,
+                       const struct perfmon_event *leader)
+{
+    unsigned int base = dev->index * PERFMON_DEV_MAX_PMCS, n = 0;
+
+    for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
+        if (perfmon_pmcs[i].nr_refs == 0 || perfmon_pmcs[i].group != leader) {
+            continue;
+        }
+
+        for (const struct perfmon_event *e = perfmon_pmcs[i].users; e != NULL;
+             e = e->next_user) {
+            n += !perfmon_event_is_child(e);
+        }
+    }
+
+    return n;
+}
+
+/*
  * A group member joining its leader's group on dev: where the leader is,
  * pinned as it is, and within the device's counters.  A child of an
  * inherited member joins its family's slots, not the count.
@@ -211,7 +235,8 @@ perfmon_pmc_check_group(const struct perfmon_event *event,
         return -EINVAL;
     }
 
-    return (leader->nr_members + 2 > dev->nr_pmcs) ? -ENOSPC : 0;
+    return (perfmon_pmc_group_size(dev, leader) + 1 > dev->nr_pmcs)
+           ? -ENOSPC : 0;
 }
 
 /*
@@ -338,12 +363,6 @@ found:
     pmc->users = event;
     event->dev = dev;
     event->slot = (unsigned int)(pmc - perfmon_pmcs);
-
-    if (event->group != NULL && event->group != event
-        && !perfmon_event_is_child(event)) {
-        event->group->nr_members++;
-    }
-
     return 0;
 }
 
@@ -362,12 +381,6 @@ perfmon_pmc_put(struct perfmon_event *event)
     *prevp = event->next_user;
     event->next_user = NULL;
     assert(pmc->nr_refs != 0);
-
-    if (event->group != NULL && event->group != event
-        && !perfmon_event_is_child(event)) {
-        assert(event->group->nr_members != 0);
-        event->group->nr_members--;
-    }
 
     if (--pmc->nr_refs == 0) {
         if (pmc->pinned) {
@@ -487,6 +500,13 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
         info.freq = info.sampling ? pmc->sampling->freq : 0;
         info.buffer_size = info.sampling
                            ? perfmon_sbuf_size(pmc->sampling->sbuf) : 0;
+
+        info.nr_inherited = 0;
+
+        for (const struct perfmon_event *e = pmc->users; e != NULL;
+             e = e->next_user) {
+            info.nr_inherited += perfmon_event_is_child(e);
+        }
 
         for (const struct perfmon_event *e = pmc->users;
              e != NULL && n < PERFMON_PMC_INFO_MAX_USERS; e = e->next_user) {

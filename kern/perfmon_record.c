@@ -84,21 +84,8 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
 };
 
 /* One line saying what is wrong, then the usage. */
-static int __format_printf(1, 2)
-perfmon_record_error(const char *fmt, ...)
-{
-    struct perfmon_cmd_line line;
-    va_list ap;
-
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "perfmon: record: ");
-    va_start(ap, fmt);
-    perfmon_cmd_line_vadd(&line, fmt, ap);
-    va_end(ap);
-    perfmon_cmd_line_print(&line);
-    kprintf("%s", perfmon_record_usage);
-    return SHELL_ERR_REPORTED;
-}
+#define perfmon_record_error(...) \
+    perfmon_cmd_error("record", perfmon_record_usage, __VA_ARGS__)
 
 /* ---- options ---------------------------------------------------------------- */
 
@@ -258,8 +245,10 @@ perfmon_record_check_branches(struct perfmon_record *r)
 }
 
 static int
-perfmon_record_option(struct perfmon_record *r, int opt, const char *val)
+perfmon_record_option(void *arg, int opt, const char *val)
 {
+    struct perfmon_record *r = arg;
+
     switch (opt) {
     case 'e':
         return perfmon_record_set_event(r, val);
@@ -324,26 +313,17 @@ static int
 perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 {
     struct perfmon_cmd_opts opts;
-    const char *val;
-    int opt, error;
+    int error;
 
     r->ring_size = PERFMON_RECORD_RING_DEFAULT;
     perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbj:aC:im:",
                           perfmon_record_longopts);
 
-    while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
-        if (opt == '?') {
-            return perfmon_record_error("unknown option '%s'", opts.bad);
-        } else if (opt == ':') {
-            return perfmon_record_error("option %s needs an argument",
-                                        opts.bad);
-        }
+    error = perfmon_cmd_options(&opts, "record", perfmon_record_usage,
+                                perfmon_record_option, r);
 
-        error = perfmon_record_option(r, opt, val);
-
-        if (error) {
-            return error;
-        }
+    if (error) {
+        return error;
     }
 
     if (r->period != 0 && r->freq != 0) {

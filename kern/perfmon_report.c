@@ -508,14 +508,11 @@ perfmon_profile_print_folded(const struct perfmon_profile *p)
 
 /* ---- perfmon report ------------------------------------------------------------- */
 
-static int
-perfmon_report_error(const char *usage, const char *fmt, const char *arg)
-{
-    kprintf("perfmon: ");
-    kprintf(fmt, arg);
-    kprintf("\n%s", usage);
-    return SHELL_ERR_REPORTED;
-}
+/* One line saying what is wrong, then the usage. */
+#define perfmon_report_error(...) \
+    perfmon_cmd_error("report", perfmon_report_usage, __VA_ARGS__)
+
+
 
 static int
 perfmon_report_parse_sort(const char *val, unsigned int *keysp)
@@ -623,43 +620,38 @@ perfmon_report_main(int argc, char **argv)
             break;
         case 's':
             sorted = true;
+
             if (perfmon_report_parse_sort(val, &keys) != 0) {
-                return perfmon_report_error(perfmon_report_usage,
-                                            "report: --sort: unknown keys "
+                return perfmon_report_error("--sort: unknown keys "
                                             "'%s'", val);
             }
 
             break;
         case 'p':
             if (perfmon_report_parse_percent(val, &limit_bp) != 0) {
-                return perfmon_report_error(perfmon_report_usage,
-                                            "report: --percent-limit: '%s' "
+                return perfmon_report_error("--percent-limit: '%s' "
                                             "is not a percentage from 0 to "
                                             "100", val);
             }
 
             break;
         case ':':
-            return perfmon_report_error(perfmon_report_usage,
-                                        "report: option %s needs an argument",
+            return perfmon_report_error("option %s needs an argument",
                                         opts.bad);
         default:
-            return perfmon_report_error(perfmon_report_usage,
-                                        "report: unknown option '%s'",
+            return perfmon_report_error("unknown option '%s'",
                                         opts.bad);
         }
     }
 
     if (opts.index < argc) {
-        return perfmon_report_error(perfmon_report_usage,
-                                    "report: unexpected argument '%s'",
+        return perfmon_report_error("unexpected argument '%s'",
                                     argv[opts.index]);
     }
 
     if (branches && (chains || folded || sorted)) {
-        return perfmon_report_error(perfmon_report_usage,
-                                    "report: --branch goes with "
-                                    "--percent-limit alone%s", "");
+        return perfmon_report_error("--branch goes with --percent-limit "
+                                    "alone");
     }
 
     rec = perfmon_report_last("report");
@@ -816,8 +808,8 @@ perfmon_script_main(int argc, char **argv)
     struct perfmon_rec_info info;
 
     if (argc > 2) {
-        return perfmon_report_error(perfmon_script_usage,
-                                    "script: unexpected argument '%s'",
+        return perfmon_cmd_error("script", perfmon_script_usage,
+                                 "unexpected argument '%s'",
                                     argv[2]);
     }
 

@@ -142,6 +142,20 @@ perfmon_sched_place(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
     uint64_t taken = 0, slots = unit;
     unsigned int n = 0;
 
+    /* One slot, the common case (every context switch): no bookkeeping. */
+    if ((unit & (unit - 1)) == 0) {
+        unsigned int hw_id = perfmon_sched_pick(cdev, d, first, 0);
+
+        if (hw_id >= 64) {
+            return false;
+        }
+
+        perfmon_cpu_pmc_start(cpu, first, hw_id, now);
+        cdev->hw_used |= 1ULL << hw_id;
+        cdev->waiting &= ~unit;
+        return true;
+    }
+
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
         unsigned int hw_id = perfmon_sched_pick(cdev, d, slot, taken);
@@ -170,9 +184,13 @@ perfmon_sched_place(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
     return true;
 }
 
-/* Take their counters from the slots of unit that run here. */
+/*
+ * Take their counters from the slots of unit that run here; folded: their
+ * counts were just taken at now (a slot's last user leaving).
+ */
 static void
-perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
+perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
+                     bool folded)
 {
     unit &= cpu->sched_mask;
 
@@ -182,7 +200,7 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
         unit &= unit - 1;
         perfmon_sched_dev(cpu, slot)->hw_used
             &= ~(1ULL << cpu->pmcs[slot].hw_id);
-        perfmon_cpu_pmc_stop(cpu, slot, now);
+        perfmon_cpu_pmc_stop(cpu, slot, now, folded);
     }
 }
 
@@ -195,20 +213,28 @@ static void
 perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t shares[PERFMON_DEV_MAX_PMCS];
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
     uint64_t left = cdev->waiting;
 
+    /* Each share once: placing a unit changes no other's. */
+    for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        shares[slot - base] = perfmon_cpu_pmc_share(cpu, slot, now);
+    }
+
     while (left != 0) {
-        uint64_t slots = left, best_share = UINT64_MAX, unit;
-        unsigned int best = 0;
+        unsigned int best = (unsigned int)__builtin_ctzll(left);
+        uint64_t slots = left, best_share = shares[best - base], unit;
 
         while (slots != 0) {
             unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-            uint64_t share = perfmon_cpu_pmc_share(cpu, slot, now);
 
             slots &= slots - 1;
 
-            if (share < best_share) {
-                best_share = share;
+            if (shares[slot - base] < best_share) {
+                best_share = shares[slot - base];
                 best = slot;
             }
         }
@@ -241,7 +267,7 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
         }
     }
 
-    perfmon_sched_remove(cpu, flexible, now);
+    perfmon_sched_remove(cpu, flexible, now, false);
     cdev->waiting |= flexible;
     perfmon_sched_fill(cpu, d, now);
 }
@@ -269,7 +295,7 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
             if (cpu->pmcs[s].hw_id == hw_id) {
                 uint64_t unit = perfmon_sched_unit(cpu, s);
 
-                perfmon_sched_remove(cpu, unit, now);
+                perfmon_sched_remove(cpu, unit, now, false);
                 cdev->waiting |= unit;
                 break;
             }
@@ -285,33 +311,40 @@ perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
     uint64_t unit, bit = perfmon_slot_bit(slot);
+    bool waited = (cdev->waiting != 0);
 
     assert(cpu->active_mask & bit);
     assert(!(cpu->sched_mask & bit));
 
     if (perfmon_pmcs[slot].pinned) {
         perfmon_sched_in_pinned(cpu, slot, now);
-        perfmon_sched_update_mux(cpu, cpu_id());
-        return;
-    }
-
-    /* Its group runs: it joins, or the group waits with it. */
-    unit = perfmon_sched_unit(cpu, slot);
-
-    if (unit & cpu->sched_mask) {
-        if (!perfmon_sched_place(cpu, bit, now)) {
-            perfmon_sched_remove(cpu, unit, now);
-            cdev->waiting |= unit;
-        }
-    } else if (!(unit & cdev->waiting & ~bit)) {
+    } else if (perfmon_pmcs[slot].group == NULL) {
+        /* Alone: a free counter, or it waits. */
         if (!perfmon_sched_place(cpu, bit, now)) {
             cdev->waiting |= bit;
         }
     } else {
-        cdev->waiting |= bit;
+        /* Its group runs: it joins, or the group waits with it. */
+        unit = perfmon_sched_unit(cpu, slot);
+
+        if (unit & cpu->sched_mask) {
+            if (!perfmon_sched_place(cpu, bit, now)) {
+                perfmon_sched_remove(cpu, unit, now, false);
+                cdev->waiting |= unit;
+            }
+        } else if (!(unit & cdev->waiting & ~bit)) {
+            if (!perfmon_sched_place(cpu, bit, now)) {
+                cdev->waiting |= bit;
+            }
+        } else {
+            cdev->waiting |= bit;
+        }
     }
 
-    perfmon_sched_update_mux(cpu, cpu_id());
+    /* The tick's bit only changes when waiting starts or ends. */
+    if (waited != (cdev->waiting != 0)) {
+        perfmon_sched_update_mux(cpu, cpu_id());
+    }
 }
 
 void
@@ -319,12 +352,14 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
     uint64_t bit = perfmon_slot_bit(slot);
+    bool waited = (cdev->waiting != 0);
 
     assert(!(cpu->active_mask & bit));
     cdev->waiting &= ~bit;
 
+    /* Its last user took its counts at now: no fold again. */
     if (cpu->sched_mask & bit) {
-        perfmon_sched_remove(cpu, bit, now);
+        perfmon_sched_remove(cpu, bit, now, true);
     }
 
     /* A counter came free: those waiting may have it. */
@@ -332,7 +367,9 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
         perfmon_sched_fill(cpu, slot / PERFMON_DEV_MAX_PMCS, now);
     }
 
-    perfmon_sched_update_mux(cpu, cpu_id());
+    if (waited != (cdev->waiting != 0)) {
+        perfmon_sched_update_mux(cpu, cpu_id());
+    }
 }
 
 void
@@ -365,6 +402,17 @@ perfmon_tick_slow(void)
     perfmon_cpu_leave(cpu);
 }
 
+void
+perfmon_rotate_local(void)
+{
+    unsigned long flags = cpu_intr_save();
+    struct perfmon_cpu *cpu = perfmon_cpu_enter();
+
+    perfmon_sched_rotate(cpu, cpu->now);
+    perfmon_cpu_leave(cpu);
+    cpu_intr_restore(flags);
+}
+
 /* ---- reserving a counter ---------------------------------------------------- */
 
 /* Move the flexible slots of dev off the counters reserved since placed. */
@@ -386,7 +434,7 @@ perfmon_sched_evict_xcall(void *arg)
             && (reserved & (1ULL << cpu->pmcs[slot].hw_id))) {
             uint64_t unit = perfmon_sched_unit(cpu, slot);
 
-            perfmon_sched_remove(cpu, unit, cpu->now);
+            perfmon_sched_remove(cpu, unit, cpu->now, false);
             cdev->waiting |= unit;
             slots &= ~unit;
         }

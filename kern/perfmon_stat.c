@@ -41,21 +41,8 @@ static const char perfmon_stat_usage[] =
 /* ---- perfmon stat: options ---------------------------------------------- */
 
 /* One line saying what is wrong, then the usage. */
-static int __format_printf(1, 2)
-perfmon_stat_error(const char *fmt, ...)
-{
-    struct perfmon_cmd_line line;
-    va_list ap;
-
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "perfmon: stat: ");
-    va_start(ap, fmt);
-    perfmon_cmd_line_vadd(&line, fmt, ap);
-    va_end(ap);
-    perfmon_cmd_line_print(&line);
-    kprintf("%s", perfmon_stat_usage);
-    return SHELL_ERR_REPORTED;
-}
+#define perfmon_stat_error(...) \
+    perfmon_cmd_error("stat", perfmon_stat_usage, __VA_ARGS__)
 
 /* Find how to count a parsed event; print why not for an unknown name. */
 static int
@@ -158,8 +145,9 @@ static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
 };
 
 static int
-perfmon_stat_option(struct perfmon_stat *stat, int opt, const char *val)
+perfmon_stat_option(void *arg, int opt, const char *val)
 {
+    struct perfmon_stat *stat = arg;
     uint64_t n;
 
     switch (opt) {
@@ -312,26 +300,17 @@ static int
 perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
 {
     struct perfmon_cmd_opts opts;
-    const char *val;
-    int opt, error;
+    int error;
 
     stat->repeat = 1;
     perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:i",
                           perfmon_stat_longopts);
 
-    while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
-        if (opt == '?') {
-            return perfmon_stat_error("unknown option '%s'", opts.bad);
-        } else if (opt == ':') {
-            return perfmon_stat_error("option %s needs an argument",
-                                      opts.bad);
-        }
+    error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
+                                perfmon_stat_option, stat);
 
-        error = perfmon_stat_option(stat, opt, val);
-
-        if (error) {
-            return error;
-        }
+    if (error) {
+        return error;
     }
 
     if (opts.index >= argc) {

@@ -57,14 +57,9 @@ struct perfmon_top {
     unsigned int nr_events;
 };
 
-static int
-perfmon_top_error(const char *fmt, const char *arg)
-{
-    kprintf("perfmon: top: ");
-    kprintf(fmt, arg);
-    kprintf("\n%s", perfmon_top_usage);
-    return SHELL_ERR_REPORTED;
-}
+/* One line saying what is wrong, then the usage. */
+#define perfmon_top_error(...) \
+    perfmon_cmd_error("top", perfmon_top_usage, __VA_ARGS__)
 
 static int
 perfmon_top_set_event(struct perfmon_top *t, const char *spec)

@@ -77,6 +77,20 @@ memcmp(const void *s1, const void *s2, size_t n)
     return 0;
 }
 
+STRING_NO_LIBCALL void *
+memchr(const void *s, int c, size_t n)
+{
+    const unsigned char *p = s;
+
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == (unsigned char)c) {
+            return (void *)&p[i];
+        }
+    }
+
+    return NULL;
+}
+
 STRING_NO_LIBCALL size_t
 strlen(const char *s)
 {

@@ -11,11 +11,12 @@
 # the boot test tests/boot/boot_fuzz.py, which imports run().
 #
 #   tools/guestfuzz.py [--seconds S] [--seed N] [--width W]
-#                      [--overflow nmi|poll] [--smp N] [--iso ISO] [--kvm]
+#                      [--overflow nmi|poll] [--counters C] [--smp N]
+#                      [--iso ISO] [--kvm]
 #
-# Without --seed a seed is drawn and printed; without --width and
-# --overflow both follow from the seed, so that the seed alone replays
-# a run.
+# Without --seed a seed is drawn and printed; without --width,
+# --overflow and --counters they follow from the seed, so that the seed
+# alone replays a run.
 #
 
 import argparse
@@ -35,31 +36,37 @@ MARGIN_KVM = 300
 
 
 def pmu_of(seed):
-    """The software PMU's width and overflow mode a seed stands for."""
+    """The software PMU's width, overflow mode and counters a seed stands
+    for (2 or 4 counters make the events take turns)."""
     widths = (16, 20, 24, 26, 32, 40, 48, 64)
-    return widths[seed % len(widths)], ('nmi', 'poll')[seed // 8 % 2]
+    return (widths[seed % len(widths)], ('nmi', 'poll')[seed // 8 % 2],
+            (8, 2, 4)[seed // 16 % 3])
 
 
-def replay_line(seconds, seed, width, overflow, smp):
+def replay_line(seconds, seed, width, overflow, counters, smp):
     return ('tools/guestfuzz.py --seconds %d --seed %d --width %d '
-            '--overflow %s --smp %d' % (seconds, seed, width, overflow, smp))
+            '--overflow %s --counters %d --smp %d'
+            % (seconds, seed, width, overflow, counters, smp))
 
 
 def run(tap, iso, seconds, seed=None, width=None, overflow=None, smp=4,
-        kvm=False, log=None):
+        kvm=False, log=None, counters=None):
     """Boot one fuzzing run; one TAP line.  Returns whether it passed."""
     if seed is None:
         seed = random.SystemRandom().randrange(1, 1 << 31)
-    w, o = pmu_of(seed)
+    w, o, c = pmu_of(seed)
     width = w if width is None else width
     overflow = o if overflow is None else overflow
+    counters = c if counters is None else counters
     what = 'perfmon fuzz, seed %d, %d s, softpmu.width=%d ' \
-        'softpmu.overflow=%s, %d CPUs' % (seed, seconds, width, overflow, smp)
+        'softpmu.overflow=%s softpmu.counters=%d, %d CPUs' \
+        % (seed, seconds, width, overflow, counters, smp)
     tap.diag('guest fuzz: seed %d; replay: %s'
-             % (seed, replay_line(seconds, seed, width, overflow, smp)))
+             % (seed, replay_line(seconds, seed, width, overflow, counters,
+                                  smp)))
     cmdline = ('test=perfmon.fuzz fuzz.seconds=%d fuzz.seed=%d '
-               'softpmu.width=%d softpmu.overflow=%s'
-               % (seconds, seed, width, overflow))
+               'softpmu.width=%d softpmu.overflow=%s softpmu.counters=%d'
+               % (seconds, seed, width, overflow, counters))
     if log is None:
         log = os.path.join(tallyqemu.BUILD, 'logs',
                            'serial-guestfuzz-%d.txt' % seed)
@@ -100,6 +107,8 @@ def main():
     p.add_argument('--seed', type=int, default=None)
     p.add_argument('--width', type=int, default=None)
     p.add_argument('--overflow', choices=('nmi', 'poll'), default=None)
+    p.add_argument('--counters', type=int, default=None,
+                   help='software PMU counters (default: from the seed)')
     p.add_argument('--smp', type=int, default=4)
     p.add_argument('--iso', default=tallyqemu.DEFAULT_TEST_ISO)
     p.add_argument('--kvm', action='store_true',
@@ -108,7 +117,7 @@ def main():
     tallyqemu.install_sigterm_exit()
     tap = tallyqemu.Tap()
     run(tap, args.iso, args.seconds, args.seed, args.width, args.overflow,
-        args.smp, 'auto' if args.kvm else False)
+        args.smp, 'auto' if args.kvm else False, counters=args.counters)
     return tap.finish()
 
 

@@ -12,7 +12,11 @@
 # copies every serial byte to a log file and to a buffer that wait_for() and
 # command() search.  kvm_usable() decides whether KVM really works here by
 # booting a 64 KiB firmware that only writes to isa-debug-exit; the verdict
-# is cached per host boot in build/.
+# is cached per host boot in build/.  The end of the file is what the boot
+# tests share around their own checks: BootTest (the command line, TAP, one
+# serial log per boot), Shell (a session at the prompt and the checks made
+# in several), BootRun and BootTest.run_suites (a boot that runs to QEMU's
+# exit, an in-kernel KTAP run in particular).
 #
 # Exit statuses (value written to port 0xf4 is V, QEMU exits (V << 1) | 1):
 # 33 success, 35 test failure, 37 kernel panic, 0 guest reset (with
@@ -20,6 +24,7 @@
 #
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -32,6 +37,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import ktap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, 'build')
@@ -501,6 +508,17 @@ class Qemu:
                           timeout)
         return m.group(1).replace('\r', '')
 
+    def reply(self, timeout):
+        """Wait for the next prompt; return what came before it, \\r removed.
+
+        For what command() cannot type: raw bytes, a Ctrl-C, a line whose
+        echo differs from what was sent.  It reads from the output not yet
+        consumed (skip_output() first to start from now).
+        """
+        m = self.wait_for(re.compile(r'(.*?)' + re.escape(PROMPT), re.DOTALL),
+                          timeout)
+        return m.group(1).replace('\r', '')
+
     # ---- exit ------------------------------------------------------------
 
     def _reap(self, timeout):
@@ -688,3 +706,266 @@ def install_sigterm_exit():
     def handler(signum, frame):
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, handler)
+
+
+# ---- boot tests: a test's boots, shell sessions and in-kernel test runs ----
+#
+# A boot test script is mostly its own checks; what every one of them does
+# around those checks is here, so that all do it the same way: the command
+# line and the TAP output (BootTest), one boot with its serial log and the
+# diagnostic line saying where that log is (BootTest.boot), a session at
+# the shell prompt with the checks several tests make (Shell), and a boot
+# that runs to QEMU's exit, an in-kernel KTAP run in particular (BootRun,
+# BootTest.run_suites).
+
+class Shell:
+    """A boot test's session at the guest's shell prompt.
+
+    q is the Qemu, tap the test's Tap, timeout the seconds a command may
+    take.  prompt, expect(...), no_leak and poweroff are checks for step()
+    (Tap.step): each returns None or what is wrong, and a timeout or the
+    guest's exit stops the session.  BootTest.shell() makes one.
+    """
+
+    def __init__(self, q, tap, timeout=30):
+        self.q = q
+        self.tap = tap
+        self.timeout = timeout
+
+    def step(self, name, fn):
+        """One TAP line for the check fn (Tap.step)."""
+        self.tap.step(name, fn)
+
+    def run(self, line, timeout=None):
+        """Run a command; its output, \\r removed (Qemu.command)."""
+        return self.q.command(line, self.timeout if timeout is None
+                              else timeout)
+
+    def reply(self):
+        """What comes before the next prompt (Qemu.reply)."""
+        return self.q.reply(self.timeout)
+
+    def interrupt(self, line, delay, started=None):
+        """Type line, and once started (default: its echo) has come and
+        delay seconds more have passed, press Ctrl-C; return what the
+        command printed up to the next prompt."""
+        self.q.skip_output()
+        self.q.send_line(line)
+        self.q.wait_for(re.escape(line if started is None else started),
+                        self.timeout)
+        time.sleep(delay)
+        self.q.send(b'\x03')
+        return self.reply()
+
+    def prompt(self):
+        """Check: the prompt comes, within the time a whole boot may take."""
+        self.q.wait_prompt()
+        return None
+
+    def expect(self, line, needles):
+        """A check: the reply to line holds every one of needles."""
+        def check():
+            out = self.run(line)
+            missing = [n for n in needles if n not in out]
+            if missing:
+                return '%r not in the reply to %r:\n%s' % (missing, line, out)
+            return None
+        return check
+
+    def no_leak(self):
+        """Check: `perfmon info` shows no counter in use, and a device with
+        none of its counters allocated (a leak shows in either)."""
+        out = self.run('perfmon info')
+        if 'counters in use: none' not in out:
+            return 'perfmon info shows counters in use:\n' + out
+        if not re.search(r'in use: 0 of \d+', out):
+            return 'a device still has counters allocated:\n' + out
+        return None
+
+    def poweroff(self):
+        """Check: `poweroff` ends QEMU with 33 (poweroff())."""
+        return poweroff(self.q)
+
+
+class BootRun:
+    """How a boot that runs to its end went (BootTest.run_to_exit).
+
+    code: QEMU's exit status, or None when it did not exit in time; why
+    then says so, with the last serial lines.  output: all serial output
+    (text: the same without \\r).  report: the KTAP report in the output
+    (tools/ktap.py), parsed when first asked for.
+    """
+
+    def __init__(self, code, why, output, tail, kvm=False):
+        self.code = code
+        self.why = why
+        self.output = output
+        self.tail = tail
+        self.kvm = kvm
+        self._report = None
+
+    @classmethod
+    def wait(cls, q, timeout):
+        """Wait up to timeout seconds for q's QEMU to exit; the BootRun."""
+        try:
+            code, why = q.wait_exit(timeout), ''
+        except TimeoutError as e:
+            code, why = None, str(e)
+        return cls(code, why, q.output, q.tail(), q.kvm)
+
+    @property
+    def text(self):
+        return self.output.replace('\r', '')
+
+    @property
+    def report(self):
+        if self._report is None:
+            self._report = ktap.parse(self.output)
+        return self._report
+
+    def leaves(self):
+        """The report's (path, result) pairs (ktap.Report.leaves)."""
+        return self.report.leaves()
+
+    def exit_problem(self, want=EXIT_SUCCESS):
+        """None when QEMU exited with want; else why not, with the tail."""
+        if self.code is None:
+            return self.why
+        if self.code != want:
+            return '%s; last serial lines:\n%s' % (describe_exit(self.code),
+                                                   self.tail)
+        return None
+
+    def report_exit(self, tap, name, want=EXIT_SUCCESS):
+        """One TAP line on how QEMU ended: "NAME with WANT", or "NAME"
+        failing when it did not exit in time.  Returns whether it exited."""
+        if self.code is None:
+            tap.fail(name, self.why)
+            return False
+        end = self.exit_problem(want)
+        tap.result(end is None, '%s with %d' % (name, want), end or '')
+        return True
+
+    def report_problems(self):
+        """What makes the KTAP report incomplete: its structural errors (no
+        version line, no plan, fewer results than planned...), or a plan of
+        1..0; then any diagnostics after the last result, which say why."""
+        r = self.report
+        problems = list(r.errors)
+        if r.version and not r.errors and not r.results:
+            problems.append('the plan is 1..0: no kernel test ran')
+        if problems and r.diagnostics:
+            problems.append('diagnostics after the last result:\n'
+                            + '\n'.join(r.diagnostics))
+        return problems
+
+    def failures(self):
+        """A line and the diagnostics of each leaf test that failed."""
+        return ['\n'.join(['not ok ' + path] + r.diagnostics)
+                for path, r in self.leaves() if not r.passed]
+
+    def problems(self, want=EXIT_SUCCESS, failures=True):
+        """Everything wrong with a run meant to exit with want and print a
+        complete report, with every test passing unless failures is False
+        (a run that fails tests on purpose); [] when all is well."""
+        end = self.exit_problem(want)
+        return (([end] if end else []) + self.report_problems()
+                + (self.failures() if failures else []))
+
+
+def report_leaves(tap, report, prefix='ktap: ', skip_fails=False):
+    """One TAP line per leaf test of a KTAP report: "PREFIXsuite.test".
+
+    Its diagnostics follow it.  A skipped test is "ok ... # SKIP why",
+    unless skip_fails (a run whose tests must all really run): then it
+    fails, saying why it was skipped.
+    """
+    for path, r in report.leaves():
+        name = prefix + path
+        ok = r.passed
+        detail = list(r.diagnostics)
+        if r.skip and skip_fails:
+            ok = False
+            detail.insert(0, 'skipped: ' + r.skip_reason)
+        elif r.skip:
+            name += ' # SKIP ' + r.skip_reason
+        tap.result(ok, name, '\n'.join(detail))
+
+
+class BootTest:
+    """One boot test (tests/boot/*.py): its command line (boot_test_args),
+    its TAP output (tap) and its boots.
+
+    name, by default the script's file name without .py, names the QEMU
+    guests and their serial logs (log_path).  Each boot prints a TAP
+    diagnostic saying KVM or TCG, the CPUs, the options and where its
+    serial log is, so that a failure can be followed into the log.
+    """
+
+    def __init__(self, doc, name=None, argv=None):
+        self.args = boot_test_args(doc, argv)
+        self.tap = Tap()
+        self.name = name or os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+    def log_path(self, what=None):
+        """The serial log of the boot what: the test's main boot (what
+        None) logs to --log or build/logs/serial-NAME.txt, another to
+        build/logs/serial-NAME-WHAT.txt."""
+        if what is None and self.args.log:
+            return self.args.log
+        return os.path.join(BUILD, 'logs', 'serial-%s%s.txt'
+                            % (self.name, '-' + what if what else ''))
+
+    @contextlib.contextmanager
+    def boot(self, what=None, iso=None, smp=1, cmdline='', kvm=None,
+             com2='auto'):
+        """Boot iso (default: the user image, --iso) and yield its Qemu,
+        killed on the way out.  kvm None follows --kvm; False or True
+        force TCG or KVM (resolve_kvm).  com2 as for Qemu.start()."""
+        with Qemu(log=self.log_path(what), name=self.name) as q:
+            q.start(self.args.iso if iso is None else iso, smp=smp,
+                    kvm=self.args.kvm_mode if kvm is None else kvm,
+                    cmdline=cmdline, com2=com2)
+            self.tap.diag('qemu: %s, -smp %d%s; serial log %s'
+                          % ('KVM' if q.kvm else 'TCG', smp,
+                             ', options "%s"' % cmdline if cmdline else '',
+                             q.log_path))
+            yield q
+
+    @contextlib.contextmanager
+    def shell(self, what=None, timeout=30, **boot):
+        """boot() (same keywords) and yield a Shell whose commands may take
+        timeout seconds.  A Stop ends the session quietly: the step that
+        raised it has already failed and said why."""
+        with self.boot(what, **boot) as q:
+            try:
+                yield Shell(q, self.tap, timeout)
+            except Stop:
+                pass
+
+    def run_to_exit(self, what=None, timeout=BOOT_TIMEOUT_TCG,
+                    kvm_timeout=None, **boot):
+        """boot() (same keywords) and wait for QEMU to exit, up to timeout
+        seconds, or kvm_timeout under KVM if given; the BootRun."""
+        with self.boot(what, **boot) as q:
+            if q.kvm and kvm_timeout is not None:
+                timeout = kvm_timeout
+            return BootRun.wait(q, timeout)
+
+    def run_suites(self, cmdline, what=None, prefix='ktap: ',
+                   skip_fails=False, **run):
+        """Boot the test image (--test-iso) with cmdline, whose test=...
+        says which in-kernel tests run, wait for QEMU to exit
+        (run_to_exit(), same keywords), and report each leaf test of its
+        KTAP report (report_leaves(); prefix None: no line).  Returns the
+        BootRun: the verdict on the run as a whole is the caller's, most
+        often from its problems()."""
+        run.setdefault('iso', self.args.test_iso)
+        r = self.run_to_exit(what, cmdline=cmdline, **run)
+        if prefix is not None:
+            report_leaves(self.tap, r.report, prefix, skip_fails)
+        return r
+
+    def finish(self):
+        """Print the plan; the script's exit status (Tap.finish)."""
+        return self.tap.finish()

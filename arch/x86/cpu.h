@@ -23,6 +23,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 
+#define CPU_RFLAGS_TF       (1UL << 8)     /* trap flag: single-step */
 #define CPU_RFLAGS_IF       (1UL << 9)
 
 #define CPU_CR0_PG          (1UL << 31)
@@ -106,6 +107,7 @@ struct cpu {
     volatile bool online;           /* set by the CPU itself, once */
     volatile bool idle;             /* in the idle loop (for `cpus`) */
     unsigned int nmi_nesting;
+    bool nmi_latched;               /* a nested NMI to handle (trap.c) */
     unsigned int intr_nesting;      /* device interrupt handlers running */
     uint64_t gdt[7];
     struct cpu_tss tss;

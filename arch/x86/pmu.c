@@ -86,6 +86,35 @@ pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr)
     return holds;
 }
 
+bool
+pmu_flags_valid(unsigned int flags)
+{
+    return (flags & ~PERFMON_EF_MODE) == 0 && (flags & PERFMON_EF_MODE) != 0;
+}
+
+int
+pmu_alloc(struct perfmon_dev *dev, uint64_t *alloc_mask, unsigned int *hw_idp,
+          uint64_t raw_event, unsigned int flags)
+{
+    uint64_t counters, prefer;
+    int error;
+
+    if (hw_idp == NULL) {
+        return -EINVAL;
+    }
+
+    error = dev->ops->counters(dev, raw_event, flags, &counters, &prefer);
+    return error ? error : pmu_alloc_pick(alloc_mask, counters, prefer,
+                                          hw_idp);
+}
+
+void
+pmu_free(uint64_t *alloc_mask, unsigned int hw_id)
+{
+    assert(*alloc_mask & (1ULL << hw_id));
+    *alloc_mask &= ~(1ULL << hw_id);
+}
+
 int
 pmu_alloc_pick(uint64_t *alloc_mask, uint64_t allowed, uint64_t prefer,
                unsigned int *hw_idp)

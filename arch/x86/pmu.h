@@ -280,6 +280,11 @@ pmu_cpuid_model(uint32_t eax)
  *   flags, os for the kernel and usr for user mode (PMU_EVTSEL_OS and
  *   PMU_EVTSEL_USR in a PERFEVTSEL, PMU_FIXED_CTRL_* in a fixed counter's
  *   field).
+ * pmu_flags_valid: whether flags are mode bits, at least one (what the
+ *   counters operations accept).
+ * pmu_alloc, pmu_free: the alloc and free operations of both drivers:
+ *   reserve in *alloc_mask a counter among those dev's counters operation
+ *   names for raw_event (pmu_alloc_pick's rule), release it.
  * pmu_alloc_pick: the allocators' one rule, for counter constraints of
  *   any kind (AMD family 15h's, Intel's fixed counters): reserve in
  *   *alloc_mask the lowest free counter of those in allowed that can count
@@ -318,6 +323,10 @@ pmu_cpuid_model(uint32_t eax)
  */
 unsigned int pmu_popcount(uint64_t x);
 uint64_t pmu_mode_bits(unsigned int flags, uint64_t os, uint64_t usr);
+bool pmu_flags_valid(unsigned int flags);
+int pmu_alloc(struct perfmon_dev *dev, uint64_t *alloc_mask,
+              unsigned int *hw_idp, uint64_t raw_event, unsigned int flags);
+void pmu_free(uint64_t *alloc_mask, unsigned int hw_id);
 int pmu_alloc_pick(uint64_t *alloc_mask, uint64_t allowed, uint64_t prefer,
                    unsigned int *hw_idp);
 bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);

@@ -275,8 +275,7 @@ pmu_amd_counters(struct perfmon_dev *dev, uint64_t raw_event,
 {
     (void)dev;
 
-    if ((flags & ~PERFMON_EF_MODE) != 0 || (flags & PERFMON_EF_MODE) == 0
-        || (raw_event & ~PMU_AMD_RAW_MASK) != 0) {
+    if (!pmu_flags_valid(flags) || (raw_event & ~PMU_AMD_RAW_MASK) != 0) {
         return -EINVAL;
     }
 
@@ -289,20 +288,7 @@ static int
 pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
               uint64_t raw_event, unsigned int flags)
 {
-    uint64_t counters, prefer;
-    int error;
-
-    if (hw_idp == NULL) {
-        return -EINVAL;
-    }
-
-    error = pmu_amd_counters(dev, raw_event, flags, &counters, &prefer);
-
-    if (error) {
-        return error;
-    }
-
-    return pmu_alloc_pick(&pmu_amd.alloc_mask, counters, prefer, hw_idp);
+    return pmu_alloc(dev, &pmu_amd.alloc_mask, hw_idp, raw_event, flags);
 }
 
 static void
@@ -310,8 +296,7 @@ pmu_amd_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
-    assert(pmu_amd.alloc_mask & (1ULL << hw_id));
-    pmu_amd.alloc_mask &= ~(1ULL << hw_id);
+    pmu_free(&pmu_amd.alloc_mask, hw_id);
 }
 
 static void

@@ -298,8 +298,7 @@ pmu_intel_counters(struct perfmon_dev *dev, uint64_t raw_event,
 {
     (void)dev;
 
-    if ((flags & ~PERFMON_EF_MODE) != 0 || (flags & PERFMON_EF_MODE) == 0
-        || (raw_event & ~PMU_INTEL_RAW_MASK) != 0) {
+    if (!pmu_flags_valid(flags) || (raw_event & ~PMU_INTEL_RAW_MASK) != 0) {
         return -EINVAL;
     }
 
@@ -311,20 +310,7 @@ static int
 pmu_intel_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
                 uint64_t raw_event, unsigned int flags)
 {
-    uint64_t counters, prefer;
-    int error;
-
-    if (hw_idp == NULL) {
-        return -EINVAL;
-    }
-
-    error = pmu_intel_counters(dev, raw_event, flags, &counters, &prefer);
-
-    if (error) {
-        return error;
-    }
-
-    return pmu_alloc_pick(&pmu_intel.alloc_mask, counters, prefer, hw_idp);
+    return pmu_alloc(dev, &pmu_intel.alloc_mask, hw_idp, raw_event, flags);
 }
 
 static void
@@ -332,8 +318,7 @@ pmu_intel_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
     (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
-    assert(pmu_intel.alloc_mask & (1ULL << hw_id));
-    pmu_intel.alloc_mask &= ~(1ULL << hw_id);
+    pmu_free(&pmu_intel.alloc_mask, hw_id);
 }
 
 static void

@@ -11,6 +11,7 @@
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/msr.h"
+#include "arch/x86/step.h"
 #include "arch/x86/trap.h"
 #include "kern/assert.h"
 #include "kern/console.h"
@@ -60,6 +61,9 @@ static uint64_t trap_unclaimed_nmis;
 
 /* NMIs received per CPU (all sources), registered as each CPU starts. */
 static struct syscnt trap_sc_nmis[CPU_MAX];
+
+/* Of those, the ones that nested in a single-stepped NMI handler. */
+static struct syscnt trap_sc_nmis_latched[CPU_MAX];
 
 
 static const char *const trap_names[TRAP_NR_EXCEPTIONS] = {
@@ -162,6 +166,8 @@ void
 trap_setup_cpu(void)
 {
     syscnt_register_cpu(&trap_sc_nmis[cpu_id()], "nmi", cpu_id());
+    syscnt_register_cpu(&trap_sc_nmis_latched[cpu_id()], "nmi_latched",
+                        cpu_id());
 }
 
 uint64_t
@@ -184,26 +190,50 @@ trap_fixup_apply(struct trap_frame *frame)
     return false;
 }
 
+/*
+ * An NMI.  NMIs do not nest, except when a single-stepped NMI handler
+ * unblocked them (the IRET of each #DB does: arch/x86/step.h); such a
+ * nested NMI only latches itself, on the stack step.c set aside for it,
+ * and the outer NMI runs the handler chain once more for it.
+ */
 static void
 trap_handle_nmi(struct trap_frame *frame)
 {
     unsigned int n = __atomic_load_n(&trap_nr_nmi_handlers, __ATOMIC_ACQUIRE);
-    bool claimed = false;
+    struct cpu *cpu = cpu_self();
+    bool claimed = false, stepped;
 
-    cpu_self()->nmi_nesting++;
     syscnt_inc(&trap_sc_nmis[cpu_id()]);
+
+    if (cpu->nmi_nesting != 0) {
+        syscnt_inc(&trap_sc_nmis_latched[cpu_id()]);
+        WRITE_ONCE(cpu->nmi_latched, true);
+        return;
+    }
+
+    cpu->nmi_nesting++;
     swevent_add(SWEVENT_NMI, 1);
+    stepped = step_nmi_enter();
 
     /* Every handler sees every NMI: several sources may have fired at once. */
-    for (unsigned int i = 0; i < n; i++) {
-        claimed |= trap_nmi_handlers[i](frame);
-    }
+    do {
+        WRITE_ONCE(cpu->nmi_latched, false);
+        barrier();
+
+        for (unsigned int i = 0; i < n; i++) {
+            claimed |= trap_nmi_handlers[i](frame);
+        }
+
+        barrier();
+    } while (READ_ONCE(cpu->nmi_latched));
+
+    step_nmi_leave(stepped);
 
     if (!claimed) {
         __atomic_fetch_add(&trap_unclaimed_nmis, 1, __ATOMIC_RELAXED);
     }
 
-    cpu_self()->nmi_nesting--;
+    cpu->nmi_nesting--;
 }
 
 /* The panic report of an unexpected exception. */
@@ -254,6 +284,10 @@ trap_dispatch(struct trap_frame *frame)
     }
 
     if (vector < TRAP_NR_EXCEPTIONS) {
+        if (vector == TRAP_DB && step_handle_debug(frame)) {
+            return;
+        }
+
         if (vector == TRAP_GP && trap_fixup_apply(frame)) {
             return;
         }
@@ -273,6 +307,7 @@ trap_dispatch(struct trap_frame *frame)
     trap_handlers[vector](frame);
     cpu_local_add(intr_nesting, -1);
     trap_intr_exit(frame);
+    step_intr_return(frame);
 }
 
 /* Safe MSR access: the #GP fixup resumes at label 3 with -EIO. */

@@ -6,10 +6,13 @@
  *
  * Every vector enters through trap_entry.asm and trap_dispatch().  An
  * exception with no registered handler and no fixup is fatal: it prints a
- * panic report.  Device vectors run their registered handler with
- * interrupts disabled.  NMIs are offered to every registered NMI handler
+ * panic report; the debug exception of a single step goes to
+ * arch/x86/step.c, which also decides whether an NMI handler is stepped.
+ * Device vectors run their registered handler with interrupts disabled.
+ * NMIs are offered to every registered NMI handler
  * (PMI, NMI IPIs, the software PMU); one that no handler claims is counted,
- * not fatal.
+ * not fatal.  Per CPU, syscnt nmi/N counts NMIs and nmi_latched/N those
+ * that came while a single-stepped NMI handler ran (see trap_handle_nmi).
  */
 
 #ifndef ARCH_X86_TRAP_H

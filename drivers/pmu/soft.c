@@ -137,23 +137,32 @@ softpmu_translate(struct perfmon_dev *dev, uint64_t *raw_eventp,
 }
 
 /*
- * Whether a counter of raw_event started in mode flags sees its events:
- * there is no user mode, so when the generic event tells modes apart
- * (perfmon_event_desc()), only a counter counting kernel mode does.
+ * The modes each software event tells apart, by raw code, from the
+ * generic event table (perfmon_event_desc()), set at boot: counter starts
+ * look them up on every context switch.
+ */
+static unsigned int softpmu_modes[SWEVENT_NR];
+
+static void
+softpmu_modes_setup(void)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(softpmu_events); i++) {
+        softpmu_modes[softpmu_events[i].swevent] =
+            perfmon_event_desc(softpmu_events[i].id)->modes;
+    }
+}
+
+/*
+ * Whether a counter of raw_event (a valid one) started in mode flags sees
+ * its events: there is no user mode, so when the event tells modes apart,
+ * only a counter counting kernel mode does.
  */
 static bool
 softpmu_counts(uint64_t raw_event, unsigned int flags)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(softpmu_events); i++) {
-        if (softpmu_events[i].swevent == raw_event) {
-            unsigned int modes =
-                perfmon_event_desc(softpmu_events[i].id)->modes;
+    unsigned int modes = softpmu_modes[raw_event];
 
-            return modes == 0 || (flags & modes & PERFMON_EF_KERN);
-        }
-    }
-
-    return false;
+    return modes == 0 || (flags & modes & PERFMON_EF_KERN);
 }
 
 /*
@@ -588,6 +597,7 @@ softpmu_setup(void)
     int error;
 
     softpmu_parse_options();
+    softpmu_modes_setup();
     softpmu_clock_refusal_set();
 
     for (unsigned int i = 0; i < nr_cpus; i++) {

@@ -5,7 +5,8 @@
 #
 # Boot test of the guest perfmon API fuzzer (tests/kernel/perfmon_fuzz.c,
 # driven by tools/guestfuzz.py), bounded: one run with a fixed seed (the
-# 16-bit software PMU in nmi mode, where wraps are most frequent) and one
+# 16-bit software PMU in nmi mode, where wraps are most frequent, with 2
+# counters, so that events take turns) and one
 # with a seed drawn now and printed, whose width and overflow mode follow
 # from it.  Each run must end with perfmon.fuzz passing: no call
 # returned what its contract forbids, no count went back, the counter
@@ -28,12 +29,11 @@ FIXED_SEED = 1
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    guestfuzz.run(tap, args.test_iso, SECONDS, seed=FIXED_SEED, width=16,
-                  overflow='nmi', kvm=args.kvm_mode)
-    guestfuzz.run(tap, args.test_iso, SECONDS, kvm=args.kvm_mode)
-    return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    guestfuzz.run(t.tap, t.args.test_iso, SECONDS, seed=FIXED_SEED, width=16,
+                  overflow='nmi', counters=2, kvm=t.args.kvm_mode)
+    guestfuzz.run(t.tap, t.args.test_iso, SECONDS, kvm=t.args.kvm_mode)
+    return t.finish()
 
 
 if __name__ == '__main__':

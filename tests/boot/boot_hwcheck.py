@@ -73,8 +73,8 @@ def expect(status, out, want_status, lines):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
+    t = tallyqemu.BootTest(__doc__)
+    args, tap = t.args, t.tap
     common = ['hwcheck: cpu: ', 'hwcheck: pmu: ',
               'perfmon selftest: hardware PMU: ',
               'PASS  soft: test event across 2 wraps',
@@ -116,7 +116,7 @@ def main():
         tap.fail('sandbox for hwcheck', str(e))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return tap.finish()
+    return t.finish()
 
 
 if __name__ == '__main__':

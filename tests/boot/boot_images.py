@@ -75,23 +75,13 @@ def check_kernels(tap, args):
                        % (n, n // KTEST_SIZE))
 
 
-def check_user_kernel_with_test(tap, args):
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_images.txt')
-    with tallyqemu.Qemu(log=log, name='boot_images') as q:
-        q.start(args.iso, smp=2, kvm=args.kvm_mode, cmdline='test')
-        tap.diag('user image booted with test: qemu %s; serial log %s'
-                 % ('KVM' if q.kvm else 'TCG', q.log_path))
-        try:
-            code = q.wait_exit(TIMEOUT)
-        except TimeoutError as e:
-            tap.fail('user image with test: QEMU exits', str(e))
-            return
-        out = q.output.replace('\r', '')
-        tail = q.tail()
-    result(tap, code == tallyqemu.EXIT_TEST_FAILURE,
-               'user image with test: QEMU exits with 35',
-               '%s; last serial lines:\n%s'
-               % (tallyqemu.describe_exit(code), tail))
+def check_user_kernel_with_test(t):
+    tap = t.tap
+    run = t.run_to_exit(smp=2, cmdline='test', timeout=TIMEOUT)
+    if not run.report_exit(tap, 'user image with test: QEMU exits',
+                           tallyqemu.EXIT_TEST_FAILURE):
+        return
+    out = run.text
     lines = [ln for ln in out.split('\n') if 'ktest:' in ln]
     result(tap, len(lines) == 1 and lines[0].endswith(NO_TESTS_LINE),
                'user image with test: one line says it has no tests and '
@@ -105,11 +95,10 @@ def check_user_kernel_with_test(tap, args):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    check_kernels(tap, args)
-    check_user_kernel_with_test(tap, args)
-    return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    check_kernels(t.tap, t.args)
+    check_user_kernel_with_test(t)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -26,7 +26,6 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
-import ktap  # noqa: E402
 import tallyqemu  # noqa: E402
 
 SMP = 4
@@ -52,36 +51,25 @@ LEAKS = (
 )
 
 
-def boot(tap, args, what, cmdline):
+def boot(t, what, cmdline):
     """Boot the test image with cmdline; return the parsed report."""
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_ktest-%s.txt'
-                       % what)
-    detail = ''
-    with tallyqemu.Qemu(log=log, name='boot_ktest') as q:
-        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode, cmdline=cmdline)
-        try:
-            code = q.wait_exit(TIMEOUT_KVM if q.kvm else TIMEOUT_TCG)
-        except TimeoutError as e:
-            code = None
-            detail = str(e)
-        report = ktap.parse(q.output)
-        tail = q.tail()
-    if code is not None and code != tallyqemu.EXIT_TEST_FAILURE:
-        detail = tallyqemu.describe_exit(code) + '\n' + tail
-    tap.result(code == tallyqemu.EXIT_TEST_FAILURE and not report.errors,
-               '%s: the run completes, failures reported (exit 35)' % what,
-               detail + '\n'.join(report.errors))
-    return report
+    run = t.run_suites(cmdline, what, prefix=None, smp=SMP,
+                       timeout=TIMEOUT_TCG, kvm_timeout=TIMEOUT_KVM)
+    problems = run.problems(tallyqemu.EXIT_TEST_FAILURE, failures=False)
+    t.tap.result(not problems, '%s: the run completes, failures reported '
+                 '(exit 35)' % what, '\n'.join(problems))
+    return run.report
 
 
 def leaks_in(r):
     return [d for d in r.diagnostics if d.startswith('leak:')]
 
 
-def check_cleanup(tap, args):
+def check_cleanup(t):
     cmdline = 'test=perfmon ktest.fail=' + ','.join(
         '%s@%d' % (name, check) for name, check, _ in FAILS)
-    results = dict(boot(tap, args, 'cleanup', cmdline).leaves())
+    tap = t.tap
+    results = dict(boot(t, 'cleanup', cmdline).leaves())
     for name, check, held in FAILS:
         r = results.get(name)
         if r is None:
@@ -111,9 +99,10 @@ def check_cleanup(tap, args):
                % len(others), '\n'.join(bad))
 
 
-def check_leaks(tap, args):
+def check_leaks(t):
     cmdline = 'test=' + ','.join(name for name, _ in LEAKS)
-    results = dict(boot(tap, args, 'leaks', cmdline).leaves())
+    tap = t.tap
+    results = dict(boot(t, 'leaks', cmdline).leaves())
     for name, leak in LEAKS:
         r = results.get(name)
         diags = '\n'.join(r.diagnostics) if r is not None else ''
@@ -126,11 +115,10 @@ def check_leaks(tap, args):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    check_cleanup(tap, args)
-    check_leaks(tap, args)
-    return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    check_cleanup(t)
+    check_leaks(t)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -32,7 +32,6 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
-import ktap  # noqa: E402
 import tallyqemu  # noqa: E402
 
 SMP = 4
@@ -65,41 +64,25 @@ def host(argv):
     return r.returncode, r.stdout, r.stderr
 
 
-def suite_boot(tap, args):
-    """The test image with test=lbr; returns (output, COM2 capture)."""
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_lbr.txt')
-    with tallyqemu.Qemu(log=log, name='boot_lbr') as q:
-        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode, cmdline='test=lbr')
-        tap.diag('qemu: %s, -smp %d; serial log %s; COM2 %s'
-                 % ('KVM' if q.kvm else 'TCG', SMP, q.log_path, q.com2_path))
-        try:
-            code = q.wait_exit(RUN_TIMEOUT)
-        except TimeoutError as e:
-            code = None
-            tap.diag(str(e))
-        return code, q.output.replace('\r', ''), q.com2_path
+def suite(t):
+    """The test image with test=lbr: the suite, then what it printed."""
+    run = t.run_suites('test=lbr', smp=SMP, timeout=RUN_TIMEOUT)
+    results = dict(run.leaves())
+    hw = results.get('lbr.hw_loop')
+    check(t.tap, hw is not None and (not hw.skip
+                                     or 'no LBR' in hw.skip_reason),
+          'lbr.hw_loop ran, or skipped saying there is no LBR',
+          hw.skip_reason if hw else 'not run')
+    problems = run.problems()
+    check(t.tap, not problems and len(results) == 3,
+          'the lbr suite runs its 3 tests and exits with 33',
+          '\n'.join(problems + ['tests: %r' % sorted(results)]))
+    return run.text
 
 
-def check_suite(tap, code, out):
-    report = ktap.parse(out)
-    results = {path: r for path, r in report.leaves()}
-    for name in ('lbr.fake_race', 'lbr.fake_record'):
-        r = results.get(name)
-        check(tap, r is not None and r.passed and not r.skip, name,
-                   '\n'.join(r.diagnostics) if r else 'not run')
-    r = results.get('lbr.hw_loop')
-    check(tap, r is not None and r.passed
-               and (not r.skip or 'no LBR' in r.skip_reason),
-               'lbr.hw_loop passes, or skips saying there is no LBR',
-               r.skip_reason if r else 'not run')
-    check(tap, code == tallyqemu.EXIT_SUCCESS and not report.errors,
-               'the suite exits 33 with a well-formed report',
-               'exit %s; %s' % (code, report.errors))
-
-
-def check_views(tap, out):
+def views(tap, out):
     check(tap, INFO_RE.search(out) is not None,
-               'perfmon info names the branch records, depth and filters')
+          'perfmon info names the branch records, depth and filters')
     start = out.find('# perfmon report --branch')
     rows = ROW_RE.findall(out[start:start + 2000]) if start >= 0 else []
     want = [('75.00', '0.00%', 'workload_spin_loop+0xd',
@@ -107,19 +90,19 @@ def check_views(tap, out):
             ('25.00', '100.00%', 'workload_spin_loop+0xf',
              'shell_exec_argv+0x0')]
     check(tap, rows[:2] == want,
-               'report --branch: the loop first, its exit second, '
-               'mispredicts', 'rows: %r' % rows[:4])
+          'report --branch: the loop first, its exit second, mispredicts',
+          'rows: %r' % rows[:4])
     check(tap, len(SCRIPT_RE.findall(out)) >= 3 * 10
-               and len(SCRIPT_EXIT_RE.findall(out)) >= 10,
-               'script prints each stack with symbols, flags, cycles')
+          and len(SCRIPT_EXIT_RE.findall(out)) >= 10,
+          'script prints each stack with symbols, flags, cycles')
 
 
-def check_stream(tap, com2):
+def stream(tap, com2):
     code, out, err = host([PERFDATA, 'list', '--capture', com2, '--elf',
                            TEST_ELF])
     check(tap, code == 0 and re.search(r'^\s+0\s+\d+\s+0\s.*-b -e cpu-clock',
                                        out, re.M) is not None,
-               'perfdata lists the branch recordings', out + err)
+          'perfdata lists the branch recordings', out + err)
     if shutil.which('perf') is None:
         tap.ok('perf script shows the branch stacks # SKIP no perf')
         tap.ok('perf evlist shows the filters # SKIP no perf')
@@ -128,8 +111,8 @@ def check_stream(tap, com2):
                            TEST_ELF, '--index', '0', '--', '-F',
                            'brstacksym'])
     check(tap, code == 0 and 'workload_spin_loop+0xd/workload_spin_loop+0x2'
-               '/P/' in out and '/shell_exec_argv+0x0/M/' in out,
-               'perf script shows the branch stacks', (out + err)[:2000])
+          '/P/' in out and '/shell_exec_argv+0x0/M/' in out,
+          'perf script shows the branch stacks', (out + err)[:2000])
     evlist = []
     for index in ('0', '1'):
         data = os.path.join(tallyqemu.BUILD, 'logs', 'boot_lbr-%s.data'
@@ -138,45 +121,40 @@ def check_stream(tap, com2):
               '--index', index, '-o', data])
         evlist.append(host(['perf', 'evlist', '-v', '-i', data])[1])
     check(tap, 'branch_sample_type: USER|KERNEL|ANY' in evlist[0]
-               and 'branch_sample_type: KERNEL|ANY_CALL' in evlist[1],
-               'perf evlist shows the filters', '\n'.join(evlist))
+          and 'branch_sample_type: KERNEL|ANY_CALL' in evlist[1],
+          'perf evlist shows the filters', '\n'.join(evlist))
 
 
-def absence_boot(tap, args):
+def absence(t):
     """The user image, no LBR: one log line, info, refusals."""
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_lbr-user.txt')
-    with tallyqemu.Qemu(log=log, name='boot_lbr') as q:
-        q.start(args.iso, smp=2, kvm=args.kvm_mode)
-        q.wait_prompt(RUN_TIMEOUT)
-        boot_log = q.command('log', CMD_TIMEOUT)
-        info = q.command('perfmon info', CMD_TIMEOUT)
-        b = q.command('perfmon record -b -- spin 1', CMD_TIMEOUT)
-        j = q.command('perfmon record -j cond,k -- spin 1', CMD_TIMEOUT)
-        after = q.command('perfmon info', CMD_TIMEOUT)
-        tallyqemu.poweroff(q)
-    lines = LBR_LOG_RE.findall(boot_log)
-    check(tap, len(lines) == 1, 'the boot log says why there is no LBR, '
-               'in one line', boot_log)
-    why = lines[0].strip() if lines else '?'
-    check(tap, 'branch records: %s' % why in info,
-               'perfmon info says it too', info)
-    check(tap, b.strip() == 'perfmon: record: -b: no branch records on this '
-               'machine (%s)' % why, '-b is refused in one line', b)
-    check(tap, j.strip() == 'perfmon: record: -j: no branch records on this '
-               'machine (%s)' % why, '-j is refused in one line', j)
-    check(tap, 'counters in use: none' in after,
-               'the refusals leave nothing allocated', after)
+    with t.shell('user', CMD_TIMEOUT, smp=2) as sh:
+        sh.step('reaches the prompt', sh.prompt)
+        boot_log = sh.run('log')
+        lines = LBR_LOG_RE.findall(boot_log)
+        check(t.tap, len(lines) == 1, 'the boot log says why there is no '
+              'LBR, in one line', boot_log)
+        why = lines[0].strip() if lines else '?'
+        sh.step('perfmon info says it too',
+                sh.expect('perfmon info', ['branch records: ' + why]))
+        sh.step('-b is refused in one line',
+                sh.expect('perfmon record -b -- spin 1',
+                          ['perfmon: record: -b: no branch records on this '
+                           'machine (%s)' % why]))
+        sh.step('-j is refused in one line',
+                sh.expect('perfmon record -j cond,k -- spin 1',
+                          ['perfmon: record: -j: no branch records on this '
+                           'machine (%s)' % why]))
+        sh.step('the refusals leave nothing allocated', sh.no_leak)
+        sh.step('poweroff exits with 33', sh.poweroff)
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    code, out, com2 = suite_boot(tap, args)
-    check_suite(tap, code, out)
-    check_views(tap, out)
-    check_stream(tap, com2)
-    absence_boot(tap, args)
-    return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    out = suite(t)
+    views(t.tap, out)
+    stream(t.tap, tallyqemu.com2_path_for(t.log_path()))
+    absence(t)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -23,7 +23,6 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
-import ktap  # noqa: E402
 import tallyqemu  # noqa: E402
 from tallyqemu import stat_count, stat_elapsed, stat_msec  # noqa: E402
 
@@ -41,34 +40,20 @@ def share_of(out, event):
     return float(m.group(1)) if m else None
 
 
-def suite(tap, args):
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_mux-suite.txt')
-    with tallyqemu.Qemu(log=log, name='boot_mux') as q:
-        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode,
-                cmdline='test=mux ' + CMDLINE)
-        try:
-            code = q.wait_exit(SUITE_TIMEOUT)
-            why = tallyqemu.describe_exit(code)
-        except TimeoutError as e:
-            code, why = None, str(e)
-        report = ktap.parse(q.output)
-    names = [path for path, r in report.leaves()]
-    for path, r in report.leaves():
-        tap.result(r.passed and not r.skip, 'ktap: ' + path,
-                   '\n'.join(r.diagnostics))
-    tap.result(code == tallyqemu.EXIT_SUCCESS and len(names) == 3,
-               'the mux suite runs its 3 tests and exits with 33',
-               '%s; tests: %r' % (why, names))
+def suite(t):
+    run = t.run_suites('test=mux ' + CMDLINE, 'suite', skip_fails=True,
+                       smp=SMP, timeout=SUITE_TIMEOUT)
+    names = [path for path, r in run.leaves()]
+    problems = run.problems()
+    if len(names) != 3:
+        problems.append('tests: %r' % names)
+    t.tap.result(not problems, 'the mux suite runs its 3 tests and exits '
+                 'with 33', '\n'.join(problems))
 
 
-def shell(tap, args):
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_mux.txt')
-    with tallyqemu.Qemu(log=log, name='boot_mux') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode, cmdline=CMDLINE)
-
-        def run(line):
-            return q.command(line, CMD_TIMEOUT)
+def shell(t):
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP, cmdline=CMDLINE) as sh:
+        run = sh.run
 
         def estimates():
             out = run('perfmon stat -a -e cpu-clock,cs,interrupts,xcalls,'
@@ -118,52 +103,28 @@ def shell(tap, args):
                 return 'a percent field says 100 while taking turns:\n' + out
             return None
 
-        def expect(line, needles):
-            def check():
-                out = run(line)
-                missing = [n for n in needles if n not in out]
-                if missing:
-                    return '%r not in the reply to %r:\n%s' \
-                        % (missing, line, out)
-                return None
-            return check
-
-        def no_leak():
-            out = run('perfmon info')
-            if 'counters in use: none' not in out:
-                return 'counters still in use:\n' + out
-            return None
-
-        try:
-            tap.step('reaches the prompt with %s' % CMDLINE,
-                     lambda: q.wait_prompt() and None)
-            tap.step('five events on two counters: shares below 100%, '
-                     'estimates within tolerance', estimates)
-            tap.step('a group\'s members run for the same share',
-                     group_shares)
-            tap.step('a pinned event counts exactly beside others',
-                     pinned_exact)
-            tap.step('-x: one field count, the share in the percent field',
-                     csv)
-            tap.step('a group larger than the counters is refused',
-                     expect('perfmon stat -e {cs,migrations,test} hop 10',
-                            ["the group of 'cs' has 3 events, but soft has "
-                             "2 counters", 'usage: perfmon stat']))
-            tap.step('bad group syntax is refused with its position',
-                     expect('perfmon stat -e cs,{migrations,test spin 1',
-                            ["a group without its '}'", 'at character',
-                             'usage: perfmon stat']))
-            tap.step('nothing left in use', no_leak)
-        except tallyqemu.Stop:
-            pass
+        sh.step('reaches the prompt with %s' % CMDLINE, sh.prompt)
+        sh.step('five events on two counters: shares below 100%, '
+                'estimates within tolerance', estimates)
+        sh.step('a group\'s members run for the same share', group_shares)
+        sh.step('a pinned event counts exactly beside others', pinned_exact)
+        sh.step('-x: one field count, the share in the percent field', csv)
+        sh.step('a group larger than the counters is refused',
+                sh.expect('perfmon stat -e {cs,migrations,test} hop 10',
+                          ["the group of 'cs' has 3 events, but soft has "
+                           "2 counters", 'usage: perfmon stat']))
+        sh.step('bad group syntax is refused with its position',
+                sh.expect('perfmon stat -e cs,{migrations,test spin 1',
+                          ["a group without its '}'", 'at character',
+                           'usage: perfmon stat']))
+        sh.step('nothing left in use', sh.no_leak)
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    suite(tap, args)
-    shell(tap, args)
-    return tap.finish()
+    t = tallyqemu.BootTest(__doc__)
+    suite(t)
+    shell(t)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -26,7 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import tallyqemu  # noqa: E402
 
 TIMEOUT = 120
-EXIT_PANIC = 37
 
 CASES = (
     ('pagefault', [
@@ -66,28 +65,17 @@ CASES = (
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
+    t = tallyqemu.BootTest(__doc__)
     for kind, patterns in CASES:
-        log = os.path.join(tallyqemu.BUILD, 'logs',
-                           'serial-boot_panic-%s.txt' % kind)
-        with tallyqemu.Qemu(log=log, name='boot_panic') as q:
-            q.start(args.iso, smp=2, kvm=args.kvm_mode,
-                    cmdline='crashtest=' + kind)
-            try:
-                code = q.wait_exit(TIMEOUT)
-            except TimeoutError as e:
-                code = None
-                tap.fail('%s: QEMU exits' % kind, str(e))
-            out = q.output.replace('\r', '')
-        if code is not None:
-            tap.result(code == EXIT_PANIC, '%s: QEMU exits with 37' % kind,
-                       tallyqemu.describe_exit(code))
+        run = t.run_to_exit(kind, smp=2, cmdline='crashtest=' + kind,
+                            timeout=TIMEOUT)
+        run.report_exit(t.tap, '%s: QEMU exits' % kind, tallyqemu.EXIT_PANIC)
+        out = run.text
         for pattern in patterns:
-            tap.result(re.search(pattern, out) is not None,
-                       '%s: report shows /%s/' % (kind, pattern.split('\n')[0]),
-                       out[-1500:])
-    return tap.finish()
+            t.tap.result(re.search(pattern, out) is not None,
+                         '%s: report shows /%s/'
+                         % (kind, pattern.split('\n')[0]), out[-1500:])
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -104,16 +104,12 @@ class Session:
         self.folded = ''
 
 
-def guest_session(tap, args, com2):
+def guest_session(t, com2):
+    """The guest's part; a Session, or None if a step stopped it."""
     s = Session()
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_perfdata.txt')
-    with tallyqemu.Qemu(log=log, name='boot_perfdata') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode, com2=com2)
-        tap.diag('qemu: %s; serial log %s; COM2 %s'
-                 % ('KVM' if q.kvm else 'TCG', q.log_path, com2))
-
-        def cmd(line):
-            return q.command(line, CMD_TIMEOUT)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP, com2=com2) as sh:
+        q, cmd = sh.q, sh.run
+        t.tap.diag('COM2 %s' % com2)
 
         def record_spin():
             out = cmd(SPIN)
@@ -142,7 +138,7 @@ def guest_session(tap, args, com2):
             s.lossy = summary(out)
             if s.lossy is None:
                 return 'no summary:\n' + out
-            tap.diag('the small rings lost %d samples' % s.lossy[1])
+            t.tap.diag('the small rings lost %d samples' % s.lossy[1])
             return None
 
         def cut_short():
@@ -158,17 +154,15 @@ def guest_session(tap, args, com2):
             q.kill()
             return None
 
-        try:
-            tap.step('reaches the prompt', lambda: q.wait_prompt() and None)
-            tap.step('record -g -F 2000 -- spin streams to COM2', record_spin)
-            tap.step('the guest reports it', guest_views)
-            tap.step('a second record (memwalk) follows', record_memwalk)
-            tap.step('a third record, rings too small, loses samples',
-                     record_lossy)
-            tap.step('a fourth record is cut short by killing QEMU', cut_short)
-        except tallyqemu.Stop:
-            return None
-    return s
+        sh.step('reaches the prompt', sh.prompt)
+        sh.step('record -g -F 2000 -- spin streams to COM2', record_spin)
+        sh.step('the guest reports it', guest_views)
+        sh.step('a second record (memwalk) follows', record_memwalk)
+        sh.step('a third record, rings too small, loses samples',
+                record_lossy)
+        sh.step('a fourth record is cut short by killing QEMU', cut_short)
+        return s
+    return None
 
 
 def host_checks(tap, s, com2, elf):
@@ -321,38 +315,33 @@ def host_checks(tap, s, com2, elf):
     check('the recording cut short is said and read', cut_short)
 
 
-def no_com2_session(tap, args):
-    log = os.path.join(tallyqemu.BUILD, 'logs',
-                       'serial-boot_perfdata-nocom2.txt')
-    with tallyqemu.Qemu(log=log, name='boot_perfdata') as q:
-        q.start(args.iso, smp=1, kvm=args.kvm_mode, com2=None)
-        try:
-            tap.step('no COM2: reaches the prompt',
-                     lambda: q.wait_prompt() and None)
-            out = q.command('perfmon record -F 1000 -- spin 20000000',
-                            CMD_TIMEOUT)
-            tap.result(summary(out) is not None
-                       and 'kept in memory only (no COM2' in out,
-                       'no COM2: record keeps the samples and says so', out)
-            out = q.command('perfmon report', CMD_TIMEOUT)
-            tap.result('workload_spin_loop' in out,
-                       'no COM2: perfmon report reads them', out)
-            tap.step('no COM2: poweroff exits with 33',
-                     lambda: tallyqemu.poweroff(q))
-        except (tallyqemu.Stop, TimeoutError, tallyqemu.QemuExited) as e:
-            tap.fail('no COM2 session', str(e))
+def no_com2_session(t):
+    with t.shell('nocom2', CMD_TIMEOUT, smp=1, com2=None) as sh:
+
+        def record():
+            out = sh.run('perfmon record -F 1000 -- spin 20000000')
+            if summary(out) is None \
+                    or 'kept in memory only (no COM2' not in out:
+                return 'no summary, or not said to be kept in memory:\n' \
+                    + out
+            return None
+
+        sh.step('no COM2: reaches the prompt', sh.prompt)
+        sh.step('no COM2: record keeps the samples and says so', record)
+        sh.step('no COM2: perfmon report reads them',
+                sh.expect('perfmon report', ['workload_spin_loop']))
+        sh.step('no COM2: poweroff exits with 33', sh.poweroff)
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
+    t = tallyqemu.BootTest(__doc__)
     com2 = os.path.join(tallyqemu.BUILD, 'logs', 'boot_perfdata.perf.stream')
-    elf = os.path.splitext(args.iso)[0] + '.elf'
-    s = guest_session(tap, args, com2)
+    elf = os.path.splitext(t.args.iso)[0] + '.elf'
+    s = guest_session(t, com2)
     if s is not None:
-        host_checks(tap, s, com2, elf)
-    no_com2_session(tap, args)
-    return tap.finish()
+        host_checks(t.tap, s, com2, elf)
+    no_com2_session(t)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -18,7 +18,6 @@
 import os
 import re
 import sys
-import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -37,25 +36,9 @@ elapsed_of = tallyqemu.stat_elapsed
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_perfmon.txt')
-    with tallyqemu.Qemu(log=log, name='boot_perfmon') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode)
-        tap.diag('qemu: %s; serial log %s'
-                 % ('KVM' if q.kvm else 'TCG', q.log_path))
-
-        def run(line):
-            return q.command(line, CMD_TIMEOUT)
-
-        def no_leak():
-            out = run('perfmon info')
-            if 'counters in use: none' not in out:
-                return 'perfmon info shows counters in use:\n' + out
-            if not re.search(r'in use: 0 of \d+', out):
-                return 'a device still has counters allocated:\n' + out
-            return None
+    t = tallyqemu.BootTest(__doc__)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP) as sh:
+        q, run = sh.q, sh.run
 
         def perfmon_list():
             out = run('perfmon list')
@@ -162,77 +145,55 @@ def main():
                 return 'cycles under TCG: %r' % rows[4]
             return None
 
-        def expect(line, needles):
-            def check():
-                out = run(line)
-                for n in needles:
-                    if n not in out:
-                        return '%r not in the reply to %r:\n%s' \
-                            % (n, line, out)
-                return None
-            return check
-
         def ctrl_c():
-            q.skip_output()
-            q.send_line('perfmon stat spin 100000000000')
-            q.wait_for(re.escape('spin 100000000000'), CMD_TIMEOUT)
-            time.sleep(1.5)
-            q.send(b'\x03')
-            m = q.wait_for(re.compile(r'(.*?)' + re.escape(tallyqemu.PROMPT),
-                                      re.DOTALL), CMD_TIMEOUT)
-            out = m.group(1).replace('\r', '')
+            out = sh.interrupt('perfmon stat spin 100000000000', 1.5)
             if 'interrupted' not in out or msec_of(out, 'task-clock') is None:
                 return 'no counts after Ctrl-C:\n' + out
             return None
 
-        try:
-            tap.step('reaches the prompt with -smp %d' % SMP,
-                     lambda: q.wait_prompt() and None)
-            tap.step('perfmon list shows software events, hardware absence',
-                     perfmon_list)
-            tap.step('hop 100 counts at least 100 cpu-migrations', hop)
-            tap.step('yield 1000 counts at least 1000 context-switches',
-                     yield_)
-            tap.step('-a sleep 200 sums cpu-clock over all CPUs', system_wide)
-            tap.step('-A prints one row per CPU', per_cpu)
-            tap.step('-r 5 prints relative deviations', repeat)
-            tap.step('-x , lines have a constant field count', csv)
-            tap.step('no counter in use after the runs', no_leak)
-            bad = [
-                ('unknown event suggests', 'perfmon stat -e cyclez spin 1',
-                 ["unknown event 'cyclez'", "did you mean 'cycles'"]),
-                ('bad CPU list', 'perfmon stat -C 0,2-x sleep 1',
-                 ['bad CPU list', USAGE]),
-                ('CPU out of range', 'perfmon stat -C 0-%d sleep 1' % SMP,
-                 ['CPUs 0 to %d' % (SMP - 1), USAGE]),
-                ('bad number', 'perfmon stat -r 1x sleep 1',
-                 ["'1x' is not a number", USAGE]),
-                ('missing command', 'perfmon stat -e cs',
-                 ['missing command', USAGE]),
-                ('unknown option', 'perfmon stat -q sleep 1',
-                 ["unknown option '-q'", USAGE]),
-                ('unknown command', 'perfmon stat frobnicate',
-                 ["unknown command 'frobnicate'", USAGE]),
-                ('bad modifier', 'perfmon stat -e cycles:p sleep 1',
-                 ['bad modifier', USAGE]),
-                ('-A without -a', 'perfmon stat -A sleep 1',
-                 ['-A needs -a or -C', USAGE]),
-                ('bad workload argument', 'perfmon stat spin 0',
-                 ['spin: N must be a number', 'usage: spin N']),
-                ('pinned counter shortage', 'perfmon stat -e cs:uD,cs:kD,'
-                 'cs:D,cpu-migrations:uD,cpu-migrations:kD,'
-                 'cpu-migrations:D,test:uD,test:kD,test:D,interrupts:D '
-                 '-- yield 5',
-                 ['<not counted>', 'counters of soft are reserved']),
-            ]
-            for name, line, needles in bad:
-                tap.step('%s is reported' % name, expect(line, needles))
-                tap.step('no counter leaked after %s' % name, no_leak)
-            tap.step('Ctrl-C stops the command and prints the counts', ctrl_c)
-            tap.step('no counter leaked after Ctrl-C', no_leak)
-        except tallyqemu.Stop:
-            pass
-    return tap.finish()
+        sh.step('reaches the prompt with -smp %d' % SMP, sh.prompt)
+        sh.step('perfmon list shows software events, hardware absence',
+                perfmon_list)
+        sh.step('hop 100 counts at least 100 cpu-migrations', hop)
+        sh.step('yield 1000 counts at least 1000 context-switches', yield_)
+        sh.step('-a sleep 200 sums cpu-clock over all CPUs', system_wide)
+        sh.step('-A prints one row per CPU', per_cpu)
+        sh.step('-r 5 prints relative deviations', repeat)
+        sh.step('-x , lines have a constant field count', csv)
+        sh.step('no counter in use after the runs', sh.no_leak)
+        bad = [
+            ('unknown event suggests', 'perfmon stat -e cyclez spin 1',
+             ["unknown event 'cyclez'", "did you mean 'cycles'"]),
+            ('bad CPU list', 'perfmon stat -C 0,2-x sleep 1',
+             ['bad CPU list', USAGE]),
+            ('CPU out of range', 'perfmon stat -C 0-%d sleep 1' % SMP,
+             ['CPUs 0 to %d' % (SMP - 1), USAGE]),
+            ('bad number', 'perfmon stat -r 1x sleep 1',
+             ["'1x' is not a number", USAGE]),
+            ('missing command', 'perfmon stat -e cs',
+             ['missing command', USAGE]),
+            ('unknown option', 'perfmon stat -q sleep 1',
+             ["unknown option '-q'", USAGE]),
+            ('unknown command', 'perfmon stat frobnicate',
+             ["unknown command 'frobnicate'", USAGE]),
+            ('bad modifier', 'perfmon stat -e cycles:p sleep 1',
+             ['bad modifier', USAGE]),
+            ('-A without -a', 'perfmon stat -A sleep 1',
+             ['-A needs -a or -C', USAGE]),
+            ('bad workload argument', 'perfmon stat spin 0',
+             ['spin: N must be a number', 'usage: spin N']),
+            ('pinned counter shortage', 'perfmon stat -e cs:uD,cs:kD,'
+             'cs:D,cpu-migrations:uD,cpu-migrations:kD,'
+             'cpu-migrations:D,test:uD,test:kD,test:D,interrupts:D '
+             '-- yield 5',
+             ['<not counted>', 'counters of soft are reserved']),
+        ]
+        for name, line, needles in bad:
+            sh.step('%s is reported' % name, sh.expect(line, needles))
+            sh.step('no counter leaked after %s' % name, sh.no_leak)
+        sh.step('Ctrl-C stops the command and prints the counts', ctrl_c)
+        sh.step('no counter leaked after Ctrl-C', sh.no_leak)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -34,36 +34,25 @@ PMU_LINE_RE = re.compile(r'\bpmu: [^\r\n]*')
 BAD_RE = re.compile(r'panic: |backtrace:|unclaimed NMI')
 
 
-def boot(args, tap, name, cmdline, checks):
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_pmu-%s.txt' % name)
-    with tallyqemu.Qemu(log=log, name='boot_pmu') as q:
-        q.start(args.iso, smp=2, kvm=args.kvm_mode, cmdline=cmdline)
-        tap.diag('%s: qemu %s; serial log %s'
-                 % (name, 'KVM' if q.kvm else 'TCG', q.log_path))
+def boot(t, name, cmdline, checks):
+    with t.shell(name, CMD_TIMEOUT, smp=2, cmdline=cmdline) as sh:
 
         def step(desc, fn):
-            tap.step('%s: %s' % (name, desc), fn)
-
-        def prompt():
-            q.wait_prompt()
-            return None
+            sh.step('%s: %s' % (name, desc), fn)
 
         def boot_log():
-            return q.output.replace('\r', '')
+            return sh.q.output.replace('\r', '')
 
-        try:
-            step('reaches the prompt', prompt)
-            for desc, fn in checks:
-                step(desc, lambda fn=fn: fn(boot_log()))
-            step('no crash or fault reported',
-                 lambda: ('found %r' % BAD_RE.search(boot_log()).group(0))
-                 if BAD_RE.search(boot_log()) else None)
-            step('the pmu line is in the `log` buffer',
-                 lambda: None if 'pmu: ' in q.command('log', CMD_TIMEOUT)
-                 else '`log` shows no "pmu:" line')
-            step('poweroff exits with 33', lambda: tallyqemu.poweroff(q))
-        except tallyqemu.Stop:
-            pass
+        step('reaches the prompt', sh.prompt)
+        for desc, fn in checks:
+            step(desc, lambda fn=fn: fn(boot_log()))
+        step('no crash or fault reported',
+             lambda: ('found %r' % BAD_RE.search(boot_log()).group(0))
+             if BAD_RE.search(boot_log()) else None)
+        step('the pmu line is in the `log` buffer',
+             lambda: None if 'pmu: ' in sh.run('log')
+             else '`log` shows no "pmu:" line')
+        step('poweroff exits with 33', sh.poweroff)
 
 
 def pmu_lines(text):
@@ -96,19 +85,18 @@ def off_honoured(text):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    boot(args, tap, 'default', '', [
+    t = tallyqemu.BootTest(__doc__)
+    boot(t, 'default', '', [
         ('one "pmu:" line in the boot log', one_pmu_line),
         ('absence (or driver) line', absence_or_driver),
         ('software PMU registered', soft_registered),
     ])
-    boot(args, tap, 'hw-off', 'perfmon.hw=off', [
+    boot(t, 'hw-off', 'perfmon.hw=off', [
         ('one "pmu:" line in the boot log', one_pmu_line),
         ('perfmon.hw=off honoured', off_honoured),
         ('software PMU registered', soft_registered),
     ])
-    return tap.finish()
+    return t.finish()
 
 
 if __name__ == '__main__':

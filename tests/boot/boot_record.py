@@ -19,7 +19,6 @@
 import os
 import re
 import sys
-import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -42,34 +41,9 @@ def summary(out):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_record.txt')
-    with tallyqemu.Qemu(log=log, name='boot_record') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode)
-        tap.diag('qemu: %s; serial log %s'
-                 % ('KVM' if q.kvm else 'TCG', q.log_path))
-
-        def run(line):
-            return q.command(line, CMD_TIMEOUT)
-
-        def no_leak():
-            out = run('perfmon info')
-            if 'counters in use: none' not in out:
-                return 'perfmon info shows counters in use:\n' + out
-            return None
-
-        def expect(line, needles):
-            def check():
-                out = run(line)
-                for n in needles:
-                    if n not in out:
-                        return '%r not in the reply to %r:\n%s' \
-                            % (n, line, out)
-                return None
-            return check
-
+    t = tallyqemu.BootTest(__doc__)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP) as sh:
+        q, run = sh.q, sh.run
         state = {}
 
         def record_spin():
@@ -154,11 +128,10 @@ def main():
             q.wait_for(re.escape('perfmon top: cpu-clock'), CMD_TIMEOUT)
             q.wait_for(re.escape('interval 2 of 1 s'), CMD_TIMEOUT)
             q.send(b'\x03')
-            m = q.wait_for(re.compile(r'(.*?)' + re.escape(tallyqemu.PROMPT),
-                                      re.DOTALL), CMD_TIMEOUT)
+            sh.reply()
             if '\x1b[H\x1b[2J' not in q.output:
                 return 'top did not redraw in place'
-            return None if m else 'no prompt after Ctrl-C'
+            return None
 
         def top_stdio():
             out = run('perfmon top -d 1 -n 2 --stdio')
@@ -167,14 +140,8 @@ def main():
             return None
 
         def ctrl_c_keeps():
-            q.skip_output()
-            q.send_line('perfmon record -F 1000 -- spin 100000000000')
-            q.wait_for(re.escape('spin 100000000000'), CMD_TIMEOUT)
-            time.sleep(2)
-            q.send(b'\x03')
-            m = q.wait_for(re.compile(r'(.*?)' + re.escape(tallyqemu.PROMPT),
-                                      re.DOTALL), CMD_TIMEOUT)
-            out = m.group(1).replace('\r', '')
+            out = sh.interrupt('perfmon record -F 1000 -- spin 100000000000',
+                               2)
             s = summary(out)
             if s is None or s[0] == 0 or 'interrupted' not in out:
                 return 'no samples kept after Ctrl-C:\n' + out
@@ -183,92 +150,83 @@ def main():
                 return 'the kept samples do not report:\n' + rep
             return None
 
-        try:
-            tap.step('reaches the prompt', lambda: q.wait_prompt() and None)
-            tap.step('report before any record says so',
-                     expect('perfmon report', ['no recording',
-                                               "perfmon record' first"]))
-            tap.step('record -F 1000 -- spin prints the summary', record_spin)
-            tap.step('report: the spin loop first, over 80%', report_first)
-            tap.step('record -g, report -g: the callers in order', record_g)
-            tap.step('report --folded adds up to the event count', folded)
-            tap.step('script: a line per sample with comm, tid, chain',
-                     script)
-            tap.step('record -a: report --sort cpu has every CPU',
-                     system_wide)
-            tap.step('no counter in use after the records', no_leak)
-            tap.step('top redraws until Ctrl-C', top)
-            tap.step('top --stdio -n 2 prints two plain tables', top_stdio)
-            tap.step('Ctrl-C during record keeps the samples', ctrl_c_keeps)
-            bad = [
-                ('-c 0', 'perfmon record -c 0 -- spin 1',
-                 ["-c: '0' is not a number", USAGE]),
-                ('-F 0', 'perfmon record -F 0 -- spin 1',
-                 ["-F: '0' is not a number", USAGE]),
-                ('-F above the maximum', 'perfmon record -F 200000 -- spin 1',
-                 ['from 1 to 100000', USAGE]),
-                ('-c with -F', 'perfmon record -c 10 -F 10 -- spin 1',
-                 ['exclude each other', USAGE]),
-                ('-m too small', 'perfmon record -m 1K -- spin 1',
-                 ['power of two from 4K to 16M', USAGE]),
-                ('-m not a power of two', 'perfmon record -m 5K -- spin 1',
-                 ['power of two from 4K to 16M', USAGE]),
-                ('unknown event', 'perfmon record -e cyclez -- spin 1',
-                 ["unknown event 'cyclez'"]),
-                ('event no device counts',
-                 'perfmon record -e branch-misses -- spin 1',
-                 ['no device here counts it']),
-                ('two events', 'perfmon record -e cs,test -- spin 1',
-                 ['one event at a time']),
-                ('-b without branch records', 'perfmon record -b -- spin 1',
-                 ['-b: no branch records on this machine (no LBR: ']),
-                ('-j with an unknown filter',
-                 'perfmon record -j any,foo -- spin 1',
-                 ["-j any,foo: unknown filter 'foo'", USAGE]),
-                ('-j with a filter of perf\'s Tally lacks',
-                 'perfmon record -j hv -- spin 1',
-                 ["'hv' is perf's, but means nothing here", USAGE]),
-                ('report --branch with -g',
-                 'perfmon report --branch -g',
-                 ['--branch goes with --percent-limit alone',
-                  'usage: perfmon report']),
-                ('missing command', 'perfmon record -F 10',
-                 ['missing command', USAGE]),
-                ('unknown command', 'perfmon record frobnicate',
-                 ["unknown command 'frobnicate'", USAGE]),
-                ('unknown option', 'perfmon record -q -- spin 1',
-                 ["unknown option '-q'", USAGE]),
-                ('bad --sort', 'perfmon report --sort dso',
-                 ["unknown keys 'dso'", 'usage: perfmon report']),
-                ('bad --percent-limit', 'perfmon report --percent-limit 101',
-                 ['not a percentage', 'usage: perfmon report']),
-                ('bad top delay', 'perfmon top -d 0',
-                 ['-d: \'0\'', 'usage: perfmon top']),
-            ]
-            for name, line, needles in bad:
-                tap.step('%s is reported' % name, expect(line, needles))
-            tap.step('no counter in use after the bad inputs', no_leak)
-            tap.step('poweroff exits with 33', lambda: tallyqemu.poweroff(q))
-        except tallyqemu.Stop:
-            pass
+        sh.step('reaches the prompt', sh.prompt)
+        sh.step('report before any record says so',
+                sh.expect('perfmon report', ['no recording',
+                                             "perfmon record' first"]))
+        sh.step('record -F 1000 -- spin prints the summary', record_spin)
+        sh.step('report: the spin loop first, over 80%', report_first)
+        sh.step('record -g, report -g: the callers in order', record_g)
+        sh.step('report --folded adds up to the event count', folded)
+        sh.step('script: a line per sample with comm, tid, chain', script)
+        sh.step('record -a: report --sort cpu has every CPU', system_wide)
+        sh.step('no counter in use after the records', sh.no_leak)
+        sh.step('top redraws until Ctrl-C', top)
+        sh.step('top --stdio -n 2 prints two plain tables', top_stdio)
+        sh.step('Ctrl-C during record keeps the samples', ctrl_c_keeps)
+        bad = [
+            ('-c 0', 'perfmon record -c 0 -- spin 1',
+             ["-c: '0' is not a number", USAGE]),
+            ('-F 0', 'perfmon record -F 0 -- spin 1',
+             ["-F: '0' is not a number", USAGE]),
+            ('-F above the maximum', 'perfmon record -F 200000 -- spin 1',
+             ['from 1 to 100000', USAGE]),
+            ('-c with -F', 'perfmon record -c 10 -F 10 -- spin 1',
+             ['exclude each other', USAGE]),
+            ('-m too small', 'perfmon record -m 1K -- spin 1',
+             ['power of two from 4K to 16M', USAGE]),
+            ('-m not a power of two', 'perfmon record -m 5K -- spin 1',
+             ['power of two from 4K to 16M', USAGE]),
+            ('unknown event', 'perfmon record -e cyclez -- spin 1',
+             ["unknown event 'cyclez'"]),
+            ('event no device counts',
+             'perfmon record -e branch-misses -- spin 1',
+             ['no device here counts it']),
+            ('two events', 'perfmon record -e cs,test -- spin 1',
+             ['one event at a time']),
+            ('-b without branch records', 'perfmon record -b -- spin 1',
+             ['-b: no branch records on this machine (no LBR: ']),
+            ('-j with an unknown filter',
+             'perfmon record -j any,foo -- spin 1',
+             ["-j any,foo: unknown filter 'foo'", USAGE]),
+            ('-j with a filter of perf\'s Tally lacks',
+             'perfmon record -j hv -- spin 1',
+             ["'hv' is perf's, but means nothing here", USAGE]),
+            ('report --branch with -g', 'perfmon report --branch -g',
+             ['--branch goes with --percent-limit alone',
+              'usage: perfmon report']),
+            ('missing command', 'perfmon record -F 10',
+             ['missing command', USAGE]),
+            ('unknown command', 'perfmon record frobnicate',
+             ["unknown command 'frobnicate'", USAGE]),
+            ('unknown option', 'perfmon record -q -- spin 1',
+             ["unknown option '-q'", USAGE]),
+            ('bad --sort', 'perfmon report --sort dso',
+             ["unknown keys 'dso'", 'usage: perfmon report']),
+            ('bad --percent-limit', 'perfmon report --percent-limit 101',
+             ['not a percentage', 'usage: perfmon report']),
+            ('bad top delay', 'perfmon top -d 0',
+             ['-d: \'0\'', 'usage: perfmon top']),
+        ]
+        for name, line, needles in bad:
+            sh.step('%s is reported' % name, sh.expect(line, needles))
+        sh.step('no counter in use after the bad inputs', sh.no_leak)
+        sh.step('poweroff exits with 33', sh.poweroff)
 
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_record-poll.txt')
-    with tallyqemu.Qemu(log=log, name='boot_record') as q:
-        q.start(args.iso, smp=2, kvm=args.kvm_mode,
-                cmdline='softpmu.overflow=poll')
-        try:
-            tap.step('poll mode: reaches the prompt',
-                     lambda: q.wait_prompt() and None)
-            out = q.command('perfmon record -- spin 1000', CMD_TIMEOUT)
-            tap.result('cannot sample' in out and 'spin: ' not in out,
-                       'poll mode: record refused in one line, command not '
-                       'run', out)
-            out = q.command('perfmon info', CMD_TIMEOUT)
-            tap.result('counters in use: none' in out,
-                       'poll mode: no counter in use after the refusal', out)
-        except (tallyqemu.Stop, TimeoutError, tallyqemu.QemuExited) as e:
-            tap.fail('poll mode session', str(e))
-    return tap.finish()
+    with t.shell('poll', CMD_TIMEOUT, smp=2,
+                 cmdline='softpmu.overflow=poll') as sh:
+
+        def refused():
+            out = sh.run('perfmon record -- spin 1000')
+            if 'cannot sample' not in out or 'spin: ' in out:
+                return 'not refused, or the command ran:\n' + out
+            return None
+
+        sh.step('poll mode: reaches the prompt', sh.prompt)
+        sh.step('poll mode: record refused in one line, command not run',
+                refused)
+        sh.step('poll mode: no counter in use after the refusal', sh.no_leak)
+    return t.finish()
 
 
 if __name__ == '__main__':

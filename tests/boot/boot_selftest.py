@@ -71,58 +71,34 @@ def check_run(out):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_selftest.txt')
-    with tallyqemu.Qemu(log=log, name='boot_selftest') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode)
-        tap.diag('qemu: %s; serial log %s'
-                 % ('KVM' if q.kvm else 'TCG', q.log_path))
-
-        def run(line):
-            return q.command(line, CMD_TIMEOUT)
+    t = tallyqemu.BootTest(__doc__)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP) as sh:
 
         def selftest():
-            out = run('perfmon selftest')
-            tap.diag(out)
+            out = sh.run('perfmon selftest')
+            t.tap.diag(out)
             return check_run(out)
 
         def twice():
-            return check_run(run('perfmon selftest'))
-
-        def no_leak():
-            out = run('perfmon info')
-            if 'counters in use: none' not in out \
-                    or not re.search(r'in use: 0 of \d+', out):
-                return 'counters left in use:\n' + out
-            return None
+            return check_run(sh.run('perfmon selftest'))
 
         def stray_argument():
-            out = run('perfmon selftest now')
+            out = sh.run('perfmon selftest now')
             want = ["perfmon: selftest: no arguments expected, not 'now'",
                     'usage: perfmon selftest']
             if out.strip().split('\n') != want:
                 return 'expected %r, got:\n%s' % (want, out)
             return None
 
-        def help_lists_it():
-            out = run('perfmon help')
-            return None if 'perfmon selftest' in out \
-                else '`perfmon help` does not list selftest:\n' + out
-
-        try:
-            q.wait_prompt()
-            tap.step('perfmon selftest: lines, verdicts, summary', selftest)
-            tap.step('no counter left in use', no_leak)
-            tap.step('a second run passes too', twice)
-            tap.step('a stray argument: one line and the usage',
-                     stray_argument)
-            tap.step('perfmon help lists selftest', help_lists_it)
-            tap.step('poweroff exits with 33', lambda: tallyqemu.poweroff(q))
-        except tallyqemu.Stop:
-            pass
-    return tap.finish()
+        sh.q.wait_prompt()
+        sh.step('perfmon selftest: lines, verdicts, summary', selftest)
+        sh.step('no counter left in use', sh.no_leak)
+        sh.step('a second run passes too', twice)
+        sh.step('a stray argument: one line and the usage', stray_argument)
+        sh.step('perfmon help lists selftest',
+                sh.expect('perfmon help', ['perfmon selftest']))
+        sh.step('poweroff exits with 33', sh.poweroff)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -32,17 +32,12 @@ def lists_commands(out):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_shell.txt')
-    with tallyqemu.Qemu(log=log, name='boot_shell') as q:
-        q.start(args.iso, smp=1, kvm=args.kvm_mode, cmdline=MARKER)
-        tap.diag('qemu: %s; serial log %s'
-                 % ('KVM' if q.kvm else 'TCG', q.log_path))
+    t = tallyqemu.BootTest(__doc__)
+    with t.shell(timeout=CMD_TIMEOUT, smp=1, cmdline=MARKER) as sh:
+        q = sh.q
 
         def help_works():
-            out = q.command('help', CMD_TIMEOUT)
+            out = sh.run('help')
             missing = lists_commands(out)
             if missing:
                 return 'help does not list: %s\nhelp output:\n%s' \
@@ -54,10 +49,9 @@ def main():
             def check():
                 q.skip_output()
                 q.send(data + b'\r')
-                m = q.wait_for(re.compile(r'(.*?)' + re.escape(
-                    tallyqemu.PROMPT), re.DOTALL), CMD_TIMEOUT)
-                if needle not in m.group(1):
-                    return '%r not in the reply %r' % (needle, m.group(1))
+                out = sh.reply()
+                if needle not in out:
+                    return '%r not in the reply %r' % (needle, out)
                 return None
             return check
 
@@ -69,43 +63,39 @@ def main():
             q.wait_for(re.compile(r'\^C.*?' + re.escape(tallyqemu.PROMPT),
                                   re.DOTALL), CMD_TIMEOUT)
             # The half-typed line must be gone: "p" alone is not "help".
-            out = q.command('p', CMD_TIMEOUT)
+            out = sh.run('p')
             if 'unknown command' not in out:
                 return 'after ^C, "p" gave %r: old input kept?' % out
             return None
 
         def cmdline():
-            out = q.command('cmdline', CMD_TIMEOUT)
+            out = sh.run('cmdline')
             missing = [o for o in ('panic=exit', MARKER) if o not in out]
             return 'cmdline output %r lacks %s' % (out, missing) \
                 if missing else None
 
         def mem():
-            out = q.command('mem', CMD_TIMEOUT)
+            out = sh.run('mem')
             return None if 'free' in out else 'mem output %r lacks "free"' % out
 
-        try:
-            tap.step('reaches the prompt with -smp 1',
-                     lambda: q.wait_prompt() and None)
-            tap.step('help lists ' + ', '.join(COMMANDS), help_works)
-            tap.step('cmdline shows the fw_cfg options', cmdline)
-            tap.step('mem reports free memory', mem)
-            bad = [
-                ('unknown command', b'frobnicate', 'unknown command'),
-                ('overlong line (300 chars)', b'x' * 300, 'line too long'),
-                ('control characters', b'\x01\x02abc', 'non-printable'),
-                ('binary garbage', bytes(range(0x80, 0x100)) + b'\x00',
-                 'non-printable'),
-            ]
-            for name, data, needle in bad:
-                tap.step('%s is rejected' % name, expect_error(data, needle))
-                tap.step('help works after %s' % name, help_works)
-            tap.step('Ctrl-C discards a half-typed line', ctrl_c)
-            tap.step('help works after Ctrl-C', help_works)
-            tap.step('poweroff exits with 33', lambda: tallyqemu.poweroff(q))
-        except tallyqemu.Stop:
-            pass
-    return tap.finish()
+        sh.step('reaches the prompt with -smp 1', sh.prompt)
+        sh.step('help lists ' + ', '.join(COMMANDS), help_works)
+        sh.step('cmdline shows the fw_cfg options', cmdline)
+        sh.step('mem reports free memory', mem)
+        bad = [
+            ('unknown command', b'frobnicate', 'unknown command'),
+            ('overlong line (300 chars)', b'x' * 300, 'line too long'),
+            ('control characters', b'\x01\x02abc', 'non-printable'),
+            ('binary garbage', bytes(range(0x80, 0x100)) + b'\x00',
+             'non-printable'),
+        ]
+        for name, data, needle in bad:
+            sh.step('%s is rejected' % name, expect_error(data, needle))
+            sh.step('help works after %s' % name, help_works)
+        sh.step('Ctrl-C discards a half-typed line', ctrl_c)
+        sh.step('help works after Ctrl-C', help_works)
+        sh.step('poweroff exits with 33', sh.poweroff)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -135,8 +135,8 @@ def send_and_wait(q, rnd, line):
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
+    t = tallyqemu.BootTest(__doc__)
+    tap = t.tap
     seed = int(os.environ.get('TALLY_FUZZ_SEED', '0')) or \
         random.SystemRandom().randrange(1, 1 << 31)
     rnd = random.Random(seed)
@@ -145,11 +145,9 @@ def main():
     cmdline = 'softpmu.width=%d softpmu.overflow=%s' % (width, overflow)
     tap.diag('shell fuzz: seed %d (replay: TALLY_FUZZ_SEED=%d %s), %s'
              % (seed, seed, os.path.relpath(__file__), cmdline))
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_shellfuzz.txt')
     sent = []
-    with tallyqemu.Qemu(log=log, name='boot_shellfuzz') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode, cmdline=cmdline)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP, cmdline=cmdline) as sh:
+        q = sh.q
         try:
             q.wait_prompt()
             before = heap_line(q)
@@ -166,23 +164,24 @@ def main():
             tap.fail('fuzzed lines answered with a prompt',
                      'last line sent: %r\n%s' % (sent[-1] if sent else '',
                                                  e))
-            return tap.finish()
+            return t.finish()
         bad = re.findall(r'(?m)^.*(?:panic: |assertion failed).*$', q.output)
         tap.result(not bad, 'no panic, no failed assertion', '\n'.join(bad))
-        info = q.command('perfmon info', CMD_TIMEOUT)
-        tap.result('counters in use: none' in info,
-                   'no counter in use afterwards', info)
-        after = heap_line(q)
-        for _ in range(10):     # exited threads are freed shortly after
-            if after == before:
-                break
-            q.command('sleep 100', CMD_TIMEOUT)
+
+        def heap_back():
             after = heap_line(q)
-        tap.result(after == before, 'heap back to where it started',
-                   'before %s, after %s' % (before, after))
-        err = tallyqemu.poweroff(q)
-        tap.result(err is None, 'poweroff', err or '')
-    return tap.finish()
+            for _ in range(10):     # exited threads are freed shortly after
+                if after == before:
+                    break
+                sh.run('sleep 100')
+                after = heap_line(q)
+            return None if after == before \
+                else 'before %s, after %s' % (before, after)
+
+        sh.step('no counter in use afterwards', sh.no_leak)
+        sh.step('heap back to where it started', heap_back)
+        sh.step('poweroff', sh.poweroff)
+    return t.finish()
 
 
 if __name__ == '__main__':

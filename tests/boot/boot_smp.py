@@ -21,7 +21,6 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
-import ktap  # noqa: E402
 import tallyqemu  # noqa: E402
 
 CMD_TIMEOUT = 30
@@ -29,23 +28,21 @@ SUITE_TIMEOUT_TCG = 300
 SUITE_TIMEOUT_KVM = 600
 
 
-def check_shell(tap, iso, smp, cmdline='', expect=None):
+def check_shell(t, smp, cmdline='', expect=None):
     """Boot to the prompt and check `cpus` and `threads`."""
+    tap = t.tap
     expect = smp if expect is None else expect
     name = 'smp=%d%s' % (smp, ' ' + cmdline if cmdline else '')
-    log = os.path.join(tallyqemu.BUILD, 'logs',
-                       'serial-boot_smp-%d%s.txt'
-                       % (smp, '-limited' if cmdline else ''))
-    with tallyqemu.Qemu(log=log, name='boot_smp') as q:
-        try:
-            q.start(iso, smp=smp, kvm=False, cmdline=cmdline)
-            q.wait_prompt()
-            cpus = q.command('cpus', CMD_TIMEOUT)
-            threads = q.command('threads', CMD_TIMEOUT)
-            bench = q.command('xcallbench 50', CMD_TIMEOUT)
-        except (TimeoutError, tallyqemu.QemuExited) as e:
-            tap.fail('%s: boots to the prompt' % name, str(e))
-            return
+    try:
+        with t.shell('%d%s' % (smp, '-limited' if cmdline else ''),
+                     CMD_TIMEOUT, smp=smp, kvm=False, cmdline=cmdline) as sh:
+            sh.q.wait_prompt()
+            cpus = sh.run('cpus')
+            threads = sh.run('threads')
+            bench = sh.run('xcallbench 50')
+    except (TimeoutError, tallyqemu.QemuExited) as e:
+        tap.fail('%s: boots to the prompt' % name, str(e))
+        return
     online = re.findall(r'^\s*(\d+)\s+\d+\s+online\b', cpus, re.M)
     tap.result(online == [str(i) for i in range(expect)],
                '%s: cpus lists %d online CPUs' % (name, expect), cpus)
@@ -63,25 +60,24 @@ def check_shell(tap, iso, smp, cmdline='', expect=None):
                % (name, expect - 1), threads)
 
 
-def check_give_up(tap, iso, smp):
+def check_give_up(t, smp):
     """Boot with smp.timeout_ms=0, so that each AP's start races the boot
     CPU giving up on it: every CPU either comes online or is left out (and
     says so), and none that was left out brings the machine down later."""
+    tap = t.tap
     name = 'smp=%d smp.timeout_ms=0' % smp
-    log = os.path.join(tallyqemu.BUILD, 'logs',
-                       'serial-boot_smp-%d-give-up.txt' % smp)
-    with tallyqemu.Qemu(log=log, name='boot_smp') as q:
-        try:
-            q.start(iso, smp=smp, kvm=False, cmdline='smp.timeout_ms=0')
-            q.wait_prompt()
-            before = q.command('cpus', CMD_TIMEOUT)
-            q.command('sleep 500', CMD_TIMEOUT)
-            bench = q.command('xcallbench 10', CMD_TIMEOUT)
-            after = q.command('cpus', CMD_TIMEOUT)
-            boot_log = q.output
-        except (TimeoutError, tallyqemu.QemuExited) as e:
-            tap.fail('%s: boots and stays up' % name, str(e))
-            return
+    try:
+        with t.shell('%d-give-up' % smp, CMD_TIMEOUT, smp=smp, kvm=False,
+                     cmdline='smp.timeout_ms=0') as sh:
+            sh.q.wait_prompt()
+            before = sh.run('cpus')
+            sh.run('sleep 500')
+            bench = sh.run('xcallbench 10')
+            after = sh.run('cpus')
+            boot_log = sh.q.output
+    except (TimeoutError, tallyqemu.QemuExited) as e:
+        tap.fail('%s: boots and stays up' % name, str(e))
+        return
     online = re.findall(r'^\s*(\d+)\s+\d+\s+online\b', before, re.M)
 
     def states(table):
@@ -100,56 +96,45 @@ def check_give_up(tap, iso, smp):
                '\n'.join([before, bench, after]))
 
 
-def check_suites(tap, iso, smp, kvm, limit=None):
-    """Run the smp and xcall in-kernel suites; report each test.  limit:
-    boot with smp=limit, leaving CPUs out (smp.late_answer_parks starts
-    one of them late)."""
+def check_suites(t, smp, kvm, limit=None):
+    """Run the smp and xcall in-kernel suites: one TAP line, the failing
+    tests in its detail.  limit: boot with smp=limit, leaving CPUs out
+    (smp.late_answer_parks starts one of them late)."""
     mode = 'KVM' if kvm else 'TCG'
-    detail = ''
     cmdline = 'test=smp,xcall' + (' smp=%d' % limit if limit else '')
-    log = os.path.join(tallyqemu.BUILD, 'logs', 'serial-boot_smp-suites-%s%s.txt'
-                       % (mode.lower(), '-limited' if limit else ''))
-    with tallyqemu.Qemu(log=log, name='boot_smp') as q:
-        q.start(iso, smp=smp, kvm=kvm, cmdline=cmdline)
-        try:
-            code = q.wait_exit(SUITE_TIMEOUT_KVM if q.kvm
-                               else SUITE_TIMEOUT_TCG)
-        except TimeoutError as e:
-            code = None
-            detail = str(e)
-        report = ktap.parse(q.output)
-    suites = set(path.split('.')[0] for path, r in report.leaves())
-    ok = code == tallyqemu.EXIT_SUCCESS and report.ok and \
-        suites == {'smp', 'xcall'}
-    if code is not None and code != tallyqemu.EXIT_SUCCESS:
-        detail = tallyqemu.describe_exit(code) + '\n' + q.tail()
-    for path, r in report.leaves():
-        if not r.passed:
-            detail += '\nnot ok %s\n%s' % (path, '\n'.join(r.diagnostics))
+    run = t.run_suites(cmdline, 'suites-%s%s' % (mode.lower(),
+                                                 '-limited' if limit else ''),
+                       prefix=None, smp=smp, kvm=kvm,
+                       timeout=SUITE_TIMEOUT_TCG, kvm_timeout=SUITE_TIMEOUT_KVM)
+    problems = run.problems()
+    suites = set(path.split('.')[0] for path, r in run.leaves())
+    if suites != {'smp', 'xcall'}:
+        problems.append('suites run: %s' % sorted(suites))
     if limit:
         # The late start must have run, not been skipped.
-        late = [r for path, r in report.leaves()
+        late = [r for path, r in run.leaves()
                 if path == 'smp.late_answer_parks']
-        ok = ok and len(late) == 1 and late[0].ok and not late[0].skip
-    tap.result(ok, '%s -smp %d%s: smp and xcall suites pass (%d tests)'
-               % (mode, smp, ' smp=%d' % limit if limit else '',
-                  len(report.leaves())), detail)
+        if len(late) != 1 or not late[0].ok or late[0].skip:
+            problems.append('smp.late_answer_parks did not run and pass')
+    t.tap.result(not problems, '%s -smp %d%s: smp and xcall suites pass '
+                 '(%d tests)' % (mode, smp, ' smp=%d' % limit if limit else '',
+                                 len(run.leaves())), '\n'.join(problems))
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
+    t = tallyqemu.BootTest(__doc__)
     for smp in (1, 2, 4):
-        check_shell(tap, args.iso, smp)
-    check_shell(tap, args.iso, 4, cmdline='smp=2', expect=2)
-    check_give_up(tap, args.iso, 4)
-    check_suites(tap, args.test_iso, 2, kvm=False)
-    check_suites(tap, args.test_iso, 4, kvm=False, limit=2)
+        check_shell(t, smp)
+    check_shell(t, 4, cmdline='smp=2', expect=2)
+    check_give_up(t, 4)
+    check_suites(t, 2, kvm=False)
+    check_suites(t, 4, kvm=False, limit=2)
     if tallyqemu.kvm_usable():
-        check_suites(tap, args.test_iso, 2, kvm=True)
+        check_suites(t, 2, kvm=True)
     else:
-        tap.ok('KVM -smp 2: smp and xcall suites # SKIP KVM not usable here')
-    return tap.finish()
+        t.tap.ok('KVM -smp 2: smp and xcall suites # SKIP KVM not usable '
+                 'here')
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -17,7 +17,6 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
-import ktap  # noqa: E402
 import tallyqemu  # noqa: E402
 
 SMP = 4
@@ -29,36 +28,16 @@ CONFIGS = (
 )
 
 
-def run(tap, args, mode, cmdline):
-    log = os.path.join(tallyqemu.BUILD, 'logs',
-                       'serial-boot_softpmu-%s.txt' % mode)
-    detail = ''
-    with tallyqemu.Qemu(log=log, name='boot_softpmu') as q:
-        q.start(args.test_iso, smp=SMP, kvm=args.kvm_mode, cmdline=cmdline)
-        try:
-            code = q.wait_exit(TIMEOUT_KVM if q.kvm else TIMEOUT_TCG)
-        except TimeoutError as e:
-            code = None
-            detail = str(e)
-        report = ktap.parse(q.output)
-        tail = q.tail()
-    for path, r in report.leaves():
-        tap.result(r.passed, 'width=16 %s: %s' % (mode, path),
-                   '\n'.join(r.diagnostics) if not r.passed else '')
-    if code is not None and code != tallyqemu.EXIT_SUCCESS:
-        detail = tallyqemu.describe_exit(code) + '\n' + tail
-    tap.result(code == tallyqemu.EXIT_SUCCESS and report.ok
-               and len(report.leaves()) > 0,
-               'width=16 %s: perfmon suite completes with exit 33' % mode,
-               detail + '\n'.join(report.errors))
-
-
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
+    t = tallyqemu.BootTest(__doc__)
     for mode, cmdline in CONFIGS:
-        run(tap, args, mode, cmdline)
-    return tap.finish()
+        run = t.run_suites(cmdline, mode, prefix='width=16 %s: ' % mode,
+                           smp=SMP, timeout=TIMEOUT_TCG,
+                           kvm_timeout=TIMEOUT_KVM)
+        problems = run.problems()
+        t.tap.result(not problems, 'width=16 %s: perfmon suite completes '
+                     'with exit 33' % mode, '\n'.join(problems))
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -17,7 +17,6 @@
 import os
 import re
 import sys
-import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -31,15 +30,9 @@ CMD_TIMEOUT = 120
 
 
 def main():
-    args = tallyqemu.boot_test_args(__doc__)
-    tap = tallyqemu.Tap()
-    log = args.log or os.path.join(tallyqemu.BUILD, 'logs',
-                                   'serial-boot_stat.txt')
-    with tallyqemu.Qemu(log=log, name='boot_stat') as q:
-        q.start(args.iso, smp=SMP, kvm=args.kvm_mode)
-
-        def run(line):
-            return q.command(line, CMD_TIMEOUT)
+    t = tallyqemu.BootTest(__doc__)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP) as sh:
+        q, run = sh.q, sh.run
 
         def utilized_at_most(line, most, nr):
             def check():
@@ -95,14 +88,8 @@ def main():
             return None
 
         def interrupted_repeat():
-            q.skip_output()
-            q.send_line('perfmon stat -r 50 -e cs sleep 200')
-            q.wait_for(re.escape('sleep: asked 200 ms'), CMD_TIMEOUT)
-            time.sleep(0.4)
-            q.send(b'\x03')
-            m = q.wait_for(re.compile(r'(.*?)' + re.escape(tallyqemu.PROMPT),
-                                      re.DOTALL), CMD_TIMEOUT)
-            out = m.group(1).replace('\r', '')
+            out = sh.interrupt('perfmon stat -r 50 -e cs sleep 200', 0.4,
+                               started='sleep: asked 200 ms')
             m = re.search(r"\((\d+) of 50 runs\)", out)
             if not m or 'the unfinished run left out' not in out:
                 return 'no "N of 50 runs" with the run left out:\n' + out
@@ -166,34 +153,29 @@ def main():
                 return 'the Ctrl-C reached the next prompt:\n' + out
             return None
 
-        try:
-            tap.step('reaches the prompt with -smp %d' % SMP,
-                     lambda: q.wait_prompt() and None)
-            tap.step('-a on a failing command: at most %d CPUs utilized'
-                     % SMP, utilized_at_most('perfmon stat -a hop 1.5',
-                                             SMP, 1))
-            tap.step('-C 0-3 hop 56: at most %d CPUs utilized' % SMP,
-                     utilized_at_most('perfmon stat -C 0-3 hop 56', SMP, 1))
-            tap.step('-a -A: at most 1 CPU utilized per CPU',
-                     utilized_at_most('perfmon stat -a -A -e cpu-clock '
-                                      'sleep 50', 1.0, SMP))
-            tap.step('spin 1 never migrates over 300 runs', never_migrates)
-            tap.step('yield 1000: the helper is counted, -i leaves it out',
-                     children_counted)
-            tap.step(':u counts 0 on kernel work, cs:uu is refused', modes)
-            tap.step('xcalls-sent counts the calls a thread sends', xcalls)
-            tap.step('Ctrl-C in -r 50: the unfinished run is left out',
-                     interrupted_repeat)
-            tap.step('long options', long_options)
-            tap.step('-x lines come after the command\'s output',
-                     csv_after_command)
-            tap.step('tabs separate words', tabs)
-            tap.step('perfmon list FILTER', list_filter)
-            tap.step('a Ctrl-C typed during a command does not leak',
-                     ctrl_c_does_not_leak)
-        except tallyqemu.Stop:
-            pass
-    return tap.finish()
+        sh.step('reaches the prompt with -smp %d' % SMP, sh.prompt)
+        sh.step('-a on a failing command: at most %d CPUs utilized' % SMP,
+                utilized_at_most('perfmon stat -a hop 1.5', SMP, 1))
+        sh.step('-C 0-3 hop 56: at most %d CPUs utilized' % SMP,
+                utilized_at_most('perfmon stat -C 0-3 hop 56', SMP, 1))
+        sh.step('-a -A: at most 1 CPU utilized per CPU',
+                utilized_at_most('perfmon stat -a -A -e cpu-clock sleep 50',
+                                 1.0, SMP))
+        sh.step('spin 1 never migrates over 300 runs', never_migrates)
+        sh.step('yield 1000: the helper is counted, -i leaves it out',
+                children_counted)
+        sh.step(':u counts 0 on kernel work, cs:uu is refused', modes)
+        sh.step('xcalls-sent counts the calls a thread sends', xcalls)
+        sh.step('Ctrl-C in -r 50: the unfinished run is left out',
+                interrupted_repeat)
+        sh.step('long options', long_options)
+        sh.step('-x lines come after the command\'s output',
+                csv_after_command)
+        sh.step('tabs separate words', tabs)
+        sh.step('perfmon list FILTER', list_filter)
+        sh.step('a Ctrl-C typed during a command does not leak',
+                ctrl_c_does_not_leak)
+    return t.finish()
 
 
 if __name__ == '__main__':

@@ -64,7 +64,9 @@ pp_fuzz_events(const char *arg, unsigned int max)
         fuzz_check(pp_fuzz_terminated(e->name, sizeof(e->name)));
         fuzz_check(e->spec[0] != '\0');
         fuzz_check((e->flags & PERFMON_EF_MODE) != 0);
-        fuzz_check((e->flags & ~(PERFMON_EF_MODE | PERFMON_EF_RAW)) == 0);
+        fuzz_check((e->flags
+                    & ~(PERFMON_EF_MODE | PERFMON_EF_RAW | PERFMON_EF_PINNED))
+                   == 0);
         fuzz_check(((e->flags & PERFMON_EF_RAW) != 0) == (e->name[0] == '\0'));
         fuzz_check(strstr(arg, e->spec) != NULL);
     }

@@ -14,7 +14,9 @@
  * and flags, set_dev (registered devices, none, one never registered),
  * attach to itself, to a victim thread of its own that runs, exits and
  * is replaced (so attaches land on running, exiting and exited threads),
- * or to a CPU (some not online), read, detach (twice too), re-attach,
+ * or to a CPU (some not online), read (with times too), detach (twice
+ * too), re-attach, enable and disable several at once, group membership,
+ * flags that attach disabled, inherited (the victims inherit) or pinned,
  * overflow-callback register and unregister, counts of the test event
  * large enough to wrap narrow counters, migrations and yields between
  * calls.  Boot options choose the software PMU's width and overflow
@@ -24,9 +26,10 @@
  * contract in kern/perfmon.h lists, and the one the arguments call for
  * where the contract decides (a bad flag, an attached event, a CPU not
  * online, a detach of an event not attached); a count never goes
- * backwards; a detached event's count stays where it stopped.  At the
- * end, with every worker parked, the counters in use have as many users
- * as the workers have attached events; then everything is given back and
+ * backwards; a detached event's count stays where it stopped; running
+ * time never exceeds enabled time.  At the end, with every worker parked,
+ * the counters in use have as many users (inherited children aside) as
+ * the workers have attached events; then everything is given back and
  * the runner's leak check (heap, pages, counters) applies.
  *
  * A run is reproducible in its sequence of calls per worker, not in
@@ -116,7 +119,8 @@ static bool
 pf_attach_errno(int error)
 {
     return error == -ENODEV || error == -ENOENT || error == -EINVAL
-           || error == -EAGAIN || error == -EBUSY;
+           || error == -EAGAIN || error == -EBUSY || error == -ENOMEM
+           || error == -ENOSPC;
 }
 
 /* ---- the calls ------------------------------------------------------------ */
@@ -125,7 +129,7 @@ static void
 pf_init(struct pf_worker *w, struct pf_event *e)
 {
     uint64_t r = pf_rand(w), id;
-    unsigned int flags = (unsigned int)(r % 16);
+    unsigned int flags = (unsigned int)(r % 128);
     int expected, error;
 
     if (e->attached) {
@@ -199,6 +203,11 @@ pf_attach(struct pf_worker *w, struct pf_event *e)
         if (!e->attached && cpu >= cpu_count() && error != -EINVAL) {
             pf_fail(w, "attach to CPU not online", error, cpu);
         }
+
+        if (!e->attached && (e->ev.flags & PERFMON_EF_INHERIT)
+            && error != -EINVAL) {
+            pf_fail(w, "inherited event attached to a CPU", error, cpu);
+        }
     } else {
         struct thread *t = (r % 3 == 1 && w->victim != NULL) ? w->victim
                                                             : thread_self();
@@ -234,6 +243,92 @@ pf_read(struct pf_worker *w, struct pf_event *e)
     if (e->attached ? value < e->last : value != e->last) {
         pf_fail(w, e->attached ? "count went back" : "detached count moved",
                 (long long)e->last, (long long)value);
+    }
+
+    e->last = MAX(e->last, value);
+}
+
+/*
+ * Enable or disable some of the worker's events at once: -EINVAL, and
+ * nothing done, when one of them is not attached.
+ */
+static void
+pf_enable(struct pf_worker *w)
+{
+    uint64_t r = pf_rand(w);
+    struct perfmon_event *set[PF_EVENTS];
+    unsigned int nr = 0;
+    bool all_attached = true;
+    int error;
+
+    for (unsigned int i = 0; i < PF_EVENTS; i++) {
+        struct pf_event *e = &w->events[i];
+
+        if (e->known && (r & (1ULL << (8 + i)))) {
+            set[nr++] = &e->ev;
+            all_attached &= e->attached;
+        }
+    }
+
+    error = (r & 1) ? perfmon_events_enable(set, nr)
+                    : perfmon_events_disable(set, nr);
+
+    if (error != (all_attached ? 0 : -EINVAL)) {
+        pf_fail(w, "enable/disable: errno", error, all_attached);
+    }
+
+    for (unsigned int i = 0; i < nr && error == 0; i++) {
+        if (perfmon_event_enabled(set[i]) != (r & 1)) {
+            pf_fail(w, "enable/disable: state", r & 1, i);
+        }
+    }
+}
+
+/*
+ * Put an event in a group led by one of the worker's events: refused for
+ * an attached event, or a leader that leads no group.
+ */
+static void
+pf_group(struct pf_worker *w, struct pf_event *e)
+{
+    uint64_t r = pf_rand(w);
+    struct pf_event *l = &w->events[(r >> 8) % PF_EVENTS];
+    struct perfmon_event *leader = (r % 4 == 0) ? NULL : &l->ev;
+    int expected, error;
+
+    if (!e->known || (leader != NULL && !l->known)) {
+        return;
+    }
+
+    expected = (e->attached || (leader != NULL && leader != &e->ev
+                                && leader->group != leader)) ? -EINVAL : 0;
+    error = perfmon_event_set_group(&e->ev, leader);
+
+    if (error != expected) {
+        pf_fail(w, "set_group: errno", error, expected);
+    }
+}
+
+/* A count with its times: running never above enabled. */
+static void
+pf_times(struct pf_worker *w, struct pf_event *e)
+{
+    uint64_t enabled, running, value;
+
+    if (!e->known) {
+        return;
+    }
+
+    value = perfmon_event_read_times(&e->ev, &enabled, &running);
+
+    if (running > enabled) {
+        pf_fail(w, "running above enabled", (long long)running,
+                (long long)enabled);
+    }
+
+    if (e->attached ? value < e->last : value != e->last) {
+        pf_fail(w, "times: count went back or moved", (long long)e->last,
+                (long long)value);
     }
 
     e->last = MAX(e->last, value);
@@ -386,9 +481,18 @@ pf_call(struct pf_worker *w)
     uint64_t r = pf_rand(w);
     struct pf_event *e = &w->events[(r >> 8) % PF_EVENTS];
 
-    switch (r % 12) {
+    switch (r % 15) {
     case 0:
         pf_init(w, e);
+        break;
+    case 12:
+        pf_enable(w);
+        break;
+    case 13:
+        pf_group(w, e);
+        break;
+    case 14:
+        pf_times(w, e);
         break;
     case 1:
         pf_set_dev(w, e);
@@ -467,10 +571,11 @@ pf_worker_fn(void *arg)
 
 /* ---- the test ------------------------------------------------------------- */
 
+/* The counters' users, not counting inherited children (of victims). */
 static void
 pf_count_users(const struct perfmon_pmc_info *info, void *arg)
 {
-    *(unsigned int *)arg += info->nr_users;
+    *(unsigned int *)arg += info->nr_users - info->nr_inherited;
 }
 
 static unsigned int

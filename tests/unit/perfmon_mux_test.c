@@ -442,12 +442,29 @@ test_group_errors(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&m[0], 1), 0);
     assert_int_equal(perfmon_event_attach_cpu(&m[1], 1), 0);
     assert_int_equal(perfmon_event_attach_cpu(&m[2], 1), -ENOSPC);
-    assert_int_equal(l.nr_members, 2);
     assert_int_equal(perfmon_event_detach(&m[1]), 0);
     assert_int_equal(perfmon_event_attach_cpu(&m[2], 1), 0);
     assert_int_equal(perfmon_event_detach(&m[2]), 0);
     assert_int_equal(perfmon_event_detach(&m[0]), 0);
-    assert_int_equal(l.nr_members, 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+
+    /*
+     * A leader detached and made anew while a member still counts: the
+     * member is given back cleanly, and the leader leads afresh.
+     */
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[0], 1), 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+    assert_int_equal(perfmon_event_detach(&m[0]), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[1], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[2], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m[3], 1), -ENOSPC);
+    assert_int_equal(perfmon_event_detach(&m[1]), 0);
+    assert_int_equal(perfmon_event_detach(&m[2]), 0);
     assert_int_equal(perfmon_event_detach(&l), 0);
     fdev_assert_idle(fd);
 }

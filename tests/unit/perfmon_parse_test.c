@@ -85,6 +85,28 @@ test_raw_codes(void **state)
 }
 
 static void
+test_pmu_names(void **state)
+{
+    (void)state;
+    assert_int_equal(perfmon_parse_events(
+        "step/instructions/,step/instructions-nmi/:k,soft/r7/:u,cs",
+        events, MAXEV, NULL), 4);
+    assert_string_equal(events[0].spec, "step/instructions/");
+    assert_string_equal(events[0].pmu, "step");
+    assert_string_equal(events[0].name, "instructions");
+    assert_int_equal(events[0].flags, PERFMON_EF_MODE);
+    assert_string_equal(events[1].pmu, "step");
+    assert_string_equal(events[1].name, "instructions-nmi");
+    assert_int_equal(events[1].flags, PERFMON_EF_KERN);
+    assert_string_equal(events[2].pmu, "soft");
+    assert_int_equal(events[2].raw_code, 7);
+    assert_int_equal(events[2].flags, PERFMON_EF_USER | PERFMON_EF_RAW);
+    assert_string_equal(events[2].spec, "soft/r7/:u");
+    /* A plain name names no device. */
+    assert_string_equal(events[3].pmu, "");
+}
+
+static void
 check_bad(const char *list, int expected, const char *reason_part,
           const char *item)
 {
@@ -130,6 +152,15 @@ test_bad_syntax(void **state)
     check_bad("{cs}x", -EINVAL, "brace inside", "cs}x");
     check_bad("cs:Dk:", -EINVAL, "more than one", "cs:Dk:");
     check_bad("cpu/event=0xc2/", -EINVAL, "PMU terms", "cpu/event=0xc2/");
+    check_bad("step/instructions", -EINVAL, "PMU terms", "step/instructions");
+    check_bad("step//", -EINVAL, "PMU terms", "step//");
+    check_bad("/cycles/", -EINVAL, "PMU terms", "/cycles/");
+    check_bad("st ep/cycles/", -EINVAL, "PMU terms", "st ep/cycles/");
+    check_bad("step/cycles/k", -EINVAL, "PMU terms", "step/cycles/k");
+    check_bad("step/cycles//", -EINVAL, "PMU terms", "step/cycles//");
+    check_bad("step/cycles/:", -EINVAL, "modifier", "step/cycles/:");
+    check_bad("step/cycles/:u:k", -EINVAL, "more than one",
+              "step/cycles/:u:k");
     check_bad("cy cles", -EINVAL, "bad character", "cy cles");
     check_bad("cycles\t", -EINVAL, "bad character", "cycles\t");
     check_bad("cyc=1", -EINVAL, "bad character", "cyc=1");
@@ -373,6 +404,7 @@ main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_raw_codes),
+        cmocka_unit_test(test_pmu_names),
         cmocka_unit_test(test_bad_syntax),
         cmocka_unit_test(test_overlong_input),
         cmocka_unit_test(test_too_many_events),

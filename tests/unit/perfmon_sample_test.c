@@ -437,6 +437,34 @@ test_freq_first_period(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * A sample's time is the TSC in nanoseconds, exactly, also where the
+ * product of TSC and 10^9 no longer fits in 64 bits.
+ */
+static void
+test_time_exact(void **state)
+{
+    struct perfmon_sampling s = make_sampling(500, 0, PERFMON_SF_TIME,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(2994000000ULL);
+    fake_cpu_advance_tsc((1ULL << 60) + 123456789);
+    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    run(fd, 1, RAW_INSNS, 500, 500, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    /* floor((2^60 + 123456789) * 10^9 / 2994000000) */
+    assert_true(d.last.time_ns == 385077322889213014ULL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
 /* ---- throttling, sections, full rings ---------------------------------------- */
 
 /* Each interrupt takes 1 ms: far above 25% of a CPU; the period doubles. */
@@ -784,6 +812,7 @@ main(void)
         T(test_threads_share_counter),
         T(test_freq_converges),
         T(test_freq_first_period),
+        T(test_time_exact),
         T(test_throttle),
         T(test_overflow_in_section),
         T(test_ring_full),

@@ -424,6 +424,40 @@ test_set_dev(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * A named_only device counts only events that name it: registered first
+ * and able to count cycles, it is still not the default for them.
+ */
+static void
+test_named_only(void **state)
+{
+    struct perfmon_event ev;
+    struct fdev *named, *other;
+
+    (void)state;
+    named = fdev_init(0, 48, 4, true);
+    named->dev.named_only = true;
+    assert_int_equal(perfmon_register(&named->dev), 0);
+
+    /* No other device counts cycles: none is chosen. */
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -ENOENT);
+
+    /* Named, it counts them. */
+    assert_int_equal(perfmon_event_set_dev(&ev, &named->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    assert_int_equal(named->nr_counters_calls, 1);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    /* With another device that counts them, that one is the default. */
+    other = fdev_add(2, 48, 4, true);
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 0), 0);
+    assert_int_equal(other->nr_counters_calls, 1);
+    assert_int_equal(named->nr_counters_calls, 1);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
 static void
 test_misuse_asserted(void **state)
 {
@@ -1881,6 +1915,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_register_errors, setup),
+        cmocka_unit_test_setup(test_named_only, setup),
         cmocka_unit_test_setup(test_register_limits_and_lookup, setup),
         cmocka_unit_test_setup(test_dev_info_and_poll_interval, setup),
         cmocka_unit_test_setup(test_poll_interval_from_width, setup),

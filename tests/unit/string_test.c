@@ -146,6 +146,23 @@ test_strchr(void **state)
 }
 
 static void
+test_memchr(void **state)
+{
+    const char s[] = "ab\0cb\xe9";
+
+    (void)state;
+    assert_ptr_equal(memchr(s, 'b', sizeof(s)), s + 1);
+    /* Past the NUL, and only within n bytes. */
+    assert_ptr_equal(memchr(s, 'c', sizeof(s)), s + 3);
+    assert_null(memchr(s, 'c', 3));
+    assert_ptr_equal(memchr(s, '\0', sizeof(s)), s + 2);
+    assert_null(memchr(s, 'a', 0));
+    assert_null(memchr(s, 'z', sizeof(s)));
+    /* c is converted to unsigned char. */
+    assert_ptr_equal(memchr(s, -23, sizeof(s)), s + 5);
+}
+
+static void
 test_strstr(void **state)
 {
     const char *s = "abababc";
@@ -199,6 +216,7 @@ main(void)
         cmocka_unit_test(test_lengths),
         cmocka_unit_test(test_strcmp),
         cmocka_unit_test(test_strchr),
+        cmocka_unit_test(test_memchr),
         cmocka_unit_test(test_strstr),
         cmocka_unit_test(test_strlcpy),
     };
