@@ -751,6 +751,11 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         perfmon_sched_rotate(cpu, now);
     }
 
+    /* What the branch records hold until now is another thread's. */
+    if (next->active_mask & READ_ONCE(perfmon_branch_slots)) {
+        perfmon_branch_sched_in();
+    }
+
     perfmon_cpu_leave(cpu);
 }
 
@@ -1004,7 +1009,9 @@ perfmon_event_set_sampling(struct perfmon_event *event,
             || sampling->period > PERFMON_MAX_PERIOD
             || sampling->freq > PERFMON_MAX_FREQ
             || (sampling->fields & ~PERFMON_SF_MASK) != 0
-            || sampling->sbuf == NULL)) {
+            || sampling->sbuf == NULL
+            || ((sampling->fields & PERFMON_SF_BRANCH)
+                && !perfmon_branch_filter_valid(sampling->branch_filter)))) {
         return -EINVAL;
     }
 
@@ -1133,6 +1140,23 @@ perfmon_event_disable(struct perfmon_event *event)
 }
 
 /*
+ * Count an event that asks for branch stacks as a user of the branch-record
+ * driver, once it has its slot (and so its device); on failure the slot
+ * goes back.
+ */
+static int
+perfmon_event_get_branches(struct perfmon_event *event)
+{
+    int error = perfmon_branch_get(event);
+
+    if (error) {
+        perfmon_event_put_pmc(event);
+    }
+
+    return error;
+}
+
+/*
  * The common end of the two attaches: the event has its counter slot;
  * set it up as inherited, then start it unless attached disabled.
  */
@@ -1183,12 +1207,20 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         return error;
     }
 
-    event->state = PERFMON_EVENT_THREAD;
-    error = perfmon_event_attach_finish(event);
+    error = perfmon_event_get_branches(event);
+
+    if (error == 0) {
+        event->state = PERFMON_EVENT_THREAD;
+        error = perfmon_event_attach_finish(event);
+
+        if (error) {
+            event->state = PERFMON_EVENT_IDLE;
+            perfmon_event_put_pmc(event);
+            perfmon_branch_put(event);
+        }
+    }
 
     if (error) {
-        event->state = PERFMON_EVENT_IDLE;
-        perfmon_event_put_pmc(event);
         event->thread = NULL;
         thread_unref(thread);
     }
@@ -1211,6 +1243,10 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     event->thread = NULL;
     event->cpu = cpu;
     error = perfmon_event_get_pmc(event);
+
+    if (error == 0) {
+        error = perfmon_event_get_branches(event);
+    }
 
     if (error) {
         return error;
@@ -1240,6 +1276,7 @@ perfmon_event_detach(struct perfmon_event *event)
 
     event->state = PERFMON_EVENT_IDLE;
     perfmon_event_put_pmc(event);
+    perfmon_branch_put(event);
 
     if (event->thread != NULL) {
         thread_unref(event->thread);
@@ -1600,6 +1637,7 @@ perfmon_reset(void)
     perfmon_intr_reset();
     perfmon_pmc_reset();
     perfmon_sched_reset();
+    perfmon_branch_reset();
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
     perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
     perfmon_setup();

@@ -394,15 +394,53 @@ void perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg);
 /* Highest period: periods are kept below 2^62 so that sums cannot wrap. */
 #define PERFMON_MAX_PERIOD      (1ULL << 62)
 
-/* A branch record: from, to, and flags (PERFMON_BR_*). */
+/*
+ * A branch record: from, to, and flags laid out as the third word of
+ * perf's struct perf_branch_entry, so that records go out to perf.data as
+ * they are: MISPRED or PREDICTED when the hardware tells (neither when it
+ * does not), the core cycles since the previous recorded branch in bits
+ * 19:4 (0: unknown), and the kind of branch in bits 23:20 (PERFMON_BRT_*,
+ * perf's PERF_BR_* numbers; 0: unknown).
+ */
 #define PERFMON_BR_MISPRED      0x1
 #define PERFMON_BR_PREDICTED    0x2
+#define PERFMON_BR_CYCLES_SHIFT 4
+#define PERFMON_BR_CYCLES_MAX   0xffffULL
+#define PERFMON_BR_TYPE_SHIFT   20
+#define PERFMON_BR_TYPE_MASK    (0xfULL << PERFMON_BR_TYPE_SHIFT)
+
+#define PERFMON_BRT_UNKNOWN     0
+#define PERFMON_BRT_COND        1       /* conditional jump */
+#define PERFMON_BRT_UNCOND      2       /* direct jump */
+#define PERFMON_BRT_IND         3       /* indirect jump */
+#define PERFMON_BRT_CALL        4       /* direct call */
+#define PERFMON_BRT_IND_CALL    5       /* indirect call */
+#define PERFMON_BRT_RET         6       /* return */
 
 struct perfmon_branch {
     uint64_t from;
     uint64_t to;
     uint64_t flags;
 };
+
+/*
+ * Which branches a branch stack records, perf's --branch-filter names: at
+ * least one mode (where the branch was taken) and one kind.  ANY is every
+ * kind; ANY_CALL the calls, direct and indirect, and far branches (system
+ * calls, interrupts); ANY_RET the returns and far returns.
+ */
+#define PERFMON_BRF_USER        0x001   /* u */
+#define PERFMON_BRF_KERN        0x002   /* k */
+#define PERFMON_BRF_ANY         0x004   /* any */
+#define PERFMON_BRF_ANY_CALL    0x008   /* any_call */
+#define PERFMON_BRF_ANY_RET     0x010   /* any_ret */
+#define PERFMON_BRF_IND_CALL    0x020   /* ind_call */
+#define PERFMON_BRF_CALL        0x040   /* call */
+#define PERFMON_BRF_COND        0x080   /* cond */
+#define PERFMON_BRF_IND_JMP     0x100   /* ind_jmp */
+#define PERFMON_BRF_MODE        (PERFMON_BRF_USER | PERFMON_BRF_KERN)
+#define PERFMON_BRF_KINDS       0x1fc
+#define PERFMON_BRF_MASK        (PERFMON_BRF_MODE | PERFMON_BRF_KINDS)
 
 /*
  * Record types in sample buffers (struct perfmon_rec_hdr of
@@ -478,6 +516,8 @@ struct perfmon_sampling {
     unsigned int fields;                /* PERFMON_SF_* */
     uint32_t id;                        /* copied into the samples */
     struct perfmon_sbuf *sbuf;          /* where they go */
+    unsigned int branch_filter;         /* PERFMON_BRF_*, for
+                                           PERFMON_SF_BRANCH */
 };
 
 struct perfmon_family;
@@ -504,6 +544,7 @@ struct perfmon_event {
     struct perfmon_family *family;      /* inherited events, their
                                            children's too */
     struct perfmon_event *group;        /* its group's leader, or NULL */
+    bool branch_user;                   /* counted by the branch driver */
 };
 
 /*
@@ -529,8 +570,12 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  * or back in counting mode (NULL).  Returns 0, or -EINVAL for a NULL or
  * attached event, a period of 0 without freq, a period above
  * PERFMON_MAX_PERIOD, a freq above PERFMON_MAX_FREQ, unknown fields or no
- * buffer.  Attaching it later fails with -EOPNOTSUPP when its device has
- * no overflow interrupt or cannot arm counters.
+ * buffer, or with PERFMON_SF_BRANCH a branch filter with unknown bits, no
+ * mode or no kind.  Attaching it later fails with -EOPNOTSUPP when its
+ * device has no overflow interrupt or cannot arm counters, or with
+ * PERFMON_SF_BRANCH when no branch-record driver can give its samples
+ * branch stacks (perfmon_branch_why_not() says why), and with -EBUSY when
+ * other events record branch stacks with another filter.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sampling *sampling);
@@ -743,6 +788,112 @@ int perfmon_intr_unregister(int handle);
  */
 void perfmon_intr_set_branches(const struct perfmon_branch *entries,
                                unsigned int nr);
+
+/*
+ * Branch-record drivers: hardware that keeps the last branches taken (x86
+ * LBR), captured on the overflow interrupt by a callback of the registry
+ * above (perfmon_intr_set_branches()).  One driver at a time.  The core
+ * starts it when the first event asking for PERFMON_SF_BRANCH attaches and
+ * stops it when the last one detaches (inherited children ride on their
+ * root's), so that it costs nothing while nobody asks; all the events
+ * recording branches at one time share one filter.
+ *
+ * check (thread context): NULL when samples of events of dev can carry
+ *   branch stacks recorded with filter (a complete PERFMON_BRF_* filter),
+ *   or one line saying why not ("this CPU's LBR cannot record calls
+ *   alone", "the LBR freezes on the hardware PMU's interrupt: use a
+ *   hardware event").
+ * start (thread context, interrupts enabled): record with filter on every
+ *   CPU and capture on the overflow interrupt; 0, or an error (nothing
+ *   started).
+ * stop (thread context, interrupts enabled): stop recording on every CPU;
+ *   once it returns no interrupt captures any more.
+ * sched_in (context switch: interrupts disabled, the run queue locked,
+ *   inside the core's section on this CPU): a thread whose events record
+ *   branches is switched in here: forget the branches recorded so far,
+ *   another thread's, so that its samples hold its own branches only.
+ *
+ * name: "lbr"; desc: what it is, for `perfmon info` ("intel legacy LBR,
+ * Skylake-class, format 5"); depth: the most branches a stack holds;
+ * filters: the PERFMON_BRF_* it can tell apart (ANY always; the mode bits
+ * when it can record one mode without the other).
+ */
+struct perfmon_branch_ops {
+    const char *(*check)(const struct perfmon_dev *dev, unsigned int filter);
+    int (*start)(unsigned int filter);
+    void (*stop)(void);
+    void (*sched_in)(void);
+};
+
+struct perfmon_branch_driver {
+    const char *name;
+    const char *desc;
+    unsigned int depth;
+    unsigned int filters;
+    const struct perfmon_branch_ops *ops;
+};
+
+/*
+ * Register the branch-record driver; unregister it (a test's fake one).
+ * perfmon_branch_register() returns 0, -EINVAL for a driver without name,
+ * desc or operation, -EEXIST while one is registered.
+ * perfmon_branch_unregister() returns 0, -EINVAL for a driver that is not
+ * the registered one, -EBUSY while events record branches.  Thread
+ * context.
+ */
+int perfmon_branch_register(const struct perfmon_branch_driver *drv);
+int perfmon_branch_unregister(const struct perfmon_branch_driver *drv);
+
+/*
+ * Why samples of events of dev (NULL: the device the core would choose
+ * for them does not matter yet) cannot carry branch stacks recorded with
+ * filter now, in one line, or NULL when they can: no driver (the reason
+ * set below), the driver's check, another filter in use.  Thread context.
+ */
+const char *perfmon_branch_why_not(const struct perfmon_dev *dev,
+                                   unsigned int filter);
+
+/*
+ * Why there is no branch-record driver, set once at boot by the platform
+ * code that probed for one (copied, truncated to PERFMON_HW_STATUS_SIZE - 1
+ * characters); "not probed" before that.
+ */
+void perfmon_branch_set_absent(const char *why);
+
+/*
+ * What `perfmon info` shows: the driver (text: its desc, depth, filters),
+ * or why there is none (text), and the events recording branches now with
+ * the filter they share.  Thread context.
+ */
+struct perfmon_branch_info {
+    bool present;
+    const char *text;
+    unsigned int depth;
+    unsigned int filters;
+    unsigned int nr_users;
+    unsigned int filter;                /* when nr_users != 0 */
+};
+
+void perfmon_branch_get_info(struct perfmon_branch_info *info);
+
+/*
+ * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
+ * filter as perf's -j list would give it ("any,u,k"), in buf.
+ */
+const char *perfmon_branch_filter_name(unsigned int bit);
+void perfmon_branch_filter_fmt(char *buf, size_t size, unsigned int filter);
+
+/*
+ * A -j list (perf's --branch-filter: names, comma-separated; "ret" is
+ * taken for any_ret) into *filterp, its PERFMON_BRF_* bits as given (the
+ * caller adds the defaults: any, the event's modes).  Returns 0, or
+ * -EINVAL for an empty list or item or an unknown name, -EOPNOTSUPP for a
+ * name of perf's that Tally has no use for (hv, the TSX filters,
+ * call_stack, save_type...), with the item as typed in bad (truncated to
+ * bad_size - 1 characters).
+ */
+int perfmon_branch_filter_parse(const char *list, unsigned int *filterp,
+                                char *bad, size_t bad_size);
 
 INIT_OP_DECLARE(perfmon_setup);
 

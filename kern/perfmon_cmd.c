@@ -757,12 +757,40 @@ perfmon_cmd_pmc_collect(const struct perfmon_pmc_info *info, void *arg)
     }
 }
 
+/* The branch-record driver: what it can do and who uses it, or why none. */
+static void
+perfmon_cmd_info_branches(void)
+{
+    struct perfmon_branch_info info;
+    char filters[96], in_use[96];
+
+    perfmon_branch_get_info(&info);
+
+    if (!info.present) {
+        kprintf("branch records: %s\n", info.text);
+        return;
+    }
+
+    perfmon_branch_filter_fmt(filters, sizeof(filters), info.filters);
+    perfmon_branch_filter_fmt(in_use, sizeof(in_use), info.filter);
+    kprintf("branch records: %s; %u entries; filters %s; in use: ",
+            info.text, info.depth, filters);
+
+    if (info.nr_users == 0) {
+        kprintf("no\n");
+    } else {
+        kprintf("%u event%s, filter %s\n", info.nr_users,
+                (info.nr_users == 1) ? "" : "s", in_use);
+    }
+}
+
 static void
 perfmon_cmd_info_hw(void)
 {
     kprintf("cpu: %s family %#x model %#x\n", cpu_info.vendor_str,
             cpu_info.family, cpu_info.model);
     kprintf("hardware PMU: %s\n", perfmon_hw_status(NULL));
+    perfmon_cmd_info_branches();
 }
 
 static void
@@ -909,17 +937,23 @@ perfmon_cmd_usage(void)
             "             (long forms: --event= --all-cpus --cpu= --no-aggr "
             "--no-inherit --repeat=\n"
             "             --field-separator=)\n"
-            "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-a | -C CPUS] "
-            "[-i] [-m SIZE] [--] COMMAND [ARGS...]\n"
+            "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] "
+            "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND "
+            "[ARGS...]\n"
             "                          sample COMMAND (or the CPUs while it "
             "runs), keep the samples\n"
             "  -c N       a sample every N events; -F HZ: HZ samples a second "
             "per CPU (default %u)\n"
             "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
             "(default 256K)\n"
+            "  -b         with branch stacks (LBR); -j any,any_call,any_ret,"
+            "ind_call,call,cond,ind_jmp,u,k: filtered\n"
             "       perfmon report [--sort comm,sym|sym|comm|cpu] [-g] "
             "[--folded] [--percent-limit P]\n"
             "                          the last recording, hottest first\n"
+            "       perfmon report --branch [--percent-limit P]\n"
+            "                          its branch stacks by from -> to, with "
+            "mispredicts\n"
             "       perfmon script     the last recording, one sample a line\n"
             "       perfmon top [-e EVENT] [-F HZ] [-d SECS] [-n COUNT] "
             "[--stdio]\n"

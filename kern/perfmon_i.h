@@ -13,6 +13,7 @@
  *                    overflow folding
  *   perfmon_intr.c   the overflow-interrupt callback registry
  *   perfmon_inherit.c  inherited events and their children
+ *   perfmon_branch.c the branch-record driver and its users
  */
 
 #ifndef KERN_PERFMON_I_H
@@ -103,6 +104,13 @@ extern uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
  * looks at slots its threads use (their bits cannot change meanwhile).
  */
 extern uint64_t perfmon_sampling_slots;
+
+/*
+ * The sampling slots whose samples carry branch stacks (PERFMON_SF_BRANCH),
+ * a subset of perfmon_sampling_slots kept the same way: the switch hook
+ * tells the branch-record driver when a thread using one comes in.
+ */
+extern uint64_t perfmon_branch_slots;
 
 /*
  * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
@@ -275,6 +283,25 @@ void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
 const struct perfmon_branch *perfmon_intr_branches(unsigned int *nrp);
 
 /*
+ * kern/perfmon_branch.c.
+ *
+ * perfmon_branch_filter_valid: filter is complete (a mode and a kind, no
+ *   unknown bit).
+ * perfmon_branch_get: an event is being attached (its device chosen): if
+ *   its samples ask for branch stacks, count it as a user of the driver,
+ *   starting the driver for the first; 0, -EOPNOTSUPP (no driver, or the
+ *   driver cannot serve it), -EBUSY (another filter in use), or the
+ *   driver's start error.  Thread context.
+ * perfmon_branch_put: the reverse, at detach (after the slot is released).
+ * perfmon_branch_sched_in: the switch hook loaded a thread using a slot of
+ *   perfmon_branch_slots here (interrupts disabled, in the section).
+ */
+bool perfmon_branch_filter_valid(unsigned int filter);
+int perfmon_branch_get(struct perfmon_event *event);
+void perfmon_branch_put(struct perfmon_event *event);
+void perfmon_branch_sched_in(void);
+
+/*
  * kern/perfmon_sample.c.
  *
  * perfmon_sample_write: write a sample of sampling on the calling CPU, in
@@ -396,6 +423,7 @@ void perfmon_dev_reset(void);
 void perfmon_intr_reset(void);
 void perfmon_pmc_reset(void);
 void perfmon_sched_reset(void);
+void perfmon_branch_reset(void);
 #endif
 
 #endif /* KERN_PERFMON_I_H */

@@ -56,6 +56,7 @@ bool perfmon_switch_hook_on = true;
 static unsigned int perfmon_nr_thread_events;
 struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 uint64_t perfmon_sampling_slots;
+uint64_t perfmon_branch_slots;
 uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 static unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
@@ -345,6 +346,12 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
                    perfmon_sampling_slots | perfmon_slot_bit(free_slot));
     }
 
+    if (pmc->sampling != NULL
+        && (pmc->sampling->fields & PERFMON_SF_BRANCH)) {
+        WRITE_ONCE(perfmon_branch_slots,
+                   perfmon_branch_slots | perfmon_slot_bit(free_slot));
+    }
+
     if (dev->poll_interval_ms != 0 && !perfmon_poll_armed[dev->index]) {
         perfmon_poll_armed[dev->index] = true;
         *armp = true;
@@ -386,6 +393,8 @@ perfmon_pmc_put(struct perfmon_event *event)
         perfmon_dev_nr_used_[dev->index]--;
         WRITE_ONCE(perfmon_sampling_slots,
                    perfmon_sampling_slots & ~perfmon_slot_bit(event->slot));
+        WRITE_ONCE(perfmon_branch_slots,
+                   perfmon_branch_slots & ~perfmon_slot_bit(event->slot));
         pmc->sampling = NULL;
         pmc->group = NULL;
     }
@@ -574,6 +583,7 @@ perfmon_pmc_reset(void)
 {
     memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
     perfmon_sampling_slots = 0;
+    perfmon_branch_slots = 0;
     memset(perfmon_dev_reserved, 0, sizeof(perfmon_dev_reserved));
     memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
     memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));

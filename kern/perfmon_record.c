@@ -37,17 +37,20 @@
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
 
 static const char perfmon_record_usage[] =
-    "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b] [-a | -C CPUS] "
-    "[-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
+    "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
+    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
     char event_name[PERFMON_PARSE_NAME_SIZE];
     struct perfmon_cmd_event event;
+    struct perfmon_dev *dev;            /* the device counting it */
     uint64_t period;                    /* -c */
     uint64_t freq;                      /* -F */
     bool callchain;                     /* -g */
-    bool branches;                      /* -b */
+    bool branches;                      /* -b, or -j */
+    unsigned int branch_filter;         /* -j, completed by the parse */
+    const char *branch_list;            /* -j's argument */
     bool all_cpus;                      /* -a */
     const char *cpu_list;               /* -C */
     uint64_t cpu_mask;
@@ -73,6 +76,7 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
     { "count", 'c', true },
     { "freq", 'F', true },
     { "branch-any", 'b', false },
+    { "branch-filter", 'j', true },
     { "all-cpus", 'a', false },
     { "cpu", 'C', true },
     { "no-inherit", 'i', false },
@@ -118,6 +122,16 @@ perfmon_record_set_event(struct perfmon_record *r, const char *list)
     }
 
     strlcpy(r->event_name, parsed.spec, sizeof(r->event_name));
+
+    /* As the core chooses: a raw code goes to the first device. */
+    r->dev = r->event.dev;
+
+    if (r->dev == NULL) {
+        r->dev = (parsed.flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
+                                                 : perfmon_cmd_dev_for(
+                                                       parsed.name);
+    }
+
     return 0;
 }
 
@@ -156,6 +170,80 @@ perfmon_record_ring_size(struct perfmon_record *r, const char *val)
     return 0;
 }
 
+/* -j LIST: perf's branch filter names; -j implies -b, as in perf. */
+static int
+perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
+{
+    char bad[PERFMON_PARSE_NAME_SIZE];
+    unsigned int filter;
+    int error;
+
+    error = perfmon_branch_filter_parse(list, &filter, bad, sizeof(bad));
+
+    if (error == -EOPNOTSUPP) {
+        return perfmon_record_error("-j %s: '%s' is perf's, but means "
+                                    "nothing here (filters: any, any_call, "
+                                    "any_ret, ind_call, call, cond, ind_jmp, "
+                                    "u, k)", list, bad);
+    } else if (error) {
+        return perfmon_record_error("-j %s: %s%s%s (filters: any, any_call, "
+                                    "any_ret, ind_call, call, cond, ind_jmp, "
+                                    "u, k)", list,
+                                    (bad[0] == '\0') ? "an empty filter"
+                                                     : "unknown filter '",
+                                    bad, (bad[0] == '\0') ? "" : "'");
+    }
+
+    r->branches = true;
+    r->branch_filter |= filter;
+    r->branch_list = list;
+    return 0;
+}
+
+/*
+ * The filter completed as perf completes it (any kind of branch; the
+ * event's own modes), then asked of the branch-record driver: no driver,
+ * one that cannot filter so, an event whose interrupt does not freeze the
+ * records, another recording's filter, each says so in one line.
+ */
+static int
+perfmon_record_check_branches(struct perfmon_record *r)
+{
+    struct perfmon_branch_info info;
+    const char *why;
+
+    if (!(r->branch_filter & PERFMON_BRF_KINDS)) {
+        r->branch_filter |= PERFMON_BRF_ANY;
+    }
+
+    if (!(r->branch_filter & PERFMON_BRF_MODE)) {
+        r->branch_filter |= ((r->event.flags & PERFMON_EF_USER)
+                             ? PERFMON_BRF_USER : 0)
+                            | ((r->event.flags & PERFMON_EF_KERN)
+                               ? PERFMON_BRF_KERN : 0);
+    }
+
+    why = perfmon_branch_why_not(r->dev, r->branch_filter);
+
+    if (why == NULL) {
+        return 0;
+    }
+
+    perfmon_branch_get_info(&info);
+
+    if (!info.present) {
+        kprintf("perfmon: record: %s: no branch records on this machine "
+                "(%s)\n", (r->branch_list != NULL) ? "-j" : "-b", why);
+    } else if (r->branch_list != NULL) {
+        kprintf("perfmon: record: -j %s with %s: %s\n", r->branch_list,
+                r->event_name, why);
+    } else {
+        kprintf("perfmon: record: -b with %s: %s\n", r->event_name, why);
+    }
+
+    return SHELL_ERR_REPORTED;
+}
+
 static int
 perfmon_record_option(void *arg, int opt, const char *val)
 {
@@ -175,6 +263,8 @@ perfmon_record_option(void *arg, int opt, const char *val)
     case 'b':
         r->branches = true;
         return 0;
+    case 'j':
+        return perfmon_record_branch_filter(r, val);
     case 'a':
         r->all_cpus = true;
         return 0;
@@ -226,7 +316,7 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
     int error;
 
     r->ring_size = PERFMON_RECORD_RING_DEFAULT;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbaC:im:",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbj:aC:im:",
                           perfmon_record_longopts);
 
     error = perfmon_cmd_options(&opts, "record", perfmon_record_usage,
@@ -249,12 +339,6 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
                                     argv[opts.index]);
     }
 
-    if (r->branches) {
-        kprintf("perfmon: record: -b: no branch-record driver is registered "
-                "(perfmon info says why)\n");
-        return SHELL_ERR_REPORTED;
-    }
-
     r->cmd_argc = argc - opts.index;
     r->cmd_argv = &argv[opts.index];
 
@@ -266,6 +350,10 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 
     if (error == 0 && r->event_name[0] == '\0') {
         error = perfmon_record_default_event(r);
+    }
+
+    if (error == 0 && r->branches) {
+        error = perfmon_record_check_branches(r);
     }
 
     return error;
@@ -287,6 +375,19 @@ perfmon_record_detach_all(struct perfmon_record *r)
 static int
 perfmon_record_attach_error(struct perfmon_record *r, int error)
 {
+    const char *why = NULL;
+
+    /* The branch driver refused, or another filter came first. */
+    if (r->branches && (error == -EOPNOTSUPP || error == -EBUSY)) {
+        why = perfmon_branch_why_not(r->dev, r->branch_filter);
+    }
+
+    if (why != NULL) {
+        kprintf("perfmon: record: branch stacks with %s: %s\n",
+                r->event_name, why);
+        return SHELL_ERR_REPORTED;
+    }
+
     switch (error) {
     case -EOPNOTSUPP:
         kprintf("perfmon: record: %s: its device cannot sample (no overflow "
@@ -387,6 +488,7 @@ perfmon_record_stream_open(struct perfmon_record *r)
         .period = r->sampling.period,
         .freq = r->sampling.freq,
         .fields = r->sampling.fields,
+        .branch_filter = r->sampling.branch_filter,
         .argc = r->argc,
         .argv = r->argv,
     };
@@ -493,8 +595,10 @@ perfmon_record_run(struct perfmon_record *r)
         .freq = (unsigned int)r->freq,
         .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD
-                  | (r->callchain ? PERFMON_SF_CALLCHAIN : 0),
+                  | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
+                  | (r->branches ? PERFMON_SF_BRANCH : 0),
         .sbuf = perfmon_rec_sbuf(r->rec),
+        .branch_filter = r->branch_filter,
     };
 
     /* The thread is named after the command, as perf shows its comm. */

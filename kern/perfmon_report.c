@@ -40,6 +40,7 @@
 static const char perfmon_report_usage[] =
     "usage: perfmon report [--sort KEYS] [-g] [--folded] "
     "[--percent-limit P]\n"
+    "       perfmon report --branch [--percent-limit P]\n"
     "       KEYS: comm,sym (default), sym, comm, cpu\n";
 
 static const char perfmon_script_usage[] = "usage: perfmon script\n";
@@ -590,11 +591,13 @@ perfmon_report_main(int argc, char **argv)
         { "sort", 's', true },
         { "folded", 'f', false },
         { "percent-limit", 'p', true },
+        { "branch", 'b', false },
+        { "branch-stack", 'b', false },
         { NULL, 0, false },
     };
     unsigned int keys = PERFMON_PROFILE_KEY_COMM | PERFMON_PROFILE_KEY_SYM;
     unsigned int limit_bp = 0;
-    bool chains = false, folded = false;
+    bool chains = false, folded = false, branches = false, sorted = false;
     const struct perfmon_rec *rec;
     struct perfmon_profile *p;
     struct perfmon_rec_info info;
@@ -602,7 +605,7 @@ perfmon_report_main(int argc, char **argv)
     const char *val;
     int opt, error;
 
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "g", longopts);
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "gb", longopts);
 
     while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
         switch (opt) {
@@ -612,7 +615,12 @@ perfmon_report_main(int argc, char **argv)
         case 'f':
             folded = true;
             break;
+        case 'b':
+            branches = true;
+            break;
         case 's':
+            sorted = true;
+
             if (perfmon_report_parse_sort(val, &keys) != 0) {
                 return perfmon_report_error("--sort: unknown keys "
                                             "'%s'", val);
@@ -641,10 +649,19 @@ perfmon_report_main(int argc, char **argv)
                                     argv[opts.index]);
     }
 
+    if (branches && (chains || folded || sorted)) {
+        return perfmon_report_error("--branch goes with --percent-limit "
+                                    "alone");
+    }
+
     rec = perfmon_report_last("report");
 
     if (rec == NULL) {
         return SHELL_ERR_REPORTED;
+    }
+
+    if (branches) {
+        return perfmon_report_branches(rec, limit_bp);
     }
 
     error = perfmon_profile_create(&p, keys, chains || folded);
@@ -691,6 +708,40 @@ struct perfmon_script {
     const struct perfmon_rec *rec;
     const char *event;
 };
+
+/*
+ * A branch of a sample's stack, newest first, one line each, as perf
+ * script's brstacksym shows them: from and to, and what the hardware said
+ * (mispredicted or predicted, the cycles since the branch before).
+ */
+static void
+perfmon_script_branch(const struct perfmon_branch *b)
+{
+    uint64_t cycles = (b->flags >> PERFMON_BR_CYCLES_SHIFT)
+                      & PERFMON_BR_CYCLES_MAX;
+    struct perfmon_cmd_line line;
+    char from[64], to[64];
+
+    perfmon_report_addr(from, sizeof(from), b->from);
+    perfmon_report_addr(to, sizeof(to), b->to);
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "\tbranch %016llx %s -> %016llx %s",
+                         (unsigned long long)b->from, from,
+                         (unsigned long long)b->to, to);
+
+    if (b->flags & PERFMON_BR_MISPRED) {
+        perfmon_cmd_line_add(&line, " mispredicted");
+    } else if (b->flags & PERFMON_BR_PREDICTED) {
+        perfmon_cmd_line_add(&line, " predicted");
+    }
+
+    if (cycles != 0) {
+        perfmon_cmd_line_add(&line, " %llu cycles",
+                             (unsigned long long)cycles);
+    }
+
+    perfmon_cmd_line_print(&line);
+}
 
 static bool
 perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
@@ -740,11 +791,7 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
     }
 
     for (unsigned int i = 0; i < s.nr_branches; i++) {
-        const struct perfmon_branch *b = &s.branches[i];
-
-        kprintf("\tbranch %016llx -> %016llx%s\n",
-                (unsigned long long)b->from, (unsigned long long)b->to,
-                (b->flags & PERFMON_BR_MISPRED) ? " mispredicted" : "");
+        perfmon_script_branch(&s.branches[i]);
     }
 
     if (s.nr_ips != 0 || s.nr_branches != 0) {

@@ -14,6 +14,8 @@
 #define KERN_PERFMON_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "kern/perfmon.h"
 
@@ -45,5 +47,17 @@ void perfmon_profile_add_all(struct perfmon_profile *profile,
 void perfmon_profile_print(const struct perfmon_profile *profile,
                            const char *event, unsigned int limit_bp,
                            unsigned int max_rows, bool chains);
+
+/*
+ * `perfmon report --branch` (kern/perfmon_report_branch.c): the branch
+ * stacks of rec's samples by from -> to pair, hottest first, down to
+ * limit_bp hundredths of a percent.  Returns 0, or SHELL_ERR_REPORTED
+ * after one line (no branch stacks in rec, out of memory).
+ */
+int perfmon_report_branches(const struct perfmon_rec *rec,
+                            unsigned int limit_bp);
+
+/* An address as perf names it: "symbol+0xoffset", or "0xaddress". */
+void perfmon_report_addr(char *buf, size_t size, uint64_t addr);
 
 #endif /* KERN_PERFMON_REPORT_H */

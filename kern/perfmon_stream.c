@@ -61,8 +61,24 @@
 #define PERFMON_STREAM_AF_SAMPLE_ID_ALL     (1ULL << 18)
 #define PERFMON_STREAM_AF_EXCLUDE_GUEST     (1ULL << 20)
 
-/* branch_sample_type: any branch, in the kernel. */
-#define PERFMON_STREAM_BRANCH_ANY_KERNEL    0xa
+/*
+ * branch_sample_type bits (perf's PERF_SAMPLE_BRANCH_*), one per
+ * PERFMON_BRF_* bit.
+ */
+static const struct {
+    unsigned int filter;
+    uint64_t perf;
+} perfmon_stream_branch_bits[] = {
+    { PERFMON_BRF_USER, 1ULL << 0 },
+    { PERFMON_BRF_KERN, 1ULL << 1 },
+    { PERFMON_BRF_ANY, 1ULL << 3 },
+    { PERFMON_BRF_ANY_CALL, 1ULL << 4 },
+    { PERFMON_BRF_ANY_RET, 1ULL << 5 },
+    { PERFMON_BRF_IND_CALL, 1ULL << 6 },
+    { PERFMON_BRF_COND, 1ULL << 10 },
+    { PERFMON_BRF_IND_JMP, 1ULL << 12 },
+    { PERFMON_BRF_CALL, 1ULL << 13 },
+};
 
 /* Header features (their bit numbers in perf.data). */
 #define PERFMON_STREAM_FEAT_HOSTNAME        3
@@ -291,6 +307,21 @@ perfmon_stream_end(struct perfmon_stream *s)
 
 /* ---- the recording's header --------------------------------------------- */
 
+/* perf's branch_sample_type of a branch filter. */
+static uint64_t
+perfmon_stream_branch_type(unsigned int filter)
+{
+    uint64_t type = 0;
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_stream_branch_bits); i++) {
+        if (filter & perfmon_stream_branch_bits[i].filter) {
+            type |= perfmon_stream_branch_bits[i].perf;
+        }
+    }
+
+    return type;
+}
+
 static void
 perfmon_stream_attr_init(struct perfmon_stream_attr *attr,
                          const struct perfmon_stream_desc *desc)
@@ -325,7 +356,8 @@ perfmon_stream_attr_init(struct perfmon_stream_attr *attr,
 
     if (desc->fields & PERFMON_SF_BRANCH) {
         attr->sample_type |= PERFMON_STREAM_ST_BRANCH_STACK;
-        attr->branch_sample_type = PERFMON_STREAM_BRANCH_ANY_KERNEL;
+        attr->branch_sample_type = perfmon_stream_branch_type(
+                                       desc->branch_filter);
     }
 }
 

@@ -65,6 +65,7 @@ struct perfmon_stream_desc {
     uint64_t period;                    /* events per sample, or with */
     unsigned int freq;                  /*   freq, samples per second */
     unsigned int fields;                /* PERFMON_SF_* of the samples */
+    unsigned int branch_filter;         /* PERFMON_BRF_*, with branches */
     int argc;                           /* the command that records */
     char *const *argv;
 };

@@ -34,6 +34,31 @@
 #define MSR_IA32_PERF_GLOBAL_OVF_CTRL 0x00000390
 #define MSR_IA32_A_PMC0             0x000004c1
 
+/*
+ * Branch records: Intel's legacy LBR stack (SDM vol. 3B, "Last Branch,
+ * Interrupt, and Exception Recording"; the FROM/TO/INFO bases and depth
+ * depend on the CPU model, arch/x86/lbr_intel.c), Intel Architectural LBR
+ * (SDM vol. 3B, "Architectural Last Branch Records") and AMD's LbrExtV2
+ * (APM vol. 2, "Last Branch Stack"), which shares its MSR range with
+ * Zen 3's branch sampling.
+ */
+#define MSR_IA32_DEBUGCTL           0x000001d9
+#define MSR_LBR_SELECT              0x000001c8
+#define MSR_LBR_TOS                 0x000001c9
+#define MSR_LBR_CORE_FROM           0x00000040
+#define MSR_LBR_CORE_TO             0x00000060
+#define MSR_LBR_NHM_FROM            0x00000680
+#define MSR_LBR_NHM_TO              0x000006c0
+#define MSR_LBR_INFO_0              0x00000dc0
+#define MSR_ARCH_LBR_CTL            0x000014ce
+#define MSR_ARCH_LBR_DEPTH          0x000014cf
+#define MSR_ARCH_LBR_INFO_0         0x00001200
+#define MSR_ARCH_LBR_FROM_0         0x00001500
+#define MSR_ARCH_LBR_TO_0           0x00001600
+#define MSR_AMD_LBR_SELECT          0xc000010e
+#define MSR_AMD_DBG_EXTN_CFG        0xc000010f
+#define MSR_AMD_LBR_FROM_0          0xc0010300  /* TO_i: FROM_i + 1 */
+
 /* AMD performance counters (APM vol. 2, section 13.2). */
 #define MSR_AMD_K7_PERFEVTSEL0      0xc0010000
 #define MSR_AMD_K7_PERFCTR0         0xc0010004

@@ -22,7 +22,7 @@
 #include "kern/shell.h"
 
 static const char *const opts_fuzz_specs[] = {
-    "e:aC:Ar:x:", "e:c:F:gbaC:m:", "e:F:d:n:", "g", ":", "",
+    "e:aC:Ar:x:", "e:c:F:gbj:aC:im:", "e:F:d:n:", "gb", ":", "",
 };
 
 static const struct perfmon_cmd_longopt opts_fuzz_longopts[] = {

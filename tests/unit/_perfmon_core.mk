@@ -4,6 +4,7 @@
 # The leading '_' sorts it before the .mk files that use it.
 PERFMON_CORE_SRCS := kern/perfmon.c \
 	kern/perfmon_dev.c kern/perfmon_events.c kern/perfmon_intr.c \
+	kern/perfmon_branch.c \
 	kern/perfmon_pmc.c \
 	kern/perfmon_inherit.c kern/perfmon_sched.c \
 	kern/perfmon_sample.c kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \

@@ -29,10 +29,7 @@
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "msr_model.h"
-
-#define MODEL_MAX_GP        16
-#define MODEL_MAX_FIXED     4
-#define MODEL_NR_CTRS       (MODEL_MAX_GP + MODEL_MAX_FIXED)
+#include "msr_model_i.h"
 
 #define MODEL_MSR_OVF_CTRL          MSR_IA32_PERF_GLOBAL_OVF_CTRL
 #define MODEL_MSR_AMD_STATUS_SET    MSR_AMD_PERF_CNTR_GLOBAL_STATUS_SET
@@ -40,35 +37,6 @@
 /* An event selector compares these bits of a PERFEVTSEL. */
 #define MODEL_SEL_MASK  (PMU_EVTSEL_EVENT | PMU_EVTSEL_UMASK                \
                          | PMU_EVTSEL_AMD_EVENT_HI)
-
-/*
- * One CPU: its configuration (an application processor of a hybrid part
- * may differ from the boot CPU) and its registers.  Counters are indexed
- * 0..MODEL_MAX_GP-1 (general purpose) then MODEL_MAX_GP + i (fixed i) in
- * since_read.
- */
-struct model_cpu {
-    struct msr_model_config cfg;
-    uint64_t evtsel[MODEL_MAX_GP];
-    uint64_t pmc[MODEL_MAX_GP];
-    uint64_t fixed[MODEL_MAX_FIXED];
-    uint64_t fixed_ctrl;
-    uint64_t global_ctrl;
-    uint64_t global_status;
-    uint64_t since_read[MODEL_NR_CTRS];  /* counted since last read */
-    bool edge_state[MODEL_MAX_GP];       /* last cycle met the cmask */
-    uint64_t lost;                       /* discarded by writes */
-    uint64_t drifted;                    /* drift events, per kind */
-    bool skid_pending;                   /* a PMI waits for skid_left */
-    uint64_t skid_left;
-    bool lvt_masked;
-    unsigned int nmis;                   /* pending: 0 or 1 */
-    bool nmi_is_pmi;                     /* the pending one came from a PMI */
-    unsigned int pmis;
-    unsigned int lost_pmis;
-    unsigned int merged;
-    unsigned int unmasks;
-};
 
 static struct {
     struct model_cpu cpus[MSR_MODEL_MAX_CPUS];
@@ -82,7 +50,7 @@ static struct {
     unsigned int writes;
 } model;
 
-static struct model_cpu *
+struct model_cpu *
 model_cpu(void)
 {
     unsigned int cpu = cpu_id();
@@ -297,6 +265,8 @@ model_cpu_reset(struct model_cpu *mc, const struct msr_model_config *config)
             mc->global_ctrl |= 1ULL << (MSR_MODEL_FIXED_BIT + i);
         }
     }
+
+    model_lbr_reset(mc);
 }
 
 void
@@ -304,6 +274,7 @@ msr_model_init(const struct msr_model_config *config)
 {
     memset(&model, 0, sizeof(model));
     model.drift = MSR_MODEL_DEFAULT_DRIFT;
+    model_lbr_init();
 
     for (unsigned int i = 0; i < MSR_MODEL_MAX_CPUS; i++) {
         model_cpu_reset(&model.cpus[i], config);
@@ -528,6 +499,8 @@ pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
     default:
         break;
     }
+
+    model_lbr_cpuid(c, leaf, regs);
 }
 
 /* ---- MSR decoding ------------------------------------------------------- */
@@ -882,6 +855,9 @@ model_count(struct model_cpu *mc, uint64_t *ctr, unsigned int idx,
         return;
     }
 
+    /* The PMI request freezes the branch records at once (skid or not). */
+    model_lbr_pmi(mc);
+
     if (model.skid == 0) {
         model_pmi(mc);
     } else if (!mc->skid_pending) {
@@ -1067,15 +1043,19 @@ msr_model_inject_spread(unsigned int event, uint64_t count, uint64_t cycles,
 static void
 model_drift(struct model_cpu *mc)
 {
-    if (model.drift == 0 || model.in_drift) {
+    if (model.in_drift) {
         return;
     }
 
     model.in_drift = true;
-    mc->drifted += model.drift;
+    model_lbr_drift(mc);
 
-    for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
-        model_inject(mc, e, model.drift, 1, false);
+    if (model.drift != 0) {
+        mc->drifted += model.drift;
+
+        for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
+            model_inject(mc, e, model.drift, 1, false);
+        }
     }
 
     model.in_drift = false;
@@ -1187,6 +1167,16 @@ model_read(struct model_cpu *mc, uint32_t msr, uint64_t *valuep, bool peek)
 {
     const struct msr_model_config *c = &mc->cfg;
     unsigned int reg, i;
+    int error;
+
+    /* QEMU's TCG answers every MSR alike, the records' too. */
+    if (c->kind != MSR_MODEL_TCG) {
+        error = model_lbr_read(mc, msr, valuep);
+
+        if (error != MODEL_LBR_NOT_MINE) {
+            return error;
+        }
+    }
 
     reg = model_decode(c, msr, &i);
 
@@ -1215,7 +1205,8 @@ model_read(struct model_cpu *mc, uint32_t msr, uint64_t *valuep, bool peek)
         *valuep = mc->global_ctrl;
         return 0;
     case REG_PERF_CAP:
-        *valuep = c->fw_write ? PMU_PERF_CAP_FW_WRITE : 0;
+        *valuep = (c->fw_write ? PMU_PERF_CAP_FW_WRITE : 0)
+                  | model_lbr_perf_cap(c);
         return 0;
     case REG_STATUS_CLR:
     case REG_STATUS_SET:
@@ -1232,9 +1223,19 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
 {
     const struct msr_model_config *c = &mc->cfg;
     unsigned int reg, i;
+    int error;
+
+    model.writes++;
+
+    if (c->kind != MSR_MODEL_TCG) {
+        error = model_lbr_write(mc, msr, value);
+
+        if (error != MODEL_LBR_NOT_MINE) {
+            return error;
+        }
+    }
 
     reg = model_decode(c, msr, &i);
-    model.writes++;
 
     switch (reg) {
     case REG_EVTSEL:
@@ -1293,13 +1294,13 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
         /* SDM vol. 3B, IA32_PERF_GLOBAL_OVF_CTRL, and APM vol. 2,
            PerfCntrGlobalStatusClr: writing 1 clears the status bit.  Bits
            of counters that do not exist are reserved: #GP. */
-        if (value & ~model_status_valid(c)) {
+        if (value & ~(model_status_valid(c) | model_lbr_status_bits(c))) {
             return -EIO;
         }
         mc->global_status &= ~value;
         return 0;
     case REG_STATUS_SET:
-        if (value & ~model_status_valid(c)) {
+        if (value & ~(model_status_valid(c) | model_lbr_status_bits(c))) {
             return -EIO;
         }
         mc->global_status |= value;

@@ -34,6 +34,11 @@
  *   the firmware left counting.
  * - AMD family 15h counts its constrained events only on the counters that
  *   can count them, and each family knows only its own event codes.
+ * - Branch records (Intel legacy LBR in every format, Architectural LBR,
+ *   AMD LbrExtV2: msr_model_lbr.c) record what the test injects, filtered
+ *   as programmed, and the driver's own branches between its accesses
+ *   (msr_model_set_branch_drift()) unless a PMI froze them; reserved bits
+ *   and entries past the depth fault.
  * - The local APIC masks the LVT on a PMI (Intel); a PMI that finds it
  *   masked is lost.  Tests may also raise PMIs that no counter caused
  *   (msr_model_spurious_pmi), NMIs from elsewhere (msr_model_foreign_nmi),
@@ -103,7 +108,41 @@ struct msr_model_config {
     bool core_ext;              /* CPUID 8000_0001h:ECX[23] */
     bool perfmon_v2;            /* CPUID 8000_0022h:EAX[0] */
     unsigned int v2_nr;         /* CPUID 8000_0022h:EBX[3:0] */
+
+    /*
+     * Branch records (msr_model_lbr.c): which ones (MSR_MODEL_LBR_*), and
+     * how they answer (MSR_MODEL_LBRK_*).  Legacy: the format in
+     * IA32_PERF_CAPABILITIES[5:0] (pdcm must be set), the entries and
+     * where FROM, TO and LBR_INFO start (lbr_info 0: none).  Arch: the
+     * depths CPUID leaf 1CH offers (EAX[7:0]) and its EBX and ECX.  AMD:
+     * the stack's depth (CPUID 8000_0022h:EBX[9:4]) and LbrAndPmcFreeze
+     * (EAX[2]); perfmon_v2 must be set.
+     */
+    unsigned int lbr;
+    unsigned int lbr_kind;
+    unsigned int lbr_format;
+    unsigned int lbr_depth;
+    uint32_t lbr_from;
+    uint32_t lbr_to;
+    uint32_t lbr_info;
+    uint32_t arch_lbr_depths;
+    uint32_t arch_lbr_ebx;
+    uint32_t arch_lbr_ecx;
+    bool amd_lbr_freeze;
 };
+
+/* Branch records a configuration has. */
+#define MSR_MODEL_LBR_NONE      0
+#define MSR_MODEL_LBR_LEGACY    1   /* Intel LBR stack */
+#define MSR_MODEL_LBR_ARCH      2   /* Intel Architectural LBR */
+#define MSR_MODEL_LBR_AMD       3   /* AMD LbrExtV2 */
+
+/* How they answer, CPUID advertising them in every case. */
+#define MSR_MODEL_LBRK_REAL     0   /* as the manuals say */
+#define MSR_MODEL_LBRK_FAULTING 1   /* every record MSR #GP */
+#define MSR_MODEL_LBRK_DEAD     2   /* read 0, drop writes */
+#define MSR_MODEL_LBRK_NO_DEBUGCTL 3 /* a hypervisor without LBR: DEBUGCTL
+                                       drops LBR, #GP on the freeze bit */
 
 #define MSR_MODEL_FW_VALUE      123456
 
@@ -126,6 +165,67 @@ uint64_t msr_model_event_code(const struct msr_model_config *config,
 struct msr_model_config msr_model_intel(unsigned int version);
 struct msr_model_config msr_model_amd(unsigned int family, bool core_ext,
                                       bool perfmon_v2);
+
+/*
+ * Machines with branch records.  An Intel family 6 CPU of the given model
+ * (0x1a Nehalem, 0x3c Haswell, 0x55 Skylake-SP, 0x37 Silvermont: their
+ * depths and MSRs from the SDM's tables) with the given perfmon version
+ * and LBR format; a Sapphire Rapids with Architectural LBR; an AMD Zen 4
+ * with LbrExtV2.
+ */
+struct msr_model_config msr_model_intel_lbr(unsigned int model,
+                                            unsigned int version,
+                                            unsigned int format);
+struct msr_model_config msr_model_arch_lbr(uint32_t depths, uint32_t ebx,
+                                           uint32_t ecx);
+struct msr_model_config msr_model_amd_lbr(unsigned int depth, bool freeze);
+
+/*
+ * A branch taken on this CPU, recorded when the records run (enabled, not
+ * frozen) and their filter lets its kind and mode through, encoded as
+ * the configuration's format has it: mispredicted or not, cycles since
+ * the previous one (saturated to the format's field).
+ */
+#define MSR_MODEL_BR_COND       0   /* conditional jump */
+#define MSR_MODEL_BR_REL_JMP    1
+#define MSR_MODEL_BR_IND_JMP    2
+#define MSR_MODEL_BR_REL_CALL   3
+#define MSR_MODEL_BR_IND_CALL   4
+#define MSR_MODEL_BR_RET        5
+#define MSR_MODEL_BR_FAR        6   /* system call, interrupt, far jump */
+
+struct msr_model_branch {
+    uint64_t from;
+    uint64_t to;
+    unsigned int kind;
+    bool mispred;
+    bool user;
+    unsigned int cycles;
+};
+
+bool msr_model_branch(const struct msr_model_branch *branch);
+
+/*
+ * The driver takes branches too: before every MSR access the model
+ * records count conditional kernel branches (default 1) from
+ * MSR_MODEL_DRIFT_IP up, when the records run.  A driver that reads them
+ * without freezing sees them arrive between its reads.
+ */
+#define MSR_MODEL_DRIFT_IP      0xffffffff8fff0000ULL
+#define MSR_MODEL_DEFAULT_BRANCH_DRIFT 1
+
+void msr_model_set_branch_drift(unsigned int count);
+
+/* Whether addr is one of the drift branches' addresses. */
+bool msr_model_is_drift_ip(uint64_t addr);
+
+/*
+ * This CPU's records: recording now (enabled and not frozen), frozen by
+ * a PMI, and the branches recorded since reset (drift included).
+ */
+bool msr_model_lbr_recording(void);
+bool msr_model_lbr_frozen(void);
+unsigned int msr_model_lbr_recorded(void);
 
 /*
  * Reset the machine to config on every CPU: registers in their reset

@@ -10,8 +10,8 @@
  * converges on a steady, a changing and a bursty load and never reaches a
  * period of 0; throttling doubles the period and says so; an overflow in
  * the middle of a perfmon section is counted and re-armed, not sampled;
- * a full ring drops and counts samples; callbacks add a branch stack;
- * every refusal (bad arguments, devices that cannot sample, sharing that
+ * a full ring drops and counts samples (branch stacks:
+ * perfmon_branch_test.c); every refusal (bad arguments, devices that cannot sample, sharing that
  * cannot work) and the decoding of damaged records.
  */
 
@@ -568,75 +568,6 @@ test_ring_full(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
-/* ---- branch stacks ------------------------------------------------------- */
-
-static void
-branch_cb(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
-          struct trap_frame *frame, void *arg)
-{
-    static const struct perfmon_branch stack[3] = {
-        { 0x10, 0x20, PERFMON_BR_PREDICTED },
-        { 0x30, 0x40, PERFMON_BR_MISPRED },
-        { 0x50, 0x60, PERFMON_BR_PREDICTED },
-    };
-
-    (void)dev;
-    (void)cpu;
-    (void)mask;
-    (void)frame;
-    (void)arg;
-    perfmon_intr_set_branches(stack, 3);
-}
-
-static void
-test_branch_stack_from_callback(void **state)
-{
-    struct perfmon_sampling s = make_sampling(100, 0,
-                                              PERFMON_SF_IP
-                                              | PERFMON_SF_BRANCH, 65536);
-    struct perfmon_sampling plain = s;
-    struct fdev *fd = fdev_add(0, 32, 4, true);
-    struct perfmon_event ev, ev2;
-    struct drained d;
-    int handle;
-
-    (void)state;
-    current_on(1);
-    handle = perfmon_intr_register(branch_cb, NULL);
-    assert_true(handle >= 0);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
-    run(fd, 1, RAW_CYCLES, 100, 100, 0);
-    drain(1, &d);
-    assert_int_equal(d.nr_samples, 1);
-    assert_int_equal(d.last.nr_branches, 3);
-    assert_true(d.last.branches[1].from == 0x30);
-    assert_true(d.last.branches[1].flags == PERFMON_BR_MISPRED);
-
-    /* rec_buf holds that sample: refused when cut short anywhere. */
-    assert_every_prefix_refused(((struct perfmon_rec_hdr *)rec_buf)->size);
-    assert_int_equal(perfmon_event_detach(&ev), 0);
-
-    /* Without the field, no branch stack; without a callback, none. */
-    plain.fields = PERFMON_SF_IP;
-    init_ok(&ev2, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev2, &plain), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev2, 1), 0);
-    run(fd, 1, RAW_CYCLES, 100, 100, 0);
-    drain(1, &d);
-    assert_int_equal(d.last.nr_branches, 0);
-    assert_false(d.last.fields & PERFMON_SF_BRANCH);
-    assert_int_equal(perfmon_event_detach(&ev2), 0);
-
-    assert_int_equal(perfmon_intr_unregister(handle), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
-    run(fd, 1, RAW_CYCLES, 100, 100, 0);
-    drain(1, &d);
-    assert_int_equal(d.last.nr_branches, 0);
-    assert_int_equal(perfmon_event_detach(&ev), 0);
-}
-
 /* ---- refusals ---------------------------------------------------------------- */
 
 static void
@@ -885,7 +816,6 @@ main(void)
         T(test_throttle),
         T(test_overflow_in_section),
         T(test_ring_full),
-        T(test_branch_stack_from_callback),
         T(test_set_sampling_errors),
         T(test_devices_that_cannot_sample),
         T(test_sharing_rules),

@@ -527,6 +527,7 @@ test_branch_stack(void **state)
 
     (void)state;
     desc.fields |= PERFMON_SF_BRANCH;
+    desc.branch_filter = PERFMON_BRF_ANY | PERFMON_BRF_KERN;
     assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
     size = tally_sample(buf, desc.fields & ~PERFMON_SF_BRANCH, 3, 1, 0,
                         NULL, 0);
@@ -546,6 +547,37 @@ test_branch_stack(void **state)
     assert_true(u64_at(r->p, 64) == 1);
     assert_memory_equal(r->p + 72, &br, sizeof(br));
     perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+}
+
+/* Each filter bit becomes perf's PERF_SAMPLE_BRANCH_* bit. */
+static void
+test_branch_filter_type(void **state)
+{
+    static const struct {
+        unsigned int filter;
+        uint64_t type;
+    } cases[] = {
+        { PERFMON_BRF_ANY | PERFMON_BRF_USER | PERFMON_BRF_KERN, 0xb },
+        { PERFMON_BRF_COND | PERFMON_BRF_CALL | PERFMON_BRF_KERN, 0x2402 },
+        { PERFMON_BRF_ANY_CALL | PERFMON_BRF_ANY_RET | PERFMON_BRF_IND_CALL
+          | PERFMON_BRF_IND_JMP | PERFMON_BRF_USER, 0x1071 },
+    };
+    struct rec recs[32];
+
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct perfmon_stream_desc desc = desc_default();
+        struct perfmon_stream *stream;
+
+        desc.fields |= PERFMON_SF_BRANCH;
+        desc.branch_filter = cases[i].filter;
+        assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
+        stream_records(recs, 32);
+        assert_true(u64_at(recs[0].p, 72) == cases[i].type);
+        perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+        fake_uart_reset(true);
+    }
 }
 
 static void
@@ -721,6 +753,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_sample_without_chain_gets_one,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_branch_stack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_branch_filter_type, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_comm_with_trailer, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lost_and_end, setup, teardown),

@@ -43,8 +43,7 @@ pmu_get_caps(void)
     return pmu_test_caps;
 }
 
-/* xcall_call as the boot glue uses it: fn on cpu, interrupts disabled. */
-static int
+int
 pmu_test_run_on(void (*fn)(void *arg), void *arg, unsigned int cpu)
 {
     unsigned int self = cpu_id();

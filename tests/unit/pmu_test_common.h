@@ -20,6 +20,12 @@
 #include "msr_model.h"
 
 /*
+ * xcall_call as the boot glue (and the branch-record driver) use it: fn on
+ * cpu, interrupts disabled, then back.  Returns 0.
+ */
+int pmu_test_run_on(void (*fn)(void *arg), void *arg, unsigned int cpu);
+
+/*
  * Model, probe, per-CPU init, LVT armed, registration: drv booted on a
  * one-CPU machine built from config.  The probe must succeed; *caps is
  * what it reported.  Returns the registered device.

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch/x86/cpu.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/assert.h"
 #include "kern/error.h"
@@ -35,6 +36,18 @@ static unsigned int fake_nr_intrs;
 static unsigned int fake_nr_ovf_folds;
 static uint64_t fake_last_mask;
 
+/* The callback registry, the stack set in the interrupt, the driver. */
+static struct {
+    perfmon_intr_fn_t fn;
+    void *arg;
+} fake_callbacks[PERFMON_MAX_INTR_CALLBACKS];
+static struct perfmon_branch fake_branches[PERFMON_MAX_BRANCHES];
+static unsigned int fake_nr_branches;
+static unsigned int fake_callback_runs;
+static perfmon_intr_fn_t fake_last_callback;
+static const struct perfmon_branch_driver *fake_branch_drv;
+static char fake_branch_absent[PERFMON_HW_STATUS_SIZE];
+
 void
 fake_perfmon_reset(void)
 {
@@ -43,6 +56,12 @@ fake_perfmon_reset(void)
     fake_nr_intrs = 0;
     fake_nr_ovf_folds = 0;
     fake_last_mask = 0;
+    memset(fake_callbacks, 0, sizeof(fake_callbacks));
+    fake_nr_branches = 0;
+    fake_callback_runs = 0;
+    fake_last_callback = NULL;
+    fake_branch_drv = NULL;
+    fake_branch_absent[0] = '\0';
 }
 
 struct perfmon_dev *
@@ -109,6 +128,136 @@ fake_fold(struct fake_counter *c, bool ovf)
     c->prev = raw;
 }
 
+static void
+fake_run_callbacks(struct perfmon_dev *dev, uint64_t mask,
+                   struct trap_frame *frame)
+{
+    fake_nr_branches = 0;
+    fake_callback_runs++;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_INTR_CALLBACKS; i++) {
+        if (fake_callbacks[i].fn != NULL) {
+            fake_callbacks[i].fn(dev, cpu_id(), mask, frame,
+                                 fake_callbacks[i].arg);
+        }
+    }
+}
+
+int
+perfmon_intr_register(perfmon_intr_fn_t fn, void *arg)
+{
+    if (fn == NULL) {
+        return -EINVAL;
+    }
+
+    for (int i = 0; i < PERFMON_MAX_INTR_CALLBACKS; i++) {
+        if (fake_callbacks[i].fn == NULL) {
+            fake_callbacks[i].fn = fn;
+            fake_callbacks[i].arg = arg;
+            fake_last_callback = fn;
+            return i;
+        }
+    }
+
+    return -ENOSPC;
+}
+
+int
+perfmon_intr_unregister(int handle)
+{
+    if (handle < 0 || handle >= PERFMON_MAX_INTR_CALLBACKS
+        || fake_callbacks[handle].fn == NULL) {
+        return -EINVAL;
+    }
+
+    fake_callbacks[handle].fn = NULL;
+    return 0;
+}
+
+void
+perfmon_intr_set_branches(const struct perfmon_branch *entries,
+                          unsigned int nr)
+{
+    assert(nr <= PERFMON_MAX_BRANCHES);
+    memcpy(fake_branches, entries, nr * sizeof(*entries));
+    fake_nr_branches = nr;
+}
+
+const struct perfmon_branch *
+fake_perfmon_branches(unsigned int *nrp)
+{
+    *nrp = fake_nr_branches;
+    return fake_branches;
+}
+
+unsigned int
+fake_perfmon_nr_callback_runs(void)
+{
+    return fake_callback_runs;
+}
+
+unsigned int
+fake_perfmon_nr_callbacks(void)
+{
+    unsigned int nr = 0;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_INTR_CALLBACKS; i++) {
+        nr += fake_callbacks[i].fn != NULL;
+    }
+
+    return nr;
+}
+
+perfmon_intr_fn_t
+fake_perfmon_last_callback(void)
+{
+    return fake_last_callback;
+}
+
+int
+perfmon_branch_register(const struct perfmon_branch_driver *drv)
+{
+    if (drv == NULL || drv->desc == NULL || drv->ops == NULL) {
+        return -EINVAL;
+    }
+
+    if (fake_branch_drv != NULL) {
+        return -EEXIST;
+    }
+
+    fake_branch_drv = drv;
+    return 0;
+}
+
+int
+perfmon_branch_unregister(const struct perfmon_branch_driver *drv)
+{
+    if (drv == NULL || drv != fake_branch_drv) {
+        return -EINVAL;
+    }
+
+    fake_branch_drv = NULL;
+    return 0;
+}
+
+void
+perfmon_branch_set_absent(const char *why)
+{
+    strncpy(fake_branch_absent, why, sizeof(fake_branch_absent) - 1);
+}
+
+const struct perfmon_branch_driver *
+fake_perfmon_branch_driver(void)
+{
+    return fake_branch_drv;
+}
+
+const char *
+fake_perfmon_branch_absent(void)
+{
+    return fake_branch_absent;
+}
+
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
@@ -141,6 +290,8 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
             }
         }
     }
+
+    fake_run_callbacks(dev, mask, frame);
 
     if (dev->ops->overflow_intr_end != NULL) {
         dev->ops->overflow_intr_end(dev);

@@ -8,7 +8,10 @@
  * 64 bits from plain reads and from the overflow interrupt
  * (perfmon_overflow_intr, which the driver's NMI path calls).  One CPU.
  * It also has the core's perfmon_dev_translate, perfmon_dev_alloc and
- * perfmon_dev_free, for the drivers' self-test.
+ * perfmon_dev_free, for the drivers' self-test, and, for the branch-record
+ * driver's tests, the callback registry (the callbacks run between the
+ * fold and the device's overflow_intr_end, as in the core), the branch
+ * stack a callback hands over, and the branch driver's registration.
  */
 
 #ifndef TESTS_UNIT_FAKES_PMU_PERFMON_H
@@ -59,5 +62,27 @@ unsigned int fake_perfmon_nr_ovf_folds(void);
 
 /* The overflow mask the driver returned last. */
 uint64_t fake_perfmon_last_mask(void);
+
+/*
+ * The branch stack a callback set in the last interrupt that ran them
+ * (its entries, their number in *nrp: 0 when none was set), and how many
+ * interrupts ran the callbacks.
+ */
+const struct perfmon_branch *fake_perfmon_branches(unsigned int *nrp);
+unsigned int fake_perfmon_nr_callback_runs(void);
+
+/*
+ * Callbacks registered now, and the last one registered (kept after it
+ * is unregistered: a test may call it as a late NMI would).
+ */
+unsigned int fake_perfmon_nr_callbacks(void);
+perfmon_intr_fn_t fake_perfmon_last_callback(void);
+
+/*
+ * The registered branch-record driver (NULL: none), and the reason for
+ * none its probe gave (perfmon_branch_set_absent(); "" before).
+ */
+const struct perfmon_branch_driver *fake_perfmon_branch_driver(void);
+const char *fake_perfmon_branch_absent(void);
 
 #endif /* TESTS_UNIT_FAKES_PMU_PERFMON_H */
