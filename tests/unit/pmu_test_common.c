@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "arch/x86/lapic.h"
@@ -318,7 +319,7 @@ pmu_test_check_branches(struct perfmon_dev *dev, int h, unsigned int nr_rounds,
 unsigned int
 pmu_test_selftest(struct perfmon_dev *dev, bool verbose)
 {
-    struct perfmon_selftest st = { .print = NULL };
+    struct perfmon_selftest st = { .print = fake_perfmon_selftest_print };
     const struct pmu_driver *drv = pmu_get_driver();
     uint64_t ctrl = 0, after = 0, raw;
     bool global = pmu_get_caps()->global_ctrl;
@@ -359,6 +360,33 @@ pmu_test_selftest(struct perfmon_dev *dev, bool verbose)
     }
     pmu_test_assert_no_fault();
     return st.nr_fail;
+}
+
+void
+pmu_test_assert_selftest_line(const char *check, const char *measured)
+{
+    const char *line = fake_perfmon_selftest_find(check);
+    const char *value;
+    size_t len;
+
+    if (line == NULL) {
+        fail_msg("no self-test line '%s'", check);
+    }
+
+    if (measured == NULL) {
+        return;
+    }
+
+    /* The name is padded: the value is the next word after the spaces. */
+    value = strstr(line, check) + strlen(check);
+    value += strspn(value, " ");
+    len = strlen(measured);
+
+    if (strncmp(value, measured, len) != 0
+        || (value[len] != '\0' && value[len] != ' ')) {
+        fail_msg("'%s': the line shows '%s', expected '%s'", check, value,
+                 measured);
+    }
 }
 
 uint64_t

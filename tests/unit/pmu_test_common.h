@@ -133,6 +133,13 @@ void pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr);
  */
 unsigned int pmu_test_selftest(struct perfmon_dev *dev, bool verbose);
 
+/*
+ * The last pmu_test_selftest() printed a line holding check (its verdict
+ * and name: "PASS  counter 2: cycles per TSC cycle") that shows measured
+ * as its value (NULL: any).
+ */
+void pmu_test_assert_selftest_line(const char *check, const char *measured);
+
 /* The value of an MSR the modelled CPU must have. */
 uint64_t pmu_test_peek(uint32_t msr);
 
