@@ -28,6 +28,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The longest line a run prints, its NUL included: longer ones are cut. */
+#define PERFMON_SELFTEST_LINE_SIZE  192
+
 /*
  * A run.  print is called with each line, without its newline; stop
  * (may be NULL) is asked between checks whether to give up (Ctrl-C).

@@ -86,6 +86,40 @@ pmu_selftest_name(const struct pmu_selftest *t, char *buf, size_t size,
     }
 }
 
+/*
+ * Report a check of counter hw_id, named after it: perfmon_selftest_range(),
+ * _milli() and _hex() with the name pmu_selftest_name() gives.
+ */
+static void
+pmu_selftest_range(const struct pmu_selftest *t, unsigned int hw_id,
+                   const char *what, uint64_t value, uint64_t lo, uint64_t hi)
+{
+    char name[PMU_SELFTEST_NAME_SIZE];
+
+    pmu_selftest_name(t, name, sizeof(name), hw_id, what);
+    perfmon_selftest_range(t->st, name, value, lo, hi);
+}
+
+static void
+pmu_selftest_milli(const struct pmu_selftest *t, unsigned int hw_id,
+                   const char *what, uint64_t value, uint64_t lo, uint64_t hi)
+{
+    char name[PMU_SELFTEST_NAME_SIZE];
+
+    pmu_selftest_name(t, name, sizeof(name), hw_id, what);
+    perfmon_selftest_milli(t->st, name, value, lo, hi);
+}
+
+static void
+pmu_selftest_hex(const struct pmu_selftest *t, unsigned int hw_id,
+                 const char *what, uint64_t value, uint64_t expected)
+{
+    char name[PMU_SELFTEST_NAME_SIZE];
+
+    pmu_selftest_name(t, name, sizeof(name), hw_id, what);
+    perfmon_selftest_hex(t->st, name, value, expected);
+}
+
 /* Every counter the device can give to event id, or none. */
 static int
 pmu_selftest_take(struct pmu_selftest *t, unsigned int id,
@@ -206,19 +240,17 @@ pmu_selftest_per_iter(struct pmu_selftest *t, struct pmu_selftest_set *set,
                       const char *what, uint64_t lo, uint64_t hi)
 {
     uint64_t shorter[PERFMON_DEV_MAX_PMCS], longer[PERFMON_DEV_MAX_PMCS];
-    char name[PMU_SELFTEST_NAME_SIZE];
 
     pmu_selftest_sample(t, set, PMU_SELFTEST_SHORT, shorter);
     pmu_selftest_sample(t, set, PMU_SELFTEST_LONG, longer);
 
     for (unsigned int i = 0; i < set->nr; i++) {
-        pmu_selftest_name(t, name, sizeof(name), set->hw_ids[i], what);
-        perfmon_selftest_milli(t->st, name,
-                               (longer[i] > shorter[i])
-                               ? perfmon_selftest_ratio(longer[i] - shorter[i],
-                                                        PMU_SELFTEST_LONG
-                                                        - PMU_SELFTEST_SHORT)
-                               : 0, lo, hi);
+        pmu_selftest_milli(t, set->hw_ids[i], what,
+                           (longer[i] > shorter[i])
+                           ? perfmon_selftest_ratio(longer[i] - shorter[i],
+                                                    PMU_SELFTEST_LONG
+                                                    - PMU_SELFTEST_SHORT)
+                           : 0, lo, hi);
     }
 }
 
@@ -228,14 +260,12 @@ pmu_selftest_per_tsc(struct pmu_selftest *t, struct pmu_selftest_set *set,
                      const char *what, uint64_t lo, uint64_t hi)
 {
     uint64_t counts[PERFMON_DEV_MAX_PMCS], tsc;
-    char name[PMU_SELFTEST_NAME_SIZE];
 
     tsc = pmu_selftest_sample(t, set, PMU_SELFTEST_LONG, counts);
 
     for (unsigned int i = 0; i < set->nr; i++) {
-        pmu_selftest_name(t, name, sizeof(name), set->hw_ids[i], what);
-        perfmon_selftest_milli(t->st, name,
-                               perfmon_selftest_ratio(counts[i], tsc), lo, hi);
+        pmu_selftest_milli(t, set->hw_ids[i], what,
+                           perfmon_selftest_ratio(counts[i], tsc), lo, hi);
     }
 }
 
@@ -322,8 +352,6 @@ static void
 pmu_selftest_pmis(struct pmu_selftest *t, struct pmu_selftest_set *set,
                   const char *what, uint64_t lo, uint64_t hi)
 {
-    char name[PMU_SELFTEST_NAME_SIZE];
-
     (void)what;
     (void)lo;
     (void)hi;
@@ -333,17 +361,12 @@ pmu_selftest_pmis(struct pmu_selftest *t, struct pmu_selftest_set *set,
         uint64_t first = pmu_selftest_wrap(t, hw_id);
         uint64_t second = pmu_selftest_wrap(t, hw_id);
 
-        pmu_selftest_name(t, name, sizeof(name), hw_id, "PMIs of a wrap");
-        perfmon_selftest_range(t->st, name, first, 1, 1);
-        pmu_selftest_name(t, name, sizeof(name), hw_id,
-                          "PMIs of the next wrap");
-        perfmon_selftest_range(t->st, name, second, 1, 1);
+        pmu_selftest_range(t, hw_id, "PMIs of a wrap", first, 1, 1);
+        pmu_selftest_range(t, hw_id, "PMIs of the next wrap", second, 1, 1);
 
         if (t->caps->global_ctrl) {
-            pmu_selftest_name(t, name, sizeof(name), hw_id,
-                              "status bit after the PMI");
-            perfmon_selftest_range(t->st, name, pmu_selftest_status(t, hw_id),
-                                   0, 0);
+            pmu_selftest_range(t, hw_id, "status bit after the PMI",
+                               pmu_selftest_status(t, hw_id), 0, 0);
         }
     }
 }
@@ -356,7 +379,6 @@ static void
 pmu_selftest_no_pmi(struct pmu_selftest *t, unsigned int hw_id, uint64_t raw)
 {
     uint32_t ctl = t->driver->ctl_msr(hw_id);
-    char name[PMU_SELFTEST_NAME_SIZE];
     uint64_t sel, pmis, set = 0, acked = 0;
     unsigned long flags;
 
@@ -381,17 +403,13 @@ pmu_selftest_no_pmi(struct pmu_selftest *t, unsigned int hw_id, uint64_t raw)
     cpu_intr_restore(flags);
     pmu_selftest_stop(t, hw_id);
 
-    pmu_selftest_name(t, name, sizeof(name), hw_id,
-                      "PMIs of a wrap, interrupt bit clear");
-    perfmon_selftest_range(t->st, name, pmis, 0, 0);
+    pmu_selftest_range(t, hw_id, "PMIs of a wrap, interrupt bit clear", pmis,
+                       0, 0);
 
     if (t->caps->global_ctrl) {
-        pmu_selftest_name(t, name, sizeof(name), hw_id,
-                          "status bit after that wrap");
-        perfmon_selftest_range(t->st, name, set, 1, 1);
-        pmu_selftest_name(t, name, sizeof(name), hw_id,
-                          "status bit once acknowledged");
-        perfmon_selftest_range(t->st, name, acked, 0, 0);
+        pmu_selftest_range(t, hw_id, "status bit after that wrap", set, 1, 1);
+        pmu_selftest_range(t, hw_id, "status bit once acknowledged", acked,
+                           0, 0);
     }
 }
 
@@ -459,13 +477,12 @@ pmu_selftest_writes(struct pmu_selftest *t)
         msr_write_safe(ctr, 0x80000000ULL);
         msr_read_safe(ctr, &back);
         cpu_intr_restore(flags);
-        pmu_selftest_name(t, name, sizeof(name), hw_id,
-                          "legacy write of 0x80000000");
-        perfmon_selftest_hex(t->st, name, back,
-                             0xffffffff80000000ULL & cnt_mask);
-        pmu_selftest_name(t, name, sizeof(name), hw_id, "full-width write");
+        pmu_selftest_hex(t, hw_id, "legacy write of 0x80000000", back,
+                         0xffffffff80000000ULL & cnt_mask);
 
         if (!t->caps->full_width_write) {
+            pmu_selftest_name(t, name, sizeof(name), hw_id,
+                              "full-width write");
             perfmon_selftest_skip(t->st, name,
                                   "PERF_CAPABILITIES.FW_WRITE is clear");
         } else {
@@ -474,17 +491,18 @@ pmu_selftest_writes(struct pmu_selftest *t)
             msr_read_safe(ctr, &back);
             fault = msr_write_safe(MSR_IA32_A_PMC0 + hw_id, cnt_mask + 1);
             cpu_intr_restore(flags);
-            perfmon_selftest_hex(t->st, name, back, (cnt_mask >> 1) + 0x5a5a);
-            pmu_selftest_name(t, name, sizeof(name), hw_id,
-                              "full-width write beyond the width faults");
-            perfmon_selftest_range(t->st, name, fault != 0, 1, 1);
+            pmu_selftest_hex(t, hw_id, "full-width write", back,
+                             (cnt_mask >> 1) + 0x5a5a);
+            pmu_selftest_range(t, hw_id,
+                               "full-width write beyond the width faults",
+                               fault != 0, 1, 1);
         }
     } else {
         msr_write_safe(ctr, (cnt_mask >> 1) + 0x5a5a);
         msr_read_safe(ctr, &back);
         cpu_intr_restore(flags);
-        pmu_selftest_name(t, name, sizeof(name), hw_id, "48-bit write");
-        perfmon_selftest_hex(t->st, name, back, (cnt_mask >> 1) + 0x5a5a);
+        pmu_selftest_hex(t, hw_id, "48-bit write", back,
+                         (cnt_mask >> 1) + 0x5a5a);
     }
 
     flags = cpu_intr_save();
@@ -499,7 +517,6 @@ pmu_selftest_gate(struct pmu_selftest *t)
 {
     uint64_t counts[2], ctrl, bit;
     struct pmu_selftest_set set;
-    char name[PMU_SELFTEST_NAME_SIZE];
     uint64_t n = PMU_SELFTEST_LONG;
     unsigned int hw_id;
     unsigned long flags;
@@ -531,14 +548,11 @@ pmu_selftest_gate(struct pmu_selftest *t)
     pmu_selftest_stop(t, hw_id);
     pmu_selftest_give(t, &set);
 
-    pmu_selftest_name(t, name, sizeof(name), hw_id,
-                      "instructions, global enable clear");
-    perfmon_selftest_range(t->st, name, counts[0], 0, 0);
-    pmu_selftest_name(t, name, sizeof(name), hw_id,
-                      "instructions, global enable set");
-    perfmon_selftest_range(t->st, name, counts[1],
-                           n * PERFMON_SELFTEST_SPIN_INSNS,
-                           n * PERFMON_SELFTEST_SPIN_INSNS + n / 100 + 2000);
+    pmu_selftest_range(t, hw_id, "instructions, global enable clear",
+                       counts[0], 0, 0);
+    pmu_selftest_range(t, hw_id, "instructions, global enable set",
+                       counts[1], n * PERFMON_SELFTEST_SPIN_INSNS,
+                       n * PERFMON_SELFTEST_SPIN_INSNS + n / 100 + 2000);
 }
 
 /*
@@ -555,7 +569,6 @@ pmu_selftest_fields(struct pmu_selftest *t)
     uint64_t insns = PMU_SELFTEST_LONG * PERFMON_SELFTEST_SPIN_INSNS;
     uint64_t counts[3], raw;
     struct pmu_selftest_set set;
-    char name[PMU_SELFTEST_NAME_SIZE];
     unsigned int hw_id;
 
     if (pmu_selftest_take(t, PERFMON_EV_INSTRUCTION, &set) != 0) {
@@ -585,14 +598,11 @@ pmu_selftest_fields(struct pmu_selftest *t)
     }
 
     pmu_selftest_give(t, &set);
-    pmu_selftest_name(t, name, sizeof(name), hw_id,
-                      "cycles retiring >= 1 (cmask 1)");
-    perfmon_selftest_range(t->st, name, counts[0], 1, insns);
-    pmu_selftest_name(t, name, sizeof(name), hw_id,
-                      "cycles retiring >= 255 (cmask 255)");
-    perfmon_selftest_range(t->st, name, counts[1], 0, 0);
-    pmu_selftest_name(t, name, sizeof(name), hw_id, "edges of cmask 1");
-    perfmon_selftest_range(t->st, name, counts[2], 0, counts[0]);
+    pmu_selftest_range(t, hw_id, "cycles retiring >= 1 (cmask 1)", counts[0],
+                       1, insns);
+    pmu_selftest_range(t, hw_id, "cycles retiring >= 255 (cmask 255)",
+                       counts[1], 0, 0);
+    pmu_selftest_range(t, hw_id, "edges of cmask 1", counts[2], 0, counts[0]);
 }
 
 /* ---- the operation ------------------------------------------------------ */

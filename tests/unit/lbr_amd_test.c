@@ -63,12 +63,8 @@ test_probe_declines(void **state)
     lbr_test_assert_declines(&c, "no LbrExtV2");
 
     c = msr_model_amd_lbr(16, true);
-    c.lbr_kind = MSR_MODEL_LBRK_FAULTING;
-    lbr_test_assert_declines(&c, "the LBR stack MSRs fault");
-    c.lbr_kind = MSR_MODEL_LBRK_DEAD;
-    lbr_test_assert_declines(&c, "LBR_SELECT does not hold values");
-    c.lbr_kind = MSR_MODEL_LBRK_NO_DEBUGCTL;
-    lbr_test_assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
+    lbr_test_check_broken(&c, "the LBR stack MSRs fault",
+                          "LBR_SELECT does not hold values");
 
     /* Before Zen 4 (and QEMU's TCG): no Fn8000_0022 at all. */
     c = msr_model_amd(0x17, true, false);
@@ -85,8 +81,7 @@ test_capture_newest_first(void **state)
     unsigned int nr;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(&c);
     lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
     stack = lbr_test_sample(&nr);
     assert_int_equal(nr, 16);
@@ -105,8 +100,7 @@ test_capture_skips_invalid(void **state)
     int h;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(&c);
     h = lbr_test_arm();
     lbr_test_branches(0, 16, MSR_MODEL_BR_COND, false);
     lbr_test_overflow(h);
@@ -146,23 +140,18 @@ test_no_freeze(void **state)
 {
     struct msr_model_config c = msr_model_amd_lbr(16, false);
     const struct perfmon_branch *stack;
-    unsigned int nr, own = 0;
+    unsigned int nr, own;
     int h;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(&c);
     assert_int_equal(pmu_test_peek(MSR_IA32_DEBUGCTL), 0);
     h = lbr_test_arm();
     lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
     lbr_test_overflow(h);
     assert_false(msr_model_lbr_frozen());
     stack = lbr_test_deliver(&nr);
-
-    while (own < nr && msr_model_is_drift_ip(stack[own].from)) {
-        own++;
-    }
-
+    own = lbr_test_nr_own(stack, nr);
     assert_int_equal(nr, 16);
     lbr_test_assert_stack(&stack[own], nr - own, 19, 16 - own, true, false);
     assert_true(msr_model_lbr_recording());
@@ -173,10 +162,7 @@ test_no_freeze(void **state)
 static void
 test_filters(void **state)
 {
-    static const struct {
-        unsigned int filter;
-        uint64_t select;
-    } cases[] = {
+    static const struct lbr_test_filter_value selects[] = {
         { PERFMON_BRF_ANY | PERFMON_BRF_MODE, 0 },
         { PERFMON_BRF_ANY | PERFMON_BRF_USER, 0x001 },
         { PERFMON_BRF_COND | PERFMON_BRF_KERN, 0x1fa },
@@ -186,12 +172,8 @@ test_filters(void **state)
 
     (void)state;
     lbr_test_boot(&c, 1);
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        lbr_test_start(cases[i].filter);
-        assert_int_equal(pmu_test_peek(MSR_AMD_LBR_SELECT), cases[i].select);
-        lbr_test_stop();
-    }
+    lbr_test_assert_filter_values(MSR_AMD_LBR_SELECT, selects,
+                                  sizeof(selects) / sizeof(selects[0]));
 
     lbr_test_start(PERFMON_BRF_ANY_RET | PERFMON_BRF_MODE);
     assert_int_equal(lbr_test_branches(0, 2, MSR_MODEL_BR_COND, false), 0);

@@ -81,12 +81,8 @@ test_probe_declines(void **state)
     lbr_test_assert_declines(&c, "offers no depth up to 32");
 
     c = arch();
-    c.lbr_kind = MSR_MODEL_LBRK_FAULTING;
-    lbr_test_assert_declines(&c, "IA32_LBR_CTL faults");
-    c.lbr_kind = MSR_MODEL_LBRK_DEAD;
-    lbr_test_assert_declines(&c, "IA32_LBR_DEPTH does not hold");
-    c.lbr_kind = MSR_MODEL_LBRK_NO_DEBUGCTL;
-    lbr_test_assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
+    lbr_test_check_broken(&c, "IA32_LBR_CTL faults",
+                          "IA32_LBR_DEPTH does not hold");
 }
 
 /* Entry 0 is the newest; 40 branches into 32 entries. */
@@ -98,8 +94,7 @@ test_capture_newest_first(void **state)
     unsigned int nr;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(&c);
     assert_int_equal(pmu_test_peek(MSR_ARCH_LBR_DEPTH), 32);
     lbr_test_branches(0, 40, MSR_MODEL_BR_COND, false);
     stack = lbr_test_sample(&nr);
@@ -112,11 +107,7 @@ test_capture_newest_first(void **state)
     lbr_test_branches(0, 3, MSR_MODEL_BR_COND, false);
     stack = lbr_test_sample(&nr);
     lbr_test_assert_stack(stack, nr, 2, 3, true, true);
-
-    for (unsigned int k = 3; k < nr; k++) {
-        assert_true(msr_model_is_drift_ip(stack[k].from));
-    }
-
+    lbr_test_assert_drift_from(stack, nr, 3);
     lbr_test_stop();
 }
 
@@ -140,8 +131,7 @@ test_info_fields(void **state)
     unsigned int nr;
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(&c);
 
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         lbr_test_branches(0, 2, kinds[i].kind, false);
@@ -155,8 +145,7 @@ test_info_fields(void **state)
 
     /* Without ECX's fields: no mispredict, cycles or type. */
     c = msr_model_arch_lbr(ALL_DEPTHS, ALL_EBX, 0);
-    lbr_test_boot(&c, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(&c);
     lbr_test_branches(0, 4, MSR_MODEL_BR_RET, false);
     stack = lbr_test_sample(&nr);
     lbr_test_assert_stack(stack, nr, 3, 4, false, false);
@@ -179,10 +168,7 @@ test_freeze_order(void **state)
 static void
 test_filters(void **state)
 {
-    static const struct {
-        unsigned int filter;
-        uint64_t ctl;
-    } cases[] = {
+    static const struct lbr_test_filter_value ctls[] = {
         { PERFMON_BRF_ANY | PERFMON_BRF_MODE, 0x7f0007 },
         { PERFMON_BRF_ANY | PERFMON_BRF_USER, 0x7f0005 },
         { PERFMON_BRF_COND | PERFMON_BRF_KERN, 0x010003 },
@@ -197,12 +183,8 @@ test_filters(void **state)
 
     (void)state;
     lbr_test_boot(&c, 1);
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        lbr_test_start(cases[i].filter);
-        assert_int_equal(pmu_test_peek(MSR_ARCH_LBR_CTL), cases[i].ctl);
-        lbr_test_stop();
-    }
+    lbr_test_assert_filter_values(MSR_ARCH_LBR_CTL, ctls,
+                                  sizeof(ctls) / sizeof(ctls[0]));
 
     /* A cond filter records no call. */
     lbr_test_start(PERFMON_BRF_COND | PERFMON_BRF_KERN);

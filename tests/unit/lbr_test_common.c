@@ -100,6 +100,15 @@ lbr_test_boot(const struct msr_model_config *config, unsigned int nr_cpus)
     return fake_perfmon_branch_driver();
 }
 
+const struct perfmon_branch_driver *
+lbr_test_boot_start(const struct msr_model_config *config)
+{
+    const struct perfmon_branch_driver *drv = lbr_test_boot(config, 1);
+
+    lbr_test_start(LBR_TEST_ANY);
+    return drv;
+}
+
 struct perfmon_dev *
 lbr_test_dev(void)
 {
@@ -244,6 +253,30 @@ lbr_test_assert_no_drift(const struct perfmon_branch *entries,
     }
 }
 
+unsigned int
+lbr_test_nr_own(const struct perfmon_branch *entries, unsigned int nr)
+{
+    unsigned int own = 0;
+
+    while (own < nr && msr_model_is_drift_ip(entries[own].from)) {
+        own++;
+    }
+
+    return own;
+}
+
+void
+lbr_test_assert_drift_from(const struct perfmon_branch *entries,
+                           unsigned int nr, unsigned int first)
+{
+    for (unsigned int k = first; k < nr; k++) {
+        if (!msr_model_is_drift_ip(entries[k].from)) {
+            fail_msg("entry %u (%#llx) is not the driver's own branch",
+                     k, (unsigned long long)entries[k].from);
+        }
+    }
+}
+
 void
 lbr_test_assert_declines(const struct msr_model_config *config,
                          const char *reason)
@@ -261,6 +294,39 @@ lbr_test_assert_declines(const struct msr_model_config *config,
 }
 
 void
+lbr_test_assert_filter_values(uint32_t msr,
+                              const struct lbr_test_filter_value *cases,
+                              size_t nr_cases)
+{
+    for (size_t i = 0; i < nr_cases; i++) {
+        lbr_test_start(cases[i].filter);
+
+        if (pmu_test_peek(msr) != cases[i].value) {
+            fail_msg("filter %#x: MSR %#x is %#llx, expected %#llx",
+                     cases[i].filter, msr,
+                     (unsigned long long)pmu_test_peek(msr),
+                     (unsigned long long)cases[i].value);
+        }
+
+        lbr_test_stop();
+    }
+}
+
+void
+lbr_test_check_broken(const struct msr_model_config *config,
+                      const char *faults, const char *dead)
+{
+    struct msr_model_config c = *config;
+
+    c.lbr_kind = MSR_MODEL_LBRK_FAULTING;
+    lbr_test_assert_declines(&c, faults);
+    c.lbr_kind = MSR_MODEL_LBRK_DEAD;
+    lbr_test_assert_declines(&c, dead);
+    c.lbr_kind = MSR_MODEL_LBRK_NO_DEBUGCTL;
+    lbr_test_assert_declines(&c, "IA32_DEBUGCTL faults on the LBR bits");
+}
+
+void
 lbr_test_check_freeze(const struct msr_model_config *config,
                       unsigned int depth, bool mispreds, bool cycles)
 {
@@ -268,8 +334,7 @@ lbr_test_check_freeze(const struct msr_model_config *config,
     unsigned int nr, recorded;
     int h;
 
-    lbr_test_boot(config, 1);
-    lbr_test_start(LBR_TEST_ANY);
+    lbr_test_boot_start(config);
     h = lbr_test_arm();
     lbr_test_branches(0, 40, MSR_MODEL_BR_COND, false);
     lbr_test_overflow(h);
@@ -294,11 +359,10 @@ void
 lbr_test_check_sched_in(const struct msr_model_config *config, bool mispreds,
                         bool cycles)
 {
-    const struct perfmon_branch_driver *drv = lbr_test_boot(config, 1);
+    const struct perfmon_branch_driver *drv = lbr_test_boot_start(config);
     const struct perfmon_branch *stack;
     unsigned int nr;
 
-    lbr_test_start(LBR_TEST_ANY);
     lbr_test_branches(0, 20, MSR_MODEL_BR_COND, false);
     fake_cpu_set_intr(false);
     drv->ops->sched_in();
@@ -309,9 +373,6 @@ lbr_test_check_sched_in(const struct msr_model_config *config, bool mispreds,
     lbr_test_assert_stack(stack, nr, 52, 3, mispreds, cycles);
 
     /* Older than those: only the driver's own branches since the reset. */
-    for (unsigned int k = 3; k < nr; k++) {
-        assert_true(msr_model_is_drift_ip(stack[k].from));
-    }
-
+    lbr_test_assert_drift_from(stack, nr, 3);
     lbr_test_stop();
 }

@@ -16,6 +16,7 @@
 #define TESTS_UNIT_LBR_TEST_COMMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/pmu.h"
@@ -57,6 +58,13 @@ int lbr_test_probe_without_pmu(const struct msr_model_config *config,
 /* The same, which must succeed: returns the registered driver. */
 const struct perfmon_branch_driver *
 lbr_test_boot(const struct msr_model_config *config, unsigned int nr_cpus);
+
+/*
+ * lbr_test_boot() on one CPU, then the records started with every branch
+ * of both modes (LBR_TEST_ANY).
+ */
+const struct perfmon_branch_driver *
+lbr_test_boot_start(const struct msr_model_config *config);
 
 /* The PMU device booted last. */
 struct perfmon_dev *lbr_test_dev(void);
@@ -104,9 +112,31 @@ void lbr_test_assert_stack(const struct perfmon_branch *entries,
 void lbr_test_assert_no_drift(const struct perfmon_branch *entries,
                               unsigned int nr);
 
+/* Every entry of the stack from first on is one of the driver's own. */
+void lbr_test_assert_drift_from(const struct perfmon_branch *entries,
+                                unsigned int nr, unsigned int first);
+
+/*
+ * How many of the newest entries are the driver's own branches: those it
+ * took in the interrupt before it stopped records that no PMI froze.
+ */
+unsigned int lbr_test_nr_own(const struct perfmon_branch *entries,
+                             unsigned int nr);
+
 /* The probe of config (one CPU) declines, with a reason holding reason. */
 void lbr_test_assert_declines(const struct msr_model_config *config,
                               const char *reason);
+
+/* A filter, and the value it programs into the back end's filter MSR. */
+struct lbr_test_filter_value {
+    unsigned int filter;
+    uint64_t value;
+};
+
+/* Each case's filter, started then stopped in turn, programs msr so. */
+void lbr_test_assert_filter_values(uint32_t msr,
+                                   const struct lbr_test_filter_value *cases,
+                                   size_t nr_cases);
 
 /*
  * The checks every back end passes, on config (flags: what its records
@@ -120,10 +150,15 @@ void lbr_test_assert_declines(const struct msr_model_config *config,
  * lbr_test_check_sched_in: a switch-in forgets what the records held:
  *   the stack of the next sample is the branches injected since, then only
  *   the driver's own.
+ * lbr_test_check_broken: records advertised but not there are declined:
+ *   MSRs that fault (with a reason holding faults), registers that drop
+ *   writes (dead), a DEBUGCTL that faults on the LBR bits.
  */
 void lbr_test_check_freeze(const struct msr_model_config *config,
                            unsigned int depth, bool mispreds, bool cycles);
 void lbr_test_check_sched_in(const struct msr_model_config *config,
                              bool mispreds, bool cycles);
+void lbr_test_check_broken(const struct msr_model_config *config,
+                           const char *faults, const char *dead);
 
 #endif /* TESTS_UNIT_LBR_TEST_COMMON_H */

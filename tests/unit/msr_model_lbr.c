@@ -264,38 +264,56 @@ model_lbr_cpuid(const struct msr_model_config *c, uint32_t leaf,
 
 /* ---- decoding ----------------------------------------------------------- */
 
-static unsigned int
-model_lbr_decode_legacy(const struct msr_model_config *c, uint32_t msr,
-                        unsigned int *indexp)
-{
-    unsigned int n = c->lbr_depth;
+/* Where an array of record registers (FROM, TO, INFO) starts, and which. */
+struct model_lbr_array {
+    uint32_t base;
+    unsigned int reg;
+};
 
-    if (msr == MSR_LBR_SELECT) {
-        return LREG_SELECT;
-    } else if (msr == MSR_LBR_TOS) {
-        return LREG_TOS;
-    } else if (msr >= c->lbr_from && msr < c->lbr_from + n) {
-        *indexp = msr - c->lbr_from;
-        return LREG_FROM;
-    } else if (msr >= c->lbr_to && msr < c->lbr_to + n) {
-        *indexp = msr - c->lbr_to;
-        return LREG_TO;
-    } else if (c->lbr_info != 0 && msr >= c->lbr_info
-               && msr < c->lbr_info + n) {
-        *indexp = msr - c->lbr_info;
-        return LREG_INFO;
+/*
+ * The array of n registers each that msr is in, *indexp its index there;
+ * an array at 0 is one the records do not have.
+ */
+static unsigned int
+model_lbr_decode_array(const struct model_lbr_array *arrays,
+                       size_t nr_arrays, unsigned int n, uint32_t msr,
+                       unsigned int *indexp)
+{
+    for (size_t i = 0; i < nr_arrays; i++) {
+        if (arrays[i].base != 0 && msr >= arrays[i].base
+            && msr < arrays[i].base + n) {
+            *indexp = msr - arrays[i].base;
+            return arrays[i].reg;
+        }
     }
 
     return LREG_NONE;
 }
 
 static unsigned int
+model_lbr_decode_legacy(const struct msr_model_config *c, uint32_t msr,
+                        unsigned int *indexp)
+{
+    const struct model_lbr_array arrays[] = {
+        { c->lbr_from, LREG_FROM },
+        { c->lbr_to, LREG_TO },
+        { c->lbr_info, LREG_INFO },
+    };
+
+    if (msr == MSR_LBR_SELECT) {
+        return LREG_SELECT;
+    } else if (msr == MSR_LBR_TOS) {
+        return LREG_TOS;
+    }
+
+    return model_lbr_decode_array(arrays, sizeof(arrays) / sizeof(arrays[0]),
+                                  c->lbr_depth, msr, indexp);
+}
+
+static unsigned int
 model_lbr_decode_arch(uint32_t msr, unsigned int *indexp)
 {
-    static const struct {
-        uint32_t base;
-        unsigned int reg;
-    } arrays[] = {
+    static const struct model_lbr_array arrays[] = {
         { MSR_ARCH_LBR_FROM_0, LREG_FROM },
         { MSR_ARCH_LBR_TO_0, LREG_TO },
         { MSR_ARCH_LBR_INFO_0, LREG_INFO },
@@ -307,14 +325,8 @@ model_lbr_decode_arch(uint32_t msr, unsigned int *indexp)
         return LREG_DEPTH;
     }
 
-    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
-        if (msr >= arrays[i].base && msr < arrays[i].base + MODEL_LBR_MAX) {
-            *indexp = msr - arrays[i].base;
-            return arrays[i].reg;
-        }
-    }
-
-    return LREG_NONE;
+    return model_lbr_decode_array(arrays, sizeof(arrays) / sizeof(arrays[0]),
+                                  MODEL_LBR_MAX, msr, indexp);
 }
 
 static unsigned int
@@ -712,6 +724,32 @@ model_lbr_legacy_canonical(unsigned int format, bool from, uint64_t value)
     }
 }
 
+/* Entry i of the FROM, TO or INFO records (reg). */
+static uint64_t *
+model_lbr_entry(struct model_lbr *l, unsigned int reg, unsigned int i)
+{
+    switch (reg) {
+    case LREG_FROM:
+        return &l->from[i];
+    case LREG_TO:
+        return &l->to[i];
+    default:
+        return &l->info[i];
+    }
+}
+
+/* LBR_SELECT: Intel's and AMD's have the same bits, the rest reserved. */
+static int
+model_lbr_write_select(struct model_lbr *l, uint64_t value)
+{
+    if (value & ~LBR_SEL_MASK) {
+        return -EIO;
+    }
+
+    l->select = value;
+    return 0;
+}
+
 static int
 model_lbr_write_legacy(struct model_cpu *mc, unsigned int reg,
                        unsigned int i, uint64_t value)
@@ -721,11 +759,7 @@ model_lbr_write_legacy(struct model_cpu *mc, unsigned int reg,
 
     switch (reg) {
     case LREG_SELECT:
-        if (value & ~LBR_SEL_MASK) {
-            return -EIO;
-        }
-        l->select = value;
-        return 0;
+        return model_lbr_write_select(l, value);
     case LREG_TOS:
         if (value >= mc->cfg.lbr_depth) {
             return -EIO;
@@ -737,7 +771,7 @@ model_lbr_write_legacy(struct model_cpu *mc, unsigned int reg,
         if (!model_lbr_legacy_canonical(format, reg == LREG_FROM, value)) {
             return -EIO;
         }
-        *((reg == LREG_FROM) ? &l->from[i] : &l->to[i]) = value;
+        *model_lbr_entry(l, reg, i) = value;
         return 0;
     default:
         /* LBR_INFO: 60:16 reserved. */
@@ -797,8 +831,7 @@ model_lbr_write_arch(struct model_cpu *mc, unsigned int reg, unsigned int i,
         if (i >= l->depth) {
             return -EIO;
         }
-        *((reg == LREG_FROM) ? &l->from[i]
-          : (reg == LREG_TO) ? &l->to[i] : &l->info[i]) = value;
+        *model_lbr_entry(l, reg, i) = value;
         return 0;
     }
 }
@@ -811,11 +844,7 @@ model_lbr_write_amd(struct model_cpu *mc, unsigned int reg, unsigned int i,
 
     switch (reg) {
     case LREG_SELECT:
-        if (value & ~LBR_SEL_MASK) {
-            return -EIO;
-        }
-        l->select = value;
-        return 0;
+        return model_lbr_write_select(l, value);
     case LREG_CFG:
         if (value & ~LBR_AMD_DBG_EXTN_LBRV2EN) {
             return -EIO;
@@ -827,7 +856,7 @@ model_lbr_write_amd(struct model_cpu *mc, unsigned int reg, unsigned int i,
         if (reg == LREG_TO && (value & (1ULL << 61))) {
             return -EIO;
         }
-        *((reg == LREG_FROM) ? &l->from[i] : &l->to[i]) = value;
+        *model_lbr_entry(l, reg, i) = value;
         return 0;
     }
 }

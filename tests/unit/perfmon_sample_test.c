@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -168,6 +169,57 @@ current_on(unsigned int cpu)
     return t;
 }
 
+/* ev counts id in the kernel and samples it as s. */
+static void
+sample_event_init(struct perfmon_event *ev, uint64_t id,
+                  const struct perfmon_sampling *s)
+{
+    init_ok(ev, id, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(ev, s), 0);
+}
+
+/* ev samples id as s on cpu. */
+static void
+sample_event_attach_cpu(struct perfmon_event *ev, uint64_t id,
+                        const struct perfmon_sampling *s, unsigned int cpu)
+{
+    sample_event_init(ev, id, s);
+    assert_int_equal(perfmon_event_attach_cpu(ev, cpu), 0);
+}
+
+/* ev samples id as s in thread t. */
+static void
+sample_event_attach(struct perfmon_event *ev, uint64_t id,
+                    const struct perfmon_sampling *s, struct thread *t)
+{
+    sample_event_init(ev, id, s);
+    assert_int_equal(perfmon_event_attach(ev, t), 0);
+}
+
+/*
+ * The next sample on cpu comes exactly n events of raw from now: none
+ * after n - 1 of them, one with the nth (its record left in d).
+ */
+static void
+assert_next_sample_after(struct fdev *fd, unsigned int cpu, uint64_t raw,
+                         uint64_t n, struct drained *d)
+{
+    run(fd, cpu, raw, n - 1, n - 1, 0);
+    drain(cpu, d);
+
+    if (d->nr_samples != 0) {
+        fail_msg("CPU %u: a sample before %" PRIu64 " events", cpu, n);
+    }
+
+    run(fd, cpu, raw, 1, 1, 0);
+    drain(cpu, d);
+
+    if (d->nr_samples != 1) {
+        fail_msg("CPU %u: %u samples at %" PRIu64 " events, not 1", cpu,
+                 d->nr_samples, n);
+    }
+}
+
 /* ---- fixed period --------------------------------------------------------- */
 
 static void
@@ -180,9 +232,7 @@ test_fixed_period_exact(void **state)
     struct drained d;
 
     (void)state;
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 1);
 
     run(fd, 1, RAW_CYCLES, 50 * 1000, 1000, 0);
     drain(1, &d);
@@ -215,9 +265,7 @@ test_fixed_period_skid(void **state)
 
     (void)state;
     current_on(2);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 2), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 2);
 
     /*
      * 1003 events between interrupts: 3 past each period, which count
@@ -226,12 +274,7 @@ test_fixed_period_skid(void **state)
     run(fd, 2, RAW_CYCLES, 100 * 1003, 1003, 0);
     drain(2, &d);
     assert_int_equal(d.nr_samples, 100);
-    run(fd, 2, RAW_CYCLES, 699, 699, 0);
-    drain(2, &d);
-    assert_int_equal(d.nr_samples, 0);
-    run(fd, 2, RAW_CYCLES, 1, 1, 0);
-    drain(2, &d);
-    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 2, RAW_CYCLES, 700, &d);
     assert_true(perfmon_event_read(&ev) == 101000);
 
     /*
@@ -241,12 +284,7 @@ test_fixed_period_skid(void **state)
     run(fd, 2, RAW_CYCLES, 5000, 5000, 0);
     drain(2, &d);
     assert_int_equal(d.nr_samples, 1);
-    run(fd, 2, RAW_CYCLES, 999, 999, 0);
-    drain(2, &d);
-    assert_int_equal(d.nr_samples, 0);
-    run(fd, 2, RAW_CYCLES, 1, 1, 0);
-    drain(2, &d);
-    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 2, RAW_CYCLES, 1000, &d);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
@@ -263,9 +301,7 @@ test_period_longer_than_counter(void **state)
     (void)state;
     current_on(1);
     fd->dev.max_period = 30000;
-    init_ok(&ev, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
 
     run(fd, 1, RAW_BRANCH, 1000000, 1000, 0);
     drain(1, &d);
@@ -291,9 +327,7 @@ test_thread_progress_follows(void **state)
     struct drained d;
 
     (void)state;
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    sample_event_attach(&ev, PERFMON_EV_CYCLE, &s, t);
 
     fake_thread_switch(0, NULL);
     fake_thread_switch(0, t);
@@ -304,12 +338,7 @@ test_thread_progress_follows(void **state)
     run(fd, 0, RAW_CYCLES, 5000, 500, 0);
     fake_thread_migrate(t, 2);
     fake_thread_switch(2, t);
-    run(fd, 2, RAW_CYCLES, 399, 399, 0);
-    drain(2, &d);
-    assert_int_equal(d.nr_samples, 0);
-    run(fd, 2, RAW_CYCLES, 1, 1, 0);
-    drain(2, &d);
-    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 2, RAW_CYCLES, 400, &d);
     assert_int_equal(d.last.tid, thread_id(t));
     assert_int_equal(d.last.cpu, 2);
     drain(0, &d);
@@ -332,12 +361,8 @@ test_threads_share_counter(void **state)
     struct drained d;
 
     (void)state;
-    init_ok(&ea, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    init_ok(&eb, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ea, &s), 0);
-    assert_int_equal(perfmon_event_set_sampling(&eb, &s), 0);
-    assert_int_equal(perfmon_event_attach(&ea, a), 0);
-    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    sample_event_attach(&ea, PERFMON_EV_CYCLE, &s, a);
+    sample_event_attach(&eb, PERFMON_EV_CYCLE, &s, b);
     assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
     assert_int_equal(info.nr_pmcs_used, 1);
 
@@ -393,9 +418,7 @@ test_freq_converges(void **state)
     (void)state;
     current_on(1);
     fake_cpu_set_tsc_freq(3000000000ULL);
-    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
 
     /* Steady: within 10% after a tenth of a second of events. */
     period = run_freq(fd, 30000000, 10);
@@ -427,9 +450,7 @@ test_freq_first_period(void **state)
 
     (void)state;
     current_on(1);
-    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
     run(fd, 1, RAW_INSNS, 500, 500, 1000);
     drain(1, &d);
     assert_int_equal(d.nr_samples, 1);
@@ -454,9 +475,7 @@ test_time_exact(void **state)
     current_on(1);
     fake_cpu_set_tsc_freq(2994000000ULL);
     fake_cpu_advance_tsc((1ULL << 60) + 123456789);
-    init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
     run(fd, 1, RAW_INSNS, 500, 500, 0);
     drain(1, &d);
     assert_int_equal(d.nr_samples, 1);
@@ -481,9 +500,7 @@ test_throttle(void **state)
     current_on(1);
     fake_cpu_set_tsc_freq(3000000000ULL);
     fd->ovf_cycles = 3000000;
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 1);
 
     run(fd, 1, RAW_CYCLES, 100 * 100, 100, 0);
     drain(1, &d);
@@ -518,9 +535,7 @@ test_overflow_in_section(void **state)
 
     (void)state;
     current_on(1);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 1);
     run(fd, 1, RAW_CYCLES, 500, 500, 0);
 
     fd->nmi_in_read = true;
@@ -535,12 +550,7 @@ test_overflow_in_section(void **state)
      * Armed again, with the 100 events past the period counted: the next
      * sample is at 2000 events.
      */
-    run(fd, 1, RAW_CYCLES, 899, 899, 0);
-    drain(1, &d);
-    assert_int_equal(d.nr_samples, 0);
-    run(fd, 1, RAW_CYCLES, 1, 1, 0);
-    drain(1, &d);
-    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 1, RAW_CYCLES, 900, &d);
     assert_true(perfmon_event_read(&ev) == 2000);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
@@ -556,9 +566,7 @@ test_ring_full(void **state)
 
     (void)state;
     current_on(3);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 3), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 3);
 
     run(fd, 3, RAW_CYCLES, 1000 * 10, 10, 0);
     drain(3, &d);
@@ -619,8 +627,7 @@ test_devices_that_cannot_sample(void **state)
     nowrite->ops.write = NULL;
     assert_int_equal(perfmon_register(&nowrite->dev), 0);
 
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    sample_event_init(&ev, PERFMON_EV_CYCLE, &s);
     assert_int_equal(perfmon_event_set_dev(&ev, &polled->dev), 0);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 0), -EOPNOTSUPP);
     assert_int_equal(perfmon_event_attach(&ev, self), -EOPNOTSUPP);
@@ -726,9 +733,7 @@ test_decode_damaged(void **state)
 
     (void)state;
     current_on(1);
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 1);
     run(fd, 1, RAW_CYCLES, 10, 10, 0);
     size = perfmon_sbuf_read(sbuf, 1, rec_buf, sizeof(rec_buf));
     assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
@@ -785,9 +790,7 @@ test_callchain_walks_the_stack(void **state)
     test_frame.rsp = (uint64_t)&stack[2];
     test_frame.rbp = (uint64_t)&stack[4];
 
-    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
-    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    sample_event_attach(&ev, PERFMON_EV_CYCLE, &s, t);
     run(fd, 1, RAW_CYCLES, 10, 10, 0);
     drain(1, &d);
     assert_int_equal(d.nr_samples, 1);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "arch/x86/lapic.h"
@@ -196,6 +197,77 @@ pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr)
     pmu_test_assert_no_fault();
 }
 
+void
+pmu_test_check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
+                     uint64_t max_chunk, unsigned int min_wraps)
+{
+    uint32_t status_msr = pmu_get_driver()->global_status_msr;
+    bool global = pmu_get_caps()->global_ctrl;
+    uint64_t total_br = 0, total_in = 0, total_cy = 0;
+    int hb, hi, hc;
+
+    pmu_test_rng_state = 0x9e3779b97f4a7c15ULL;
+    hb = fake_perfmon_open(PERFMON_EV_BRANCH, PERFMON_EF_KERN, NULL);
+    hi = fake_perfmon_open(PERFMON_EV_INSTRUCTION,
+                           PERFMON_EF_KERN | PERFMON_EF_USER, NULL);
+    hc = fake_perfmon_open(PERFMON_EV_CYCLE, PERFMON_EF_KERN, NULL);
+    assert_true(hb >= 0 && hi >= 0 && hc >= 0);
+
+    for (unsigned int i = 0; i < nr_rounds; i++) {
+        uint64_t b = pmu_test_rng_next() % max_chunk;
+        uint64_t n = pmu_test_rng_next() % max_chunk;
+        uint64_t c = pmu_test_rng_next() % max_chunk;
+
+        msr_model_inject(MSR_MODEL_EV_BRANCH, b, false);
+        msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, n, (i & 1) != 0);
+        msr_model_inject(MSR_MODEL_EV_CYCLES, c, false);
+        total_br += b;
+        total_in += n;
+        total_cy += c;
+        pmu_test_deliver_nmis(dev);
+
+        if (global) {
+            assert_int_equal(pmu_test_peek(status_msr), 0);
+        }
+
+        /* Read now and then, as the core does between interrupts. */
+        if (i % 97 == 0) {
+            pmu_test_assert_count(fake_perfmon_value(hb), total_br);
+        }
+    }
+
+    pmu_test_assert_count(fake_perfmon_value(hb), total_br);
+    pmu_test_assert_count(fake_perfmon_value(hi), total_in);
+    pmu_test_assert_count(fake_perfmon_value(hc), total_cy);
+    assert_true(fake_perfmon_nr_ovf_folds() >= min_wraps);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_true(msr_model_pmis_merged() > 0);
+    assert_int_equal(msr_model_nr_unmasks(), fake_perfmon_nr_intrs());
+    assert_int_equal(pmu_nr_pmis(), fake_perfmon_nr_intrs());
+    pmu_test_assert_no_fault();
+}
+
+void
+pmu_test_check_raw_refused(struct perfmon_dev *dev, uint64_t code,
+                           const uint64_t *bad, size_t nr_bad)
+{
+    unsigned int hw;
+
+    for (size_t i = 0; i < nr_bad; i++) {
+        if (dev->ops->alloc(dev, &hw, code | bad[i], PERFMON_EF_KERN)
+            != -EINVAL) {
+            fail_msg("raw code %#llx with bits %#llx was not refused",
+                     (unsigned long long)code, (unsigned long long)bad[i]);
+        }
+    }
+
+    /* No mode, and the core's raw flag, which is not a mode. */
+    assert_int_equal(dev->ops->alloc(dev, &hw, code, 0), -EINVAL);
+    assert_int_equal(dev->ops->alloc(dev, &hw, code,
+                                     PERFMON_EF_RAW | PERFMON_EF_KERN),
+                     -EINVAL);
+}
+
 unsigned int
 pmu_test_deliver_any_nmis(struct perfmon_dev *dev)
 {
@@ -247,7 +319,7 @@ pmu_test_check_branches(struct perfmon_dev *dev, int h, unsigned int nr_rounds,
 unsigned int
 pmu_test_selftest(struct perfmon_dev *dev, bool verbose)
 {
-    struct perfmon_selftest st = { .print = NULL };
+    struct perfmon_selftest st = { .print = fake_perfmon_selftest_print };
     const struct pmu_driver *drv = pmu_get_driver();
     uint64_t ctrl = 0, after = 0, raw;
     bool global = pmu_get_caps()->global_ctrl;
@@ -288,6 +360,33 @@ pmu_test_selftest(struct perfmon_dev *dev, bool verbose)
     }
     pmu_test_assert_no_fault();
     return st.nr_fail;
+}
+
+void
+pmu_test_assert_selftest_line(const char *check, const char *measured)
+{
+    const char *line = fake_perfmon_selftest_find(check);
+    const char *value;
+    size_t len;
+
+    if (line == NULL) {
+        fail_msg("no self-test line '%s'", check);
+    }
+
+    if (measured == NULL) {
+        return;
+    }
+
+    /* The name is padded: the value is the next word after the spaces. */
+    value = strstr(line, check) + strlen(check);
+    value += strspn(value, " ");
+    len = strlen(measured);
+
+    if (strncmp(value, measured, len) != 0
+        || (value[len] != '\0' && value[len] != ' ')) {
+        fail_msg("'%s': the line shows '%s', expected '%s'", check, value,
+                 measured);
+    }
 }
 
 uint64_t

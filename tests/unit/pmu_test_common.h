@@ -13,6 +13,7 @@
 #define TESTS_UNIT_PMU_TEST_COMMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/pmu.h"
@@ -95,6 +96,27 @@ unsigned int pmu_test_check_branches(struct perfmon_dev *dev, int h,
                                      uint64_t max_chunk);
 
 /*
+ * The raw event code refused (-EINVAL) by dev's alloc with each of the
+ * nr_bad bits of bad added (bits the driver owns or the hardware does not
+ * define), and with bad mode flags.
+ */
+void pmu_test_check_raw_refused(struct perfmon_dev *dev, uint64_t code,
+                                const uint64_t *bad, size_t nr_bad);
+
+/*
+ * Three counters of dev (branches and cycles in the kernel, instructions
+ * in both modes, every other chunk of them in user mode) through
+ * nr_rounds injections of random sizes below max_chunk, the NMIs
+ * delivered after each and the branch count read now and then: the counts
+ * must stay exact across at least min_wraps folded overflows, no PMI lost
+ * (some merged, as they come faster than one NMI each), every one
+ * acknowledged (the global status clear, where there is one) and
+ * followed by an unmasked LVT.
+ */
+void pmu_test_check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
+                          uint64_t max_chunk, unsigned int min_wraps);
+
+/*
  * Sampling re-arms counters from the PMI: the core reads, then writes.
  * Two counters of dev (branches, instructions) re-armed on every overflow
  * through thousands of them: with a global control register (ctrl_msr)
@@ -110,6 +132,13 @@ void pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr);
  * that faulted.  verbose prints its lines (do when a test fails on them).
  */
 unsigned int pmu_test_selftest(struct perfmon_dev *dev, bool verbose);
+
+/*
+ * The last pmu_test_selftest() printed a line holding check (its verdict
+ * and name: "PASS  counter 2: cycles per TSC cycle") that shows measured
+ * as its value (NULL: any).
+ */
+void pmu_test_assert_selftest_line(const char *check, const char *measured);
 
 /* The value of an MSR the modelled CPU must have. */
 uint64_t pmu_test_peek(uint32_t msr);

@@ -3,8 +3,10 @@
  *
  *
  * What the self-test fake (fakes/perfmon_selftest.c) lets a test see: the
- * lines reported since the last reset ("PASS  name: measured (expected
- * ...)"), and the modelled spin loop's cycles per iteration.
+ * lines a run printed through fake_perfmon_selftest_print() since the
+ * last reset, as the kernel's report formats them ("PASS  name  measured
+ * (expected ...)", the name padded), and the modelled spin loop's cycles
+ * per iteration.
  */
 
 #ifndef TESTS_UNIT_FAKES_FAKE_PERFMON_SELFTEST_H
@@ -12,6 +14,9 @@
 
 #define FAKE_SELFTEST_MAX_LINES         128
 #define FAKE_SELFTEST_CYCLES_PER_ITER   2
+
+/* A run's print callback (struct perfmon_selftest): keeps line. */
+void fake_perfmon_selftest_print(void *arg, const char *line);
 
 void fake_perfmon_selftest_reset(void);
 unsigned int fake_perfmon_selftest_nr_lines(void);
