@@ -273,8 +273,10 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
 }
 
 /*
- * A pinned slot became active: it takes its own counter, from a flexible
- * slot that got there first (before the counter was reserved), if any.
+ * A pinned slot became active: it takes its own counter.  No flexible slot
+ * can hold it: reserving it (perfmon_dev_alloc) evicted every flexible
+ * slot from it on every CPU before the pinned slot could be attached, and
+ * flexible slots never pick a reserved counter since.
  */
 static void
 perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
@@ -282,26 +284,8 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
     unsigned int hw_id = perfmon_pmcs[slot].hw_id;
-    uint64_t users;
 
-    if (cdev->hw_used & (1ULL << hw_id)) {
-        users = cpu->sched_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
-
-        while (users != 0) {
-            unsigned int s = (unsigned int)__builtin_ctzll(users);
-
-            users &= users - 1;
-
-            if (cpu->pmcs[s].hw_id == hw_id) {
-                uint64_t unit = perfmon_sched_unit(cpu, s);
-
-                perfmon_sched_remove(cpu, unit, now, false);
-                cdev->waiting |= unit;
-                break;
-            }
-        }
-    }
-
+    assert(!(cdev->hw_used & (1ULL << hw_id)));
     perfmon_cpu_pmc_start(cpu, slot, hw_id, now);
     cdev->hw_used |= 1ULL << hw_id;
 }

@@ -10,7 +10,8 @@
  * event always counts, exactly; a thread's times add up across switches
  * and migrations without drift; a fixed counter is used for its event; a
  * counter reserved later is given up by the flexible event on it; group
- * and pinning errors.
+ * and pinning errors; a member joining a running group with no counter
+ * left makes the whole group wait; perfmon_rotate_local; perfmon.mux_ms.
  *
  * Time is the fake TSC; a multiplexing interval is PERFMON_MUX_MS_DEFAULT
  * clock ticks (perfmon_tick() called that many times on the CPU).
@@ -27,9 +28,12 @@
 
 #include "arch/x86/cpu.h"
 #include "fakes/fake_kmem.h"
+#include "fakes/fake_log.h"
 #include "fakes/fake_smp.h"
 #include "fdev.h"
+#include "kern/cmdline.h"
 #include "kern/error.h"
+#include "kern/log.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_i.h"
@@ -469,6 +473,134 @@ test_group_errors(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * A member joins its group while the group runs and no counter is left:
+ * the whole group waits, then takes its turns whole.
+ */
+static void
+test_member_joins_full(void **state)
+{
+    struct perfmon_event l, m, other;
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    uint64_t group_slots, el, rl, em, rm;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+    init_ok(&other, RAW_BRANCH, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 1), 0);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(l.slot));
+
+    init_ok(&m, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&m, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&m, 1), 0);
+    group_slots = perfmon_slot_bit(l.slot) | perfmon_slot_bit(m.slot);
+    assert_false(cpu->sched_mask & group_slots);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(other.slot));
+    assert_true(perfmon_mux_cpus & (1ULL << 1));
+
+    for (unsigned int i = 0; i < 100; i++) {
+        happen(fd, 1, 3, 5);
+        interval(1);
+        assert_true(all_or_none(1, group_slots));
+    }
+
+    assert_int_equal(perfmon_event_read_times(&l, &el, &rl),
+                     perfmon_event_read_times(&m, &em, &rm));
+    assert_int_equal(rl, rm);
+    assert_true(rl > 0);
+    detach_all(&m, 1);
+    detach_all(&l, 1);
+    detach_all(&other, 1);
+    fdev_assert_idle(fd);
+}
+
+/* perfmon_rotate_local: a turn now, the waiting event first. */
+static void
+test_rotate_local(void **state)
+{
+    struct perfmon_event evs[3];
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    struct fake_ctx ctx;
+    uint64_t waiting;
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+    cpu_events(evs, 3, 1, 0);
+    waiting = perfmon_slot_bit(evs[2].slot);
+    assert_false(cpu->sched_mask & waiting);
+
+    fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+    fake_ctx_enter(&ctx, 1);
+    perfmon_rotate_local();
+    fake_ctx_exit(&ctx);
+
+    assert_true(cpu->sched_mask & waiting);
+    assert_int_equal(syscnt_value("perfmon_nr_rotations/1"), 1);
+    detach_all(evs, 3);
+}
+
+/* Clock ticks on cpu until its first turn (at most 2000). */
+static unsigned int
+ticks_to_turn(unsigned int cpu)
+{
+    uint64_t before = syscnt_value("perfmon_nr_rotations/1");
+    unsigned int ticks = 0;
+    struct fake_ctx ctx;
+
+    fake_ctx_enter(&ctx, cpu);
+
+    while (syscnt_value("perfmon_nr_rotations/1") == before && ticks < 2000) {
+        perfmon_tick(cpu);
+        ticks++;
+    }
+
+    fake_ctx_exit(&ctx);
+    return ticks;
+}
+
+/* Turns every perfmon.mux_ms; out of range: a warning, and the default. */
+static void
+test_mux_ms_option(void **state)
+{
+    static const struct {
+        const char *line;
+        unsigned int ticks;
+        bool warned;
+    } cases[] = {
+        { "perfmon.mux_ms=9", 9, false },
+        { "perfmon.mux_ms=1", 1, false },
+        { "perfmon.mux_ms=0", PERFMON_MUX_MS_DEFAULT, true },
+        { "perfmon.mux_ms=1001", PERFMON_MUX_MS_DEFAULT, true },
+        { "perfmon.mux_ms=soon", PERFMON_MUX_MS_DEFAULT, true },
+        { "", PERFMON_MUX_MS_DEFAULT, false },
+    };
+    struct perfmon_event evs[3];
+
+    (void)state;
+
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        assert_int_equal(cmdline_parse(cases[i].line), 0);
+        fake_syscnt_reset();
+        fake_log_reset();
+        perfmon_reset();
+        assert_int_equal(fake_log_count(LOG_WARNING) != 0, cases[i].warned);
+
+        if (cases[i].warned) {
+            assert_non_null(strstr(fake_log_last(),
+                                   "perfmon.mux_ms must be 1..1000"));
+        }
+
+        fdev_add(0, 48, 2, true);
+        cpu_events(evs, 3, 1, 0);
+        assert_int_equal(ticks_to_turn(1), cases[i].ticks);
+        detach_all(evs, 3);
+    }
+}
+
 int
 main(void)
 {
@@ -482,6 +614,9 @@ main(void)
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
+        cmocka_unit_test_setup(test_member_joins_full, setup),
+        cmocka_unit_test_setup(test_rotate_local, setup),
+        cmocka_unit_test_setup(test_mux_ms_option, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
