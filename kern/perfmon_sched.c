@@ -273,10 +273,10 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
 }
 
 /*
- * A pinned slot became active: it takes its own counter.  No flexible slot
- * can hold it: reserving it (perfmon_dev_alloc) evicted every flexible
- * slot from it on every CPU before the pinned slot could be attached, and
- * flexible slots never pick a reserved counter since.
+ * A pinned slot became active: it takes its own counter, from the
+ * flexible slot holding it, if any (one placed there before the pinned
+ * event reserved it; flexible slots never pick a reserved counter after).
+ * That unit takes a free counter if there is one, or waits for its turn.
  */
 static void
 perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
@@ -284,10 +284,35 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
     unsigned int hw_id = perfmon_pmcs[slot].hw_id;
+    uint64_t users;
+
+    if (cdev->hw_used & (1ULL << hw_id)) {
+        users = cpu->sched_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
+
+        while (users != 0) {
+            unsigned int s = (unsigned int)__builtin_ctzll(users);
+
+            users &= users - 1;
+
+            if (cpu->pmcs[s].hw_id == hw_id) {
+                uint64_t unit = perfmon_sched_unit(cpu, s);
+
+                assert(!perfmon_pmcs[s].pinned);
+                perfmon_sched_remove(cpu, unit, now, false);
+                cdev->waiting |= unit;
+                break;
+            }
+        }
+    }
 
     assert(!(cdev->hw_used & (1ULL << hw_id)));
     perfmon_cpu_pmc_start(cpu, slot, hw_id, now);
     cdev->hw_used |= 1ULL << hw_id;
+
+    /* The unit moved off may run on another counter at once. */
+    if (cdev->waiting != 0) {
+        perfmon_sched_fill(cpu, slot / PERFMON_DEV_MAX_PMCS, now);
+    }
 }
 
 void

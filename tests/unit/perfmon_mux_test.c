@@ -10,8 +10,9 @@
  * event always counts, exactly; a thread's times add up across switches
  * and migrations without drift; a fixed counter is used for its event; a
  * counter reserved later is given up by the flexible event on it; group
- * and pinning errors; a member joining a running group with no counter
- * left makes the whole group wait; perfmon_rotate_local; perfmon.mux_ms.
+ * and pinning errors; a pinned event takes its counter from a flexible
+ * one, which moves at once; a member joining a running group with no
+ * counter left makes the whole group wait; perfmon_rotate_local; perfmon.mux_ms.
  *
  * Time is the fake TSC; a multiplexing interval is PERFMON_MUX_MS_DEFAULT
  * clock ticks (perfmon_tick() called that many times on the CPU).
@@ -474,6 +475,42 @@ test_group_errors(void **state)
 }
 
 /*
+ * A pinned event reserves a counter a flexible event already runs on: the
+ * flexible one moves to another counter at once, counting on.
+ */
+static void
+test_pinned_takes_its_counter(void **state)
+{
+    struct perfmon_event flex, pin;
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&flex, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&flex, 1), 0);
+    assert_int_equal(cpu->pmcs[flex.slot].hw_id, 0);
+    fdev_count(fd, 1, RAW_INSNS, 10);
+
+    init_ok(&pin, RAW_CYCLES,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
+    assert_int_equal(perfmon_pmcs[pin.slot].hw_id, 0);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(pin.slot));
+    assert_true(cpu->sched_mask & perfmon_slot_bit(flex.slot));
+    assert_int_equal(cpu->pmcs[flex.slot].hw_id, 1);
+    assert_int_equal(perfmon_mux_cpus, 0);
+
+    fdev_count(fd, 1, RAW_INSNS, 5);
+    fdev_count(fd, 1, RAW_CYCLES, 7);
+    assert_int_equal(perfmon_event_read(&flex), 15);
+    assert_int_equal(perfmon_event_read(&pin), 7);
+    detach_all(&pin, 1);
+    detach_all(&flex, 1);
+    fdev_assert_idle(fd);
+}
+
+/*
  * A member joins its group while the group runs and no counter is left:
  * the whole group waits, then takes its turns whole.
  */
@@ -614,6 +651,7 @@ main(void)
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
+        cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),
         cmocka_unit_test_setup(test_mux_ms_option, setup),
