@@ -92,7 +92,7 @@ def run(tap, iso, seconds, seed=None, width=None, overflow=None, smp=4,
             detail += '\n'.join(r.diagnostics) + '\n'
         detail += '\n'.join(report.errors) + '\n' + tail
         detail += '\nreplay: ' + replay_line(seconds, seed, width, overflow,
-                                             smp)
+                                             counters, smp)
     elif r is not None:
         detail = '\n'.join(r.diagnostics)
     tap.result(ok, what, detail)
