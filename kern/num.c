@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/num.h"
@@ -26,29 +27,23 @@ num_fmt_count(char *buf, size_t size, uint64_t v)
 
 /*
  * 128-by-64-bit division, saturating.  The compiler's own 128-bit
- * division calls libgcc, which the kernel does not have; x86-64's divq
- * divides 128 bits by 64 in one instruction but faults when the quotient
- * does not fit in 64 bits, which is exactly when the high half is at
- * least the divisor, so that case saturates first.  The multiplexing
+ * division calls libgcc, which the kernel does not have; the processor
+ * divides 128 bits by 64 in one instruction (cpu_div128) when the
+ * quotient fits in 64 bits, which is exactly when the high half is below
+ * the divisor, so the other case saturates first.  The multiplexing
  * scheduler takes a share per waiting slot on each turn, so this is on a
  * hot path (perfmon bench row 8).
  */
 static uint64_t
 num_div128(unsigned __int128 n, uint64_t d)
 {
-    uint64_t hi = (uint64_t)(n >> 64), lo = (uint64_t)n, q, r;
+    uint64_t hi = (uint64_t)(n >> 64), lo = (uint64_t)n;
 
     if (hi >= d) {
         return UINT64_MAX;
     }
 
-    if (hi == 0) {
-        return lo / d;
-    }
-
-    __asm__("divq %4" : "=a"(q), "=d"(r) : "a"(lo), "d"(hi), "rm"(d));
-    (void)r;
-    return q;
+    return (hi == 0) ? lo / d : cpu_div128(hi, lo, d);
 }
 
 uint64_t

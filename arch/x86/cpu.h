@@ -114,6 +114,21 @@ struct cpu {
     void *ist_stacks[CPU_NR_IST];
 } __aligned(CACHE_LINE_SIZE);
 
+/*
+ * (hi:lo) / d, in one divq.  The quotient must fit in 64 bits (hi < d):
+ * the instruction faults (#DE) otherwise.  An ordinary instruction, so
+ * host tests run it as it is.
+ */
+static inline uint64_t
+cpu_div128(uint64_t hi, uint64_t lo, uint64_t d)
+{
+    uint64_t q, r;
+
+    __asm__("divq %4" : "=a"(q), "=d"(r) : "a"(lo), "d"(hi), "rm"(d));
+    (void)r;
+    return q;
+}
+
 #ifdef TALLY_HOST_TEST
 
 unsigned int cpu_id(void);
