@@ -90,16 +90,16 @@ perfmon_bench_budgets[PB_NR_BUDGETS] = {
     },
     [PB_BUDGET_HOOK] = { 0, 4, 4, NULL },
     [PB_BUDGET_SWITCH_1] = {
-        1, 40, 230,
+        1, 40, 233,
         "a fold of the counter, the section around it, both threads' slots, "
-        "their enabled and running times",
+        "their enabled and running times, whether branch records restart",
     },
     [PB_BUDGET_SWITCH_4] = {
-        4, 100, 610,
+        4, 100, 613,
         "4e's fold, slot work and times for each of 4 counters",
     },
     [PB_BUDGET_SWITCH_SPLIT] = {
-        1, 50, 710,
+        1, 50, 712,
         "a fold, reference counts and masks on both sides of the switch, "
         "the times, and the scheduler giving the slot a counter of this CPU "
         "and taking it back (multiplexing)",

@@ -277,8 +277,10 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
  * flexible slot holding it, if any (one placed there before the pinned
  * event reserved it; flexible slots never pick a reserved counter after).
  * That unit takes a free counter if there is one, or waits for its turn.
+ * Out of line: pinned events are rare, and inlined this would cost every
+ * flexible slot's switch-in registers to save (perfmon bench row 4g).
  */
-static void
+static void __attribute__((noinline))
 perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
                         uint64_t now)
 {
