@@ -2,8 +2,9 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * What the files of the `perfmon` shell command share (kern/perfmon_cmd.c,
- * kern/perfmon_stat.c).  Thread context, like every shell command.
+ * What the files of the `perfmon` shell command share (kern/perfmon_cmd.c),
+ * for its subcommands (kern/perfmon_list.c, perfmon_stat.c, perfmon_record.c
+ * and the others).  Thread context, like every shell command.
  */
 
 #ifndef KERN_PERFMON_CMD_H

@@ -3,12 +3,13 @@
  *
  *
  * Host tests of the `perfmon` command's shared parts (kern/perfmon_cmd.c)
- * on the real perfmon core with the fake devices of fdev.c: the option
- * parser every subcommand uses (grouped letters, values in the same or
- * the next word, long options, "--", missing values and unknown
- * options), the subcommand dispatch through the shell, `perfmon list`
- * and `perfmon info`, event resolution with its suggestions, output
- * lines, and the runner's error path when no thread can be created.
+ * and its `list` and `info` (kern/perfmon_list.c), on the real perfmon
+ * core with the fake devices of fdev.c: the option parser every
+ * subcommand uses (grouped letters, values in the same or the next word,
+ * long options, "--", missing values and unknown options), the
+ * subcommand dispatch through the shell, `perfmon list` and `perfmon
+ * info`, event resolution with its suggestions, output lines, and the
+ * runner's error path when no thread can be created.
  */
 
 #include <setjmp.h>
