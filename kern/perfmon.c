@@ -364,6 +364,9 @@ perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
 /*
  * A thread's sampling counter stops here (the caller updated its value):
  * keep its progress to the next sample and its period with the thread.
+ * A slot waiting for a counter had its progress charged to left when the
+ * scheduler took the counter (perfmon_cpu_pmc_stop); only one holding a
+ * counter has events since the arm to charge.
  */
 static void
 perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
@@ -371,7 +374,12 @@ perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
 
-    tpmc->sample_left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+    tpmc->sample_left = pmc->left;
+
+    if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+        tpmc->sample_left -= (int64_t)(pmc->value - pmc->armed_value);
+    }
+
     tpmc->sample_period = pmc->period;
     tpmc->sample_min_period = pmc->min_period;
 }

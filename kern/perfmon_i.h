@@ -126,7 +126,9 @@ extern uint64_t perfmon_branch_slots;
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
  * counter was last armed: it overflows after min(left, what the device can
- * arm) events), the value and TSC at the last sample (frequency mode),
+ * arm) events; while the slot waits for a counter, left alone says it:
+ * perfmon_cpu_pmc_stop charged what it had counted), the value and TSC at
+ * the last sample (frequency mode),
  * the floor throttling put under the period, and the period of the sample
  * due in the current interrupt.
  */

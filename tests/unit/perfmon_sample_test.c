@@ -349,6 +349,43 @@ test_thread_progress_follows(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * 600 events, then a CPU event takes the only counter from the thread's
+ * sampling slot (a turn), and the thread is switched out while its slot
+ * waits: the 600 are charged once, so 400 more events give the sample.
+ */
+static void
+test_thread_progress_kept_while_waiting(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_TID,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 32, 1, true);
+    struct thread *t = fake_thread_create("sampled");
+    struct perfmon_event ev, other;
+    struct fake_ctx ctx;
+    struct drained d;
+
+    (void)state;
+    sample_event_attach(&ev, PERFMON_EV_CYCLE, &s, t);
+    fake_thread_switch(1, t);
+    run(fd, 1, RAW_CYCLES, 600, 600, 0);
+
+    init_ok(&other, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 1), 0);
+    fake_cpu_advance_tsc(30000);
+    fake_ctx_enter(&ctx, 1);
+    perfmon_rotate_local();
+    fake_ctx_exit(&ctx);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&other), 0);
+
+    fake_thread_switch(1, t);
+    assert_next_sample_after(fd, 1, RAW_CYCLES, 400, &d);
+    assert_int_equal(d.last.tid, thread_id(t));
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
 /* Two threads of one recording share the counter, each with its progress. */
 static void
 test_threads_share_counter(void **state)
@@ -812,6 +849,7 @@ main(void)
         T(test_fixed_period_skid),
         T(test_period_longer_than_counter),
         T(test_thread_progress_follows),
+        T(test_thread_progress_kept_while_waiting),
         T(test_threads_share_counter),
         T(test_freq_converges),
         T(test_freq_first_period),
