@@ -763,9 +763,10 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 
     /*
      * Its slots took free counters in slot order: when some wait, they
-     * all take turns by share now, not only at the next rotation.
+     * all take turns by share now, not only at the next rotation.  (Only
+     * then: slots waiting for another thread's sake wait for the tick.)
      */
-    if (READ_ONCE(perfmon_mux_cpus) & (1ULL << cpu_id())) {
+    if (next->active_mask & ~cpu->sched_mask) {
         perfmon_sched_rotate(cpu, now);
     }
 

@@ -359,6 +359,41 @@ test_thread_turns_at_switches(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * Three CPU events on two counters, and a thread with one event taking
+ * turns on the CPU with one without: switching in the thread, whose event
+ * waits, is a turn; switching in the other is none (the counter the first
+ * thread's event gives up goes to a waiting one at once), so CPU events
+ * do not change places at every switch.
+ */
+static void
+test_turn_only_when_next_waits(void **state)
+{
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct perfmon_event evs[3], ev;
+    uint64_t before;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    cpu_events(evs, 3, 1, 0);
+    init_ok(&ev, RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach(&ev, a), 0);
+    fake_thread_switch(1, a);
+    before = syscnt_value("perfmon_nr_rotations/1");
+
+    for (unsigned int i = 0; i < 10; i++) {
+        fake_thread_switch(1, b);
+        fake_thread_switch(1, a);
+    }
+
+    assert_int_equal(syscnt_value("perfmon_nr_rotations/1") - before, 10);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    detach_all(evs, 3);
+    fdev_assert_idle(fd);
+}
+
 /* A fixed counter takes its event, leaving the general ones free. */
 static void
 test_fixed_counter_preferred(void **state)
@@ -648,6 +683,7 @@ main(void)
         cmocka_unit_test_setup(test_pinned_never_rotated, setup),
         cmocka_unit_test_setup(test_thread_times_no_drift, setup),
         cmocka_unit_test_setup(test_thread_turns_at_switches, setup),
+        cmocka_unit_test_setup(test_turn_only_when_next_waits, setup),
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
