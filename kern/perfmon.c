@@ -1550,7 +1550,13 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         return false;
     }
 
+    /*
+     * The callbacks first (branch records may add a branch stack to the
+     * samples): records that do not freeze on the interrupt run on until
+     * a callback stops them, and must not fill with the fold's branches.
+     */
     cpu_index = cpu_id();
+    perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
     cpu = perfmon_cpu_get(cpu_index);
     syscnt_inc(&cpu->nr_intrs);
 
@@ -1587,9 +1593,6 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         /* Also folds what an NMI left pending, when this is not one. */
         perfmon_cpu_leave(cpu);
     }
-
-    /* The callbacks may add a branch stack to the samples. */
-    perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
 
     if (due != 0) {
         perfmon_cpu_write_samples(cpu, due, frame);

@@ -750,17 +750,17 @@ perfmon_tick(unsigned int cpu)
 /*
  * Overflow interrupt of a device, on the calling CPU, from the driver's
  * NMI handler (or another interrupt handler with interrupts disabled):
- * ask the device which counters overflowed, fold them into the 64-bit
- * values, then run the registered callbacks.  Takes no lock.  Returns true
- * when the interrupt was the device's.
+ * ask the device which counters overflowed, run the registered callbacks,
+ * then fold the counters into the 64-bit values and write the samples
+ * due.  Takes no lock.  Returns true when the interrupt was the device's.
  */
 bool perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame);
 
 /*
  * Overflow-interrupt callbacks, for drivers that must act on the PMC
  * interrupt without owning it (branch-record capture).  On each overflow
- * interrupt, after the device has reported which counters overflowed, fn
- * runs in NMI context on the interrupted CPU with the device, the CPU, the
+ * interrupt, after the device has reported which counters overflowed and
+ * before the core does anything else with them, fn runs in NMI context on the interrupted CPU with the device, the CPU, the
  * device's overflow mask (bit N for hw id N) and the interrupted frame.  It
  * must take no lock.
  *

@@ -1651,6 +1651,8 @@ struct cb_state {
     uint64_t mask;
     struct trap_frame *frame;
     bool poisoned;
+    struct fdev *fd;                    /* if set: its reads at the call */
+    unsigned int nr_read;
 };
 
 static void
@@ -1667,6 +1669,10 @@ cb_fn(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
     s->cpu = cpu;
     s->mask = mask;
     s->frame = frame;
+
+    if (s->fd != NULL) {
+        s->nr_read = s->fd->nr_read;
+    }
 }
 
 static void
@@ -1674,6 +1680,7 @@ test_intr_callbacks(void **state)
 {
     struct cb_state s1 = { 0 }, s2 = { 0 };
     struct perfmon_event ev;
+    unsigned int nr_read;
     struct fdev *fd;
     int h1, h2;
 
@@ -1686,9 +1693,17 @@ test_intr_callbacks(void **state)
 
     attach_cycles_cpu(&ev, 2);
     fdev_count(fd, 2, RAW_CYCLES, 65540);
+    s1.fd = fd;
+    nr_read = fd->nr_read;
     assert_true(fdev_nmi(fd, 2));
 
-    /* After the device reported the mask, with the frame. */
+    /*
+     * After the device reported the mask, with the frame, and before the
+     * core's fold reads the counter: branch records that do not freeze on
+     * the interrupt would otherwise fill with the fold's own branches.
+     */
+    assert_int_equal(s1.nr_read, nr_read);
+    assert_true(fd->nr_read > nr_read);
     assert_int_equal(s1.calls, 1);
     assert_ptr_equal(s1.dev, &fd->dev);
     assert_int_equal(s1.cpu, 2);
