@@ -169,7 +169,7 @@ lbr_pmu_version(void)
     }
 
     pmu_cpuid(0xa, 0, regs);
-    return regs[0] & 0xff;
+    return PMU_CPUID_0A_VERSION(regs[0]);
 }
 
 /*

@@ -234,14 +234,12 @@ lbr_amd_identify(void)
         return "CPUID Fn8000_0022 absent (no PerfMonV2, no LbrExtV2)";
     }
 
+    /* Fn8000_0008 is there: the maximum leaf is past 8000_0022. */
     lbr_amd.virt_bits = LBR_AMD_DEFAULT_VIRT_BITS;
+    pmu_cpuid(0x80000008, 0, regs);
 
-    if (regs[0] >= 0x80000008) {
-        pmu_cpuid(0x80000008, 0, regs);
-
-        if (((regs[0] >> 8) & 0xff) >= 32) {
-            lbr_amd.virt_bits = MIN((regs[0] >> 8) & 0xff, 64U);
-        }
+    if (((regs[0] >> 8) & 0xff) >= 32) {
+        lbr_amd.virt_bits = MIN((regs[0] >> 8) & 0xff, 64U);
     }
 
     pmu_cpuid(0x80000022, 0, regs);

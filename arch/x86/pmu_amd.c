@@ -51,9 +51,6 @@
 #define PMU_AMD_CNT_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
 #define PMU_AMD_TOP_BIT         (1ULL << (PMU_AMD_WIDTH - 1))
 
-/* Status rounds in one interrupt before giving up (a stuck status). */
-#define PMU_AMD_MAX_ROUNDS      16
-
 /*
  * The probed PMU, written at boot by probe and commit (cpu_probe only
  * reads it) and constant afterwards except alloc_mask (core lock).  Until

@@ -50,9 +50,6 @@
 #define PMU_INTEL_VENDOR_EDX    0x49656e69  /* "ineI" */
 #define PMU_INTEL_VENDOR_ECX    0x6c65746e  /* "ntel" */
 
-/* Overflow-status rounds in one PMI before giving up (a stuck status). */
-#define PMU_INTEL_MAX_ROUNDS    16
-
 /*
  * The probed PMU, written at boot by probe and commit (thread context,
  * before registration; cpu_probe only reads it) and constant afterwards,
