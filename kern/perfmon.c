@@ -842,13 +842,9 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
     assert(tpmc->nr_refs != 0);
 
     if (--tpmc->nr_refs == 0) {
+        /* now is cpu->now: what the unload takes its times at. */
         if (cpu != NULL) {
-            perfmon_cpu_pmc_unref(cpu, slot, now);
-            td->loaded_mask &= ~perfmon_slot_bit(slot);
-
-            if (td->loaded_mask == 0) {
-                cpu->td = NULL;
-            }
+            perfmon_td_pmc_unload(td, cpu, slot);
         }
 
         td->active_mask &= ~perfmon_slot_bit(slot);
@@ -1205,6 +1201,7 @@ perfmon_event_attach_finish(struct perfmon_event *event)
 int
 perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
 {
+    struct perfmon_dev *dev;
     int error;
 
     perfmon_assert_thread_context();
@@ -1213,6 +1210,9 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         || event->state != PERFMON_EVENT_IDLE) {
         return -EINVAL;
     }
+
+    /* The device the counter slot resolves to is kept only on success. */
+    dev = event->dev;
 
     /* Referenced while on the counter's user list (perfmon_pmc_foreach). */
     thread_ref(thread);
@@ -1240,6 +1240,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     }
 
     if (error) {
+        event->dev = dev;
         event->thread = NULL;
         thread_unref(thread);
     }
@@ -1250,6 +1251,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
 int
 perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
 {
+    struct perfmon_dev *dev;
     int error;
 
     perfmon_assert_thread_context();
@@ -1259,12 +1261,18 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
         return -EINVAL;
     }
 
+    dev = event->dev;
+
     event->thread = NULL;
     event->cpu = cpu;
     error = perfmon_event_get_pmc(event);
 
     if (error == 0) {
         error = perfmon_event_get_branches(event);
+
+        if (error) {
+            event->dev = dev;
+        }
     }
 
     if (error) {

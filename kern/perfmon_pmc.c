@@ -403,7 +403,6 @@ perfmon_pmc_put(struct perfmon_event *event)
 int
 perfmon_event_get_pmc(struct perfmon_event *event)
 {
-    struct perfmon_dev *chosen = event->dev;
     bool arm = false;
     int error;
 
@@ -426,7 +425,6 @@ perfmon_event_get_pmc(struct perfmon_event *event)
     spinlock_unlock(&perfmon_lock);
 
     if (error) {
-        event->dev = chosen;
         return error;
     }
 
@@ -505,16 +503,16 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
 
         for (const struct perfmon_event *e = pmc->users; e != NULL;
              e = e->next_user) {
-            info.nr_inherited += perfmon_event_is_child(e);
-        }
+            bool child = perfmon_event_is_child(e);
 
-        for (const struct perfmon_event *e = pmc->users;
-             e != NULL && n < PERFMON_PMC_INFO_MAX_USERS; e = e->next_user) {
-            info.users[n].thread = e->thread;
-            info.users[n].cpu = e->cpu;
-            info.users[n].inherited = e->family != NULL
-                                      && !perfmon_event_is_root(e);
-            n++;
+            info.nr_inherited += child;
+
+            if (n < PERFMON_PMC_INFO_MAX_USERS) {
+                info.users[n].thread = e->thread;
+                info.users[n].cpu = e->cpu;
+                info.users[n].inherited = child;
+                n++;
+            }
         }
 
         for (; n < PERFMON_PMC_INFO_MAX_USERS; n++) {

@@ -258,6 +258,7 @@ test_no_driver(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&ev, 1), -EOPNOTSUPP);
     assert_int_equal(perfmon_event_attach(&ev, self), -EOPNOTSUPP);
     assert_false(perfmon_event_attached(&ev));
+    assert_null(ev.dev);                /* not bound by the failed attaches */
     assert_idle(fd);
 }
 
