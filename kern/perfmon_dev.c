@@ -201,6 +201,33 @@ perfmon_dev_why_not(struct perfmon_dev *dev, uint64_t raw_event)
 }
 
 int
+perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
+                           unsigned int flags, unsigned int *hw_idp)
+{
+    int error;
+
+    assert(spinlock_held(&perfmon_lock));
+    error = dev->ops->alloc(dev, hw_idp, raw_event, flags);
+
+    if (error == 0) {
+        assert(*hw_idp < 64);
+        WRITE_ONCE(perfmon_dev_reserved[dev->index],
+                   perfmon_dev_reserved[dev->index] | (1ULL << *hw_idp));
+    }
+
+    return error;
+}
+
+void
+perfmon_dev_unreserve_locked(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(spinlock_held(&perfmon_lock));
+    dev->ops->free(dev, hw_id);
+    WRITE_ONCE(perfmon_dev_reserved[dev->index],
+               perfmon_dev_reserved[dev->index] & ~(1ULL << hw_id));
+}
+
+int
 perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
                   unsigned int flags, unsigned int *hw_idp)
 {
@@ -211,14 +238,7 @@ perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
     }
 
     spinlock_lock(&perfmon_lock);
-    error = dev->ops->alloc(dev, hw_idp, raw_event, flags);
-
-    if (error == 0) {
-        assert(*hw_idp < 64);
-        WRITE_ONCE(perfmon_dev_reserved[dev->index],
-                   perfmon_dev_reserved[dev->index] | (1ULL << *hw_idp));
-    }
-
+    error = perfmon_dev_reserve_locked(dev, raw_event, flags, hw_idp);
     spinlock_unlock(&perfmon_lock);
 
     /* Flexible events move off it, wherever they run. */
@@ -234,9 +254,7 @@ perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
     assert(dev != NULL && perfmon_dev_is_registered(dev));
     spinlock_lock(&perfmon_lock);
-    dev->ops->free(dev, hw_id);
-    WRITE_ONCE(perfmon_dev_reserved[dev->index],
-               perfmon_dev_reserved[dev->index] & ~(1ULL << hw_id));
+    perfmon_dev_unreserve_locked(dev, hw_id);
     spinlock_unlock(&perfmon_lock);
 }
 

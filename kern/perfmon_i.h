@@ -99,6 +99,16 @@ struct perfmon_pmc {
 extern uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 
 /*
+ * A counter of dev reserved for raw_event on every CPU (the device's
+ * alloc, then its bit in perfmon_dev_reserved), and given back.  Under
+ * perfmon_lock.  perfmon_dev_reserve_locked() returns the device's error.
+ */
+int perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
+                               unsigned int flags, unsigned int *hw_idp);
+void perfmon_dev_unreserve_locked(struct perfmon_dev *dev,
+                                  unsigned int hw_id);
+
+/*
  * The slots that sample (a bit per slot with sampling set), under
  * perfmon_lock; read without it by the context-switch hook, which only
  * looks at slots its threads use (their bits cannot change meanwhile).
@@ -217,6 +227,15 @@ extern struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 
 /* Slots of one device: a device owns PERFMON_DEV_MAX_PMCS consecutive ones. */
 #define PERFMON_DEV_SLOT_MASK       ((1ULL << PERFMON_DEV_MAX_PMCS) - 1)
+
+/* a += b, count and times. */
+static inline void
+perfmon_counts_add(struct perfmon_counts *a, const struct perfmon_counts *b)
+{
+    a->value += b->value;
+    a->enabled += b->enabled;
+    a->running += b->running;
+}
 
 static inline uint64_t
 perfmon_width_mask(unsigned int width)

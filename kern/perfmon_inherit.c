@@ -133,9 +133,7 @@ perfmon_child_release(struct perfmon_family *family,
     child->event.family = NULL;
     perfmon_event_detach(&child->event);
     spinlock_lock(&perfmon_family_lock);
-    family->gone.value += child->event.total.value;
-    family->gone.enabled += child->event.total.enabled;
-    family->gone.running += child->event.total.running;
+    perfmon_counts_add(&family->gone, &child->event.total);
     spinlock_unlock(&perfmon_family_lock);
     kmem_free(child, sizeof(*child));
 }
@@ -191,9 +189,7 @@ perfmon_family_walk(struct perfmon_family *family,
             perfmon_child_release(family, child);
             spinlock_lock(&perfmon_family_lock);
         } else if (sum != NULL) {
-            sum->value += counts.value;
-            sum->enabled += counts.enabled;
-            sum->running += counts.running;
+            perfmon_counts_add(sum, &counts);
         }
 
         child = next;
@@ -253,9 +249,7 @@ perfmon_family_destroy(struct perfmon_event *root)
         perfmon_child_release(family, child);
     }
 
-    root->total.value += family->gone.value;
-    root->total.enabled += family->gone.enabled;
-    root->total.running += family->gone.running;
+    perfmon_counts_add(&root->total, &family->gone);
     root->family = NULL;
     kmem_free(family, sizeof(*family));
 }
@@ -300,9 +294,8 @@ perfmon_family_add_counts(struct perfmon_family *family, bool times,
 
     perfmon_family_walk(family, perfmon_child_read, &times, &sum);
     spinlock_lock(&perfmon_family_lock);
-    counts->value += sum.value + family->gone.value;
-    counts->enabled += sum.enabled + family->gone.enabled;
-    counts->running += sum.running + family->gone.running;
+    perfmon_counts_add(counts, &sum);
+    perfmon_counts_add(counts, &family->gone);
     spinlock_unlock(&perfmon_family_lock);
 }
 

@@ -253,14 +253,7 @@ perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
     int error;
 
     if (pinned) {
-        error = dev->ops->alloc(dev, &pmc->hw_id, raw, mode);
-        assert(error != 0 || pmc->hw_id < 64);
-
-        if (error == 0) {
-            WRITE_ONCE(perfmon_dev_reserved[dev->index],
-                       perfmon_dev_reserved[dev->index]
-                       | (1ULL << pmc->hw_id));
-        }
+        error = perfmon_dev_reserve_locked(dev, raw, mode, &pmc->hw_id);
     } else {
         error = dev->ops->counters(dev, raw, mode, &pmc->counters,
                                    &pmc->prefer);
@@ -384,10 +377,7 @@ perfmon_pmc_put(struct perfmon_event *event)
 
     if (--pmc->nr_refs == 0) {
         if (pmc->pinned) {
-            dev->ops->free(dev, pmc->hw_id);
-            WRITE_ONCE(perfmon_dev_reserved[dev->index],
-                       perfmon_dev_reserved[dev->index]
-                       & ~(1ULL << pmc->hw_id));
+            perfmon_dev_unreserve_locked(dev, pmc->hw_id);
         }
 
         perfmon_dev_nr_used_[dev->index]--;
