@@ -841,10 +841,19 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
     perfmon_counts_add_delta(&event->total, &counts, &event->start);
     assert(tpmc->nr_refs != 0);
 
+    /*
+     * perfmon_td_pmc_unload() without its sampling save (the period goes
+     * below): written out, as a second caller would take that function
+     * out of line from the context switch (perfmon bench row 4g, +16).
+     */
     if (--tpmc->nr_refs == 0) {
-        /* now is cpu->now: what the unload takes its times at. */
         if (cpu != NULL) {
-            perfmon_td_pmc_unload(td, cpu, slot);
+            perfmon_cpu_pmc_unref(cpu, slot, now);
+            td->loaded_mask &= ~perfmon_slot_bit(slot);
+
+            if (td->loaded_mask == 0) {
+                cpu->td = NULL;
+            }
         }
 
         td->active_mask &= ~perfmon_slot_bit(slot);
