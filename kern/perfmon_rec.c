@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/tsc.h"
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
-#include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_rec.h"
 #include "kern/perfmon_ring.h"
@@ -69,7 +69,7 @@ static struct perfmon_rec *perfmon_rec_kept;
 static uint64_t
 perfmon_rec_now_ns(void)
 {
-    return num_muldiv(cpu_rdtsc(), 1000000000ULL, cpu_tsc_freq());
+    return tsc_cycles_to_ns(cpu_rdtsc());
 }
 
 /* ---- the store -------------------------------------------------------------- */

@@ -20,6 +20,7 @@
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/trap.h"
+#include "arch/x86/tsc.h"
 #include "arch/x86/unwind.h"
 #include "kern/assert.h"
 #include "kern/error.h"
@@ -41,8 +42,6 @@ struct perfmon_sbuf {
     size_t size;
     struct perfmon_ring rings[];
 };
-
-#define PERFMON_SAMPLE_NS   1000000000ULL  /* per second */
 
 /* The payload of a PERFMON_REC_THROTTLE record. */
 struct perfmon_throttle_rec {
@@ -144,21 +143,13 @@ perfmon_sbuf_size(const struct perfmon_sbuf *sbuf)
 /* ---- writing samples (NMI context) ---------------------------------------- */
 
 /*
- * The TSC in nanoseconds: floor(tsc * 10^9 / hz), split so that each part
- * fits in 64 bits (the remainder is below hz, under 2^34).  Two hardware
- * divisions, a fixed number of instructions in the overflow interrupt;
- * num_muldiv() divides bit by bit, some 2,800 instructions.
+ * The TSC in nanoseconds: tsc_cycles_to_ns() takes no lock and divides in
+ * hardware, a fixed number of instructions in the overflow interrupt.
  */
 static uint64_t
 perfmon_sample_now_ns(void)
 {
-    uint64_t tsc = cpu_rdtsc(), hz = cpu_tsc_freq();
-
-    if (hz == 0) {
-        return 0;
-    }
-
-    return tsc / hz * PERFMON_SAMPLE_NS + tsc % hz * PERFMON_SAMPLE_NS / hz;
+    return tsc_cycles_to_ns(cpu_rdtsc());
 }
 
 static struct perfmon_ring *

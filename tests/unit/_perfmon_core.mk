@@ -14,4 +14,4 @@ PERFMON_CORE_SRCS := kern/perfmon.c \
 	tests/unit/fakes/xcall.c \
 	tests/unit/fakes/timer.c tests/unit/fakes/clock.c \
 	tests/unit/fakes/syscnt.c tests/unit/fakes/log.c tests/unit/fakes/kmem.c \
-	tests/unit/fakes/symtab.c
+	tests/unit/fakes/symtab.c tests/unit/fakes/tsc.c
