@@ -103,6 +103,14 @@ num_fmt_ratio(char *buf, size_t size, uint64_t num, uint64_t den,
                      (unsigned long long)frac);
 }
 
+int
+num_fmt_percent(char *buf, size_t size, uint64_t part, uint64_t whole,
+                bool group)
+{
+    return num_fmt_ratio(buf, size, num_muldiv(part, 10000, whole), 100, 2,
+                         group);
+}
+
 uint64_t
 num_isqrt(uint64_t v)
 {

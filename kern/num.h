@@ -34,6 +34,14 @@ uint64_t num_muldiv(uint64_t num, uint64_t scale, uint64_t den);
 int num_fmt_ratio(char *buf, size_t size, uint64_t num, uint64_t den,
                   unsigned int decimals, bool group);
 
+/*
+ * Write part as a percentage of whole, truncated to hundredths, then
+ * rounded to two decimals as num_fmt_ratio() writes them ("12.34"; "0.00"
+ * for a whole of 0).  Returns what ksnprintf() returns.
+ */
+int num_fmt_percent(char *buf, size_t size, uint64_t part, uint64_t whole,
+                    bool group);
+
 /* Integer square root: the largest r with r * r <= v. */
 uint64_t num_isqrt(uint64_t v);
 

@@ -148,7 +148,8 @@ static bool
 perfmon_rec_append(struct perfmon_rec *rec, unsigned int type, uint32_t misc,
                    const void *payload, size_t len)
 {
-    size_t size = (sizeof(struct perfmon_rec_hdr) + len + 7) & ~(size_t)7;
+    size_t size = P2ROUND(sizeof(struct perfmon_rec_hdr) + len,
+                          PERFMON_RING_ALIGN);
     struct perfmon_rec_hdr *hdr = perfmon_rec_reserve(rec, size);
 
     if (hdr == NULL) {

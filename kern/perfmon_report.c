@@ -338,12 +338,6 @@ perfmon_profile_sorted(const struct perfmon_profile *p, unsigned int *order,
 }
 
 static void
-perfmon_profile_percent(char *buf, size_t size, uint64_t part, uint64_t total)
-{
-    num_fmt_ratio(buf, size, num_muldiv(part, 10000, total), 100, 2, false);
-}
-
-static void
 perfmon_profile_comm(const struct perfmon_profile_row *row, char *buf,
                      size_t size)
 {
@@ -395,8 +389,8 @@ perfmon_profile_print_chains(const struct perfmon_profile *p,
     for (unsigned int k = 0; k < nr; k++) {
         char pct[16];
 
-        perfmon_profile_percent(pct, sizeof(pct), shown[k]->weight,
-                                row->weight);
+        num_fmt_percent(pct, sizeof(pct), shown[k]->weight, row->weight,
+                        false);
 
         for (unsigned int i = 0; i < shown[k]->nr; i++) {
             if (i == 0) {
@@ -448,7 +442,7 @@ perfmon_profile_print(const struct perfmon_profile *p, const char *event,
             break;
         }
 
-        perfmon_profile_percent(pct, sizeof(pct), row->weight, p->total);
+        num_fmt_percent(pct, sizeof(pct), row->weight, p->total, false);
         perfmon_cmd_line_init(&line);
         perfmon_cmd_line_add(&line, "%8s%%  ", pct);
 

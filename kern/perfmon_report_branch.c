@@ -168,12 +168,6 @@ perfmon_report_addr(char *buf, size_t size, uint64_t addr)
 }
 
 static void
-perfmon_brrep_percent(char *buf, size_t size, uint64_t part, uint64_t total)
-{
-    num_fmt_ratio(buf, size, num_muldiv(part, 10000, total), 100, 2, false);
-}
-
-static void
 perfmon_brrep_print_row(const struct perfmon_brrep *r,
                         const struct perfmon_brrep_row *row)
 {
@@ -181,14 +175,14 @@ perfmon_brrep_print_row(const struct perfmon_brrep *r,
     struct perfmon_cmd_line line;
 
     if (row->nr_known != 0) {
-        perfmon_brrep_percent(pct, sizeof(pct), row->nr_mispred,
-                              row->nr_known);
+        num_fmt_percent(pct, sizeof(pct), row->nr_mispred, row->nr_known,
+                        false);
         ksnprintf(mis, sizeof(mis), "%s%%", pct);
     } else {
         strlcpy(mis, "-", sizeof(mis));
     }
 
-    perfmon_brrep_percent(pct, sizeof(pct), row->count, r->nr_branches);
+    num_fmt_percent(pct, sizeof(pct), row->count, r->nr_branches, false);
 
     perfmon_report_addr(from, sizeof(from), row->from);
     perfmon_report_addr(to, sizeof(to), row->to);

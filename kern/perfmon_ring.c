@@ -22,12 +22,6 @@
 #include "kern/perfmon_ring.h"
 #include "kern/string.h"
 
-static uint64_t
-perfmon_ring_align(uint64_t len)
-{
-    return (len + PERFMON_RING_ALIGN - 1) & ~(uint64_t)(PERFMON_RING_ALIGN - 1);
-}
-
 /* Copy n bytes at ring offset pos, across the end of data if needed. */
 static void
 perfmon_ring_copy_in(struct perfmon_ring *ring, uint64_t pos,
@@ -112,7 +106,7 @@ perfmon_ring_begin(struct perfmon_ring *ring, unsigned int type,
     struct perfmon_rec_hdr hdr;
     uint64_t head, tail, rlen;
 
-    rlen = perfmon_ring_align(sizeof(hdr) + (uint64_t)len);
+    rlen = P2ROUND(sizeof(hdr) + (uint64_t)len, PERFMON_RING_ALIGN);
     WRITE_ONCE(ring->nest, ring->nest + 1);
     barrier();
 

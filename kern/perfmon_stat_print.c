@@ -148,8 +148,7 @@ static void
 perfmon_stat_percent(struct perfmon_stat_metric *m, uint64_t part,
                      uint64_t whole, const char *unit, bool group)
 {
-    num_fmt_ratio(m->value, sizeof(m->value),
-                      num_muldiv(part, 10000, whole), 100, 2, group);
+    num_fmt_percent(m->value, sizeof(m->value), part, whole, group);
     m->unit = unit;
 }
 

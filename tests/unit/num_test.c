@@ -89,6 +89,23 @@ test_fmt_ratio_plain(void **state)
     assert_string_equal(buf, "12345");
 }
 
+/* Truncated to hundredths of a percent, then written with two decimals. */
+static void
+test_fmt_percent(void **state)
+{
+    char buf[32];
+
+    (void)state;
+    num_fmt_percent(buf, sizeof(buf), 1, 3, false);
+    assert_string_equal(buf, "33.33");
+    num_fmt_percent(buf, sizeof(buf), 2, 3, false);
+    assert_string_equal(buf, "66.66");
+    num_fmt_percent(buf, sizeof(buf), 25000, 1, true);
+    assert_string_equal(buf, "2,500,000.00");
+    num_fmt_percent(buf, sizeof(buf), 5, 0, false);
+    assert_string_equal(buf, "0.00");
+}
+
 static void
 test_muldiv_isqrt(void **state)
 {
@@ -172,6 +189,7 @@ main(void)
         cmocka_unit_test(test_fmt_count),
         cmocka_unit_test(test_fmt_ratio),
         cmocka_unit_test(test_fmt_ratio_plain),
+        cmocka_unit_test(test_fmt_percent),
         cmocka_unit_test(test_muldiv_isqrt),
         cmocka_unit_test(test_stats),
     };
