@@ -20,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
 #include "kern/console.h"
+#include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_bench.h"
@@ -119,6 +121,42 @@ perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
     perfmon_cmd_line_print(&line);
     kprintf("%s", usage);
     return SHELL_ERR_REPORTED;
+}
+
+int
+perfmon_cmd_cpus(const char *who, const char *usage, bool all,
+                 const char *list, uint64_t *maskp)
+{
+    unsigned int nr_cpus = cpu_count();
+    int error;
+
+    *maskp = 0;
+
+    if (all && list != NULL) {
+        return perfmon_cmd_error(who, usage, "-a and -C %s exclude each other",
+                                 list);
+    }
+
+    if (all) {
+        *maskp = (nr_cpus >= 64) ? UINT64_MAX : (1ULL << nr_cpus) - 1;
+        return 0;
+    }
+
+    if (list == NULL) {
+        return 0;
+    }
+
+    error = perfmon_parse_cpulist(list, nr_cpus, maskp);
+
+    if (error == -ERANGE) {
+        return perfmon_cmd_error(who, usage, "-C %s: this machine has CPUs "
+                                 "0 to %u", list, nr_cpus - 1);
+    } else if (error) {
+        return perfmon_cmd_error(who, usage, "-C %s: bad CPU list (expected "
+                                 "e.g. 0,2-3)", list);
+    }
+
+    return 0;
 }
 
 /* ---- options ---------------------------------------------------------------- */

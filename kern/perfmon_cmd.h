@@ -94,6 +94,14 @@ int perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
                         void *ctx);
 
 /*
+ * The CPUs -a (all online) or -C LIST names, in *maskp (0 when neither is
+ * given).  Returns 0, or perfmon_cmd_error(who, usage) when both are
+ * given, or the list is malformed or names a CPU this machine lacks.
+ */
+int perfmon_cmd_cpus(const char *who, const char *usage, bool all,
+                     const char *list, uint64_t *maskp);
+
+/*
  * How to count an event the user named (perf's -e syntax, parsed): the id
  * and flags for perfmon_event_init(), the device of a device-named raw
  * event or of a `PMU/EVENT/` item (else NULL: the core chooses), the

@@ -284,29 +284,8 @@ perfmon_record_option(void *arg, int opt, const char *val)
 static int
 perfmon_record_select_cpus(struct perfmon_record *r)
 {
-    unsigned int nr_cpus = cpu_count();
-    int error;
-
-    if (r->all_cpus && r->cpu_list != NULL) {
-        return perfmon_record_error("-a and -C %s exclude each other",
-                                    r->cpu_list);
-    }
-
-    if (r->all_cpus) {
-        r->cpu_mask = (nr_cpus >= 64) ? UINT64_MAX : (1ULL << nr_cpus) - 1;
-    } else if (r->cpu_list != NULL) {
-        error = perfmon_parse_cpulist(r->cpu_list, nr_cpus, &r->cpu_mask);
-
-        if (error == -ERANGE) {
-            return perfmon_record_error("-C %s: this machine has CPUs 0 to "
-                                        "%u", r->cpu_list, nr_cpus - 1);
-        } else if (error) {
-            return perfmon_record_error("-C %s: bad CPU list (expected e.g. "
-                                        "0,2-3)", r->cpu_list);
-        }
-    }
-
-    return 0;
+    return perfmon_cmd_cpus("record", perfmon_record_usage, r->all_cpus,
+                            r->cpu_list, &r->cpu_mask);
 }
 
 static int

@@ -250,13 +250,14 @@ perfmon_stat_check_groups(struct perfmon_stat *stat)
 static int
 perfmon_stat_select_cpus(struct perfmon_stat *stat)
 {
-    unsigned int nr_cpus = cpu_count();
     uint64_t mask;
     int error;
 
-    if (stat->all_cpus && (stat->cpu_list != NULL)) {
-        return perfmon_stat_error("-a and -C %s exclude each other",
-                                  stat->cpu_list);
+    error = perfmon_cmd_cpus("stat", perfmon_stat_usage, stat->all_cpus,
+                             stat->cpu_list, &mask);
+
+    if (error) {
+        return error;
     }
 
     stat->cpu_mode = stat->all_cpus || (stat->cpu_list != NULL);
@@ -268,21 +269,6 @@ perfmon_stat_select_cpus(struct perfmon_stat *stat)
     if (!stat->cpu_mode) {
         stat->nr_slots = 1;
         return 0;
-    }
-
-    if (stat->all_cpus) {
-        mask = (nr_cpus >= 64) ? UINT64_MAX : (1ULL << nr_cpus) - 1;
-    } else {
-        error = perfmon_parse_cpulist(stat->cpu_list, nr_cpus, &mask);
-
-        if (error == -ERANGE) {
-            kprintf("perfmon: stat: -C %s: this machine has CPUs 0 to %u\n%s",
-                    stat->cpu_list, nr_cpus - 1, perfmon_stat_usage);
-            return SHELL_ERR_REPORTED;
-        } else if (error) {
-            return perfmon_stat_error("-C %s: bad CPU list (expected e.g. "
-                                      "0,2-3)", stat->cpu_list);
-        }
     }
 
     stat->nr_slots = 0;
