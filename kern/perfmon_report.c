@@ -578,6 +578,48 @@ perfmon_report_last(const char *who)
     return rec;
 }
 
+/* What `perfmon report`'s options ask for. */
+struct perfmon_report_opts {
+    unsigned int keys;                  /* PERFMON_PROFILE_KEY_* */
+    unsigned int limit_bp;              /* --percent-limit, hundredths */
+    bool chains, folded, branches, sorted;
+};
+
+static int
+perfmon_report_option(void *ctx, int letter, const char *val)
+{
+    struct perfmon_report_opts *o = ctx;
+
+    switch (letter) {
+    case 'g':
+        o->chains = true;
+        break;
+    case 'f':
+        o->folded = true;
+        break;
+    case 'b':
+        o->branches = true;
+        break;
+    case 's':
+        o->sorted = true;
+
+        if (perfmon_report_parse_sort(val, &o->keys) != 0) {
+            return perfmon_report_error("--sort: unknown keys '%s'", val);
+        }
+
+        break;
+    case 'p':
+        if (perfmon_report_parse_percent(val, &o->limit_bp) != 0) {
+            return perfmon_report_error("--percent-limit: '%s' is not a "
+                                        "percentage from 0 to 100", val);
+        }
+
+        break;
+    }
+
+    return 0;
+}
+
 int
 perfmon_report_main(int argc, char **argv)
 {
@@ -589,53 +631,21 @@ perfmon_report_main(int argc, char **argv)
         { "branch-stack", 'b', false },
         { NULL, 0, false },
     };
-    unsigned int keys = PERFMON_PROFILE_KEY_COMM | PERFMON_PROFILE_KEY_SYM;
-    unsigned int limit_bp = 0;
-    bool chains = false, folded = false, branches = false, sorted = false;
+    struct perfmon_report_opts o = {
+        .keys = PERFMON_PROFILE_KEY_COMM | PERFMON_PROFILE_KEY_SYM,
+    };
     const struct perfmon_rec *rec;
     struct perfmon_profile *p;
     struct perfmon_rec_info info;
     struct perfmon_cmd_opts opts;
-    const char *val;
-    int opt, error;
+    int error;
 
     perfmon_cmd_opts_init(&opts, argc, argv, 2, "gb", longopts);
+    error = perfmon_cmd_options(&opts, "report", perfmon_report_usage,
+                                perfmon_report_option, &o);
 
-    while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
-        switch (opt) {
-        case 'g':
-            chains = true;
-            break;
-        case 'f':
-            folded = true;
-            break;
-        case 'b':
-            branches = true;
-            break;
-        case 's':
-            sorted = true;
-
-            if (perfmon_report_parse_sort(val, &keys) != 0) {
-                return perfmon_report_error("--sort: unknown keys "
-                                            "'%s'", val);
-            }
-
-            break;
-        case 'p':
-            if (perfmon_report_parse_percent(val, &limit_bp) != 0) {
-                return perfmon_report_error("--percent-limit: '%s' "
-                                            "is not a percentage from 0 to "
-                                            "100", val);
-            }
-
-            break;
-        case ':':
-            return perfmon_report_error("option %s needs an argument",
-                                        opts.bad);
-        default:
-            return perfmon_report_error("unknown option '%s'",
-                                        opts.bad);
-        }
+    if (error) {
+        return error;
     }
 
     if (opts.index < argc) {
@@ -643,7 +653,7 @@ perfmon_report_main(int argc, char **argv)
                                     argv[opts.index]);
     }
 
-    if (branches && (chains || folded || sorted)) {
+    if (o.branches && (o.chains || o.folded || o.sorted)) {
         return perfmon_report_error("--branch goes with --percent-limit "
                                     "alone");
     }
@@ -654,11 +664,11 @@ perfmon_report_main(int argc, char **argv)
         return SHELL_ERR_REPORTED;
     }
 
-    if (branches) {
-        return perfmon_report_branches(rec, limit_bp);
+    if (o.branches) {
+        return perfmon_report_branches(rec, o.limit_bp);
     }
 
-    error = perfmon_profile_create(&p, keys, chains || folded);
+    error = perfmon_profile_create(&p, o.keys, o.chains || o.folded);
 
     if (error) {
         kprintf("perfmon: report: out of memory\n");
@@ -668,12 +678,12 @@ perfmon_report_main(int argc, char **argv)
     perfmon_profile_add_all(p, rec);
     perfmon_rec_get_info(rec, &info);
 
-    if (folded) {
+    if (o.folded) {
         perfmon_profile_print_folded(p);
     } else {
         kprintf("# perfmon report of '%s', %llu lost\n", info.command,
                 (unsigned long long)info.nr_lost);
-        perfmon_profile_print(p, info.event, limit_bp, UINT32_MAX, chains);
+        perfmon_profile_print(p, info.event, o.limit_bp, UINT32_MAX, o.chains);
     }
 
     perfmon_profile_destroy(p);

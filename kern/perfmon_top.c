@@ -45,6 +45,7 @@ static const char perfmon_top_usage[] =
 static const char perfmon_top_clear[] = "\033[H\033[2J";
 
 struct perfmon_top {
+    const char *spec;                   /* -e, or NULL */
     char event_name[PERFMON_PARSE_NAME_SIZE];
     struct perfmon_cmd_event event;
     uint64_t freq;
@@ -94,6 +95,46 @@ perfmon_top_number(const char *val, uint64_t min, uint64_t max,
            ? 0 : -EINVAL;
 }
 
+/* One option of top: t is the struct perfmon_top. */
+static int
+perfmon_top_option(void *ctx, int letter, const char *val)
+{
+    struct perfmon_top *t = ctx;
+
+    switch (letter) {
+    case 'e':
+        t->spec = val;
+        break;
+    case 'F':
+        if (perfmon_top_number(val, 1, PERFMON_MAX_FREQ, &t->freq) != 0) {
+            return perfmon_top_error("-F: '%s' is not a frequency from 1 "
+                                     "to " STRINGIFY(PERFMON_MAX_FREQ), val);
+        }
+
+        break;
+    case 'd':
+        if (perfmon_top_number(val, 1, PERFMON_TOP_DELAY_MAX,
+                               &t->delay_s) != 0) {
+            return perfmon_top_error("-d: '%s' is not a number of seconds "
+                                     "from 1 to "
+                                     STRINGIFY(PERFMON_TOP_DELAY_MAX), val);
+        }
+
+        break;
+    case 'n':
+        if (perfmon_top_number(val, 1, UINT32_MAX, &t->count) != 0) {
+            return perfmon_top_error("-n: '%s' is not a count", val);
+        }
+
+        break;
+    case 's':
+        t->stdio = true;
+        break;
+    }
+
+    return 0;
+}
+
 static int
 perfmon_top_parse(struct perfmon_top *t, int argc, char **argv)
 {
@@ -102,56 +143,25 @@ perfmon_top_parse(struct perfmon_top *t, int argc, char **argv)
         { NULL, 0, false },
     };
     struct perfmon_cmd_opts opts;
-    const char *val, *spec = NULL;
-    int opt;
+    const char *spec;
+    int error;
 
     t->freq = PERFMON_TOP_FREQ_DEFAULT;
     t->delay_s = PERFMON_TOP_DELAY_DEFAULT;
     perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:F:d:n:", longopts);
+    error = perfmon_cmd_options(&opts, "top", perfmon_top_usage,
+                                perfmon_top_option, t);
 
-    while ((opt = perfmon_cmd_getopt(&opts, &val)) != 0) {
-        switch (opt) {
-        case 'e':
-            spec = val;
-            break;
-        case 'F':
-            if (perfmon_top_number(val, 1, PERFMON_MAX_FREQ, &t->freq) != 0) {
-                return perfmon_top_error("-F: '%s' is not a frequency from 1 "
-                                         "to " STRINGIFY(PERFMON_MAX_FREQ),
-                                         val);
-            }
-
-            break;
-        case 'd':
-            if (perfmon_top_number(val, 1, PERFMON_TOP_DELAY_MAX,
-                                   &t->delay_s) != 0) {
-                return perfmon_top_error("-d: '%s' is not a number of seconds "
-                                         "from 1 to "
-                                         STRINGIFY(PERFMON_TOP_DELAY_MAX),
-                                         val);
-            }
-
-            break;
-        case 'n':
-            if (perfmon_top_number(val, 1, UINT32_MAX, &t->count) != 0) {
-                return perfmon_top_error("-n: '%s' is not a count", val);
-            }
-
-            break;
-        case 's':
-            t->stdio = true;
-            break;
-        case ':':
-            return perfmon_top_error("option %s needs an argument", opts.bad);
-        default:
-            return perfmon_top_error("unknown option '%s'", opts.bad);
-        }
+    if (error) {
+        return error;
     }
 
     if (opts.index < argc) {
         return perfmon_top_error("unexpected argument '%s'",
                                  argv[opts.index]);
     }
+
+    spec = t->spec;
 
     if (spec == NULL) {
         spec = (perfmon_cmd_dev_for("cycles") != NULL) ? "cycles"
