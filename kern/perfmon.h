@@ -472,11 +472,14 @@ void perfmon_sbuf_destroy(struct perfmon_sbuf *sbuf);
  * The consumer's side, any CPU, one consumer per buffer: copy the oldest
  * record of cpu's ring into dst (at most cap bytes) and consume it.
  * Returns its size, 0 when there is none, or its size, leaving it, when
- * that is more than cap.  perfmon_sbuf_lost(): records dropped so far on
- * cpu because its ring was full.
+ * that is more than cap (dst may be NULL with a cap of 0).
+ * perfmon_sbuf_drop(): consume it without a copy (its size, or 0: none).
+ * perfmon_sbuf_lost(): records dropped so far on cpu because its ring was
+ * full.
  */
 size_t perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu,
                          void *dst, size_t cap);
+size_t perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu);
 uint64_t perfmon_sbuf_lost(const struct perfmon_sbuf *sbuf, unsigned int cpu);
 unsigned int perfmon_sbuf_nr_cpus(const struct perfmon_sbuf *sbuf);
 size_t perfmon_sbuf_size(const struct perfmon_sbuf *sbuf);   /* per CPU */

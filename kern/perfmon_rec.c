@@ -61,7 +61,6 @@ struct perfmon_rec {
     bool stop;                          /* atomic */
     perfmon_rec_sink_fn_t sink;         /* may be NULL */
     void *sink_arg;
-    uint64_t discard[PERFMON_RING_MAX_REC / sizeof(uint64_t)];
 };
 
 static struct perfmon_rec *perfmon_rec_kept;
@@ -230,7 +229,7 @@ perfmon_rec_drain_cpu(struct perfmon_rec *rec, unsigned int cpu)
 
     for (;;) {
         size_t room = perfmon_rec_room(rec), size;
-        void *dst = (room != 0) ? perfmon_rec_tail(rec) : rec->discard;
+        void *dst = (room != 0) ? perfmon_rec_tail(rec) : NULL;
 
         size = perfmon_sbuf_read(rec->sbuf, cpu, dst, room);
 
@@ -244,8 +243,7 @@ perfmon_rec_drain_cpu(struct perfmon_rec *rec, unsigned int cpu)
             perfmon_rec_show(rec, dst);
         } else if (!perfmon_rec_grow(rec)) {
             /* The store is full: what the ring holds is lost. */
-            perfmon_sbuf_read(rec->sbuf, cpu, rec->discard,
-                              sizeof(rec->discard));
+            perfmon_sbuf_drop(rec->sbuf, cpu);
             rec->info.nr_lost++;
         }
     }

@@ -145,27 +145,42 @@ perfmon_ring_commit(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
     perfmon_ring_leave(ring);
 }
 
-size_t
-perfmon_ring_pop(struct perfmon_ring *ring, void *dst, size_t cap)
+/* The oldest complete record's size (its header read), or 0: none. */
+static size_t
+perfmon_ring_peek(const struct perfmon_ring *ring)
 {
-    uint64_t published, tail = ring->tail;
+    uint64_t published = __atomic_load_n(&ring->published, __ATOMIC_ACQUIRE);
     struct perfmon_rec_hdr hdr;
 
-    published = __atomic_load_n(&ring->published, __ATOMIC_ACQUIRE);
-
-    if (published == tail) {
+    if (published == ring->tail) {
         return 0;
     }
 
-    perfmon_ring_copy_out(ring, tail, &hdr, sizeof(hdr));
+    perfmon_ring_copy_out(ring, ring->tail, &hdr, sizeof(hdr));
+    return hdr.size;
+}
 
-    if (hdr.size > cap) {
-        return hdr.size;
+size_t
+perfmon_ring_pop(struct perfmon_ring *ring, void *dst, size_t cap)
+{
+    size_t size = perfmon_ring_peek(ring);
+
+    if (size == 0 || size > cap) {
+        return size;
     }
 
-    perfmon_ring_copy_out(ring, tail, dst, hdr.size);
-    __atomic_store_n(&ring->tail, tail + hdr.size, __ATOMIC_RELEASE);
-    return hdr.size;
+    perfmon_ring_copy_out(ring, ring->tail, dst, size);
+    __atomic_store_n(&ring->tail, ring->tail + size, __ATOMIC_RELEASE);
+    return size;
+}
+
+size_t
+perfmon_ring_drop(struct perfmon_ring *ring)
+{
+    size_t size = perfmon_ring_peek(ring);
+
+    __atomic_store_n(&ring->tail, ring->tail + size, __ATOMIC_RELEASE);
+    return size;
 }
 
 uint64_t

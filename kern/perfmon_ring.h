@@ -93,9 +93,12 @@ void perfmon_ring_commit(struct perfmon_ring *ring,
 /*
  * Consumer: copy the oldest complete record into dst and consume it.
  * Returns its size, 0 when there is none, or, leaving it in the ring, its
- * size when that is more than cap.
+ * size when that is more than cap (dst may be NULL with a cap of 0, to
+ * ask for the size).  perfmon_ring_drop(): consume it without a copy,
+ * returning its size, or 0 when there is none.
  */
 size_t perfmon_ring_pop(struct perfmon_ring *ring, void *dst, size_t cap);
+size_t perfmon_ring_drop(struct perfmon_ring *ring);
 
 /* Records dropped so far (any context). */
 uint64_t perfmon_ring_lost(const struct perfmon_ring *ring);

@@ -118,6 +118,16 @@ perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu, void *dst,
     return perfmon_ring_pop(&sbuf->rings[cpu], dst, cap);
 }
 
+size_t
+perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu)
+{
+    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
+        return 0;
+    }
+
+    return perfmon_ring_drop(&sbuf->rings[cpu]);
+}
+
 uint64_t
 perfmon_sbuf_lost(const struct perfmon_sbuf *sbuf, unsigned int cpu)
 {

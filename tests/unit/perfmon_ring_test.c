@@ -259,6 +259,22 @@ test_pop_small_buffer(void **state)
     consume(5, 100);
 }
 
+/* Dropped: the next record comes next; the size alone can be asked. */
+static void
+test_drop(void **state)
+{
+    (void)state;
+    ring_setup();
+    assert_int_equal(perfmon_ring_drop(&ring), 0);
+    assert_true(produce(1, 100));
+    assert_true(produce(2, 10));
+    assert_int_equal(perfmon_ring_pop(&ring, NULL, 0), 112);
+    assert_int_equal(perfmon_ring_drop(&ring), 112);
+    consume(2, 10);
+    assert_int_equal(perfmon_ring_drop(&ring), 0);
+    assert_int_equal(perfmon_ring_used(&ring), 0);
+}
+
 int
 main(void)
 {
@@ -270,6 +286,7 @@ main(void)
         cmocka_unit_test(test_publish_race),
         cmocka_unit_test(test_consumer_interleaved),
         cmocka_unit_test(test_pop_small_buffer),
+        cmocka_unit_test(test_drop),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
