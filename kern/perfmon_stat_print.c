@@ -57,6 +57,8 @@ perfmon_stat_row_compute(struct perfmon_stat *stat,
                          struct perfmon_stat_row *row, int slot,
                          uint64_t *scratch)
 {
+    unsigned int first = (slot >= 0) ? (unsigned int)slot : 0;
+    unsigned int end = (slot >= 0) ? first + 1 : stat->nr_slots;
     uint64_t rsd;
 
     row->slot = slot;
@@ -67,12 +69,8 @@ perfmon_stat_row_compute(struct perfmon_stat *stat,
         for (unsigned int r = 0; r < stat->runs_done; r++) {
             uint64_t v = 0;
 
-            for (unsigned int s = 0; s < stat->nr_slots; s++) {
+            for (unsigned int s = first; s < end; s++) {
                 const struct perfmon_stat_count *c;
-
-                if ((slot >= 0) && ((unsigned int)slot != s)) {
-                    continue;
-                }
 
                 c = perfmon_stat_value(stat, r, e, s);
                 v += perfmon_stat_scaled(c);
@@ -477,36 +475,49 @@ int
 perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
 {
     size_t scratch_size = sizeof(uint64_t) * PERFMON_STAT_MAX_RUNS;
-    struct perfmon_stat_row *row;
-    unsigned int nr_rows;
+    unsigned int nr_rows = stat->per_cpu ? stat->nr_slots : 1;
+    size_t rows_size = sizeof(struct perfmon_stat_row) * (nr_rows + 1);
+    struct perfmon_stat_row *rows, *row;
     uint64_t *scratch;
     bool csv = (stat->sep[0] != '\0'), hook_off = false;
 
-    row = kmem_alloc(sizeof(*row));
+    rows = kmem_alloc(rows_size);
     scratch = kmem_alloc(scratch_size);
 
-    if ((row == NULL) || (scratch == NULL)) {
-        kmem_free(row, sizeof(*row));
+    if ((rows == NULL) || (scratch == NULL)) {
+        kmem_free(rows, rows_size);
         kmem_free(scratch, scratch_size);
         kprintf("perfmon: stat: out of memory\n");
         return SHELL_ERR_REPORTED;
+    }
+
+    /*
+     * Each row once (a row's metrics read its other events), then printed
+     * event by event; rows[nr_rows]: the sum over the slots.
+     */
+    for (unsigned int r = 0; r < nr_rows; r++) {
+        perfmon_stat_row_compute(stat, &rows[r], stat->per_cpu ? (int)r : -1,
+                                 scratch);
+    }
+
+    row = &rows[nr_rows];
+
+    if (stat->per_cpu) {
+        perfmon_stat_row_compute(stat, row, -1, scratch);
+    } else {
+        *row = rows[0];
     }
 
     if (!csv) {
         perfmon_stat_print_header(stat);
     }
 
-    nr_rows = stat->per_cpu ? stat->nr_slots : 1;
-
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         for (unsigned int r = 0; r < nr_rows; r++) {
-            perfmon_stat_row_compute(stat, row, stat->per_cpu ? (int)r : -1,
-                                     scratch);
-
             if (csv) {
-                perfmon_stat_print_csv(stat, row, e);
+                perfmon_stat_print_csv(stat, &rows[r], e);
             } else {
-                perfmon_stat_print_human(stat, row, e);
+                perfmon_stat_print_human(stat, &rows[r], e);
             }
         }
     }
@@ -514,8 +525,6 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
     if (!csv) {
         perfmon_stat_print_footer(stat);
     }
-
-    perfmon_stat_row_compute(stat, row, -1, scratch);
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
@@ -542,7 +551,7 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
         kprintf("perfmon: stat: interrupted (the counts until then)\n");
     }
 
-    kmem_free(row, sizeof(*row));
+    kmem_free(rows, rows_size);
     kmem_free(scratch, scratch_size);
     return 0;
 }
