@@ -199,6 +199,34 @@ lbr_debugctl_holds(uint64_t bits)
     return NULL;
 }
 
+/* The patterns an LBR_SELECT must keep: complementary, each bit once. */
+static const uint64_t lbr_select_patterns[] = { 0x0c5, 0x13a };
+
+bool
+lbr_select_holds(uint32_t msr)
+{
+    return pmu_msr_holds(msr, lbr_select_patterns,
+                         ARRAY_SIZE(lbr_select_patterns));
+}
+
+void
+lbr_set_freeze(bool on)
+{
+    uint64_t debugctl = pmu_msr_read(MSR_IA32_DEBUGCTL);
+
+    debugctl &= ~LBR_DEBUGCTL_FREEZE_LBRS;
+    pmu_msr_write(MSR_IA32_DEBUGCTL,
+                  debugctl | (on ? LBR_DEBUGCTL_FREEZE_LBRS : 0));
+}
+
+void
+lbr_unfreeze_stale(uint32_t status_msr, uint32_t clr_msr)
+{
+    if (pmu_msr_read(status_msr) & LBR_STATUS_FROZEN) {
+        pmu_msr_write(clr_msr, LBR_STATUS_FROZEN);
+    }
+}
+
 /* ---- the interrupt callback (NMI context) ------------------------------- */
 
 static void

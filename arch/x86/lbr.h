@@ -203,6 +203,12 @@ extern const struct lbr_backend lbr_amd_backend;
  *   0AH (0 when there is none).
  * lbr_debugctl_holds: the probe's check that IA32_DEBUGCTL keeps bits
  *   (fault-safe accessors; left with them clear): NULL, or why not.
+ * lbr_select_holds: the probe's check that an LBR_SELECT (Intel legacy,
+ *   AMD: the same fields) keeps the values written to it.
+ * lbr_set_freeze: DEBUGCTL's freeze-on-PMI bit set or cleared, the other
+ *   bits kept.
+ * lbr_unfreeze_stale: a freeze left by an interrupt nobody captured (the
+ *   status MSR's LBR_STATUS_FROZEN) cleared through clr_msr.
  */
 uint64_t lbr_sext(uint64_t value, unsigned int bit);
 uint64_t lbr_select(unsigned int filter);
@@ -210,6 +216,9 @@ uint64_t lbr_flags(bool known, bool mispred, uint64_t cycles,
                    unsigned int type);
 unsigned int lbr_pmu_version(void);
 const char *lbr_debugctl_holds(uint64_t bits);
+bool lbr_select_holds(uint32_t msr);
+void lbr_set_freeze(bool on);
+void lbr_unfreeze_stale(uint32_t status_msr, uint32_t clr_msr);
 
 /*
  * The driver (lbr.c).

@@ -82,19 +82,13 @@ lbr_amd_stop_recording(void)
 static void
 lbr_amd_set_freeze(bool on)
 {
-    uint64_t debugctl;
-
     if (!lbr_amd.freeze) {
         return;
     }
 
-    debugctl = pmu_msr_read(MSR_IA32_DEBUGCTL) & ~LBR_DEBUGCTL_FREEZE_LBRS;
-    pmu_msr_write(MSR_IA32_DEBUGCTL,
-                  debugctl | (on ? LBR_DEBUGCTL_FREEZE_LBRS : 0));
-
-    if (pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_STATUS) & LBR_STATUS_FROZEN) {
-        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, LBR_STATUS_FROZEN);
-    }
+    lbr_set_freeze(on);
+    lbr_unfreeze_stale(MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
+                       MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR);
 }
 
 static void
@@ -192,9 +186,6 @@ lbr_amd_check_filter(unsigned int filter)
 
 /* ---- probe -------------------------------------------------------------- */
 
-/* The patterns LBR_SELECT must keep. */
-static const uint64_t lbr_amd_patterns[] = { 0x0c5, 0x13a };
-
 /* This CPU's stack answers and holds values (fault-safe accessors only). */
 static const char *
 lbr_amd_cpu_check(void)
@@ -214,8 +205,7 @@ lbr_amd_cpu_check(void)
         return "DBG_EXTN_CFG faults";
     }
 
-    if (!pmu_msr_holds(MSR_AMD_LBR_SELECT, lbr_amd_patterns,
-                       ARRAY_SIZE(lbr_amd_patterns))) {
+    if (!lbr_select_holds(MSR_AMD_LBR_SELECT)) {
         return "LBR_SELECT does not hold values";
     }
 

@@ -122,22 +122,13 @@ lbr_arch_clear(void)
     pmu_msr_write(MSR_ARCH_LBR_DEPTH, lbr_arch.depth);
 }
 
-static void
-lbr_arch_unfreeze_stale(void)
-{
-    if (pmu_msr_read(MSR_IA32_PERF_GLOBAL_STATUS) & LBR_STATUS_FROZEN) {
-        pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, LBR_STATUS_FROZEN);
-    }
-}
-
+/* The freeze-on-PMI bit, and a freeze nobody captured cleared. */
 static void
 lbr_arch_set_freeze(bool on)
 {
-    uint64_t debugctl = pmu_msr_read(MSR_IA32_DEBUGCTL);
-
-    debugctl &= ~LBR_DEBUGCTL_FREEZE_LBRS;
-    pmu_msr_write(MSR_IA32_DEBUGCTL,
-                  debugctl | (on ? LBR_DEBUGCTL_FREEZE_LBRS : 0));
+    lbr_set_freeze(on);
+    lbr_unfreeze_stale(MSR_IA32_PERF_GLOBAL_STATUS,
+                       MSR_IA32_PERF_GLOBAL_OVF_CTRL);
 }
 
 static void
@@ -146,7 +137,6 @@ lbr_arch_cpu_start(unsigned int filter)
     lbr_arch.ctl = lbr_arch_ctl(filter);
     lbr_arch_clear();
     lbr_arch_set_freeze(true);
-    lbr_arch_unfreeze_stale();
     pmu_msr_write(MSR_ARCH_LBR_CTL, lbr_arch.ctl);
 }
 
@@ -155,7 +145,6 @@ lbr_arch_cpu_stop(void)
 {
     lbr_arch_clear();
     lbr_arch_set_freeze(false);
-    lbr_arch_unfreeze_stale();
 }
 
 static void

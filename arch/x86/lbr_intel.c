@@ -149,9 +149,9 @@ lbr_intel_clear(void)
 static void
 lbr_intel_unfreeze_stale(void)
 {
-    if (lbr_intel.status_freeze
-        && (pmu_msr_read(MSR_IA32_PERF_GLOBAL_STATUS) & LBR_STATUS_FROZEN)) {
-        pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, LBR_STATUS_FROZEN);
+    if (lbr_intel.status_freeze) {
+        lbr_unfreeze_stale(MSR_IA32_PERF_GLOBAL_STATUS,
+                           MSR_IA32_PERF_GLOBAL_OVF_CTRL);
     }
 }
 
@@ -323,9 +323,6 @@ lbr_intel_check_filter(unsigned int filter)
 
 /* ---- probe -------------------------------------------------------------- */
 
-/* The patterns LBR_SELECT must keep (valid bits, no more). */
-static const uint64_t lbr_intel_patterns[] = { 0x0c5, 0x13a };
-
 /* This CPU's records answer and hold values (fault-safe accessors only). */
 static const char *
 lbr_intel_cpu_check(void)
@@ -345,8 +342,7 @@ lbr_intel_cpu_check(void)
         return "MSR_LASTBRANCH_TOS faults";
     }
 
-    if (!pmu_msr_holds(MSR_LBR_SELECT, lbr_intel_patterns,
-                       ARRAY_SIZE(lbr_intel_patterns))) {
+    if (!lbr_select_holds(MSR_LBR_SELECT)) {
         return "MSR_LBR_SELECT does not hold values";
     }
 
