@@ -171,7 +171,12 @@ pmu_probe_reset(void)
     __atomic_store_n(&pmu_pmis, 0, __ATOMIC_RELAXED);
 }
 
-uint64_t
+/*
+ * The bits of status_msr within mask, each acknowledged by writing it to
+ * clear_msr, re-read until none is left (a counter may overflow meanwhile;
+ * the rounds are bounded against a stuck status).  Returns the bits seen.
+ */
+static uint64_t
 pmu_status_ack(uint32_t status_msr, uint32_t clear_msr, uint64_t mask)
 {
     uint64_t seen = 0;
@@ -190,7 +195,11 @@ pmu_status_ack(uint32_t status_msr, uint32_t clear_msr, uint64_t mask)
     return seen;
 }
 
-uint64_t
+/*
+ * The active counters of this CPU whose bit top is clear have wrapped:
+ * each is armed again by rearm.  Returns them.
+ */
+static uint64_t
 pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
                 void (*rearm)(unsigned int hw_id, uint64_t value))
 {
@@ -213,7 +222,11 @@ pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
     return wrapped;
 }
 
-void
+/*
+ * The bits ours of ctrl_msr cleared, the others (the firmware's) kept, so
+ * that our counters stand still; pmu_overflow_intr_end restores it.
+ */
+static void
 pmu_freeze(uint32_t ctrl_msr, uint64_t ours)
 {
     struct pmu_frozen *f = &pmu_frozen[cpu_id()];
@@ -225,11 +238,40 @@ pmu_freeze(uint32_t ctrl_msr, uint64_t ours)
     pmu_msr_write(ctrl_msr, f->saved & ~ours);
 }
 
-uint64_t
+/* An overflow handler that found mask: count the PMI.  Returns mask. */
+static uint64_t
 pmu_intr_claimed(uint64_t mask)
 {
     __atomic_fetch_add(&pmu_pmis, 1, __ATOMIC_RELAXED);
     return mask;
+}
+
+uint64_t
+pmu_handle_overflow_intr(struct perfmon_dev *dev,
+                         const struct pmu_driver *drv, bool topbit,
+                         uint64_t top,
+                         void (*rearm)(unsigned int hw_id, uint64_t value),
+                         uint64_t exist)
+{
+    uint64_t mask;
+
+    if (topbit) {
+        mask = pmu_topbit_scan(top, drv->ctr_msr, rearm);
+    } else {
+        if (pmu_active_get() != 0) {
+            pmu_freeze(drv->global_ctrl_msr, exist);
+        }
+
+        mask = pmu_status_ack(drv->global_status_msr, drv->global_ack_msr,
+                              exist);
+    }
+
+    if (mask == 0) {
+        pmu_overflow_intr_end(dev);
+        return 0;
+    }
+
+    return pmu_intr_claimed(mask);
 }
 
 /*

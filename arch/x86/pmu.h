@@ -300,21 +300,16 @@ pmu_cpuid_model(uint32_t eax)
  *   their CPU with interrupts disabled and read by its overflow handler.
  * pmu_probe_reset: the state a probe starts from: no active counter on any
  *   CPU, no PMI counted.
- * pmu_status_ack: an overflow handler with a status register: the bits of
- *   status_msr within mask, each acknowledged by writing it to clear_msr,
- *   re-read until none is left (a counter may overflow meanwhile; the
- *   rounds are bounded against a stuck status).  Returns the bits seen.
- * pmu_topbit_scan: an overflow handler without status register, whose
- *   counters are kept armed with their top bits set: an active counter of
- *   this CPU whose bit top is clear has wrapped; rearm(hw_id, value) must
- *   arm it again.  Returns the wrapped counters.
- * pmu_freeze: the start of an overflow handler with a global enable
- *   register (Intel version 2 on, AMD PerfMonV2): clear the bits ours of
- *   ctrl_msr, leaving the others (the firmware's) as they are, so that the
- *   counters stand still while the status is read and the core folds and
- *   re-arms them; pmu_overflow_intr_end restores it.
- * pmu_intr_claimed: the end of an overflow handler that found mask: count
- *   the PMI.  Returns mask.
+ * pmu_handle_overflow_intr: the handle_overflow_intr operation of both
+ *   drivers, for their exist counters.  With topbit (no status register:
+ *   Intel version 1, AMD without PerfMonV2) the counters are kept armed
+ *   with bit top set, and an active one of this CPU whose bit top is clear
+ *   has wrapped: rearm(hw_id, value) arms it again.  Else drv's global
+ *   enable is frozen for ours (the firmware's bits kept) while the status
+ *   is read and acknowledged and the core folds and re-arms them, and
+ *   pmu_overflow_intr_end restores it.  Returns the counters that
+ *   overflowed, the PMI counted; 0 for an interrupt not the driver's,
+ *   which then ends at once (pmu_overflow_intr_end).
  * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers,
  *   also called by their handlers for an interrupt that was not theirs:
  *   restore what pmu_freeze froze, then unmask the local APIC's
@@ -334,12 +329,12 @@ void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);
 uint64_t pmu_active_get(void);
 void pmu_probe_reset(void);
-uint64_t pmu_status_ack(uint32_t status_msr, uint32_t clear_msr,
-                        uint64_t mask);
-uint64_t pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
-                         void (*rearm)(unsigned int hw_id, uint64_t value));
-void pmu_freeze(uint32_t ctrl_msr, uint64_t ours);
-uint64_t pmu_intr_claimed(uint64_t mask);
+uint64_t pmu_handle_overflow_intr(struct perfmon_dev *dev,
+                                  const struct pmu_driver *drv, bool topbit,
+                                  uint64_t top,
+                                  void (*rearm)(unsigned int hw_id,
+                                                uint64_t value),
+                                  uint64_t exist);
 void pmu_overflow_intr_end(struct perfmon_dev *dev);
 uint64_t pmu_nr_pmis(void);
 

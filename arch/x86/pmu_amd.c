@@ -358,27 +358,9 @@ pmu_amd_rearm(unsigned int hw_id, uint64_t value)
 static uint64_t
 pmu_amd_handle_overflow_intr(struct perfmon_dev *dev)
 {
-    uint64_t mask;
-
-    if (pmu_amd.topbit) {
-        mask = pmu_topbit_scan(PMU_AMD_TOP_BIT, pmu_amd_ctr_msr,
-                               pmu_amd_rearm);
-    } else {
-        if (pmu_active_get() != 0) {
-            pmu_freeze(MSR_AMD_PERF_CNTR_GLOBAL_CTL, pmu_amd.exist_mask);
-        }
-
-        mask = pmu_status_ack(MSR_AMD_PERF_CNTR_GLOBAL_STATUS,
-                              MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
-                              pmu_amd.exist_mask);
-    }
-
-    if (mask == 0) {
-        pmu_overflow_intr_end(dev);
-        return 0;
-    }
-
-    return pmu_intr_claimed(mask);
+    return pmu_handle_overflow_intr(dev, &pmu_amd_driver, pmu_amd.topbit,
+                                    PMU_AMD_TOP_BIT, pmu_amd_rearm,
+                                    pmu_amd.exist_mask);
 }
 
 static void

@@ -405,27 +405,9 @@ pmu_intel_rearm(unsigned int hw_id, uint64_t value)
 static uint64_t
 pmu_intel_handle_overflow_intr(struct perfmon_dev *dev)
 {
-    uint64_t mask;
-
-    if (pmu_intel.topbit) {
-        mask = pmu_topbit_scan((pmu_intel.cnt_mask >> 1) + 1,
-                               pmu_intel_ctr_msr, pmu_intel_rearm);
-    } else {
-        if (pmu_active_get() != 0) {
-            pmu_freeze(MSR_IA32_PERF_GLOBAL_CTRL, pmu_intel.exist_mask);
-        }
-
-        mask = pmu_status_ack(MSR_IA32_PERF_GLOBAL_STATUS,
-                              MSR_IA32_PERF_GLOBAL_OVF_CTRL,
-                              pmu_intel.exist_mask);
-    }
-
-    if (mask == 0) {
-        pmu_overflow_intr_end(dev);
-        return 0;
-    }
-
-    return pmu_intr_claimed(mask);
+    return pmu_handle_overflow_intr(dev, &pmu_intel_driver, pmu_intel.topbit,
+                                    (pmu_intel.cnt_mask >> 1) + 1,
+                                    pmu_intel_rearm, pmu_intel.exist_mask);
 }
 
 /*
