@@ -107,6 +107,33 @@ perfmon_cmd_dev_for(const char *name)
     return NULL;
 }
 
+struct perfmon_dev *
+perfmon_cmd_event_dev(struct perfmon_dev *dev, unsigned int flags,
+                      const char *name)
+{
+    if (dev != NULL) {
+        return dev;
+    }
+
+    return (flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
+                                    : perfmon_cmd_dev_for(name);
+}
+
+const char *
+perfmon_cmd_default_sample_event(void)
+{
+    return (perfmon_cmd_dev_for("cycles") != NULL) ? "cycles" : "cpu-clock";
+}
+
+uint64_t
+perfmon_cmd_first_period(int generic, uint64_t freq)
+{
+    uint64_t hz = cpu_tsc_freq();
+
+    return (generic == PERFMON_EV_TASK_CLOCK && hz != 0 && freq != 0)
+           ? MAX(hz / freq, 1) : 0;
+}
+
 int
 perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
 {

@@ -135,6 +135,25 @@ int perfmon_cmd_resolve(const char *who,
 struct perfmon_dev *perfmon_cmd_dev_for(const char *name);
 
 /*
+ * The device an event is counted by, as the core chooses it: dev when the
+ * user named one, the first device for a raw code (flags has
+ * PERFMON_EF_RAW), else perfmon_cmd_dev_for(name).  NULL: none here.
+ */
+struct perfmon_dev *perfmon_cmd_event_dev(struct perfmon_dev *dev,
+                                          unsigned int flags,
+                                          const char *name);
+
+/*
+ * Sampling, for record and top: the event when none is named (perf's
+ * default: cycles where a device counts them, else cpu-clock), and the
+ * first period of a frequency-mode event of generic id generic at freq
+ * samples a second: known for the clock (TSC cycles), else 0 (the core's
+ * first guess).
+ */
+const char *perfmon_cmd_default_sample_event(void);
+uint64_t perfmon_cmd_first_period(int generic, uint64_t freq);
+
+/*
  * A shell command run in a thread of its own (named name, any CPU), held
  * at a gate until perfmon_cmd_runner_go(), so that the caller can attach
  * events to the thread before the command's first instruction.

@@ -123,24 +123,9 @@ perfmon_record_set_event(struct perfmon_record *r, const char *list)
 
     strlcpy(r->event_name, parsed.spec, sizeof(r->event_name));
 
-    /* As the core chooses: a raw code goes to the first device. */
-    r->dev = r->event.dev;
-
-    if (r->dev == NULL) {
-        r->dev = (parsed.flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
-                                                 : perfmon_cmd_dev_for(
-                                                       parsed.name);
-    }
+    r->dev = perfmon_cmd_event_dev(r->event.dev, parsed.flags, parsed.name);
 
     return 0;
-}
-
-/* perf's default: cycles where hardware counts them, else cpu-clock. */
-static int
-perfmon_record_default_event(struct perfmon_record *r)
-{
-    return perfmon_record_set_event(r, (perfmon_cmd_dev_for("cycles") != NULL)
-                                       ? "cycles" : "cpu-clock");
 }
 
 static int
@@ -328,7 +313,8 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
     error = perfmon_record_select_cpus(r);
 
     if (error == 0 && r->event_name[0] == '\0') {
-        error = perfmon_record_default_event(r);
+        error = perfmon_record_set_event(r,
+                                         perfmon_cmd_default_sample_event());
     }
 
     if (error == 0 && r->branches) {
@@ -436,18 +422,6 @@ perfmon_record_attach(struct perfmon_record *r)
         if (r->cpu_mask == 0) {
             break;
         }
-    }
-
-    return 0;
-}
-
-/* The first period of a frequency-mode run. */
-static uint64_t
-perfmon_record_first_period(const struct perfmon_record *r)
-{
-    /* The clock counts TSC cycles: its period is known. */
-    if (r->event.generic == PERFMON_EV_TASK_CLOCK && cpu_tsc_freq() != 0) {
-        return MAX(cpu_tsc_freq() / r->freq, 1);
     }
 
     return 0;
@@ -570,7 +544,8 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     r->sampling = (struct perfmon_sampling){
-        .period = (r->period != 0) ? r->period : perfmon_record_first_period(r),
+        .period = (r->period != 0) ? r->period
+                  : perfmon_cmd_first_period(r->event.generic, r->freq),
         .freq = (unsigned int)r->freq,
         .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD

@@ -193,12 +193,7 @@ perfmon_stat_option(void *arg, int opt, const char *val)
 static struct perfmon_dev *
 perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
 {
-    if (cev->dev != NULL) {
-        return cev->dev;
-    }
-
-    return (cev->flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
-                                         : perfmon_cmd_dev_for(cev->parsed.name);
+    return perfmon_cmd_event_dev(cev->dev, cev->flags, cev->parsed.name);
 }
 
 /*

@@ -164,8 +164,7 @@ perfmon_top_parse(struct perfmon_top *t, int argc, char **argv)
     spec = t->spec;
 
     if (spec == NULL) {
-        spec = (perfmon_cmd_dev_for("cycles") != NULL) ? "cycles"
-                                                       : "cpu-clock";
+        spec = perfmon_cmd_default_sample_event();
     }
 
     return perfmon_top_set_event(t, spec);
@@ -185,9 +184,7 @@ static int
 perfmon_top_attach(struct perfmon_top *t)
 {
     t->sampling = (struct perfmon_sampling){
-        .period = (t->event.generic == PERFMON_EV_TASK_CLOCK
-                   && cpu_tsc_freq() != 0)
-                  ? MAX(cpu_tsc_freq() / t->freq, 1) : 0,
+        .period = perfmon_cmd_first_period(t->event.generic, t->freq),
         .freq = (unsigned int)t->freq,
         .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_CPU
                   | PERFMON_SF_PERIOD,
