@@ -64,7 +64,8 @@ NASMFLAGS := -f elf64 -g -F dwarf
 # image: a kernel someone boots carries no test code.  Both images link the
 # same objects in the same order, tests last, so the kernel's own code sits
 # at the same addresses in both (placement moves TCG timings; see README).
-KSRCS := $(sort $(wildcard arch/x86/*.c kern/*.c drivers/*/*.c))
+KSRCS := $(sort $(wildcard arch/x86/*.c kern/*.c kern/perfmon/*.c \
+	kern/perfmon/cmd/*.c drivers/*/*.c))
 KASMS := $(sort $(wildcard arch/x86/*.asm arch/x86/boot/*.asm))
 KOBJS := $(patsubst %.c,$(KBUILD)/%.o,$(KSRCS)) \
 	$(patsubst %.asm,$(KBUILD)/%.o,$(KASMS))

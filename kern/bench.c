@@ -3,7 +3,7 @@
  *
  *
  * Microbenchmark helpers, and the `xcallbench` command (perfmon's
- * benchmark is kern/perfmon_bench.c).
+ * benchmark is kern/perfmon/cmd/perfmon_bench.c).
  */
 
 #include <stddef.h>

@@ -453,7 +453,7 @@ struct perfmon_branch {
 #define PERFMON_REC_THROTTLE    2
 #define PERFMON_REC_USER        16
 
-/* A set of per-CPU sample rings (kern/perfmon_sample.c). */
+/* A set of per-CPU sample rings (kern/perfmon/perfmon_sample.c). */
 struct perfmon_sbuf;
 
 /*

@@ -13,7 +13,7 @@
  *
  * The checks that go through the core's API (kern/perfmon.h: the generic
  * events on the loops of kern/workload.h, the software events) live in
- * kern/perfmon_selftest.c; a device adds its own, those the API cannot
+ * kern/perfmon/cmd/perfmon_selftest.c; a device adds its own, those the API cannot
  * express, through its selftest operation, and reports them with the
  * functions below.
  *

@@ -3,7 +3,7 @@
  *
  *
  * The kernel's version, as the host's perf shows a recording's "os
- * release" (kern/perfmon_stream.h).
+ * release" (kern/perfmon/cmd/perfmon_stream.h).
  */
 
 #ifndef KERN_VERSION_H

@@ -8,7 +8,7 @@
 # the kernel reports its verdict as the exit status, and extra kernel options
 # passed through the fw_cfg file opt/tally/cmdline.  A second serial port,
 # COM2, writes to a file: recordings leave the guest there in perf's pipe
-# format (kern/perfmon_stream.h; tools/perfdata reads it).  A reader thread
+# format (kern/perfmon/cmd/perfmon_stream.h; tools/perfdata reads it).  A reader thread
 # copies every serial byte to a log file and to a buffer that wait_for() and
 # command() search.  kvm_usable() decides whether KVM really works here by
 # booting a 64 KiB firmware that only writes to isa-debug-exit; the verdict

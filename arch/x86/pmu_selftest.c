@@ -624,7 +624,7 @@ pmu_selftest(struct perfmon_dev *dev, struct perfmon_selftest *st)
     }
 
     /*
-     * The ranges of kern/perfmon_selftest.c's, for the same reasons:
+     * The ranges of kern/perfmon/cmd/perfmon_selftest.c's, for the same reasons:
      * exactly 4 instructions per iteration, 1% for SMIs and hypervisors;
      * cycles anywhere from a throttled core to turbo; reference cycles at
      * the TSC's rate (less when a hypervisor takes the CPU away, off a

@@ -4,7 +4,7 @@
  *
  * 16550 UARTs, 115200 baud 8N1: COM1 is the system console's device, COM2
  * an optional byte channel out of the machine (recordings leave on it in
- * perf's format, kern/perfmon_stream.h).
+ * perf's format, kern/perfmon/cmd/perfmon_stream.h).
  *
  * COM1 output polls the transmitter.  Input is interrupt driven once the
  * I/O APIC routes IRQ 4 (uart_intr_enable()); before that, uart_getc()

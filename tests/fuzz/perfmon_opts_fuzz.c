@@ -3,7 +3,7 @@
  *
  *
  * Fuzz target: the option parser of the `perfmon` subcommands
- * (perfmon_cmd_getopt() in kern/perfmon_cmd.c), on words as the shell
+ * (perfmon_cmd_getopt() in kern/perfmon/cmd/perfmon_cmd.c), on words as the shell
  * splits them.  The input is a command line after "perfmon stat"; the
  * first byte chooses the option spec and whether long options exist.
  *
@@ -18,7 +18,7 @@
 
 #include "fuzz.h"
 #include "kern/cmdline.h"
-#include "kern/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/shell.h"
 
 static const char *const opts_fuzz_specs[] = {

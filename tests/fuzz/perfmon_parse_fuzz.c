@@ -3,7 +3,7 @@
  *
  *
  * Fuzz target: the pure parsers of the `perfmon` command
- * (kern/perfmon_parse.c) on what a user types after -e and -C, and the
+ * (kern/perfmon/cmd/perfmon_parse.c) on what a user types after -e and -C, and the
  * closest-name suggestions made from it.  The first byte of the input
  * chooses the parser and a limit; the rest is the argument.
  *
@@ -22,7 +22,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 
 #define PP_FUZZ_ARG_MAX     1024
 

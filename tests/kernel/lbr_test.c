@@ -35,7 +35,7 @@
 #include "kern/ktest.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_rec.h"
 #include "kern/perfmon_ring.h"
 #include "kern/shell.h"
 #include "kern/string.h"

@@ -529,7 +529,7 @@ stt_segment_min(struct perfmon_event *ev, uint64_t n)
 /*
  * Whether reads of a thread's own event run the same path whatever the
  * counter's position: the core's local read folds instead once the counter
- * is 1/16 of a period past its last fold (kern/perfmon.c), every 4096
+ * is 1/16 of a period past its last fold (kern/perfmon/perfmon.c), every 4096
  * instructions at steppmu.width=16, so tests that compare segments of
  * reads run at the default width.
  */

@@ -7,7 +7,7 @@
 # (data/two-recordings.perf.stream: `perfmon record -g -F 1000 -- spin
 # 20000000`, then `perfmon record -a -F 200 -- sleep 30`, on 2 CPUs), and
 # small ones built here record by record in the layout of
-# kern/perfmon_stream.h, whole or broken on purpose: cut short in a record
+# kern/perfmon/cmd/perfmon_stream.h, whole or broken on purpose: cut short in a record
 # or between records, two recordings, lost samples, no samples, a guest
 # restarted during a recording, garbage, another kernel build.  The kernel
 # for these is a small ELF built here too, with three functions at known
@@ -96,7 +96,7 @@ def fnv(data):
     return '%016x' % h
 
 
-# ---- captures, record by record (kern/perfmon_stream.h) ---------------------
+# ---- captures, record by record (kern/perfmon/cmd/perfmon_stream.h) ---------------------
 
 CONTEXT_KERNEL = (1 << 64) - 128
 

@@ -2,12 +2,12 @@
 # of the core and of what sits on it link it (perfmon_test,
 # perfmon_sample_test, perfmon_cmd_test, the perfmon_opts fuzz target).
 # The leading '_' sorts it before the .mk files that use it.
-PERFMON_CORE_SRCS := kern/perfmon.c \
-	kern/perfmon_dev.c kern/perfmon_events.c kern/perfmon_intr.c \
-	kern/perfmon_branch.c \
-	kern/perfmon_pmc.c \
-	kern/perfmon_inherit.c kern/perfmon_sched.c \
-	kern/perfmon_sample.c kern/perfmon_ring.c kern/num.c arch/x86/unwind.c \
+PERFMON_CORE_SRCS := kern/perfmon/perfmon.c \
+	kern/perfmon/perfmon_dev.c kern/perfmon/perfmon_events.c kern/perfmon/perfmon_intr.c \
+	kern/perfmon/perfmon_branch.c \
+	kern/perfmon/perfmon_pmc.c \
+	kern/perfmon/perfmon_inherit.c kern/perfmon/perfmon_sched.c \
+	kern/perfmon/perfmon_sample.c kern/perfmon/perfmon_ring.c kern/num.c arch/x86/unwind.c \
 	kern/cmdline.c kern/printf.c \
 	tests/unit/fakes/spinlock.c tests/unit/fakes/cpu.c \
 	tests/unit/fakes/thread.c tests/unit/fakes/thread_none.c \

@@ -24,7 +24,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_i.h"
+#include "kern/perfmon/perfmon_i.h"
 #include "kern/spinlock.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of the core's side of branch stacks (kern/perfmon_branch.c
- * and its hooks in kern/perfmon.c and kern/perfmon_pmc.c), against the
+ * Host tests of the core's side of branch stacks (kern/perfmon/perfmon_branch.c
+ * and its hooks in kern/perfmon/perfmon.c and kern/perfmon/perfmon_pmc.c), against the
  * fake devices of fdev.c and a fake branch-record driver whose start
  * registers an overflow-interrupt callback that hands the core a branch
  * stack, and whose stop unregisters it: the driver runs only between the

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of the `perfmon` command's shared parts (kern/perfmon_cmd.c)
- * and its `list` and `info` (kern/perfmon_list.c), on the real perfmon
+ * Host tests of the `perfmon` command's shared parts (kern/perfmon/cmd/perfmon_cmd.c)
+ * and its `list` and `info` (kern/perfmon/cmd/perfmon_list.c), on the real perfmon
  * core with the fake devices of fdev.c: the option parser every
  * subcommand uses (grouped letters, values in the same or the next word,
  * long options, "--", missing values and unknown options), the
@@ -25,8 +25,8 @@
 #include "fdev.h"
 #include "kern/error.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_cmd.h"
-#include "kern/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/shell.h"
 
 const char *fake_console_output(void);

@@ -3,7 +3,7 @@
  *
  *
  * Host tests of enabling, disabling and inheritance in the perfmon core
- * (kern/perfmon.c, kern/perfmon_inherit.c) against the fake devices of
+ * (kern/perfmon/perfmon.c, kern/perfmon/perfmon_inherit.c) against the fake devices of
  * fdev.c: events attached disabled count nothing and hold no hardware
  * counter; a set of events starts and stops in one call per thread or CPU,
  * so they all cover one span; enabled and running times follow the TSC
@@ -29,7 +29,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_i.h"
+#include "kern/perfmon/perfmon_i.h"
 
 /* The fake TSC runs at 3 GHz: 3 cycles a nanosecond. */
 #define CYCLES_PER_NS   3

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of multiplexing in the perfmon core (kern/perfmon_sched.c,
- * kern/perfmon.c) against the fake devices of fdev.c: events that fit are
+ * Host tests of multiplexing in the perfmon core (kern/perfmon/perfmon_sched.c,
+ * kern/perfmon/perfmon.c) against the fake devices of fdev.c: events that fit are
  * never moved and run all the time they are enabled; N events over K
  * counters each run about K/N of the time, and their scaled counts
  * estimate the truth; a group runs all together or not at all; a pinned
@@ -37,7 +37,7 @@
 #include "kern/log.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_i.h"
+#include "kern/perfmon/perfmon_i.h"
 
 #define TSC_PER_INTERVAL    30000       /* 10 us at the fake 3 GHz */
 

@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Tests of kern/perfmon_parse.c, the pure half of the `perfmon` command:
+ * Tests of kern/perfmon/cmd/perfmon_parse.c, the pure half of the `perfmon` command:
  * perf-style event lists (names, aliases, raw codes, modifiers, every kind
  * of bad syntax, overlong input, too many events), CPU lists, edit
  * distance and suggestions.
@@ -21,7 +21,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 
 #define MAXEV   PERFMON_PARSE_MAX_EVENTS
 

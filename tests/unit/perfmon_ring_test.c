@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Tests of kern/perfmon_ring.c, the per-CPU sample rings: records come out
+ * Tests of kern/perfmon/perfmon_ring.c, the per-CPU sample rings: records come out
  * whole and in order across the end of the data, a full ring drops and
  * counts records and never overwrites one, a producer interrupted by
  * another (an NMI in the middle of a record) publishes nothing until the

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of sampling in the perfmon core (kern/perfmon.c,
- * kern/perfmon_pmc.c, kern/perfmon_sample.c) against the fake devices of
+ * Host tests of sampling in the perfmon core (kern/perfmon/perfmon.c,
+ * kern/perfmon/perfmon_pmc.c, kern/perfmon/perfmon_sample.c) against the fake devices of
  * fdev.c: a fixed period gives exactly total / period samples, with skid
  * and with periods longer than the counter; a thread's progress to its
  * next sample follows it across a switch and a migration; frequency mode

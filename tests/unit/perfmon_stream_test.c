@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Tests of kern/perfmon_stream.c, recordings streamed in perf's pipe
+ * Tests of kern/perfmon/cmd/perfmon_stream.c, recordings streamed in perf's pipe
  * format: the header perf needs (the pipe magic, the attr that names the
  * event and says which fields samples carry, the event's name, the header
  * features with the build identity, the kernel's MMAP), each record the
@@ -13,7 +13,7 @@
  * bytes are read back here field by field, at the offsets of perf's
  * layouts (../shared/docs/perf-data-facts.md).
  *
- * The stream decodes samples (kern/perfmon_sample.c) and writes none, so
+ * The stream decodes samples (kern/perfmon/perfmon_sample.c) and writes none, so
  * the perfmon core is not linked: what the sample-writing half of that
  * file calls is stubbed below, and fails a test that reaches it.
  */
@@ -31,10 +31,10 @@
 #include "fakes/fake_uart.h"
 #include "kern/error.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_i.h"
-#include "kern/perfmon_rec.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/cmd/perfmon_rec.h"
 #include "kern/perfmon_ring.h"
-#include "kern/perfmon_stream.h"
+#include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/thread.h"
 
 void fake_symtab_set_text(const void *text, size_t size);

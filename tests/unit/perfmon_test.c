@@ -2,7 +2,7 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of the performance monitoring core (kern/perfmon.c) against
+ * Host tests of the performance monitoring core (kern/perfmon/perfmon.c) against
  * fake PMU devices and the fakes of CPUs, threads, xcalls, timers and the
  * clock: device registration, events and every error code, counter sharing
  * and exhaustion, 64-bit extension across wraps at several widths in poll

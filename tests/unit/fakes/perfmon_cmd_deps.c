@@ -3,14 +3,14 @@
  *
  *
  * The `perfmon` subcommands that live in files of their own, for the
- * host test of kern/perfmon_cmd.c's dispatcher: each records that it ran
+ * host test of kern/perfmon/cmd/perfmon_cmd.c's dispatcher: each records that it ran
  * and with how many words.
  */
 
-#include "kern/perfmon_bench.h"
-#include "kern/perfmon_record.h"
+#include "kern/perfmon/cmd/perfmon_bench.h"
+#include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon_selftest.h"
-#include "kern/perfmon_stat.h"
+#include "kern/perfmon/cmd/perfmon_stat.h"
 
 /* The last subcommand run ("stat", "top"...) and its word count. */
 const char *fake_perfmon_subcmd;

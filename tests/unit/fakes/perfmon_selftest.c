@@ -2,9 +2,9 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Fake of kern/perfmon_selftest.c for the host tests of the x86 PMU
+ * Fake of kern/perfmon/cmd/perfmon_selftest.c for the host tests of the x86 PMU
  * self-test (arch/x86/pmu_selftest.c), which link the kernel's report
- * (kern/perfmon_selftest_report.c): a print callback keeps the lines for
+ * (kern/perfmon/cmd/perfmon_selftest_report.c): a print callback keeps the lines for
  * the test (fake_perfmon_selftest.h), and the spin loop is the modelled
  * CPU's: each iteration retires PERFMON_SELFTEST_SPIN_INSNS instructions
  * and one branch in FAKE_SELFTEST_CYCLES_PER_ITER cycles, reference cycles

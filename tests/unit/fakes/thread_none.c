@@ -4,7 +4,7 @@
  *
  * The thread calls of kern/thread.h that fakes/thread.c leaves out, for
  * host tests of shell commands that would start threads, sleep or move
- * (kern/perfmon_cmd.c's runner, kern/workload.c): no thread can be
+ * (kern/perfmon/cmd/perfmon_cmd.c's runner, kern/workload.c): no thread can be
  * created (-ENOMEM, an error path the callers handle), so joining,
  * sleeping and waking must not be reached; yielding (one host thread:
  * nothing else can run meanwhile), sleeping a number of milliseconds and

@@ -1,0 +1,668 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The `perfmon` shell command: its dispatcher and usage, and what every
+ * subcommand shares (kern/perfmon/cmd/perfmon_cmd.h): the output line buffer,
+ * one-line errors with the usage, option parsing (short and long
+ * options), the command runner that starts a workload disabled and lets
+ * its caller enable events as it begins, and the resolution of parsed
+ * event names to devices with the reason a name is refused.  Each of
+ * these exists once, for stat, record, report, script, top and selftest.
+ * The subcommands are in their own files: `list` and `info` in
+ * kern/perfmon/cmd/perfmon_list.c, `stat` in kern/perfmon/cmd/perfmon_stat.c, `bench` in
+ * kern/perfmon/cmd/perfmon_bench.c, and so on.  It reaches the hardware only through
+ * the core's API (kern/perfmon.h).
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_bench.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_record.h"
+#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_stat.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+
+#define PERFMON_CMD_MAX_CANDS   128     /* names offered as suggestions */
+
+/* ---- lines -------------------------------------------------------------- */
+
+void
+perfmon_cmd_line_init(struct perfmon_cmd_line *line)
+{
+    line->buf[0] = '\0';
+    line->len = 0;
+}
+
+void
+perfmon_cmd_line_vadd(struct perfmon_cmd_line *line, const char *fmt,
+                      va_list ap)
+{
+    int n;
+
+    if (line->len >= sizeof(line->buf) - 1) {
+        return;
+    }
+
+    n = kvsnprintf(&line->buf[line->len], sizeof(line->buf) - line->len, fmt,
+                   ap);
+
+    if (n > 0) {
+        line->len = MIN(line->len + (size_t)n, sizeof(line->buf) - 1);
+    }
+}
+
+void
+perfmon_cmd_line_add(struct perfmon_cmd_line *line, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    perfmon_cmd_line_vadd(line, fmt, ap);
+    va_end(ap);
+}
+
+void
+perfmon_cmd_line_print(struct perfmon_cmd_line *line)
+{
+    /* perf pads its columns: trailing blanks help nobody. */
+    while ((line->len > 0) && (line->buf[line->len - 1] == ' ')) {
+        line->buf[--line->len] = '\0';
+    }
+
+    kprintf("%s\n", line->buf);
+    perfmon_cmd_line_init(line);
+}
+
+/* ---- devices and names -------------------------------------------------- */
+
+struct perfmon_dev *
+perfmon_cmd_dev_for(const char *name)
+{
+    for (unsigned int i = 0; i < perfmon_nr_devs(); i++) {
+        struct perfmon_dev *dev = perfmon_dev_get(i);
+        unsigned int flags;
+        uint64_t id;
+
+        if (!dev->named_only
+            && perfmon_lookup_event(dev, name, &id, &flags) == 0) {
+            return dev;
+        }
+    }
+
+    return NULL;
+}
+
+struct perfmon_dev *
+perfmon_cmd_event_dev(struct perfmon_dev *dev, unsigned int flags,
+                      const char *name)
+{
+    if (dev != NULL) {
+        return dev;
+    }
+
+    return (flags & PERFMON_EF_RAW) ? perfmon_dev_get(0)
+                                    : perfmon_cmd_dev_for(name);
+}
+
+const char *
+perfmon_cmd_default_sample_event(void)
+{
+    return (perfmon_cmd_dev_for("cycles") != NULL) ? "cycles" : "cpu-clock";
+}
+
+uint64_t
+perfmon_cmd_first_period(int generic, uint64_t freq)
+{
+    uint64_t hz = cpu_tsc_freq();
+
+    return (generic == PERFMON_EV_TASK_CLOCK && hz != 0 && freq != 0)
+           ? MAX(hz / freq, 1) : 0;
+}
+
+int
+perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
+{
+    struct perfmon_cmd_line line;
+    va_list ap;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: %s: ", who);
+    va_start(ap, fmt);
+    perfmon_cmd_line_vadd(&line, fmt, ap);
+    va_end(ap);
+    perfmon_cmd_line_print(&line);
+    kprintf("%s", usage);
+    return SHELL_ERR_REPORTED;
+}
+
+int
+perfmon_cmd_cpus(const char *who, const char *usage, bool all,
+                 const char *list, uint64_t *maskp)
+{
+    unsigned int nr_cpus = cpu_count();
+    int error;
+
+    *maskp = 0;
+
+    if (all && list != NULL) {
+        return perfmon_cmd_error(who, usage, "-a and -C %s exclude each other",
+                                 list);
+    }
+
+    if (all) {
+        *maskp = (nr_cpus >= 64) ? UINT64_MAX : (1ULL << nr_cpus) - 1;
+        return 0;
+    }
+
+    if (list == NULL) {
+        return 0;
+    }
+
+    error = perfmon_parse_cpulist(list, nr_cpus, maskp);
+
+    if (error == -ERANGE) {
+        return perfmon_cmd_error(who, usage, "-C %s: this machine has CPUs "
+                                 "0 to %u", list, nr_cpus - 1);
+    } else if (error) {
+        return perfmon_cmd_error(who, usage, "-C %s: bad CPU list (expected "
+                                 "e.g. 0,2-3)", list);
+    }
+
+    return 0;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+void
+perfmon_cmd_opts_init(struct perfmon_cmd_opts *opts, int argc, char **argv,
+                      int first, const char *spec,
+                      const struct perfmon_cmd_longopt *longopts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->argc = argc;
+    opts->argv = argv;
+    opts->spec = spec;
+    opts->longopts = longopts;
+    opts->index = first;
+}
+
+/* The value of an option: the rest of its word, or the next word. */
+static const char *
+perfmon_cmd_optval(struct perfmon_cmd_opts *opts, const char *rest)
+{
+    if (rest != NULL && *rest != '\0') {
+        return rest;
+    }
+
+    if (opts->index >= opts->argc) {
+        return NULL;
+    }
+
+    return opts->argv[opts->index++];
+}
+
+static int
+perfmon_cmd_getopt_long(struct perfmon_cmd_opts *opts, const char *word,
+                        const char **valp)
+{
+    const char *eq = strchr(word, '=');
+    size_t len = (eq != NULL) ? (size_t)(eq - word) : strlen(word);
+
+    strlcpy(opts->bad, word - 2, sizeof(opts->bad));
+
+    for (const struct perfmon_cmd_longopt *o = opts->longopts;
+         o != NULL && o->name != NULL; o++) {
+        if (strlen(o->name) != len || strncmp(o->name, word, len) != 0) {
+            continue;
+        }
+
+        if (!o->has_arg) {
+            return (eq != NULL) ? '?' : o->letter;
+        }
+
+        *valp = perfmon_cmd_optval(opts, (eq != NULL) ? eq + 1 : NULL);
+        return (*valp != NULL) ? o->letter : ':';
+    }
+
+    return '?';
+}
+
+int
+perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp)
+{
+    const char *spec;
+    char letter;
+
+    *valp = NULL;
+
+    if (opts->rest == NULL || *opts->rest == '\0') {
+        const char *word;
+
+        if (opts->index >= opts->argc) {
+            return 0;
+        }
+
+        word = opts->argv[opts->index];
+
+        if (strcmp(word, "--") == 0) {
+            opts->index++;
+            return 0;
+        }
+
+        if (word[0] != '-' || word[1] == '\0') {
+            return 0;
+        }
+
+        opts->index++;
+
+        if (word[1] == '-') {
+            return perfmon_cmd_getopt_long(opts, word + 2, valp);
+        }
+
+        opts->rest = word + 1;
+    }
+
+    letter = *opts->rest++;
+    ksnprintf(opts->bad, sizeof(opts->bad), "-%c", letter);
+    spec = strchr(opts->spec, letter);
+
+    if (letter == ':' || spec == NULL) {
+        return '?';
+    }
+
+    if (spec[1] == ':') {
+        *valp = perfmon_cmd_optval(opts, opts->rest);
+        opts->rest = NULL;
+        return (*valp != NULL) ? letter : ':';
+    }
+
+    return letter;
+}
+
+int
+perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
+                    const char *usage, perfmon_cmd_option_fn_t fn, void *ctx)
+{
+    const char *val;
+    int opt, error;
+
+    while ((opt = perfmon_cmd_getopt(opts, &val)) != 0) {
+        if (opt == '?') {
+            return perfmon_cmd_error(who, usage, "unknown option '%s'",
+                                     opts->bad);
+        } else if (opt == ':') {
+            return perfmon_cmd_error(who, usage, "option %s needs an argument",
+                                     opts->bad);
+        }
+
+        error = fn(ctx, opt, val);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    return 0;
+}
+
+/* ---- command runner ------------------------------------------------------ */
+
+static void
+perfmon_cmd_runner_main(void *arg)
+{
+    struct perfmon_cmd_runner *runner = arg;
+
+    /* Sleep at the gate, so that nothing before the command counts. */
+    for (;;) {
+        thread_sleep_prepare();
+
+        if (__atomic_load_n(&runner->gate, __ATOMIC_ACQUIRE)) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        thread_sleep();
+    }
+
+    if (runner->cancelled) {
+        return;
+    }
+
+    /* The command's events count from its first instruction to its last. */
+    if (runner->nr_events != 0) {
+        perfmon_events_enable(runner->events, runner->nr_events);
+    }
+
+    runner->result = shell_exec_argv(runner->argc, runner->argv);
+
+    if (runner->nr_events != 0) {
+        perfmon_events_disable(runner->events, runner->nr_events);
+    }
+}
+
+int
+perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner, const char *name,
+                         int argc, char **argv)
+{
+    runner->argc = argc;
+    runner->argv = argv;
+    runner->result = 0;
+    runner->cancelled = false;
+    runner->events = NULL;
+    runner->nr_events = 0;
+    __atomic_store_n(&runner->gate, false, __ATOMIC_RELAXED);
+    return thread_create(&runner->thread, name, perfmon_cmd_runner_main,
+                         runner, THREAD_CPUMASK_ALL);
+}
+
+void
+perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
+                      struct perfmon_event *const *events, unsigned int nr)
+{
+    runner->events = events;
+    runner->nr_events = nr;
+    __atomic_store_n(&runner->gate, true, __ATOMIC_RELEASE);
+    thread_wakeup(runner->thread);
+}
+
+int
+perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner)
+{
+    thread_join(runner->thread);
+    runner->thread = NULL;
+    return runner->result;
+}
+
+void
+perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner)
+{
+    runner->cancelled = true;
+    perfmon_cmd_runner_go(runner, NULL, 0);
+    perfmon_cmd_runner_join(runner);
+}
+
+static int
+perfmon_cmd_unknown_event(const char *who, const char *name)
+{
+    const char *cands[PERFMON_CMD_MAX_CANDS], *out[3];
+    struct perfmon_cmd_line line;
+    unsigned int nr = 0, nr_out;
+
+    for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
+        const struct perfmon_event_desc *desc = perfmon_event_desc(id);
+
+        if (nr < ARRAY_SIZE(cands)) {
+            cands[nr++] = desc->name;
+        }
+
+        for (unsigned int i = 0; (i < ARRAY_SIZE(desc->aliases))
+                                 && (desc->aliases[i] != NULL)
+                                 && (nr < ARRAY_SIZE(cands)); i++) {
+            cands[nr++] = desc->aliases[i];
+        }
+    }
+
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        const struct perfmon_dev *dev = perfmon_dev_get(d);
+
+        for (unsigned int i = 0; (i < dev->nr_events)
+                                 && (nr < ARRAY_SIZE(cands)); i++) {
+            cands[nr++] = dev->events[i].name;
+        }
+    }
+
+    nr_out = perfmon_parse_suggest(name, cands, nr, out, ARRAY_SIZE(out));
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: %s: unknown event '%s'", who,
+                         name);
+
+    for (unsigned int i = 0; i < nr_out; i++) {
+        perfmon_cmd_line_add(&line, "%s'%s'",
+                             (i == 0) ? "; did you mean "
+                             : (i + 1 == nr_out) ? " or " : ", ", out[i]);
+    }
+
+    perfmon_cmd_line_add(&line, "%s (see 'perfmon list')",
+                         (nr_out > 0) ? "?" : "");
+    perfmon_cmd_line_print(&line);
+    return SHELL_ERR_REPORTED;
+}
+
+/*
+ * Resolve an event on the device it names (`PMU/EVENT/`): its raw code or
+ * one of its names, or one line saying why not.
+ */
+static int
+perfmon_cmd_resolve_on(const char *who,
+                       const struct perfmon_parse_event *parsed,
+                       struct perfmon_cmd_event *out)
+{
+    struct perfmon_dev *dev = perfmon_dev_find(parsed->pmu);
+    unsigned int flags;
+    uint64_t id;
+
+    if (dev == NULL) {
+        kprintf("perfmon: %s: no PMU named '%s' (see 'perfmon list')\n", who,
+                parsed->pmu);
+        return SHELL_ERR_REPORTED;
+    }
+
+    out->dev = dev;
+
+    if (parsed->flags & PERFMON_EF_RAW) {
+        out->id = parsed->raw_code;
+        out->flags = parsed->flags;
+        return 0;
+    }
+
+    if (perfmon_lookup_event(dev, parsed->name, &id, &flags) != 0) {
+        kprintf("perfmon: %s: PMU '%s' does not count '%s' (see 'perfmon "
+                "list')\n", who, dev->name, parsed->name);
+        return SHELL_ERR_REPORTED;
+    }
+
+    out->id = id;
+    out->flags = (parsed->flags & PERFMON_EF_MODE) | flags;
+    out->generic = (flags & PERFMON_EF_RAW) ? -1 : (int)id;
+    return 0;
+}
+
+/* A named_only device that counts name, to tell the user to name it. */
+static struct perfmon_dev *
+perfmon_cmd_named_only_dev_for(const char *name)
+{
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        struct perfmon_dev *dev = perfmon_dev_get(d);
+        unsigned int flags;
+        uint64_t id;
+
+        if (dev->named_only
+            && perfmon_lookup_event(dev, name, &id, &flags) == 0) {
+            return dev;
+        }
+    }
+
+    return NULL;
+}
+
+int
+perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
+                    struct perfmon_cmd_event *out)
+{
+    struct perfmon_dev *named_only;
+    unsigned int flags;
+    uint64_t id;
+
+    out->dev = NULL;
+    out->generic = -1;
+    out->supported = true;
+
+    if (parsed->pmu[0] != '\0') {
+        return perfmon_cmd_resolve_on(who, parsed, out);
+    }
+
+    if (parsed->flags & PERFMON_EF_RAW) {
+        out->id = parsed->raw_code;
+        out->flags = parsed->flags;
+        return 0;
+    }
+
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        struct perfmon_dev *dev = perfmon_dev_get(d);
+
+        if (dev->named_only
+            || perfmon_lookup_event(dev, parsed->name, &id, &flags) != 0) {
+            continue;
+        }
+
+        out->id = id;
+        out->flags = (parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED))
+                     | flags;
+
+        if (flags & PERFMON_EF_RAW) {
+            out->dev = dev;
+        } else {
+            out->generic = (int)id;
+        }
+
+        return 0;
+    }
+
+    if (perfmon_lookup_event(NULL, parsed->name, &id, &flags) == 0) {
+        /* A known event that no device here counts by default. */
+        out->id = id;
+        out->flags = parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED);
+        out->generic = (int)id;
+        out->supported = false;
+        return 0;
+    }
+
+    named_only = perfmon_cmd_named_only_dev_for(parsed->name);
+
+    if (named_only != NULL) {
+        kprintf("perfmon: %s: '%s' is counted by PMU '%s' only, when named: "
+                "%s/%s/\n", who, parsed->name, named_only->name,
+                named_only->name, parsed->name);
+        return SHELL_ERR_REPORTED;
+    }
+
+    return perfmon_cmd_unknown_event(who, parsed->name);
+}
+
+/* ---- perfmon ------------------------------------------------------------ */
+
+static void
+perfmon_cmd_usage(void)
+{
+    kprintf("usage: perfmon [help]     this text\n"
+            "       perfmon list [FILTER]  every event of every device (or "
+            "those FILTER names)\n"
+            "       perfmon info       devices, capabilities, counters in "
+            "use\n"
+            "       perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
+            "[-x SEP] [--] COMMAND [ARGS...]\n"
+            "                          run COMMAND in a new thread and count "
+            "what it does\n"
+            "  -e EVENTS  comma-separated names or aliases from 'perfmon "
+            "list', raw codes rHEX,\n"
+            "             each with optional modifiers :u :k (default both) "
+            ":D (pinned); groups\n"
+            "             {a,b}[:mods] count together; -e may repeat\n"
+            "  -a         count on all CPUs instead of the thread\n"
+            "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
+            "  -A         one row per CPU instead of the sum (with -a or "
+            "-C)\n"
+            "  -i         the command's thread only, not the threads it "
+            "creates\n"
+            "  -r N       run N times (1 to %u): mean and relative "
+            "deviation\n"
+            "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%%,]"
+            "time ns,percent,metric,metric unit\n"
+            "             (long forms: --event= --all-cpus --cpu= --no-aggr "
+            "--no-inherit --repeat=\n"
+            "             --field-separator=)\n"
+            "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] "
+            "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND "
+            "[ARGS...]\n"
+            "                          sample COMMAND (or the CPUs while it "
+            "runs), keep the samples\n"
+            "  -c N       a sample every N events; -F HZ: HZ samples a second "
+            "per CPU (default %u)\n"
+            "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
+            "(default 256K)\n"
+            "  -b         with branch stacks (LBR); -j any,any_call,any_ret,"
+            "ind_call,call,cond,ind_jmp,u,k: filtered\n"
+            "       perfmon report [--sort comm,sym|sym|comm|cpu] [-g] "
+            "[--folded] [--percent-limit P]\n"
+            "                          the last recording, hottest first\n"
+            "       perfmon report --branch [--percent-limit P]\n"
+            "                          its branch stacks by from -> to, with "
+            "mispredicts\n"
+            "       perfmon script     the last recording, one sample a line\n"
+            "       perfmon top [-e EVENT] [-F HZ] [-d SECS] [-n COUNT] "
+            "[--stdio]\n"
+            "                          the hottest symbols of the machine, "
+            "until Ctrl-C\n"
+            "       perfmon bench [-n SAMPLES] [all|quick|remote]\n"
+            "                          microbenchmarks of the perfmon layer, "
+            "in TSC cycles\n"
+            "       perfmon selftest   check that the counters count what "
+            "they claim, here\n"
+            "workloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
+            "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS,
+            PERFMON_RECORD_FREQ_DEFAULT);
+}
+
+static int
+perfmon_cmd(int argc, char **argv)
+{
+    if ((argc < 2) || (strcmp(argv[1], "help") == 0)) {
+        perfmon_cmd_usage();
+        return 0;
+    }
+
+    if (strcmp(argv[1], "list") == 0) {
+        return perfmon_list_main(argc, argv);
+    } else if (strcmp(argv[1], "info") == 0) {
+        return perfmon_info_main();
+    } else if (strcmp(argv[1], "stat") == 0) {
+        return perfmon_stat_main(argc, argv);
+    } else if (strcmp(argv[1], "bench") == 0) {
+        return perfmon_bench_main(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "record") == 0) {
+        return perfmon_record_main(argc, argv);
+    } else if (strcmp(argv[1], "report") == 0) {
+        return perfmon_report_main(argc, argv);
+    } else if (strcmp(argv[1], "script") == 0) {
+        return perfmon_script_main(argc, argv);
+    } else if (strcmp(argv[1], "top") == 0) {
+        return perfmon_top_main(argc, argv);
+    } else if (strcmp(argv[1], "selftest") == 0) {
+        return perfmon_selftest_main(argc - 1, argv + 1);
+    }
+
+    kprintf("perfmon: unknown subcommand '%s'\n", argv[1]);
+    perfmon_cmd_usage();
+    return SHELL_ERR_REPORTED;
+}
+
+SHELL_COMMAND(perfmon, "perfmon",
+              "[list | info | stat | record | report | script | top | bench "
+              "| selftest]",
+              "performance counters: list events, count and profile",
+              perfmon_cmd);

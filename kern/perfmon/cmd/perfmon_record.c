@@ -1,0 +1,637 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon record`, modelled on Linux `perf record`: run a shell command
+ * in a new thread with a sampling event on it (or on every CPU, or some,
+ * until the command ends), keep the samples in kernel memory until the next
+ * record, and end with perf's summary line.  `perfmon report` and `perfmon
+ * script` read the recording (kern/perfmon/cmd/perfmon_report.c).
+ *
+ * Everything a run creates (the thread, the events, the drain thread) is
+ * released before the command returns; only the recording is kept.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/num.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_record.h"
+#include "kern/perfmon/cmd/perfmon_stream.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+
+#define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
+
+static const char perfmon_record_usage[] =
+    "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
+    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
+
+/* A `perfmon record` invocation, on the heap. */
+struct perfmon_record {
+    char event_name[PERFMON_PARSE_NAME_SIZE];
+    struct perfmon_cmd_event event;
+    struct perfmon_dev *dev;            /* the device counting it */
+    uint64_t period;                    /* -c */
+    uint64_t freq;                      /* -F */
+    bool callchain;                     /* -g */
+    bool branches;                      /* -b, or -j */
+    unsigned int branch_filter;         /* -j, completed by the parse */
+    const char *branch_list;            /* -j's argument */
+    bool all_cpus;                      /* -a */
+    const char *cpu_list;               /* -C */
+    uint64_t cpu_mask;
+    bool no_inherit;                    /* -i */
+    uint64_t ring_size;                 /* -m */
+    int cmd_argc;
+    char **cmd_argv;
+    int argc;                           /* the whole perfmon command */
+    char **argv;
+
+    struct perfmon_rec *rec;
+    struct perfmon_sampling sampling;
+    struct perfmon_event events[CPU_MAX];
+    struct perfmon_event *set[CPU_MAX]; /* the events, to enable at once */
+    unsigned int nr_events;
+    struct perfmon_cmd_runner runner;
+    struct perfmon_stream *stream;      /* NULL: not streamed (why: */
+    int stream_error;                   /*   this error) */
+};
+
+static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
+    { "event", 'e', true },
+    { "count", 'c', true },
+    { "freq", 'F', true },
+    { "branch-any", 'b', false },
+    { "branch-filter", 'j', true },
+    { "all-cpus", 'a', false },
+    { "cpu", 'C', true },
+    { "no-inherit", 'i', false },
+    { NULL, 0, false },
+};
+
+/* One line saying what is wrong, then the usage. */
+#define perfmon_record_error(...) \
+    perfmon_cmd_error("record", perfmon_record_usage, __VA_ARGS__)
+
+/* ---- options ---------------------------------------------------------------- */
+
+static int
+perfmon_record_set_event(struct perfmon_record *r, const char *list)
+{
+    struct perfmon_parse_event parsed;
+    struct perfmon_parse_error err;
+    int nr, error;
+
+    nr = perfmon_parse_events(list, &parsed, 1, &err);
+
+    if (nr == -E2BIG && strchr(list, ',') != NULL) {
+        return perfmon_record_error("one event at a time ('%s')", list);
+    }
+
+    if (nr < 0) {
+        return perfmon_record_error("bad event: %s%s%s%s", err.reason,
+                                    (err.item[0] != '\0') ? " ('" : "",
+                                    err.item,
+                                    (err.item[0] != '\0') ? "')" : "");
+    }
+
+    error = perfmon_cmd_resolve("record", &parsed, &r->event);
+
+    if (error) {
+        return error;
+    }
+
+    if (!r->event.supported) {
+        kprintf("perfmon: record: %s: no device here counts it (see "
+                "'perfmon list')\n", parsed.spec);
+        return SHELL_ERR_REPORTED;
+    }
+
+    strlcpy(r->event_name, parsed.spec, sizeof(r->event_name));
+
+    r->dev = perfmon_cmd_event_dev(r->event.dev, parsed.flags, parsed.name);
+
+    return 0;
+}
+
+static int
+perfmon_record_number(const char *opt, const char *val, uint64_t max,
+                      uint64_t *valp)
+{
+    if (cmdline_parse_u64(val, valp) != 0 || *valp == 0 || *valp > max) {
+        return perfmon_record_error("%s: '%s' is not a number from 1 to %llu",
+                                    opt, val, (unsigned long long)max);
+    }
+
+    return 0;
+}
+
+static int
+perfmon_record_ring_size(struct perfmon_record *r, const char *val)
+{
+    uint64_t size;
+
+    if (cmdline_parse_size(val, &size) != 0 || size < PERFMON_SBUF_MIN
+        || size > PERFMON_SBUF_MAX || (size & (size - 1)) != 0) {
+        return perfmon_record_error("-m: '%s' is not a power of two from 4K "
+                                    "to 16M", val);
+    }
+
+    r->ring_size = size;
+    return 0;
+}
+
+/* -j LIST: perf's branch filter names; -j implies -b, as in perf. */
+static int
+perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
+{
+    char bad[PERFMON_PARSE_NAME_SIZE];
+    unsigned int filter;
+    int error;
+
+    error = perfmon_branch_filter_parse(list, &filter, bad, sizeof(bad));
+
+    if (error == -EOPNOTSUPP) {
+        return perfmon_record_error("-j %s: '%s' is perf's, but means "
+                                    "nothing here (filters: any, any_call, "
+                                    "any_ret, ind_call, call, cond, ind_jmp, "
+                                    "u, k)", list, bad);
+    } else if (error) {
+        return perfmon_record_error("-j %s: %s%s%s (filters: any, any_call, "
+                                    "any_ret, ind_call, call, cond, ind_jmp, "
+                                    "u, k)", list,
+                                    (bad[0] == '\0') ? "an empty filter"
+                                                     : "unknown filter '",
+                                    bad, (bad[0] == '\0') ? "" : "'");
+    }
+
+    r->branches = true;
+    r->branch_filter |= filter;
+    r->branch_list = list;
+    return 0;
+}
+
+/*
+ * The filter completed as perf completes it (any kind of branch; the
+ * event's own modes), then asked of the branch-record driver: no driver,
+ * one that cannot filter so, an event whose interrupt does not freeze the
+ * records, another recording's filter, each says so in one line.
+ */
+static int
+perfmon_record_check_branches(struct perfmon_record *r)
+{
+    struct perfmon_branch_info info;
+    const char *why;
+
+    if (!(r->branch_filter & PERFMON_BRF_KINDS)) {
+        r->branch_filter |= PERFMON_BRF_ANY;
+    }
+
+    if (!(r->branch_filter & PERFMON_BRF_MODE)) {
+        r->branch_filter |= ((r->event.flags & PERFMON_EF_USER)
+                             ? PERFMON_BRF_USER : 0)
+                            | ((r->event.flags & PERFMON_EF_KERN)
+                               ? PERFMON_BRF_KERN : 0);
+    }
+
+    why = perfmon_branch_why_not(r->dev, r->branch_filter);
+
+    if (why == NULL) {
+        return 0;
+    }
+
+    perfmon_branch_get_info(&info);
+
+    if (!info.present) {
+        kprintf("perfmon: record: %s: no branch records on this machine "
+                "(%s)\n", (r->branch_list != NULL) ? "-j" : "-b", why);
+    } else if (r->branch_list != NULL) {
+        kprintf("perfmon: record: -j %s with %s: %s\n", r->branch_list,
+                r->event_name, why);
+    } else {
+        kprintf("perfmon: record: -b with %s: %s\n", r->event_name, why);
+    }
+
+    return SHELL_ERR_REPORTED;
+}
+
+static int
+perfmon_record_option(void *arg, int opt, const char *val)
+{
+    struct perfmon_record *r = arg;
+
+    switch (opt) {
+    case 'e':
+        return perfmon_record_set_event(r, val);
+    case 'c':
+        return perfmon_record_number("-c", val, PERFMON_MAX_PERIOD,
+                                     &r->period);
+    case 'F':
+        return perfmon_record_number("-F", val, PERFMON_MAX_FREQ, &r->freq);
+    case 'g':
+        r->callchain = true;
+        return 0;
+    case 'b':
+        r->branches = true;
+        return 0;
+    case 'j':
+        return perfmon_record_branch_filter(r, val);
+    case 'a':
+        r->all_cpus = true;
+        return 0;
+    case 'C':
+        r->cpu_list = val;
+        return 0;
+    case 'i':
+        r->no_inherit = true;
+        return 0;
+    case 'm':
+        return perfmon_record_ring_size(r, val);
+    default:
+        return 0;
+    }
+}
+
+static int
+perfmon_record_select_cpus(struct perfmon_record *r)
+{
+    return perfmon_cmd_cpus("record", perfmon_record_usage, r->all_cpus,
+                            r->cpu_list, &r->cpu_mask);
+}
+
+static int
+perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
+{
+    struct perfmon_cmd_opts opts;
+    int error;
+
+    r->ring_size = PERFMON_RECORD_RING_DEFAULT;
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbj:aC:im:",
+                          perfmon_record_longopts);
+
+    error = perfmon_cmd_options(&opts, "record", perfmon_record_usage,
+                                perfmon_record_option, r);
+
+    if (error) {
+        return error;
+    }
+
+    if (r->period != 0 && r->freq != 0) {
+        return perfmon_record_error("-c and -F exclude each other");
+    }
+
+    if (opts.index >= argc) {
+        return perfmon_record_error("missing command");
+    }
+
+    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
+        return perfmon_record_error("unknown command '%s' (type 'help')",
+                                    argv[opts.index]);
+    }
+
+    r->cmd_argc = argc - opts.index;
+    r->cmd_argv = &argv[opts.index];
+
+    if (r->period == 0 && r->freq == 0) {
+        r->freq = PERFMON_RECORD_FREQ_DEFAULT;
+    }
+
+    error = perfmon_record_select_cpus(r);
+
+    if (error == 0 && r->event_name[0] == '\0') {
+        error = perfmon_record_set_event(r,
+                                         perfmon_cmd_default_sample_event());
+    }
+
+    if (error == 0 && r->branches) {
+        error = perfmon_record_check_branches(r);
+    }
+
+    return error;
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+static void
+perfmon_record_detach_all(struct perfmon_record *r)
+{
+    for (unsigned int i = 0; i < r->nr_events; i++) {
+        if (perfmon_event_attached(&r->events[i])) {
+            perfmon_event_detach(&r->events[i]);
+        }
+    }
+}
+
+/* Explain an attach failure in one line. */
+static int
+perfmon_record_attach_error(struct perfmon_record *r, int error)
+{
+    const char *why = NULL;
+
+    /* The branch driver refused, or another filter came first. */
+    if (r->branches && (error == -EOPNOTSUPP || error == -EBUSY)) {
+        why = perfmon_branch_why_not(r->dev, r->branch_filter);
+    }
+
+    if (why != NULL) {
+        kprintf("perfmon: record: branch stacks with %s: %s\n",
+                r->event_name, why);
+        return SHELL_ERR_REPORTED;
+    }
+
+    switch (error) {
+    case -EOPNOTSUPP:
+        kprintf("perfmon: record: %s: its device cannot sample (no overflow "
+                "interrupt: boot without softpmu.overflow=poll, or "
+                "perfmon.nmi=off)\n", r->event_name);
+        break;
+    case -EAGAIN:
+        kprintf("perfmon: record: %s: every counter of its device is in "
+                "use\n", r->event_name);
+        break;
+    case -EBUSY:
+        kprintf("perfmon: record: %s: the context-switch hook is off "
+                "(perfmon.hook=off): use -a\n", r->event_name);
+        break;
+    default:
+        kprintf("perfmon: record: %s: %s\n", r->event_name,
+                error_str(error));
+        break;
+    }
+
+    return SHELL_ERR_REPORTED;
+}
+
+/* The events: one on the command's thread, or one per selected CPU. */
+static int
+perfmon_record_attach(struct perfmon_record *r)
+{
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct perfmon_event *ev;
+        int error;
+
+        if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << cpu))) {
+            continue;
+        }
+
+        ev = &r->events[r->nr_events];
+        r->set[r->nr_events++] = ev;
+
+        /*
+         * Disabled until the command starts; a thread event also samples
+         * the threads the command creates, unless -i.
+         */
+        error = perfmon_event_init(ev, r->event.id,
+                                   r->event.flags | PERFMON_EF_DISABLED
+                                   | ((r->cpu_mask == 0 && !r->no_inherit)
+                                      ? PERFMON_EF_INHERIT : 0));
+
+        if (error == 0 && r->event.dev != NULL) {
+            error = perfmon_event_set_dev(ev, r->event.dev);
+        }
+
+        if (error == 0) {
+            error = perfmon_event_set_sampling(ev, &r->sampling);
+        }
+
+        if (error == 0) {
+            error = (r->cpu_mask != 0)
+                    ? perfmon_event_attach_cpu(ev, cpu)
+                    : perfmon_event_attach(ev, r->runner.thread);
+        }
+
+        if (error) {
+            perfmon_record_detach_all(r);
+            return perfmon_record_attach_error(r, error);
+        }
+
+        if (r->cpu_mask == 0) {
+            break;
+        }
+    }
+
+    return 0;
+}
+
+/* ---- the stream on COM2 ------------------------------------------------- */
+
+/* Stream the recording out from its first record on, if there is a COM2. */
+static void
+perfmon_record_stream_open(struct perfmon_record *r)
+{
+    struct perfmon_stream_desc desc = {
+        .event = r->event_name,
+        .generic = r->event.generic,
+        .raw_code = r->event.id,
+        .flags = r->event.flags & PERFMON_EF_MODE,
+        .period = r->sampling.period,
+        .freq = r->sampling.freq,
+        .fields = r->sampling.fields,
+        .branch_filter = r->sampling.branch_filter,
+        .argc = r->argc,
+        .argv = r->argv,
+    };
+
+    r->stream_error = perfmon_stream_open(&r->stream, &desc);
+
+    if (r->stream_error) {
+        r->stream = NULL;
+    } else {
+        perfmon_rec_set_sink(r->rec, perfmon_stream_rec, r->stream);
+    }
+}
+
+static void
+perfmon_record_stream_close(struct perfmon_record *r)
+{
+    struct perfmon_rec_info info;
+
+    if (r->stream != NULL) {
+        perfmon_rec_get_info(r->rec, &info);
+        r->stream_error = perfmon_stream_close(r->stream, &info);
+        r->stream = NULL;
+    }
+}
+
+/* Where the samples went, in one line. */
+static void
+perfmon_record_say_where(const struct perfmon_record *r)
+{
+    switch (r->stream_error) {
+    case 0:
+        kprintf("perfmon: record: streamed to COM2 in perf's format (on the "
+                "host: make perf-report)\n");
+        break;
+    case -ENODEV:
+        kprintf("perfmon: record: kept in memory only (no COM2 to stream "
+                "to): read it with perfmon report\n");
+        break;
+    case -EIO:
+        kprintf("perfmon: record: COM2 stopped taking bytes: the host's copy "
+                "is cut short; perfmon report reads it all\n");
+        break;
+    default:
+        kprintf("perfmon: record: not streamed to COM2 (%s): read it with "
+                "perfmon report\n", error_str(r->stream_error));
+        break;
+    }
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+static void
+perfmon_record_summary(const struct perfmon_record *r)
+{
+    struct perfmon_rec_info info;
+
+    perfmon_rec_get_info(r->rec, &info);
+    kprintf("[ perfmon record: captured %llu samples, %llu lost, %llu KiB ]\n",
+            (unsigned long long)info.nr_samples,
+            (unsigned long long)info.nr_lost,
+            (unsigned long long)((info.store_bytes + 1023) / 1024));
+
+    if (info.nr_throttles != 0) {
+        kprintf("perfmon: record: sampling was throttled %llu times (the "
+                "period was raised)\n",
+                (unsigned long long)info.nr_throttles);
+    }
+}
+
+static void
+perfmon_record_command_line(const struct perfmon_record *r, char *buf,
+                            size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+
+    for (int i = 0; i < r->cmd_argc && len < size; i++) {
+        len += (size_t)ksnprintf(&buf[len], size - len, "%s%s",
+                                 (i == 0) ? "" : " ", r->cmd_argv[i]);
+    }
+}
+
+static int
+perfmon_record_run(struct perfmon_record *r)
+{
+    char command[96];
+    int error;
+
+    perfmon_record_command_line(r, command, sizeof(command));
+    error = perfmon_rec_create(&r->rec, r->ring_size,
+                               PERFMON_REC_STORE_DEFAULT, r->event_name,
+                               command);
+
+    if (error) {
+        kprintf("perfmon: record: cannot allocate %llu KiB of buffers per "
+                "CPU: %s\n", (unsigned long long)(r->ring_size / 1024),
+                error_str(error));
+        return SHELL_ERR_REPORTED;
+    }
+
+    r->sampling = (struct perfmon_sampling){
+        .period = (r->period != 0) ? r->period
+                  : perfmon_cmd_first_period(r->event.generic, r->freq),
+        .freq = (unsigned int)r->freq,
+        .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
+                  | PERFMON_SF_CPU | PERFMON_SF_PERIOD
+                  | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
+                  | (r->branches ? PERFMON_SF_BRANCH : 0),
+        .sbuf = perfmon_rec_sbuf(r->rec),
+        .branch_filter = r->branch_filter,
+    };
+
+    /* The thread is named after the command, as perf shows its comm. */
+    error = perfmon_cmd_runner_start(&r->runner, r->cmd_argv[0], r->cmd_argc,
+                                     r->cmd_argv);
+
+    if (error) {
+        kprintf("perfmon: record: cannot create a thread: %s\n",
+                error_str(error));
+        perfmon_rec_destroy(r->rec);
+        return SHELL_ERR_REPORTED;
+    }
+
+    error = perfmon_record_attach(r);
+
+    if (error == 0) {
+        perfmon_record_stream_open(r);
+        error = perfmon_rec_start(r->rec);
+
+        if (error) {
+            kprintf("perfmon: record: cannot start draining: %s\n",
+                    error_str(error));
+            perfmon_record_detach_all(r);
+            perfmon_record_stream_close(r);
+            error = SHELL_ERR_REPORTED;
+        }
+    }
+
+    if (error) {
+        perfmon_cmd_runner_cancel(&r->runner);
+        perfmon_rec_destroy(r->rec);
+        return error;
+    }
+
+    if (r->cpu_mask != 0) {
+        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_cmd_runner_go(&r->runner, NULL, 0);
+        perfmon_cmd_runner_join(&r->runner);
+        perfmon_events_disable(r->set, r->nr_events);
+    } else {
+        perfmon_cmd_runner_go(&r->runner, r->set, r->nr_events);
+        perfmon_cmd_runner_join(&r->runner);
+    }
+
+    perfmon_record_detach_all(r);
+    perfmon_rec_stop(r->rec);
+    perfmon_record_stream_close(r);
+    perfmon_record_summary(r);
+    perfmon_record_say_where(r);
+    perfmon_rec_keep(r->rec);
+    return 0;
+}
+
+int
+perfmon_record_main(int argc, char **argv)
+{
+    struct perfmon_record *r = kmem_zalloc(sizeof(*r));
+    int error;
+
+    if (r == NULL) {
+        kprintf("perfmon: record: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    r->argc = argc;
+    r->argv = argv;
+    error = perfmon_record_parse(r, argc, argv);
+
+    if (error == 0) {
+        error = perfmon_record_run(r);
+    }
+
+    kmem_free(r, sizeof(*r));
+
+    /* The flag latches until the next command: Ctrl-C kept the samples. */
+    if (error == 0 && shell_interrupted()) {
+        kprintf("perfmon: record: interrupted (the samples so far are "
+                "kept)\n");
+    }
+
+    return error;
+}

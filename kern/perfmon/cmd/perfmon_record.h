@@ -1,0 +1,22 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The profiling subcommands of `perfmon`: record (kern/perfmon/cmd/perfmon_record.c),
+ * report and script (kern/perfmon/cmd/perfmon_report.c), top (kern/perfmon/cmd/perfmon_top.c).
+ * Each takes the shell's argv, argv[0] being "perfmon" and argv[1] the
+ * subcommand.  Thread context.
+ */
+
+#ifndef KERN_PERFMON_RECORD_H
+#define KERN_PERFMON_RECORD_H
+
+/* perf's default sampling frequency, record's too. */
+#define PERFMON_RECORD_FREQ_DEFAULT     4000
+
+int perfmon_record_main(int argc, char **argv);
+int perfmon_report_main(int argc, char **argv);
+int perfmon_script_main(int argc, char **argv);
+int perfmon_top_main(int argc, char **argv);
+
+#endif /* KERN_PERFMON_RECORD_H */

@@ -1,0 +1,583 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon stat`, modelled on Linux `perf stat`: run a shell command in a
+ * new thread and print what it counted, per thread (following it across
+ * CPUs) or per CPU (-a, -C), summed or per CPU (-A), once or repeated
+ * (-r), in perf's default or CSV-like (-x) format, with perf's derived
+ * metrics.  Everything a run creates (the thread, the events and their
+ * counters) is released before the command returns, whatever happened.
+ * Event lists are parsed by kern/perfmon/cmd/perfmon_parse.c.
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/tsc.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/num.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_stat.h"
+#include "kern/perfmon/cmd/perfmon_stat_i.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+
+static const char perfmon_stat_usage[] =
+    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
+    "[-x SEP] [--] COMMAND [ARGS...]\n";
+
+/* ---- perfmon stat: options ---------------------------------------------- */
+
+/* One line saying what is wrong, then the usage. */
+#define perfmon_stat_error(...) \
+    perfmon_cmd_error("stat", perfmon_stat_usage, __VA_ARGS__)
+
+/* Find how to count a parsed event; print why not for an unknown name. */
+static int
+perfmon_stat_resolve(struct perfmon_stat_ev *ev)
+{
+    struct perfmon_cmd_event cev;
+    int error = perfmon_cmd_resolve("stat", &ev->parsed, &cev);
+
+    if (error) {
+        return error;
+    }
+
+    ev->id = cev.id;
+    ev->flags = cev.flags;
+    ev->dev = cev.dev;
+    ev->generic = cev.generic;
+    ev->state = cev.supported ? PERFMON_STAT_EV_OK
+                              : PERFMON_STAT_EV_NOT_SUPPORTED;
+    ev->full_dev = NULL;
+    return 0;
+}
+
+static int
+perfmon_stat_add_events(struct perfmon_stat *stat, const char *list)
+{
+    struct perfmon_parse_event parsed[PERFMON_PARSE_MAX_EVENTS];
+    struct perfmon_parse_error err;
+    unsigned int first = stat->nr_events;
+    int nr;
+
+    nr = perfmon_parse_events(list, parsed, PERFMON_PARSE_MAX_EVENTS - first,
+                              &err);
+
+    if (nr < 0) {
+        kprintf("perfmon: stat: bad event list: %s%s%s%s", err.reason,
+                (err.item[0] != '\0') ? " ('" : "", err.item,
+                (err.item[0] != '\0') ? "')" : "");
+
+        if (err.pos != 0) {
+            kprintf(" at character %u of '%s'", err.pos, list);
+        }
+
+        kprintf("\n%s", perfmon_stat_usage);
+        return SHELL_ERR_REPORTED;
+    }
+
+    for (unsigned int i = 0; i < (unsigned int)nr; i++) {
+        struct perfmon_stat_ev *ev = &stat->evs[first + i];
+        int error;
+
+        memset(ev, 0, sizeof(*ev));
+        ev->parsed = parsed[i];
+        ev->group = (parsed[i].group < 0) ? -1
+                    : (int)first + parsed[i].group;
+        error = perfmon_stat_resolve(ev);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    stat->nr_events += (unsigned int)nr;
+    return 0;
+}
+
+static int
+perfmon_stat_default_events(struct perfmon_stat *stat)
+{
+    static const char *const hw_events[] = {
+        "cycles", "instructions", "branches", "branch-misses",
+    };
+    char list[PERFMON_PARSE_LIST_MAX + 1];
+    size_t len;
+
+    /* perf shows cpu-clock for CPUs, task-clock for a task. */
+    len = strlcpy(list, stat->cpu_mode ? "cpu-clock" : "task-clock",
+                  sizeof(list));
+    len += strlcpy(&list[len], ",context-switches,cpu-migrations",
+                   sizeof(list) - len);
+
+    for (size_t i = 0; i < ARRAY_SIZE(hw_events); i++) {
+        if (perfmon_cmd_dev_for(hw_events[i]) != NULL) {
+            len += (size_t)ksnprintf(&list[len], sizeof(list) - len, ",%s",
+                                     hw_events[i]);
+        }
+    }
+
+    return perfmon_stat_add_events(stat, list);
+}
+
+static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
+    { "event", 'e', true },
+    { "all-cpus", 'a', false },
+    { "no-aggr", 'A', false },
+    { "cpu", 'C', true },
+    { "repeat", 'r', true },
+    { "field-separator", 'x', true },
+    { "no-inherit", 'i', false },
+    { NULL, 0, false },
+};
+
+static int
+perfmon_stat_option(void *arg, int opt, const char *val)
+{
+    struct perfmon_stat *stat = arg;
+    uint64_t n;
+
+    switch (opt) {
+    case 'e':
+        return perfmon_stat_add_events(stat, val);
+    case 'a':
+        stat->all_cpus = true;
+        return 0;
+    case 'A':
+        stat->per_cpu = true;
+        return 0;
+    case 'C':
+        stat->cpu_list = val;
+        return 0;
+    case 'i':
+        stat->no_inherit = true;
+        return 0;
+    case 'r':
+        if ((cmdline_parse_u64(val, &n) != 0) || (n < 1)
+            || (n > PERFMON_STAT_MAX_RUNS)) {
+            return perfmon_stat_error("-r: '%s' is not a number from 1 "
+                                      "to " STRINGIFY(PERFMON_STAT_MAX_RUNS),
+                                      val);
+        }
+
+        stat->repeat = (unsigned int)n;
+        return 0;
+    case 'x':
+        if ((*val == '\0') || (strlen(val) > PERFMON_STAT_SEP_MAX)) {
+            return perfmon_stat_error("-x: the separator '%s' must have "
+                                      "1 to " STRINGIFY(PERFMON_STAT_SEP_MAX)
+                                      " characters", val);
+        }
+
+        strlcpy(stat->sep, val, sizeof(stat->sep));
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* The device that counts an event (NULL: none here). */
+static struct perfmon_dev *
+perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
+{
+    return perfmon_cmd_event_dev(cev->dev, cev->flags, cev->parsed.name);
+}
+
+/*
+ * Groups: counted by one device, and no larger than its counters (it
+ * could never run all together otherwise).
+ */
+static int
+perfmon_stat_check_groups(struct perfmon_stat *stat)
+{
+    for (unsigned int l = 0; l < stat->nr_events; l++) {
+        struct perfmon_dev *dev = perfmon_stat_ev_dev(&stat->evs[l]);
+        struct perfmon_dev_info info;
+        unsigned int n = 0;
+
+        if (stat->evs[l].group != (int)l || dev == NULL) {
+            continue;
+        }
+
+        for (unsigned int e = l; e < stat->nr_events; e++) {
+            struct perfmon_dev *edev;
+
+            if (stat->evs[e].group != (int)l) {
+                continue;
+            }
+
+            edev = perfmon_stat_ev_dev(&stat->evs[e]);
+            n++;
+
+            if (edev != NULL && edev != dev) {
+                return perfmon_stat_error("a group's events are counted by "
+                                          "one device: '%s' is %s's, '%s' "
+                                          "%s's", stat->evs[l].parsed.spec,
+                                          dev->name, stat->evs[e].parsed.spec,
+                                          edev->name);
+            }
+        }
+
+        if (perfmon_dev_get_info(dev, &info) == 0 && n > info.nr_pmcs) {
+            return perfmon_stat_error("the group of '%s' has %u events, but "
+                                      "%s has %u counters",
+                                      stat->evs[l].parsed.spec, n, dev->name,
+                                      info.nr_pmcs);
+        }
+    }
+
+    return 0;
+}
+
+static int
+perfmon_stat_select_cpus(struct perfmon_stat *stat)
+{
+    uint64_t mask;
+    int error;
+
+    error = perfmon_cmd_cpus("stat", perfmon_stat_usage, stat->all_cpus,
+                             stat->cpu_list, &mask);
+
+    if (error) {
+        return error;
+    }
+
+    stat->cpu_mode = stat->all_cpus || (stat->cpu_list != NULL);
+
+    if (stat->per_cpu && !stat->cpu_mode) {
+        return perfmon_stat_error("-A needs -a or -C");
+    }
+
+    if (!stat->cpu_mode) {
+        stat->nr_slots = 1;
+        return 0;
+    }
+
+    stat->nr_slots = 0;
+
+    for (unsigned int cpu = 0; cpu < PERFMON_PARSE_MAX_CPUS; cpu++) {
+        if (mask & (1ULL << cpu)) {
+            stat->cpus[stat->nr_slots++] = cpu;
+        }
+    }
+
+    return 0;
+}
+
+static int
+perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
+{
+    struct perfmon_cmd_opts opts;
+    int error;
+
+    stat->repeat = 1;
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:i",
+                          perfmon_stat_longopts);
+
+    error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
+                                perfmon_stat_option, stat);
+
+    if (error) {
+        return error;
+    }
+
+    if (opts.index >= argc) {
+        return perfmon_stat_error("missing command");
+    }
+
+    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
+        return perfmon_stat_error("unknown command '%s' (type 'help')",
+                                  argv[opts.index]);
+    }
+
+    stat->cmd_argc = argc - opts.index;
+    stat->cmd_argv = &argv[opts.index];
+
+    error = perfmon_stat_select_cpus(stat);
+
+    if (error) {
+        return error;
+    }
+
+    if (stat->nr_events == 0) {
+        error = perfmon_stat_default_events(stat);
+    }
+
+    return (error == 0) ? perfmon_stat_check_groups(stat) : error;
+}
+
+/* ---- perfmon stat: counting --------------------------------------------- */
+
+static struct perfmon_event *
+perfmon_stat_pev(struct perfmon_stat *stat, unsigned int ev, unsigned int slot)
+{
+    return &stat->pevs[ev * stat->nr_slots + slot];
+}
+
+static void
+perfmon_stat_detach_event(struct perfmon_stat *stat, unsigned int ev)
+{
+    for (unsigned int s = 0; s < stat->nr_slots; s++) {
+        struct perfmon_event *pev = perfmon_stat_pev(stat, ev, s);
+
+        if (perfmon_event_attached(pev)) {
+            perfmon_event_detach(pev);
+        }
+    }
+}
+
+/*
+ * Every event is attached disabled, and enabled with the others in one
+ * step when the command starts (perfmon_stat_run); a thread's also counts
+ * the threads it creates unless -i.
+ */
+static unsigned int
+perfmon_stat_flags(const struct perfmon_stat *stat)
+{
+    return PERFMON_EF_DISABLED
+           | ((stat->cpu_mode || stat->no_inherit) ? 0 : PERFMON_EF_INHERIT);
+}
+
+/*
+ * Attach event ev to every slot, or to none: an event counted on some of
+ * its CPUs only would print a misleading sum.
+ */
+static void
+perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
+{
+    struct perfmon_stat_ev *cev = &stat->evs[ev];
+    int error = 0;
+
+    if (cev->state != PERFMON_STAT_EV_OK) {
+        return;
+    }
+
+    for (unsigned int s = 0; (s < stat->nr_slots) && (error == 0); s++) {
+        struct perfmon_event *pev = perfmon_stat_pev(stat, ev, s);
+
+        error = perfmon_event_init(pev, cev->id,
+                                   cev->flags | perfmon_stat_flags(stat));
+
+        if ((error == 0) && (cev->dev != NULL)) {
+            error = perfmon_event_set_dev(pev, cev->dev);
+        }
+
+        /* The group's first event leads it, on each slot. */
+        if ((error == 0) && (cev->group >= 0)) {
+            error = perfmon_event_set_group(pev,
+                                            perfmon_stat_pev(stat,
+                                                (unsigned int)cev->group, s));
+        }
+
+        if (error == 0) {
+            error = stat->cpu_mode
+                    ? perfmon_event_attach_cpu(pev, stat->cpus[s])
+                    : perfmon_event_attach(pev, stat->runner.thread);
+        }
+    }
+
+    if (error == 0) {
+        return;
+    }
+
+    perfmon_stat_detach_event(stat, ev);
+    cev->error = error;
+
+    if (error == -EAGAIN) {
+        cev->state = PERFMON_STAT_EV_NOT_COUNTED;
+        cev->full_dev = perfmon_stat_ev_dev(cev);
+    } else {
+        cev->state = PERFMON_STAT_EV_NOT_SUPPORTED;
+    }
+}
+
+/* The events attached in this run, for enabling and disabling at once. */
+static unsigned int
+perfmon_stat_collect(struct perfmon_stat *stat)
+{
+    unsigned int n = 0;
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        for (unsigned int s = 0; s < stat->nr_slots; s++) {
+            struct perfmon_event *pev = perfmon_stat_pev(stat, e, s);
+
+            if (perfmon_event_attached(pev)) {
+                stat->set[n++] = pev;
+            }
+        }
+    }
+
+    return n;
+}
+
+/*
+ * One run: thread, events, gate, wait, counts, and everything released.
+ * The events start together after the start time is taken and stop
+ * together before the end time: on CPUs around the command, on its
+ * thread with its first and last instruction (the runner enables them).
+ */
+static int
+perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
+{
+    unsigned int nr;
+    uint64_t start;
+    int error;
+
+    error = perfmon_cmd_runner_start(&stat->runner, "perfmon-stat",
+                                     stat->cmd_argc, stat->cmd_argv);
+
+    if (error) {
+        kprintf("perfmon: stat: cannot create a thread: %s\n",
+                error_str(error));
+        return SHELL_ERR_REPORTED;
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        perfmon_stat_attach_event(stat, e);
+    }
+
+    nr = perfmon_stat_collect(stat);
+    start = cpu_rdtsc();
+
+    if (stat->cpu_mode) {
+        perfmon_events_enable(stat->set, nr);
+        perfmon_cmd_runner_go(&stat->runner, NULL, 0);
+        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
+        perfmon_events_disable(stat->set, nr);
+    } else {
+        perfmon_cmd_runner_go(&stat->runner, stat->set, nr);
+        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
+    }
+
+    stat->elapsed_ns[run] = tsc_cycles_to_ns(cpu_rdtsc() - start);
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        for (unsigned int s = 0; s < stat->nr_slots; s++) {
+            struct perfmon_stat_count *c = perfmon_stat_value(stat, run, e,
+                                                              s);
+
+            if (stat->evs[e].state == PERFMON_STAT_EV_OK) {
+                c->value = perfmon_event_read_times(
+                               perfmon_stat_pev(stat, e, s), &c->enabled,
+                               &c->running);
+            }
+        }
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        perfmon_stat_detach_event(stat, e);
+    }
+
+    stat->runs_done = run + 1;
+    return 0;
+}
+
+/* ---- perfmon stat ------------------------------------------------------- */
+
+static void
+perfmon_stat_free(struct perfmon_stat *stat)
+{
+    if (stat->pevs != NULL) {
+        kmem_free(stat->pevs, stat->pevs_size);
+    }
+
+    if (stat->values != NULL) {
+        kmem_free(stat->values, stat->values_size);
+    }
+
+    if (stat->set != NULL) {
+        kmem_free(stat->set, stat->set_size);
+    }
+
+    kmem_free(stat, sizeof(*stat));
+}
+
+int
+perfmon_stat_main(int argc, char **argv)
+{
+    struct perfmon_stat *stat;
+    bool interrupted = false;
+    int error;
+
+    stat = kmem_zalloc(sizeof(*stat));
+
+    if (stat == NULL) {
+        kprintf("perfmon: stat: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    error = perfmon_stat_parse(stat, argc, argv);
+
+    if (error) {
+        perfmon_stat_free(stat);
+        return error;
+    }
+
+    stat->pevs_size = sizeof(*stat->pevs) * stat->nr_events * stat->nr_slots;
+    stat->values_size = sizeof(*stat->values) * stat->repeat
+                        * stat->nr_events * stat->nr_slots;
+    stat->set_size = sizeof(*stat->set) * stat->nr_events * stat->nr_slots;
+    stat->pevs = kmem_zalloc(stat->pevs_size);
+    stat->values = kmem_zalloc(stat->values_size);
+    stat->set = kmem_zalloc(stat->set_size);
+
+    if ((stat->pevs == NULL) || (stat->values == NULL)
+        || (stat->set == NULL)) {
+        kprintf("perfmon: stat: out of memory\n");
+        perfmon_stat_free(stat);
+        return SHELL_ERR_REPORTED;
+    }
+
+    for (unsigned int run = 0; run < stat->repeat; run++) {
+        error = perfmon_stat_run(stat, run);
+
+        if (error) {
+            break;
+        }
+
+        /*
+         * The flag latches until the next command starts: still set here.
+         * With -r, the means are of complete runs: the interrupted one is
+         * left out, unless it is all there is.
+         */
+        if (shell_interrupted()) {
+            interrupted = true;
+
+            if (stat->runs_done > 1) {
+                stat->runs_done--;
+            } else {
+                stat->partial = true;
+            }
+
+            break;
+        }
+
+        if ((stat->cmd_result != 0) && (stat->repeat > 1)) {
+            break;
+        }
+    }
+
+    if (stat->runs_done > 0) {
+        perfmon_stat_print(stat, interrupted);
+    }
+
+    if ((error == 0) && (interrupted || (stat->cmd_result != 0))) {
+        error = SHELL_ERR_REPORTED;
+    }
+
+    perfmon_stat_free(stat);
+    return error;
+}

@@ -1,0 +1,110 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Private to `perfmon stat`: what its parser and runner (perfmon_stat.c)
+ * hand its printer (perfmon_stat_print.c).
+ */
+
+#ifndef KERN_PERFMON_STAT_I_H
+#define KERN_PERFMON_STAT_I_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_stat.h"
+
+struct thread;
+
+#define PERFMON_STAT_SEP_MAX     8       /* -x separator, characters */
+
+/*
+ * What became of an event on the first run that tried it.  An event that
+ * attached but never held a counter is not counted either: that shows in
+ * its running time (perfmon_stat_print).
+ */
+#define PERFMON_STAT_EV_OK               0
+#define PERFMON_STAT_EV_NOT_SUPPORTED    1   /* no device counts it */
+#define PERFMON_STAT_EV_NOT_COUNTED      2   /* pinned: no free counter */
+
+/* What one event counted on one slot in one run; times in ns. */
+struct perfmon_stat_count {
+    uint64_t value;
+    uint64_t enabled;
+    uint64_t running;
+};
+
+/*
+ * One requested event: how to initialise it (id, flags, dev: the device
+ * of a device-named raw event, else NULL to let the core choose), its
+ * generic id when it has one (for the derived metrics), its group (the
+ * index of its leader in evs, -1 for none), and its fate.
+ */
+struct perfmon_stat_ev {
+    struct perfmon_parse_event parsed;
+    uint64_t id;
+    unsigned int flags;
+    struct perfmon_dev *dev;
+    int generic;                        /* PERFMON_EV_*, or -1 */
+    int group;
+    unsigned int state;
+    struct perfmon_dev *full_dev;       /* NOT_COUNTED: the device */
+    int error;                          /* why attaching it failed */
+};
+
+/*
+ * A `perfmon stat` invocation, on the heap (too big for a thread stack).
+ * pevs[e * nr_slots + s] is event e on slot s (the thread, or the s-th
+ * selected CPU); values[(r * nr_events + e) * nr_slots + s] what it
+ * counted in run r.
+ */
+struct perfmon_stat {
+    struct perfmon_stat_ev evs[PERFMON_PARSE_MAX_EVENTS];
+    unsigned int nr_events;
+    bool cpu_mode;                      /* -a or -C */
+    bool all_cpus;                      /* -a */
+    bool per_cpu;                       /* -A */
+    bool no_inherit;                    /* -i */
+    const char *cpu_list;               /* -C argument */
+    unsigned int cpus[PERFMON_PARSE_MAX_CPUS];
+    unsigned int nr_slots;
+    unsigned int repeat;
+    char sep[PERFMON_STAT_SEP_MAX + 1];  /* empty: human-readable output */
+    int cmd_argc;
+    char **cmd_argv;
+
+    struct perfmon_event *pevs;
+    size_t pevs_size;
+    struct perfmon_stat_count *values;
+    size_t values_size;
+    struct perfmon_event **set;         /* the attached ones of a run */
+    size_t set_size;
+    uint64_t elapsed_ns[PERFMON_STAT_MAX_RUNS];
+    unsigned int runs_done;             /* those the counts are of */
+    bool partial;                       /* the last of them interrupted */
+
+    struct perfmon_cmd_runner runner;
+    int cmd_result;
+};
+
+/* What event ev counted on slot in run run. */
+static inline struct perfmon_stat_count *
+perfmon_stat_value(struct perfmon_stat *stat, unsigned int run,
+                   unsigned int ev, unsigned int slot)
+{
+    return &stat->values[((size_t)run * stat->nr_events + ev) * stat->nr_slots
+                         + slot];
+}
+
+/*
+ * Print the counts of the runs done, as perf stat does (the -x format when
+ * a separator was given), then "interrupted" when the runs were.  Returns 0
+ * or SHELL_ERR_REPORTED (out of memory, said).
+ */
+int perfmon_stat_print(struct perfmon_stat *stat, bool interrupted);
+
+#endif /* KERN_PERFMON_STAT_I_H */

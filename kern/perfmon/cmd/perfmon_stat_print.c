@@ -1,0 +1,557 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon stat`'s output: the counts of a run (summed over its CPUs or one
+ * row per CPU, the means and relative deviations of repeated runs), perf's
+ * derived metrics beside them, in perf's layout or as separated fields
+ * (-x).  Integer arithmetic only (kern/num.h).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/tsc.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/num.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_stat_i.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+
+/*
+ * Every event on one output row: the mean of its counts over the runs
+ * (each the sum over the row's slots of count * enabled / running, perf's
+ * estimate for an event that took turns on a counter), their relative
+ * deviation, and the share of its enabled time it really counted, in
+ * hundredths of a percent (10000: all of it; 0: it never ran).
+ */
+struct perfmon_stat_row {
+    int slot;                           /* -1: the sum over the slots */
+    uint64_t mean[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t rsd[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t share[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t running_ns[PERFMON_PARSE_MAX_EVENTS];  /* mean over runs */
+    uint64_t elapsed_ns;
+};
+
+/* count * enabled / running: what the event would have counted. */
+static uint64_t
+perfmon_stat_scaled(const struct perfmon_stat_count *c)
+{
+    if (c->running == 0 || c->running >= c->enabled) {
+        return (c->running == 0) ? 0 : c->value;
+    }
+
+    return num_muldiv(c->value, c->enabled, c->running);
+}
+
+static void
+perfmon_stat_row_compute(struct perfmon_stat *stat,
+                         struct perfmon_stat_row *row, int slot,
+                         uint64_t *scratch)
+{
+    unsigned int first = (slot >= 0) ? (unsigned int)slot : 0;
+    unsigned int end = (slot >= 0) ? first + 1 : stat->nr_slots;
+    uint64_t rsd;
+
+    row->slot = slot;
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        uint64_t enabled = 0, running = 0;
+
+        for (unsigned int r = 0; r < stat->runs_done; r++) {
+            uint64_t v = 0;
+
+            for (unsigned int s = first; s < end; s++) {
+                const struct perfmon_stat_count *c;
+
+                c = perfmon_stat_value(stat, r, e, s);
+                v += perfmon_stat_scaled(c);
+                enabled += c->enabled;
+                running += MIN(c->running, c->enabled);
+            }
+
+            scratch[r] = v;
+        }
+
+        num_stats(scratch, stat->runs_done, &row->mean[e], &row->rsd[e]);
+        row->share[e] = (enabled == 0) ? 10000
+                        : num_muldiv(running, 10000, enabled);
+        row->running_ns[e] = running / MAX(stat->runs_done, 1U);
+    }
+
+    num_stats(stat->elapsed_ns, stat->runs_done, &row->elapsed_ns, &rsd);
+}
+
+/* Whether an event counted at all on a row: it ran some of its time. */
+static bool
+perfmon_stat_counted(const struct perfmon_stat_ev *cev,
+                     const struct perfmon_stat_row *row, unsigned int e)
+{
+    return cev->state == PERFMON_STAT_EV_OK && row->share[e] != 0;
+}
+
+/* The first counted event of generic id, or -1. */
+static int
+perfmon_stat_find(const struct perfmon_stat *stat, unsigned int id)
+{
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        if ((stat->evs[e].generic == (int)id)
+            && (stat->evs[e].state == PERFMON_STAT_EV_OK)) {
+            return (int)e;
+        }
+    }
+
+    return -1;
+}
+
+/*
+ * A derived metric: value (text) and unit, as perf shows after '#'.
+ * Empty value when there is none.
+ */
+struct perfmon_stat_metric {
+    char value[40];
+    const char *unit;
+};
+
+static void
+perfmon_stat_rate(struct perfmon_stat_metric *m, uint64_t count,
+                  uint64_t time_ns, bool group)
+{
+    /* Events per second, times 1000 for three decimals. */
+    uint64_t rate = num_muldiv(count, 1000000000000ULL, time_ns);
+
+    if (rate >= 1000000000ULL) {
+        num_fmt_ratio(m->value, sizeof(m->value), rate, 1000000000ULL, 3,
+                          group);
+        m->unit = "M/sec";
+    } else if (rate >= 1000000ULL) {
+        num_fmt_ratio(m->value, sizeof(m->value), rate, 1000000ULL, 3,
+                          group);
+        m->unit = "K/sec";
+    } else {
+        num_fmt_ratio(m->value, sizeof(m->value), rate, 1000, 3, group);
+        m->unit = "/sec";
+    }
+}
+
+static void
+perfmon_stat_percent(struct perfmon_stat_metric *m, uint64_t part,
+                     uint64_t whole, const char *unit, bool group)
+{
+    num_fmt_percent(m->value, sizeof(m->value), part, whole, group);
+    m->unit = unit;
+}
+
+static void
+perfmon_stat_metric(struct perfmon_stat *stat,
+                    const struct perfmon_stat_row *row, unsigned int e,
+                    struct perfmon_stat_metric *m)
+{
+    int clock = perfmon_stat_find(stat, PERFMON_EV_TASK_CLOCK);
+    int cycles = perfmon_stat_find(stat, PERFMON_EV_CYCLE);
+    int branches = perfmon_stat_find(stat, PERFMON_EV_BRANCH);
+    int refs = perfmon_stat_find(stat, PERFMON_EV_CACHE_REF);
+    bool group = (stat->sep[0] == '\0');
+    uint64_t v = row->mean[e], clock_ns = 0;
+
+    m->value[0] = '\0';
+    m->unit = "";
+
+    if (clock >= 0) {
+        clock_ns = tsc_cycles_to_ns(row->mean[clock]);
+    }
+
+    switch (stat->evs[e].generic) {
+    case PERFMON_EV_TASK_CLOCK:
+        num_fmt_ratio(m->value, sizeof(m->value), tsc_cycles_to_ns(v),
+                          row->elapsed_ns, 3, group);
+        m->unit = "CPUs utilized";
+        break;
+    case PERFMON_EV_CYCLE:
+        if (clock_ns != 0) {
+            num_fmt_ratio(m->value, sizeof(m->value), v, clock_ns, 3,
+                              group);
+            m->unit = "GHz";
+        }
+
+        break;
+    case PERFMON_EV_INSTRUCTION:
+        if ((cycles >= 0) && (row->mean[cycles] != 0)) {
+            num_fmt_ratio(m->value, sizeof(m->value), v,
+                              row->mean[cycles], 2, group);
+            m->unit = "insn per cycle";
+        }
+
+        break;
+    case PERFMON_EV_BRANCH_MISS:
+        if ((branches >= 0) && (row->mean[branches] != 0)) {
+            perfmon_stat_percent(m, v, row->mean[branches],
+                                 "of all branches", group);
+        }
+
+        break;
+    case PERFMON_EV_CACHE_MISS:
+        if ((refs >= 0) && (row->mean[refs] != 0)) {
+            perfmon_stat_percent(m, v, row->mean[refs], "of all cache refs",
+                                 group);
+        }
+
+        break;
+    default:
+        if (clock_ns != 0) {
+            perfmon_stat_rate(m, v, clock_ns, group);
+        }
+
+        break;
+    }
+}
+
+/* The count column: msec for the clock, grouped counts otherwise. */
+static void
+perfmon_stat_fmt_value(const struct perfmon_stat *stat, unsigned int e,
+                       uint64_t v, char *buf, size_t size, const char **unitp)
+{
+    bool group = (stat->sep[0] == '\0');
+
+    if (stat->evs[e].generic == PERFMON_EV_TASK_CLOCK) {
+        num_fmt_ratio(buf, size, tsc_cycles_to_ns(v), 1000000, 2, group);
+        *unitp = "msec";
+    } else {
+        ksnprintf(buf, size, group ? "%'llu" : "%llu", (unsigned long long)v);
+        *unitp = "";
+    }
+}
+
+static void
+perfmon_stat_print_csv(struct perfmon_stat *stat,
+                       const struct perfmon_stat_row *row, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    struct perfmon_stat_metric m = { .value = "", .unit = "" };
+    const char *sep = stat->sep, *unit = "";
+    struct perfmon_cmd_line line;
+    char value[40], rsd[16], share[16];
+    bool counted = perfmon_stat_counted(cev, row, e);
+
+    perfmon_cmd_line_init(&line);
+
+    if (row->slot >= 0) {
+        perfmon_cmd_line_add(&line, "CPU%u%s", stat->cpus[row->slot], sep);
+    }
+
+    if (counted) {
+        perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value),
+                               &unit);
+        perfmon_stat_metric(stat, row, e, &m);
+    } else {
+        strlcpy(value, (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED)
+                       ? "<not supported>" : "<not counted>", sizeof(value));
+    }
+
+    perfmon_cmd_line_add(&line, "%s%s%s%s%s", value, sep, unit, sep,
+                         cev->parsed.spec);
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd, sizeof(rsd), row->rsd[e], 100, 2, false);
+        perfmon_cmd_line_add(&line, "%s%s%%", sep, counted ? rsd : "");
+    }
+
+    num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
+                  false);
+    perfmon_cmd_line_add(&line, "%s%llu%s%s%s%s%s%s", sep,
+                         counted ? (unsigned long long)row->running_ns[e]
+                                 : 0ULL,
+                         sep, share, sep, m.value, sep, m.unit);
+    perfmon_cmd_line_print(&line);
+}
+
+static void
+perfmon_stat_print_human(struct perfmon_stat *stat,
+                         const struct perfmon_stat_row *row, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    struct perfmon_cmd_line line;
+    struct perfmon_stat_metric m;
+    char value[40], rsd[16];
+    const char *unit;
+
+    perfmon_cmd_line_init(&line);
+
+    if (row->slot >= 0) {
+        perfmon_cmd_line_add(&line, "CPU%-4u", stat->cpus[row->slot]);
+    }
+
+    if (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED) {
+        perfmon_cmd_line_add(&line, "%18s      %s", "<not supported>",
+                             cev->parsed.spec);
+        perfmon_cmd_line_print(&line);
+        return;
+    }
+
+    if (cev->state == PERFMON_STAT_EV_OK && !perfmon_stat_counted(cev, row,
+                                                                  e)) {
+        perfmon_cmd_line_add(&line, "%18s      %s", "<not counted>",
+                             cev->parsed.spec);
+        perfmon_cmd_line_print(&line);
+        return;
+    }
+
+    if (cev->state == PERFMON_STAT_EV_NOT_COUNTED) {
+        struct perfmon_dev_info info = { .nr_pmcs = 0 };
+
+        if (cev->full_dev != NULL) {
+            perfmon_dev_get_info(cev->full_dev, &info);
+        }
+
+        perfmon_cmd_line_add(&line, "%18s      %-25s (all %u counters of %s "
+                             "are reserved)", "<not counted>",
+                             cev->parsed.spec,
+                             info.nr_pmcs,
+                             (cev->full_dev != NULL) ? cev->full_dev->name
+                                                     : "the device");
+        perfmon_cmd_line_print(&line);
+        return;
+    }
+
+    perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value), &unit);
+    perfmon_stat_metric(stat, row, e, &m);
+    perfmon_cmd_line_add(&line, "%18s %-4s %-25s", value, unit,
+                         cev->parsed.spec);
+
+    if (m.value[0] != '\0') {
+        perfmon_cmd_line_add(&line, " #  %8s %-18s", m.value, m.unit);
+    } else if (stat->repeat > 1) {
+        perfmon_cmd_line_add(&line, "    %8s %-18s", "", "");
+    }
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd, sizeof(rsd), row->rsd[e], 100, 2, true);
+        perfmon_cmd_line_add(&line, " ( +- %5s%% )", rsd);
+    }
+
+    /* The share of its time it held a counter, as perf shows it. */
+    if (row->share[e] < 10000) {
+        char share[16];
+
+        num_fmt_ratio(share, sizeof(share), row->share[e], 100, 2, true);
+        perfmon_cmd_line_add(&line, "  (%s%%)", share);
+    }
+
+    perfmon_cmd_line_print(&line);
+}
+
+static void
+perfmon_stat_print_header(struct perfmon_stat *stat)
+{
+    struct perfmon_cmd_line line;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, " Performance counter stats for '");
+
+    for (int i = 0; i < stat->cmd_argc; i++) {
+        perfmon_cmd_line_add(&line, "%s%s", (i == 0) ? "" : " ",
+                             stat->cmd_argv[i]);
+    }
+
+    perfmon_cmd_line_add(&line, "'");
+
+    if (stat->all_cpus) {
+        perfmon_cmd_line_add(&line, " (system wide, %u CPUs)",
+                             stat->nr_slots);
+    } else if (stat->cpu_mode) {
+        perfmon_cmd_line_add(&line, " (CPUs %s)", stat->cpu_list);
+    }
+
+    if (stat->runs_done < stat->repeat) {
+        perfmon_cmd_line_add(&line, " (%u of %u runs)", stat->runs_done,
+                             stat->repeat);
+    } else if (stat->repeat > 1) {
+        perfmon_cmd_line_add(&line, " (%u runs)", stat->runs_done);
+    }
+
+    perfmon_cmd_line_add(&line, ":");
+    kprintf("\n");
+    perfmon_cmd_line_print(&line);
+    kprintf("\n");
+}
+
+/*
+ * Why an event the devices know was refused, once, in a line after the
+ * counts (perf prints <not supported> alone; here the reason is known).
+ */
+static void
+perfmon_stat_print_reason(const struct perfmon_stat *stat,
+                          const struct perfmon_stat_ev *cev)
+{
+    struct perfmon_dev *dev = cev->dev;
+    const char *why = NULL;
+    uint64_t raw = cev->id;
+
+    /* Said once for all events (perfmon_stat_print). */
+    if (cev->error == -EBUSY) {
+        return;
+    }
+
+    if (dev == NULL && cev->generic >= 0) {
+        dev = perfmon_cmd_dev_for(cev->parsed.name);
+    }
+
+    if (dev != NULL && (cev->generic < 0
+                        || perfmon_dev_translate(dev, (unsigned int)cev->generic,
+                                                 &raw) == 0)) {
+        why = perfmon_dev_why_not(dev, raw);
+    }
+
+    if (why != NULL) {
+        kprintf("perfmon: stat: %s: not counted: %s\n", cev->parsed.spec,
+                why);
+    } else if (cev->group >= 0 && cev->error == -EINVAL
+               && &stat->evs[cev->group] != cev) {
+        kprintf("perfmon: stat: %s: not counted: its group's first event, "
+                "%s, is not\n", cev->parsed.spec,
+                stat->evs[cev->group].parsed.spec);
+    } else if (cev->error != 0 && cev->error != -ENOENT) {
+        kprintf("perfmon: stat: %s: not counted: %s\n", cev->parsed.spec,
+                error_str(cev->error));
+    }
+}
+
+/*
+ * An event attached but never given a counter: more events than counters
+ * took turns and the command ended first, or its group needs more
+ * counters at once than pinned events leave free.
+ */
+static void
+perfmon_stat_print_never_ran(const struct perfmon_stat *stat, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    unsigned int n = 0;
+
+    for (unsigned int i = 0; i < stat->nr_events; i++) {
+        n += (cev->group >= 0 && stat->evs[i].group == cev->group);
+    }
+
+    if (n > 1) {
+        kprintf("perfmon: stat: %s: never held a counter: its group needs %u "
+                "at once (pinned events hold some, or it ended first)\n",
+                cev->parsed.spec, n);
+    } else {
+        kprintf("perfmon: stat: %s: never held a counter: the events took "
+                "turns and the command ended first\n", cev->parsed.spec);
+    }
+}
+
+static void
+perfmon_stat_print_footer(struct perfmon_stat *stat)
+{
+    struct perfmon_cmd_line line;
+    uint64_t mean, rsd;
+    char secs[40], rsd_buf[16];
+
+    num_stats(stat->elapsed_ns, stat->runs_done, &mean, &rsd);
+    num_fmt_ratio(secs, sizeof(secs), mean, 1000000000ULL, 9, true);
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "%18s seconds time elapsed", secs);
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd_buf, sizeof(rsd_buf), rsd, 100, 2, true);
+        perfmon_cmd_line_add(&line, "    ( +- %5s%% )", rsd_buf);
+    }
+
+    kprintf("\n");
+    perfmon_cmd_line_print(&line);
+    kprintf("\n");
+}
+
+int
+perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
+{
+    size_t scratch_size = sizeof(uint64_t) * PERFMON_STAT_MAX_RUNS;
+    unsigned int nr_rows = stat->per_cpu ? stat->nr_slots : 1;
+    size_t rows_size = sizeof(struct perfmon_stat_row) * (nr_rows + 1);
+    struct perfmon_stat_row *rows, *row;
+    uint64_t *scratch;
+    bool csv = (stat->sep[0] != '\0'), hook_off = false;
+
+    rows = kmem_alloc(rows_size);
+    scratch = kmem_alloc(scratch_size);
+
+    if ((rows == NULL) || (scratch == NULL)) {
+        kmem_free(rows, rows_size);
+        kmem_free(scratch, scratch_size);
+        kprintf("perfmon: stat: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    /*
+     * Each row once (a row's metrics read its other events), then printed
+     * event by event; rows[nr_rows]: the sum over the slots.
+     */
+    for (unsigned int r = 0; r < nr_rows; r++) {
+        perfmon_stat_row_compute(stat, &rows[r], stat->per_cpu ? (int)r : -1,
+                                 scratch);
+    }
+
+    row = &rows[nr_rows];
+
+    if (stat->per_cpu) {
+        perfmon_stat_row_compute(stat, row, -1, scratch);
+    } else {
+        *row = rows[0];
+    }
+
+    if (!csv) {
+        perfmon_stat_print_header(stat);
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        for (unsigned int r = 0; r < nr_rows; r++) {
+            if (csv) {
+                perfmon_stat_print_csv(stat, &rows[r], e);
+            } else {
+                perfmon_stat_print_human(stat, &rows[r], e);
+            }
+        }
+    }
+
+    if (!csv) {
+        perfmon_stat_print_footer(stat);
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
+            perfmon_stat_print_reason(stat, &stat->evs[e]);
+            hook_off |= (stat->evs[e].error == -EBUSY);
+        } else if (!perfmon_stat_counted(&stat->evs[e], row, e)
+                   && stat->evs[e].state == PERFMON_STAT_EV_OK) {
+            perfmon_stat_print_never_ran(stat, e);
+        }
+    }
+
+    if (hook_off) {
+        kprintf("perfmon: stat: thread events are refused while "
+                "perfmon.hook=off (%s): count CPUs with -a\n",
+                error_str(-EBUSY));
+    }
+
+    if (interrupted && stat->repeat > 1) {
+        kprintf("perfmon: stat: interrupted: the counts are the means of %u "
+                "of %u runs%s\n", stat->runs_done, stat->repeat,
+                stat->partial ? " (the first run, unfinished)"
+                              : " (the unfinished run left out)");
+    } else if (interrupted) {
+        kprintf("perfmon: stat: interrupted (the counts until then)\n");
+    }
+
+    kmem_free(rows, rows_size);
+    kmem_free(scratch, scratch_size);
+    return 0;
+}

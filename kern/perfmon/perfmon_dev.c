@@ -1,0 +1,334 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core: the device table and the lookups around it
+ * (by index, by name, event names to device codes), the one table of
+ * generic events, and the hardware PMU's status line.  See kern/perfmon.h
+ * for the contract and kern/perfmon/perfmon_i.h for how the core's files share
+ * state.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/error.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/spinlock.h"
+#include "kern/string.h"
+
+struct spinlock perfmon_lock = SPINLOCK_INITIALIZER;
+struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
+unsigned int perfmon_nr_devs_published;
+bool perfmon_ready;
+
+/*
+ * The hardware status line, written once at boot (thread context) before
+ * the shell can read it; present_ tells whether a hardware device exists.
+ */
+static char perfmon_hw_status_text[PERFMON_HW_STATUS_SIZE] = "not probed";
+static bool perfmon_hw_present;
+
+/* ---- devices ------------------------------------------------------------- */
+
+bool
+perfmon_dev_is_registered(const struct perfmon_dev *dev)
+{
+    unsigned int nr = perfmon_nr_devs_load();
+
+    return dev != NULL && dev->index < nr && perfmon_devs[dev->index] == dev;
+}
+
+static int
+perfmon_dev_check(const struct perfmon_dev *dev)
+{
+    const struct perfmon_dev_ops *ops;
+
+    if (dev == NULL || dev->name == NULL || dev->ops == NULL) {
+        return -EINVAL;
+    }
+
+    ops = dev->ops;
+
+    if (ops->translate == NULL || ops->counters == NULL || ops->alloc == NULL
+        || ops->free == NULL || ops->start == NULL || ops->stop == NULL
+        || ops->read == NULL) {
+        return -EINVAL;
+    }
+
+    if (dev->overflow_intr && ops->handle_overflow_intr == NULL) {
+        return -EINVAL;
+    }
+
+    if (dev->width == 0 || dev->width > 64) {
+        return -EINVAL;
+    }
+
+    if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_DEV_MAX_PMCS) {
+        return -EINVAL;
+    }
+
+    if (dev->nr_events != 0 && dev->events == NULL) {
+        return -EINVAL;
+    }
+
+    return 0;
+}
+
+int
+perfmon_register(struct perfmon_dev *dev)
+{
+    unsigned int nr;
+    int error;
+
+    assert(perfmon_ready);
+    error = perfmon_dev_check(dev);
+
+    if (error) {
+        return error;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    nr = perfmon_nr_devs_published;
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (perfmon_devs[i] == dev || strcmp(perfmon_devs[i]->name,
+                                             dev->name) == 0) {
+            spinlock_unlock(&perfmon_lock);
+            return -EEXIST;
+        }
+    }
+
+    if (nr == PERFMON_MAX_DEVS) {
+        spinlock_unlock(&perfmon_lock);
+        return -ENOSPC;
+    }
+
+    dev->index = nr;
+    perfmon_poll_dev_add(dev);
+    perfmon_devs[nr] = dev;
+    __atomic_store_n(&perfmon_nr_devs_published, nr + 1, __ATOMIC_RELEASE);
+    spinlock_unlock(&perfmon_lock);
+    return 0;
+}
+
+unsigned int
+perfmon_nr_devs(void)
+{
+    return perfmon_nr_devs_load();
+}
+
+struct perfmon_dev *
+perfmon_dev_get(unsigned int index)
+{
+    return (index < perfmon_nr_devs_load()) ? perfmon_devs[index] : NULL;
+}
+
+struct perfmon_dev *
+perfmon_dev_find(const char *name)
+{
+    unsigned int nr = perfmon_nr_devs_load();
+
+    if (name == NULL) {
+        return NULL;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (strcmp(perfmon_devs[i]->name, name) == 0) {
+            return perfmon_devs[i];
+        }
+    }
+
+    return NULL;
+}
+
+int
+perfmon_dev_get_info(const struct perfmon_dev *dev,
+                     struct perfmon_dev_info *info)
+{
+    if (info == NULL || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    info->name = dev->name;
+    info->width = dev->width;
+    info->nr_pmcs = dev->nr_pmcs;
+    info->nr_pmcs_used = perfmon_dev_nr_used(dev);
+    info->overflow_intr = dev->overflow_intr;
+    info->poll_ms = dev->poll_interval_ms;
+    return 0;
+}
+
+/* The device's translate, serialised like its other global operations. */
+static int
+perfmon_dev_translate_locked(struct perfmon_dev *dev, unsigned int event_id,
+                             uint64_t *raw_eventp)
+{
+    int error;
+
+    spinlock_lock(&perfmon_lock);
+    error = dev->ops->translate(dev, raw_eventp, event_id);
+    spinlock_unlock(&perfmon_lock);
+    return error == 0 ? 0 : -ENOENT;
+}
+
+int
+perfmon_dev_translate(struct perfmon_dev *dev, unsigned int event_id,
+                      uint64_t *raw_eventp)
+{
+    if (dev == NULL || raw_eventp == NULL || event_id >= PERFMON_NR_EVENTS
+        || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    return perfmon_dev_translate_locked(dev, event_id, raw_eventp);
+}
+
+const char *
+perfmon_dev_why_not(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    if (dev == NULL || !perfmon_dev_is_registered(dev)
+        || dev->ops->why_not == NULL) {
+        return NULL;
+    }
+
+    return dev->ops->why_not(dev, raw_event);
+}
+
+int
+perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
+                           unsigned int flags, unsigned int *hw_idp)
+{
+    int error;
+
+    assert(spinlock_held(&perfmon_lock));
+    error = dev->ops->alloc(dev, hw_idp, raw_event, flags);
+
+    if (error == 0) {
+        assert(*hw_idp < 64);
+        WRITE_ONCE(perfmon_dev_reserved[dev->index],
+                   perfmon_dev_reserved[dev->index] | (1ULL << *hw_idp));
+    }
+
+    return error;
+}
+
+void
+perfmon_dev_unreserve_locked(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(spinlock_held(&perfmon_lock));
+    dev->ops->free(dev, hw_id);
+    WRITE_ONCE(perfmon_dev_reserved[dev->index],
+               perfmon_dev_reserved[dev->index] & ~(1ULL << hw_id));
+}
+
+int
+perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
+                  unsigned int flags, unsigned int *hw_idp)
+{
+    int error;
+
+    if (dev == NULL || hw_idp == NULL || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    error = perfmon_dev_reserve_locked(dev, raw_event, flags, hw_idp);
+    spinlock_unlock(&perfmon_lock);
+
+    /* Flexible events move off it, wherever they run. */
+    if (error == 0) {
+        perfmon_sched_evict_all(dev);
+    }
+
+    return error;
+}
+
+void
+perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(dev != NULL && perfmon_dev_is_registered(dev));
+    spinlock_lock(&perfmon_lock);
+    perfmon_dev_unreserve_locked(dev, hw_id);
+    spinlock_unlock(&perfmon_lock);
+}
+
+int
+perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
+                     uint64_t *idp, unsigned int *flagsp)
+{
+    uint64_t raw;
+    int id;
+
+    if (name == NULL || idp == NULL || flagsp == NULL) {
+        return -EINVAL;
+    }
+
+    if (dev != NULL) {
+        if (!perfmon_dev_is_registered(dev)) {
+            return -EINVAL;
+        }
+
+        for (unsigned int i = 0; i < dev->nr_events; i++) {
+            if (strcmp(dev->events[i].name, name) == 0) {
+                *idp = dev->events[i].raw_event;
+                *flagsp = PERFMON_EF_RAW;
+                return 0;
+            }
+        }
+    }
+
+    id = perfmon_event_find(name);
+
+    if (id < 0) {
+        return -ENOENT;
+    }
+
+    if (dev != NULL
+        && perfmon_dev_translate_locked(dev, (unsigned int)id, &raw) != 0) {
+        return -ENOENT;
+    }
+
+    *idp = (unsigned int)id;
+    *flagsp = 0;
+    return 0;
+}
+
+/* ---- hardware status ----------------------------------------------------- */
+
+void
+perfmon_set_hw_status(bool present, const char *text)
+{
+    assert(text != NULL);
+    strlcpy(perfmon_hw_status_text, text, sizeof(perfmon_hw_status_text));
+    perfmon_hw_present = present;
+}
+
+const char *
+perfmon_hw_status(bool *presentp)
+{
+    if (presentp != NULL) {
+        *presentp = perfmon_hw_present;
+    }
+
+    return perfmon_hw_status_text;
+}
+
+#ifdef TALLY_HOST_TEST
+void
+perfmon_dev_reset(void)
+{
+    spinlock_init(&perfmon_lock);
+    memset(perfmon_devs, 0, sizeof(perfmon_devs));
+    perfmon_nr_devs_published = 0;
+    perfmon_ready = false;
+    strlcpy(perfmon_hw_status_text, "not probed",
+            sizeof(perfmon_hw_status_text));
+    perfmon_hw_present = false;
+}
+#endif /* TALLY_HOST_TEST */

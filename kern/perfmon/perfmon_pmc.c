@@ -1,0 +1,582 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core: the global counter table.  Each event gets
+ * a counter slot here when attached, shared with the events that count the
+ * same raw event in the same mode; the device's alloc and free run under
+ * perfmon_lock.  Also here: `perfmon info`'s view of the table, the
+ * context-switch hook's flag (which refuses thread events while off), and
+ * the poll timers of devices whose wraps raise no interrupt.  The per-CPU
+ * and per-thread state of the counters is in kern/perfmon/perfmon.c.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/clock.h"
+#include "kern/cmdline.h"
+#include "kern/error.h"
+#include "kern/log.h"
+#include "kern/macros.h"
+#include "kern/param.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/spinlock.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+#include "kern/timer.h"
+#include "kern/xcall.h"
+
+/*
+ * Poll interval of a device without overflow interrupt: the time the
+ * counter takes to wrap at PERFMON_POLL_RATE events per CPU cycle (more than
+ * any x86 event reaches), divided by PERFMON_POLL_MARGIN, kept within
+ * PERFMON_POLL_MIN_MS..PERFMON_POLL_MAX_MS.  Before the TSC is calibrated,
+ * PERFMON_POLL_FREQ_DEFAULT stands for the CPU frequency.
+ */
+#define PERFMON_POLL_RATE           16
+#define PERFMON_POLL_MARGIN         4
+#define PERFMON_POLL_MIN_MS         20
+#define PERFMON_POLL_MAX_MS         10000
+#define PERFMON_POLL_FREQ_DEFAULT   5000000000ULL
+
+/*
+ * The context-switch hook's flag (perfmon.hook=off clears it at boot).
+ * Written under perfmon_lock, read without it on every context switch:
+ * while it is clear no thread event exists (they are refused), so a switch
+ * that misses a change still sees threads without events.
+ */
+bool perfmon_switch_hook_on = true;
+
+/* Attached thread events, under perfmon_lock (see perfmon_set_switch_hook). */
+static unsigned int perfmon_nr_thread_events;
+struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
+uint64_t perfmon_sampling_slots;
+uint64_t perfmon_branch_slots;
+uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
+static unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
+static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
+static bool perfmon_poll_armed[PERFMON_MAX_DEVS];
+
+/*
+ * The poll interval derived from a counter width and the CPU frequency
+ * (see PERFMON_POLL_*).
+ */
+static unsigned int
+perfmon_poll_ms_compute(unsigned int width, uint64_t freq)
+{
+    uint64_t per_ms, wrap_ms;
+
+    if (width >= 64) {
+        return PERFMON_POLL_MAX_MS;
+    }
+
+    if (freq == 0) {
+        freq = PERFMON_POLL_FREQ_DEFAULT;
+    }
+
+    per_ms = MAX(freq / 1000, 1) * PERFMON_POLL_RATE;
+    wrap_ms = (1ULL << width) / per_ms / PERFMON_POLL_MARGIN;
+    return (unsigned int)MIN(MAX(wrap_ms, PERFMON_POLL_MIN_MS),
+                             PERFMON_POLL_MAX_MS);
+}
+
+static void
+perfmon_poll_schedule(struct perfmon_dev *dev)
+{
+    timer_schedule(&perfmon_poll_timers[dev->index],
+                   clock_get_time()
+                   + clock_ticks_from_ms(dev->poll_interval_ms));
+}
+
+/*
+ * Read every active counter of the device on every CPU, then come back
+ * while the device has counters allocated.  Thread context (timer thread).
+ */
+static void
+perfmon_poll_timer_fn(struct timer *timer)
+{
+    struct perfmon_dev *dev = timer->arg;
+    uint64_t slots = perfmon_dev_slots(dev);
+    unsigned int nr_cpus = cpu_count();
+    bool again;
+
+    for (unsigned int i = 0; i < nr_cpus; i++) {
+        if (perfmon_cpu_active_slots(i) & slots) {
+            xcall_call(perfmon_cpu_poll_xcall, dev, i);
+        }
+    }
+
+    spinlock_lock(&perfmon_lock);
+    again = perfmon_dev_nr_used_[dev->index] != 0;
+
+    if (!again) {
+        perfmon_poll_armed[dev->index] = false;
+    }
+
+    spinlock_unlock(&perfmon_lock);
+
+    if (again) {
+        perfmon_poll_schedule(dev);
+    }
+}
+
+/* ---- global allocator (perfmon_lock) ------------------------------------ */
+
+/*
+ * Choose the device and raw event of an event.  perfmon_lock held (the
+ * device's translate is serialised by it).
+ */
+static int
+perfmon_event_resolve(const struct perfmon_event *event,
+                      struct perfmon_dev **devp, uint64_t *rawp)
+{
+    unsigned int nr = perfmon_nr_devs_load();
+
+    if (nr == 0) {
+        return -ENODEV;
+    }
+
+    if (event->flags & PERFMON_EF_RAW) {
+        *devp = (event->dev != NULL) ? event->dev : perfmon_devs[0];
+        *rawp = event->id;
+        return 0;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        struct perfmon_dev *dev = perfmon_devs[i];
+
+        if (event->dev != NULL ? event->dev != dev : dev->named_only) {
+            continue;
+        }
+
+        if (dev->ops->translate(dev, rawp, (unsigned int)event->id) == 0) {
+            *devp = dev;
+            return 0;
+        }
+    }
+
+    return -ENOENT;
+}
+
+/*
+ * Whether an event may use a slot in use: the same raw event, mode,
+ * pinning and group, and, for sampling, the same sampling and the same
+ * kind of events (a sampling counter's state on a CPU serves either a CPU
+ * event or the thread loaded there, not both).
+ */
+static bool
+perfmon_pmc_matches(const struct perfmon_pmc *pmc,
+                    const struct perfmon_event *event, uint64_t raw,
+                    unsigned int mode)
+{
+    return pmc->raw_event == raw && pmc->flags == mode
+           && pmc->pinned == !!(event->flags & PERFMON_EF_PINNED)
+           && pmc->group == event->group
+           && pmc->sampling == event->sampling
+           && (pmc->sampling == NULL
+               || pmc->thread_events == (event->thread != NULL));
+}
+
+/* Whether an event is an inherited event's child (kern/perfmon/perfmon_inherit.c). */
+static bool
+perfmon_event_is_child(const struct perfmon_event *event)
+{
+    return event->family != NULL && !perfmon_event_is_root(event);
+}
+
+/*
+ * The events of leader's group attached on dev (inherited children
+ * aside), found on the users lists of its slots.  perfmon_lock held.
+ */
+static unsigned int
+perfmon_pmc_group_size(const struct perfmon_dev *dev,
+                       const struct perfmon_event *leader)
+{
+    unsigned int base = dev->index * PERFMON_DEV_MAX_PMCS, n = 0;
+
+    for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
+        if (perfmon_pmcs[i].nr_refs == 0 || perfmon_pmcs[i].group != leader) {
+            continue;
+        }
+
+        for (const struct perfmon_event *e = perfmon_pmcs[i].users; e != NULL;
+             e = e->next_user) {
+            n += !perfmon_event_is_child(e);
+        }
+    }
+
+    return n;
+}
+
+/*
+ * A group member joining its leader's group on dev: where the leader is,
+ * pinned as it is, and within the device's counters.  A child of an
+ * inherited member joins its family's slots, not the count.
+ */
+static int
+perfmon_pmc_check_group(const struct perfmon_event *event,
+                        const struct perfmon_dev *dev)
+{
+    const struct perfmon_event *leader = event->group;
+
+    if (leader == NULL || leader == event || perfmon_event_is_child(event)) {
+        return 0;
+    }
+
+    if (!perfmon_event_attached(leader) || leader->dev != dev
+        || leader->thread != event->thread
+        || (event->thread == NULL && leader->cpu != event->cpu)
+        || ((leader->flags ^ event->flags) & PERFMON_EF_PINNED)) {
+        return -EINVAL;
+    }
+
+    return (perfmon_pmc_group_size(dev, leader) + 1 > dev->nr_pmcs)
+           ? -ENOSPC : 0;
+}
+
+/*
+ * Set up a new slot for raw on dev: a pinned one reserves its counter on
+ * every CPU (the device's alloc), a flexible one asks which counters can
+ * count it.  -EAGAIN (counters taken) and -EINVAL (a raw code with bits
+ * the device does not define) mean something to the user; anything else
+ * is "this device cannot count that".
+ */
+static int
+perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
+                       uint64_t raw, unsigned int mode, bool pinned)
+{
+    int error;
+
+    if (pinned) {
+        error = perfmon_dev_reserve_locked(dev, raw, mode, &pmc->hw_id);
+    } else {
+        error = dev->ops->counters(dev, raw, mode, &pmc->counters,
+                                   &pmc->prefer);
+
+        if (error == 0 && pmc->counters == 0) {
+            error = -ENOENT;
+        }
+    }
+
+    if (error) {
+        return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
+    }
+
+    pmc->pinned = pinned;
+    return 0;
+}
+
+/*
+ * Find or allocate the counter slot of an event and add the event to its
+ * users.  Sets *armp when the poll timer of the device must be started.
+ */
+static int
+perfmon_pmc_get(struct perfmon_event *event, bool *armp)
+{
+    unsigned int mode = event->flags & PERFMON_EF_MODE;
+    unsigned int base, free_slot = PERFMON_MAX_PMCS;
+    struct perfmon_dev *dev;
+    struct perfmon_pmc *pmc;
+    uint64_t raw;
+    int error;
+
+    error = perfmon_event_resolve(event, &dev, &raw);
+
+    if (error) {
+        return error;
+    }
+
+    if (event->sampling != NULL
+        && (!dev->overflow_intr || dev->ops->write == NULL)) {
+        return -EOPNOTSUPP;
+    }
+
+    error = perfmon_pmc_check_group(event, dev);
+
+    if (error) {
+        return error;
+    }
+
+    base = dev->index * PERFMON_DEV_MAX_PMCS;
+
+    for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
+        pmc = &perfmon_pmcs[i];
+
+        if (pmc->nr_refs == 0) {
+            free_slot = MIN(free_slot, i);
+        } else if (perfmon_pmc_matches(pmc, event, raw, mode)) {
+            goto found;
+        }
+    }
+
+    if (free_slot == PERFMON_MAX_PMCS) {
+        return -EAGAIN;
+    }
+
+    pmc = &perfmon_pmcs[free_slot];
+    error = perfmon_pmc_setup_slot(pmc, dev, raw, mode,
+                                   event->flags & PERFMON_EF_PINNED);
+
+    if (error) {
+        return error;
+    }
+
+    pmc->raw_event = raw;
+    pmc->flags = mode;
+    pmc->group = event->group;
+    pmc->sampling = event->sampling;
+    pmc->thread_events = event->thread != NULL;
+    pmc->users = NULL;
+    perfmon_dev_nr_used_[dev->index]++;
+
+    if (pmc->sampling != NULL) {
+        WRITE_ONCE(perfmon_sampling_slots,
+                   perfmon_sampling_slots | perfmon_slot_bit(free_slot));
+    }
+
+    if (pmc->sampling != NULL
+        && (pmc->sampling->fields & PERFMON_SF_BRANCH)) {
+        WRITE_ONCE(perfmon_branch_slots,
+                   perfmon_branch_slots | perfmon_slot_bit(free_slot));
+    }
+
+    if (dev->poll_interval_ms != 0 && !perfmon_poll_armed[dev->index]) {
+        perfmon_poll_armed[dev->index] = true;
+        *armp = true;
+    }
+
+found:
+    pmc->nr_refs++;
+    event->next_user = pmc->users;
+    pmc->users = event;
+    event->dev = dev;
+    event->slot = (unsigned int)(pmc - perfmon_pmcs);
+    return 0;
+}
+
+static void
+perfmon_pmc_put(struct perfmon_event *event)
+{
+    struct perfmon_pmc *pmc = &perfmon_pmcs[event->slot];
+    struct perfmon_event **prevp = &pmc->users;
+    struct perfmon_dev *dev = event->dev;
+
+    while (*prevp != event) {
+        assert(*prevp != NULL);
+        prevp = &(*prevp)->next_user;
+    }
+
+    *prevp = event->next_user;
+    event->next_user = NULL;
+    assert(pmc->nr_refs != 0);
+
+    if (--pmc->nr_refs == 0) {
+        if (pmc->pinned) {
+            perfmon_dev_unreserve_locked(dev, pmc->hw_id);
+        }
+
+        perfmon_dev_nr_used_[dev->index]--;
+        WRITE_ONCE(perfmon_sampling_slots,
+                   perfmon_sampling_slots & ~perfmon_slot_bit(event->slot));
+        WRITE_ONCE(perfmon_branch_slots,
+                   perfmon_branch_slots & ~perfmon_slot_bit(event->slot));
+        pmc->sampling = NULL;
+        pmc->group = NULL;
+    }
+}
+
+int
+perfmon_event_get_pmc(struct perfmon_event *event)
+{
+    bool arm = false;
+    int error;
+
+    spinlock_lock(&perfmon_lock);
+
+    /*
+     * Thread events need the context-switch hook: refuse them while it is
+     * off, and count them so that it cannot be switched off under them.
+     */
+    if (event->thread != NULL && !perfmon_switch_hook_on) {
+        error = -EBUSY;
+    } else {
+        error = perfmon_pmc_get(event, &arm);
+    }
+
+    if (!error && event->thread != NULL) {
+        perfmon_nr_thread_events++;
+    }
+
+    spinlock_unlock(&perfmon_lock);
+
+    if (error) {
+        return error;
+    }
+
+    if (arm) {
+        perfmon_poll_schedule(event->dev);
+    }
+
+    return 0;
+}
+
+void
+perfmon_event_put_pmc(struct perfmon_event *event)
+{
+    spinlock_lock(&perfmon_lock);
+    perfmon_pmc_put(event);
+
+    if (event->thread != NULL) {
+        assert(perfmon_nr_thread_events != 0);
+        perfmon_nr_thread_events--;
+    }
+
+    spinlock_unlock(&perfmon_lock);
+}
+
+int
+perfmon_set_switch_hook(bool enabled)
+{
+    int error = 0;
+
+    spinlock_lock(&perfmon_lock);
+
+    if (!enabled && perfmon_nr_thread_events != 0) {
+        error = -EBUSY;
+    } else {
+        __atomic_store_n(&perfmon_switch_hook_on, enabled, __ATOMIC_RELAXED);
+    }
+
+    spinlock_unlock(&perfmon_lock);
+    return error;
+}
+
+void
+perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
+{
+    struct perfmon_pmc_info info;
+
+    if (fn == NULL) {
+        return;
+    }
+
+    spinlock_lock(&perfmon_lock);
+
+    for (unsigned int slot = 0; slot < PERFMON_MAX_PMCS; slot++) {
+        const struct perfmon_pmc *pmc = &perfmon_pmcs[slot];
+        unsigned int n = 0;
+
+        if (pmc->nr_refs == 0) {
+            continue;
+        }
+
+        info.dev = perfmon_slot_dev(slot);
+        info.index = slot % PERFMON_DEV_MAX_PMCS;
+        info.pinned = pmc->pinned;
+        info.hw_id = pmc->pinned ? pmc->hw_id : 0;
+        info.grouped = pmc->group != NULL;
+        info.raw_event = pmc->raw_event;
+        info.flags = pmc->flags;
+        info.nr_users = pmc->nr_refs;
+        info.sampling = pmc->sampling != NULL;
+        info.period = info.sampling ? pmc->sampling->period : 0;
+        info.freq = info.sampling ? pmc->sampling->freq : 0;
+        info.buffer_size = info.sampling
+                           ? perfmon_sbuf_size(pmc->sampling->sbuf) : 0;
+
+        info.nr_inherited = 0;
+
+        for (const struct perfmon_event *e = pmc->users; e != NULL;
+             e = e->next_user) {
+            bool child = perfmon_event_is_child(e);
+
+            info.nr_inherited += child;
+
+            if (n < PERFMON_PMC_INFO_MAX_USERS) {
+                info.users[n].thread = e->thread;
+                info.users[n].cpu = e->cpu;
+                info.users[n].inherited = child;
+                n++;
+            }
+        }
+
+        for (; n < PERFMON_PMC_INFO_MAX_USERS; n++) {
+            info.users[n].thread = NULL;
+            info.users[n].cpu = 0;
+            info.users[n].inherited = false;
+        }
+
+        fn(&info, arg);
+    }
+
+    spinlock_unlock(&perfmon_lock);
+}
+
+void
+perfmon_poll_dev_add(struct perfmon_dev *dev)
+{
+    if (dev->poll_ms != 0) {
+        dev->poll_interval_ms = dev->poll_ms;
+    } else if (!dev->overflow_intr) {
+        dev->poll_interval_ms = perfmon_poll_ms_compute(dev->width,
+                                                        cpu_tsc_freq());
+    } else {
+        dev->poll_interval_ms = 0;
+    }
+
+    perfmon_poll_timers[dev->index].arg = dev;
+}
+
+unsigned int
+perfmon_dev_nr_used(const struct perfmon_dev *dev)
+{
+    return READ_ONCE(perfmon_dev_nr_used_[dev->index]);
+}
+
+static void
+perfmon_setup_hook(void)
+{
+    const char *hook = cmdline_get("perfmon.hook");
+
+    if (hook != NULL && strcmp(hook, "off") == 0) {
+        perfmon_switch_hook_on = false;
+        log_info("perfmon: context-switch hook disabled (perfmon.hook=off)");
+    }
+}
+
+void
+perfmon_pmc_setup(void)
+{
+    for (unsigned int i = 0; i < PERFMON_MAX_DEVS; i++) {
+        timer_init(&perfmon_poll_timers[i], perfmon_poll_timer_fn, 0);
+    }
+
+    perfmon_setup_hook();
+}
+
+bool
+perfmon_switch_hook_enabled(void)
+{
+    return __atomic_load_n(&perfmon_switch_hook_on, __ATOMIC_RELAXED);
+}
+
+#ifdef TALLY_HOST_TEST
+void
+perfmon_pmc_reset(void)
+{
+    memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
+    perfmon_sampling_slots = 0;
+    perfmon_branch_slots = 0;
+    memset(perfmon_dev_reserved, 0, sizeof(perfmon_dev_reserved));
+    memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
+    memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));
+    memset(perfmon_poll_armed, 0, sizeof(perfmon_poll_armed));
+    perfmon_nr_thread_events = 0;
+    perfmon_switch_hook_on = true;
+}
+#endif /* TALLY_HOST_TEST */

@@ -1,0 +1,500 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core: which slot holds which hardware counter on
+ * each CPU, and multiplexing.
+ *
+ * A pinned slot has its counter on every CPU (reserved when the slot was
+ * made).  A flexible slot gets one when it becomes active on a CPU, if one
+ * of the counters that can count it is free there: then it runs as if
+ * nothing else existed, and costs nothing more.  When none is free it
+ * waits, and the CPU has turns to take: every perfmon.mux_ms (the clock
+ * tick calls perfmon_sched_rotate), and whenever a thread with slots
+ * waiting is switched in, the flexible slots holding counters give them
+ * up and all are placed again, those that so far ran the smallest share
+ * of their enabled time first (perfmon_cpu_pmc_share: the loaded thread's
+ * share for its slots, which follows it across switches and migrations,
+ * the CPU's for the others).  So N slots over K counters each run about
+ * K/N of the time, however often their thread moves.  Every slot's times
+ * say what it got: enabled while active, running while it held a counter
+ * (kern/perfmon/perfmon.c).
+ *
+ * A group's slots active on a CPU (a unit) are placed all together or not
+ * at all, and leave together; a unit's share is its first slot's.  Each
+ * member takes a free counter it can use, a preferred one first (a fixed
+ * counter); a unit that does not fit is passed over for the next.
+ *
+ * Everything here runs on the CPU it is about, in a perfmon section
+ * (perfmon_cpu_enter: interrupts disabled, the busy flag set against the
+ * overflow NMI), with the section's TSC time now.  perfmon_mux_cpus is the
+ * only state other CPUs read: the tick hook's one test.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/clock.h"
+#include "kern/cmdline.h"
+#include "kern/error.h"
+#include "kern/log.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/xcall.h"
+
+/* The longest multiplexing interval perfmon.mux_ms takes. */
+#define PERFMON_MUX_MS_MAX          1000
+
+uint64_t perfmon_mux_cpus;
+
+/* Clock ticks between two rotations (perfmon.mux_ms), set at boot. */
+static unsigned int perfmon_mux_ticks;
+
+static struct perfmon_cpu_dev *
+perfmon_sched_dev(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    return &cpu->devs[slot / PERFMON_DEV_MAX_PMCS];
+}
+
+/* Whether any device of cpu has slots waiting; says so to the tick. */
+static void
+perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
+{
+    uint64_t bit = 1ULL << cpu_index;
+    bool waiting = false;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        waiting |= (cpu->devs[d].waiting != 0);
+    }
+
+    if (waiting && !(READ_ONCE(perfmon_mux_cpus) & bit)) {
+        __atomic_fetch_or(&perfmon_mux_cpus, bit, __ATOMIC_RELAXED);
+    } else if (!waiting && (READ_ONCE(perfmon_mux_cpus) & bit)) {
+        __atomic_fetch_and(&perfmon_mux_cpus, ~bit, __ATOMIC_RELAXED);
+    }
+}
+
+/* The active slots of slot's group on this CPU (slot alone: no group). */
+static uint64_t
+perfmon_sched_unit(const struct perfmon_cpu *cpu, unsigned int slot)
+{
+    const struct perfmon_event *group = perfmon_pmcs[slot].group;
+    uint64_t slots, unit = 0;
+
+    if (group == NULL) {
+        return perfmon_slot_bit(slot);
+    }
+
+    slots = cpu->active_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
+
+    while (slots != 0) {
+        unsigned int s = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        if (perfmon_pmcs[s].group == group) {
+            unit |= perfmon_slot_bit(s);
+        }
+    }
+
+    return unit;
+}
+
+/*
+ * A free counter for a flexible slot on this CPU: one it can count on,
+ * neither reserved nor used here (nor taken, the other members of a
+ * unit being placed), a preferred one first.  64: none.
+ */
+static unsigned int
+perfmon_sched_pick(const struct perfmon_cpu_dev *cdev, unsigned int dev_index,
+                   unsigned int slot, uint64_t taken)
+{
+    const struct perfmon_pmc *pmc = &perfmon_pmcs[slot];
+    uint64_t free = pmc->counters & ~READ_ONCE(perfmon_dev_reserved[dev_index])
+                    & ~cdev->hw_used & ~taken;
+
+    if (free == 0) {
+        return 64;
+    }
+
+    if (free & pmc->prefer) {
+        free &= pmc->prefer;
+    }
+
+    return (unsigned int)__builtin_ctzll(free);
+}
+
+/*
+ * Give every slot of unit (flexible, not running here) a counter, or none
+ * of them: true when the unit runs.
+ */
+static bool
+perfmon_sched_place(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
+{
+    unsigned int first = (unsigned int)__builtin_ctzll(unit);
+    unsigned int d = first / PERFMON_DEV_MAX_PMCS;
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    unsigned int hw_ids[PERFMON_DEV_MAX_PMCS];
+    uint64_t taken = 0, slots = unit;
+    unsigned int n = 0;
+
+    /* One slot, the common case (every context switch): no bookkeeping. */
+    if ((unit & (unit - 1)) == 0) {
+        unsigned int hw_id = perfmon_sched_pick(cdev, d, first, 0);
+
+        if (hw_id >= 64) {
+            return false;
+        }
+
+        perfmon_cpu_pmc_start(cpu, first, hw_id, now);
+        cdev->hw_used |= 1ULL << hw_id;
+        cdev->waiting &= ~unit;
+        return true;
+    }
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        unsigned int hw_id = perfmon_sched_pick(cdev, d, slot, taken);
+
+        slots &= slots - 1;
+
+        if (hw_id >= 64) {
+            return false;
+        }
+
+        taken |= 1ULL << hw_id;
+        hw_ids[n++] = hw_id;
+    }
+
+    n = 0;
+
+    for (slots = unit; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        perfmon_cpu_pmc_start(cpu, slot, hw_ids[n], now);
+        cdev->hw_used |= 1ULL << hw_ids[n];
+        n++;
+    }
+
+    cdev->waiting &= ~unit;
+    return true;
+}
+
+/*
+ * Take their counters from the slots of unit that run here; folded: their
+ * counts were just taken at now (a slot's last user leaving).
+ */
+static void
+perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
+                     bool folded)
+{
+    unit &= cpu->sched_mask;
+
+    while (unit != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(unit);
+
+        unit &= unit - 1;
+        perfmon_sched_dev(cpu, slot)->hw_used
+            &= ~(1ULL << cpu->pmcs[slot].hw_id);
+        perfmon_cpu_pmc_stop(cpu, slot, now, folded);
+    }
+}
+
+/*
+ * Place the waiting units of device d that fit, those that ran the
+ * smallest share of their time first (ties: the lowest slot); those that
+ * do not fit keep waiting.
+ */
+static void
+perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t shares[PERFMON_DEV_MAX_PMCS];
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS;
+    uint64_t left = cdev->waiting;
+
+    /* Each share once: placing a unit changes no other's. */
+    for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        shares[slot - base] = perfmon_cpu_pmc_share(cpu, slot, now);
+    }
+
+    while (left != 0) {
+        unsigned int best = (unsigned int)__builtin_ctzll(left);
+        uint64_t slots = left, best_share = shares[best - base], unit;
+
+        while (slots != 0) {
+            unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+            slots &= slots - 1;
+
+            if (shares[slot - base] < best_share) {
+                best_share = shares[slot - base];
+                best = slot;
+            }
+        }
+
+        unit = perfmon_sched_unit(cpu, best);
+        left &= ~unit;
+        perfmon_sched_place(cpu, unit, now);
+    }
+}
+
+/*
+ * Everything on device d takes turns again: the flexible slots holding
+ * counters give them up, then all are placed by share.
+ */
+static void
+perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
+                        uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
+    uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
+
+    while (running != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(running);
+
+        running &= running - 1;
+
+        if (!perfmon_pmcs[slot].pinned) {
+            flexible |= perfmon_slot_bit(slot);
+        }
+    }
+
+    perfmon_sched_remove(cpu, flexible, now, false);
+    cdev->waiting |= flexible;
+    perfmon_sched_fill(cpu, d, now);
+}
+
+/*
+ * A pinned slot became active: it takes its own counter, from the
+ * flexible slot holding it, if any (one placed there before the pinned
+ * event reserved it; flexible slots never pick a reserved counter after).
+ * That unit takes a free counter if there is one, or waits for its turn.
+ * Out of line: pinned events are rare, and inlined this would cost every
+ * flexible slot's switch-in registers to save (perfmon bench row 4g).
+ */
+static void __attribute__((noinline))
+perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
+                        uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
+    unsigned int hw_id = perfmon_pmcs[slot].hw_id;
+    uint64_t users;
+
+    if (cdev->hw_used & (1ULL << hw_id)) {
+        users = cpu->sched_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
+
+        while (users != 0) {
+            unsigned int s = (unsigned int)__builtin_ctzll(users);
+
+            users &= users - 1;
+
+            if (cpu->pmcs[s].hw_id == hw_id) {
+                uint64_t unit = perfmon_sched_unit(cpu, s);
+
+                assert(!perfmon_pmcs[s].pinned);
+                perfmon_sched_remove(cpu, unit, now, false);
+                cdev->waiting |= unit;
+                break;
+            }
+        }
+    }
+
+    assert(!(cdev->hw_used & (1ULL << hw_id)));
+    perfmon_cpu_pmc_start(cpu, slot, hw_id, now);
+    cdev->hw_used |= 1ULL << hw_id;
+
+    /* The unit moved off may run on another counter at once. */
+    if (cdev->waiting != 0) {
+        perfmon_sched_fill(cpu, slot / PERFMON_DEV_MAX_PMCS, now);
+    }
+}
+
+void
+perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
+    uint64_t unit, bit = perfmon_slot_bit(slot);
+    bool waited = (cdev->waiting != 0);
+
+    assert(cpu->active_mask & bit);
+    assert(!(cpu->sched_mask & bit));
+
+    if (perfmon_pmcs[slot].pinned) {
+        perfmon_sched_in_pinned(cpu, slot, now);
+    } else if (perfmon_pmcs[slot].group == NULL) {
+        /* Alone: a free counter, or it waits. */
+        if (!perfmon_sched_place(cpu, bit, now)) {
+            cdev->waiting |= bit;
+        }
+    } else {
+        /* Its group runs: it joins, or the group waits with it. */
+        unit = perfmon_sched_unit(cpu, slot);
+
+        if (unit & cpu->sched_mask) {
+            if (!perfmon_sched_place(cpu, bit, now)) {
+                perfmon_sched_remove(cpu, unit, now, false);
+                cdev->waiting |= unit;
+            }
+        } else if (!(unit & cdev->waiting & ~bit)) {
+            if (!perfmon_sched_place(cpu, bit, now)) {
+                cdev->waiting |= bit;
+            }
+        } else {
+            cdev->waiting |= bit;
+        }
+    }
+
+    /* The tick's bit only changes when waiting starts or ends. */
+    if (waited != (cdev->waiting != 0)) {
+        perfmon_sched_update_mux(cpu, cpu_id());
+    }
+}
+
+void
+perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
+    uint64_t bit = perfmon_slot_bit(slot);
+    bool waited = (cdev->waiting != 0);
+
+    assert(!(cpu->active_mask & bit));
+    cdev->waiting &= ~bit;
+
+    /* Its last user took its counts at now: no fold again. */
+    if (cpu->sched_mask & bit) {
+        perfmon_sched_remove(cpu, bit, now, true);
+    }
+
+    /* A counter came free: those waiting may have it. */
+    if (cdev->waiting != 0) {
+        perfmon_sched_fill(cpu, slot / PERFMON_DEV_MAX_PMCS, now);
+    }
+
+    if (waited != (cdev->waiting != 0)) {
+        perfmon_sched_update_mux(cpu, cpu_id());
+    }
+}
+
+void
+perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
+{
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        if (cpu->devs[d].waiting != 0) {
+            perfmon_sched_rebalance(cpu, d, now);
+            syscnt_inc(&cpu->nr_rotations);
+        }
+    }
+
+    cpu->mux_ticks = 0;
+    perfmon_sched_update_mux(cpu, cpu_id());
+}
+
+void
+perfmon_tick_slow(void)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
+
+    assert(!cpu_intr_enabled());
+
+    if (++cpu->mux_ticks < perfmon_mux_ticks) {
+        return;
+    }
+
+    cpu = perfmon_cpu_enter();
+    perfmon_sched_rotate(cpu, cpu->now);
+    perfmon_cpu_leave(cpu);
+}
+
+void
+perfmon_rotate_local(void)
+{
+    unsigned long flags = cpu_intr_save();
+    struct perfmon_cpu *cpu = perfmon_cpu_enter();
+
+    perfmon_sched_rotate(cpu, cpu->now);
+    perfmon_cpu_leave(cpu);
+    cpu_intr_restore(flags);
+}
+
+/* ---- reserving a counter ---------------------------------------------------- */
+
+/* Move the flexible slots of dev off the counters reserved since placed. */
+static void
+perfmon_sched_evict_xcall(void *arg)
+{
+    const struct perfmon_dev *dev = arg;
+    struct perfmon_cpu *cpu = perfmon_cpu_enter();
+    struct perfmon_cpu_dev *cdev = &cpu->devs[dev->index];
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[dev->index]);
+    uint64_t slots = cpu->sched_mask & perfmon_dev_slots(dev);
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        if (!perfmon_pmcs[slot].pinned
+            && (reserved & (1ULL << cpu->pmcs[slot].hw_id))) {
+            uint64_t unit = perfmon_sched_unit(cpu, slot);
+
+            perfmon_sched_remove(cpu, unit, cpu->now, false);
+            cdev->waiting |= unit;
+            slots &= ~unit;
+        }
+    }
+
+    if (cdev->waiting != 0) {
+        perfmon_sched_fill(cpu, dev->index, cpu->now);
+    }
+
+    perfmon_sched_update_mux(cpu, cpu_id());
+    perfmon_cpu_leave(cpu);
+}
+
+void
+perfmon_sched_evict_all(struct perfmon_dev *dev)
+{
+    unsigned int nr = cpu_count();
+    uint64_t all = (nr >= 64) ? UINT64_MAX : (1ULL << nr) - 1;
+    int error;
+
+    perfmon_assert_thread_context();
+    error = xcall_call_many(perfmon_sched_evict_xcall, dev, all);
+    assert(error == 0);
+}
+
+/* ---- setup -------------------------------------------------------------------- */
+
+void
+perfmon_sched_setup(void)
+{
+    uint64_t ms;
+    int error = cmdline_get_u64("perfmon.mux_ms", &ms);
+
+    if (error != 0 || ms < 1 || ms > PERFMON_MUX_MS_MAX) {
+        if (error != -ENOENT) {
+            log_warning("perfmon: perfmon.mux_ms must be 1..%u, using %u",
+                        PERFMON_MUX_MS_MAX, PERFMON_MUX_MS_DEFAULT);
+        }
+
+        ms = PERFMON_MUX_MS_DEFAULT;
+    }
+
+    perfmon_mux_ticks = MAX((unsigned int)clock_ticks_from_ms(ms), 1U);
+}
+
+#ifdef TALLY_HOST_TEST
+void
+perfmon_sched_reset(void)
+{
+    perfmon_mux_cpus = 0;
+}
+#endif
