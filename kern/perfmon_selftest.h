@@ -79,13 +79,5 @@ void perfmon_selftest_fail(struct perfmon_selftest *st, const char *name,
 /* num / den in thousandths (0 when den is 0), without overflowing. */
 uint64_t perfmon_selftest_ratio(uint64_t num, uint64_t den);
 
-/*
- * Run every check: a first line saying what hardware PMU there is, the
- * checks, and a summary line.  Returns the number of failed checks.
- */
-unsigned int perfmon_selftest_run(struct perfmon_selftest *st);
-
-/* `perfmon selftest` (argv[0] is "selftest"). */
-int perfmon_selftest_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_SELFTEST_H */

@@ -902,6 +902,12 @@ pb_parse(int argc, char **argv, size_t *nr_samplesp, const char **whatp)
     return i == argc ? 0 : -EINVAL;
 }
 
+const char perfmon_bench_usage[] =
+    "usage: perfmon bench [-n SAMPLES] [all|quick|remote]\n"
+    "  SAMPLES: 10.." STRINGIFY(PB_SAMPLES_MAX) " (default "
+    STRINGIFY(PB_SAMPLES_DEFAULT) "; quick: " STRINGIFY(PB_SAMPLES_QUICK)
+    ")\n";
+
 int
 perfmon_bench_main(int argc, char **argv)
 {
@@ -912,10 +918,8 @@ perfmon_bench_main(int argc, char **argv)
 
     memset(&run, 0, sizeof(run));
 
-    if (pb_parse(argc, argv, &run.nr_samples, &what) != 0) {
-        kprintf("usage: perfmon bench [-n SAMPLES] [all|quick|remote]\n"
-                "  SAMPLES: 10..%u (default %u; quick: %u)\n",
-                PB_SAMPLES_MAX, PB_SAMPLES_DEFAULT, PB_SAMPLES_QUICK);
+    if (pb_parse(argc - 1, argv + 1, &run.nr_samples, &what) != 0) {
+        kprintf("%s", perfmon_bench_usage);
         return SHELL_ERR_REPORTED;
     }
 

@@ -25,7 +25,9 @@
 #ifndef KERN_PERFMON_BENCH_H
 #define KERN_PERFMON_BENCH_H
 
-/* `perfmon bench [-n SAMPLES] [all|quick|remote]`, from the shell. */
+/* The subcommand (perfmon_cmd_main_fn_t, kern/perfmon/cmd/perfmon_cmd.h). */
+extern const char perfmon_bench_usage[];
+
 int perfmon_bench_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_BENCH_H */

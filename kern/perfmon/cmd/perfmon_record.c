@@ -36,9 +36,15 @@
 
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
 
-static const char perfmon_record_usage[] =
+const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
+    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n"
+    "  -c N       a sample every N events; -F HZ: HZ samples a second per "
+    "CPU (default " STRINGIFY(PERFMON_RECORD_FREQ_DEFAULT) ")\n"
+    "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
+    "(default 256K)\n"
+    "  -b         with branch stacks (LBR); -j any,any_call,any_ret,ind_call,"
+    "call,cond,ind_jmp,u,k: filtered\n";
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {

@@ -37,13 +37,13 @@
 #define PERFMON_REPORT_MAX_STACKS   8192    /* a power of two */
 #define PERFMON_REPORT_CHAINS       8       /* shown per row with -g */
 
-static const char perfmon_report_usage[] =
+const char perfmon_report_usage[] =
     "usage: perfmon report [--sort KEYS] [-g] [--folded] "
     "[--percent-limit P]\n"
     "       perfmon report --branch [--percent-limit P]\n"
     "       KEYS: comm,sym (default), sym, comm, cpu\n";
 
-static const char perfmon_script_usage[] = "usage: perfmon script\n";
+const char perfmon_script_usage[] = "usage: perfmon script\n";
 
 static const char perfmon_unknown_sym[] = "[unknown]";
 

@@ -26,7 +26,8 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/swevent.h"
@@ -632,6 +633,8 @@ perfmon_selftest_kprint(void *arg, const char *line)
     kprintf("%s\n", line);
 }
 
+const char perfmon_selftest_usage[] = "usage: perfmon selftest\n";
+
 int
 perfmon_selftest_main(int argc, char **argv)
 {
@@ -641,10 +644,9 @@ perfmon_selftest_main(int argc, char **argv)
     };
     unsigned int failed;
 
-    if (argc > 1) {
-        kprintf("perfmon: selftest: no arguments expected, not '%s'\n"
-                "usage: perfmon selftest\n", argv[1]);
-        return SHELL_ERR_REPORTED;
+    if (argc > 2) {
+        return perfmon_cmd_error("selftest", perfmon_selftest_usage,
+                                 "no arguments expected, not '%s'", argv[2]);
     }
 
     failed = perfmon_selftest_run(&st);

@@ -38,7 +38,7 @@
 #define PERFMON_TOP_STORE_SIZE      (8 * 1024 * 1024)
 #define PERFMON_TOP_DRAIN_MS        20
 
-static const char perfmon_top_usage[] =
+const char perfmon_top_usage[] =
     "usage: perfmon top [-e EVENT] [-F HZ] [-d SECS] [-n COUNT] [--stdio]\n";
 
 /* ANSI: cursor home, clear the screen. */
