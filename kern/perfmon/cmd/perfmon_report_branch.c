@@ -22,7 +22,7 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_report.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -193,7 +193,7 @@ perfmon_brrep_print_row(const struct perfmon_brrep *r,
 
 static void
 perfmon_brrep_print(const struct perfmon_brrep *r,
-                    const struct perfmon_rec_info *info, unsigned int *order,
+                    const struct perfmon_capture_info *info, unsigned int *order,
                     unsigned int limit_bp)
 {
     unsigned int n = perfmon_brrep_sorted(r, order);
@@ -224,12 +224,12 @@ perfmon_brrep_print(const struct perfmon_brrep *r,
 }
 
 int
-perfmon_report_branches(const struct perfmon_rec *rec, unsigned int limit_bp)
+perfmon_report_branches(const struct perfmon_capture *cap, unsigned int limit_bp)
 {
     struct perfmon_brrep r = { 0 };
     size_t rows_size = PERFMON_BRREP_MAX_ROWS * sizeof(*r.rows);
     size_t order_size = PERFMON_BRREP_MAX_ROWS * sizeof(unsigned int);
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
     unsigned int *order;
     int error = 0;
 
@@ -242,8 +242,8 @@ perfmon_report_branches(const struct perfmon_rec *rec, unsigned int limit_bp)
         goto out;
     }
 
-    perfmon_rec_foreach(rec, perfmon_brrep_add, &r);
-    perfmon_rec_get_info(rec, &info);
+    perfmon_capture_foreach(cap, perfmon_brrep_add, &r);
+    perfmon_capture_get_info(cap, &info);
 
     if (r.nr_samples == 0) {
         kprintf("perfmon: report: --branch: the last recording has no "

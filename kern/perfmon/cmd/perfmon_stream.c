@@ -20,7 +20,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/printf.h"
@@ -610,7 +610,7 @@ perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 
 int
 perfmon_stream_close(struct perfmon_stream *s,
-                     const struct perfmon_rec_info *info)
+                     const struct perfmon_capture_info *info)
 {
     int error;
 

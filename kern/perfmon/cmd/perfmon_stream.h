@@ -21,7 +21,7 @@
  *                    BRANCH_STACK (empty) when samples carry branches
  *   MMAP             the kernel: "[kernel.kallsyms]_text_start" over
  *                    KERNEL_VMA.., pgoff the address of _text_start
- *   then, as the drain moves them (kern/perfmon/cmd/perfmon_rec.h):
+ *   then, as the drain moves them (kern/perfmon/cmd/perfmon_capture.h):
  *   COMM             a thread's name, before its first sample
  *   SAMPLE           IP, TID, TIME, CPU, PERIOD, CALLCHAIN
  *                    [PERF_CONTEXT_KERNEL, ip, callers...], and
@@ -53,7 +53,7 @@
 
 #include <stdint.h>
 
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 
 /* What the stream says about a recording, before its first sample. */
@@ -82,7 +82,7 @@ int perfmon_stream_open(struct perfmon_stream **streamp,
                         const struct perfmon_stream_desc *desc);
 
 /*
- * The recording's sink (perfmon_rec_set_sink(), arg: the stream): write
+ * The recording's sink (perfmon_capture_set_sink(), arg: the stream): write
  * one record in perf's form.  Records of other types are left out.
  */
 void perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg);
@@ -93,7 +93,7 @@ void perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg);
  * stream was cut there.  The stream is closed either way.
  */
 int perfmon_stream_close(struct perfmon_stream *stream,
-                         const struct perfmon_rec_info *info);
+                         const struct perfmon_capture_info *info);
 
 /*
  * The build identity: FNV-1a (64 bits: offset basis 0xcbf29ce484222325,
