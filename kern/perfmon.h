@@ -879,25 +879,6 @@ struct perfmon_branch_info {
 
 void perfmon_branch_get_info(struct perfmon_branch_info *info);
 
-/*
- * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
- * filter as perf's -j list would give it ("any,u,k"), in buf.
- */
-const char *perfmon_branch_filter_name(unsigned int bit);
-void perfmon_branch_filter_fmt(char *buf, size_t size, unsigned int filter);
-
-/*
- * A -j list (perf's --branch-filter: names, comma-separated; "ret" is
- * taken for any_ret) into *filterp, its PERFMON_BRF_* bits as given (the
- * caller adds the defaults: any, the event's modes).  Returns 0, or
- * -EINVAL for an empty list or item or an unknown name, -EOPNOTSUPP for a
- * name of perf's that Tally has no use for (hv, the TSX filters,
- * call_stack, save_type...), with the item as typed in bad (truncated to
- * bad_size - 1 characters).
- */
-int perfmon_branch_filter_parse(const char *list, unsigned int *filterp,
-                                char *bad, size_t bad_size);
-
 INIT_OP_DECLARE(perfmon_setup);
 
 #ifdef TALLY_HOST_TEST

@@ -20,6 +20,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -305,8 +306,8 @@ perfmon_list_info_branches(void)
         return;
     }
 
-    perfmon_branch_filter_fmt(filters, sizeof(filters), info.filters);
-    perfmon_branch_filter_fmt(in_use, sizeof(in_use), info.filter);
+    perfmon_parse_branch_fmt(filters, sizeof(filters), info.filters);
+    perfmon_parse_branch_fmt(in_use, sizeof(in_use), info.filter);
     kprintf("branch records: %s; %u entries; filters %s; in use: ",
             info.text, info.depth, filters);
 

@@ -169,7 +169,7 @@ perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
     unsigned int filter;
     int error;
 
-    error = perfmon_branch_filter_parse(list, &filter, bad, sizeof(bad));
+    error = perfmon_parse_branch_filter(list, &filter, bad, sizeof(bad));
 
     if (error == -EOPNOTSUPP) {
         return perfmon_record_error("-j %s: '%s' is perf's, but means "
