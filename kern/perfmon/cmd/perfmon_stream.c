@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
-#include "arch/x86/uart.h"
 #include "kern/assert.h"
+#include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/param.h"
@@ -213,7 +213,7 @@ static void
 perfmon_stream_send(struct perfmon_stream *s, const void *data, size_t size)
 {
     if (s->error == 0) {
-        s->error = uart_com2_write(data, size);
+        s->error = console_aux_write(data, size);
     }
 }
 
@@ -475,7 +475,7 @@ perfmon_stream_open(struct perfmon_stream **streamp,
         return -EBUSY;
     }
 
-    if (!uart_com2_setup()) {
+    if (!console_aux_setup()) {
         __atomic_store_n(&perfmon_stream_busy, false, __ATOMIC_RELEASE);
         return -ENODEV;
     }
