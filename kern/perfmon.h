@@ -879,6 +879,41 @@ struct perfmon_branch_info {
 
 void perfmon_branch_get_info(struct perfmon_branch_info *info);
 
+/*
+ * Polling a counter whose wraps raise no interrupt, for the core and for
+ * drivers that poll their own.  perfmon_wrap_ms(): the milliseconds a
+ * counter width bits wide takes to wrap when it counts rate events per
+ * cycle of a CPU at freq Hz (UINT64_MAX: never); freq 0 (the TSC not yet
+ * calibrated) stands for PERFMON_FREQ_DEFAULT, faster than any x86 part.
+ * perfmon_poll_ms(): the poll interval for such a wrap time, a
+ * PERFMON_POLL_MARGIN-th of it, kept within min_ms..PERFMON_POLL_MAX_MS.
+ * Pure; any context.
+ */
+#define PERFMON_FREQ_DEFAULT    5000000000ULL
+#define PERFMON_POLL_MARGIN     4
+#define PERFMON_POLL_MAX_MS     10000
+
+static inline uint64_t
+perfmon_wrap_ms(unsigned int width, unsigned int rate, uint64_t freq)
+{
+    if (width >= 64) {
+        return UINT64_MAX;
+    }
+
+    if (freq == 0) {
+        freq = PERFMON_FREQ_DEFAULT;
+    }
+
+    return (1ULL << width) / (MAX(freq / 1000, 1) * rate);
+}
+
+static inline unsigned int
+perfmon_poll_ms(uint64_t wrap_ms, unsigned int min_ms)
+{
+    return (unsigned int)MIN(MAX(wrap_ms / PERFMON_POLL_MARGIN, min_ms),
+                             PERFMON_POLL_MAX_MS);
+}
+
 INIT_OP_DECLARE(perfmon_setup);
 
 #ifdef TALLY_HOST_TEST
