@@ -690,16 +690,10 @@ void perfmon_thread_exit(void);
 
 /*
  * The context-switch hook.  It is on unless the boot option perfmon.hook=off
- * takes perfmon out of the switch path (perfmon bench compares both).
- * While it is off, attaching an event to a thread fails with -EBUSY.
- *
- * perfmon_set_switch_hook() switches it at run time; switching it off while
- * thread events are attached fails with -EBUSY.  Thread context.
+ * takes perfmon out of the switch path (kern/perfmon_control.h switches it
+ * at run time).  While it is off, attaching an event to a thread fails with
+ * -EBUSY.  Its flag is read on every context switch (perfmon_td_switch).
  */
-int perfmon_set_switch_hook(bool enabled);
-bool perfmon_switch_hook_enabled(void);
-
-/* The hook's flag, read on every context switch (perfmon_td_switch). */
 extern bool perfmon_switch_hook_on;
 
 /*
@@ -733,12 +727,6 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 
 void perfmon_tick_slow(void);
 
-/*
- * Make the calling CPU's events that wait for a counter take their turn
- * now, as the tick does (benchmarks and tests).  Thread context; nothing
- * when nothing waits.
- */
-void perfmon_rotate_local(void);
 extern uint64_t perfmon_mux_cpus;       /* atomic: CPUs with turns to take */
 
 static inline void

@@ -24,6 +24,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"

@@ -43,6 +43,7 @@
 #include "kern/log.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/xcall.h"
 

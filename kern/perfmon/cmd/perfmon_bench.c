@@ -52,6 +52,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/cmd/perfmon_bench.h"
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/printf.h"

@@ -18,6 +18,7 @@
 #include "kern/bench.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/string.h"
 #include "kern/thread.h"
