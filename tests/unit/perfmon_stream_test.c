@@ -11,7 +11,8 @@
  * lost samples), the end (losses the store hid, SAMPLE_TIME), and the
  * failures: no COM2, a second stream, a port that stops taking bytes.  The
  * bytes are read back here field by field, at the offsets of perf's
- * layouts (../shared/docs/perf-data-facts.md).
+ * layouts (Linux's tools/perf/Documentation/perf.data-file-format.txt,
+ * include/uapi/linux/perf_event.h).
  *
  * The stream decodes samples (kern/perfmon/perfmon_sample.c) and writes none, so
  * the perfmon core is not linked: what the sample-writing half of that

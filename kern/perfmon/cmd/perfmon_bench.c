@@ -18,9 +18,9 @@
  * Rows that wait on another CPU (xcall round trips) have cycles only:
  * their spin loops run as long as the other CPU takes.
  *
- * Budgets, in instructions, are in perfmon_bench_budgets[]: the issue's
- * (13) where today's paths meet them, otherwise a few instructions above
- * today's count with the reason printed under the row.  A row that
+ * Budgets, in instructions, are in perfmon_bench_budgets[]: the design
+ * target of each row where today's paths meet it, otherwise a few
+ * instructions above today's count with the reason printed under the row.  A row that
  * exceeds its budget is MISSED, and `make bench` fails.  The switch rows
  * are in kern/perfmon/cmd/perfmon_bench_switch.c, the interrupt rows in
  * kern/perfmon/cmd/perfmon_bench_intr.c; this file keeps the harness
@@ -76,8 +76,8 @@ perfmon_bench_fmt_u64(char *buf, size_t size, uint64_t v)
 }
 
 /*
- * The budgets.  Today's paths need more than the issue allows in most rows:
- * what they run is in the why lines, and by function in README.md.
+ * The budgets.  Today's paths need more than the target in most rows: what
+ * they run is in the why lines, and by function in README.md.
  */
 static const struct perfmon_bench_budget
 perfmon_bench_budgets[PERFMON_BENCH_NR_BUDGETS] = {
@@ -119,8 +119,8 @@ perfmon_bench_budgets[PERFMON_BENCH_NR_BUDGETS] = {
         "each frame's bounds checks in the walk, and its copy into the ring",
     },
     /*
-     * Issue 16 names the row, not a figure: ours is a counter's stop, fold
-     * and start (row 4r, about 115) and its share of the turn's sort.
+     * No target was set for a turn: ours is a counter's stop, fold and
+     * start (row 4r, about 115) and its share of the turn's sort.
      */
     [PERFMON_BENCH_BUDGET_TURN] = { 0, 900, 900, NULL },
 };
@@ -148,9 +148,9 @@ perfmon_bench_print_why(unsigned int budget)
     assert(budget < PERFMON_BENCH_NR_BUDGETS);
     b = &perfmon_bench_budgets[budget];
 
-    if (b->allowed > b->issue) {
-        kprintf("     budget +%u, not the issue's +%u: %s\n", b->allowed,
-                b->issue, b->why);
+    if (b->allowed > b->target) {
+        kprintf("     budget +%u, over the target +%u: %s\n", b->allowed,
+                b->target, b->why);
     }
 }
 

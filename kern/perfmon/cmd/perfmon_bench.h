@@ -5,7 +5,7 @@
  * `perfmon bench`: microbenchmarks of the perfmon layer next to the raw
  * device operations it wraps, in two views: path length (instructions,
  * counted exactly by the step PMU when the kernel was booted with
- * perfmon.step=on), judged against the budgets of issue 13, and TSC
+ * perfmon.step=on), judged against an instruction budget per row, and TSC
  * cycles, measured side by side in one run so that their ratios mean
  * something on a noisy machine.
  *

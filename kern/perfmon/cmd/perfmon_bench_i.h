@@ -62,9 +62,9 @@
  * Instruction budgets, in perfmon_bench_budgets[]
  * (kern/perfmon/cmd/perfmon_bench.c): what a row may run beyond times its
  * part, the raw device operations it contains (rows 1 and 4r count those; the
- * fold and sample rows leave the device out already: times 0).  issue is the
- * allowance of issue 13; where today's path needs more, allowed is more and
- * why names where the instructions go, printed under the row (README.md,
+ * fold and sample rows leave the device out already: times 0).  target is
+ * the allowance the row was designed to; where today's path needs more,
+ * allowed is more and why names where the instructions go, printed under the row (README.md,
  * "Performance", has the breakdowns).
  */
 enum {
@@ -83,7 +83,7 @@ enum {
 
 struct perfmon_bench_budget {
     unsigned int times;
-    unsigned int issue;
+    unsigned int target;
     unsigned int allowed;
     const char *why;
 };
@@ -139,7 +139,7 @@ void perfmon_bench_print(struct perfmon_bench_run *run, const char *id,
 /*
  * The budget of a row with budget (PERFMON_BENCH_BUDGET_*) containing part
  * (PERFMON_BENCH_NONE when that was not counted: no budget either), and the
- * line under the row that says why it is over the issue's, if it is.
+ * line under the row that says why it is over its target, if it is.
  */
 uint64_t perfmon_bench_budget(unsigned int budget, uint64_t part);
 void perfmon_bench_print_why(unsigned int budget);

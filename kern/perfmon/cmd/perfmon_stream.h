@@ -6,8 +6,9 @@
  * format of Linux perf (perf.data without seeking), so that the host's
  * `perf report`, `perf script` and `perf annotate` read them with the
  * kernel's ELF (tools/perfdata on the host turns a stream into a
- * perf.data file).  Facts of the format, checked against perf 6.1:
- * ../shared/docs/perf-data-facts.md.
+ * perf.data file).  The format is Linux's
+ * tools/perf/Documentation/perf.data-file-format.txt and the record
+ * layouts of include/uapi/linux/perf_event.h, checked against perf 6.1.
  *
  * One recording is, in this order, all little-endian, every record a
  * multiple of 8 bytes with perf's header (u32 type, u16 misc, u16 size):
