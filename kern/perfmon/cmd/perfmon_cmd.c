@@ -2,17 +2,18 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * The `perfmon` shell command: its dispatcher and usage, and what every
- * subcommand shares (kern/perfmon/cmd/perfmon_cmd.h): the output line buffer,
- * one-line errors with the usage, option parsing (short and long
- * options), the command runner that starts a workload disabled and lets
- * its caller enable events as it begins, and the resolution of parsed
- * event names to devices with the reason a name is refused.  Each of
- * these exists once, for stat, record, report, script, top and selftest.
- * The subcommands are in their own files: `list` and `info` in
- * kern/perfmon/cmd/perfmon_list.c, `stat` in kern/perfmon/cmd/perfmon_stat.c, `bench` in
- * kern/perfmon/cmd/perfmon_bench.c, and so on.  It reaches the hardware only through
- * the core's API (kern/perfmon.h).
+ * The `perfmon` shell command: its table of subcommands, from which it
+ * dispatches and prints `perfmon help`, and what every subcommand shares
+ * (kern/perfmon/cmd/perfmon_cmd.h): the output line buffer, one-line
+ * errors with the usage, option parsing (short and long options), the
+ * command runner that starts a workload disabled and lets its caller
+ * enable events as it begins, and the resolution of parsed event names to
+ * devices with the reason a name is refused.  Each of these exists once,
+ * for stat, record, report, script, top and selftest.  The subcommands
+ * are in their own files of kern/perfmon/cmd/: `list` and `info` in
+ * perfmon_list.c, `stat` in perfmon_stat.c, `bench` in perfmon_bench.c,
+ * and so on.  It reaches the hardware only through the core's API
+ * (kern/perfmon.h).
  */
 
 #include <stdarg.h>
