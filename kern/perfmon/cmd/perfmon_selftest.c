@@ -2,12 +2,12 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * `perfmon selftest` (see kern/perfmon_selftest.h): the run and the checks
- * that need nothing but the core's API; each check's line is written by
- * kern/perfmon/cmd/perfmon_selftest_report.c.  Counts of the hardware are taken on the
- * spin loop of kern/workload.c, whose iterations are exactly
- * PERFMON_SELFTEST_SPIN_INSNS instructions and one branch: every count is
- * the smallest of a few runs with interrupts disabled (an interrupt, or an
+ * `perfmon selftest` (see kern/perfmon/cmd/perfmon_selftest.h): the run
+ * and the checks that need nothing but the core's API; each check's line
+ * is written by the core's report (kern/perfmon_selftest.h).  Counts of
+ * the hardware are taken on the spin loop of kern/workload.c, whose
+ * iterations are exactly WORKLOAD_SPIN_INSNS instructions and one branch:
+ * every count is the smallest of a few runs with interrupts disabled (an interrupt, or an
  * SMI, only ever adds), and per-iteration figures are the difference
  * between a long and a short run, so that the constant cost of reading
  * the counters cancels out.  The ranges are those of a healthy PMU with
@@ -26,7 +26,8 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/swevent.h"
@@ -48,16 +49,7 @@
 #define PERFMON_SELFTEST_HOPS       10
 #define PERFMON_SELFTEST_BUSY_MS    20
 
-/* ---- the run's own lines and its spin loop ------------------------------ */
-
-uint64_t
-perfmon_selftest_spin(uint64_t n)
-{
-    uint64_t start = cpu_rdtsc();
-
-    workload_spin_loop(n);
-    return cpu_rdtsc() - start;
-}
+/* ---- the run's own lines ------------------------------------------------ */
 
 static void
 perfmon_selftest_printf(struct perfmon_selftest *st, const char *fmt, ...)
@@ -252,7 +244,7 @@ perfmon_selftest_modes(struct perfmon_selftest *st)
     static const char name_u[] = "instructions:u of a kernel spin";
     static const char name_k[] = "instructions:k of a kernel spin";
     struct perfmon_event event;
-    uint64_t n = PERFMON_SELFTEST_LONG, insns = n * PERFMON_SELFTEST_SPIN_INSNS;
+    uint64_t n = PERFMON_SELFTEST_LONG, insns = n * WORKLOAD_SPIN_INSNS;
 
     if (perfmon_selftest_begin(st, name_u, &event, PERFMON_EV_INSTRUCTION,
                                PERFMON_EF_USER)) {
@@ -638,6 +630,8 @@ perfmon_selftest_kprint(void *arg, const char *line)
     kprintf("%s\n", line);
 }
 
+const char perfmon_selftest_usage[] = "usage: perfmon selftest\n";
+
 int
 perfmon_selftest_main(int argc, char **argv)
 {
@@ -647,10 +641,9 @@ perfmon_selftest_main(int argc, char **argv)
     };
     unsigned int failed;
 
-    if (argc > 1) {
-        kprintf("perfmon: selftest: no arguments expected, not '%s'\n"
-                "usage: perfmon selftest\n", argv[1]);
-        return SHELL_ERR_REPORTED;
+    if (argc > 2) {
+        return perfmon_cmd_error("selftest", perfmon_selftest_usage,
+                                 "no arguments expected, not '%s'", argv[2]);
     }
 
     failed = perfmon_selftest_run(&st);
