@@ -171,6 +171,16 @@ pmu_probe_reset(void)
     __atomic_store_n(&pmu_pmis, 0, __ATOMIC_RELAXED);
 }
 
+void
+pmu_status_drop(const struct pmu_driver *drv, unsigned int hw_id)
+{
+    uint64_t bit = 1ULL << hw_id;
+
+    if (pmu_msr_read(drv->global_status_msr) & bit) {
+        pmu_msr_write(drv->global_ack_msr, bit);
+    }
+}
+
 /*
  * The bits of status_msr within mask, each acknowledged by writing it to
  * clear_msr, re-read until none is left (a counter may overflow meanwhile;

@@ -300,6 +300,13 @@ pmu_cpuid_model(uint32_t eax)
  *   their CPU with interrupts disabled and read by its overflow handler.
  * pmu_probe_reset: the state a probe starts from: no active counter on any
  *   CPU, no PMI counted.
+ * pmu_status_drop: for a start (the counter loaded, not yet enabled), on
+ *   drivers that take overflows from drv's global status: clear counter
+ *   hw_id's status bit if its previous user left it set (an overflow
+ *   whose PMI is still on its way, or was lost), so that the handler never
+ *   reports it for the new user.  The bit is read first and written only
+ *   when set, as the handler does: some emulators fault on clearing a bit
+ *   that is clear.
  * pmu_handle_overflow_intr: the handle_overflow_intr operation of both
  *   drivers, for their exist counters.  With topbit (no status register:
  *   Intel version 1, AMD without PerfMonV2) the counters are kept armed
@@ -329,6 +336,7 @@ void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);
 uint64_t pmu_active_get(void);
 void pmu_probe_reset(void);
+void pmu_status_drop(const struct pmu_driver *drv, unsigned int hw_id);
 uint64_t pmu_handle_overflow_intr(struct perfmon_dev *dev,
                                   const struct pmu_driver *drv, bool topbit,
                                   uint64_t top,

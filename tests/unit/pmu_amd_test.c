@@ -528,6 +528,20 @@ test_rearm_loses_nothing_perfmon_v2(void **state)
 }
 
 /*
+ * A counter stopped after its overflow and started for a new user before
+ * the NMI: with PerfMonV2 the status bit the previous user left must not
+ * reach the new one (+2^48); without it the start re-arms bit 47.
+ */
+static void
+test_restart_drops_overflow(void **state)
+{
+    (void)state;
+    pmu_test_check_restart_drops_overflow(boot_amd(0x10, false, false));
+    pmu_test_check_restart_drops_overflow(boot_amd(0x17, true, false));
+    pmu_test_check_restart_drops_overflow(boot_amd(0x19, true, true));
+}
+
+/*
  * AMD signals an overflow's NMI again after the handler took it: the
  * duplicate finds nothing (bit 47 set again, or no status bit), is not
  * claimed, and never counts a wrap twice.
@@ -839,6 +853,7 @@ main(void)
         cmocka_unit_test(test_wraps_core_ext),
         cmocka_unit_test(test_wraps_perfmon_v2),
         cmocka_unit_test(test_rearm_loses_nothing_perfmon_v2),
+        cmocka_unit_test(test_restart_drops_overflow),
         cmocka_unit_test(test_late_nmis),
         cmocka_unit_test(test_skid),
         cmocka_unit_test(test_spurious_nmi),
