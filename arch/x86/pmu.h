@@ -311,7 +311,8 @@ pmu_cpuid_model(uint32_t eax)
  *   drivers, for their exist counters.  With topbit (no status register:
  *   Intel version 1, AMD without PerfMonV2) the counters are kept armed
  *   with bit top set, and an active one of this CPU whose bit top is clear
- *   has wrapped: rearm(hw_id, value) arms it again.  Else drv's global
+ *   has wrapped: rearm(hw_id, value) arms it again; the LVT is unmasked
+ *   first, as the counters run on meanwhile.  Else drv's global
  *   enable is frozen for ours (the firmware's bits kept) while the status
  *   is read and acknowledged and the core folds and re-arms them, and
  *   pmu_overflow_intr_end restores it.  Returns the counters that
@@ -319,8 +320,9 @@ pmu_cpuid_model(uint32_t eax)
  *   which then ends at once (pmu_overflow_intr_end).
  * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers,
  *   also called by their handlers for an interrupt that was not theirs:
- *   restore what pmu_freeze froze, then unmask the local APIC's
- *   performance-counter LVT entry, which an Intel PMI masks on delivery.
+ *   unmask the local APIC's performance-counter LVT entry, which an Intel
+ *   PMI masks on delivery (unless the handler did), then restore what
+ *   pmu_freeze froze.
  * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
  */
 unsigned int pmu_popcount(uint64_t x);

@@ -406,7 +406,7 @@ pmu_intel_rearm(unsigned int hw_id, uint64_t value)
  * ones from IA32_PERF_GLOBAL_STATUS, cleared through
  * IA32_PERF_GLOBAL_OVF_CTRL (SDM vol. 3B, "Architectural Performance
  * Monitoring Version 2"); the core folds and re-arms them frozen, and
- * overflow_intr_end opens the gate and unmasks the LVT last.  Only bits of
+ * overflow_intr_end unmasks the LVT, then opens the gate.  Only bits of
  * counters we run are acknowledged: other status bits (buffers, trace,
  * CondChgd) and bits of counters that do not exist are left alone, since
  * clearing bits that are not set or not implemented may fault.  Version 1
@@ -457,8 +457,8 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     /*
      * The local APIC sets the mask bit of the performance-counter LVT when
      * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
-     * last, once the overflows are cleared and the gate open again, or
-     * there would be no further PMI.
+     * once the overflows are cleared, before the gate opens again, or a
+     * counter wrapping in between would raise no PMI, nor any after.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
     .selftest = pmu_selftest,

@@ -542,6 +542,19 @@ test_restart_drops_overflow(void **state)
 }
 
 /*
+ * A counter that wraps while the handler ends: its PMI must be taken (AMD
+ * leaves the LVT unmasked, but the driver must not depend on it).
+ */
+static void
+test_unmask_window(void **state)
+{
+    (void)state;
+    pmu_test_check_unmask_window(boot_amd(0x10, false, false));
+    pmu_test_check_unmask_window(boot_amd(0x17, true, false));
+    pmu_test_check_unmask_window(boot_amd(0x19, true, true));
+}
+
+/*
  * AMD signals an overflow's NMI again after the handler took it: the
  * duplicate finds nothing (bit 47 set again, or no status bit), is not
  * claimed, and never counts a wrap twice.
@@ -854,6 +867,7 @@ main(void)
         cmocka_unit_test(test_wraps_perfmon_v2),
         cmocka_unit_test(test_rearm_loses_nothing_perfmon_v2),
         cmocka_unit_test(test_restart_drops_overflow),
+        cmocka_unit_test(test_unmask_window),
         cmocka_unit_test(test_late_nmis),
         cmocka_unit_test(test_skid),
         cmocka_unit_test(test_spurious_nmi),

@@ -768,6 +768,23 @@ test_restart_drops_overflow(void **state)
     }
 }
 
+/*
+ * A counter that wraps between the handler's re-enabling the counters
+ * and its unmasking of the LVT (which the PMI masked) would raise a PMI
+ * the LAPIC drops, and never interrupt again: every version.
+ */
+static void
+test_unmask_window(void **state)
+{
+    static const unsigned int versions[] = { 1, 2, 4, 5 };
+
+    (void)state;
+
+    for (size_t i = 0; i < ARRAY_SIZE(versions); i++) {
+        pmu_test_check_unmask_window(boot_version(versions[i]));
+    }
+}
+
 static void
 test_rearm_loses_nothing_v2(void **state)
 {
@@ -1208,6 +1225,7 @@ main(void)
         cmocka_unit_test(test_spurious_pmi_unmasks),
         cmocka_unit_test(test_late_pmi_of_stopped_counter_v1),
         cmocka_unit_test(test_restart_drops_overflow),
+        cmocka_unit_test(test_unmask_window),
         cmocka_unit_test(test_rearm_loses_nothing_v2),
         cmocka_unit_test(test_rearm_loses_nothing_v4),
         cmocka_unit_test(test_skid),

@@ -244,6 +244,41 @@ pmu_test_check_restart_drops_overflow(struct perfmon_dev *dev)
 }
 
 void
+pmu_test_check_unmask_window(struct perfmon_dev *dev)
+{
+    uint64_t total = 0;
+    int h;
+
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, PERFMON_EF_KERN, NULL);
+    assert_true(h >= 0);
+    /* Fewer events left than one access's drift. */
+    fake_perfmon_set_rearm(h, (1ULL << dev->width) - 3);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 10, false);
+    total += 10;
+
+    for (unsigned int i = 0; i < 50; i++) {
+        if (msr_model_nmis_pending() != 1) {
+            fail_msg("round %u: no PMI pending (%u lost)", i,
+                     msr_model_pmis_lost());
+        }
+
+        /* One NMI a round: a re-arm may raise the next one at once. */
+        assert_true(msr_model_take_nmi());
+        perfmon_overflow_intr(dev, NULL);
+        assert_false(msr_model_lvt_masked());
+        msr_model_inject(MSR_MODEL_EV_BRANCH, 10, false);
+        total += 10;
+    }
+
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_true(fake_perfmon_nr_intrs() >= 50);
+    fake_perfmon_set_rearm(h, 0);
+    pmu_test_deliver_any_nmis(dev);
+    pmu_test_assert_count(fake_perfmon_value(h), total);
+    pmu_test_assert_no_fault();
+}
+
+void
 pmu_test_check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
                      uint64_t max_chunk, unsigned int min_wraps)
 {

@@ -126,6 +126,16 @@ void pmu_test_check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
 void pmu_test_check_restart_drops_overflow(struct perfmon_dev *dev);
 
 /*
+ * A sampling counter of dev re-armed from each PMI so close to its wrap
+ * that it wraps at the next of the driver's accesses with the counters
+ * running: the handler's end must let that wrap's PMI through (the LVT
+ * unmasked before the counters count again), or the counter never
+ * interrupts again.  Every round's wrap raises a PMI that is taken; none
+ * is lost; the count stays exact.
+ */
+void pmu_test_check_unmask_window(struct perfmon_dev *dev);
+
+/*
  * Sampling re-arms counters from the PMI: the core reads, then writes.
  * Two counters of dev (branches, instructions) re-armed on every overflow
  * through thousands of them: with a global control register (ctrl_msr)
