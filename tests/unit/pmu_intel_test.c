@@ -1003,6 +1003,7 @@ static void
 test_firmware_counters_left_alone(void **state)
 {
     struct msr_model_config c = msr_model_intel(2);
+    uint64_t fw_gp, fw_fixed, drifted;
     struct perfmon_dev *dev;
     unsigned int hw;
     int h[3];
@@ -1047,13 +1048,23 @@ test_firmware_counters_left_alone(void **state)
     msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, false);
     pmu_test_assert_count(fake_perfmon_value(h[0]), 1000);
 
-    /* The PMI path freezes and restores ours only. */
+    /*
+     * The PMI path freezes and restores ours only: the firmware's count
+     * every cycle the handler runs (the model's drift), ours none.
+     */
     dev->ops->write(dev, 0, (1ULL << 48) - 10);
     msr_model_inject(MSR_MODEL_EV_CYCLES, 100, false);
+    fw_gp = pmu_test_peek(MSR_IA32_PMC0 + 1);
+    fw_fixed = pmu_test_peek(MSR_IA32_FIXED_CTR0 + 1);
+    drifted = msr_model_drifted();
     pmu_test_deliver_nmis(dev);
     assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL),
                      0xfULL | (7ULL << 32));
-    assert_true(pmu_test_peek(MSR_IA32_PMC0 + 1) >= MSR_MODEL_FW_VALUE + 2000);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + 1) - fw_gp,
+                     msr_model_drifted() - drifted);
+    assert_int_equal(pmu_test_peek(MSR_IA32_FIXED_CTR0 + 1) - fw_fixed,
+                     msr_model_drifted() - drifted);
+    assert_true(msr_model_drifted() > drifted);
     pmu_test_assert_no_fault();
 }
 
