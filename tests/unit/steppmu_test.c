@@ -29,7 +29,7 @@
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 
-/* ---- the fake step count (arch/x86/step.c) -------------------------------- */
+/* ---- the fake step count (arch/x86/step.c) ------------------------------ */
 
 /*
  * A CPU's step counts (outside handlers, and with NMI handlers: the same
