@@ -282,12 +282,26 @@ step_nmi_stack_switch(const struct step_cpu *c)
     barrier();
 }
 
+/*
+ * Whether sp is on one of this CPU's NMI stacks: then the NMI interrupted
+ * another NMI's handler (its tail, past its last step: see step.h).
+ */
+static bool
+step_on_nmi_stack(const struct step_cpu *c, uint64_t sp)
+{
+    uint64_t alt = (uint64_t)c->nmi_stack;
+    uint64_t primary = (uint64_t)cpu_self()->ist_stacks[CPU_IST_NMI - 1];
+
+    return (sp >= alt && sp - alt < CPU_IST_STACK_SIZE)
+           || (sp >= primary && sp - primary < CPU_IST_STACK_SIZE);
+}
+
 bool
-step_nmi_enter_slow(void)
+step_nmi_enter_slow(const struct trap_frame *frame)
 {
     const struct step_cpu *c = step_cpu_local();
 
-    if (c->nr_nmi_users == 0) {
+    if (c->nr_nmi_users == 0 || step_on_nmi_stack(c, frame->rsp)) {
         return false;
     }
 
