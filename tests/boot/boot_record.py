@@ -48,7 +48,7 @@ CHAIN = ['workload_chain_inner', 'workload_chain_middle',
          'perfmon_cmd_runner_main', 'thread_start', 'thread_start_entry']
 CHAIN_MIN_SAMPLES = 2000
 # One -g recording of each built-in workload.
-WORKLOADS = ('spin 30000000', 'memwalk 1M 64', 'branchy 3000000',
+WORKLOADS = ('spin 30000000', 'memwalk 4M 64 8', 'branchy 3000000',
              'chain 3000000', 'yield 3000', 'hop 300', 'xcall 300',
              'sleep 300')
 SCRIPT_FRAME_RE = re.compile(r'^\t([0-9a-f]{16}) (\S+)', re.M)
