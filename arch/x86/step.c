@@ -32,6 +32,7 @@
  * nmi_stack: the second NMI stack, for nested NMIs (see step.h).
  * in_deadline: the deadline function runs; a step taken meanwhile (in a
  * stepped NMI) does not call it again.
+ * nr_nmi_tail: NMIs that came in a stepped NMI's tail, not stepped.
  */
 struct step_cpu {
     uint64_t count;                     /* outside handlers */
@@ -43,6 +44,7 @@ struct step_cpu {
     bool in_deadline;
     void *nmi_stack;
     struct syscnt nr_stray;             /* steps no user asked for */
+    struct syscnt nr_nmi_tail;
 } __aligned(CACHE_LINE_SIZE);
 
 bool step_enabled;
@@ -111,6 +113,7 @@ step_enable(step_deadline_fn_t fn)
 
     for (unsigned int i = 0; i < nr_cpus; i++) {
         syscnt_register_cpu(&step_cpus[i].nr_stray, "step_stray", i);
+        syscnt_register_cpu(&step_cpus[i].nr_nmi_tail, "step_nmi_tail", i);
     }
 
     step_deadline_fn = fn;
@@ -299,9 +302,14 @@ step_on_nmi_stack(const struct step_cpu *c, uint64_t sp)
 bool
 step_nmi_enter_slow(const struct trap_frame *frame)
 {
-    const struct step_cpu *c = step_cpu_local();
+    struct step_cpu *c = step_cpu_local();
 
-    if (c->nr_nmi_users == 0 || step_on_nmi_stack(c, frame->rsp)) {
+    if (c->nr_nmi_users == 0) {
+        return false;
+    }
+
+    if (step_on_nmi_stack(c, frame->rsp)) {
+        syscnt_inc(&c->nr_nmi_tail);
         return false;
     }
 
