@@ -217,22 +217,26 @@ trap_handle_nmi(struct trap_frame *frame)
     swevent_add(SWEVENT_NMI, 1);
     stepped = step_nmi_enter(frame);
 
-    /* Every handler sees every NMI: several sources may have fired at once. */
+    /*
+     * Every handler sees every NMI: several sources may have fired at once.
+     * Stepping stops after a pass that nothing latched during; one more
+     * look then for what latched as it stopped.
+     */
     do {
-        do {
-            WRITE_ONCE(cpu->nmi_latched, false);
-            barrier();
-
-            for (unsigned int i = 0; i < n; i++) {
-                claimed |= trap_nmi_handlers[i](frame);
-            }
-
-            barrier();
-        } while (READ_ONCE(cpu->nmi_latched));
-
-        step_nmi_leave(stepped);
-        stepped = false;
+        WRITE_ONCE(cpu->nmi_latched, false);
         barrier();
+
+        for (unsigned int i = 0; i < n; i++) {
+            claimed |= trap_nmi_handlers[i](frame);
+        }
+
+        barrier();
+
+        if (stepped && !READ_ONCE(cpu->nmi_latched)) {
+            step_nmi_leave(stepped);
+            stepped = false;
+            barrier();
+        }
     } while (READ_ONCE(cpu->nmi_latched));
 
     if (!claimed) {
