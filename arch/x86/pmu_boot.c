@@ -130,13 +130,12 @@ pmu_absent(const char *log_line, const char *hint)
 {
     char status[PERFMON_HW_STATUS_SIZE];
 
-    log_info("pmu: %s", log_line);
-
     if (hint != NULL) {
-        log_info("pmu: %s", hint);
+        log_info("pmu: %s; %s", log_line, hint);
         ksnprintf(status, sizeof(status), "none (%s; %s)", pmu_caps.reason,
                   hint);
     } else {
+        log_info("pmu: %s", log_line);
         ksnprintf(status, sizeof(status), "none (%s)", pmu_caps.reason);
     }
 
