@@ -117,8 +117,8 @@ pmu_hypervisor_hint(void)
         return NULL;
     }
 
-    return "the hypervisor shows no PMU: under KVM, QEMU -cpu host,pmu=on "
-           "(none on a hybrid host or with kvm.enable_pmu=0)";
+    return "the hypervisor hides it: try QEMU pmu=on, kvm.enable_pmu=1, a "
+           "non-hybrid host";
 }
 
 /*

@@ -73,8 +73,8 @@ def absence_or_driver(text):
     return 'neither the absence line nor a driver line: %r' % pmu_lines(text)
 
 
-HINT = ('the hypervisor shows no PMU: under KVM, QEMU -cpu host,pmu=on '
-        '(none on a hybrid host or with kvm.enable_pmu=0)')
+HINT = ('the hypervisor hides it: try QEMU pmu=on, kvm.enable_pmu=1, a '
+        'non-hybrid host')
 
 
 def absence_says_what_to_try(text):

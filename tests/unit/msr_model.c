@@ -156,9 +156,10 @@ msr_model_kvm_intel(void)
 
 /*
  * KVM's AMD vPMU with PerfMonV2 (Linux 6.3 on, and a QEMU newer than 7.2
- * with -cpu host; Linux arch/x86/kvm/svm/pmu.c and cpuid.c): family 19h Zen 4, the core extension, CPUID
- * 8000_0022h with PerfMonV2 and 6 counters (KVM's AMD maximum), the
- * global control and status registers, no LbrExtV2.
+ * with -cpu host; Linux arch/x86/kvm/svm/pmu.c and cpuid.c): family 19h
+ * Zen 4, the core extension, CPUID 8000_0022h with PerfMonV2 and 6
+ * counters (KVM's AMD maximum), the global control and status registers,
+ * no LbrExtV2.
  */
 struct msr_model_config
 msr_model_kvm_amd(void)
