@@ -22,15 +22,16 @@
  *
  * The model is no kinder than hardware, by default:
  *
- * - Time passes while the driver runs: before every MSR access the model
- *   counts kernel-mode events on that CPU, by kind as an access costs on
- *   hardware: for a drift of MSR_MODEL_DEFAULT_DRIFT, that many
- *   instructions, four times as many cycles and reference cycles, a fifth
- *   as many branches (rounded up), no cache or branch misses
- *   (msr_model_set_drift() changes the amount, 0 turns it off).  A driver
- *   that reads a running counter and writes it back loses what was counted
- *   in between, as on hardware (msr_model_lost_events()), and a counter
- *   count is only known within the drift (msr_model_drifted()).
+ * - Time passes while the driver runs: before every MSR access (and the
+ *   unmask of the LVT) the model counts kernel-mode events on that CPU, by
+ *   kind as an access costs on hardware: for a drift of
+ *   MSR_MODEL_DEFAULT_DRIFT, that many instructions, four times as many
+ *   cycles and reference cycles, a fifth as many branches (rounded up), no
+ *   cache or branch misses (msr_model_set_drift() changes the amount, 0
+ *   turns it off).  A driver that reads a running counter and writes it
+ *   back loses what was counted in between, as on hardware
+ *   (msr_model_lost_events()), and a counter count is only known within
+ *   the drift (msr_model_drifted()).
  * - Under KVM the host's own users (its NMI watchdog, host perf) may take
  *   the hardware counter behind a guest's: it stops counting with no sign
  *   the guest can see (msr_model_set_host_owned()).

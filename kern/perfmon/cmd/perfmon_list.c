@@ -20,6 +20,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -189,6 +190,9 @@ perfmon_list_dev(struct perfmon_dev *dev, const char *filter,
  * `perfmon list [FILTER]`: every event of every device, or those whose
  * name, alias or description contains FILTER (perf list's filter).
  */
+const char perfmon_list_usage[] = "usage: perfmon list [FILTER]\n";
+const char perfmon_info_usage[] = "usage: perfmon info\n";
+
 int
 perfmon_list_main(int argc, char **argv)
 {
@@ -200,9 +204,9 @@ perfmon_list_main(int argc, char **argv)
     char aliases[64];
 
     if (argc > 3) {
-        kprintf("perfmon: list: one filter at most ('%s' is extra)\n"
-                "usage: perfmon list [FILTER]\n", argv[3]);
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("list", perfmon_list_usage,
+                                 "one filter at most ('%s' is extra)",
+                                 argv[3]);
     }
 
     for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
@@ -302,8 +306,8 @@ perfmon_list_info_branches(void)
         return;
     }
 
-    perfmon_branch_filter_fmt(filters, sizeof(filters), info.filters);
-    perfmon_branch_filter_fmt(in_use, sizeof(in_use), info.filter);
+    perfmon_parse_branch_fmt(filters, sizeof(filters), info.filters);
+    perfmon_parse_branch_fmt(in_use, sizeof(in_use), info.filter);
     kprintf("branch records: %s; %u entries; filters %s; in use: ",
             info.text, info.depth, filters);
 
@@ -379,10 +383,15 @@ perfmon_list_info_pmc(const struct perfmon_list_pmc *pmc)
 }
 
 int
-perfmon_info_main(void)
+perfmon_info_main(int argc, char **argv)
 {
     struct perfmon_list_pmcs pmcs = { .max = PERFMON_MAX_PMCS };
     size_t size = sizeof(*pmcs.pmcs) * PERFMON_MAX_PMCS;
+
+    if (argc > 2) {
+        return perfmon_cmd_error("info", perfmon_info_usage,
+                                 "no arguments expected, not '%s'", argv[2]);
+    }
 
     perfmon_list_info_hw();
 

@@ -34,9 +34,25 @@
 #include "kern/string.h"
 #include "kern/thread.h"
 
-static const char perfmon_stat_usage[] =
+const char perfmon_stat_usage[] =
     "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-    "[-x SEP] [--] COMMAND [ARGS...]\n";
+    "[-x SEP] [--] COMMAND [ARGS...]\n"
+    "  -e EVENTS  comma-separated names or aliases from 'perfmon list', raw "
+    "codes rHEX,\n"
+    "             each with optional modifiers :u :k (default both) :D "
+    "(pinned); groups\n"
+    "             {a,b}[:mods] count together; -e may repeat\n"
+    "  -a         count on all CPUs instead of the thread\n"
+    "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
+    "  -A         one row per CPU instead of the sum (with -a or -C)\n"
+    "  -i         the command's thread only, not the threads it creates\n"
+    "  -r N       run N times (1 to " STRINGIFY(PERFMON_STAT_MAX_RUNS)
+    "): mean and relative deviation\n"
+    "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%,]time ns,"
+    "percent,metric,metric unit\n"
+    "             (long forms: --event= --all-cpus --cpu= --no-aggr "
+    "--no-inherit --repeat=\n"
+    "             --field-separator=)\n";
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
