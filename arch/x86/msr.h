@@ -8,6 +8,13 @@
  * msr_read()/msr_write() fault (#GP) on an MSR the CPU lacks, which is a
  * kernel bug.  msr_read_safe()/msr_write_safe() return -EIO instead: they are
  * for probing hardware whose presence CPUID may misreport (the PMU drivers).
+ *
+ * msr_rdpmc() reads a performance counter with RDPMC, by its counter index
+ * rather than its MSR (Intel SDM vol. 2B, RDPMC; AMD APM vol. 3, RDPMC):
+ * cheaper than RDMSR on hardware, and legal at CPL 0 whatever CR4.PCE
+ * says.  It faults (#GP) on an index the CPU lacks; msr_rdpmc_safe()
+ * returns -EIO instead, also where the instruction itself is missing
+ * (#UD: QEMU's TCG), for the PMU drivers' probe.
  */
 
 #ifndef ARCH_X86_MSR_H
@@ -33,6 +40,13 @@
 #define MSR_IA32_PERF_GLOBAL_CTRL   0x0000038f
 #define MSR_IA32_PERF_GLOBAL_OVF_CTRL 0x00000390
 #define MSR_IA32_A_PMC0             0x000004c1
+
+/*
+ * RDPMC's counter index (ECX): general-purpose counter i is i; with bit
+ * 30 set, fixed counter i (SDM vol. 2B, RDPMC, "Valid Counter Index").
+ * AMD numbers its core counters 0-5 (APM vol. 3, RDPMC).
+ */
+#define MSR_RDPMC_FIXED             (1U << 30)
 
 /*
  * Branch records: Intel's legacy LBR stack (SDM vol. 3B, "Last Branch,
@@ -89,6 +103,19 @@ msr_write(uint32_t msr, uint64_t value)
                          : "memory");
 }
 
+static inline uint64_t
+msr_rdpmc(uint32_t index)
+{
+    uint32_t low, high;
+
+    __asm__ __volatile__("rdpmc" : "=a"(low), "=d"(high) : "c"(index));
+    return ((uint64_t)high << 32) | low;
+}
+
+#else /* TALLY_HOST_TEST */
+
+uint64_t msr_rdpmc(uint32_t index);
+
 #endif /* TALLY_HOST_TEST */
 
 /*
@@ -97,5 +124,8 @@ msr_write(uint32_t msr, uint64_t value)
  */
 int msr_read_safe(uint32_t msr, uint64_t *valuep);
 int msr_write_safe(uint32_t msr, uint64_t value);
+
+/* RDPMC of counter index, 0, or -EIO when it raised #GP or #UD. */
+int msr_rdpmc_safe(uint32_t index, uint64_t *valuep);
 
 #endif /* ARCH_X86_MSR_H */

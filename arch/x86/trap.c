@@ -298,7 +298,9 @@ trap_dispatch(struct trap_frame *frame)
             return;
         }
 
-        if (vector == TRAP_GP && trap_fixup_apply(frame)) {
+        /* #UD: the safe RDPMC where the instruction is missing (TCG). */
+        if ((vector == TRAP_GP || vector == TRAP_UD)
+            && trap_fixup_apply(frame)) {
             return;
         }
 
@@ -320,7 +322,7 @@ trap_dispatch(struct trap_frame *frame)
     step_intr_return(frame);
 }
 
-/* Safe MSR access: the #GP fixup resumes at label 3 with -EIO. */
+/* Safe MSR and RDPMC access: the fixup resumes at label 3 with -EIO. */
 int
 msr_read_safe(uint32_t msr, uint64_t *valuep)
 {
@@ -360,5 +362,26 @@ msr_write_safe(uint32_t msr, uint64_t value)
                          : "i"(-EIO), "c"(msr), "a"((uint32_t)value),
                            "d"((uint32_t)(value >> 32))
                          : "memory");
+    return error;
+}
+
+int
+msr_rdpmc_safe(uint32_t index, uint64_t *valuep)
+{
+    uint32_t low = 0, high = 0;
+    int error = 0;
+
+    __asm__ __volatile__("1: rdpmc\n"
+                         "2:\n"
+                         ".pushsection ex_fixup, \"a\"\n"
+                         ".quad 1b, 3f\n"
+                         ".popsection\n"
+                         ".pushsection .text.fixup, \"ax\"\n"
+                         "3: movl %3, %2\n"
+                         "jmp 2b\n"
+                         ".popsection\n"
+                         : "+a"(low), "+d"(high), "+r"(error)
+                         : "i"(-EIO), "c"(index));
+    *valuep = ((uint64_t)high << 32) | low;
     return error;
 }

@@ -50,6 +50,7 @@ static struct {
     unsigned int gp_safe;
     unsigned int gp_unsafe;
     unsigned int writes;
+    struct msr_model_accesses accesses;
 } model;
 
 struct model_cpu *
@@ -431,6 +432,12 @@ unsigned int
 msr_model_nr_writes(void)
 {
     return model.writes;
+}
+
+void
+msr_model_get_accesses(struct msr_model_accesses *accesses)
+{
+    *accesses = model.accesses;
 }
 
 uint64_t
@@ -1434,6 +1441,7 @@ msr_read_safe(uint32_t msr, uint64_t *valuep)
     int error;
 
     model_drift(mc);
+    model.accesses.rdmsr++;
     error = model_read(mc, msr, valuep, false);
 
     if (error) {
@@ -1450,6 +1458,7 @@ msr_write_safe(uint32_t msr, uint64_t value)
     int error;
 
     model_drift(mc);
+    model.accesses.wrmsr++;
     error = model_write(mc, msr, value);
 
     if (error) {
@@ -1466,6 +1475,7 @@ pmu_msr_read(uint32_t msr)
     uint64_t value;
 
     model_drift(mc);
+    model.accesses.rdmsr++;
 
     if (model_read(mc, msr, &value, false) != 0) {
         model.gp_unsafe++;
@@ -1481,10 +1491,94 @@ pmu_msr_write(uint32_t msr, uint64_t value)
     struct model_cpu *mc = model_cpu();
 
     model_drift(mc);
+    model.accesses.wrmsr++;
 
     if (model_write(mc, msr, value) != 0) {
         model.gp_unsafe++;
     }
+}
+
+/*
+ * RDPMC (SDM vol. 2B and APM vol. 3, RDPMC): the counter of index, read
+ * as through its MSR (a full-width value), or #GP for an index the CPU
+ * lacks: Intel's general-purpose counters 0..n-1, fixed counters from
+ * version 2 on with bit 30 set, any other bit reserved; AMD's counters
+ * 0..n-1 (KVM masks off AMD's bits 31:30; the model faults, stricter, as
+ * a driver setting them has a bug).  Where the PMU is a pretence the
+ * instruction faults: #UD under TCG, #GP under KVM without a vPMU
+ * (kvm_pmu_rdpmc fails with no vPMU version) and on the faulting kind;
+ * counters that drop writes read 0.
+ */
+static int
+model_rdpmc(struct model_cpu *mc, uint32_t index, uint64_t *valuep)
+{
+    const struct msr_model_config *c = &mc->cfg;
+    uint32_t i = index & ~MSR_RDPMC_FIXED;
+    uint32_t msr;
+
+    if (c->kind == MSR_MODEL_TCG || c->kind == MSR_MODEL_KVM_NO_PMU
+        || c->kind == MSR_MODEL_FAULTING) {
+        return -EIO;
+    }
+
+    if (!model_is_intel(c)) {
+        if (index >= model_nr_gp(c)) {
+            return -EIO;
+        }
+
+        msr = c->core_ext ? MSR_AMD_F15H_PERF_CTR0 + 2 * index
+                          : MSR_AMD_K7_PERFCTR0 + index;
+    } else if (index & MSR_RDPMC_FIXED) {
+        if (c->version < 2 || i >= MODEL_MAX_FIXED
+            || !model_fixed_exists(c, i)) {
+            return -EIO;
+        }
+
+        msr = MSR_IA32_FIXED_CTR0 + i;
+    } else {
+        if (index >= c->nr_gp) {
+            return -EIO;
+        }
+
+        msr = MSR_IA32_PMC0 + index;
+    }
+
+    return model_read(mc, msr, valuep, false);
+}
+
+int
+msr_rdpmc_safe(uint32_t index, uint64_t *valuep)
+{
+    struct model_cpu *mc = model_cpu();
+    int error;
+
+    model_drift(mc);
+    model.accesses.rdpmc++;
+    error = model_rdpmc(mc, index, valuep);
+
+    if (error) {
+        *valuep = 0;
+        model.gp_safe++;
+    }
+
+    return error;
+}
+
+uint64_t
+msr_rdpmc(uint32_t index)
+{
+    struct model_cpu *mc = model_cpu();
+    uint64_t value;
+
+    model_drift(mc);
+    model.accesses.rdpmc++;
+
+    if (model_rdpmc(mc, index, &value) != 0) {
+        model.gp_unsafe++;
+        return 0;
+    }
+
+    return value;
 }
 
 void

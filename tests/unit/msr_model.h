@@ -10,7 +10,8 @@
  * counters that do not hold values, MSRs that fault).
  *
  * It provides the drivers' hardware seam (pmu_msr_read/pmu_msr_write,
- * msr_read_safe/msr_write_safe, pmu_cpuid, lapic_pmc_setup/unmask), acting
+ * msr_read_safe/msr_write_safe, msr_rdpmc/msr_rdpmc_safe, pmu_cpuid,
+ * lapic_pmc_setup/unmask), acting
  * on the CPU that cpu_id() names (tests/unit/fakes/cpu.c: a test switches
  * CPUs with fake_cpu_set_id()).  An access to an MSR the modelled CPU lacks
  * raises the modelled #GP: the safe accessors return -EIO, the plain ones
@@ -339,6 +340,20 @@ unsigned int msr_model_nr_gp_unsafe(void);
 
 /* MSR writes of any kind so far, on all CPUs. */
 unsigned int msr_model_nr_writes(void);
+
+/*
+ * The accesses of each kind since msr_model_init(), on all CPUs, the
+ * fault-safe ones and those that faulted included: what each costs a
+ * guest is a VM exit.  The LVT's unmask is not among them (an MMIO store
+ * in xAPIC mode): msr_model_nr_unmasks() counts it.
+ */
+struct msr_model_accesses {
+    unsigned int rdmsr;
+    unsigned int wrmsr;
+    unsigned int rdpmc;
+};
+
+void msr_model_get_accesses(struct msr_model_accesses *accesses);
 
 /*
  * Look at a register of this CPU without side effects (no drift): false

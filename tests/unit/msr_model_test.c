@@ -235,6 +235,61 @@ test_host_owned(void **state)
     assert_int_equal(peek(MSR_IA32_PMC0), 15);
 }
 
+/*
+ * RDPMC's index names a counter as the SDM and APM give it: Intel's
+ * general-purpose counter i as i and fixed counter i as bit 30 | i,
+ * AMD's core counters 0..5, each read as its MSR holds it (the full
+ * width), and a counter the CPU lacks, or a reserved bit, is #GP.  Where
+ * the PMU is a pretence, RDPMC faults however its MSRs answer.  Each kind
+ * of access is counted.
+ */
+static void
+test_rdpmc(void **state)
+{
+    struct msr_model_config intel = msr_model_kvm_intel();
+    struct msr_model_config amd = msr_model_kvm_amd();
+    struct msr_model_config tcg = msr_model_kvm_intel();
+    struct msr_model_accesses a;
+    uint64_t value;
+
+    (void)state;
+    msr_model_init(&intel);
+    msr_model_set_drift(0);
+    assert_int_equal(msr_write_safe(MSR_IA32_A_PMC0 + 1, 0x123456789aULL), 0);
+    assert_int_equal(msr_write_safe(MSR_IA32_FIXED_CTR0 + 2, 0xabcdef0123ULL),
+                     0);
+    assert_int_equal(msr_rdpmc_safe(1, &value), 0);
+    assert_int_equal(value, 0x123456789aULL);
+    assert_int_equal(msr_rdpmc(MSR_RDPMC_FIXED | 2), 0xabcdef0123ULL);
+    assert_int_equal(msr_rdpmc_safe(intel.nr_gp, &value), -EIO);
+    assert_int_equal(msr_rdpmc_safe(MSR_RDPMC_FIXED | intel.nr_fixed, &value),
+                     -EIO);
+    assert_int_equal(msr_rdpmc_safe((1U << 31) | 1, &value), -EIO);
+    assert_int_equal(msr_rdpmc_safe(1U << 29, &value), -EIO);
+    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
+    assert_int_equal(msr_model_nr_gp_safe(), 4);
+    msr_model_get_accesses(&a);
+    assert_int_equal(a.rdmsr, 0);
+    assert_int_equal(a.wrmsr, 2);
+    assert_int_equal(a.rdpmc, 6);
+
+    msr_model_init(&amd);
+    msr_model_set_drift(0);
+    assert_int_equal(msr_write_safe(MSR_AMD_F15H_PERF_CTR0 + 2 * 5,
+                                    0x800000000001ULL), 0);
+    assert_int_equal(msr_rdpmc(5), 0x800000000001ULL);
+    assert_int_equal(msr_rdpmc_safe(6, &value), -EIO);
+    assert_int_equal(msr_rdpmc_safe(MSR_RDPMC_FIXED, &value), -EIO);
+
+    tcg.kind = MSR_MODEL_TCG;
+    msr_model_init(&tcg);
+    assert_int_equal(msr_rdpmc_safe(0, &value), -EIO);
+    tcg.kind = MSR_MODEL_KVM_NO_PMU;
+    msr_model_init(&tcg);
+    assert_int_equal(msr_read_safe(MSR_IA32_PMC0, &value), 0);
+    assert_int_equal(msr_rdpmc_safe(0, &value), -EIO);
+}
+
 int
 main(void)
 {
@@ -246,6 +301,7 @@ main(void)
         cmocka_unit_test(test_kvm_amd_shape),
         cmocka_unit_test(test_drift_per_event),
         cmocka_unit_test(test_host_owned),
+        cmocka_unit_test(test_rdpmc),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
