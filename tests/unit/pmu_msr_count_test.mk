@@ -1,0 +1,5 @@
+UNIT_TESTS += pmu_msr_count_test
+pmu_msr_count_test_SRCS := tests/unit/pmu_msr_count_test.c \
+	arch/x86/pmu.c arch/x86/pmu_intel.c arch/x86/pmu_amd.c \
+	tests/unit/msr_model.c tests/unit/msr_model_lbr.c kern/error.c \
+	kern/string.c $(PERFMON_CORE_SRCS)
