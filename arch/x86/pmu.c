@@ -26,11 +26,16 @@
 #include "kern/perfmon.h"
 #include "kern/printf.h"
 
-/* Overflow-status rounds in one PMI before giving up (a stuck status). */
-#define PMU_MAX_STATUS_ROUNDS   16
-
 /* Counters started on each CPU (hw id bits), see pmu_active_add(). */
 static uint64_t pmu_active[CPU_MAX];
+
+/*
+ * Each CPU's global enable register as last written (pmu_global_ctrl_set):
+ * the driver is its only writer, so the overflow handler freezes the
+ * counters without reading it first (under KVM every read is a VM exit).
+ * Written by its CPU with interrupts disabled, read by its NMI handler.
+ */
+static uint64_t pmu_global_ctrl[CPU_MAX];
 
 /*
  * A CPU's overflow handler in progress: its global enable register while
@@ -86,6 +91,19 @@ pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr)
 
     msr_write_safe(msr, 0);
     return holds;
+}
+
+bool
+pmu_rdpmc_reads(uint32_t msr, uint32_t index)
+{
+    static const uint64_t pattern = 0x5aa5;
+    uint64_t back;
+    bool reads;
+
+    reads = msr_write_safe(msr, pattern) == 0
+            && msr_rdpmc_safe(index, &back) == 0 && back == pattern;
+    msr_write_safe(msr, 0);
+    return reads;
 }
 
 bool
@@ -169,9 +187,24 @@ pmu_probe_reset(void)
         WRITE_ONCE(pmu_active[i], 0);
         pmu_frozen[i].frozen = false;
         pmu_frozen[i].unmasked = false;
+        pmu_global_ctrl[i] = 0;
     }
 
     __atomic_store_n(&pmu_pmis, 0, __ATOMIC_RELAXED);
+}
+
+void
+pmu_global_ctrl_set(const struct pmu_driver *drv, uint64_t value)
+{
+    assert(!cpu_intr_enabled());
+    pmu_msr_write(drv->global_ctrl_msr, value);
+    pmu_global_ctrl[cpu_id()] = value;
+}
+
+uint64_t
+pmu_global_ctrl_get(void)
+{
+    return pmu_global_ctrl[cpu_id()];
 }
 
 void
@@ -185,35 +218,31 @@ pmu_status_drop(const struct pmu_driver *drv, unsigned int hw_id)
 }
 
 /*
- * The bits of status_msr within mask, each acknowledged by writing it to
- * clear_msr, re-read until none is left (a counter may overflow meanwhile;
- * the rounds are bounded against a stuck status).  Returns the bits seen.
+ * The bits of status_msr within mask, acknowledged by writing them to
+ * clear_msr.  Read once: the counters of mask are frozen (or none of them
+ * counts on this CPU), so none overflows between the read and the write,
+ * and none after; Linux's loop of re-reads is for counters that run on.
+ * Returns the bits.
  */
 static uint64_t
 pmu_status_ack(uint32_t status_msr, uint32_t clear_msr, uint64_t mask)
 {
-    uint64_t seen = 0;
+    uint64_t bits = pmu_msr_read(status_msr) & mask;
 
-    for (unsigned int round = 0; round < PMU_MAX_STATUS_ROUNDS; round++) {
-        uint64_t bits = pmu_msr_read(status_msr) & mask;
-
-        if (bits == 0) {
-            break;
-        }
-
+    if (bits != 0) {
         pmu_msr_write(clear_msr, bits);
-        seen |= bits;
     }
 
-    return seen;
+    return bits;
 }
 
 /*
  * The active counters of this CPU whose bit top is clear have wrapped:
- * each is armed again by rearm.  Returns them.
+ * each is armed again by rearm.  Returns them.  Read as the core reads
+ * them, through the device (RDPMC).
  */
 static uint64_t
-pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
+pmu_topbit_scan(struct perfmon_dev *dev, uint64_t top,
                 void (*rearm)(unsigned int hw_id, uint64_t value))
 {
     uint64_t active = pmu_active_get();
@@ -224,7 +253,7 @@ pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
         uint64_t value;
 
         active &= active - 1;
-        value = pmu_msr_read(ctr_msr(hw_id));
+        value = dev->ops->read(dev, hw_id);
 
         if ((value & top) == 0) {
             rearm(hw_id, value);
@@ -237,7 +266,8 @@ pmu_topbit_scan(uint64_t top, uint32_t (*ctr_msr)(unsigned int),
 
 /*
  * The bits ours of ctrl_msr cleared, the others (the firmware's) kept, so
- * that our counters stand still; pmu_overflow_intr_end restores it.
+ * that our counters stand still; pmu_overflow_intr_end restores it.  What
+ * it holds is what the driver last wrote.
  */
 static void
 pmu_freeze(uint32_t ctrl_msr, uint64_t ours)
@@ -245,7 +275,7 @@ pmu_freeze(uint32_t ctrl_msr, uint64_t ours)
     struct pmu_frozen *f = &pmu_frozen[cpu_id()];
 
     assert(!f->frozen);
-    f->saved = pmu_msr_read(ctrl_msr);
+    f->saved = pmu_global_ctrl[cpu_id()];
     f->msr = ctrl_msr;
     f->frozen = true;
     pmu_msr_write(ctrl_msr, f->saved & ~ours);
@@ -278,7 +308,7 @@ pmu_handle_overflow_intr(struct perfmon_dev *dev,
          */
         lapic_pmc_unmask();
         pmu_frozen[cpu_id()].unmasked = true;
-        mask = pmu_topbit_scan(top, drv->ctr_msr, rearm);
+        mask = pmu_topbit_scan(dev, top, rearm);
     } else {
         if (pmu_active_get() != 0) {
             pmu_freeze(drv->global_ctrl_msr, exist);

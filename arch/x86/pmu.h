@@ -15,9 +15,9 @@
  * usable interrupt.
  *
  * Hardware access goes through a small seam (pmu_msr_read/write, the safe
- * msr_*_safe() of msr.h, pmu_cpuid and lapic_pmc_unmask): the kernel maps
- * it onto the instructions, the host unit tests onto a register-level model
- * of the MSR space (tests/unit/msr_model.c).
+ * msr_*_safe() and msr_rdpmc() of msr.h, pmu_cpuid and lapic_pmc_unmask):
+ * the kernel maps it onto the instructions, the host unit tests onto a
+ * register-level model of the MSR space (tests/unit/msr_model.c).
  */
 
 #ifndef ARCH_X86_PMU_H
@@ -296,10 +296,18 @@ pmu_cpuid_model(uint32_t eax)
  *   a counter an unconstrained one took gets -EAGAIN.
  * pmu_msr_holds: whether an MSR keeps each of nr patterns written to it,
  *   through the fault-safe accessors; it is left holding 0 either way.
+ * pmu_rdpmc_reads: whether RDPMC of counter index reads what its counter
+ *   MSR msr was loaded with (a hypervisor may pass the MSRs and not the
+ *   instruction), through the fault-safe accessors; the counter is left
+ *   holding 0 either way.
  * pmu_active_*: the counters started on each CPU (hw id bits), written by
  *   their CPU with interrupts disabled and read by its overflow handler.
  * pmu_probe_reset: the state a probe starts from: no active counter on any
  *   CPU, no PMI counted.
+ * pmu_global_ctrl_set, pmu_global_ctrl_get: write drv's global enable
+ *   register on this CPU (interrupts disabled), and what was last written
+ *   there: every write goes through the first (cpu_init, the self-test),
+ *   so that the overflow handler freezes without reading the register.
  * pmu_status_drop: for a start (the counter loaded, not yet enabled), on
  *   drivers that take overflows from drv's global status: clear counter
  *   hw_id's status bit if its previous user left it set (an overflow
@@ -311,11 +319,11 @@ pmu_cpuid_model(uint32_t eax)
  *   drivers, for their exist counters.  With topbit (no status register:
  *   Intel version 1, AMD without PerfMonV2) the counters are kept armed
  *   with bit top set, and an active one of this CPU whose bit top is clear
- *   has wrapped: rearm(hw_id, value) arms it again; the LVT is unmasked
- *   first, as the counters run on meanwhile.  Else drv's global
- *   enable is frozen for ours (the firmware's bits kept) while the status
- *   is read and acknowledged and the core folds and re-arms them, and
- *   pmu_overflow_intr_end restores it.  Returns the counters that
+ *   (read through dev's read) has wrapped: rearm(hw_id, value) arms it
+ *   again; the LVT is unmasked first, as the counters run on meanwhile.
+ *   Else drv's global enable is frozen for ours (the firmware's bits
+ *   kept) while the status is read and acknowledged, once, and the core
+ *   folds and re-arms them, and pmu_overflow_intr_end restores it.  Returns the counters that
  *   overflowed, the PMI counted; 0 for an interrupt not the driver's,
  *   which then ends at once (pmu_overflow_intr_end).
  * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers,
@@ -334,10 +342,13 @@ void pmu_free(uint64_t *alloc_mask, unsigned int hw_id);
 int pmu_alloc_pick(uint64_t *alloc_mask, uint64_t allowed, uint64_t prefer,
                    unsigned int *hw_idp);
 bool pmu_msr_holds(uint32_t msr, const uint64_t *patterns, unsigned int nr);
+bool pmu_rdpmc_reads(uint32_t msr, uint32_t index);
 void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);
 uint64_t pmu_active_get(void);
 void pmu_probe_reset(void);
+void pmu_global_ctrl_set(const struct pmu_driver *drv, uint64_t value);
+uint64_t pmu_global_ctrl_get(void);
 void pmu_status_drop(const struct pmu_driver *drv, unsigned int hw_id);
 uint64_t pmu_handle_overflow_intr(struct perfmon_dev *dev,
                                   const struct pmu_driver *drv, bool topbit,

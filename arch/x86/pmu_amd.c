@@ -310,11 +310,13 @@ pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
 
+    /* Stopped (cpu_init and stop clear its enable): loaded disabled. */
+    assert(!(pmu_active_get() & (1ULL << hw_id)));
+
     if (pmu_amd.nmi) {
         sel |= PMU_EVTSEL_INT;
     }
 
-    pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
     pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(0));
 
     /*
@@ -344,7 +346,9 @@ pmu_amd_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
-    return pmu_msr_read(pmu_amd_ctr_msr(hw_id));
+
+    /* RDPMC numbers the counters as the driver does (APM vol. 3). */
+    return msr_rdpmc(hw_id);
 }
 
 /* Arm a counter again after bit 47 cleared (without PerfMonV2). */
@@ -465,6 +469,10 @@ pmu_amd_check_hw(void)
 
     if (!pmu_msr_holds(pmu_amd_ctr_msr(i), patterns, ARRAY_SIZE(patterns))) {
         return "counters do not hold values";
+    }
+
+    if (!pmu_rdpmc_reads(pmu_amd_ctr_msr(i), i)) {
+        return "RDPMC does not read the counters";
     }
 
     return NULL;
@@ -657,9 +665,9 @@ pmu_amd_cpu_init(void)
             pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_STATUS_CLR, stale);
         }
 
-        pmu_msr_write(MSR_AMD_PERF_CNTR_GLOBAL_CTL,
-                      pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_CTL)
-                      | pmu_amd.exist_mask);
+        pmu_global_ctrl_set(&pmu_amd_driver,
+                            pmu_msr_read(MSR_AMD_PERF_CNTR_GLOBAL_CTL)
+                            | pmu_amd.exist_mask);
     }
 }
 

@@ -44,6 +44,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
+#include "kern/string.h"
 
 /* Intel's vendor string in CPUID leaf 0 (EBX, EDX, ECX). */
 #define PMU_INTEL_VENDOR_EBX    0x756e6547  /* "Genu" */
@@ -81,6 +82,14 @@ struct pmu_intel {
 #define PMU_INTEL_GP_BITS       ((1ULL << PMU_INTEL_FIXED_BASE) - 1)
 
 static struct pmu_intel pmu_intel;
+
+/*
+ * Each CPU's IA32_FIXED_CTR_CTRL as the driver last wrote it: the driver
+ * is the only writer (the firmware's fields were read once, at cpu_init),
+ * so a fixed counter starts and stops with one write and no read.
+ * Written by its CPU with interrupts disabled.
+ */
+static uint64_t pmu_intel_fixed_ctrl[CPU_MAX];
 
 static struct perfmon_dev pmu_intel_dev;
 
@@ -134,6 +143,25 @@ pmu_intel_ctr_msr(unsigned int hw_id)
     }
 
     return MSR_IA32_PMC0 + hw_id;
+}
+
+/* RDPMC's index of a counter: fixed counters through bit 30. */
+static uint32_t
+pmu_intel_rdpmc_index(unsigned int hw_id)
+{
+    if (pmu_intel_is_fixed(hw_id)) {
+        return MSR_RDPMC_FIXED | (hw_id - PMU_INTEL_FIXED_BASE);
+    }
+
+    return hw_id;
+}
+
+/* Write this CPU's IA32_FIXED_CTR_CTRL, and remember it. */
+static void
+pmu_intel_fixed_ctrl_set(uint64_t ctrl)
+{
+    pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+    pmu_intel_fixed_ctrl[cpu_id()] = ctrl;
 }
 
 /*
@@ -331,24 +359,27 @@ pmu_intel_status_drop(unsigned int hw_id)
     }
 }
 
+/*
+ * The counter is stopped (cpu_init and stop leave its enable clear): it
+ * is loaded while disabled, as the SDM wants, then enabled.
+ */
 static void
 pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
                 uint64_t raw_event, unsigned int flags)
 {
     (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
+    assert(!(pmu_active_get() & (1ULL << hw_id)));
 
     if (pmu_intel_is_fixed(hw_id)) {
         unsigned int i = hw_id - PMU_INTEL_FIXED_BASE;
-        uint64_t ctrl = pmu_msr_read(MSR_IA32_FIXED_CTR_CTRL);
+        uint64_t ctrl = pmu_intel_fixed_ctrl[cpu_id()];
 
-        /* Load the counter while its field is clear, then enable it. */
-        ctrl &= ~PMU_FIXED_CTRL_FIELD(i);
-        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+        assert(!(ctrl & PMU_FIXED_CTRL_FIELD(i)));
         pmu_msr_write(pmu_intel_ctr_msr(hw_id), 0);
         pmu_intel_status_drop(hw_id);
         ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
-        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+        pmu_intel_fixed_ctrl_set(ctrl);
     } else {
         uint64_t sel = raw_event | PMU_EVTSEL_EN
                        | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
@@ -357,8 +388,6 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
             sel |= PMU_EVTSEL_INT;
         }
 
-        /* SDM: write the counter before setting PERFEVTSEL.EN. */
-        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
         pmu_intel_ctr_write(hw_id, pmu_intel_armed(0));
         pmu_intel_status_drop(hw_id);
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, sel);
@@ -374,10 +403,9 @@ pmu_intel_stop(struct perfmon_dev *dev, unsigned int hw_id)
     assert(pmu_intel_hw_id_valid(hw_id));
 
     if (pmu_intel_is_fixed(hw_id)) {
-        uint64_t ctrl = pmu_msr_read(MSR_IA32_FIXED_CTR_CTRL);
+        uint64_t field = PMU_FIXED_CTRL_FIELD(hw_id - PMU_INTEL_FIXED_BASE);
 
-        ctrl &= ~PMU_FIXED_CTRL_FIELD(hw_id - PMU_INTEL_FIXED_BASE);
-        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+        pmu_intel_fixed_ctrl_set(pmu_intel_fixed_ctrl[cpu_id()] & ~field);
     } else {
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
     }
@@ -390,7 +418,7 @@ pmu_intel_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
     (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
-    return pmu_msr_read(pmu_intel_ctr_msr(hw_id));
+    return msr_rdpmc(pmu_intel_rdpmc_index(hw_id));
 }
 
 /* Arm a counter again after its top bit cleared (version 1). */
@@ -601,6 +629,10 @@ pmu_intel_check_hw(void)
         return "counters do not hold values";
     }
 
+    if (!pmu_rdpmc_reads(MSR_IA32_PMC0 + gp, gp)) {
+        return "RDPMC does not read the counters";
+    }
+
     if (pmu_intel.fw_write) {
         uint64_t top = (pmu_intel.cnt_mask >> 1) + 1;
         uint64_t back;
@@ -689,6 +721,7 @@ static void
 pmu_intel_reset_state(void)
 {
     pmu_intel = (struct pmu_intel){ 0 };
+    memset(pmu_intel_fixed_ctrl, 0, sizeof(pmu_intel_fixed_ctrl));
     pmu_probe_reset();
 }
 
@@ -922,7 +955,7 @@ pmu_intel_cpu_init(void)
             }
         }
 
-        pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
+        pmu_intel_fixed_ctrl_set(ctrl);
 
         for (unsigned int i = 0; i < PMU_MAX_FIXED; i++) {
             if (pmu_intel_has_fixed(i)) {
@@ -939,9 +972,9 @@ pmu_intel_cpu_init(void)
             pmu_msr_write(MSR_IA32_PERF_GLOBAL_OVF_CTRL, stale);
         }
 
-        pmu_msr_write(MSR_IA32_PERF_GLOBAL_CTRL,
-                      pmu_msr_read(MSR_IA32_PERF_GLOBAL_CTRL)
-                      | pmu_intel.exist_mask);
+        pmu_global_ctrl_set(&pmu_intel_driver,
+                            pmu_msr_read(MSR_IA32_PERF_GLOBAL_CTRL)
+                            | pmu_intel.exist_mask);
     }
 }
 

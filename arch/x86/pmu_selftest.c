@@ -536,13 +536,13 @@ pmu_selftest_gate(struct pmu_selftest *t)
     hw_id = pmu_selftest_keep(t, &set, 0);
     pmu_selftest_start(t, hw_id, set.raw);
     flags = cpu_intr_save();
-    ctrl = pmu_msr_read(t->driver->global_ctrl_msr);
+    ctrl = pmu_global_ctrl_get();
     bit = 1ULL << hw_id;
-    pmu_msr_write(t->driver->global_ctrl_msr, ctrl & ~bit);
+    pmu_global_ctrl_set(t->driver, ctrl & ~bit);
     cpu_intr_restore(flags);
     pmu_selftest_sample(t, &set, n, &counts[0]);
     flags = cpu_intr_save();
-    pmu_msr_write(t->driver->global_ctrl_msr, ctrl);
+    pmu_global_ctrl_set(t->driver, ctrl);
     cpu_intr_restore(flags);
     pmu_selftest_sample(t, &set, n, &counts[1]);
     pmu_selftest_stop(t, hw_id);

@@ -1517,7 +1517,7 @@ model_rdpmc(struct model_cpu *mc, uint32_t index, uint64_t *valuep)
     uint32_t msr;
 
     if (c->kind == MSR_MODEL_TCG || c->kind == MSR_MODEL_KVM_NO_PMU
-        || c->kind == MSR_MODEL_FAULTING) {
+        || c->kind == MSR_MODEL_FAULTING || c->no_rdpmc) {
         return -EIO;
     }
 

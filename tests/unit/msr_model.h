@@ -87,6 +87,9 @@ struct msr_model_config {
     unsigned int kind;          /* MSR_MODEL_* */
     bool apic;                  /* CPUID.1:EDX.APIC */
     bool hypervisor;            /* CPUID.1:ECX[31], forced (REAL kind) */
+    bool no_rdpmc;              /* RDPMC #GP though the counter MSRs
+                                   answer (a hypervisor that intercepts
+                                   the MSRs and not the instruction) */
 
     /*
      * Counters the firmware left counting at reset: general-purpose

@@ -176,6 +176,10 @@ test_decline_kvm_without_pmu(void **state)
     check_declines(&c, "counters do not hold values");
 }
 
+/*
+ * Counters that hold nothing, MSRs that fault, a CPU without counters or
+ * not AMD's, and counters RDPMC cannot read: no device.
+ */
 static void
 test_decline_broken_and_faulting(void **state)
 {
@@ -190,6 +194,9 @@ test_decline_broken_and_faulting(void **state)
     check_declines(&c, "CPU family without counters");
     c = msr_model_intel(2);
     check_declines(&c, "not an AMD or Hygon CPU");
+    c = msr_model_kvm_amd();
+    c.no_rdpmc = true;
+    check_declines(&c, "RDPMC does not read the counters");
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -792,7 +799,9 @@ test_cpu_init_clears_stale_state(void **state)
     msr_write_safe(MSR_AMD_F15H_PERF_CTR0 + 2, 77);
     msr_model_set_status((1ULL << 0) | (1ULL << 3) | (1ULL << 5)
                          | (1ULL << 58));
+    fake_cpu_set_intr(false);
     drv->cpu_init();
+    fake_cpu_set_intr(true);
     assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2), 0);
     assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2), 0);
     assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),

@@ -303,6 +303,21 @@ test_decline_faulting_msrs(void **state)
     check_declines(&c, "IA32_PERFEVTSELx faults");
 }
 
+/*
+ * The counters answer but RDPMC, which reads them on every path, faults:
+ * no device.
+ */
+static void
+test_decline_without_rdpmc(void **state)
+{
+    struct msr_model_config c = msr_model_kvm_intel();
+
+    (void)state;
+    c.no_rdpmc = true;
+    check_declines(&c, "RDPMC does not read the counters");
+    assert_true(msr_model_nr_gp_safe() > 0);
+}
+
 static void
 test_decline_bad_cpuid(void **state)
 {
@@ -918,7 +933,9 @@ test_cpu_init_clears_stale_state(void **state)
     msr_write_safe(MSR_IA32_PERFEVTSEL0 + 1, 0x00c4 | PMU_EVTSEL_EN);
     msr_write_safe(MSR_IA32_PMC0 + 1, 77);
     msr_model_set_status((1ULL << 0) | (1ULL << 33) | (1ULL << 62));
+    fake_cpu_set_intr(false);
     drv->cpu_init();
+    fake_cpu_set_intr(true);
     assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + 1), 0);
     assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + 1), 0);
     /* Ours cleared, the foreign bit left alone. */
@@ -1274,6 +1291,7 @@ main(void)
         cmocka_unit_test(test_decline_tcg),
         cmocka_unit_test(test_decline_broken_counters),
         cmocka_unit_test(test_decline_faulting_msrs),
+        cmocka_unit_test(test_decline_without_rdpmc),
         cmocka_unit_test(test_decline_bad_cpuid),
         cmocka_unit_test(test_generic_events_v1),
         cmocka_unit_test(test_generic_events_v2),

@@ -95,13 +95,13 @@ config_amd_legacy(void)
 
 static const struct machine machines[] = {
     { "intel-v2", &pmu_intel_driver, msr_model_kvm_intel, true,
-      { { 1, 0, 0 }, { 3, 4, 0 }, { 1, 0, 0 }, { 4, 3, 0 }, { 4, 4, 0 } } },
+      { { 0, 0, 1 }, { 1, 3, 2 }, { 0, 0, 1 }, { 1, 3, 1 }, { 1, 4, 1 } } },
     { "intel-v5", &pmu_intel_driver, config_intel_v5, true,
-      { { 1, 0, 0 }, { 3, 4, 0 }, { 1, 0, 0 }, { 4, 3, 0 }, { 4, 4, 0 } } },
+      { { 0, 0, 1 }, { 1, 3, 2 }, { 0, 0, 1 }, { 1, 3, 1 }, { 1, 4, 1 } } },
     { "amd-v2", &pmu_amd_driver, msr_model_kvm_amd, true,
-      { { 1, 0, 0 }, { 3, 4, 0 }, { 1, 0, 0 }, { 4, 3, 0 }, { 4, 4, 0 } } },
+      { { 0, 0, 1 }, { 1, 3, 2 }, { 0, 0, 1 }, { 1, 3, 1 }, { 1, 4, 1 } } },
     { "amd-legacy", &pmu_amd_driver, config_amd_legacy, false,
-      { { 1, 0, 0 }, { 2, 4, 0 }, { 1, 0, 0 }, { 2, 1, 0 }, { 2, 2, 0 } } },
+      { { 0, 0, 1 }, { 0, 3, 2 }, { 0, 0, 1 }, { 0, 1, 2 }, { 0, 2, 2 } } },
 };
 
 static struct trap_frame frame;

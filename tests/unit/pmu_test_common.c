@@ -75,7 +75,11 @@ pmu_test_boot_cpus(const struct pmu_driver *drv, struct pmu_caps *caps,
 
     for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
         fake_cpu_set_id(cpu);
+
+        /* As pmu_boot.c runs it: on its CPU, interrupts disabled. */
+        fake_cpu_set_intr(false);
         drv->cpu_init();
+        fake_cpu_set_intr(true);
 
         if (caps->overflow_nmi) {
             lapic_pmc_setup();
