@@ -252,8 +252,8 @@ perf-report:
 
 ## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps
-	$(Q)$(MAKE) --no-print-directory $(ISO)
-	$(Q)tools/bench --iso $(ISO)
+	$(Q)$(MAKE) --no-print-directory $(ISO) $(UBUILD)/pmu_msr_count_test
+	$(Q)tools/bench --iso $(ISO) --msr-counts $(UBUILD)/pmu_msr_count_test
 
 ## remove build/
 clean:
