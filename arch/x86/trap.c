@@ -322,24 +322,30 @@ trap_dispatch(struct trap_frame *frame)
     step_intr_return(frame);
 }
 
-/* Safe MSR and RDPMC access: the fixup resumes at label 3 with -EIO. */
+/*
+ * Safe MSR and RDPMC access: insn, with a fixup entry for it that
+ * resumes after it with %[error] set to %[eio] (-EIO).
+ */
+#define TRAP_SAFE_ASM(insn)                                             \
+    "1: " insn "\n"                                                     \
+    "2:\n"                                                              \
+    ".pushsection ex_fixup, \"a\"\n"                                    \
+    ".quad 1b, 3f\n"                                                    \
+    ".popsection\n"                                                     \
+    ".pushsection .text.fixup, \"ax\"\n"                                \
+    "3: movl %[eio], %[error]\n"                                        \
+    "jmp 2b\n"                                                          \
+    ".popsection\n"
+
 int
 msr_read_safe(uint32_t msr, uint64_t *valuep)
 {
     uint32_t low = 0, high = 0;
     int error = 0;
 
-    __asm__ __volatile__("1: rdmsr\n"
-                         "2:\n"
-                         ".pushsection ex_fixup, \"a\"\n"
-                         ".quad 1b, 3f\n"
-                         ".popsection\n"
-                         ".pushsection .text.fixup, \"ax\"\n"
-                         "3: movl %3, %2\n"
-                         "jmp 2b\n"
-                         ".popsection\n"
-                         : "+a"(low), "+d"(high), "+r"(error)
-                         : "i"(-EIO), "c"(msr));
+    __asm__ __volatile__(TRAP_SAFE_ASM("rdmsr")
+                         : "+a"(low), "+d"(high), [error] "+r"(error)
+                         : [eio] "i"(-EIO), "c"(msr));
     *valuep = ((uint64_t)high << 32) | low;
     return error;
 }
@@ -349,17 +355,9 @@ msr_write_safe(uint32_t msr, uint64_t value)
 {
     int error = 0;
 
-    __asm__ __volatile__("1: wrmsr\n"
-                         "2:\n"
-                         ".pushsection ex_fixup, \"a\"\n"
-                         ".quad 1b, 3f\n"
-                         ".popsection\n"
-                         ".pushsection .text.fixup, \"ax\"\n"
-                         "3: movl %1, %0\n"
-                         "jmp 2b\n"
-                         ".popsection\n"
-                         : "+r"(error)
-                         : "i"(-EIO), "c"(msr), "a"((uint32_t)value),
+    __asm__ __volatile__(TRAP_SAFE_ASM("wrmsr")
+                         : [error] "+r"(error)
+                         : [eio] "i"(-EIO), "c"(msr), "a"((uint32_t)value),
                            "d"((uint32_t)(value >> 32))
                          : "memory");
     return error;
@@ -371,17 +369,9 @@ msr_rdpmc_safe(uint32_t index, uint64_t *valuep)
     uint32_t low = 0, high = 0;
     int error = 0;
 
-    __asm__ __volatile__("1: rdpmc\n"
-                         "2:\n"
-                         ".pushsection ex_fixup, \"a\"\n"
-                         ".quad 1b, 3f\n"
-                         ".popsection\n"
-                         ".pushsection .text.fixup, \"ax\"\n"
-                         "3: movl %3, %2\n"
-                         "jmp 2b\n"
-                         ".popsection\n"
-                         : "+a"(low), "+d"(high), "+r"(error)
-                         : "i"(-EIO), "c"(index));
+    __asm__ __volatile__(TRAP_SAFE_ASM("rdpmc")
+                         : "+a"(low), "+d"(high), [error] "+r"(error)
+                         : [eio] "i"(-EIO), "c"(index));
     *valuep = ((uint64_t)high << 32) | low;
     return error;
 }
