@@ -21,6 +21,8 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/clock.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -36,6 +38,7 @@
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
+#include "kern/timer.h"
 
 #define PERFMON_CMD_MAX_CANDS   128     /* names offered as suggestions */
 
@@ -353,6 +356,10 @@ perfmon_cmd_runner_main(void *arg)
     if (runner->nr_events != 0) {
         perfmon_events_disable(runner->events, runner->nr_events);
     }
+
+    /* The waiter outlives this thread: it joins it. */
+    __atomic_store_n(&runner->done, true, __ATOMIC_RELEASE);
+    thread_wakeup(runner->waiter);
 }
 
 int
@@ -365,6 +372,8 @@ perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner, const char *name,
     runner->cancelled = false;
     runner->events = NULL;
     runner->nr_events = 0;
+    runner->waiter = NULL;
+    __atomic_store_n(&runner->done, false, __ATOMIC_RELAXED);
     __atomic_store_n(&runner->gate, false, __ATOMIC_RELAXED);
     return thread_create(&runner->thread, name, perfmon_cmd_runner_main,
                          runner, THREAD_CPUMASK_ALL);
@@ -376,8 +385,43 @@ perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
 {
     runner->events = events;
     runner->nr_events = nr;
+    runner->waiter = thread_self();
     __atomic_store_n(&runner->gate, true, __ATOMIC_RELEASE);
     thread_wakeup(runner->thread);
+}
+
+static void
+perfmon_cmd_runner_wake(struct timer *timer)
+{
+    thread_wakeup(timer->arg);
+}
+
+bool
+perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner, uint64_t deadline)
+{
+    struct timer timer;
+    bool done;
+
+    assert(runner->waiter == thread_self());
+    timer_init(&timer, perfmon_cmd_runner_wake, TIMER_INTR);
+    timer.arg = runner->waiter;
+
+    /* Prepared before each test: a wakeup between them is not lost. */
+    for (;;) {
+        thread_sleep_prepare();
+        done = __atomic_load_n(&runner->done, __ATOMIC_ACQUIRE);
+
+        if (done || clock_get_time() >= deadline) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        timer_schedule(&timer, deadline);
+        thread_sleep();
+    }
+
+    timer_cancel(&timer);
+    return done;
 }
 
 int
@@ -575,9 +619,12 @@ perfmon_cmd_usage(void)
             "       perfmon info       devices, capabilities, counters in "
             "use\n"
             "       perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-            "[-x SEP] [--] COMMAND [ARGS...]\n"
+            "[-x SEP | -j] [-I MS [--interval-count N]] [--timeout MS] [--] "
+            "[COMMAND [ARGS...]]\n"
             "                          run COMMAND in a new thread and count "
             "what it does\n"
+            "                          (no COMMAND: count the CPUs until "
+            "Ctrl-C or --timeout MS)\n"
             "  -e EVENTS  comma-separated names or aliases from 'perfmon "
             "list', raw codes rHEX,\n"
             "             each with optional modifiers :u :k (default both) "
@@ -593,9 +640,15 @@ perfmon_cmd_usage(void)
             "deviation\n"
             "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%%,]"
             "time ns,percent,metric,metric unit\n"
+            "  -j         one JSON object per line, in perf stat's field "
+            "names\n"
+            "  -I MS      print the counts of every MS ms (10 or more), a "
+            "time column first;\n"
+            "             --interval-count N: N of them, without a "
+            "COMMAND\n"
             "             (long forms: --event= --all-cpus --cpu= --no-aggr "
             "--no-inherit --repeat=\n"
-            "             --field-separator=)\n"
+            "             --field-separator= --json --interval-print=)\n"
             "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] "
             "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND "
             "[ARGS...]\n"

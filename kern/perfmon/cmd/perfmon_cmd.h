@@ -18,7 +18,8 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 
-#define PERFMON_CMD_LINE_SIZE   256
+/* Room for a JSON object of -j (perfmon_stat_print.c) with long names. */
+#define PERFMON_CMD_LINE_SIZE   512
 
 /*
  * A line built in pieces and printed at once, so that output from other
@@ -163,7 +164,11 @@ uint64_t perfmon_cmd_first_period(int generic, uint64_t freq);
  * them just after it, so they count the command and nothing else (perf's
  * enable-on-exec); perfmon_cmd_runner_join() waits for the command and
  * returns what it returned; perfmon_cmd_runner_cancel() ends the thread
- * without running the command (and joins it).
+ * without running the command (and joins it).  perfmon_cmd_runner_wait()
+ * sleeps until the command has returned (true) or the clock reaches
+ * deadline (kern/clock.h ticks; false), whichever comes first, so that the
+ * caller can act at set times while the command runs; only the thread
+ * that called perfmon_cmd_runner_go() may wait.
  */
 struct perfmon_cmd_runner {
     struct thread *thread;
@@ -174,6 +179,8 @@ struct perfmon_cmd_runner {
     struct perfmon_event *const *events;
     unsigned int nr_events;
     int result;
+    struct thread *waiter;              /* the caller of _go() */
+    bool done;                          /* atomic: the command returned */
 };
 
 int perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner,
@@ -181,6 +188,8 @@ int perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner,
 void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
                            struct perfmon_event *const *events,
                            unsigned int nr);
+bool perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner,
+                             uint64_t deadline);
 int perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner);
 void perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner);
 

@@ -18,6 +18,7 @@
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/tsc.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -36,7 +37,16 @@
 
 static const char perfmon_stat_usage[] =
     "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-    "[-x SEP] [--] COMMAND [ARGS...]\n";
+    "[-x SEP | -j] [-I MS [--interval-count N]] [--timeout MS] "
+    "[--] [COMMAND [ARGS...]]\n";
+
+/* Long options without a letter of their own. */
+#define PERFMON_STAT_OPT_INTERVAL_COUNT  0x100
+#define PERFMON_STAT_OPT_TIMEOUT         0x101
+
+/* The shortest -I (perf's), and the longest -I and --timeout. */
+#define PERFMON_STAT_INTERVAL_MIN_MS     10
+#define PERFMON_STAT_TIME_MAX_MS         (24ULL * 3600 * 1000)
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
@@ -141,8 +151,28 @@ static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
     { "repeat", 'r', true },
     { "field-separator", 'x', true },
     { "no-inherit", 'i', false },
+    { "json", 'j', false },
+    { "interval-print", 'I', true },
+    { "interval-count", PERFMON_STAT_OPT_INTERVAL_COUNT, true },
+    { "timeout", PERFMON_STAT_OPT_TIMEOUT, true },
     { NULL, 0, false },
 };
+
+/* A number of milliseconds from least to PERFMON_STAT_TIME_MAX_MS. */
+static int
+perfmon_stat_parse_ms(const char *opt, const char *val, uint64_t least,
+                      uint64_t *msp)
+{
+    if ((cmdline_parse_u64(val, msp) != 0) || (*msp < least)
+        || (*msp > PERFMON_STAT_TIME_MAX_MS)) {
+        return perfmon_stat_error("%s: '%s' is not a number of ms from %llu "
+                                  "to %llu", opt, val,
+                                  (unsigned long long)least,
+                                  PERFMON_STAT_TIME_MAX_MS);
+    }
+
+    return 0;
+}
 
 static int
 perfmon_stat_option(void *arg, int opt, const char *val)
@@ -184,6 +214,22 @@ perfmon_stat_option(void *arg, int opt, const char *val)
 
         strlcpy(stat->sep, val, sizeof(stat->sep));
         return 0;
+    case 'j':
+        stat->json = true;
+        return 0;
+    case 'I':
+        return perfmon_stat_parse_ms("-I", val, PERFMON_STAT_INTERVAL_MIN_MS,
+                                     &stat->interval_ms);
+    case PERFMON_STAT_OPT_INTERVAL_COUNT:
+        if ((cmdline_parse_u64(val, &n) != 0) || (n < 1) || (n > UINT32_MAX)) {
+            return perfmon_stat_error("--interval-count: '%s' is not a "
+                                      "number from 1 to %u", val, UINT32_MAX);
+        }
+
+        stat->interval_count = (unsigned int)n;
+        return 0;
+    case PERFMON_STAT_OPT_TIMEOUT:
+        return perfmon_stat_parse_ms("--timeout", val, 1, &stat->timeout_ms);
     default:
         return 0;
     }
@@ -277,6 +323,50 @@ perfmon_stat_select_cpus(struct perfmon_stat *stat)
     return 0;
 }
 
+/*
+ * The options that exclude each other, and what counting without a
+ * command needs: CPUs to count (the final summary comes at Ctrl-C or
+ * --timeout).  A command ends itself: --timeout and --interval-count
+ * would have to stop it, and are refused with one.
+ */
+static int
+perfmon_stat_check_modes(const struct perfmon_stat *stat)
+{
+    if (stat->json && (stat->sep[0] != '\0')) {
+        return perfmon_stat_error("-j and -x exclude each other");
+    }
+
+    if ((stat->interval_ms != 0) && (stat->repeat > 1)) {
+        return perfmon_stat_error("-I and -r exclude each other");
+    }
+
+    if ((stat->interval_count != 0) && (stat->interval_ms == 0)) {
+        return perfmon_stat_error("--interval-count needs -I");
+    }
+
+    if (stat->cmd_argc == 0 && !stat->cpu_mode) {
+        return perfmon_stat_error("missing command (or -a or -C to count "
+                                  "the CPUs until Ctrl-C)");
+    }
+
+    if (stat->cmd_argc == 0 && stat->repeat > 1) {
+        return perfmon_stat_error("-r needs a command to repeat");
+    }
+
+    if (stat->cmd_argc != 0 && stat->timeout_ms != 0) {
+        return perfmon_stat_error("--timeout counts without a command (a "
+                                  "command ends itself, or on Ctrl-C)");
+    }
+
+    if (stat->cmd_argc != 0 && stat->interval_count != 0) {
+        return perfmon_stat_error("--interval-count counts without a "
+                                  "command (a command ends itself, or on "
+                                  "Ctrl-C)");
+    }
+
+    return 0;
+}
+
 static int
 perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
 {
@@ -284,7 +374,7 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
     int error;
 
     stat->repeat = 1;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:i",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:ijI:",
                           perfmon_stat_longopts);
 
     error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
@@ -294,19 +384,23 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
         return error;
     }
 
-    if (opts.index >= argc) {
-        return perfmon_stat_error("missing command");
-    }
-
-    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
-        return perfmon_stat_error("unknown command '%s' (type 'help')",
-                                  argv[opts.index]);
-    }
-
-    stat->cmd_argc = argc - opts.index;
-    stat->cmd_argv = &argv[opts.index];
-
     error = perfmon_stat_select_cpus(stat);
+
+    if (error) {
+        return error;
+    }
+
+    if (opts.index < argc) {
+        if (shell_cmd_lookup(argv[opts.index]) == NULL) {
+            return perfmon_stat_error("unknown command '%s' (type 'help')",
+                                      argv[opts.index]);
+        }
+
+        stat->cmd_argc = argc - opts.index;
+        stat->cmd_argv = &argv[opts.index];
+    }
+
+    error = perfmon_stat_check_modes(stat);
 
     if (error) {
         return error;
@@ -423,51 +517,16 @@ perfmon_stat_collect(struct perfmon_stat *stat)
     return n;
 }
 
-/*
- * One run: thread, events, gate, wait, counts, and everything released.
- * The events start together after the start time is taken and stop
- * together before the end time: on CPUs around the command, on its
- * thread with its first and last instruction (the runner enables them).
- */
-static int
-perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
+/* The counts of every event on every slot, CPU by CPU, into counts. */
+static void
+perfmon_stat_read(struct perfmon_stat *stat,
+                  struct perfmon_stat_count *counts)
 {
-    unsigned int nr;
-    uint64_t start;
-    int error;
+    for (unsigned int s = 0; s < stat->nr_slots; s++) {
+        for (unsigned int e = 0; e < stat->nr_events; e++) {
+            struct perfmon_stat_count *c;
 
-    error = perfmon_cmd_runner_start(&stat->runner, "perfmon-stat",
-                                     stat->cmd_argc, stat->cmd_argv);
-
-    if (error) {
-        kprintf("perfmon: stat: cannot create a thread: %s\n",
-                error_str(error));
-        return SHELL_ERR_REPORTED;
-    }
-
-    for (unsigned int e = 0; e < stat->nr_events; e++) {
-        perfmon_stat_attach_event(stat, e);
-    }
-
-    nr = perfmon_stat_collect(stat);
-    start = cpu_rdtsc();
-
-    if (stat->cpu_mode) {
-        perfmon_events_enable(stat->set, nr);
-        perfmon_cmd_runner_go(&stat->runner, NULL, 0);
-        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
-        perfmon_events_disable(stat->set, nr);
-    } else {
-        perfmon_cmd_runner_go(&stat->runner, stat->set, nr);
-        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
-    }
-
-    stat->elapsed_ns[run] = tsc_cycles_to_ns(cpu_rdtsc() - start);
-
-    for (unsigned int e = 0; e < stat->nr_events; e++) {
-        for (unsigned int s = 0; s < stat->nr_slots; s++) {
-            struct perfmon_stat_count *c = perfmon_stat_value(stat, run, e,
-                                                              s);
+            c = &counts[(size_t)e * stat->nr_slots + s];
 
             if (stat->evs[e].state == PERFMON_STAT_EV_OK) {
                 c->value = perfmon_event_read_times(
@@ -476,6 +535,175 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
             }
         }
     }
+}
+
+/*
+ * One interval of -I: every event read, slot by slot, what each counted
+ * since the last interval printed.  The reads follow each other: a row's
+ * window spreads over the time they take, which read_max_ns keeps.  The
+ * deltas of all intervals add up to the totals exactly.
+ */
+static void
+perfmon_stat_interval(struct perfmon_stat *stat, uint64_t start,
+                      uint64_t *lastp)
+{
+    size_t nr = (size_t)stat->nr_events * stat->nr_slots;
+    uint64_t now = cpu_rdtsc(), read_ns;
+
+    perfmon_stat_read(stat, stat->values);
+    read_ns = tsc_cycles_to_ns(cpu_rdtsc() - now);
+    stat->read_max_ns = MAX(stat->read_max_ns, read_ns);
+
+    for (size_t i = 0; i < nr; i++) {
+        struct perfmon_stat_count *c = &stat->values[i], *p = &stat->prev[i];
+        struct perfmon_stat_count total = *c;
+
+        c->value -= p->value;
+        c->enabled -= p->enabled;
+        c->running -= p->running;
+        *p = total;
+    }
+
+    stat->elapsed_ns[0] = tsc_cycles_to_ns(now - *lastp);
+    stat->runs_done = 1;
+    stat->nr_intervals++;
+    *lastp = now;
+    perfmon_stat_print_interval(stat, tsc_cycles_to_ns(now - start));
+}
+
+/*
+ * Without a command: sleep until the clock reaches deadline (false) or
+ * the user types Ctrl-C (true), as the sleep command waits.
+ */
+static bool
+perfmon_stat_wait_input(uint64_t deadline)
+{
+    uint64_t now;
+
+    while ((now = clock_get_time()) < deadline) {
+        if (console_wait_input(clock_ms_from_ticks(deadline - now))
+            && shell_interrupted()) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/*
+ * While the events count: until the command returns, or without one until
+ * Ctrl-C, --timeout or the last of --interval-count intervals, printing
+ * the intervals of -I on the way, at times set from the start (they do
+ * not drift).  *lastp: the TSC time of the last interval printed.
+ */
+static void
+perfmon_stat_wait(struct perfmon_stat *stat, uint64_t start, uint64_t *lastp)
+{
+    bool cmd = (stat->cmd_argc != 0);
+    uint64_t t0 = clock_get_time(), end = UINT64_MAX;
+
+    if (cmd && (stat->interval_ms == 0)) {
+        return;
+    }
+
+    if (stat->timeout_ms != 0) {
+        end = t0 + clock_ticks_from_ms(stat->timeout_ms);
+    }
+
+    for (uint64_t k = 1;; k++) {
+        uint64_t next = UINT64_MAX, deadline;
+        bool ended;
+
+        if (stat->interval_ms != 0) {
+            next = t0 + clock_ticks_from_ms(k * stat->interval_ms);
+        }
+
+        deadline = MIN(next, end);
+        ended = cmd ? perfmon_cmd_runner_wait(&stat->runner, deadline)
+                    : perfmon_stat_wait_input(deadline);
+
+        if (ended || (clock_get_time() >= end)) {
+            return;
+        }
+
+        perfmon_stat_interval(stat, start, lastp);
+
+        if ((stat->interval_count != 0)
+            && (stat->nr_intervals >= stat->interval_count)) {
+            return;
+        }
+    }
+}
+
+/*
+ * One run: thread, events, gate, wait, counts, and everything released.
+ * The events start together after the start time is taken and stop
+ * together before the end time: on CPUs around the command (or the wait
+ * without one), on its thread with its first and last instruction (the
+ * runner enables them).  With -I the last, shorter interval is printed
+ * too, unless --interval-count ended it.
+ */
+static int
+perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
+{
+    bool cmd = (stat->cmd_argc != 0);
+    uint64_t start, last, end;
+    unsigned int nr;
+    int error;
+
+    if (cmd) {
+        error = perfmon_cmd_runner_start(&stat->runner, "perfmon-stat",
+                                         stat->cmd_argc, stat->cmd_argv);
+
+        if (error) {
+            kprintf("perfmon: stat: cannot create a thread: %s\n",
+                    error_str(error));
+            return SHELL_ERR_REPORTED;
+        }
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        perfmon_stat_attach_event(stat, e);
+    }
+
+    nr = perfmon_stat_collect(stat);
+    start = cpu_rdtsc();
+    last = start;
+
+    if (stat->cpu_mode) {
+        perfmon_events_enable(stat->set, nr);
+    }
+
+    if (cmd) {
+        perfmon_cmd_runner_go(&stat->runner, stat->cpu_mode ? NULL : stat->set,
+                              stat->cpu_mode ? 0 : nr);
+    }
+
+    perfmon_stat_wait(stat, start, &last);
+
+    if (cmd) {
+        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
+    }
+
+    if (stat->cpu_mode) {
+        perfmon_events_disable(stat->set, nr);
+    }
+
+    end = cpu_rdtsc();
+
+    /* The totals, for what is said after the intervals: their sums. */
+    if (stat->interval_ms != 0) {
+        if ((stat->interval_count == 0)
+            || (stat->nr_intervals < stat->interval_count)) {
+            perfmon_stat_interval(stat, start, &last);
+        }
+
+        memcpy(stat->values, stat->prev, stat->values_size);
+    } else {
+        perfmon_stat_read(stat, perfmon_stat_value(stat, run, 0, 0));
+    }
+
+    stat->elapsed_ns[run] = tsc_cycles_to_ns(end - start);
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         perfmon_stat_detach_event(stat, e);
@@ -500,6 +728,10 @@ perfmon_stat_free(struct perfmon_stat *stat)
 
     if (stat->set != NULL) {
         kmem_free(stat->set, stat->set_size);
+    }
+
+    if (stat->prev != NULL) {
+        kmem_free(stat->prev, stat->values_size);
     }
 
     kmem_free(stat, sizeof(*stat));
@@ -534,8 +766,13 @@ perfmon_stat_main(int argc, char **argv)
     stat->values = kmem_zalloc(stat->values_size);
     stat->set = kmem_zalloc(stat->set_size);
 
+    if (stat->interval_ms != 0) {
+        stat->prev = kmem_zalloc(stat->values_size);
+    }
+
     if ((stat->pevs == NULL) || (stat->values == NULL)
-        || (stat->set == NULL)) {
+        || (stat->set == NULL)
+        || ((stat->interval_ms != 0) && (stat->prev == NULL))) {
         kprintf("perfmon: stat: out of memory\n");
         perfmon_stat_free(stat);
         return SHELL_ERR_REPORTED;
@@ -551,9 +788,10 @@ perfmon_stat_main(int argc, char **argv)
         /*
          * The flag latches until the next command starts: still set here.
          * With -r, the means are of complete runs: the interrupted one is
-         * left out, unless it is all there is.
+         * left out, unless it is all there is.  Without a command,
+         * Ctrl-C is how counting ends.
          */
-        if (shell_interrupted()) {
+        if ((stat->cmd_argc != 0) && shell_interrupted()) {
             interrupted = true;
 
             if (stat->runs_done > 1) {

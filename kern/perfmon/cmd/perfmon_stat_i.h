@@ -74,8 +74,26 @@ struct perfmon_stat {
     unsigned int nr_slots;
     unsigned int repeat;
     char sep[PERFMON_STAT_SEP_MAX + 1];  /* empty: human-readable output */
-    int cmd_argc;
+    bool json;                          /* -j: one JSON object a line */
+    int cmd_argc;                       /* 0: no command (-a, -C) */
     char **cmd_argv;
+
+    /*
+     * -I: every interval_ms, values of run 0 hold what each event counted
+     * since the last interval (prev: its totals then), elapsed_ns[0] the
+     * interval's length; after interval_count intervals (0: no limit) or
+     * timeout_ms (0: none) counting without a command stops.  time_ns
+     * starts each line printed (the time column: since counting began);
+     * read_max_ns is the longest time reading every event took, the
+     * spread of one row's window.
+     */
+    uint64_t interval_ms;
+    unsigned int interval_count;
+    uint64_t timeout_ms;
+    struct perfmon_stat_count *prev;
+    unsigned int nr_intervals;
+    uint64_t read_max_ns;
+    uint64_t time_ns;
 
     struct perfmon_event *pevs;
     size_t pevs_size;
@@ -106,5 +124,12 @@ perfmon_stat_value(struct perfmon_stat *stat, unsigned int run,
  * or SHELL_ERR_REPORTED (out of memory, said).
  */
 int perfmon_stat_print(struct perfmon_stat *stat, bool interrupted);
+
+/*
+ * Print one interval of -I: its rows (values of run 0), each line after
+ * the time time_ns since counting began, in the format chosen, and the
+ * column header before the first.  Returns as perfmon_stat_print().
+ */
+int perfmon_stat_print_interval(struct perfmon_stat *stat, uint64_t time_ns);
 
 #endif /* KERN_PERFMON_STAT_I_H */

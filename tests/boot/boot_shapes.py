@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+#
+# Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+#
+#
+# Boot test of the shapes of `perfmon stat` beyond one command counted
+# once, on 4 CPUs: -I 100 -a -- sleep 1000 prints about ten intervals
+# whose cpu-clock adds up to a plain run's within the measurement's own
+# error, -A and -x give one line per CPU and interval, --interval-count
+# stops them; -a and -C count with no command, until --timeout or Ctrl-C,
+# and leave nothing attached; -j prints objects Python's json reads, with
+# perf stat's field names; bad values of the new options get one line
+# naming the option.  Prints TAP; exits 1 on failure.
+#
+
+import json
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', '..', 'tools'))
+
+import tallyqemu  # noqa: E402
+from tallyqemu import stat_msec  # noqa: E402
+
+SMP = 4
+CMD_TIMEOUT = 120
+
+# One -I row in perf's default format: time, count, unit, event.
+INTERVAL_RE = re.compile(r'^\s*(\d+\.\d{9})\s+(?:CPU(\d+)\s+)?([\d,.]+)\s+'
+                         r'(msec\s+)?(\S+)', re.M)
+
+# The fields of every -j object, as perf stat -j names them.
+JSON_FIELDS = ('counter-value', 'unit', 'event', 'event-runtime',
+               'pcnt-running', 'metric-value', 'metric-unit')
+
+
+def intervals(out, event):
+    """{time: value} of event's rows in -I output (summed over CPUs)."""
+    rows = {}
+    for m in INTERVAL_RE.finditer(out):
+        if m.group(5) == event:
+            v = float(m.group(3).replace(',', ''))
+            rows[m.group(1)] = rows.get(m.group(1), 0.0) + v
+    return rows
+
+
+def json_lines(out):
+    """Every line that starts an object, parsed; or the first that fails
+    to parse, as a string."""
+    objs = []
+    for line in out.split('\n'):
+        if line.startswith('{'):
+            try:
+                objs.append(json.loads(line))
+            except ValueError as e:
+                return '%s: %r' % (e, line)
+    return objs
+
+
+def main():
+    t = tallyqemu.BootTest(__doc__)
+    with t.shell(timeout=CMD_TIMEOUT, smp=SMP) as sh:
+        run = sh.run
+
+        def interval_sums():
+            plain = run('perfmon stat -a -e cpu-clock -- sleep 1000')
+            out = run('perfmon stat -I 100 -a -e cpu-clock -- sleep 1000')
+            total = stat_msec(plain, 'cpu-clock')
+            rows = intervals(out, 'cpu-clock')
+            # Ten intervals and the last, shorter one; under TCG a late
+            # timer may merge two.
+            if total is None or not 9 <= len(rows) <= 12:
+                return 'want about 10 intervals and a total:\n%s\n%s' \
+                    % (plain, out)
+            s = sum(rows.values())
+            # The error of either count: the command's own length (sleep
+            # wakes on a 1 ms tick) and the enabling skew over 4 CPUs,
+            # under 1% here; 3% leaves TCG's scheduling noise room.
+            t.tap.diag('cpu-clock: %.2f ms in %d intervals, %.2f ms plain'
+                       % (s, len(rows), total))
+            if abs(s - total) > 0.03 * total:
+                return 'intervals add up to %.2f ms, a plain run %.2f:\n' \
+                    '%s\n%s' % (s, total, plain, out)
+            if not re.search(r'^# \d+ intervals of 100 ms; reading the '
+                             r'counters took at most [\d,.]+ us', out, re.M):
+                return 'the intervals\' cost is not stated:\n' + out
+            return None
+
+        def interval_per_cpu_csv():
+            out = run('perfmon stat -I 100 -A -C 0-1 -x , -e cs,cpu-clock '
+                      '-- sleep 250')
+            rows = re.findall(r'^\s*(\d+\.\d{9}),CPU(\d),([\d.]+),(\w*),'
+                              r'([\w-]+),', out, re.M)
+            times = sorted(set(r[0] for r in rows))
+            # Two intervals and the last: 3 times, 2 CPUs, 2 events.
+            if len(times) != 3 or len(rows) != 12:
+                return 'want 3 intervals of 4 lines:\n' + out
+            for tm in times:
+                got = sorted((r[1], r[4]) for r in rows if r[0] == tm)
+                if got != [('0', 'cpu-clock'), ('0', 'cs'),
+                           ('1', 'cpu-clock'), ('1', 'cs')]:
+                    return 'interval %s has %r:\n%s' % (tm, got, out)
+            return None
+
+        def interval_count():
+            out = run('perfmon stat -a -I 50 --interval-count 3 -e cs')
+            rows = intervals(out, 'cs')
+            if len(rows) != 3:
+                return 'want 3 intervals:\n' + out
+            return None
+
+        def no_command_timeout():
+            out = run('perfmon stat -a --timeout 300 -e cpu-clock')
+            ms = stat_msec(out, 'cpu-clock')
+            if "for 'system wide' (4 CPUs)" not in out or ms is None \
+                    or not 0.9 * 1200 <= ms <= 1.2 * 1200:
+                return 'want about 1200 ms on 4 CPUs, system wide:\n' + out
+            return None
+
+        def no_command_ctrl_c():
+            out = sh.interrupt('perfmon stat -C 1 -e cpu-clock', 0.5)
+            ms = stat_msec(out, 'cpu-clock')
+            if "for 'CPU(s) 1'" not in out or ms is None or ms < 300 \
+                    or 'interrupted' in out:
+                return 'want a summary of CPU 1 at Ctrl-C:\n' + out
+            out = sh.interrupt('perfmon stat -a -I 100 -e cs', 0.5)
+            if len(intervals(out, 'cs')) < 2:
+                return 'want intervals until Ctrl-C:\n' + out
+            return sh.no_leak()
+
+        def json_stat():
+            out = run('perfmon stat -j -a -A -e cpu-clock,cs -- sleep 100')
+            objs = json_lines(out)
+            if isinstance(objs, str) or len(objs) != 2 * SMP:
+                return 'want %d objects: %s\n%s' % (2 * SMP, objs, out)
+            for o in objs:
+                missing = [f for f in JSON_FIELDS + ('cpu',) if f not in o]
+                if missing:
+                    return 'missing %r in %r' % (missing, o)
+            clock = [o for o in objs if o['event'] == 'cpu-clock']
+            if sorted(o['cpu'] for o in clock) != ['0', '1', '2', '3'] \
+                    or any(o['unit'] != 'msec'
+                           or o['metric-unit'] != 'CPUs utilized'
+                           or not 0 < float(o['counter-value']) < 1000
+                           or o['pcnt-running'] != 100 for o in clock):
+                return 'cpu-clock objects wrong: %r' % clock
+            out = run('perfmon stat --json -a -I 100 --interval-count 2 '
+                      '-e cs')
+            objs = json_lines(out)
+            if isinstance(objs, str) or len(objs) != 2 \
+                    or not all(isinstance(o.get('interval'), float)
+                               and o['event'] == 'cs' for o in objs):
+                return 'want 2 interval objects: %s\n%s' % (objs, out)
+            out = run('perfmon stat -j -r 2 -e task-clock,cycles spin 1')
+            objs = json_lines(out)
+            if isinstance(objs, str) or len(objs) != 2 \
+                    or 'variance' not in objs[0] \
+                    or objs[1]['counter-value'] not in ('<not supported>',
+                                                        '<not counted>'):
+                return 'want task-clock with its variance, cycles not ' \
+                    'counted: %s\n%s' % (objs, out)
+            return None
+
+        def bad_values():
+            for line, needle in (
+                    ('perfmon stat -I 5 -a', "-I: '5' is not a number"),
+                    ('perfmon stat -I x -a', "-I: 'x' is not a number"),
+                    ('perfmon stat -a --interval-count 2',
+                     '--interval-count needs -I'),
+                    ('perfmon stat -a -I 100 --interval-count 0',
+                     "--interval-count: '0' is not a number"),
+                    ('perfmon stat --timeout 100 sleep 1',
+                     '--timeout counts without a command'),
+                    ('perfmon stat -a --timeout=-1',
+                     "--timeout: '-1' is not a number"),
+                    ('perfmon stat -j -x , -a', '-j and -x exclude'),
+                    ('perfmon stat -I 100 -r 2 sleep 1', '-I and -r exclude'),
+                    ('perfmon stat -e cs', 'missing command (or -a or -C')):
+                out = run(line)
+                lines = [l for l in out.split('\n') if l.startswith('perfmon')]
+                if len(lines) != 1 or needle not in lines[0] \
+                        or 'usage: perfmon stat' not in out:
+                    return '%r: want one line with %r and the usage:\n%s' \
+                        % (line, needle, out)
+            return sh.no_leak()
+
+        sh.step('reaches the prompt with -smp %d' % SMP, sh.prompt)
+        sh.step('-I 100 -a -- sleep 1000: about 10 intervals adding up to '
+                'a plain run', interval_sums)
+        sh.step('-I -A -x: one line per CPU, event and interval',
+                interval_per_cpu_csv)
+        sh.step('--interval-count 3 stops after 3 intervals', interval_count)
+        sh.step('-a --timeout 300 with no command', no_command_timeout)
+        sh.step('-C 1 and -I with no command end at Ctrl-C, nothing left',
+                no_command_ctrl_c)
+        sh.step('-j: objects with perf stat\'s fields', json_stat)
+        sh.step('bad values: one line naming the option', bad_values)
+    return t.finish()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
