@@ -8,9 +8,11 @@
 # whose cpu-clock adds up to a plain run's within the measurement's own
 # error, -A and -x give one line per CPU and interval, --interval-count
 # stops them; -a and -C count with no command, until --timeout or Ctrl-C,
-# and leave nothing attached; -j prints objects Python's json reads, with
-# perf stat's field names; bad values of the new options get one line
-# naming the option.  Prints TAP; exits 1 on failure.
+# and leave nothing attached, and `perfmon record` likewise; -j prints
+# objects Python's json reads, with perf stat's field names, and `perfmon
+# list -j`, `info -j` and `selftest -j` parse too; bad values of the new
+# options get one line naming the option.  Prints TAP; exits 1 on
+# failure.
 #
 
 import json
@@ -131,6 +133,36 @@ def main():
                 return 'want intervals until Ctrl-C:\n' + out
             return sh.no_leak()
 
+        def record_no_command():
+            out = run('perfmon record -a --timeout 300 -F 1000')
+            m = re.search(r'captured (\d+) samples', out)
+            if not m or int(m.group(1)) < 100:
+                return 'want samples of 4 CPUs for 300 ms:\n' + out
+            out = run('perfmon report --sort cpu')
+            cpus = re.findall(r'^\s*[\d.]+%\s+(\d{3})$', out, re.M)
+            if "of 'system wide'" not in out \
+                    or sorted(cpus) != ['000', '001', '002', '003']:
+                return 'want every CPU in the report:\n' + out
+            out = sh.interrupt('perfmon record -C 1', 0.5)
+            if not re.search(r'captured \d+ samples', out) \
+                    or 'interrupted' in out:
+                return 'want a recording of CPU 1 ended by Ctrl-C:\n' + out
+            out = run('perfmon script')
+            if not re.search(r'\[001\]', out) or re.search(r'\[00[023]\]',
+                                                          out):
+                return 'want samples of CPU 1 only:\n' + out[:2000]
+            for line, needle in (
+                    ('perfmon record --timeout 10 spin 1',
+                     '--timeout samples without a command'),
+                    ('perfmon record -a --timeout x',
+                     "--timeout: 'x' is not a number"),
+                    ('perfmon record', 'missing command (or -a or -C')):
+                out = run(line)
+                if needle not in out or 'usage: perfmon record' not in out:
+                    return '%r: want %r and the usage:\n%s' \
+                        % (line, needle, out)
+            return sh.no_leak()
+
         def json_stat():
             out = run('perfmon stat -j -a -A -e cpu-clock,cs -- sleep 100')
             objs = json_lines(out)
@@ -164,6 +196,49 @@ def main():
                     'counted: %s\n%s' % (objs, out)
             return None
 
+        def json_others():
+            out = run('perfmon list -j')
+            try:
+                events = json.loads(out)
+            except ValueError as e:
+                return 'perfmon list -j: %s:\n%s' % (e, out)
+            names = {e['EventName']: e for e in events}
+            cs = names.get('context-switches')
+            if cs is None or cs['Unit'] != 'soft' or cs['EventAlias'] != 'cs' \
+                    or not cs['Encoding'].startswith('r') \
+                    or 'BriefDescription' not in cs:
+                return 'perfmon list -j: no soft context-switches: %r' % cs
+            out = run('perfmon list --json xcall')
+            try:
+                names = sorted(e['EventName'] for e in json.loads(out))
+            except ValueError as e:
+                return 'perfmon list --json xcall: %s:\n%s' % (e, out)
+            if names != ['xcalls', 'xcalls-sent']:
+                return 'perfmon list -j xcall lists %r' % names
+            out = run('perfmon info -j')
+            try:
+                info = json.loads(out)
+            except ValueError as e:
+                return 'perfmon info -j: %s:\n%s' % (e, out)
+            soft = [d for d in info['devices'] if d['name'] == 'soft']
+            if not soft or soft[0]['counters'] < 1 \
+                    or info['counters-in-use'] != [] \
+                    or 'vendor' not in info['cpu'] \
+                    or not isinstance(info['hardware-pmu'], str):
+                return 'perfmon info -j: %r' % info
+            out = run('perfmon selftest -j')
+            objs = json_lines(out)
+            if isinstance(objs, str) or len(objs) < 2:
+                return 'perfmon selftest -j: %s\n%s' % (objs, out)
+            checks, total = objs[:-1], objs[-1]
+            if any(o.get('verdict') not in ('PASS', 'FAIL', 'SKIP')
+                   or 'check' not in o for o in checks) \
+                    or total.get('checks') != len(checks) \
+                    or total.get('pass') != sum(o['verdict'] == 'PASS'
+                                                for o in checks):
+                return 'perfmon selftest -j: %r' % objs
+            return None
+
         def bad_values():
             for line, needle in (
                     ('perfmon stat -I 5 -a', "-I: '5' is not a number"),
@@ -178,11 +253,15 @@ def main():
                      "--timeout: '-1' is not a number"),
                     ('perfmon stat -j -x , -a', '-j and -x exclude'),
                     ('perfmon stat -I 100 -r 2 sleep 1', '-I and -r exclude'),
-                    ('perfmon stat -e cs', 'missing command (or -a or -C')):
+                    ('perfmon stat -e cs', 'missing command (or -a or -C'),
+                    ('perfmon list -q', "list: unknown option '-q'"),
+                    ('perfmon info -j x', "info: no arguments expected"),
+                    ('perfmon selftest --jsn',
+                     "selftest: unknown option '--jsn'")):
                 out = run(line)
                 lines = [l for l in out.split('\n') if l.startswith('perfmon')]
                 if len(lines) != 1 or needle not in lines[0] \
-                        or 'usage: perfmon stat' not in out:
+                        or 'usage: perfmon ' + line.split()[1] not in out:
                     return '%r: want one line with %r and the usage:\n%s' \
                         % (line, needle, out)
             return sh.no_leak()
@@ -196,7 +275,10 @@ def main():
         sh.step('-a --timeout 300 with no command', no_command_timeout)
         sh.step('-C 1 and -I with no command end at Ctrl-C, nothing left',
                 no_command_ctrl_c)
+        sh.step('record -a --timeout and -C until Ctrl-C, with no command',
+                record_no_command)
         sh.step('-j: objects with perf stat\'s fields', json_stat)
+        sh.step('list, info and selftest -j parse', json_others)
         sh.step('bad values: one line naming the option', bad_values)
     return t.finish()
 

@@ -2,10 +2,14 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of the JSON strings of the subcommands' -j output
- * (kern/perfmon/cmd/perfmon_json.c): quotes, backslashes and control
+ * Host tests of the subcommands' -j output: JSON strings
+ * (kern/perfmon/cmd/perfmon_json.c) with quotes, backslashes and control
  * characters escaped, other bytes kept, and a string too long for its line
- * cut before an escape, never inside one, with its closing quote kept.
+ * cut before an escape, never inside one, with its closing quote kept;
+ * `perfmon list -j` and `perfmon info -j` on the fake devices of fdev.c
+ * (an array whose last object has no comma; a counter in use with its
+ * CPU).  The boot test tests/boot/boot_shapes.py parses them with
+ * Python's json.
  */
 
 #include <setjmp.h>
@@ -16,8 +20,14 @@
 
 #include <cmocka.h>
 
+#include "fdev.h"
+#include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
+#include "kern/shell.h"
+
+const char *fake_console_output(void);
+void fake_console_reset(void);
 
 static void
 test_escapes(void **state)
@@ -74,12 +84,51 @@ test_long_string(void **state)
     }
 }
 
+static void
+test_list_and_info(void **state)
+{
+    struct perfmon_event ev;
+    const char *out, *end;
+
+    (void)state;
+    fdev_add(0, 48, 4, true);
+    perfmon_set_hw_status(true, "fake \"PMU\"");
+
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon list -j"), 0);
+    out = fake_console_output();
+    assert_memory_equal(out, "[\n{\"Unit\" : ", 12);
+    assert_non_null(strstr(out, "\"EventName\" : \"cycles\""));
+    end = strstr(out, "\n]\n");
+    assert_non_null(end);
+    assert_int_equal(end[-1], '}');
+    assert_int_equal(end[4], '\0');
+
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_USER);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon info --json"), 0);
+    out = fake_console_output();
+    assert_non_null(strstr(out, "\"hardware-pmu\" : \"fake \\\"PMU\\\"\","));
+    assert_non_null(strstr(out, "\"counters-in-use\" : [\n  {\"device\" : "));
+    assert_non_null(strstr(out, "\"event\" : \"cycles\""));
+    assert_non_null(strstr(out, "\"threads\" : [], \"cpus\" : [1]}\n],"));
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon info -j -x"), SHELL_ERR_REPORTED);
+    assert_string_equal(fake_console_output(),
+                        "perfmon: info: unknown option '-x'\n"
+                        "usage: perfmon info [-j]\n");
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_long_string),
+        cmocka_unit_test_setup(test_list_and_info, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

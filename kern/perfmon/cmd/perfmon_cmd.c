@@ -424,6 +424,21 @@ perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner, uint64_t deadline)
     return done;
 }
 
+bool
+perfmon_cmd_wait_interrupt(uint64_t deadline)
+{
+    uint64_t now;
+
+    while ((now = clock_get_time()) < deadline) {
+        if (console_wait_input(clock_ms_from_ticks(deadline - now))
+            && shell_interrupted()) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
 int
 perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner)
 {
@@ -614,9 +629,9 @@ static void
 perfmon_cmd_usage(void)
 {
     kprintf("usage: perfmon [help]     this text\n"
-            "       perfmon list [FILTER]  every event of every device (or "
-            "those FILTER names)\n"
-            "       perfmon info       devices, capabilities, counters in "
+            "       perfmon list [-j] [FILTER]  every event of every device "
+            "(or those FILTER names)\n"
+            "       perfmon info [-j]  devices, capabilities, counters in "
             "use\n"
             "       perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
             "[-x SEP | -j] [-I MS [--interval-count N]] [--timeout MS] [--] "
@@ -641,7 +656,8 @@ perfmon_cmd_usage(void)
             "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%%,]"
             "time ns,percent,metric,metric unit\n"
             "  -j         one JSON object per line, in perf stat's field "
-            "names\n"
+            "names (list, info and\n"
+            "             selftest take -j too)\n"
             "  -I MS      print the counts of every MS ms (10 or more), a "
             "time column first;\n"
             "             --interval-count N: N of them, without a "
@@ -650,10 +666,12 @@ perfmon_cmd_usage(void)
             "--no-inherit --repeat=\n"
             "             --field-separator= --json --interval-print=)\n"
             "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] "
-            "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND "
-            "[ARGS...]\n"
+            "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--timeout MS] "
+            "[--] [COMMAND [ARGS...]]\n"
             "                          sample COMMAND (or the CPUs while it "
             "runs), keep the samples\n"
+            "                          (no COMMAND: the CPUs until Ctrl-C "
+            "or --timeout MS)\n"
             "  -c N       a sample every N events; -F HZ: HZ samples a second "
             "per CPU (default %u)\n"
             "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
@@ -674,7 +692,7 @@ perfmon_cmd_usage(void)
             "       perfmon bench [-n SAMPLES] [all|quick|remote]\n"
             "                          microbenchmarks of the perfmon layer, "
             "in TSC cycles\n"
-            "       perfmon selftest   check that the counters count what "
+            "       perfmon selftest [-j]  check that the counters count what "
             "they claim, here\n"
             "workloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
             "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS,
@@ -692,7 +710,7 @@ perfmon_cmd(int argc, char **argv)
     if (strcmp(argv[1], "list") == 0) {
         return perfmon_list_main(argc, argv);
     } else if (strcmp(argv[1], "info") == 0) {
-        return perfmon_info_main();
+        return perfmon_info_main(argc, argv);
     } else if (strcmp(argv[1], "stat") == 0) {
         return perfmon_stat_main(argc, argv);
     } else if (strcmp(argv[1], "bench") == 0) {

@@ -190,6 +190,16 @@ void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
                            unsigned int nr);
 bool perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner,
                              uint64_t deadline);
+
+/*
+ * Without a command to wait for: sleep until the clock reaches deadline
+ * (kern/clock.h ticks; false) or the user types Ctrl-C (true), as the
+ * sleep command waits.  The shell's thread only (it reads the console).
+ */
+bool perfmon_cmd_wait_interrupt(uint64_t deadline);
+
+/* The longest --timeout (and -I) of stat and record, in ms: a day. */
+#define PERFMON_CMD_TIME_MAX_MS     (24ULL * 3600 * 1000)
 int perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner);
 void perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner);
 

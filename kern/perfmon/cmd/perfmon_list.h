@@ -10,11 +10,11 @@
 #define KERN_PERFMON_LIST_H
 
 /*
- * The subcommands, from the shell's `perfmon` command.  perfmon_list_main()
- * takes the command's words (argv[0] "perfmon", argv[1] "list").  Thread
+ * The subcommands, from the shell's `perfmon` command: each takes the
+ * command's words (argv[0] "perfmon", argv[1] "list" or "info").  Thread
  * context.
  */
 int perfmon_list_main(int argc, char **argv);
-int perfmon_info_main(void);
+int perfmon_info_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_LIST_H */

@@ -4,7 +4,7 @@
  *
  * `perfmon record`, modelled on Linux `perf record`: run a shell command
  * in a new thread with a sampling event on it (or on every CPU, or some,
- * until the command ends), keep the samples in kernel memory until the next
+ * until the command ends, or without one until Ctrl-C or --timeout), keep the samples in kernel memory until the next
  * record, and end with perf's summary line.  `perfmon report` and `perfmon
  * script` read the recording (kern/perfmon/cmd/perfmon_report.c).
  *
@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -38,7 +39,11 @@
 
 static const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
+    "[-a | -C CPUS] [-i] [-m SIZE] [--timeout MS] [--] [COMMAND [ARGS...]]"
+    "\n";
+
+/* --timeout, a long option without a letter of its own. */
+#define PERFMON_RECORD_OPT_TIMEOUT      0x100
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
@@ -56,7 +61,8 @@ struct perfmon_record {
     uint64_t cpu_mask;
     bool no_inherit;                    /* -i */
     uint64_t ring_size;                 /* -m */
-    int cmd_argc;
+    uint64_t timeout_ms;                /* --timeout, without a command */
+    int cmd_argc;                       /* 0: none, the CPUs until Ctrl-C */
     char **cmd_argv;
     int argc;                           /* the whole perfmon command */
     char **argv;
@@ -80,6 +86,7 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
     { "all-cpus", 'a', false },
     { "cpu", 'C', true },
     { "no-inherit", 'i', false },
+    { "timeout", PERFMON_RECORD_OPT_TIMEOUT, true },
     { NULL, 0, false },
 };
 
@@ -261,6 +268,9 @@ perfmon_record_option(void *arg, int opt, const char *val)
         return 0;
     case 'm':
         return perfmon_record_ring_size(r, val);
+    case PERFMON_RECORD_OPT_TIMEOUT:
+        return perfmon_record_number("--timeout", val, PERFMON_CMD_TIME_MAX_MS,
+                                     &r->timeout_ms);
     default:
         return 0;
     }
@@ -294,23 +304,32 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
         return perfmon_record_error("-c and -F exclude each other");
     }
 
-    if (opts.index >= argc) {
-        return perfmon_record_error("missing command");
-    }
+    if (opts.index < argc) {
+        if (shell_cmd_lookup(argv[opts.index]) == NULL) {
+            return perfmon_record_error("unknown command '%s' (type 'help')",
+                                        argv[opts.index]);
+        }
 
-    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
-        return perfmon_record_error("unknown command '%s' (type 'help')",
-                                    argv[opts.index]);
+        r->cmd_argc = argc - opts.index;
+        r->cmd_argv = &argv[opts.index];
     }
-
-    r->cmd_argc = argc - opts.index;
-    r->cmd_argv = &argv[opts.index];
 
     if (r->period == 0 && r->freq == 0) {
         r->freq = PERFMON_RECORD_FREQ_DEFAULT;
     }
 
     error = perfmon_record_select_cpus(r);
+
+    /* Without a command, the CPUs are sampled until Ctrl-C or --timeout. */
+    if (error == 0 && r->cmd_argc == 0 && r->cpu_mask == 0) {
+        return perfmon_record_error("missing command (or -a or -C to sample "
+                                    "the CPUs until Ctrl-C)");
+    }
+
+    if (error == 0 && r->cmd_argc != 0 && r->timeout_ms != 0) {
+        return perfmon_record_error("--timeout samples without a command (a "
+                                    "command ends itself, or on Ctrl-C)");
+    }
 
     if (error == 0 && r->event_name[0] == '\0') {
         error = perfmon_record_set_event(r,
@@ -511,6 +530,7 @@ perfmon_record_summary(const struct perfmon_record *r)
     }
 }
 
+/* The command recorded; without one, what was sampled, as perf says it. */
 static void
 perfmon_record_command_line(const struct perfmon_record *r, char *buf,
                             size_t size)
@@ -518,6 +538,12 @@ perfmon_record_command_line(const struct perfmon_record *r, char *buf,
     size_t len = 0;
 
     buf[0] = '\0';
+
+    if (r->cmd_argc == 0) {
+        ksnprintf(buf, size, r->all_cpus ? "system wide" : "CPU(s) %s",
+                  r->cpu_list);
+        return;
+    }
 
     for (int i = 0; i < r->cmd_argc && len < size; i++) {
         len += (size_t)ksnprintf(&buf[len], size - len, "%s%s",
@@ -556,8 +582,9 @@ perfmon_record_run(struct perfmon_record *r)
     };
 
     /* The thread is named after the command, as perf shows its comm. */
-    error = perfmon_cmd_runner_start(&r->runner, r->cmd_argv[0], r->cmd_argc,
-                                     r->cmd_argv);
+    error = (r->cmd_argc == 0) ? 0
+            : perfmon_cmd_runner_start(&r->runner, r->cmd_argv[0],
+                                       r->cmd_argc, r->cmd_argv);
 
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
@@ -582,12 +609,22 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     if (error) {
-        perfmon_cmd_runner_cancel(&r->runner);
+        if (r->cmd_argc != 0) {
+            perfmon_cmd_runner_cancel(&r->runner);
+        }
+
         perfmon_rec_destroy(r->rec);
         return error;
     }
 
-    if (r->cpu_mask != 0) {
+    if (r->cmd_argc == 0) {
+        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_cmd_wait_interrupt((r->timeout_ms != 0)
+                                   ? clock_get_time()
+                                     + clock_ticks_from_ms(r->timeout_ms)
+                                   : UINT64_MAX);
+        perfmon_events_disable(r->set, r->nr_events);
+    } else if (r->cpu_mask != 0) {
         perfmon_events_enable(r->set, r->nr_events);
         perfmon_cmd_runner_go(&r->runner, NULL, 0);
         perfmon_cmd_runner_join(&r->runner);
@@ -610,6 +647,7 @@ int
 perfmon_record_main(int argc, char **argv)
 {
     struct perfmon_record *r = kmem_zalloc(sizeof(*r));
+    bool cmd;
     int error;
 
     if (r == NULL) {
@@ -625,10 +663,14 @@ perfmon_record_main(int argc, char **argv)
         error = perfmon_record_run(r);
     }
 
+    cmd = (r->cmd_argc != 0);
     kmem_free(r, sizeof(*r));
 
-    /* The flag latches until the next command: Ctrl-C kept the samples. */
-    if (error == 0 && shell_interrupted()) {
+    /*
+     * The flag latches until the next command: Ctrl-C kept the samples.
+     * Without a command it is how recording ends.
+     */
+    if (error == 0 && cmd && shell_interrupted()) {
         kprintf("perfmon: record: interrupted (the samples so far are "
                 "kept)\n");
     }

@@ -44,9 +44,8 @@ static const char perfmon_stat_usage[] =
 #define PERFMON_STAT_OPT_INTERVAL_COUNT  0x100
 #define PERFMON_STAT_OPT_TIMEOUT         0x101
 
-/* The shortest -I (perf's), and the longest -I and --timeout. */
+/* The shortest -I (perf's). */
 #define PERFMON_STAT_INTERVAL_MIN_MS     10
-#define PERFMON_STAT_TIME_MAX_MS         (24ULL * 3600 * 1000)
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
@@ -158,17 +157,17 @@ static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
     { NULL, 0, false },
 };
 
-/* A number of milliseconds from least to PERFMON_STAT_TIME_MAX_MS. */
+/* A number of milliseconds from least to PERFMON_CMD_TIME_MAX_MS. */
 static int
 perfmon_stat_parse_ms(const char *opt, const char *val, uint64_t least,
                       uint64_t *msp)
 {
     if ((cmdline_parse_u64(val, msp) != 0) || (*msp < least)
-        || (*msp > PERFMON_STAT_TIME_MAX_MS)) {
+        || (*msp > PERFMON_CMD_TIME_MAX_MS)) {
         return perfmon_stat_error("%s: '%s' is not a number of ms from %llu "
                                   "to %llu", opt, val,
                                   (unsigned long long)least,
-                                  PERFMON_STAT_TIME_MAX_MS);
+                                  PERFMON_CMD_TIME_MAX_MS);
     }
 
     return 0;
@@ -572,25 +571,6 @@ perfmon_stat_interval(struct perfmon_stat *stat, uint64_t start,
 }
 
 /*
- * Without a command: sleep until the clock reaches deadline (false) or
- * the user types Ctrl-C (true), as the sleep command waits.
- */
-static bool
-perfmon_stat_wait_input(uint64_t deadline)
-{
-    uint64_t now;
-
-    while ((now = clock_get_time()) < deadline) {
-        if (console_wait_input(clock_ms_from_ticks(deadline - now))
-            && shell_interrupted()) {
-            return true;
-        }
-    }
-
-    return false;
-}
-
-/*
  * While the events count: until the command returns, or without one until
  * Ctrl-C, --timeout or the last of --interval-count intervals, printing
  * the intervals of -I on the way, at times set from the start (they do
@@ -620,7 +600,7 @@ perfmon_stat_wait(struct perfmon_stat *stat, uint64_t start, uint64_t *lastp)
 
         deadline = MIN(next, end);
         ended = cmd ? perfmon_cmd_runner_wait(&stat->runner, deadline)
-                    : perfmon_stat_wait_input(deadline);
+                    : perfmon_cmd_wait_interrupt(deadline);
 
         if (ended || (clock_get_time() >= end)) {
             return;
