@@ -10,8 +10,11 @@
 # stops them; -a and -C count with no command, until --timeout or Ctrl-C,
 # and leave nothing attached, and `perfmon record` likewise; -j prints
 # objects Python's json reads, with perf stat's field names, and `perfmon
-# list -j`, `info -j` and `selftest -j` parse too; bad values of the new
-# options get one line naming the option.  Prints TAP; exits 1 on
+# list -j`, `info -j` and `selftest -j` parse too; a command run with '&'
+# is counted by -t (and not the shell), recorded by record -t, listed by
+# jobs, stopped by kill with nothing left behind, and a thread that exits
+# while counted says so; bad values of the new options get one line
+# naming the option.  Prints TAP; exits 1 on
 # failure.
 #
 
@@ -156,7 +159,7 @@ def main():
                      '--timeout samples without a command'),
                     ('perfmon record -a --timeout x',
                      "--timeout: 'x' is not a number"),
-                    ('perfmon record', 'missing command (or -a or -C')):
+                    ('perfmon record', 'missing command (or -a, -C or -t')):
                 out = run(line)
                 if needle not in out or 'usage: perfmon record' not in out:
                     return '%r: want %r and the usage:\n%s' \
@@ -239,6 +242,93 @@ def main():
                 return 'perfmon selftest -j: %r' % objs
             return None
 
+        def job_tid(out):
+            m = re.search(r'^\[(\d+)\] (\d+)$', out, re.M)
+            return int(m.group(2)) if m else None
+
+        def attach_threads():
+            before = run('mem')
+            out = run('spin 3000000000 &')
+            tid = job_tid(out)
+            if tid is None:
+                return 'no "[N] TID" for a background command:\n' + out
+            threads = run('threads')
+            m = re.search(r'^\s*(\d+) shell\s', threads, re.M)
+            if not m or not re.search(r'^\s*%d spin\s' % tid, threads, re.M):
+                return 'threads shows no shell or spin %d:\n%s' \
+                    % (tid, threads)
+            shell = int(m.group(1))
+            out = run('jobs')
+            if not re.search(r'^\[\d+\] %d running: spin 3000000000$'
+                             % tid, out, re.M):
+                return 'jobs does not list it:\n' + out
+            out = run('perfmon stat -t %d,%d --per-thread --timeout 500 '
+                      '-e task-clock' % (tid, shell))
+            spin = stat_msec(out, 'task-clock')
+            rows = re.findall(r'^\s*(\S+)-(\d+)\s+([\d,.]+) msec task-clock',
+                              out, re.M)
+            got = {int(r[1]): float(r[2].replace(',', '')) for r in rows}
+            # The spin runs all the time on a CPU of its own; the shell
+            # only wakes now and then while it waits.
+            if "thread id '%d,%d'" % (tid, shell) not in out \
+                    or set(got) != {tid, shell} or got[tid] < 300 \
+                    or got[shell] > 0.2 * got[tid]:
+                return 'want spin counted, the shell barely: %r\n%s' \
+                    % (got, out)
+            out = run('perfmon stat -t %d -j --timeout 200 -e task-clock'
+                      % tid)
+            objs = json_lines(out)
+            if isinstance(objs, str) or len(objs) != 1 \
+                    or float(objs[0]['counter-value']) < 100:
+                return 'want one object for the thread: %s\n%s' % (objs, out)
+            out = run('perfmon record -t %d --timeout 300 -F 1000' % tid)
+            if not re.search(r'captured [1-9]\d* samples', out):
+                return 'record -t: no samples:\n' + out
+            out = run('perfmon report --sort comm')
+            if "of 'thread id %d'" % tid not in out \
+                    or not re.search(r'^\s*100\.00%\s+spin$', out, re.M):
+                return 'record -t: the report is not all spin:\n' + out
+            out = run('kill %d' % tid)
+            if not re.search(r'^\[\d+\] %d killed: spin 3000000000$' % tid,
+                             out, re.M) or 'interrupted' not in out:
+                return 'kill did not stop it cleanly:\n' + out
+            out = run('jobs')
+            if out.strip():
+                return 'jobs still lists:\n' + out
+            if run('mem') != before:
+                return 'the heap is not as before:\n%s\n%s' \
+                    % (before, run('mem'))
+            return sh.no_leak()
+
+        def attach_exiting():
+            tid = job_tid(run('spin 150000000 &'))
+            out = run('perfmon stat -t %d -e task-clock' % tid)
+            ms = stat_msec(out, 'task-clock')
+            if ms is None or 'thread %d (spin) exited while counted' % tid \
+                    not in out:
+                return 'want its count and that it exited:\n' + out
+            out = run('jobs')
+            for line, needle in (
+                    ('perfmon stat -t %d' % tid, '-t: no thread %d' % tid),
+                    ('perfmon stat -t 1,1', '-t: thread 1 is named twice'),
+                    ('perfmon stat -t x', "-t: 'x' is not a thread id"),
+                    ('perfmon stat -t 1 -a', '-t and -a exclude'),
+                    ('perfmon stat --per-thread -a', '--per-thread needs -t'),
+                    ('perfmon record -t %d' % tid, '-t: no thread %d' % tid)):
+                out = run(line)
+                if needle not in out or 'usage: perfmon' not in out:
+                    return '%r: want %r and the usage:\n%s' \
+                        % (line, needle, out)
+            for line, needle in (
+                    ('kill %d' % tid, 'is not a background command'),
+                    ('kill', 'usage: kill TID'),
+                    ('&', "'&' runs a command in the background"),
+                    ('nosuch &', "unknown command 'nosuch'")):
+                out = run(line)
+                if needle not in out:
+                    return '%r: want %r:\n%s' % (line, needle, out)
+            return sh.no_leak()
+
         def bad_values():
             for line, needle in (
                     ('perfmon stat -I 5 -a', "-I: '5' is not a number"),
@@ -253,7 +343,7 @@ def main():
                      "--timeout: '-1' is not a number"),
                     ('perfmon stat -j -x , -a', '-j and -x exclude'),
                     ('perfmon stat -I 100 -r 2 sleep 1', '-I and -r exclude'),
-                    ('perfmon stat -e cs', 'missing command (or -a or -C'),
+                    ('perfmon stat -e cs', 'missing command (or -a, -C or -t'),
                     ('perfmon list -q', "list: unknown option '-q'"),
                     ('perfmon info -j x', "info: no arguments expected"),
                     ('perfmon selftest --jsn',
@@ -279,6 +369,9 @@ def main():
                 record_no_command)
         sh.step('-j: objects with perf stat\'s fields', json_stat)
         sh.step('list, info and selftest -j parse', json_others)
+        sh.step('spin &, -t counts it and not the shell, record -t, kill',
+                attach_threads)
+        sh.step('-t on a thread that exits; bad -t, kill, &', attach_exiting)
         sh.step('bad values: one line naming the option', bad_values)
     return t.finish()
 

@@ -7,10 +7,11 @@
 # software PMU's width and overflow mode drawn from the seed, then a
 # bounded number of random command lines: `perfmon stat` with random
 # valid and invalid -e lists (names, aliases, raw codes, modifiers), CPU
-# lists, -r, -x, -a, -A, -j, -I, --interval-count, --timeout, around
-# small workloads or none (ending by themselves or at Ctrl-C); `perfmon
-# list`, `info`, `report`, `script`, `bench` with bad options; workloads
-# with bad arguments; overlong lines, too many words, open quotes, control
+# lists, -r, -x, -a, -A, -j, -I, --interval-count, --timeout, -t,
+# --per-thread, around small workloads or none (ending by themselves or at
+# Ctrl-C); `perfmon list`, `info`, `report`, `script`, `bench` with bad
+# options; workloads with bad arguments; short background commands,
+# `jobs` and `kill` with bad arguments; overlong lines, too many words, open quotes, control
 # characters and bytes >= 0x80; Ctrl-C while typing and while a command
 # runs.  The seed is printed first; TALLY_FUZZ_SEED=N replays a run.
 #
@@ -64,7 +65,8 @@ def stat_line(rnd):
     words = ['perfmon', 'stat']
     for _ in range(rnd.randint(0, 4)):
         opt = rnd.choice(('-e', '-a', '-C', '-A', '-r', '-x', '-q', '--bogus',
-                          '-j', '-I', '--interval-count', '--timeout'))
+                          '-j', '-I', '--interval-count', '--timeout', '-t',
+                          '--per-thread'))
         words.append(opt)
         if opt == '-e':
             words.append(event_list(rnd))
@@ -74,6 +76,9 @@ def stat_line(rnd):
             words.append(rnd.choice(('1', '2', '3', '0', '101', 'x', '')))
         elif opt == '-x':
             words.append(rnd.choice((',', ';', '""', ':')))
+        elif opt == '-t':
+            words.append(rnd.choice(('0', '1', '8', '1,1', '0,1,2', '999',
+                                     'x', ',', '1,')))
         elif opt in ('-I', '--interval-count', '--timeout'):
             words.append(rnd.choice(('1', '10', '50', '5', '0', 'x', '-1',
                                      '99999999999999999999')))
@@ -93,6 +98,9 @@ def other_line(rnd):
         # With no command: each ends by itself.
         'perfmon stat -a --timeout 50', 'perfmon stat -C 1 -j --timeout 20',
         'perfmon stat -a -A -I 10 --interval-count 3 -x ,',
+        'perfmon stat -t 0,1 --per-thread --timeout 20',
+        'perfmon record -t 1 --timeout 20', 'jobs', 'kill', 'kill 1',
+        'kill x', '&', 'spin 1000 &', 'nosuchcommand &',
     ))
 
 

@@ -5,4 +5,5 @@ perfmon_opts_SRCS := tests/fuzz/perfmon_opts_fuzz.c kern/perfmon/cmd/perfmon_cmd
 	kern/perfmon/cmd/perfmon_json.c \
 	kern/perfmon/cmd/perfmon_parse.c kern/shell.c kern/error.c \
 	tests/unit/fakes/console.c tests/unit/fakes/perfmon_cmd_deps.c \
+	tests/unit/fakes/shell_job.c \
 	tests/unit/fakes/thread_none.c $(PERFMON_CORE_SRCS)

@@ -23,7 +23,7 @@
 #include "kern/shell.h"
 
 static const char *const opts_fuzz_specs[] = {
-    "e:aC:Ar:x:", "e:aAC:r:x:ijI:", "e:c:F:gbj:aC:im:", "e:F:d:n:", "gb",
+    "e:aC:Ar:x:", "e:aAC:r:x:ijI:t:", "e:c:F:gbj:aC:im:t:", "e:F:d:n:", "gb",
     ":", "",
 };
 

@@ -3,5 +3,6 @@ perfmon_cmd_test_SRCS := tests/unit/perfmon_cmd_test.c kern/perfmon/cmd/perfmon_
 	kern/perfmon/cmd/perfmon_json.c \
 	kern/perfmon/cmd/perfmon_parse.c kern/shell.c kern/error.c \
 	tests/unit/fakes/console.c tests/unit/fakes/perfmon_cmd_deps.c \
+	tests/unit/fakes/shell_job.c \
 	tests/unit/fakes/thread_none.c tests/unit/fdev.c kern/string.c \
 	$(PERFMON_CORE_SRCS)

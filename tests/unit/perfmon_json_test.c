@@ -9,7 +9,9 @@
  * `perfmon list -j` and `perfmon info -j` on the fake devices of fdev.c
  * (an array whose last object has no comma; a counter in use with its
  * CPU).  The boot test tests/boot/boot_shapes.py parses them with
- * Python's json.
+ * Python's json.  And the -t lists of stat and record
+ * (perfmon_cmd_threads()): ids resolved with a reference each, every bad
+ * list refused in one line with no reference left.
  */
 
 #include <setjmp.h>
@@ -20,11 +22,14 @@
 
 #include <cmocka.h>
 
+#include "fakes/fake_smp.h"
 #include "fdev.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
+#include "kern/printf.h"
 #include "kern/shell.h"
+#include "kern/thread.h"
 
 const char *fake_console_output(void);
 void fake_console_reset(void);
@@ -122,6 +127,57 @@ test_list_and_info(void **state)
                         "usage: perfmon info [-j]\n");
 }
 
+static void
+test_thread_lists(void **state)
+{
+    struct thread *threads[PERFMON_CMD_MAX_THREADS], *a, *b, *gone;
+    static const char *const bad[] = {
+        "", ",", "1,", "x", "-1", "99", "1,1", "4294967296",
+        "1,2,3,1,2,3,1,2,3,1,2,3,1,2,3,1,2",
+    };
+    unsigned int nr = 0;
+    char list[32];
+
+    (void)state;
+    a = fake_thread_create("a");
+    b = fake_thread_create("b");
+    gone = fake_thread_create("gone");
+    gone->exited = true;
+
+    ksnprintf(list, sizeof(list), "%u,%u", thread_id(b), thread_id(a));
+    assert_int_equal(perfmon_cmd_threads("stat", "u\n", list, threads, &nr),
+                     0);
+    assert_int_equal(nr, 2);
+    assert_ptr_equal(threads[0], b);
+    assert_ptr_equal(threads[1], a);
+    assert_int_equal(a->nr_refs, 2);
+    perfmon_cmd_threads_put(threads, nr);
+    assert_int_equal(a->nr_refs, 1);
+    assert_int_equal(b->nr_refs, 1);
+
+    ksnprintf(list, sizeof(list), "%u,%u", thread_id(a), thread_id(gone));
+    fake_console_reset();
+    assert_int_equal(perfmon_cmd_threads("stat", "u\n", list, threads, &nr),
+                     SHELL_ERR_REPORTED);
+    ksnprintf(list, sizeof(list), "-t: no thread %u (", thread_id(gone));
+    assert_non_null(strstr(fake_console_output(), list));
+    assert_int_equal(a->nr_refs, 1);
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *out;
+
+        fake_console_reset();
+        assert_int_equal(perfmon_cmd_threads("record", "usage\n", bad[i],
+                                             threads, &nr),
+                         SHELL_ERR_REPORTED);
+        out = fake_console_output();
+        assert_memory_equal(out, "perfmon: record: -t", 19);
+        assert_string_equal(strchr(out, '\n'), "\nusage\n");
+        assert_int_equal(a->nr_refs, 1);
+        assert_int_equal(b->nr_refs, 1);
+    }
+}
+
 int
 main(void)
 {
@@ -129,6 +185,7 @@ main(void)
         cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_long_string),
         cmocka_unit_test_setup(test_list_and_info, setup),
+        cmocka_unit_test_setup(test_thread_lists, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,7 @@
 #include "arch/x86/cpu.h"
 #include "kern/assert.h"
 #include "kern/clock.h"
+#include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -186,6 +187,91 @@ perfmon_cmd_cpus(const char *who, const char *usage, bool all,
                                  "e.g. 0,2-3)", list);
     }
 
+    return 0;
+}
+
+void
+perfmon_cmd_threads_put(struct thread **threads, unsigned int nr)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        thread_unref(threads[i]);
+        threads[i] = NULL;
+    }
+}
+
+/* One id of a -t list, of len characters: its thread, or an error said. */
+static int
+perfmon_cmd_thread(const char *who, const char *usage, const char *id,
+                   size_t len, struct thread **threads, unsigned int nr)
+{
+    char word[24];
+    uint64_t tid;
+
+    if (len == 0 || len >= sizeof(word)) {
+        return perfmon_cmd_error(who, usage, "-t: '%.*s' is not a thread id "
+                                 "(see threads)", (int)MIN(len, 23U), id);
+    }
+
+    memcpy(word, id, len);
+    word[len] = '\0';
+
+    if (cmdline_parse_u64(word, &tid) != 0 || tid > UINT32_MAX) {
+        return perfmon_cmd_error(who, usage, "-t: '%s' is not a thread id "
+                                 "(see threads)", word);
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (thread_id(threads[i]) == tid) {
+            return perfmon_cmd_error(who, usage, "-t: thread %s is named "
+                                     "twice", word);
+        }
+    }
+
+    threads[nr] = thread_lookup((unsigned int)tid);
+
+    if (threads[nr] == NULL) {
+        return perfmon_cmd_error(who, usage, "-t: no thread %s (it has "
+                                 "exited, or never was: see threads)", word);
+    }
+
+    return 0;
+}
+
+int
+perfmon_cmd_threads(const char *who, const char *usage, const char *list,
+                    struct thread **threads, unsigned int *nrp)
+{
+    unsigned int nr = 0;
+    const char *p = list;
+    int error;
+
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = (comma != NULL) ? (size_t)(comma - p) : strlen(p);
+
+        if (nr == PERFMON_CMD_MAX_THREADS) {
+            perfmon_cmd_threads_put(threads, nr);
+            return perfmon_cmd_error(who, usage, "-t: %u threads at most",
+                                     PERFMON_CMD_MAX_THREADS);
+        }
+
+        error = perfmon_cmd_thread(who, usage, p, len, threads, nr);
+
+        if (error) {
+            perfmon_cmd_threads_put(threads, nr);
+            return error;
+        }
+
+        nr++;
+
+        if (comma == NULL) {
+            break;
+        }
+
+        p = comma + 1;
+    }
+
+    *nrp = nr;
     return 0;
 }
 
@@ -424,21 +510,6 @@ perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner, uint64_t deadline)
     return done;
 }
 
-bool
-perfmon_cmd_wait_interrupt(uint64_t deadline)
-{
-    uint64_t now;
-
-    while ((now = clock_get_time()) < deadline) {
-        if (console_wait_input(clock_ms_from_ticks(deadline - now))
-            && shell_interrupted()) {
-            return true;
-        }
-    }
-
-    return false;
-}
-
 int
 perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner)
 {
@@ -633,13 +704,14 @@ perfmon_cmd_usage(void)
             "(or those FILTER names)\n"
             "       perfmon info [-j]  devices, capabilities, counters in "
             "use\n"
-            "       perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-            "[-x SEP | -j] [-I MS [--interval-count N]] [--timeout MS] [--] "
-            "[COMMAND [ARGS...]]\n"
+            "       perfmon stat [-e EVENTS] [-a | -C CPUS | -t TIDS] "
+            "[-A | --per-thread] [-i] [-r N] [-x SEP | -j]\n"
+            "                    [-I MS [--interval-count N]] [--timeout MS] "
+            "[--] [COMMAND [ARGS...]]\n"
             "                          run COMMAND in a new thread and count "
             "what it does\n"
-            "                          (no COMMAND: count the CPUs until "
-            "Ctrl-C or --timeout MS)\n"
+            "                          (no COMMAND: count the CPUs or threads "
+            "until Ctrl-C or --timeout MS)\n"
             "  -e EVENTS  comma-separated names or aliases from 'perfmon "
             "list', raw codes rHEX,\n"
             "             each with optional modifiers :u :k (default both) "
@@ -648,7 +720,10 @@ perfmon_cmd_usage(void)
             "  -a         count on all CPUs instead of the thread\n"
             "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
             "  -A         one row per CPU instead of the sum (with -a or "
-            "-C)\n"
+            "-C)\n"            "  -t TIDS    count these running threads (ids as 'threads' "
+            "shows them, e.g. 9,12);\n"
+            "             --per-thread: one row each (a command run with a "
+            "trailing & prints its id)\n"
             "  -i         the command's thread only, not the threads it "
             "creates\n"
             "  -r N       run N times (1 to %u): mean and relative "
@@ -664,14 +739,15 @@ perfmon_cmd_usage(void)
             "COMMAND\n"
             "             (long forms: --event= --all-cpus --cpu= --no-aggr "
             "--no-inherit --repeat=\n"
-            "             --field-separator= --json --interval-print=)\n"
+            "             --field-separator= --json --interval-print= "
+            "--tid=)\n"
             "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] "
-            "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--timeout MS] "
-            "[--] [COMMAND [ARGS...]]\n"
+            "[-b | -j FILTERS] [-a | -C CPUS | -t TIDS] [-i] [-m SIZE]\n"
+            "                    [--timeout MS] [--] [COMMAND [ARGS...]]\n"
             "                          sample COMMAND (or the CPUs while it "
             "runs), keep the samples\n"
-            "                          (no COMMAND: the CPUs until Ctrl-C "
-            "or --timeout MS)\n"
+            "                          (no COMMAND: the CPUs or threads "
+            "until Ctrl-C or --timeout MS)\n"
             "  -c N       a sample every N events; -F HZ: HZ samples a second "
             "per CPU (default %u)\n"
             "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "

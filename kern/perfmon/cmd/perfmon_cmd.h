@@ -102,6 +102,24 @@ int perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
 int perfmon_cmd_cpus(const char *who, const char *usage, bool all,
                      const char *list, uint64_t *maskp);
 
+/* Most threads -t names. */
+#define PERFMON_CMD_MAX_THREADS     16
+
+/*
+ * The threads -t LIST names ("9,10": ids as `threads` shows them), each
+ * with a reference that perfmon_cmd_threads_put() drops, in
+ * threads[0..*nrp).  Any thread may be named, kernel threads included (the
+ * idle threads, the shell, the timer threads).  Returns 0, or
+ * perfmon_cmd_error(who, usage) and no reference held: a malformed list,
+ * more than PERFMON_CMD_MAX_THREADS, an id twice, an id no thread has or
+ * whose thread has exited.
+ */
+struct thread;
+
+int perfmon_cmd_threads(const char *who, const char *usage, const char *list,
+                        struct thread **threads, unsigned int *nrp);
+void perfmon_cmd_threads_put(struct thread **threads, unsigned int nr);
+
 /*
  * How to count an event the user named (perf's -e syntax, parsed): the id
  * and flags for perfmon_event_init(), the device of a device-named raw
@@ -190,13 +208,6 @@ void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
                            unsigned int nr);
 bool perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner,
                              uint64_t deadline);
-
-/*
- * Without a command to wait for: sleep until the clock reaches deadline
- * (kern/clock.h ticks; false) or the user types Ctrl-C (true), as the
- * sleep command waits.  The shell's thread only (it reads the console).
- */
-bool perfmon_cmd_wait_interrupt(uint64_t deadline);
 
 /* The longest --timeout (and -I) of stat and record, in ms: a day. */
 #define PERFMON_CMD_TIME_MAX_MS     (24ULL * 3600 * 1000)

@@ -36,13 +36,17 @@
 #include "kern/thread.h"
 
 static const char perfmon_stat_usage[] =
-    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-    "[-x SEP | -j] [-I MS [--interval-count N]] [--timeout MS] "
-    "[--] [COMMAND [ARGS...]]\n";
+    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS | -t TIDS] [-A | "
+    "--per-thread] [-i] [-r N] [-x SEP | -j] [-I MS [--interval-count N]] "
+    "[--timeout MS] [--] [COMMAND [ARGS...]]\n";
 
 /* Long options without a letter of their own. */
 #define PERFMON_STAT_OPT_INTERVAL_COUNT  0x100
 #define PERFMON_STAT_OPT_TIMEOUT         0x101
+#define PERFMON_STAT_OPT_PER_THREAD      0x102
+
+/* How often counting -t threads without a command looks for their exit. */
+#define PERFMON_STAT_EXIT_POLL_MS        20
 
 /* The shortest -I (perf's). */
 #define PERFMON_STAT_INTERVAL_MIN_MS     10
@@ -154,6 +158,8 @@ static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
     { "interval-print", 'I', true },
     { "interval-count", PERFMON_STAT_OPT_INTERVAL_COUNT, true },
     { "timeout", PERFMON_STAT_OPT_TIMEOUT, true },
+    { "tid", 't', true },
+    { "per-thread", PERFMON_STAT_OPT_PER_THREAD, false },
     { NULL, 0, false },
 };
 
@@ -229,6 +235,12 @@ perfmon_stat_option(void *arg, int opt, const char *val)
         return 0;
     case PERFMON_STAT_OPT_TIMEOUT:
         return perfmon_stat_parse_ms("--timeout", val, 1, &stat->timeout_ms);
+    case 't':
+        stat->tid_list = val;
+        return 0;
+    case PERFMON_STAT_OPT_PER_THREAD:
+        stat->per_thread = true;
+        return 0;
     default:
         return 0;
     }
@@ -306,6 +318,23 @@ perfmon_stat_select_cpus(struct perfmon_stat *stat)
         return perfmon_stat_error("-A needs -a or -C");
     }
 
+    if (stat->tid_list != NULL && stat->cpu_mode) {
+        return perfmon_stat_error("-t and %s exclude each other",
+                                  stat->all_cpus ? "-a" : "-C");
+    }
+
+    if (stat->per_thread && stat->tid_list == NULL) {
+        return perfmon_stat_error("--per-thread needs -t");
+    }
+
+    if (stat->tid_list != NULL) {
+        error = perfmon_cmd_threads("stat", perfmon_stat_usage,
+                                    stat->tid_list, stat->threads,
+                                    &stat->nr_threads);
+        stat->nr_slots = stat->nr_threads;
+        return error;
+    }
+
     if (!stat->cpu_mode) {
         stat->nr_slots = 1;
         return 0;
@@ -343,9 +372,10 @@ perfmon_stat_check_modes(const struct perfmon_stat *stat)
         return perfmon_stat_error("--interval-count needs -I");
     }
 
-    if (stat->cmd_argc == 0 && !stat->cpu_mode) {
-        return perfmon_stat_error("missing command (or -a or -C to count "
-                                  "the CPUs until Ctrl-C)");
+    if (stat->cmd_argc == 0 && !stat->cpu_mode
+        && !perfmon_stat_thread_mode(stat)) {
+        return perfmon_stat_error("missing command (or -a, -C or -t to "
+                                  "count until Ctrl-C)");
     }
 
     if (stat->cmd_argc == 0 && stat->repeat > 1) {
@@ -373,7 +403,7 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
     int error;
 
     stat->repeat = 1;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:ijI:",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:ijI:t:",
                           perfmon_stat_longopts);
 
     error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
@@ -444,6 +474,13 @@ perfmon_stat_flags(const struct perfmon_stat *stat)
            | ((stat->cpu_mode || stat->no_inherit) ? 0 : PERFMON_EF_INHERIT);
 }
 
+/* Whether stat enables the events itself: on CPUs and -t threads. */
+static bool
+perfmon_stat_enables(const struct perfmon_stat *stat)
+{
+    return stat->cpu_mode || perfmon_stat_thread_mode(stat);
+}
+
 /*
  * Attach event ev to every slot, or to none: an event counted on some of
  * its CPUs only would print a misleading sum.
@@ -478,7 +515,10 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
         if (error == 0) {
             error = stat->cpu_mode
                     ? perfmon_event_attach_cpu(pev, stat->cpus[s])
-                    : perfmon_event_attach(pev, stat->runner.thread);
+                    : perfmon_event_attach(pev,
+                                           perfmon_stat_thread_mode(stat)
+                                           ? stat->threads[s]
+                                           : stat->runner.thread);
         }
     }
 
@@ -570,17 +610,32 @@ perfmon_stat_interval(struct perfmon_stat *stat, uint64_t start,
     perfmon_stat_print_interval(stat, tsc_cycles_to_ns(now - start));
 }
 
+/* -t: whether every thread named has exited (nothing left to count). */
+static bool
+perfmon_stat_threads_gone(const struct perfmon_stat *stat)
+{
+    for (unsigned int t = 0; t < stat->nr_threads; t++) {
+        if (!thread_exited(stat->threads[t])) {
+            return false;
+        }
+    }
+
+    return perfmon_stat_thread_mode(stat);
+}
+
 /*
  * While the events count: until the command returns, or without one until
- * Ctrl-C, --timeout or the last of --interval-count intervals, printing
- * the intervals of -I on the way, at times set from the start (they do
- * not drift).  *lastp: the TSC time of the last interval printed.
+ * Ctrl-C, --timeout, the last of --interval-count intervals or (-t) the
+ * exit of every thread, printing the intervals of -I on the way, at times
+ * set from the start (they do not drift).  *lastp: the TSC time of the
+ * last interval printed.
  */
 static void
 perfmon_stat_wait(struct perfmon_stat *stat, uint64_t start, uint64_t *lastp)
 {
     bool cmd = (stat->cmd_argc != 0);
-    uint64_t t0 = clock_get_time(), end = UINT64_MAX;
+    uint64_t t0 = clock_get_time(), end = UINT64_MAX, next = UINT64_MAX;
+    uint64_t k = 1;
 
     if (cmd && (stat->interval_ms == 0)) {
         return;
@@ -590,23 +645,33 @@ perfmon_stat_wait(struct perfmon_stat *stat, uint64_t start, uint64_t *lastp)
         end = t0 + clock_ticks_from_ms(stat->timeout_ms);
     }
 
-    for (uint64_t k = 1;; k++) {
-        uint64_t next = UINT64_MAX, deadline;
+    if (stat->interval_ms != 0) {
+        next = t0 + clock_ticks_from_ms(stat->interval_ms);
+    }
+
+    for (;;) {
+        uint64_t deadline = MIN(next, end);
         bool ended;
 
-        if (stat->interval_ms != 0) {
-            next = t0 + clock_ticks_from_ms(k * stat->interval_ms);
+        if (!cmd && perfmon_stat_thread_mode(stat)) {
+            deadline = MIN(deadline, clock_get_time()
+                           + clock_ticks_from_ms(PERFMON_STAT_EXIT_POLL_MS));
         }
 
-        deadline = MIN(next, end);
         ended = cmd ? perfmon_cmd_runner_wait(&stat->runner, deadline)
-                    : perfmon_cmd_wait_interrupt(deadline);
+                    : shell_wait_interrupt(deadline);
 
-        if (ended || (clock_get_time() >= end)) {
+        if (ended || (clock_get_time() >= end)
+            || (!cmd && perfmon_stat_threads_gone(stat))) {
             return;
         }
 
+        if (clock_get_time() < next) {
+            continue;
+        }
+
         perfmon_stat_interval(stat, start, lastp);
+        next = t0 + clock_ticks_from_ms(++k * stat->interval_ms);
 
         if ((stat->interval_count != 0)
             && (stat->nr_intervals >= stat->interval_count)) {
@@ -650,13 +715,14 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
     start = cpu_rdtsc();
     last = start;
 
-    if (stat->cpu_mode) {
+    if (perfmon_stat_enables(stat)) {
         perfmon_events_enable(stat->set, nr);
     }
 
     if (cmd) {
-        perfmon_cmd_runner_go(&stat->runner, stat->cpu_mode ? NULL : stat->set,
-                              stat->cpu_mode ? 0 : nr);
+        perfmon_cmd_runner_go(&stat->runner,
+                              perfmon_stat_enables(stat) ? NULL : stat->set,
+                              perfmon_stat_enables(stat) ? 0 : nr);
     }
 
     perfmon_stat_wait(stat, start, &last);
@@ -665,7 +731,7 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
         stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
     }
 
-    if (stat->cpu_mode) {
+    if (perfmon_stat_enables(stat)) {
         perfmon_events_disable(stat->set, nr);
     }
 
@@ -713,6 +779,8 @@ perfmon_stat_free(struct perfmon_stat *stat)
     if (stat->prev != NULL) {
         kmem_free(stat->prev, stat->values_size);
     }
+
+    perfmon_cmd_threads_put(stat->threads, stat->nr_threads);
 
     kmem_free(stat, sizeof(*stat));
 }

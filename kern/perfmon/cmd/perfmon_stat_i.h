@@ -58,8 +58,8 @@ struct perfmon_stat_ev {
 
 /*
  * A `perfmon stat` invocation, on the heap (too big for a thread stack).
- * pevs[e * nr_slots + s] is event e on slot s (the thread, or the s-th
- * selected CPU); values[(r * nr_events + e) * nr_slots + s] what it
+ * pevs[e * nr_slots + s] is event e on slot s (the command's thread, the
+ * s-th selected CPU, or the s-th thread of -t); values[(r * nr_events + e) * nr_slots + s] what it
  * counted in run r.
  */
 struct perfmon_stat {
@@ -71,6 +71,10 @@ struct perfmon_stat {
     bool no_inherit;                    /* -i */
     const char *cpu_list;               /* -C argument */
     unsigned int cpus[PERFMON_PARSE_MAX_CPUS];
+    const char *tid_list;               /* -t argument */
+    bool per_thread;                    /* --per-thread */
+    struct thread *threads[PERFMON_CMD_MAX_THREADS];  /* -t: referenced */
+    unsigned int nr_threads;
     unsigned int nr_slots;
     unsigned int repeat;
     char sep[PERFMON_STAT_SEP_MAX + 1];  /* empty: human-readable output */
@@ -108,6 +112,23 @@ struct perfmon_stat {
     struct perfmon_cmd_runner runner;
     int cmd_result;
 };
+
+/*
+ * -t: the slots are the threads named, counted from outside as CPUs are
+ * (stat enables and disables their events, not the command's runner).
+ */
+static inline bool
+perfmon_stat_thread_mode(const struct perfmon_stat *stat)
+{
+    return stat->nr_threads != 0;
+}
+
+/* One output row per slot (-A, --per-thread), else their sum. */
+static inline bool
+perfmon_stat_per_slot(const struct perfmon_stat *stat)
+{
+    return stat->per_cpu || stat->per_thread;
+}
 
 /* What event ev counted on slot in run run. */
 static inline struct perfmon_stat_count *

@@ -25,6 +25,7 @@
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
+#include "kern/thread.h"
 
 /*
  * Every event on one output row: the mean of its counts over the runs
@@ -257,6 +258,24 @@ perfmon_stat_add_time(const struct perfmon_stat *stat,
 }
 
 /*
+ * A thread's label in --per-thread rows, as perf writes it: NAME-TID (a
+ * thread name has no quote or backslash to escape), between open and
+ * close.
+ */
+static void
+perfmon_stat_add_thread(const struct perfmon_stat *stat,
+                        struct perfmon_cmd_line *line, int slot, int width,
+                        const char *open, const char *close)
+{
+    const struct thread *thread = stat->threads[slot];
+    char label[THREAD_NAME_SIZE + 12];
+
+    ksnprintf(label, sizeof(label), "%s-%u", thread_name(thread),
+              thread_id(thread));
+    perfmon_cmd_line_add(line, "%s%*s%s", open, width, label, close);
+}
+
+/*
  * -j: one JSON object, with perf stat's field names: the interval and the
  * CPU where they apply, the count (a string: it may be "<not counted>"),
  * its unit, the event, the relative deviation of -r ("variance", as perf
@@ -285,7 +304,10 @@ perfmon_stat_print_json(struct perfmon_stat *stat,
                                                   % 1000000000ULL));
     }
 
-    if (row->slot >= 0) {
+    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
+        perfmon_cmd_line_add(&line, "\"thread\" : ");
+        perfmon_stat_add_thread(stat, &line, row->slot, 0, "\"", "\", ");
+    } else if (row->slot >= 0) {
         perfmon_cmd_line_add(&line, "\"cpu\" : \"%u\", ",
                              stat->cpus[row->slot]);
     }
@@ -341,7 +363,9 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
     perfmon_cmd_line_init(&line);
     perfmon_stat_add_time(stat, &line);
 
-    if (row->slot >= 0) {
+    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
+        perfmon_stat_add_thread(stat, &line, row->slot, 0, "", sep);
+    } else if (row->slot >= 0) {
         perfmon_cmd_line_add(&line, "CPU%u%s", stat->cpus[row->slot], sep);
     }
 
@@ -384,7 +408,9 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
     perfmon_cmd_line_init(&line);
     perfmon_stat_add_time(stat, &line);
 
-    if (row->slot >= 0) {
+    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
+        perfmon_stat_add_thread(stat, &line, row->slot, 20, "", " ");
+    } else if (row->slot >= 0) {
         perfmon_cmd_line_add(&line, "CPU%-4u", stat->cpus[row->slot]);
     }
 
@@ -447,43 +473,54 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
     perfmon_cmd_line_print(&line);
 }
 
+/*
+ * What was counted, as perf's header names it: the command (and the CPUs
+ * or threads counted while it ran), or without one the threads or CPUs.
+ */
+static void
+perfmon_stat_add_target(const struct perfmon_stat *stat,
+                        struct perfmon_cmd_line *line)
+{
+    if (stat->cmd_argc == 0) {
+        if (perfmon_stat_thread_mode(stat)) {
+            perfmon_cmd_line_add(line, "thread id '%s'", stat->tid_list);
+        } else if (stat->all_cpus) {
+            perfmon_cmd_line_add(line, "'system wide' (%u CPUs)",
+                                 stat->nr_slots);
+        } else {
+            perfmon_cmd_line_add(line, "'CPU(s) %s'", stat->cpu_list);
+        }
+
+        return;
+    }
+
+    perfmon_cmd_line_add(line, "'");
+
+    for (int i = 0; i < stat->cmd_argc; i++) {
+        perfmon_cmd_line_add(line, "%s%s", (i == 0) ? "" : " ",
+                             stat->cmd_argv[i]);
+    }
+
+    perfmon_cmd_line_add(line, "'");
+
+    if (perfmon_stat_thread_mode(stat)) {
+        perfmon_cmd_line_add(line, " (thread id %s)", stat->tid_list);
+    } else if (stat->all_cpus) {
+        perfmon_cmd_line_add(line, " (system wide, %u CPUs)",
+                             stat->nr_slots);
+    } else if (stat->cpu_mode) {
+        perfmon_cmd_line_add(line, " (CPUs %s)", stat->cpu_list);
+    }
+}
+
 static void
 perfmon_stat_print_header(struct perfmon_stat *stat)
 {
     struct perfmon_cmd_line line;
 
     perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, " Performance counter stats for '");
-
-    for (int i = 0; i < stat->cmd_argc; i++) {
-        perfmon_cmd_line_add(&line, "%s%s", (i == 0) ? "" : " ",
-                             stat->cmd_argv[i]);
-    }
-
-    /* Without a command, perf names what it counted instead. */
-    if (stat->cmd_argc == 0) {
-        perfmon_cmd_line_add(&line, "%s", stat->all_cpus ? "system wide"
-                                                         : "CPU(s) ");
-    }
-
-    if (stat->cmd_argc == 0 && !stat->all_cpus) {
-        perfmon_cmd_line_add(&line, "%s':", stat->cpu_list);
-        kprintf("\n");
-        perfmon_cmd_line_print(&line);
-        kprintf("\n");
-        return;
-    }
-
-    perfmon_cmd_line_add(&line, "'");
-
-    if (stat->cmd_argc == 0) {
-        perfmon_cmd_line_add(&line, " (%u CPUs)", stat->nr_slots);
-    } else if (stat->all_cpus) {
-        perfmon_cmd_line_add(&line, " (system wide, %u CPUs)",
-                             stat->nr_slots);
-    } else if (stat->cpu_mode) {
-        perfmon_cmd_line_add(&line, " (CPUs %s)", stat->cpu_list);
-    }
+    perfmon_cmd_line_add(&line, " Performance counter stats for ");
+    perfmon_stat_add_target(stat, &line);
 
     if (stat->runs_done < stat->repeat) {
         perfmon_cmd_line_add(&line, " (%u of %u runs)", stat->runs_done,
@@ -610,7 +647,7 @@ perfmon_stat_rows(struct perfmon_stat *stat, unsigned int *nr_rowsp,
                   size_t *sizep)
 {
     size_t scratch_size = sizeof(uint64_t) * PERFMON_STAT_MAX_RUNS;
-    unsigned int nr_rows = stat->per_cpu ? stat->nr_slots : 1;
+    unsigned int nr_rows = perfmon_stat_per_slot(stat) ? stat->nr_slots : 1;
     size_t rows_size = sizeof(struct perfmon_stat_row) * (nr_rows + 1);
     struct perfmon_stat_row *rows;
     uint64_t *scratch;
@@ -626,11 +663,12 @@ perfmon_stat_rows(struct perfmon_stat *stat, unsigned int *nr_rowsp,
     }
 
     for (unsigned int r = 0; r < nr_rows; r++) {
-        perfmon_stat_row_compute(stat, &rows[r], stat->per_cpu ? (int)r : -1,
+        perfmon_stat_row_compute(stat, &rows[r],
+                                 perfmon_stat_per_slot(stat) ? (int)r : -1,
                                  scratch);
     }
 
-    if (stat->per_cpu) {
+    if (perfmon_stat_per_slot(stat)) {
         perfmon_stat_row_compute(stat, &rows[nr_rows], -1, scratch);
     } else {
         rows[nr_rows] = rows[0];
@@ -659,7 +697,8 @@ perfmon_stat_print_interval(struct perfmon_stat *stat, uint64_t time_ns)
 
     if (stat->nr_intervals == 1 && !stat->json && stat->sep[0] == '\0') {
         kprintf("#           time %s            counts unit events\n",
-                stat->per_cpu ? "CPU        " : "");
+                stat->per_cpu ? "CPU        "
+                : stat->per_thread ? "thread                " : "");
     }
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
@@ -690,6 +729,22 @@ perfmon_stat_print_interval_cost(const struct perfmon_stat *stat)
     kprintf("# %u intervals of %llu ms; reading the counters took at most "
             "%s us each (the spread of a row's window)\n",
             stat->nr_intervals, (unsigned long long)stat->interval_ms, us);
+}
+
+/*
+ * -t: each thread that exited while counted; its row ends with what it
+ * counted until then.
+ */
+static void
+perfmon_stat_print_exited(const struct perfmon_stat *stat)
+{
+    for (unsigned int t = 0; t < stat->nr_threads; t++) {
+        if (thread_exited(stat->threads[t])) {
+            kprintf("perfmon: stat: thread %u (%s) exited while counted: its "
+                    "counts are until then\n", thread_id(stat->threads[t]),
+                    thread_name(stat->threads[t]));
+        }
+    }
 }
 
 int
@@ -736,6 +791,8 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
             perfmon_stat_print_never_ran(stat, e);
         }
     }
+
+    perfmon_stat_print_exited(stat);
 
     if (hook_off) {
         kprintf("perfmon: stat: thread events are refused while "
