@@ -201,7 +201,7 @@ console_wait_timeout(struct timer *timer)
 bool
 console_wait_input(uint64_t ms)
 {
-    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
+    uint64_t deadline = clock_deadline_from_ms(ms);
     struct thread *self = thread_self();
     unsigned long flags;
     struct timer timer;

@@ -612,7 +612,7 @@ workload_sleep_cmd(int argc, char **argv)
     }
 
     start = cpu_rdtsc();
-    end = clock_get_time() + clock_ticks_from_ms(ms);
+    end = clock_deadline_from_ms(ms);
 
     /* One sleep, cut short by Ctrl-C (or kill), not by other keys. */
     interrupted = shell_wait_interrupt(end);
