@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
 import tallyqemu  # noqa: E402
-from tallyqemu import stat_msec  # noqa: E402
+from tallyqemu import stat_elapsed, stat_msec  # noqa: E402
 
 SMP = 4
 CMD_TIMEOUT = 120
@@ -81,12 +81,19 @@ def main():
                 return 'want about 10 intervals and a total:\n%s\n%s' \
                     % (plain, out)
             s = sum(rows.values())
-            # The error of either count: the command's own length (sleep
-            # wakes on a 1 ms tick) and the enabling skew over 4 CPUs,
-            # under 1% here; 3% leaves TCG's scheduling noise room.
-            t.tap.diag('cpu-clock: %.2f ms in %d intervals, %.2f ms plain'
-                       % (s, len(rows), total))
-            if abs(s - total) > 0.03 * total:
+            last = max(float(tm) for tm in rows) * 1000
+            elapsed = stat_elapsed(plain) * 1000
+            # The intervals add up to their run's total exactly (each is a
+            # difference of totals).  Between two runs, CPU-wide cpu-clock
+            # is 4 CPUs times the run's length, and that length is the
+            # error: sleep 1000 ends on a 1 ms tick, or later when the host
+            # holds the guest (seen: 1.01 to 1.04 s).  So the counts per ms
+            # of run must agree within 2%, the counts within 6%.
+            t.tap.diag('cpu-clock: %.2f ms in %d intervals over %.1f ms, '
+                       '%.2f ms plain over %.1f ms'
+                       % (s, len(rows), last, total, elapsed))
+            if abs(s / last - total / elapsed) > 0.02 * total / elapsed \
+                    or abs(s - total) > 0.06 * total:
                 return 'intervals add up to %.2f ms, a plain run %.2f:\n' \
                     '%s\n%s' % (s, total, plain, out)
             if not re.search(r'^# \d+ intervals of 100 ms; reading the '
@@ -128,7 +135,7 @@ def main():
         def no_command_ctrl_c():
             out = sh.interrupt('perfmon stat -C 1 -e cpu-clock', 0.5)
             ms = stat_msec(out, 'cpu-clock')
-            if "for 'CPU(s) 1'" not in out or ms is None or ms < 300 \
+            if "for 'CPU(s) 1'" not in out or ms is None or ms < 50 \
                     or 'interrupted' in out:
                 return 'want a summary of CPU 1 at Ctrl-C:\n' + out
             out = sh.interrupt('perfmon stat -a -I 100 -e cs', 0.5)
@@ -301,7 +308,7 @@ def main():
             return sh.no_leak()
 
         def attach_exiting():
-            tid = job_tid(run('spin 150000000 &'))
+            tid = job_tid(run('spin 600000000 &'))
             out = run('perfmon stat -t %d -e task-clock' % tid)
             ms = stat_msec(out, 'task-clock')
             if ms is None or 'thread %d (spin) exited while counted' % tid \
