@@ -190,6 +190,27 @@ perfmon_cmd_cpus(const char *who, const char *usage, bool all,
     return 0;
 }
 
+int
+perfmon_cmd_command(const char *who, const char *usage, int argc, char **argv,
+                    int index, int *cmd_argcp, char ***cmd_argvp)
+{
+    *cmd_argcp = 0;
+    *cmd_argvp = NULL;
+
+    if (index >= argc) {
+        return 0;
+    }
+
+    if (shell_cmd_lookup(argv[index]) == NULL) {
+        return perfmon_cmd_error(who, usage, "unknown command '%s' (type "
+                                 "'help')", argv[index]);
+    }
+
+    *cmd_argcp = argc - index;
+    *cmd_argvp = &argv[index];
+    return 0;
+}
+
 void
 perfmon_cmd_threads_put(struct thread **threads, unsigned int nr)
 {

@@ -102,6 +102,15 @@ int perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
 int perfmon_cmd_cpus(const char *who, const char *usage, bool all,
                      const char *list, uint64_t *maskp);
 
+/*
+ * The COMMAND [ARGS...] after the options, from argv[index] on, into
+ * *cmd_argcp and *cmd_argvp (0 and NULL when there is none).  Returns 0,
+ * or perfmon_cmd_error(who, usage) when the first word names no command.
+ */
+int perfmon_cmd_command(const char *who, const char *usage, int argc,
+                        char **argv, int index, int *cmd_argcp,
+                        char ***cmd_argvp);
+
 /* Most threads -t names. */
 #define PERFMON_CMD_MAX_THREADS     16
 

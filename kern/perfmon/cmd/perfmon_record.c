@@ -364,14 +364,11 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
         return perfmon_record_error("-c and -F exclude each other");
     }
 
-    if (opts.index < argc) {
-        if (shell_cmd_lookup(argv[opts.index]) == NULL) {
-            return perfmon_record_error("unknown command '%s' (type 'help')",
-                                        argv[opts.index]);
-        }
+    error = perfmon_cmd_command("record", perfmon_record_usage, argc, argv,
+                                opts.index, &r->cmd_argc, &r->cmd_argv);
 
-        r->cmd_argc = argc - opts.index;
-        r->cmd_argv = &argv[opts.index];
+    if (error) {
+        return error;
     }
 
     if (r->period == 0 && r->freq == 0) {

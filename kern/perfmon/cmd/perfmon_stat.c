@@ -419,17 +419,13 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
         return error;
     }
 
-    if (opts.index < argc) {
-        if (shell_cmd_lookup(argv[opts.index]) == NULL) {
-            return perfmon_stat_error("unknown command '%s' (type 'help')",
-                                      argv[opts.index]);
-        }
+    error = perfmon_cmd_command("stat", perfmon_stat_usage, argc, argv,
+                                opts.index, &stat->cmd_argc,
+                                &stat->cmd_argv);
 
-        stat->cmd_argc = argc - opts.index;
-        stat->cmd_argv = &argv[opts.index];
+    if (error == 0) {
+        error = perfmon_stat_check_modes(stat);
     }
-
-    error = perfmon_stat_check_modes(stat);
 
     if (error) {
         return error;
