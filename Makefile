@@ -78,7 +78,7 @@ TEST_KERNEL := $(BUILD)/tally-test.elf
 TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
-	list-unit-tests perf-report fuzz
+	list-unit-tests perf-report flamegraph fuzz
 ## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
@@ -248,6 +248,11 @@ debug: deps
 ## shown by perf report with build/tally.elf's symbols (tools/perfdata)
 perf-report:
 	$(Q)tools/perfdata report --capture $(PERFSTREAM) --elf $(KERNEL)
+
+## build/flamegraph.svg: a flame graph of the last recording in
+## $(PERFSTREAM), to open in a browser (click a box to zoom, Search)
+flamegraph:
+	$(Q)tools/perfdata flamegraph --capture $(PERFSTREAM) --elf $(KERNEL)
 
 ## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps
