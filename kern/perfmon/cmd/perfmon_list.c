@@ -21,6 +21,7 @@
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -186,8 +187,6 @@ perfmon_list_dev(struct perfmon_dev *dev, const char *filter,
     return n;
 }
 
-static const char perfmon_list_usage[] = "usage: perfmon list [-j] [FILTER]\n";
-static const char perfmon_info_usage[] = "usage: perfmon info [-j]\n";
 
 static const struct perfmon_cmd_longopt perfmon_list_longopts[] = {
     { "json", 'j', false },
@@ -229,6 +228,9 @@ struct perfmon_list_pmcs;
 
 static int perfmon_list_json(const char *filter);
 static int perfmon_info_json(const struct perfmon_list_pmcs *pmcs);
+
+const char perfmon_list_usage[] = "usage: perfmon list [-j] [FILTER]\n";
+const char perfmon_info_usage[] = "usage: perfmon info [-j]\n";
 
 /*
  * `perfmon list [-j] [FILTER]`: every event of every device, or those
@@ -362,8 +364,8 @@ perfmon_list_info_branches(void)
         return;
     }
 
-    perfmon_branch_filter_fmt(filters, sizeof(filters), info.filters);
-    perfmon_branch_filter_fmt(in_use, sizeof(in_use), info.filter);
+    perfmon_parse_branch_fmt(filters, sizeof(filters), info.filters);
+    perfmon_parse_branch_fmt(in_use, sizeof(in_use), info.filter);
     kprintf("branch records: %s; %u entries; filters %s; in use: ",
             info.text, info.depth, filters);
 

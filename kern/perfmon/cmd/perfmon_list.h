@@ -9,11 +9,10 @@
 #ifndef KERN_PERFMON_LIST_H
 #define KERN_PERFMON_LIST_H
 
-/*
- * The subcommands, from the shell's `perfmon` command: each takes the
- * command's words (argv[0] "perfmon", argv[1] "list" or "info").  Thread
- * context.
- */
+/* The subcommands (perfmon_cmd_main_fn_t, kern/perfmon/cmd/perfmon_cmd.h). */
+extern const char perfmon_list_usage[];
+extern const char perfmon_info_usage[];
+
 int perfmon_list_main(int argc, char **argv);
 int perfmon_info_main(int argc, char **argv);
 

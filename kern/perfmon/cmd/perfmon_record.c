@@ -27,7 +27,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/printf.h"
@@ -37,10 +37,20 @@
 
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
 
-static const char perfmon_record_usage[] =
+const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] [--] "
-    "[COMMAND [ARGS...]]\n";
+    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE]\n"
+    "                      [--timeout MS] [--] [COMMAND [ARGS...]]\n"
+    "  (no COMMAND: sample the CPUs or threads until Ctrl-C or --timeout "
+    "MS)\n"
+    "  -t TIDS    sample these running threads (ids as 'threads' shows "
+    "them, e.g. 9,12)\n"
+    "  -c N       a sample every N events; -F HZ: HZ samples a second per "
+    "CPU (default " STRINGIFY(PERFMON_RECORD_FREQ_DEFAULT) ")\n"
+    "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
+    "(default 256K)\n"
+    "  -b         with branch stacks (LBR); -j any,any_call,any_ret,ind_call,"
+    "call,cond,ind_jmp,u,k: filtered\n";
 
 /* --timeout, a long option without a letter of its own. */
 #define PERFMON_RECORD_OPT_TIMEOUT      0x100
@@ -73,7 +83,7 @@ struct perfmon_record {
     int argc;                           /* the whole perfmon command */
     char **argv;
 
-    struct perfmon_rec *rec;
+    struct perfmon_capture *cap;
     struct perfmon_sampling sampling;
     struct perfmon_event events[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
     struct perfmon_event *set[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
@@ -177,7 +187,7 @@ perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
     unsigned int filter;
     int error;
 
-    error = perfmon_branch_filter_parse(list, &filter, bad, sizeof(bad));
+    error = perfmon_parse_branch_filter(list, &filter, bad, sizeof(bad));
 
     if (error == -EOPNOTSUPP) {
         return perfmon_record_error("-j %s: '%s' is perf's, but means "
@@ -535,17 +545,17 @@ perfmon_record_stream_open(struct perfmon_record *r)
     if (r->stream_error) {
         r->stream = NULL;
     } else {
-        perfmon_rec_set_sink(r->rec, perfmon_stream_rec, r->stream);
+        perfmon_capture_set_sink(r->cap, perfmon_stream_rec, r->stream);
     }
 }
 
 static void
 perfmon_record_stream_close(struct perfmon_record *r)
 {
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
 
     if (r->stream != NULL) {
-        perfmon_rec_get_info(r->rec, &info);
+        perfmon_capture_get_info(r->cap, &info);
         r->stream_error = perfmon_stream_close(r->stream, &info);
         r->stream = NULL;
     }
@@ -580,9 +590,9 @@ perfmon_record_say_where(const struct perfmon_record *r)
 static void
 perfmon_record_summary(const struct perfmon_record *r)
 {
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
 
-    perfmon_rec_get_info(r->rec, &info);
+    perfmon_capture_get_info(r->cap, &info);
     kprintf("[ perfmon record: captured %llu samples, %llu lost, %llu KiB ]\n",
             (unsigned long long)info.nr_samples,
             (unsigned long long)info.nr_lost,
@@ -652,8 +662,8 @@ perfmon_record_run(struct perfmon_record *r)
     int error;
 
     perfmon_record_command_line(r, command, sizeof(command));
-    error = perfmon_rec_create(&r->rec, r->ring_size,
-                               PERFMON_REC_STORE_DEFAULT, r->event_name,
+    error = perfmon_capture_create(&r->cap, r->ring_size,
+                               PERFMON_CAPTURE_STORE_DEFAULT, r->event_name,
                                command);
 
     if (error) {
@@ -671,7 +681,7 @@ perfmon_record_run(struct perfmon_record *r)
                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD
                   | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
                   | (r->branches ? PERFMON_SF_BRANCH : 0),
-        .sbuf = perfmon_rec_sbuf(r->rec),
+        .sbuf = perfmon_capture_sbuf(r->cap),
         .branch_filter = r->branch_filter,
     };
 
@@ -683,7 +693,7 @@ perfmon_record_run(struct perfmon_record *r)
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
                 error_str(error));
-        perfmon_rec_destroy(r->rec);
+        perfmon_capture_destroy(r->cap);
         return SHELL_ERR_REPORTED;
     }
 
@@ -691,7 +701,7 @@ perfmon_record_run(struct perfmon_record *r)
 
     if (error == 0) {
         perfmon_record_stream_open(r);
-        error = perfmon_rec_start(r->rec);
+        error = perfmon_capture_start(r->cap);
 
         if (error) {
             kprintf("perfmon: record: cannot start draining: %s\n",
@@ -707,7 +717,7 @@ perfmon_record_run(struct perfmon_record *r)
             perfmon_cmd_runner_cancel(&r->runner);
         }
 
-        perfmon_rec_destroy(r->rec);
+        perfmon_capture_destroy(r->cap);
         return error;
     }
 
@@ -726,11 +736,11 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     perfmon_record_detach_all(r);
-    perfmon_rec_stop(r->rec);
+    perfmon_capture_stop(r->cap);
     perfmon_record_stream_close(r);
     perfmon_record_summary(r);
     perfmon_record_say_where(r);
-    perfmon_rec_keep(r->rec);
+    perfmon_capture_keep(r->cap);
     return 0;
 }
 

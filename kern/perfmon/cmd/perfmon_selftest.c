@@ -2,12 +2,12 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * `perfmon selftest` (see kern/perfmon_selftest.h): the run and the checks
- * that need nothing but the core's API; each check's line is written by
- * kern/perfmon/cmd/perfmon_selftest_report.c.  Counts of the hardware are taken on the
- * spin loop of kern/workload.c, whose iterations are exactly
- * PERFMON_SELFTEST_SPIN_INSNS instructions and one branch: every count is
- * the smallest of a few runs with interrupts disabled (an interrupt, or an
+ * `perfmon selftest` (see kern/perfmon/cmd/perfmon_selftest.h): the run
+ * and the checks that need nothing but the core's API; each check's line
+ * is written by the core's report (kern/perfmon_selftest.h).  Counts of
+ * the hardware are taken on the spin loop of kern/workload.c, whose
+ * iterations are exactly WORKLOAD_SPIN_INSNS instructions and one branch:
+ * every count is the smallest of a few runs with interrupts disabled (an interrupt, or an
  * SMI, only ever adds), and per-iteration figures are the difference
  * between a long and a short run, so that the constant cost of reading
  * the counters cancels out.  The ranges are those of a healthy PMU with
@@ -28,7 +28,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
-#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -51,16 +51,7 @@
 #define PERFMON_SELFTEST_HOPS       10
 #define PERFMON_SELFTEST_BUSY_MS    20
 
-/* ---- the run's own lines and its spin loop ------------------------------ */
-
-uint64_t
-perfmon_selftest_spin(uint64_t n)
-{
-    uint64_t start = cpu_rdtsc();
-
-    workload_spin_loop(n);
-    return cpu_rdtsc() - start;
-}
+/* ---- the run's own lines ------------------------------------------------ */
 
 static void
 perfmon_selftest_printf(struct perfmon_selftest *st, const char *fmt, ...)
@@ -255,7 +246,7 @@ perfmon_selftest_modes(struct perfmon_selftest *st)
     static const char name_u[] = "instructions:u of a kernel spin";
     static const char name_k[] = "instructions:k of a kernel spin";
     struct perfmon_event event;
-    uint64_t n = PERFMON_SELFTEST_LONG, insns = n * PERFMON_SELFTEST_SPIN_INSNS;
+    uint64_t n = PERFMON_SELFTEST_LONG, insns = n * WORKLOAD_SPIN_INSNS;
 
     if (perfmon_selftest_begin(st, name_u, &event, PERFMON_EV_INSTRUCTION,
                                PERFMON_EF_USER)) {
@@ -675,7 +666,7 @@ perfmon_selftest_print_json(void *arg, const char *verdict, const char *name,
     perfmon_cmd_line_print(&line);
 }
 
-static const char perfmon_selftest_usage[] = "usage: perfmon selftest [-j]\n";
+const char perfmon_selftest_usage[] = "usage: perfmon selftest [-j]\n";
 
 static const struct perfmon_cmd_longopt perfmon_selftest_longopts[] = {
     { "json", 'j', false },
@@ -708,7 +699,7 @@ perfmon_selftest_main(int argc, char **argv)
     unsigned int failed;
     int error;
 
-    perfmon_cmd_opts_init(&opts, argc, argv, 1, "j",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "j",
                           perfmon_selftest_longopts);
     error = perfmon_cmd_options(&opts, "selftest", perfmon_selftest_usage,
                                 perfmon_selftest_option, &st);

@@ -35,10 +35,37 @@
 #include "kern/string.h"
 #include "kern/thread.h"
 
-static const char perfmon_stat_usage[] =
-    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS | -t TIDS] [-A | "
-    "--per-thread] [-i] [-r N] [-x SEP | -j] [-I MS [--interval-count N]] "
-    "[--timeout MS] [--] [COMMAND [ARGS...]]\n";
+const char perfmon_stat_usage[] =
+    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS | -t TIDS] "
+    "[-A | --per-thread] [-i] [-r N]\n"
+    "                    [-x SEP | -j] [-I MS [--interval-count N]] "
+    "[--timeout MS] [--] [COMMAND [ARGS...]]\n"
+    "  (no COMMAND: count the CPUs or threads until Ctrl-C or --timeout "
+    "MS)\n"
+    "  -e EVENTS  comma-separated names or aliases from 'perfmon list', raw "
+    "codes rHEX,\n"
+    "             each with optional modifiers :u :k (default both) :D "
+    "(pinned); groups\n"
+    "             {a,b}[:mods] count together; -e may repeat\n"
+    "  -a         count on all CPUs instead of the thread\n"
+    "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
+    "  -A         one row per CPU instead of the sum (with -a or -C)\n"
+    "  -t TIDS    count these running threads (ids as 'threads' shows "
+    "them, e.g. 9,12);\n"
+    "             --per-thread: one row each (a command run with a "
+    "trailing & prints its id)\n"
+    "  -i         the command's thread only, not the threads it creates\n"
+    "  -r N       run N times (1 to " STRINGIFY(PERFMON_STAT_MAX_RUNS)
+    "): mean and relative deviation\n"
+    "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%,]time ns,"
+    "percent,metric,metric unit\n"
+    "  -j         one JSON object per line, in perf stat's field names\n"
+    "  -I MS      the counts of every MS ms (10 or more), a time column "
+    "first;\n"
+    "             --interval-count N: N of them, without a COMMAND\n"
+    "             (long forms: --event= --all-cpus --cpu= --no-aggr "
+    "--no-inherit --repeat=\n"
+    "             --field-separator= --json --interval-print= --tid=)\n";
 
 /* Long options without a letter of their own. */
 #define PERFMON_STAT_OPT_INTERVAL_COUNT  0x100
