@@ -308,7 +308,10 @@ def main():
             return sh.no_leak()
 
         def attach_exiting():
-            tid = job_tid(run('spin 600000000 &'))
+            out = run('spin 600000000 &')
+            tid = job_tid(out)
+            if tid is None:
+                return 'no "[N] TID" for a background command:\n' + out
             out = run('perfmon stat -t %d -e task-clock' % tid)
             ms = stat_msec(out, 'task-clock')
             if ms is None or 'thread %d (spin) exited while counted' % tid \
