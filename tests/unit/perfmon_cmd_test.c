@@ -169,6 +169,22 @@ test_dispatch(void **state)
                            "perfmon: unknown subcommand 'frobnicate'"));
 }
 
+/* An error is one line and the usage's synopsis, not its option details. */
+static void
+test_error_one_line_and_synopsis(void **state)
+{
+    static const char usage[] = "usage: perfmon fake [-a] COMMAND\n"
+                                "  -a  every CPU\n";
+
+    (void)state;
+    fake_console_reset();
+    assert_int_equal(perfmon_cmd_error("fake", usage, "bad %s", "word"),
+                     SHELL_ERR_REPORTED);
+    assert_string_equal(fake_console_output(),
+                        "perfmon: fake: bad word\n"
+                        "usage: perfmon fake [-a] COMMAND\n");
+}
+
 static void
 test_list_and_info(void **state)
 {
@@ -265,6 +281,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_getopt, setup),
         cmocka_unit_test_setup(test_dispatch, setup),
+        cmocka_unit_test_setup(test_error_one_line_and_synopsis, setup),
         cmocka_unit_test_setup(test_list_and_info, setup),
         cmocka_unit_test_setup(test_resolve, setup),
         cmocka_unit_test_setup(test_lines_and_runner, setup),

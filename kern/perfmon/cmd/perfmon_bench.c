@@ -76,8 +76,9 @@ perfmon_bench_fmt_u64(char *buf, size_t size, uint64_t v)
 }
 
 /*
- * The budgets.  Today's paths need more than the target in most rows: what
- * they run is in the why lines, and by function in README.md.
+ * The budgets.  Today's paths need more than the target in most rows: the
+ * why line printed under the row says what they run.  BENCH.md beside
+ * this file says what each budget bounds.
  */
 static const struct perfmon_bench_budget
 perfmon_bench_budgets[PERFMON_BENCH_NR_BUDGETS] = {

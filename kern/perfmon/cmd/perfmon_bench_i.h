@@ -64,8 +64,8 @@
  * part, the raw device operations it contains (rows 1 and 4r count those; the
  * fold and sample rows leave the device out already: times 0).  target is
  * the allowance the row was designed to; where today's path needs more,
- * allowed is more and why names where the instructions go, printed under the row (README.md,
- * "Performance", has the breakdowns).
+ * allowed is more, and why, printed under the row, names where the
+ * instructions go.
  */
 enum {
     PERFMON_BENCH_BUDGET_READ_CPU,     /* 2a, 2h: raw read + 30 */

@@ -139,6 +139,19 @@ perfmon_cmd_first_period(int generic, uint64_t freq)
            ? MAX(hz / freq, 1) : 0;
 }
 
+/*
+ * An error is one line, then the usage's first line, its synopsis: the
+ * options' details are for `perfmon help SUBCOMMAND`, not for every typo.
+ */
+static void
+perfmon_cmd_synopsis_print(const char *usage)
+{
+    const char *end = strchr(usage, '\n');
+
+    kprintf("%.*s\n", (int)(end != NULL ? end - usage : (long)strlen(usage)),
+            usage);
+}
+
 int
 perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
 {
@@ -151,7 +164,7 @@ perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
     perfmon_cmd_line_vadd(&line, fmt, ap);
     va_end(ap);
     perfmon_cmd_line_print(&line);
-    kprintf("%s", usage);
+    perfmon_cmd_synopsis_print(usage);
     return SHELL_ERR_REPORTED;
 }
 

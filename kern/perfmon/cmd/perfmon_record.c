@@ -39,8 +39,8 @@
 
 const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE]\n"
-    "                      [--timeout MS] [--] [COMMAND [ARGS...]]\n"
+    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] [--] "
+    "[COMMAND [ARGS...]]\n"
     "  (no COMMAND: sample the CPUs or threads until Ctrl-C or --timeout "
     "MS)\n"
     "  -t TIDS    sample these running threads (ids as 'threads' shows "

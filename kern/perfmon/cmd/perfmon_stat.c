@@ -37,9 +37,8 @@
 
 const char perfmon_stat_usage[] =
     "usage: perfmon stat [-e EVENTS] [-a | -C CPUS | -t TIDS] "
-    "[-A | --per-thread] [-i] [-r N]\n"
-    "                    [-x SEP | -j] [-I MS [--interval-count N]] "
-    "[--timeout MS] [--] [COMMAND [ARGS...]]\n"
+    "[-A | --per-thread] [-i] [-r N] [-x SEP | -j] "
+    "[-I MS [--interval-count N]] [--timeout MS] [--] [COMMAND [ARGS...]]\n"
     "  (no COMMAND: count the CPUs or threads until Ctrl-C or --timeout "
     "MS)\n"
     "  -e EVENTS  comma-separated names or aliases from 'perfmon list', raw "
