@@ -98,8 +98,9 @@ def other_line(rnd):
         # With no command: each ends by itself.
         'perfmon stat -a --timeout 50', 'perfmon stat -C 1 -j --timeout 20',
         'perfmon stat -a -A -I 10 --interval-count 3 -x ,',
+        # (No record: the recording it keeps would stay on the heap.)
         'perfmon stat -t 0,1 --per-thread --timeout 20',
-        'perfmon record -t 1 --timeout 20', 'jobs', 'kill', 'kill 1',
+        'jobs', 'kill', 'kill 1',
         'kill x', '&', 'spin 1000 &', 'nosuchcommand &',
     ))
 
