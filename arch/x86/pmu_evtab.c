@@ -226,7 +226,8 @@ pmu_evtab_topic(const struct pmu_evtab_event *ev, char *buf, size_t size)
     size_t len;
 
     if (ev->topic != 0) {
-        return pmu_evtab_catalog.topics[ev->topic];
+        strlcpy(buf, pmu_evtab_catalog.topics[ev->topic], size);
+        return buf;
     }
 
     dot = strchr(name, '.');

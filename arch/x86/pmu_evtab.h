@@ -151,7 +151,8 @@ const char *pmu_evtab_name(const struct pmu_evtab_event *ev);
 
 /*
  * The event's topic, as the lists group it: the list's own, or the name
- * up to its first '.' ("MEM_LOAD_RETIRED"), in buf.
+ * up to its first '.' ("MEM_LOAD_RETIRED"), copied into buf (truncated);
+ * returns buf.
  */
 const char *pmu_evtab_topic(const struct pmu_evtab_event *ev, char *buf,
                             size_t size);

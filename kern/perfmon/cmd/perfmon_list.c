@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "kern/console.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
@@ -185,9 +186,150 @@ perfmon_list_dev(struct perfmon_dev *dev, const char *filter,
     return n;
 }
 
+/* ---- perfmon list: the model's own events ------------------------------ */
+
+static char
+perfmon_list_lower(char c)
+{
+    return ((c >= 'A') && (c <= 'Z')) ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether needle is part of haystack, case aside (model names differ). */
+static bool
+perfmon_list_contains(const char *haystack, const char *needle)
+{
+    for (; *haystack != '\0'; haystack++) {
+        size_t i = 0;
+
+        while (needle[i] != '\0'
+               && perfmon_list_lower(haystack[i])
+                  == perfmon_list_lower(needle[i])) {
+            i++;
+        }
+
+        if (needle[i] == '\0') {
+            return true;
+        }
+    }
+
+    return needle[0] == '\0';
+}
+
+/* An event's extra MSR and what else it says, for its line. */
+static void
+perfmon_list_model_notes(const struct pmu_evtab_event *ev, char *buf,
+                         size_t size)
+{
+    const struct pmu_evtab_extra *extra = pmu_evtab_extra(ev);
+
+    ksnprintf(buf, size, "%s%s", (ev->flags & PMU_EVTAB_F_PRECISE)
+                                 ? " precise" : "",
+              (ev->flags & PMU_EVTAB_F_DEPRECATED) ? " deprecated" : "");
+
+    if (extra != NULL && extra->nr_msrs != 0) {
+        size_t len = strlen(buf);
+
+        ksnprintf(&buf[len], size - len, " msr %#x%s=%#llx", extra->msr,
+                  (extra->nr_msrs > 1) ? "+" : "",
+                  (unsigned long long)extra->value);
+    }
+}
+
+/*
+ * A model's events that match filter (name or topic), under their
+ * topics' headings as perf prints them; how many were listed.
+ */
+static unsigned int
+perfmon_list_model(const struct pmu_evtab_model *m, const char *filter,
+                   const char *why)
+{
+    char topic[64], last[64] = "", enc[64], ctrs[32], notes[64];
+    unsigned int n = 0;
+
+    for (unsigned int i = 0; i < m->nr_events; i++) {
+        const struct pmu_evtab_event *ev = pmu_evtab_event(m, i);
+        const char *name = pmu_evtab_name(ev);
+        struct perfmon_cmd_line line;
+
+        pmu_evtab_topic(ev, topic, sizeof(topic));
+
+        if (filter != NULL && !perfmon_list_contains(name, filter)
+            && !perfmon_list_contains(topic, filter)) {
+            continue;
+        }
+
+        if (n == 0) {
+            kprintf("%s events (%s): %u%s%s\n", m->name,
+                    pmu_evtab_vendor_name(m->vendor), m->nr_events,
+                    (why != NULL) ? ", " : "", (why != NULL) ? why : "");
+            kprintf("  %-44s %-36s %-9s %s\n", "event", "encoding",
+                    "counters", "notes");
+        }
+
+        if (strcmp(topic, last) != 0) {
+            kprintf(" %s:\n", topic);
+            strlcpy(last, topic, sizeof(last));
+        }
+
+        pmu_evtab_format(ev, enc, sizeof(enc));
+        pmu_evtab_format_counters(ev, ctrs, sizeof(ctrs));
+        perfmon_list_model_notes(ev, notes, sizeof(notes));
+        perfmon_cmd_line_init(&line);
+        perfmon_cmd_line_add(&line, "  %-44s %-36s %-9s%s", name, enc, ctrs,
+                             notes);
+        perfmon_cmd_line_print(&line);
+        n++;
+    }
+
+    return n;
+}
+
+/* Why the host's model events cannot be counted here, or NULL. */
+static const char *
+perfmon_list_model_why(const struct pmu_evtab_model *m)
+{
+    const char *driver = (m->vendor == PMU_EVTAB_VENDOR_AMD) ? "amd"
+                                                            : "intel";
+
+    return (perfmon_dev_find(driver) == NULL) ? "<not supported> here: no hardware PMU" : NULL;
+}
+
+/* `perfmon list --model ID [FILTER]`: another model's table. */
+static int
+perfmon_list_other_model(int argc, char **argv)
+{
+    const struct pmu_evtab_model *m;
+    const char *filter = (argc > 4) ? argv[4] : NULL;
+
+    if (argc < 4 || argc > 5) {
+        kprintf("perfmon: list: --model takes a model and one filter at "
+                "most\nusage: perfmon list --model VENDOR-FAMILY-MODEL"
+                "[-STEPPING] [FILTER]\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    m = pmu_evtab_find_id(argv[3]);
+
+    if (m == NULL) {
+        kprintf("perfmon: list: no event list for '%s' (a CPUID such as "
+                "GenuineIntel-6-55-4 or AuthenticAMD-25-1, or a table name "
+                "such as skylakex)\n", argv[3]);
+        return SHELL_ERR_REPORTED;
+    }
+
+    if (perfmon_list_model(m, filter, "shown without its hardware") == 0) {
+        kprintf("perfmon: list: no %s event matches '%s'\n", m->name,
+                filter);
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
 /*
  * `perfmon list [FILTER]`: every event of every device, or those whose
- * name, alias or description contains FILTER (perf list's filter).
+ * name, alias or description contains FILTER (perf list's filter), then
+ * the boot CPU model's own events (name or topic, case aside).
  */
 int
 perfmon_list_main(int argc, char **argv)
@@ -196,12 +338,18 @@ perfmon_list_main(int argc, char **argv)
     bool any_missing = false, hw_present;
     const char *hw_status = perfmon_hw_status(&hw_present);
     const char *filter = (argc > 2) ? argv[2] : NULL;
+    const struct pmu_evtab_model *model = pmu_evtab_host();
     unsigned int n = 0;
     char aliases[64];
 
+    if (argc > 2 && strcmp(argv[2], "--model") == 0) {
+        return perfmon_list_other_model(argc, argv);
+    }
+
     if (argc > 3) {
         kprintf("perfmon: list: one filter at most ('%s' is extra)\n"
-                "usage: perfmon list [FILTER]\n", argv[3]);
+                "usage: perfmon list [--model VENDOR-FAMILY-MODEL] "
+                "[FILTER]\n", argv[3]);
         return SHELL_ERR_REPORTED;
     }
 
@@ -231,6 +379,10 @@ perfmon_list_main(int argc, char **argv)
         perfmon_list_event(desc->name, aliases, 0, false, desc->modes,
                            desc->desc, "<not available>");
         n++;
+    }
+
+    if (model != NULL) {
+        n += perfmon_list_model(model, filter, perfmon_list_model_why(model));
     }
 
     if (filter != NULL && n == 0) {
