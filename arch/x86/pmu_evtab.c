@@ -226,12 +226,13 @@ pmu_evtab_topic(const struct pmu_evtab_event *ev, char *buf, size_t size)
     size_t len;
 
     if (ev->topic != 0) {
-        strlcpy(buf, pmu_evtab_catalog.topics[ev->topic], size);
-        return buf;
+        name = pmu_evtab_catalog.topics[ev->topic];
+        len = strlen(name);
+    } else {
+        dot = strchr(name, '.');
+        len = (dot == NULL) ? strlen(name) : (size_t)(dot - name);
     }
 
-    dot = strchr(name, '.');
-    len = (dot == NULL) ? strlen(name) : (size_t)(dot - name);
     len = MIN(len, size - 1);
     memcpy(buf, name, len);
     buf[len] = '\0';
@@ -315,4 +316,22 @@ pmu_evtab_format_counters(const struct pmu_evtab_event *ev, char *buf,
             i = j;
         }
     }
+}
+
+uint64_t
+pmu_evtab_constraint(const struct pmu_evtab_model *m, uint64_t raw_event)
+{
+    uint64_t counters = 0;
+    bool found = false;
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_events; i++) {
+        const struct pmu_evtab_event *ev = pmu_evtab_event(m, i);
+
+        if (pmu_evtab_raw(m, ev) == raw_event) {
+            counters |= pmu_evtab_counters(ev);
+            found = true;
+        }
+    }
+
+    return found ? (counters | ~PMU_EVTAB_GP_COUNTERS) : UINT64_MAX;
 }

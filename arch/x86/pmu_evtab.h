@@ -182,4 +182,17 @@ void pmu_evtab_format(const struct pmu_evtab_event *ev, char *buf,
 void pmu_evtab_format_counters(const struct pmu_evtab_event *ev, char *buf,
                                size_t size);
 
+/* The general-purpose counters' hw ids (fixed ones are 32 + N). */
+#define PMU_EVTAB_GP_COUNTERS       0xffffffffULL
+
+/*
+ * The counters model m lets raw_event use, for a driver's counters
+ * operation: the general-purpose ones the lists give for the events of
+ * that encoding (all of them when the list has none), every other bit set
+ * (the fixed counters are the driver's business).  A scan of the model's
+ * events: for the core's counter setup, not for a hot path.
+ */
+uint64_t pmu_evtab_constraint(const struct pmu_evtab_model *m,
+                              uint64_t raw_event);
+
 #endif /* ARCH_X86_PMU_EVTAB_H */

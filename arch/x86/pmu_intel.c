@@ -39,6 +39,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -286,6 +287,8 @@ pmu_intel_counters_for(uint64_t raw_event, uint64_t *preferp)
         counters |= PMU_INTEL_GP_BITS;
     }
 
+    /* Model-specific events count only where the model's list says. */
+    counters &= pmu_evtab_constraint(pmu_evtab_host(), raw_event);
     return counters & pmu_intel.exist_mask;
 }
 

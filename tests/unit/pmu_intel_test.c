@@ -21,6 +21,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "fakes/fake_log.h"
 #include "fakes/fake_perfmon_selftest.h"
 #include "fakes/fake_smp.h"
@@ -478,6 +479,48 @@ test_raw_events(void **state)
     pmu_test_check_raw_refused(dev, 0x00c4, bad,
                                sizeof(bad) / sizeof(bad[0]));
     assert_int_equal(dev->ops->alloc(dev, NULL, 0x00c4, KERN), -EINVAL);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * The model's lists constrain its events' counters: on Skylake-SP
+ * INST_RETIRED.PREC_DIST (C0H umask 01H) counts on counter 1 only, and
+ * INST_RETIRED.TOTAL_CYCLES_PS (cmask 10, inv) on 0, 2 and 3; codes the
+ * list does not name keep every counter.  Pinned events get only those,
+ * and wait (-EAGAIN) when they are taken.
+ */
+static void
+test_model_constraints(void **state)
+{
+    uint64_t counters, prefer;
+    struct perfmon_dev *dev;
+    unsigned int hw, hw2;
+
+    (void)state;
+    dev = boot_version(4);
+    pmu_evtab_select(CPU_VENDOR_INTEL, 6, 0x55, 4);
+
+    assert_int_equal(dev->ops->counters(dev, 0x01c0, KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters, 1ULL << 1);
+    assert_int_equal(dev->ops->counters(dev, 0x01c0 | PMU_EVTSEL_INV
+                                        | (10ULL << 24), KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters, 0xd);
+    assert_int_equal(dev->ops->counters(dev, 0x1234, KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters & 0xf, 0xf);
+
+    assert_int_equal(dev->ops->alloc(dev, &hw, 0x01c0, KERN), 0);
+    assert_int_equal(hw, 1);
+    assert_int_equal(dev->ops->alloc(dev, &hw2, 0x01c0, KERN), -EAGAIN);
+    dev->ops->free(dev, hw);
+
+    /* Another model (or none) has no such constraint. */
+    pmu_evtab_select(CPU_VENDOR_UNKNOWN, 0, 0, 0);
+    assert_int_equal(dev->ops->counters(dev, 0x01c0, KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters & 0xf, 0xf);
     pmu_test_assert_no_fault();
 }
 
@@ -1178,6 +1221,7 @@ main(void)
         cmocka_unit_test(test_generic_events_v2),
         cmocka_unit_test(test_generic_events_v5),
         cmocka_unit_test(test_unavailable_events),
+        cmocka_unit_test(test_model_constraints),
         cmocka_unit_test(test_raw_events),
         cmocka_unit_test(test_mode_bits),
         cmocka_unit_test(test_free_and_reuse),
