@@ -310,6 +310,23 @@ int perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
                          uint64_t *idp, unsigned int *flagsp);
 
 /*
+ * Whether n events, event i able to count on the counters (hw ids) in
+ * masks[i], can all hold a counter at once, each its own: whether a group
+ * of them can ever count together.  Pure; any context but NMI.
+ */
+bool perfmon_counters_fit(const uint64_t *masks, unsigned int n);
+
+/*
+ * The counters of dev able to count raw_event in the mode flags, through
+ * its counters operation (serialised like the other global operations):
+ * 0 and the mask of hw ids in *countersp, -EINVAL for a bad argument,
+ * unregistered device or a raw code with bits it does not define,
+ * -ENOENT when it cannot count raw_event.  Thread context.
+ */
+int perfmon_dev_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                         unsigned int flags, uint64_t *countersp);
+
+/*
  * Counters in use, for `perfmon info`: fn is called once per allocated
  * counter, with the allocator lock held (fn must not sleep or call into
  * perfmon).  users[] describes up to PERFMON_PMC_INFO_MAX_USERS of its

@@ -79,7 +79,8 @@ fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
 
 /*
  * The counters that count raw: the general ones (all but the last when
- * fd->fixed_cycles), and for cycles also the last, preferred.
+ * fd->fixed_cycles), and for cycles also the last, preferred; counter 0
+ * alone for RAW_ONLY0 in the low byte (a constrained event).
  */
 static int
 fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
@@ -100,7 +101,7 @@ fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
         return -EINVAL;
     }
 
-    *countersp = all & ~fixed;
+    *countersp = ((raw & 0xff) == RAW_ONLY0) ? 1 : all & ~fixed;
     *preferp = 0;
 
     if (raw == RAW_CYCLES) {

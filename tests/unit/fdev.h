@@ -36,6 +36,7 @@
 #define RAW_OTHER   0x99
 #define RAW_REFUSED 0xdead         /* the device says: bits it does not define */
 #define RAW_UNCOUNTABLE 0xbeef     /* the device says: cannot count this */
+#define RAW_ONLY0   0x77        /* low byte: counts on counter 0 only */
 
 struct fdev_counter {
     bool running;
