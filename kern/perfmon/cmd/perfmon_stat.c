@@ -196,9 +196,82 @@ perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
     return perfmon_cmd_event_dev(cev->dev, cev->flags, cev->parsed.name);
 }
 
+/* A mask of hw ids as a list: "1", "0,2,3", "fixed 0". */
+static void
+perfmon_stat_fmt_counters(uint64_t mask, char *buf, size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+
+    for (unsigned int i = 0; i < 64 && len < size; i++) {
+        if (mask & (1ULL << i)) {
+            len += (size_t)ksnprintf(&buf[len], size - len, "%s%s%u",
+                                     (len == 0) ? "" : ",",
+                                     (i >= 32) ? "fixed " : "", i % 32);
+        }
+    }
+}
+
 /*
- * Groups: counted by one device, and no larger than its counters (it
- * could never run all together otherwise).
+ * The group led by evs[l] on dev: whether its members can hold a counter
+ * each at once under the counters each may use; if not, one line naming
+ * the members that may use only some of dev's counters.
+ */
+static int
+perfmon_stat_check_fit(struct perfmon_stat *stat, unsigned int l,
+                       struct perfmon_dev *dev)
+{
+    uint64_t masks[PERFMON_PARSE_MAX_EVENTS], all = 0;
+    struct perfmon_cmd_line line;
+    unsigned int n = 0, idx[PERFMON_PARSE_MAX_EVENTS];
+    char list[64];
+
+    for (unsigned int e = l; e < stat->nr_events; e++) {
+        const struct perfmon_stat_ev *ev = &stat->evs[e];
+        uint64_t raw = ev->id;
+
+        if (ev->group != (int)l || ev->state != PERFMON_STAT_EV_OK
+            || (ev->generic >= 0
+                && perfmon_dev_translate(dev, (unsigned int)ev->generic,
+                                         &raw) != 0)
+            || perfmon_dev_counters(dev, raw, ev->flags & PERFMON_EF_MODE,
+                                    &masks[n]) != 0) {
+            continue;
+        }
+
+        all |= masks[n];
+        idx[n++] = e;
+    }
+
+    if (perfmon_counters_fit(masks, n)) {
+        return 0;
+    }
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "perfmon: stat: the group of '%s' cannot "
+                         "count together on %s:", stat->evs[l].parsed.spec,
+                         dev->name);
+
+    for (unsigned int i = 0; i < n; i++) {
+        if (masks[i] != all) {
+            perfmon_stat_fmt_counters(masks[i], list, sizeof(list));
+            perfmon_cmd_line_add(&line, " '%s' counts only on counter%s %s;",
+                                 stat->evs[idx[i]].parsed.spec,
+                                 (masks[i] & (masks[i] - 1)) ? "s" : "",
+                                 list);
+        }
+    }
+
+    perfmon_cmd_line_add(&line, " split the group");
+    perfmon_cmd_line_print(&line);
+    return SHELL_ERR_REPORTED;
+}
+
+/*
+ * Groups: counted by one device, no larger than its counters, and
+ * placeable under the counters each member may use (it could never run
+ * all together otherwise).
  */
 static int
 perfmon_stat_check_groups(struct perfmon_stat *stat)
@@ -236,6 +309,10 @@ perfmon_stat_check_groups(struct perfmon_stat *stat)
                                       "%s has %u counters",
                                       stat->evs[l].parsed.spec, n, dev->name,
                                       info.nr_pmcs);
+        }
+
+        if (perfmon_stat_check_fit(stat, l, dev) != 0) {
+            return SHELL_ERR_REPORTED;
         }
     }
 
