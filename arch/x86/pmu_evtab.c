@@ -266,7 +266,29 @@ pmu_evtab_raw(const struct pmu_evtab_model *m,
     raw |= (ev->flags & PMU_EVTAB_F_EDGE) ? PMU_EVTSEL_EDGE : 0;
     raw |= (ev->flags & PMU_EVTAB_F_INV) ? PMU_EVTSEL_INV : 0;
     raw |= (ev->flags & PMU_EVTAB_F_ANY) ? PMU_EVTSEL_ANY : 0;
+
+    if (pmu_evtab_extra(ev) != NULL && pmu_evtab_extra(ev)->nr_msrs != 0) {
+        raw |= (uint64_t)ev->extra << PMU_EVTAB_RAW_EXTRA_SHIFT;
+    }
+
     return raw | ((uint64_t)ev->cmask << 24);
+}
+
+const struct pmu_evtab_extra *
+pmu_evtab_raw_extra(uint64_t raw_event, bool *validp)
+{
+    unsigned int i = (unsigned int)(raw_event >> PMU_EVTAB_RAW_EXTRA_SHIFT);
+    const struct pmu_evtab_extra *extra;
+
+    *validp = (i == 0);
+
+    if (i == 0 || i >= pmu_evtab_catalog.nr_extras) {
+        return NULL;
+    }
+
+    extra = &pmu_evtab_catalog.extras[i];
+    *validp = (extra->nr_msrs != 0);
+    return *validp ? extra : NULL;
 }
 
 void

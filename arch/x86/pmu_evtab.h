@@ -166,7 +166,8 @@ const struct pmu_evtab_extra *pmu_evtab_extra(const struct pmu_evtab_event *ev);
 /*
  * The event's raw code in the PERFEVTSEL layout the drivers take
  * (arch/x86/pmu.h): event select, unit mask, edge, invert, counter mask,
- * AnyThread, and on AMD event select bits 11:8 at 35:32.
+ * AnyThread, on AMD event select bits 11:8 at 35:32, and the extra MSR
+ * it needs (PMU_EVTAB_RAW_EXTRA_SHIFT).
  */
 uint64_t pmu_evtab_raw(const struct pmu_evtab_model *m,
                        const struct pmu_evtab_event *ev);
@@ -181,6 +182,21 @@ void pmu_evtab_format(const struct pmu_evtab_event *ev, char *buf,
 /* ev's counters as a list ("0-3", "0,1", "fixed 1"), in buf. */
 void pmu_evtab_format_counters(const struct pmu_evtab_event *ev, char *buf,
                                size_t size);
+
+/*
+ * An event that needs an extra MSR carries its extras-table index in bits
+ * 63:48 of its raw code (above every PERFEVTSEL bit a driver programs),
+ * so that the driver finds the MSR and value it asks for.
+ */
+#define PMU_EVTAB_RAW_EXTRA_SHIFT   48
+#define PMU_EVTAB_RAW_EXTRA_MASK    (0xffffULL << PMU_EVTAB_RAW_EXTRA_SHIFT)
+
+/*
+ * The extra MSR a raw code asks for (bits 63:48), or NULL when none; NULL
+ * too for an index that names no MSR (*validp false then).
+ */
+const struct pmu_evtab_extra *pmu_evtab_raw_extra(uint64_t raw_event,
+                                                  bool *validp);
 
 /* The general-purpose counters' hw ids (fixed ones are 32 + N). */
 #define PMU_EVTAB_GP_COUNTERS       0xffffffffULL

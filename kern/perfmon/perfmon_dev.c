@@ -61,7 +61,8 @@ perfmon_dev_check(const struct perfmon_dev *dev)
         return -EINVAL;
     }
 
-    if (dev->overflow_intr && ops->handle_overflow_intr == NULL) {
+    if ((dev->overflow_intr && ops->handle_overflow_intr == NULL)
+        || ((ops->hold == NULL) != (ops->release == NULL))) {
         return -EINVAL;
     }
 

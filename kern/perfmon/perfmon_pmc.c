@@ -306,6 +306,14 @@ perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
         }
     }
 
+    if (error == 0 && dev->ops->hold != NULL) {
+        error = dev->ops->hold(dev, raw);
+
+        if (error && pinned) {
+            perfmon_dev_unreserve_locked(dev, pmc->hw_id);
+        }
+    }
+
     if (error) {
         return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
     }
@@ -421,6 +429,10 @@ perfmon_pmc_put(struct perfmon_event *event)
     if (--pmc->nr_refs == 0) {
         if (pmc->pinned) {
             perfmon_dev_unreserve_locked(dev, pmc->hw_id);
+        }
+
+        if (dev->ops->release != NULL) {
+            dev->ops->release(dev, pmc->raw_event);
         }
 
         perfmon_dev_nr_used_[dev->index]--;

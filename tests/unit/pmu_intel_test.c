@@ -524,6 +524,99 @@ test_model_constraints(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * Extra MSRs as shared resources, on Skylake-SP: an offcore response
+ * event gets MSR_OFFCORE_RSP_0 (1A6H) with its value and code B7H; a
+ * second slot asking the same value shares it; another value takes
+ * OFFCORE_RSP_1 (1A7H) with code BBH; a third value finds both taken and
+ * is refused (-EAGAIN) until one is released.  Load latency goes to
+ * MSR_PEBS_LD_LAT (3F6H).  Where the MSRs #GP (KVM emulates none of
+ * them) the probe's fault-safe read says so: -ENOENT, no unsafe access.
+ */
+static void
+test_extra_msrs(void **state)
+{
+    const struct pmu_evtab_model *m = pmu_evtab_find_id("skylakex");
+    struct msr_model_config c = msr_model_intel(4);
+    uint64_t a, b, d, lat, value;
+    struct perfmon_dev *dev;
+    unsigned int hw_a, hw_b;
+    int ha, hb;
+    bool valid;
+
+    (void)state;
+    c.extra_msrs = true;
+    dev = boot(&c, true);
+    pmu_evtab_select(CPU_VENDOR_INTEL, 6, 0x55, 4);
+    a = pmu_evtab_raw(m, pmu_evtab_lookup(
+        m, "OFFCORE_RESPONSE.ALL_DATA_RD.L3_MISS.ANY_SNOOP"));
+    b = pmu_evtab_raw(m, pmu_evtab_lookup(
+        m, "OFFCORE_RESPONSE.ALL_RFO.L3_MISS.ANY_SNOOP"));
+    d = pmu_evtab_raw(m, pmu_evtab_lookup(
+        m, "OFFCORE_RESPONSE.ALL_PF_DATA_RD.L3_MISS.ANY_SNOOP"));
+    lat = pmu_evtab_raw(m, pmu_evtab_lookup(
+        m, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4"));
+    assert_true(pmu_evtab_raw_extra(a, &valid)->value
+                != pmu_evtab_raw_extra(b, &valid)->value);
+
+    assert_int_equal(dev->ops->hold(dev, a), 0);
+    assert_int_equal(dev->ops->hold(dev, a), 0);
+    ha = fake_perfmon_open_raw(a, KERN, &hw_a);
+    assert_true(ha >= 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_a) & 0xffff,
+                     0x01b7);
+    assert_int_equal(pmu_test_peek(0x1a6), pmu_evtab_raw_extra(a, &valid)
+                                           ->value);
+
+    assert_int_equal(dev->ops->hold(dev, b), 0);
+    hb = fake_perfmon_open_raw(b, KERN, &hw_b);
+    assert_true(hb >= 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_b) & 0xffff,
+                     0x01bb);
+    assert_int_equal(pmu_test_peek(0x1a7), pmu_evtab_raw_extra(b, &valid)
+                                           ->value);
+    /* The extras' index bits never reach PERFEVTSEL. */
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_b)
+                     & PMU_EVTAB_RAW_EXTRA_MASK, 0);
+
+    /* Both taken: refused until a value's last slot goes. */
+    assert_int_equal(dev->ops->hold(dev, d), -EAGAIN);
+    fake_perfmon_close(hb);
+    dev->ops->release(dev, b);
+    assert_int_equal(dev->ops->hold(dev, d), 0);
+    dev->ops->release(dev, d);
+    assert_int_equal(dev->ops->hold(dev, b), 0);
+    dev->ops->release(dev, a);
+    assert_int_equal(dev->ops->hold(dev, d), -EAGAIN);
+    fake_perfmon_close(ha);
+    dev->ops->release(dev, a);
+    assert_int_equal(dev->ops->hold(dev, d), 0);
+    dev->ops->release(dev, d);
+    dev->ops->release(dev, b);
+
+    assert_int_equal(dev->ops->hold(dev, lat), 0);
+    hb = fake_perfmon_open_raw(lat, KERN, &hw_b);
+    assert_true(hb >= 0);
+    assert_true(msr_model_peek(0x3f6, &value));
+    assert_int_equal(value, 4);
+    fake_perfmon_close(hb);
+    dev->ops->release(dev, lat);
+    pmu_test_assert_no_fault();
+
+    /* An index that names no extra MSR is a bad raw code. */
+    assert_int_equal(dev->ops->alloc(dev, &hw_a, 0x01b7
+                                     | PMU_EVTAB_RAW_EXTRA_MASK, KERN),
+                     -EINVAL);
+
+    /* KVM: the extra MSRs #GP; the fault-safe probe finds out. */
+    c.extra_msrs = false;
+    dev = boot(&c, true);
+    assert_int_equal(dev->ops->hold(dev, a), -ENOENT);
+    assert_int_equal(dev->ops->hold(dev, lat), -ENOENT);
+    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
+    pmu_evtab_select(CPU_VENDOR_UNKNOWN, 0, 0, 0);
+}
+
 static void
 test_mode_bits(void **state)
 {
@@ -1222,6 +1315,7 @@ main(void)
         cmocka_unit_test(test_generic_events_v5),
         cmocka_unit_test(test_unavailable_events),
         cmocka_unit_test(test_model_constraints),
+        cmocka_unit_test(test_extra_msrs),
         cmocka_unit_test(test_raw_events),
         cmocka_unit_test(test_mode_bits),
         cmocka_unit_test(test_free_and_reuse),

@@ -548,8 +548,9 @@ static const int perfmon_cmd_fixed_generic[] = {
 
 /*
  * An event the boot CPU's list names (case aside): counted on the model's
- * hardware device as its raw code, or known but not supported where that
- * device is missing.  Returns 0, -ENOENT when the list has no such name,
+ * hardware device as its raw code (with the extra MSR it needs, which the
+ * driver shares out), or known but not supported where that device is
+ * missing.  Returns 0, -ENOENT when the list has no such name,
  * or SHELL_ERR_REPORTED after saying why it cannot be counted.
  */
 static int
@@ -559,7 +560,6 @@ perfmon_cmd_resolve_model(const char *who,
 {
     const struct pmu_evtab_model *m = pmu_evtab_host();
     const struct pmu_evtab_event *ev;
-    const struct pmu_evtab_extra *extra;
     uint64_t counters;
 
     ev = (m == NULL) ? NULL : pmu_evtab_lookup(m, parsed->name);
@@ -568,7 +568,6 @@ perfmon_cmd_resolve_model(const char *who,
         return -ENOENT;
     }
 
-    extra = pmu_evtab_extra(ev);
     counters = pmu_evtab_counters(ev);
     out->dev = perfmon_cmd_model_dev(m);
     out->flags = (parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED))
@@ -578,13 +577,6 @@ perfmon_cmd_resolve_model(const char *who,
 
     if (!out->supported) {
         return 0;
-    }
-
-    if (extra != NULL && extra->nr_msrs != 0) {
-        kprintf("perfmon: %s: '%s' needs MSR %#x set to %#llx, which is not "
-                "programmed yet\n", who, pmu_evtab_name(ev), extra->msr,
-                (unsigned long long)extra->value);
-        return SHELL_ERR_REPORTED;
     }
 
     if ((counters & 0xffffffffULL) == 0) {
