@@ -494,6 +494,46 @@ test_group_constraints(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * What a slot needs besides a counter (an extra register holding a value)
+ * is held once per slot, shared by slots asking the same value, and let
+ * go with the slot: another value is refused (-EAGAIN) while it is held,
+ * a pinned event that cannot have it reserves no counter either, and
+ * every event gone, nothing is held.
+ */
+static void
+test_held_resources(void **state)
+{
+    struct perfmon_event a, a2, b, pinned;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, 0x100 | RAW_HELD, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&a2, 0x100 | RAW_HELD, PERFMON_EF_USER | PERFMON_EF_RAW);
+    init_ok(&b, 0x200 | RAW_HELD, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&pinned, 0x200 | RAW_HELD,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+
+    assert_int_equal(perfmon_event_attach_cpu(&a, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&a2, 1), 0);
+    assert_int_equal(fd->held_refs, 2);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), -EAGAIN);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 1), -EAGAIN);
+    assert_int_equal(fd->hw_used, 0);
+
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), -EAGAIN);
+    assert_int_equal(perfmon_event_detach(&a2), 0);
+    assert_int_equal(fd->held_refs, 0);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    assert_int_equal(fd->held_refs, 2);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(perfmon_event_detach(&pinned), 0);
+    fdev_assert_idle(fd);
+}
+
 static void
 test_group_errors(void **state)
 {
@@ -740,6 +780,7 @@ main(void)
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_constraints, setup),
+        cmocka_unit_test_setup(test_held_resources, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
