@@ -200,6 +200,140 @@ def load(intel_dir, amd_dir):
     return models, patterns
 
 
+# ---- metrics ---------------------------------------------------------------
+
+class Unsupported(Exception):
+    pass
+
+
+def formula_text(node, names, metrics):
+    """A formula's AST as the kernel's evaluator reads it: numbers, event
+    names, + - * / and parentheses; `a if smt_on else b` is b (Tally
+    counts per thread), d_ratio(a, b) is a / b (the evaluator gives 0 for
+    a zero divisor).  names maps an alias or name to the event's name;
+    metrics, a metric's name to its formula.  Anything else: Unsupported."""
+    import ast
+    if isinstance(node, ast.Expression):
+        return formula_text(node.body, names, metrics)
+    if isinstance(node, ast.BinOp) and type(node.op) in (
+            ast.Add, ast.Sub, ast.Mult, ast.Div):
+        op = {ast.Add: '+', ast.Sub: '-', ast.Mult: '*',
+              ast.Div: '/'}[type(node.op)]
+        return '(%s %s %s)' % (formula_text(node.left, names, metrics), op,
+                               formula_text(node.right, names, metrics))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return '(0 - %s)' % formula_text(node.operand, names, metrics)
+    if isinstance(node, ast.Constant) and isinstance(node.value,
+                                                     (int, float)):
+        text = repr(node.value)
+        if 'e' in text or len(text.split('.')[-1]) > 6:
+            raise Unsupported(text)
+        return text
+    if isinstance(node, ast.IfExp) and isinstance(node.test, ast.Name) \
+            and node.test.id == 'smt_on':
+        return formula_text(node.orelse, names, metrics)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == 'd_ratio' and len(node.args) == 2:
+        return '(%s / %s)' % (formula_text(node.args[0], names, metrics),
+                              formula_text(node.args[1], names, metrics))
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        dotted = dotted_name(node)
+        if dotted in metrics:
+            return metrics[dotted]
+        if dotted.lower() in names:
+            return names[dotted.lower()]
+    raise Unsupported(ast.dump(node))
+
+
+def dotted_name(node):
+    import ast
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return dotted_name(node.value) + '.' + node.attr
+    raise Unsupported(ast.dump(node))
+
+
+def countable(ev):
+    """Whether general-purpose or fixed counters count ev, alone."""
+    return ev['counters'] != 0 and not ev['msrs']
+
+
+def parse_formula(text, names, metrics):
+    import ast
+    try:
+        tree = ast.parse(text.strip(), mode='eval')
+    except SyntaxError as e:
+        raise Unsupported(str(e))
+    return formula_text(tree, names, metrics)
+
+
+def intel_metrics(intel_dir, models):
+    """{model: [(metric name, formula)]}: the metrics of each model whose
+    events its table has, countable by general or fixed counters."""
+    rows = mapfile(intel_dir)
+    core = {}
+    for pattern, name, _ in intel_models(intel_dir):
+        core.setdefault(pattern, name)
+    out = {}
+    for row in rows:
+        if row['EventType'] != 'metrics' or row['Family-model'] not in core:
+            continue
+        model = core[row['Family-model']]
+        if model in out:
+            continue
+        path = os.path.join(intel_dir, row['Filename'].lstrip('/'))
+        with open(path, encoding='utf-8') as f:
+            data = json.load(f)
+        events = {e['name'].lower(): e for e in models[model]}
+        found = []
+        for m in data['Metrics']:
+            names = {}
+            try:
+                for e in m.get('Events', []):
+                    ev = events.get(e['Name'].lower())
+                    if ev is None or not countable(ev):
+                        raise Unsupported(e['Name'])
+                    names[e['Alias'].lower()] = ev['name']
+                formula = parse_formula(m['Formula'], names, {})
+            except Unsupported:
+                continue
+            found.append((m['MetricName'].lower(), formula))
+        out[model] = found
+    return out
+
+
+def amd_metrics(amd_dir, models):
+    out = {}
+    for pattern, name, subdir in amd_models(amd_dir):
+        if name in out:
+            continue
+        exprs, found = {}, []
+        events = {e['name'].lower(): e['name'] for e in models[name]}
+        entries = []
+        for path in sorted(glob.glob(os.path.join(amd_dir, subdir,
+                                                  '*.json'))):
+            for e in events_of(path):
+                if 'MetricName' in e and 'MetricExpr' in e:
+                    entries.append(e)
+        # Metrics may use metrics defined in any of the files.
+        for _ in range(2):
+            for e in entries:
+                try:
+                    exprs[e['MetricName']] = parse_formula(
+                        e['MetricExpr'], events, exprs)
+                except Unsupported:
+                    pass
+        seen = set()
+        for e in entries:
+            if e['MetricName'] in exprs and e['MetricName'] not in seen:
+                seen.add(e['MetricName'])
+                found.append((e['MetricName'].lower(),
+                              exprs[e['MetricName']]))
+        out[name] = found
+    return out
+
+
 # ---- CPUID patterns ------------------------------------------------------
 
 def expand(patterns, model_names):
@@ -292,6 +426,11 @@ def check_event(model, ev):
                  % (model, ev['name']))
 
 
+def cname(model):
+    """A model's name as part of a C identifier."""
+    return model.replace('-', '_')
+
+
 def extra_of(ev):
     """What an event has beyond one code and unit mask (None: nothing):
     (first MSR, MSRs, second code, unit masks, MSR value)."""
@@ -335,6 +474,13 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
             counters.append(ev['counters'])
         if extra_of(ev) not in extras:
             extras.append(extra_of(ev))
+    metrics = intel_metrics(intel_dir, models)
+    metrics.update(amd_metrics(amd_dir, models))
+    formulas = Pool()
+    for name in names:
+        for metric, formula in metrics.get(name, []):
+            pool.add(metric)
+            formulas.add(formula)
     if len(events) > 65535 or len(topics) > 255 or len(counters) > 255 \
             or len(extras) > 65535:
         sys.exit('genevents: the inputs outgrow the tables\' index types')
@@ -361,6 +507,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
         w((' *   ' + line).rstrip())
     w(' */')
     w('')
+    w('#include <stddef.h>')
     w('#include <stdint.h>')
     w('')
     w('#include "kern/macros.h"')
@@ -401,9 +548,24 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
             topics.index(ev['topic'])))
     w('};')
     w('')
+    w('static const char pmu_evtab_data_formulas[] =')
+    for s in formulas.strings:
+        w('    "%s\\0"' % s)
+    w('    ;')
+    w('')
+    for name in names:
+        if not metrics.get(name):
+            continue
+        w('/* { name, formula } */')
+        w('static const struct pmu_evtab_metric pmu_evtab_data_m_%s[] = {'
+          % cname(name))
+        for metric, formula in metrics[name]:
+            w('    { %d, %d },' % (pool.offsets[metric],
+                                  formulas.offsets[formula]))
+        w('};')
+        w('')
     for name, rows in model_rows:
-        w('static const uint16_t pmu_evtab_data_%s[] = {'
-          % name.replace('-', '_'))
+        w('static const uint16_t pmu_evtab_data_%s[] = {' % cname(name))
         for i in range(0, len(rows), 12):
             w('    ' + ' '.join('%d,' % r for r in rows[i:i + 12]))
         w('};')
@@ -411,8 +573,13 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w('static const struct pmu_evtab_model pmu_evtab_data_models[] = {')
     for name, rows in model_rows:
         vendor = 1 if name.startswith('amdzen') else 0
-        w('    { "%s", %d, pmu_evtab_data_%s, ARRAY_SIZE(pmu_evtab_data_%s) },'
-          % (name, vendor, name.replace('-', '_'), name.replace('-', '_')))
+        w('    { "%s", %d, pmu_evtab_data_%s, ARRAY_SIZE(pmu_evtab_data_%s),'
+          % (name, vendor, cname(name), cname(name)))
+        if metrics.get(name):
+            w('      pmu_evtab_data_m_%s, ARRAY_SIZE(pmu_evtab_data_m_%s) },'
+              % (cname(name), cname(name)))
+        else:
+            w('      NULL, 0 },')
     w('};')
     w('')
     w('/* { vendor, family, model_lo, model_hi, step_lo, step_hi, model } */')
@@ -424,6 +591,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w('const struct pmu_evtab_catalog pmu_evtab_catalog = {')
     w('    .names = pmu_evtab_data_names,')
     w('    .names_size = sizeof(pmu_evtab_data_names),')
+    w('    .formulas = pmu_evtab_data_formulas,')
     w('    .topics = pmu_evtab_data_topics,')
     w('    .nr_topics = ARRAY_SIZE(pmu_evtab_data_topics),')
     w('    .counters = pmu_evtab_data_counters,')
@@ -477,6 +645,18 @@ def parse_c(text):
             'msrs': list(range(msr, msr + nr)), 'msr_value': value,
             'topic': topics[topic],
         })
+    fpart = text[text.index('pmu_evtab_data_formulas[] ='):]
+    fpart = fpart[:fpart.index(';')]
+    fstrings, foffsets, off = re.findall(r'"((?:[^"\\]|\\.)*)\\0"', fpart), {}, 0
+    for f in fstrings:
+        foffsets[off] = f
+        off += len(f) + 1
+    metrics = {}
+    for m in re.finditer(r'pmu_evtab_data_m_(\w+)\[\] = \{([^}]*(?:\}[^;][^}]*)*)\};',
+                         text):
+        metrics[m.group(1)] = [(offsets[int(a)], foffsets[int(b)])
+                               for a, b in re.findall(r'\{ (\d+), (\d+) \}',
+                                                      m.group(2))]
     models = {}
     for m in re.finditer(r'\{ "([\w-]+)", (\d), pmu_evtab_data_(\w+), ',
                          block('pmu_evtab_data_models[]')):
@@ -488,7 +668,9 @@ def parse_c(text):
         block('pmu_evtab_data_matches[]'))]
     model_names = re.findall(r'\{ "([\w-]+)", \d, ',
                              block('pmu_evtab_data_models[]'))
-    return models, boxes, model_names
+    by_cname = {cname(n): n for n in model_names}
+    metrics = {by_cname[k]: v for k, v in metrics.items()}
+    return models, boxes, model_names, metrics
 
 
 def main():

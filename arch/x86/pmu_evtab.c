@@ -203,6 +203,33 @@ pmu_evtab_name(const struct pmu_evtab_event *ev)
     return &pmu_evtab_catalog.names[ev->name];
 }
 
+const char *
+pmu_evtab_metric_name(const struct pmu_evtab_metric *metric)
+{
+    return &pmu_evtab_catalog.names[metric->name];
+}
+
+const char *
+pmu_evtab_metric_formula(const struct pmu_evtab_metric *metric)
+{
+    return &pmu_evtab_catalog.formulas[metric->formula];
+}
+
+const struct pmu_evtab_metric *
+pmu_evtab_metric_lookup(const struct pmu_evtab_model *m, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_metrics; i++) {
+        if (pmu_evtab_equal(pmu_evtab_metric_name(&m->metrics[i]), name,
+                            len)) {
+            return &m->metrics[i];
+        }
+    }
+
+    return NULL;
+}
+
 const struct pmu_evtab_event *
 pmu_evtab_lookup(const struct pmu_evtab_model *m, const char *name)
 {

@@ -70,12 +70,27 @@ struct pmu_evtab_extra {
     uint64_t value;
 };
 
-/* A model's table: indexes of its events, by topic then name. */
+/*
+ * A metric: its name (offset in the name pool) and formula (offset in the
+ * formula pool): numbers, the model's event names, + - * / and
+ * parentheses, binary operators between blanks (kern/perfmon/cmd/
+ * perfmon_metric.h evaluates them).  Only formulas whose events general
+ * and fixed counters count are kept; where the list chooses by SMT, the
+ * per-thread formula.
+ */
+struct pmu_evtab_metric {
+    uint32_t name;
+    uint32_t formula;
+};
+
+/* A model's table: indexes of its events, by topic then name; metrics. */
 struct pmu_evtab_model {
     const char *name;
     uint8_t vendor;
     const uint16_t *events;
     uint16_t nr_events;
+    const struct pmu_evtab_metric *metrics;
+    uint16_t nr_metrics;
 };
 
 /*
@@ -96,6 +111,7 @@ struct pmu_evtab_match {
 struct pmu_evtab_catalog {
     const char *names;
     size_t names_size;
+    const char *formulas;
     const char *const *topics;
     unsigned int nr_topics;
     const uint64_t *counters;
@@ -148,6 +164,12 @@ const struct pmu_evtab_event *pmu_evtab_lookup(const struct pmu_evtab_model *m,
                                                const char *name);
 
 const char *pmu_evtab_name(const struct pmu_evtab_event *ev);
+
+/* A metric's name and formula; the metric of m named name, or NULL. */
+const char *pmu_evtab_metric_name(const struct pmu_evtab_metric *metric);
+const char *pmu_evtab_metric_formula(const struct pmu_evtab_metric *metric);
+const struct pmu_evtab_metric *
+pmu_evtab_metric_lookup(const struct pmu_evtab_model *m, const char *name);
 
 /*
  * The event's topic, as the lists group it: the list's own, or the name

@@ -95,6 +95,7 @@
  *   mapfile.csv commit c17ee635fd3a482b2ad2bf5e269755c2eae5f25e
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kern/macros.h"
@@ -6817,6 +6818,330 @@ static const char pmu_evtab_data_names[] =
     "MEM_UNCORE_RETIRED.LOCAL_HITM\0"
     "MEM_UNCORE_RETIRED.LOCAL_DRAM_AND_REMOTE_CACHE_HIT\0"
     "MEM_UNCORE_RETIRED.REMOTE_HITM\0"
+    "icache_misses\0"
+    "code_l2_miss\0"
+    "itlb_misses\0"
+    "code_stlb_miss\0"
+    "code_stlb_miss_4k\0"
+    "code_stlb_miss_2m\0"
+    "lcp\0"
+    "dsb_switches\0"
+    "mite\0"
+    "dsb\0"
+    "lsd\0"
+    "load_stlb_miss\0"
+    "load_stlb_miss_4k\0"
+    "load_stlb_miss_2m\0"
+    "load_stlb_miss_1g\0"
+    "store_fwd_blk\0"
+    "split_loads\0"
+    "fb_full\0"
+    "l2_bound\0"
+    "l3_bound\0"
+    "sq_full\0"
+    "dram_bound\0"
+    "store_bound\0"
+    "split_stores\0"
+    "store_stlb_miss\0"
+    "store_stlb_miss_4k\0"
+    "store_stlb_miss_2m\0"
+    "store_stlb_miss_1g\0"
+    "divider\0"
+    "fp_divider\0"
+    "int_divider\0"
+    "serializing_operation\0"
+    "slow_pause\0"
+    "c01_wait\0"
+    "c02_wait\0"
+    "memory_fence\0"
+    "mixing_vectors\0"
+    "ports_utilized_1\0"
+    "ports_utilized_2\0"
+    "ports_utilized_3m\0"
+    "alu_op_utilization\0"
+    "port_0\0"
+    "port_1\0"
+    "port_6\0"
+    "load_op_utilization\0"
+    "store_op_utilization\0"
+    "info_thread_ipc\0"
+    "info_thread_cpi\0"
+    "info_thread_clks\0"
+    "info_thread_execute_per_issue\0"
+    "info_core_coreipc\0"
+    "info_core_flopc\0"
+    "info_core_fp_arith_utilization\0"
+    "info_core_epc\0"
+    "info_core_core_clks\0"
+    "info_inst_mix_ipload\0"
+    "info_inst_mix_ipstore\0"
+    "info_inst_mix_ipbranch\0"
+    "info_inst_mix_ipcall\0"
+    "info_inst_mix_iptb\0"
+    "info_inst_mix_bptkbranch\0"
+    "info_inst_mix_ipflop\0"
+    "info_inst_mix_iparith\0"
+    "info_inst_mix_iparith_scalar_sp\0"
+    "info_inst_mix_iparith_scalar_dp\0"
+    "info_inst_mix_iparith_avx128\0"
+    "info_inst_mix_iparith_avx256\0"
+    "info_inst_mix_ippause\0"
+    "info_inst_mix_ipswpf\0"
+    "info_inst_mix_instructions\0"
+    "info_pipeline_ipassist\0"
+    "info_pipeline_fetch_lsd\0"
+    "info_pipeline_fetch_dsb\0"
+    "info_pipeline_fetch_mite\0"
+    "info_frontend_lsd_coverage\0"
+    "info_frontend_dsb_coverage\0"
+    "info_frontend_tbpc\0"
+    "info_frontend_ipunknown_branch\0"
+    "info_frontend_l2mpki_code_all\0"
+    "info_bad_spec_ipmispredict\0"
+    "info_bad_spec_ipmisp_cond_ntaken\0"
+    "info_bad_spec_ipmisp_cond_taken\0"
+    "info_bad_spec_ipmisp_ret\0"
+    "info_bad_spec_ipmisp_indirect\0"
+    "info_bad_spec_spec_clears_ratio\0"
+    "info_branches_cond_nt\0"
+    "info_branches_cond_tk\0"
+    "info_branches_callret\0"
+    "info_branches_jump\0"
+    "info_branches_other_branches\0"
+    "info_memory_load_miss_real_latency\0"
+    "info_memory_mlp\0"
+    "info_memory_l1mpki\0"
+    "info_memory_l1mpki_load\0"
+    "info_memory_l2mpki\0"
+    "info_memory_l2mpki_all\0"
+    "info_memory_l2mpki_load\0"
+    "info_memory_l2mpki_rfo\0"
+    "info_memory_l2hpki_all\0"
+    "info_memory_l2hpki_load\0"
+    "info_memory_l3mpki\0"
+    "info_memory_fb_hpki\0"
+    "info_memory_tlb_page_walks_utilization\0"
+    "info_memory_tlb_code_stlb_mpki\0"
+    "info_memory_tlb_load_stlb_mpki\0"
+    "info_memory_tlb_store_stlb_mpki\0"
+    "info_memory_prefetches_useless_hwpf\0"
+    "info_memory_latency_load_l2_miss_latency\0"
+    "info_memory_latency_load_l3_miss_latency\0"
+    "info_memory_latency_data_l2_mlp\0"
+    "info_memory_mix_uc_load_pki\0"
+    "info_memory_mix_bus_lock_pki\0"
+    "info_system_turbo_utilization\0"
+    "info_system_smt_2t_utilization\0"
+    "info_system_c0_wait\0"
+    "info_system_mux\0"
+    "branch_misprediction_ratio\0"
+    "all_l2_cache_accesses\0"
+    "l2_cache_accesses_from_l2_hwpf\0"
+    "all_l2_cache_misses\0"
+    "l2_cache_misses_from_l2_hwpf\0"
+    "all_l2_cache_hits\0"
+    "ic_fetch_miss_ratio\0"
+    "l1_itlb_misses\0"
+    "op_cache_fetch_miss_ratio\0"
+    "macro_ops_dispatched\0"
+    "total_dispatch_slots\0"
+    "frontend_bound\0"
+    "bad_speculation\0"
+    "backend_bound\0"
+    "smt_contention\0"
+    "retiring\0"
+    "bad_speculation_mispredicts\0"
+    "bad_speculation_pipeline_restarts\0"
+    "backend_bound_memory\0"
+    "backend_bound_cpu\0"
+    "retiring_fastpath\0"
+    "retiring_microcode\0"
+    "l2_cache_accesses_from_l1_ic_misses\0"
+    "l2_cache_accesses_from_l1_dc_misses\0"
+    "l2_cache_misses_from_l1_ic_miss\0"
+    "l2_cache_misses_from_l1_dc_miss\0"
+    "l2_cache_hits_from_l1_ic_miss\0"
+    "l2_cache_hits_from_l1_dc_miss\0"
+    "l1_data_cache_fills_from_same_ccx\0"
+    "l1_data_cache_fills_from_different_ccx\0"
+    "all_l1_data_cache_fills\0"
+    "l1_demand_data_cache_fills_from_local_l2\0"
+    "l1_demand_data_cache_fills_from_same_ccx\0"
+    "l1_demand_data_cache_fills_from_near_cache\0"
+    "l1_demand_data_cache_fills_from_near_memory\0"
+    "l1_demand_data_cache_fills_from_far_cache\0"
+    "l1_demand_data_cache_fills_from_far_memory\0"
+    "bad_speculation_from_mispredicts\0"
+    "bad_speculation_from_pipeline_restarts\0"
+    "backend_bound_by_memory\0"
+    "backend_bound_by_cpu\0"
+    "retiring_from_fastpath\0"
+    "retiring_from_microcode\0"
+    "branch_misprediction_rate\0"
+    "ms_switches\0"
+    "ms\0"
+    "l1_bound\0"
+    "ports_utilized_0\0"
+    "info_frontend_icache_miss_latency\0"
+    "info_bad_spec_ipmisp_cond_taken_bwd\0"
+    "info_bad_spec_ipmisp_cond_taken_fwd\0"
+    "info_branches_cond_tk_bwd\0"
+    "info_branches_cond_tk_fwd\0"
+    "info_memory_l1dl0_mpki\0"
+    "fetch_latency\0"
+    "branch_resteers\0"
+    "mispredicts_resteers\0"
+    "clears_resteers\0"
+    "unknown_branches\0"
+    "fetch_bandwidth\0"
+    "branch_mispredicts\0"
+    "machine_clears\0"
+    "4k_aliasing\0"
+    "contested_accesses\0"
+    "data_sharing\0"
+    "l3_hit_latency\0"
+    "port_5\0"
+    "port_2\0"
+    "port_3\0"
+    "port_4\0"
+    "port_7\0"
+    "light_operations\0"
+    "fp_arith\0"
+    "x87_use\0"
+    "fp_scalar\0"
+    "fp_vector\0"
+    "fp_vector_128b\0"
+    "fp_vector_256b\0"
+    "heavy_operations\0"
+    "microcode_sequencer\0"
+    "assists\0"
+    "info_thread_uoppi\0"
+    "info_thread_uptb\0"
+    "info_thread_slots\0"
+    "info_memory_latency_load_l2_mlp\0"
+    "cpi\0"
+    "loads_per_instr\0"
+    "stores_per_instr\0"
+    "l1d_mpi\0"
+    "l1d_demand_data_read_hits_per_instr\0"
+    "l1_i_code_read_misses_with_prefetches_per_instr\0"
+    "l2_demand_data_read_hits_per_instr\0"
+    "l2_mpi\0"
+    "l2_demand_data_read_mpi\0"
+    "l2_demand_code_mpi\0"
+    "itlb_mpi\0"
+    "itlb_large_page_mpi\0"
+    "dtlb_load_mpi\0"
+    "dtlb_store_mpi\0"
+    "percent_uops_delivered_from_decoded_icache\0"
+    "percent_uops_delivered_from_legacy_decode_pipeline\0"
+    "percent_uops_delivered_from_microcode_sequencer\0"
+    "percent_uops_delivered_from_loop_stream_detector\0"
+    "local_mem\0"
+    "remote_mem\0"
+    "remote_cache\0"
+    "dtlb_2mb_large_page_load_mpi\0"
+    "bottleneck_branching_overhead\0"
+    "bottleneck_useful_work\0"
+    "memory_bound\0"
+    "core_bound\0"
+    "fp_vector_512b\0"
+    "memory_operations\0"
+    "fused_instructions\0"
+    "non_fused_branches\0"
+    "nop_instructions\0"
+    "few_uops_instructions\0"
+    "fp_assists\0"
+    "info_inst_mix_iparith_avx512\0"
+    "info_frontend_dsb_switch_cost\0"
+    "info_botlnk_l2_dsb_bandwidth\0"
+    "info_memory_core_l2_evictions_silent_pki\0"
+    "info_memory_core_l2_evictions_nonsilent_pki\0"
+    "info_system_power_license0_utilization\0"
+    "info_system_power_license1_utilization\0"
+    "info_system_power_license2_utilization\0"
+    "loads_retired_per_instr\0"
+    "stores_retired_per_instr\0"
+    "itlb_2nd_level_mpi\0"
+    "dtlb_2nd_level_load_mpi\0"
+    "dtlb_2nd_level_store_mpi\0"
+    "itlb_2nd_level_large_page_mpi\0"
+    "dtlb_2nd_level_2mb_large_page_load_mpi\0"
+    "lock_latency\0"
+    "l3_miss_bound\0"
+    "mba_stalls\0"
+    "amx_busy\0"
+    "info_inst_mix_iparith_scalar_hp\0"
+    "info_inst_mix_vectormixpki\0"
+    "ifetch_latency\0"
+    "branch_detect\0"
+    "branch_resteer\0"
+    "ifetch_bandwidth\0"
+    "cisc\0"
+    "decode\0"
+    "predecode\0"
+    "other_fb\0"
+    "nuke\0"
+    "fast_nuke\0"
+    "allocation_restriction\0"
+    "resource_bound\0"
+    "mem_scheduler\0"
+    "non_mem_scheduler\0"
+    "register\0"
+    "reorder_buffer\0"
+    "serialization\0"
+    "info_bottleneck_mem_exec_bound_cycles\0"
+    "info_bottleneck_load_miss_bound_cycles\0"
+    "info_bottleneck_dtlb_miss_bound_cycles\0"
+    "info_bottleneck_ifetch_miss_bound_cycles\0"
+    "info_core_ipc\0"
+    "info_core_cpi\0"
+    "info_core_upi\0"
+    "info_br_inst_mix_ipbranch\0"
+    "info_br_inst_mix_ipcall\0"
+    "info_br_inst_mix_ipmispredict\0"
+    "info_br_inst_mix_ipmisp_cond_ntaken\0"
+    "info_br_inst_mix_ipmisp_cond_taken\0"
+    "info_br_inst_mix_ipmisp_ret\0"
+    "info_br_inst_mix_ipmisp_indirect\0"
+    "info_arith_inst_mix_ipflop\0"
+    "info_arith_inst_mix_ipfparith_scalar_sp\0"
+    "info_arith_inst_mix_ipfparith_scalar_dp\0"
+    "info_arith_inst_mix_ipfparith_avx128\0"
+    "info_uop_mix_microcode_uop_ratio\0"
+    "info_uop_mix_fpdiv_uop_ratio\0"
+    "info_uop_mix_idiv_uop_ratio\0"
+    "info_uop_mix_x87_uop_ratio\0"
+    "info_mem_mix_ipload\0"
+    "info_mem_mix_ipstore\0"
+    "info_mem_mix_memload_ratio\0"
+    "info_mem_mix_load_splits_ratio\0"
+    "info_mem_mix_load_locks_ratio\0"
+    "info_mem_exec_blocks_loads_with_storefwdblk\0"
+    "info_mem_exec_blocks_loads_with_adressaliasing\0"
+    "info_mem_exec_bound_loadhead_with_stlbhit\0"
+    "info_mem_exec_bound_loadhead_with_pagewalk\0"
+    "info_mem_exec_bound_loadhead_with_storefwding\0"
+    "info_mem_exec_bound_loadhead_with_otherpipelineblks\0"
+    "info_mem_exec_bound_loadhead_with_l1miss\0"
+    "info_load_store_bound_store_bound\0"
+    "info_load_store_bound_load_bound\0"
+    "info_load_store_bound_l1_bound\0"
+    "info_load_miss_bound_loadmissbound_with_l2hit\0"
+    "info_load_miss_bound_loadmissbound_with_l3hit\0"
+    "info_ifetch_miss_bound_ifetchmissbound_with_l2hit\0"
+    "info_ifetch_miss_bound_ifetchmissbound_with_l3hit\0"
+    "info_br_mispredict_bound_branch_mispredict_ratio\0"
+    "info_br_mispredict_bound_branch_mispredict_to_unknown_branch_ratio\0"
+    "info_machine_clear_bound_machine_clears_fp_assist_pki\0"
+    "info_machine_clear_bound_machine_clears_page_fault_pki\0"
+    "info_machine_clear_bound_machine_clears_smc_pki\0"
+    "info_buffer_stalls_store_buffer_stall_cycles\0"
+    "info_buffer_stalls_load_buffer_stall_cycles\0"
+    "info_buffer_stalls_mem_rsv_stall_cycles\0"
+    "info_serialization_tpause_cycles\0"
+    "dtlb_load\0"
+    "dtlb_store\0"
     ;
 
 static const char *const pmu_evtab_data_topics[] = {
@@ -18191,6 +18516,3095 @@ static const struct pmu_evtab_event pmu_evtab_data_events[] = {
     { 238505, 0xb1, 0, 0x1f, 0x0, 1, 0x3, 4, 0 },
 };
 
+static const char pmu_evtab_data_formulas[] =
+    "(100 * (ICACHE_DATA.STALLS / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DEMAND_CODE_RD / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (ICACHE_TAG.STALLS / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (ITLB_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((ITLB_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * ITLB_MISSES.WALK_COMPLETED_4K) / (ITLB_MISSES.WALK_COMPLETED_4K + ITLB_MISSES.WALK_COMPLETED_2M_4M)))\0"
+    "(100 * (((ITLB_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * ITLB_MISSES.WALK_COMPLETED_2M_4M) / (ITLB_MISSES.WALK_COMPLETED_4K + ITLB_MISSES.WALK_COMPLETED_2M_4M)))\0"
+    "(100 * (DECODE.LCP / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (DSB2MITE_SWITCHES.PENALTY_CYCLES / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((IDQ.MITE_CYCLES_ANY - IDQ.MITE_CYCLES_OK) / CPU_CLK_UNHALTED.THREAD) / 2))\0"
+    "(100 * (((IDQ.DSB_CYCLES_ANY - IDQ.DSB_CYCLES_OK) / CPU_CLK_UNHALTED.THREAD) / 2))\0"
+    "(100 * (((LSD.CYCLES_ACTIVE - LSD.CYCLES_OK) / CPU_CLK_UNHALTED.THREAD) / 2))\0"
+    "(100 * (DTLB_LOAD_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((DTLB_LOAD_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * DTLB_LOAD_MISSES.WALK_COMPLETED_4K) / ((DTLB_LOAD_MISSES.WALK_COMPLETED_4K + DTLB_LOAD_MISSES.WALK_COMPLETED_2M_4M) + DTLB_LOAD_MISSES.WALK_COMPLETED_1G)))\0"
+    "(100 * (((DTLB_LOAD_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * DTLB_LOAD_MISSES.WALK_COMPLETED_2M_4M) / ((DTLB_LOAD_MISSES.WALK_COMPLETED_4K + DTLB_LOAD_MISSES.WALK_COMPLETED_2M_4M) + DTLB_LOAD_MISSES.WALK_COMPLETED_1G)))\0"
+    "(100 * (((DTLB_LOAD_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * DTLB_LOAD_MISSES.WALK_COMPLETED_1G) / ((DTLB_LOAD_MISSES.WALK_COMPLETED_4K + DTLB_LOAD_MISSES.WALK_COMPLETED_2M_4M) + DTLB_LOAD_MISSES.WALK_COMPLETED_1G)))\0"
+    "(100 * ((13 * LD_BLOCKS.STORE_FORWARD) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((L1D_PEND_MISS.PENDING / MEM_LOAD_COMPLETED.L1_MISS_ANY) * LD_BLOCKS.NO_SR) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (L1D_PEND_MISS.FB_FULL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((MEMORY_ACTIVITY.STALLS_L1D_MISS - MEMORY_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((MEMORY_ACTIVITY.STALLS_L2_MISS - MEMORY_ACTIVITY.STALLS_L3_MISS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((XQ.FULL_CYCLES + L1D_PEND_MISS.L2_STALLS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (MEMORY_ACTIVITY.STALLS_L3_MISS / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (EXE_ACTIVITY.BOUND_ON_STORES / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (MEM_INST_RETIRED.SPLIT_STORES / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * DTLB_STORE_MISSES.WALK_COMPLETED_4K) / ((DTLB_STORE_MISSES.WALK_COMPLETED_4K + DTLB_STORE_MISSES.WALK_COMPLETED_2M_4M) + DTLB_STORE_MISSES.WALK_COMPLETED_1G)))\0"
+    "(100 * (((DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * DTLB_STORE_MISSES.WALK_COMPLETED_2M_4M) / ((DTLB_STORE_MISSES.WALK_COMPLETED_4K + DTLB_STORE_MISSES.WALK_COMPLETED_2M_4M) + DTLB_STORE_MISSES.WALK_COMPLETED_1G)))\0"
+    "(100 * (((DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.THREAD) * DTLB_STORE_MISSES.WALK_COMPLETED_1G) / ((DTLB_STORE_MISSES.WALK_COMPLETED_4K + DTLB_STORE_MISSES.WALK_COMPLETED_2M_4M) + DTLB_STORE_MISSES.WALK_COMPLETED_1G)))\0"
+    "(100 * (ARITH.DIV_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (ARITH.FPDIV_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((ARITH.DIV_ACTIVE / CPU_CLK_UNHALTED.THREAD) - (ARITH.FPDIV_ACTIVE / CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((RESOURCE_STALLS.SCOREBOARD / CPU_CLK_UNHALTED.THREAD) + (CPU_CLK_UNHALTED.C02 / CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (CPU_CLK_UNHALTED.PAUSE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (CPU_CLK_UNHALTED.C01 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (CPU_CLK_UNHALTED.C02 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((13 * MISC2_RETIRED.LFENCE) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((160 * ASSISTS.SSE_AVX_MIX) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (EXE_ACTIVITY.1_PORTS_UTIL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (EXE_ACTIVITY.2_PORTS_UTIL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_EXECUTED.CYCLES_GE_3 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((((UOPS_DISPATCHED.PORT_0 + UOPS_DISPATCHED.PORT_1) + UOPS_DISPATCHED.PORT_5_11) + UOPS_DISPATCHED.PORT_6) / (5 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (UOPS_DISPATCHED.PORT_0 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED.PORT_1 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED.PORT_6 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED.PORT_2_3_10 / (3 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((UOPS_DISPATCHED.PORT_4_9 + UOPS_DISPATCHED.PORT_7_8) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD)\0"
+    "(1 / (INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD))\0"
+    "CPU_CLK_UNHALTED.THREAD\0"
+    "(UOPS_EXECUTED.THREAD / UOPS_ISSUED.ANY)\0"
+    "((((FP_ARITH_INST_RETIRED.SCALAR + (2 * FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE)) / CPU_CLK_UNHALTED.THREAD)\0"
+    "(((FP_ARITH_DISPATCHED.PORT_0 + FP_ARITH_DISPATCHED.PORT_1) + FP_ARITH_DISPATCHED.PORT_5) / (2 * CPU_CLK_UNHALTED.THREAD))\0"
+    "(UOPS_EXECUTED.THREAD / CPU_CLK_UNHALTED.THREAD)\0"
+    "(INST_RETIRED.ANY / MEM_INST_RETIRED.ALL_LOADS)\0"
+    "(INST_RETIRED.ANY / MEM_INST_RETIRED.ALL_STORES)\0"
+    "(INST_RETIRED.ANY / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(INST_RETIRED.ANY / BR_INST_RETIRED.NEAR_CALL)\0"
+    "(INST_RETIRED.ANY / BR_INST_RETIRED.NEAR_TAKEN)\0"
+    "(BR_INST_RETIRED.ALL_BRANCHES / BR_INST_RETIRED.NEAR_TAKEN)\0"
+    "(INST_RETIRED.ANY / (((FP_ARITH_INST_RETIRED.SCALAR + (2 * FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE)))\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_INST_RETIRED.SCALAR + FP_ARITH_INST_RETIRED.VECTOR))\0"
+    "(INST_RETIRED.ANY / FP_ARITH_INST_RETIRED.SCALAR_SINGLE)\0"
+    "(INST_RETIRED.ANY / FP_ARITH_INST_RETIRED.SCALAR_DOUBLE)\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.128B_PACKED_SINGLE))\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE))\0"
+    "(INST_RETIRED.ANY / CPU_CLK_UNHALTED.PAUSE_INST)\0"
+    "(INST_RETIRED.ANY / SW_PREFETCH_ACCESS.ANY)\0"
+    "INST_RETIRED.ANY\0"
+    "(INST_RETIRED.ANY / ASSISTS.ANY)\0"
+    "(LSD.UOPS / LSD.CYCLES_ACTIVE)\0"
+    "(IDQ.DSB_UOPS / IDQ.DSB_CYCLES_ANY)\0"
+    "(IDQ.MITE_UOPS / IDQ.MITE_CYCLES_ANY)\0"
+    "(LSD.UOPS / UOPS_ISSUED.ANY)\0"
+    "(IDQ.DSB_UOPS / UOPS_ISSUED.ANY)\0"
+    "(BR_INST_RETIRED.NEAR_TAKEN / CPU_CLK_UNHALTED.THREAD)\0"
+    "(INST_RETIRED.ANY / BACLEARS.ANY)\0"
+    "((1000 * L2_RQSTS.CODE_RD_MISS) / INST_RETIRED.ANY)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.ALL_BRANCHES)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.COND_NTAKEN)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.COND_TAKEN)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.RET)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.INDIRECT)\0"
+    "(INT_MISC.CLEARS_COUNT / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT))\0"
+    "(BR_INST_RETIRED.COND_NTAKEN / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(BR_INST_RETIRED.COND_TAKEN / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "((BR_INST_RETIRED.NEAR_CALL + BR_INST_RETIRED.NEAR_RETURN) / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(((BR_INST_RETIRED.NEAR_TAKEN - BR_INST_RETIRED.COND_TAKEN) - (2 * BR_INST_RETIRED.NEAR_CALL)) / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(1 - ((((BR_INST_RETIRED.COND_NTAKEN / BR_INST_RETIRED.ALL_BRANCHES) + (BR_INST_RETIRED.COND_TAKEN / BR_INST_RETIRED.ALL_BRANCHES)) + ((BR_INST_RETIRED.NEAR_CALL + BR_INST_RETIRED.NEAR_RETURN) / BR_INST_RETIRED.ALL_BRANCHES)) + (((BR_INST_RETIRED.NEAR_TAKEN - BR_INST_RETIRED.COND_TAKEN) - (2 * BR_INST_RETIRED.NEAR_CALL)) / BR_INST_RETIRED.ALL_BRANCHES)))\0"
+    "(L1D_PEND_MISS.PENDING / MEM_LOAD_COMPLETED.L1_MISS_ANY)\0"
+    "(L1D_PEND_MISS.PENDING / L1D_PEND_MISS.PENDING_CYCLES)\0"
+    "((1000 * MEM_LOAD_RETIRED.L1_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * L2_RQSTS.ALL_DEMAND_DATA_RD) / INST_RETIRED.ANY)\0"
+    "((1000 * MEM_LOAD_RETIRED.L2_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * L2_RQSTS.MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * L2_RQSTS.DEMAND_DATA_RD_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * L2_RQSTS.RFO_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * (L2_RQSTS.REFERENCES - L2_RQSTS.MISS)) / INST_RETIRED.ANY)\0"
+    "((1000 * L2_RQSTS.DEMAND_DATA_RD_HIT) / INST_RETIRED.ANY)\0"
+    "((1000 * MEM_LOAD_RETIRED.L3_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * MEM_LOAD_RETIRED.FB_HIT) / INST_RETIRED.ANY)\0"
+    "(((ITLB_MISSES.WALK_PENDING + DTLB_LOAD_MISSES.WALK_PENDING) + DTLB_STORE_MISSES.WALK_PENDING) / (4 * CPU_CLK_UNHALTED.THREAD))\0"
+    "((1000 * ITLB_MISSES.WALK_COMPLETED) / INST_RETIRED.ANY)\0"
+    "((1000 * DTLB_LOAD_MISSES.WALK_COMPLETED) / INST_RETIRED.ANY)\0"
+    "((1000 * DTLB_STORE_MISSES.WALK_COMPLETED) / INST_RETIRED.ANY)\0"
+    "(L2_LINES_OUT.USELESS_HWPF / (L2_LINES_OUT.SILENT + L2_LINES_OUT.NON_SILENT))\0"
+    "(OFFCORE_REQUESTS_OUTSTANDING.DEMAND_DATA_RD / OFFCORE_REQUESTS.DEMAND_DATA_RD)\0"
+    "(OFFCORE_REQUESTS_OUTSTANDING.L3_MISS_DEMAND_DATA_RD / OFFCORE_REQUESTS.L3_MISS_DEMAND_DATA_RD)\0"
+    "(OFFCORE_REQUESTS_OUTSTANDING.DATA_RD / OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DATA_RD)\0"
+    "((1000 * MEM_LOAD_MISC_RETIRED.UC) / INST_RETIRED.ANY)\0"
+    "((1000 * SQ_MISC.BUS_LOCK) / INST_RETIRED.ANY)\0"
+    "(CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC)\0"
+    "0\0"
+    "(CPU_CLK_UNHALTED.C0_WAIT / CPU_CLK_UNHALTED.THREAD)\0"
+    "(CPU_CLK_UNHALTED.THREAD_P / CPU_CLK_UNHALTED.THREAD)\0"
+    "(ex_ret_brn_misp / ex_ret_brn)\0"
+    "(((l2_request_g1.all_no_prefetch + l2_pf_hit_l2) + l2_pf_miss_l2_hit_l3) + l2_pf_miss_l2_l3)\0"
+    "((l2_pf_hit_l2 + l2_pf_miss_l2_hit_l3) + l2_pf_miss_l2_l3)\0"
+    "((l2_cache_req_stat.ic_dc_miss_in_l2 + l2_pf_miss_l2_hit_l3) + l2_pf_miss_l2_l3)\0"
+    "(l2_pf_miss_l2_hit_l3 + l2_pf_miss_l2_l3)\0"
+    "(l2_cache_req_stat.ic_dc_hit_in_l2 + l2_pf_hit_l2)\0"
+    "(l2_cache_req_stat.ic_access_in_l2 / ((bp_l1_tlb_fetch_hit + bp_l1_tlb_miss_l2_hit) + bp_l1_tlb_miss_l2_miss))\0"
+    "(bp_l1_tlb_miss_l2_hit + bp_l1_tlb_miss_l2_miss)\0"
+    "(l2_cache_req_stat.ic_access_in_l2 / ((bp_l1_tlb_fetch_hit + bp_l1_tlb_miss_l2_hit) + bp_l1_tlb_miss_l2_tlb_miss))\0"
+    "(bp_l1_tlb_miss_l2_hit + bp_l1_tlb_miss_l2_tlb_miss)\0"
+    "(op_cache_hit_miss.op_cache_miss / op_cache_hit_miss.all_op_cache_accesses)\0"
+    "(ic_tag_hit_miss.instruction_cache_miss / ic_tag_hit_miss.all_instruction_cache_accesses)\0"
+    "(bp_l1_tlb_miss_l2_tlb_hit + bp_l1_tlb_miss_l2_tlb_miss)\0"
+    "(de_dis_cops_from_decoder.disp_op_type.any_integer_dispatch + de_dis_cops_from_decoder.disp_op_type.any_fp_dispatch)\0"
+    "(6 * ls_not_halted_cyc)\0"
+    "(de_no_dispatch_per_slot.no_ops_from_frontend / (6 * ls_not_halted_cyc))\0"
+    "((de_src_op_disp.all - ex_ret_ops) / (6 * ls_not_halted_cyc))\0"
+    "(de_no_dispatch_per_slot.backend_stalls / (6 * ls_not_halted_cyc))\0"
+    "(de_no_dispatch_per_slot.smt_contention / (6 * ls_not_halted_cyc))\0"
+    "(ex_ret_ops / (6 * ls_not_halted_cyc))\0"
+    "((((de_src_op_disp.all - ex_ret_ops) / (6 * ls_not_halted_cyc)) * ex_ret_brn_misp) / (ex_ret_brn_misp + resyncs_or_nc_redirects))\0"
+    "((((de_src_op_disp.all - ex_ret_ops) / (6 * ls_not_halted_cyc)) * resyncs_or_nc_redirects) / (ex_ret_brn_misp + resyncs_or_nc_redirects))\0"
+    "((de_no_dispatch_per_slot.backend_stalls / (6 * ls_not_halted_cyc)) * (ex_no_retire.load_not_complete / ex_no_retire.not_complete))\0"
+    "((de_no_dispatch_per_slot.backend_stalls / (6 * ls_not_halted_cyc)) * (1 - (ex_no_retire.load_not_complete / ex_no_retire.not_complete)))\0"
+    "((ex_ret_ops / (6 * ls_not_halted_cyc)) * (1 - (ex_ret_ucode_ops / ex_ret_ops)))\0"
+    "((ex_ret_ops / (6 * ls_not_halted_cyc)) * (ex_ret_ucode_ops / ex_ret_ops))\0"
+    "(((l2_request_g1.all_no_prefetch + l2_pf_hit_l2.all) + l2_pf_miss_l2_hit_l3.all) + l2_pf_miss_l2_l3.all)\0"
+    "l2_request_g1.cacheable_ic_read\0"
+    "l2_request_g1.all_dc\0"
+    "((l2_pf_hit_l2.all + l2_pf_miss_l2_hit_l3.all) + l2_pf_miss_l2_l3.all)\0"
+    "((l2_cache_req_stat.ic_dc_miss_in_l2 + l2_pf_miss_l2_hit_l3.all) + l2_pf_miss_l2_l3.all)\0"
+    "l2_cache_req_stat.ic_fill_miss\0"
+    "l2_cache_req_stat.ls_rd_blk_c\0"
+    "(l2_pf_miss_l2_hit_l3.all + l2_pf_miss_l2_l3.all)\0"
+    "(l2_cache_req_stat.ic_dc_hit_in_l2 + l2_pf_hit_l2.all)\0"
+    "l2_cache_req_stat.ic_hit_in_l2\0"
+    "l2_cache_req_stat.dc_hit_in_l2\0"
+    "l2_pf_hit_l2.all\0"
+    "ls_any_fills_from_sys.dram_io_all\0"
+    "ls_any_fills_from_sys.far_all\0"
+    "ls_any_fills_from_sys.local_all\0"
+    "ls_any_fills_from_sys.remote_cache\0"
+    "ls_any_fills_from_sys.all\0"
+    "ls_dmnd_fills_from_sys.local_l2\0"
+    "ls_dmnd_fills_from_sys.local_ccx\0"
+    "ls_dmnd_fills_from_sys.near_cache\0"
+    "ls_dmnd_fills_from_sys.dram_io_near\0"
+    "ls_dmnd_fills_from_sys.far_cache\0"
+    "ls_dmnd_fills_from_sys.dram_io_far\0"
+    "(bp_l1_tlb_miss_l2_tlb_hit + bp_l1_tlb_miss_l2_tlb_miss.all)\0"
+    "bp_l1_tlb_miss_l2_tlb_miss.all\0"
+    "ls_l1_d_tlb_miss.all\0"
+    "ls_l1_d_tlb_miss.all_l2_miss\0"
+    "ls_tlb_flush.all\0"
+    "de_src_op_disp.all\0"
+    "fp_disp_faults.sse_avx_all\0"
+    "ex_ret_ops\0"
+    "(8 * ls_not_halted_cyc)\0"
+    "(de_no_dispatch_per_slot.no_ops_from_frontend / (8 * ls_not_halted_cyc))\0"
+    "(de_no_dispatch_per_slot.backend_stalls / (8 * ls_not_halted_cyc))\0"
+    "(de_no_dispatch_per_slot.smt_contention / (8 * ls_not_halted_cyc))\0"
+    "((de_src_op_disp.all - ex_ret_ops) / (8 * ls_not_halted_cyc))\0"
+    "(ex_ret_ops / (8 * ls_not_halted_cyc))\0"
+    "((((de_src_op_disp.all - ex_ret_ops) / (8 * ls_not_halted_cyc)) * ex_ret_brn_misp) / (ex_ret_brn_misp + bp_fe_redir.resync))\0"
+    "((((de_src_op_disp.all - ex_ret_ops) / (8 * ls_not_halted_cyc)) * bp_fe_redir.resync) / (ex_ret_brn_misp + bp_fe_redir.resync))\0"
+    "((de_no_dispatch_per_slot.backend_stalls / (8 * ls_not_halted_cyc)) * (ex_no_retire.load_not_complete / ex_no_retire.not_complete))\0"
+    "((de_no_dispatch_per_slot.backend_stalls / (8 * ls_not_halted_cyc)) * (1 - (ex_no_retire.load_not_complete / ex_no_retire.not_complete)))\0"
+    "((ex_ret_ops / (8 * ls_not_halted_cyc)) * (1 - (ex_ret_ucode_ops / ex_ret_ops)))\0"
+    "((ex_ret_ops / (8 * ls_not_halted_cyc)) * (ex_ret_ucode_ops / ex_ret_ops))\0"
+    "(op_cache_hit_miss.miss / op_cache_hit_miss.all)\0"
+    "(100 * ((3 * IDQ.MS_SWITCHES) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((IDQ.MS_CYCLES_ANY / CPU_CLK_UNHALTED.THREAD) / 1.8))\0"
+    "(100 * (MEMORY_STALLS.L1 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (L1D_MISS.FB_FULL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (MEMORY_STALLS.L2 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (MEMORY_STALLS.L3 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((XQ.FULL + L1D_MISS.L2_STALLS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (MEMORY_STALLS.MEM / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((BE_STALLS.SCOREBOARD + CPU_CLK_UNHALTED.C02) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (EXE_ACTIVITY.EXE_BOUND_0_PORTS / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED.ALU / (6 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (UOPS_DISPATCHED.LOAD / (3 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((UOPS_DISPATCHED.STD + UOPS_DISPATCHED.STA) / (7 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "((((FP_ARITH_OPS_RETIRED.SCALAR + (2 * FP_ARITH_OPS_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_OPS_RETIRED.4_FLOPS)) + (8 * FP_ARITH_OPS_RETIRED.256B_PACKED_SINGLE)) / CPU_CLK_UNHALTED.THREAD)\0"
+    "((((FP_ARITH_DISPATCHED.V0 + FP_ARITH_DISPATCHED.V1) + FP_ARITH_DISPATCHED.V2) + FP_ARITH_DISPATCHED.V3) / (4 * CPU_CLK_UNHALTED.THREAD))\0"
+    "(INST_RETIRED.ANY / (((FP_ARITH_OPS_RETIRED.SCALAR + (2 * FP_ARITH_OPS_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_OPS_RETIRED.4_FLOPS)) + (8 * FP_ARITH_OPS_RETIRED.256B_PACKED_SINGLE)))\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_OPS_RETIRED.SCALAR + FP_ARITH_OPS_RETIRED.VECTOR))\0"
+    "(INST_RETIRED.ANY / FP_ARITH_OPS_RETIRED.SCALAR_SINGLE)\0"
+    "(INST_RETIRED.ANY / FP_ARITH_OPS_RETIRED.SCALAR_DOUBLE)\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_OPS_RETIRED.128B_PACKED_DOUBLE + FP_ARITH_OPS_RETIRED.128B_PACKED_SINGLE))\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_OPS_RETIRED.256B_PACKED_DOUBLE + FP_ARITH_OPS_RETIRED.256B_PACKED_SINGLE))\0"
+    "(INST_RETIRED.ANY / MEM_INST_RETIRED.ALL_SWPF)\0"
+    "(ICACHE_DATA.STALLS / ICACHE_DATA.STALL_PERIODS)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.COND_TAKEN_BWD)\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.COND_TAKEN_FWD)\0"
+    "(BR_INST_RETIRED.COND_TAKEN_BWD / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(BR_INST_RETIRED.COND_TAKEN_FWD / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "((((BR_INST_RETIRED.NEAR_TAKEN - BR_INST_RETIRED.COND_TAKEN_BWD) - BR_INST_RETIRED.COND_TAKEN_FWD) - (2 * BR_INST_RETIRED.NEAR_CALL)) / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(1 - (((((BR_INST_RETIRED.COND_NTAKEN / BR_INST_RETIRED.ALL_BRANCHES) + (BR_INST_RETIRED.COND_TAKEN_BWD / BR_INST_RETIRED.ALL_BRANCHES)) + (BR_INST_RETIRED.COND_TAKEN_FWD / BR_INST_RETIRED.ALL_BRANCHES)) + ((BR_INST_RETIRED.NEAR_CALL + BR_INST_RETIRED.NEAR_RETURN) / BR_INST_RETIRED.ALL_BRANCHES)) + ((((BR_INST_RETIRED.NEAR_TAKEN - BR_INST_RETIRED.COND_TAKEN_BWD) - BR_INST_RETIRED.COND_TAKEN_FWD) - (2 * BR_INST_RETIRED.NEAR_CALL)) / BR_INST_RETIRED.ALL_BRANCHES)))\0"
+    "(L1D_PENDING.LOAD / L1D_MISS.LOAD)\0"
+    "(L1D_PENDING.LOAD / L1D_PENDING.LOAD_CYCLES)\0"
+    "((1000 * (MEM_LOAD_RETIRED.L1_MISS + MEM_LOAD_RETIRED.L1_HIT_L1)) / INST_RETIRED.ANY)\0"
+    "(100 * (IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((4 * IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (ICACHE.IFDATA_STALL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((12 * ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((BR_MISP_RETIRED.ALL_BRANCHES * ((12 * ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)) / CPU_CLK_UNHALTED.THREAD)) / ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)))\0"
+    "(100 * ((MACHINE_CLEARS.COUNT * ((12 * ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)) / CPU_CLK_UNHALTED.THREAD)) / ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)))\0"
+    "(100 * ((((12 * ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)) / CPU_CLK_UNHALTED.THREAD) - ((BR_MISP_RETIRED.ALL_BRANCHES * ((12 * ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)) / CPU_CLK_UNHALTED.THREAD)) / ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY))) - ((MACHINE_CLEARS.COUNT * ((12 * ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY)) / CPU_CLK_UNHALTED.THREAD)) / ((BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT) + BACLEARS.ANY))))\0"
+    "(100 * ((2 * IDQ.MS_SWITCHES) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (ILD_STALL.LCP / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD)) - ((4 * IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE) / (4 * CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * (((IDQ.ALL_MITE_CYCLES_ANY_UOPS - IDQ.ALL_MITE_CYCLES_4_UOPS) / CPU_CLK_UNHALTED.THREAD) / 2))\0"
+    "(100 * (((IDQ.ALL_DSB_CYCLES_ANY_UOPS - IDQ.ALL_DSB_CYCLES_4_UOPS) / CPU_CLK_UNHALTED.THREAD) / 2))\0"
+    "(100 * (((UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS) + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((BR_MISP_RETIRED.ALL_BRANCHES / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT)) * (((UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS) + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * ((((UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS) + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD)) - ((BR_MISP_RETIRED.ALL_BRANCHES / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT)) * (((UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS) + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD)))))\0"
+    "(100 * (1 - (((IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD)) + (((UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS) + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD))) + (UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)))))\0"
+    "(100 * (((L1D_PEND_MISS.PENDING / (MEM_LOAD_UOPS_RETIRED.L1_MISS + MEM_LOAD_UOPS_RETIRED.HIT_LFB)) * LD_BLOCKS.NO_SR) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (LD_BLOCKS_PARTIAL.ADDRESS_ALIAS / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((CYCLE_ACTIVITY.STALLS_L1D_MISS - CYCLE_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((MEM_LOAD_UOPS_RETIRED.L3_HIT / (MEM_LOAD_UOPS_RETIRED.L3_HIT + (7 * MEM_LOAD_UOPS_RETIRED.L3_MISS))) * CYCLE_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((60 * (MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / (((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_RETIRED.L3_MISS))))) + (43 * (MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / (((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_RETIRED.L3_MISS)))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((43 * (MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / (((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_RETIRED.L3_MISS))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((29 * (MEM_LOAD_UOPS_RETIRED.L3_HIT * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / (((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_RETIRED.L3_MISS))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (OFFCORE_REQUESTS_BUFFER.SQ_FULL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((1 - (MEM_LOAD_UOPS_RETIRED.L3_HIT / (MEM_LOAD_UOPS_RETIRED.L3_HIT + (7 * MEM_LOAD_UOPS_RETIRED.L3_MISS)))) * CYCLE_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (RESOURCE_STALLS.SB / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((2 * MEM_UOPS_RETIRED.SPLIT_STORES) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (ARITH.FPU_DIV_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((((UOPS_DISPATCHED_PORT.PORT_0 + UOPS_DISPATCHED_PORT.PORT_1) + UOPS_DISPATCHED_PORT.PORT_5) + UOPS_DISPATCHED_PORT.PORT_6) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_0 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_1 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_5 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_6 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((((UOPS_DISPATCHED_PORT.PORT_2 + UOPS_DISPATCHED_PORT.PORT_3) + UOPS_DISPATCHED_PORT.PORT_7) - UOPS_DISPATCHED_PORT.PORT_4) / (2 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_2 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_3 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_4 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED_PORT.PORT_7 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * ((((INST_RETIRED.X87 * (UOPS_RETIRED.RETIRE_SLOTS / INST_RETIRED.ANY)) / UOPS_RETIRED.RETIRE_SLOTS) + (FP_ARITH_INST_RETIRED.SCALAR / UOPS_RETIRED.RETIRE_SLOTS)) + (FP_ARITH_INST_RETIRED.VECTOR / UOPS_RETIRED.RETIRE_SLOTS)))\0"
+    "(100 * ((INST_RETIRED.X87 * (UOPS_RETIRED.RETIRE_SLOTS / INST_RETIRED.ANY)) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * (FP_ARITH_INST_RETIRED.SCALAR / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * (FP_ARITH_INST_RETIRED.VECTOR / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * ((FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.128B_PACKED_SINGLE) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * ((FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * (((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((66 * OTHER_ASSISTS.ANY_WB_ASSIST) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(UOPS_RETIRED.RETIRE_SLOTS / INST_RETIRED.ANY)\0"
+    "(UOPS_RETIRED.RETIRE_SLOTS / BR_INST_RETIRED.NEAR_TAKEN)\0"
+    "(4 * CPU_CLK_UNHALTED.THREAD)\0"
+    "((FP_ARITH_INST_RETIRED.SCALAR + FP_ARITH_INST_RETIRED.VECTOR) / (2 * CPU_CLK_UNHALTED.THREAD))\0"
+    "(INST_RETIRED.ANY / MEM_UOPS_RETIRED.ALL_LOADS)\0"
+    "(INST_RETIRED.ANY / MEM_UOPS_RETIRED.ALL_STORES)\0"
+    "(IDQ.DSB_UOPS / (((IDQ.DSB_UOPS + LSD.UOPS) + IDQ.MITE_UOPS) + IDQ.MS_UOPS))\0"
+    "(INST_RETIRED.ANY / ((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * BR_MISP_EXEC.INDIRECT))\0"
+    "(L1D_PEND_MISS.PENDING / (MEM_LOAD_UOPS_RETIRED.L1_MISS + MEM_LOAD_UOPS_RETIRED.HIT_LFB))\0"
+    "((1000 * MEM_LOAD_UOPS_RETIRED.L1_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * MEM_LOAD_UOPS_RETIRED.L2_MISS) / INST_RETIRED.ANY)\0"
+    "((1000 * OFFCORE_REQUESTS.DEMAND_RFO) / INST_RETIRED.ANY)\0"
+    "((1000 * MEM_LOAD_UOPS_RETIRED.L3_MISS) / INST_RETIRED.ANY)\0"
+    "(OFFCORE_REQUESTS_OUTSTANDING.DEMAND_DATA_RD / OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DEMAND_DATA_RD)\0"
+    "(OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD / OFFCORE_REQUESTS_OUTSTANDING.CYCLES_WITH_DATA_RD)\0"
+    "(CPU_CLK_UNHALTED.THREAD / INST_RETIRED.ANY)\0"
+    "(MEM_UOPS_RETIRED.ALL_LOADS / INST_RETIRED.ANY)\0"
+    "(MEM_UOPS_RETIRED.ALL_STORES / INST_RETIRED.ANY)\0"
+    "(L1D.REPLACEMENT / INST_RETIRED.ANY)\0"
+    "(MEM_LOAD_UOPS_RETIRED.L1_HIT / INST_RETIRED.ANY)\0"
+    "(L2_RQSTS.ALL_CODE_RD / INST_RETIRED.ANY)\0"
+    "(MEM_LOAD_UOPS_RETIRED.L2_HIT / INST_RETIRED.ANY)\0"
+    "(L2_LINES_IN.ALL / INST_RETIRED.ANY)\0"
+    "(MEM_LOAD_UOPS_RETIRED.L2_MISS / INST_RETIRED.ANY)\0"
+    "(L2_RQSTS.CODE_RD_MISS / INST_RETIRED.ANY)\0"
+    "(ITLB_MISSES.WALK_COMPLETED / INST_RETIRED.ANY)\0"
+    "(ITLB_MISSES.WALK_COMPLETED_2M_4M / INST_RETIRED.ANY)\0"
+    "(DTLB_LOAD_MISSES.WALK_COMPLETED / INST_RETIRED.ANY)\0"
+    "(DTLB_STORE_MISSES.WALK_COMPLETED / INST_RETIRED.ANY)\0"
+    "(100 * (IDQ.DSB_UOPS / UOPS_ISSUED.ANY))\0"
+    "(100 * (IDQ.MITE_UOPS / UOPS_ISSUED.ANY))\0"
+    "(100 * (IDQ.MS_UOPS / UOPS_ISSUED.ANY))\0"
+    "(100 * (LSD.UOPS / UOPS_ISSUED.ANY))\0"
+    "(100 * (((60 * (MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD))))) + (43 * (MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD)))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((43 * (MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((41 * (MEM_LOAD_UOPS_RETIRED.L3_HIT * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((200 * (MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((310 * (MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((200 * (MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD))))) + (180 * (MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD * (1 + (MEM_LOAD_UOPS_RETIRED.HIT_LFB / ((((((((MEM_LOAD_UOPS_RETIRED.L2_HIT + MEM_LOAD_UOPS_RETIRED.L3_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HIT) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_HITM) + MEM_LOAD_UOPS_L3_HIT_RETIRED.XSNP_MISS) + MEM_LOAD_UOPS_L3_MISS_RETIRED.LOCAL_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_DRAM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_HITM) + MEM_LOAD_UOPS_L3_MISS_RETIRED.REMOTE_FWD)))))) / CPU_CLK_UNHALTED.THREAD))\0"
+    "((((ITLB_MISSES.WALK_DURATION + DTLB_LOAD_MISSES.WALK_DURATION) + DTLB_STORE_MISSES.WALK_DURATION) + (7 * ((DTLB_STORE_MISSES.WALK_COMPLETED + DTLB_LOAD_MISSES.WALK_COMPLETED) + ITLB_MISSES.WALK_COMPLETED))) / (2 * CPU_CLK_UNHALTED.THREAD))\0"
+    "(MEM_INST_RETIRED.ALL_LOADS / INST_RETIRED.ANY)\0"
+    "(MEM_INST_RETIRED.ALL_STORES / INST_RETIRED.ANY)\0"
+    "(MEM_LOAD_RETIRED.L1_HIT / INST_RETIRED.ANY)\0"
+    "(MEM_LOAD_RETIRED.L2_HIT / INST_RETIRED.ANY)\0"
+    "(MEM_LOAD_RETIRED.L2_MISS / INST_RETIRED.ANY)\0"
+    "(DTLB_LOAD_MISSES.WALK_COMPLETED_2M_4M / INST_RETIRED.ANY)\0"
+    "(100 * (IDQ.DSB_UOPS / (((IDQ.DSB_UOPS + IDQ.MITE_UOPS) + IDQ.MS_UOPS) + LSD.UOPS)))\0"
+    "(100 * (IDQ.MITE_UOPS / (((IDQ.DSB_UOPS + IDQ.MITE_UOPS) + IDQ.MS_UOPS) + LSD.UOPS)))\0"
+    "(100 * (IDQ.MS_UOPS / (((IDQ.DSB_UOPS + IDQ.MITE_UOPS) + IDQ.MS_UOPS) + LSD.UOPS)))\0"
+    "(100 * (((BR_INST_RETIRED.ALL_BRANCHES + (2 * BR_INST_RETIRED.NEAR_CALL)) + INST_RETIRED.NOP) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((BR_INST_RETIRED.ALL_BRANCHES + (2 * BR_INST_RETIRED.NEAR_CALL)) + INST_RETIRED.NOP) / (4 * CPU_CLK_UNHALTED.THREAD))) - ((((((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD)) / (((((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD))) + (((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD)))) * (((34 * (FP_ASSIST.ANY + OTHER_ASSISTS.ANY)) / (4 * CPU_CLK_UNHALTED.THREAD)) / (((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD)))) * (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD)))))\0"
+    "(100 * ((INT_MISC.CLEAR_RESTEER_CYCLES / CPU_CLK_UNHALTED.THREAD) + ((9 * BACLEARS.ANY) / CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (((BR_MISP_RETIRED.ALL_BRANCHES / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT)) * INT_MISC.CLEAR_RESTEER_CYCLES) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((1 - (BR_MISP_RETIRED.ALL_BRANCHES / (BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT))) * INT_MISC.CLEAR_RESTEER_CYCLES) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((9 * BACLEARS.ANY) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((1 - (IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD))) - ((UOPS_ISSUED.ANY + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * (((CYCLE_ACTIVITY.STALLS_MEM_ANY + EXE_ACTIVITY.BOUND_ON_STORES) / ((CYCLE_ACTIVITY.STALLS_TOTAL + (EXE_ACTIVITY.1_PORTS_UTIL + ((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) * EXE_ACTIVITY.2_PORTS_UTIL))) + EXE_ACTIVITY.BOUND_ON_STORES)) * ((1 - (IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD))) - ((UOPS_ISSUED.ANY + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD)))))\0"
+    "(100 * (((L1D_PEND_MISS.PENDING / (MEM_LOAD_RETIRED.L1_MISS + MEM_LOAD_RETIRED.FB_HIT)) * LD_BLOCKS.NO_SR) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((CYCLE_ACTIVITY.STALLS_L2_MISS - CYCLE_ACTIVITY.STALLS_L3_MISS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((1 - (IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD))) - ((UOPS_ISSUED.ANY + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD))) - (((CYCLE_ACTIVITY.STALLS_MEM_ANY + EXE_ACTIVITY.BOUND_ON_STORES) / ((CYCLE_ACTIVITY.STALLS_TOTAL + (EXE_ACTIVITY.1_PORTS_UTIL + ((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) * EXE_ACTIVITY.2_PORTS_UTIL))) + EXE_ACTIVITY.BOUND_ON_STORES)) * ((1 - (IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD))) - ((UOPS_ISSUED.ANY + (4 * INT_MISC.RECOVERY_CYCLES)) / (4 * CPU_CLK_UNHALTED.THREAD))))))\0"
+    "(100 * (ARITH.DIVIDER_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (PARTIAL_RAT_STALLS.SCOREBOARD / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((40 * ROB_MISC_EVENTS.PAUSE_INST) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_ISSUED.VECTOR_WIDTH_MISMATCH / UOPS_ISSUED.ANY))\0"
+    "(100 * (UOPS_EXECUTED.CORE_CYCLES_GE_3 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * (((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) * UOPS_EXECUTED.X87) / UOPS_EXECUTED.THREAD))\0"
+    "(100 * ((FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * ((((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD))) * MEM_INST_RETIRED.ANY) / INST_RETIRED.ANY))\0"
+    "(100 * ((((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD))) * UOPS_RETIRED.MACRO_FUSED) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * ((((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD))) * (BR_INST_RETIRED.ALL_BRANCHES - UOPS_RETIRED.MACRO_FUSED)) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * ((((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD))) * INST_RETIRED.NOP) / UOPS_RETIRED.RETIRE_SLOTS))\0"
+    "(100 * (((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((((UOPS_RETIRED.RETIRE_SLOTS + UOPS_RETIRED.MACRO_FUSED) - INST_RETIRED.ANY) / (4 * CPU_CLK_UNHALTED.THREAD)) - (((UOPS_RETIRED.RETIRE_SLOTS / UOPS_ISSUED.ANY) * IDQ.MS_UOPS) / (4 * CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * ((34 * (FP_ASSIST.ANY + OTHER_ASSISTS.ANY)) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((34 * FP_ASSIST.ANY) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(((((FP_ARITH_INST_RETIRED.SCALAR + (2 * FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * FP_ARITH_INST_RETIRED.8_FLOPS)) + (16 * FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE)) / CPU_CLK_UNHALTED.THREAD)\0"
+    "(INST_RETIRED.ANY / ((((FP_ARITH_INST_RETIRED.SCALAR + (2 * FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * FP_ARITH_INST_RETIRED.8_FLOPS)) + (16 * FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE)))\0"
+    "(INST_RETIRED.ANY / (FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE))\0"
+    "(INST_RETIRED.ANY / ROB_MISC_EVENTS.PAUSE_INST)\0"
+    "(INST_RETIRED.ANY / (FP_ASSIST.ANY + OTHER_ASSISTS.ANY))\0"
+    "(IDQ.MITE_UOPS / IDQ.MITE_CYCLES)\0"
+    "(IDQ.DSB_UOPS / ((IDQ.DSB_UOPS + IDQ.MITE_UOPS) + IDQ.MS_UOPS))\0"
+    "(DSB2MITE_SWITCHES.PENALTY_CYCLES / DSB2MITE_SWITCHES.COUNT)\0"
+    "(100 * (((IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD)) * (((IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD)) - ((4 * IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE) / (4 * CPU_CLK_UNHALTED.THREAD))) / (((4 * IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE) / (4 * CPU_CLK_UNHALTED.THREAD)) + ((IDQ_UOPS_NOT_DELIVERED.CORE / (4 * CPU_CLK_UNHALTED.THREAD)) - ((4 * IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE) / (4 * CPU_CLK_UNHALTED.THREAD)))))) * ((((IDQ.DSB_CYCLES_ANY - IDQ.DSB_CYCLES_OK) / CPU_CLK_UNHALTED.THREAD) / 2) / ((((IDQ.ALL_MITE_CYCLES_ANY_UOPS - IDQ.ALL_MITE_CYCLES_4_UOPS) / CPU_CLK_UNHALTED.THREAD) / 2) + (((IDQ.DSB_CYCLES_ANY - IDQ.DSB_CYCLES_OK) / CPU_CLK_UNHALTED.THREAD) / 2)))))\0"
+    "(BR_INST_RETIRED.NOT_TAKEN / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "((BR_INST_RETIRED.CONDITIONAL - BR_INST_RETIRED.NOT_TAKEN) / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(((BR_INST_RETIRED.NEAR_TAKEN - (BR_INST_RETIRED.COND - BR_INST_RETIRED.NOT_TAKEN)) - (2 * BR_INST_RETIRED.NEAR_CALL)) / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(L1D_PEND_MISS.PENDING / (MEM_LOAD_RETIRED.L1_MISS + MEM_LOAD_RETIRED.FB_HIT))\0"
+    "((((ITLB_MISSES.WALK_PENDING + DTLB_LOAD_MISSES.WALK_PENDING) + DTLB_STORE_MISSES.WALK_PENDING) + EPT.WALK_PENDING) / (2 * CPU_CLK_UNHALTED.THREAD))\0"
+    "((1000 * L2_LINES_OUT.SILENT) / INST_RETIRED.ANY)\0"
+    "((1000 * L2_LINES_OUT.NON_SILENT) / INST_RETIRED.ANY)\0"
+    "(CORE_POWER.LVL0_TURBO_LICENSE / CPU_CLK_UNHALTED.THREAD)\0"
+    "(CORE_POWER.LVL1_TURBO_LICENSE / CPU_CLK_UNHALTED.THREAD)\0"
+    "(CORE_POWER.LVL2_TURBO_LICENSE / CPU_CLK_UNHALTED.THREAD)\0"
+    "(ICACHE.MISSES / INST_RETIRED.ANY)\0"
+    "(100 * (LOCK_CYCLES.CACHE_LOCK_DURATION / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((MEM_INST_RETIRED.SPLIT_LOADS * (L1D_PEND_MISS.PENDING / MEM_LOAD_COMPLETED.L1_MISS_ANY)) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (INT_MISC.MBA_STALLS / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (EXE.AMX_BUSY / CPU_CLK_UNHALTED.THREAD))\0"
+    "(((((((1 * (FP_ARITH_INST_RETIRED.SCALAR + FP_ARITH_INST_RETIRED2.SCALAR_HALF)) + (2 * (FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED2.COMPLEX_SCALAR_HALF))) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * (FP_ARITH_INST_RETIRED2.128B_PACKED_HALF + FP_ARITH_INST_RETIRED.8_FLOPS))) + (16 * (FP_ARITH_INST_RETIRED2.256B_PACKED_HALF + FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE))) + (32 * FP_ARITH_INST_RETIRED2.512B_PACKED_HALF)) / CPU_CLK_UNHALTED.THREAD)\0"
+    "(INST_RETIRED.ANY / ((((((1 * (FP_ARITH_INST_RETIRED.SCALAR + FP_ARITH_INST_RETIRED2.SCALAR_HALF)) + (2 * (FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED2.COMPLEX_SCALAR_HALF))) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * (FP_ARITH_INST_RETIRED2.128B_PACKED_HALF + FP_ARITH_INST_RETIRED.8_FLOPS))) + (16 * (FP_ARITH_INST_RETIRED2.256B_PACKED_HALF + FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE))) + (32 * FP_ARITH_INST_RETIRED2.512B_PACKED_HALF)))\0"
+    "(INST_RETIRED.ANY / ((FP_ARITH_INST_RETIRED.SCALAR + FP_ARITH_INST_RETIRED2.SCALAR) + (FP_ARITH_INST_RETIRED.VECTOR + FP_ARITH_INST_RETIRED2.VECTOR)))\0"
+    "(INST_RETIRED.ANY / FP_ARITH_INST_RETIRED2.SCALAR)\0"
+    "(INST_RETIRED.ANY / ((FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.128B_PACKED_SINGLE) + FP_ARITH_INST_RETIRED2.128B_PACKED_HALF))\0"
+    "(INST_RETIRED.ANY / ((FP_ARITH_INST_RETIRED.256B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.256B_PACKED_SINGLE) + FP_ARITH_INST_RETIRED2.256B_PACKED_HALF))\0"
+    "(INST_RETIRED.ANY / ((FP_ARITH_INST_RETIRED.512B_PACKED_DOUBLE + FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE) + FP_ARITH_INST_RETIRED2.512B_PACKED_HALF))\0"
+    "((1000 * ASSISTS.SSE_AVX_MIX) / INST_RETIRED.ANY)\0"
+    "(LONGEST_LAT_CACHE.REFERENCE / INST_RETIRED.ANY)\0"
+    "(100 * (TOPDOWN_FE_BOUND.ALL_P / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.FRONTEND_LATENCY / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.ICACHE / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.ITLB_MISS / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.BRANCH_DETECT / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.BRANCH_RESTEER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.CISC / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.DECODE / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.PREDECODE / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_FE_BOUND.OTHER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BAD_SPECULATION.ALL_P / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BAD_SPECULATION.MISPREDICT / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BAD_SPECULATION.MACHINE_CLEARS / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BAD_SPECULATION.NUKE / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BAD_SPECULATION.FASTNUKE / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BE_BOUND.ALL_P / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * ((TOPDOWN_BE_BOUND.ALL_P / (6 * CPU_CLK_UNHALTED.CORE)) - (TOPDOWN_BE_BOUND.ALLOC_RESTRICTIONS / (6 * CPU_CLK_UNHALTED.CORE))))\0"
+    "(100 * (TOPDOWN_BE_BOUND.MEM_SCHEDULER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BE_BOUND.NON_MEM_SCHEDULER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BE_BOUND.REGISTER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BE_BOUND.REORDER_BUFFER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_BE_BOUND.SERIALIZATION / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "(100 * (TOPDOWN_RETIRING.ALL_P / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "((100 * LD_HEAD.ANY_AT_RET) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * MEM_BOUND_STALLS_LOAD.ALL) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * (LD_HEAD.DTLB_MISS_AT_RET + LD_HEAD.PGWALK_AT_RET)) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * MEM_BOUND_STALLS_IFETCH.ALL) / CPU_CLK_UNHALTED.CORE)\0"
+    "(INST_RETIRED.ANY / CPU_CLK_UNHALTED.CORE)\0"
+    "(CPU_CLK_UNHALTED.CORE / INST_RETIRED.ANY)\0"
+    "(TOPDOWN_RETIRING.ALL_P / INST_RETIRED.ANY)\0"
+    "(FP_FLOPS_RETIRED.ALL / CPU_CLK_UNHALTED.CORE)\0"
+    "(INST_RETIRED.ANY / (BR_MISP_RETIRED.COND - BR_MISP_RETIRED.COND_TAKEN))\0"
+    "(INST_RETIRED.ANY / BR_MISP_RETIRED.RETURN)\0"
+    "(INST_RETIRED.ANY / FP_FLOPS_RETIRED.ALL)\0"
+    "(INST_RETIRED.ANY / FP_INST_RETIRED.32B_SP)\0"
+    "(INST_RETIRED.ANY / FP_INST_RETIRED.64B_DP)\0"
+    "(INST_RETIRED.ANY / (FP_INST_RETIRED.128B_DP + FP_INST_RETIRED.128B_SP))\0"
+    "((100 * UOPS_RETIRED.MS) / TOPDOWN_RETIRING.ALL_P)\0"
+    "((100 * UOPS_RETIRED.FPDIV) / TOPDOWN_RETIRING.ALL_P)\0"
+    "((100 * UOPS_RETIRED.IDIV) / TOPDOWN_RETIRING.ALL_P)\0"
+    "((100 * UOPS_RETIRED.X87) / TOPDOWN_RETIRING.ALL_P)\0"
+    "((1000 * MEM_UOPS_RETIRED.ALL_LOADS) / TOPDOWN_RETIRING.ALL_P)\0"
+    "((100 * MEM_UOPS_RETIRED.SPLIT_LOADS) / MEM_UOPS_RETIRED.ALL_LOADS)\0"
+    "((100 * MEM_UOPS_RETIRED.LOCK_LOADS) / MEM_UOPS_RETIRED.ALL_LOADS)\0"
+    "((100 * LD_BLOCKS.DATA_UNKNOWN) / MEM_UOPS_RETIRED.ALL_LOADS)\0"
+    "((100 * LD_BLOCKS.ADDRESS_ALIAS) / MEM_UOPS_RETIRED.ALL_LOADS)\0"
+    "((100 * LD_HEAD.DTLB_MISS_AT_RET) / LD_HEAD.ANY_AT_RET)\0"
+    "((100 * LD_HEAD.PGWALK_AT_RET) / LD_HEAD.ANY_AT_RET)\0"
+    "((100 * LD_HEAD.ST_ADDR_AT_RET) / LD_HEAD.ANY_AT_RET)\0"
+    "((100 * LD_HEAD.OTHER_AT_RET) / LD_HEAD.ANY_AT_RET)\0"
+    "((100 * LD_HEAD.L1_MISS_AT_RET) / LD_HEAD.ANY_AT_RET)\0"
+    "((100 * (MEM_SCHEDULER_BLOCK.ST_BUF / MEM_SCHEDULER_BLOCK.ALL)) * (TOPDOWN_BE_BOUND.MEM_SCHEDULER / (6 * CPU_CLK_UNHALTED.CORE)))\0"
+    "((100 * (LD_HEAD.L1_BOUND_AT_RET + MEM_BOUND_STALLS_LOAD.ALL)) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * LD_HEAD.L1_BOUND_AT_RET) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * MEM_BOUND_STALLS_LOAD.L2_HIT) / MEM_BOUND_STALLS_LOAD.ALL)\0"
+    "((100 * MEM_BOUND_STALLS_LOAD.LLC_HIT) / MEM_BOUND_STALLS_LOAD.ALL)\0"
+    "((100 * MEM_BOUND_STALLS_IFETCH.L2_HIT) / MEM_BOUND_STALLS_IFETCH.ALL)\0"
+    "((100 * MEM_BOUND_STALLS_IFETCH.LLC_HIT) / MEM_BOUND_STALLS_IFETCH.ALL)\0"
+    "(BR_MISP_RETIRED.ALL_BRANCHES / BR_INST_RETIRED.ALL_BRANCHES)\0"
+    "(BR_MISP_RETIRED.ALL_BRANCHES / BACLEARS.ANY)\0"
+    "((1000 * MACHINE_CLEARS.FP_ASSIST) / INST_RETIRED.ANY)\0"
+    "((1000 * MACHINE_CLEARS.PAGE_FAULT) / INST_RETIRED.ANY)\0"
+    "((1000 * MACHINE_CLEARS.SMC) / INST_RETIRED.ANY)\0"
+    "((100 * MEM_SCHEDULER_BLOCK.ST_BUF) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * MEM_SCHEDULER_BLOCK.LD_BUF) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * MEM_SCHEDULER_BLOCK.RSV) / CPU_CLK_UNHALTED.CORE)\0"
+    "((100 * SERIALIZATION.C01_MS_SCB) / (6 * CPU_CLK_UNHALTED.CORE))\0"
+    "(CPU_CLK_UNHALTED.CORE / CPU_CLK_UNHALTED.REF_TSC)\0"
+    "(CPU_CLK_UNHALTED.CORE_P / CPU_CLK_UNHALTED.CORE)\0"
+    "((((((1 * FP_ARITH_INST_RETIRED.SCALAR) + (2 * FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * FP_ARITH_INST_RETIRED.8_FLOPS)) + (16 * FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE)) / CPU_CLK_UNHALTED.THREAD)\0"
+    "(INST_RETIRED.ANY / (((((1 * FP_ARITH_INST_RETIRED.SCALAR) + (2 * FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE)) + (4 * FP_ARITH_INST_RETIRED.4_FLOPS)) + (8 * FP_ARITH_INST_RETIRED.8_FLOPS)) + (16 * FP_ARITH_INST_RETIRED.512B_PACKED_SINGLE)))\0"
+    "(100 * (((14 * ITLB_MISSES.STLB_HIT) + ITLB_MISSES.WALK_DURATION) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((8 * DTLB_LOAD_MISSES.STLB_HIT) + DTLB_LOAD_MISSES.WALK_DURATION) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((CYCLE_ACTIVITY.STALLS_L1D_PENDING - CYCLE_ACTIVITY.STALLS_L2_PENDING) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((MEM_LOAD_UOPS_RETIRED.L3_HIT / (MEM_LOAD_UOPS_RETIRED.L3_HIT + (7 * MEM_LOAD_UOPS_RETIRED.L3_MISS))) * CYCLE_ACTIVITY.STALLS_L2_PENDING) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((1 - (MEM_LOAD_UOPS_RETIRED.L3_HIT / (MEM_LOAD_UOPS_RETIRED.L3_HIT + (7 * MEM_LOAD_UOPS_RETIRED.L3_MISS)))) * CYCLE_ACTIVITY.STALLS_L2_PENDING) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((8 * DTLB_STORE_MISSES.STLB_HIT) + DTLB_STORE_MISSES.WALK_DURATION) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((10 * ARITH.DIVIDER_UOPS) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(((ITLB_MISSES.WALK_DURATION + DTLB_LOAD_MISSES.WALK_DURATION) + DTLB_STORE_MISSES.WALK_DURATION) / CPU_CLK_UNHALTED.THREAD)\0"
+    "((100 * (((UOPS_ISSUED.ANY - IDQ.MITE_UOPS) - IDQ.MS_UOPS) - IDQ.DSB_UOPS)) / UOPS_ISSUED.ANY)\0"
+    "(100 * ((INT_MISC.CLEAR_RESTEER_CYCLES / CPU_CLK_UNHALTED.THREAD) + ((10 * BACLEARS.ANY) / CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * ((10 * BACLEARS.ANY) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((MEM_LOAD_RETIRED.L2_HIT * (1 + (MEM_LOAD_RETIRED.FB_HIT / MEM_LOAD_RETIRED.L1_MISS))) / ((MEM_LOAD_RETIRED.L2_HIT * (1 + (MEM_LOAD_RETIRED.FB_HIT / MEM_LOAD_RETIRED.L1_MISS))) + L1D_PEND_MISS.FB_FULL_PERIODS)) * ((CYCLE_ACTIVITY.STALLS_L1D_MISS - CYCLE_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (L1D_PEND_MISS.L2_STALL / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((CYCLE_ACTIVITY.STALLS_L3_MISS / CPU_CLK_UNHALTED.THREAD) + ((CYCLE_ACTIVITY.STALLS_L1D_MISS - CYCLE_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD)) - (((MEM_LOAD_RETIRED.L2_HIT * (1 + (MEM_LOAD_RETIRED.FB_HIT / MEM_LOAD_RETIRED.L1_MISS))) / ((MEM_LOAD_RETIRED.L2_HIT * (1 + (MEM_LOAD_RETIRED.FB_HIT / MEM_LOAD_RETIRED.L1_MISS))) + L1D_PEND_MISS.FB_FULL_PERIODS)) * ((CYCLE_ACTIVITY.STALLS_L1D_MISS - CYCLE_ACTIVITY.STALLS_L2_MISS) / CPU_CLK_UNHALTED.THREAD))))\0"
+    "(100 * (ARITH.FP_DIVIDER_ACTIVE / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((ARITH.DIVIDER_ACTIVE / CPU_CLK_UNHALTED.THREAD) - (ARITH.FP_DIVIDER_ACTIVE / CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (RESOURCE_STALLS.SCOREBOARD / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((140 * MISC_RETIRED.PAUSE_INST) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((((UOPS_DISPATCHED.PORT_0 + UOPS_DISPATCHED.PORT_1) + UOPS_DISPATCHED.PORT_5) + UOPS_DISPATCHED.PORT_6) / (4 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(100 * (UOPS_DISPATCHED.PORT_5 / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (UOPS_DISPATCHED.PORT_2_3 / (2 * CPU_CLK_UNHALTED.THREAD)))\0"
+    "(INST_RETIRED.ANY / MISC_RETIRED.PAUSE_INST)\0"
+    "((1000 * (((OFFCORE_REQUESTS.ALL_DATA_RD - OFFCORE_REQUESTS.DEMAND_DATA_RD) + L2_RQSTS.ALL_DEMAND_MISS) + L2_RQSTS.SWPF_MISS)) / INST_RETIRED.ANY)\0"
+    "(((ITLB_MISSES.WALK_PENDING + DTLB_LOAD_MISSES.WALK_PENDING) + DTLB_STORE_MISSES.WALK_PENDING) / (2 * CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * ((37 * MISC_RETIRED.PAUSE_INST) / CPU_CLK_UNHALTED.THREAD))\0"
+    "(100 * (((((UOPS_RETIRED.RETIRE_SLOTS / (4 * CPU_CLK_UNHALTED.THREAD)) * UOPS_EXECUTED.X87) / UOPS_EXECUTED.THREAD) + (FP_ARITH_INST_RETIRED.SCALAR / UOPS_RETIRED.RETIRE_SLOTS)) + (FP_ARITH_INST_RETIRED.VECTOR / UOPS_RETIRED.RETIRE_SLOTS)))\0"
+    ;
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_alderlake_goldencove[] = {
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288679, 878 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 1763 },
+    { 288778, 1876 },
+    { 288786, 1934 },
+    { 288795, 2037 },
+    { 288804, 2139 },
+    { 288812, 2218 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 3384 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 3987 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 289116, 4254 },
+    { 289123, 4313 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 4640 },
+    { 289277, 4839 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 5313 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 289638, 5916 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 7377 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen1[] = {
+    { 290937, 8961 },
+    { 290964, 8992 },
+    { 290986, 9085 },
+    { 291017, 9144 },
+    { 291037, 9225 },
+    { 291066, 9267 },
+    { 291084, 9318 },
+    { 291104, 9429 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen2[] = {
+    { 290937, 8961 },
+    { 290964, 8992 },
+    { 290986, 9085 },
+    { 291017, 9144 },
+    { 291037, 9225 },
+    { 291066, 9267 },
+    { 291084, 9478 },
+    { 291104, 9593 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen3[] = {
+    { 290937, 8961 },
+    { 290964, 8992 },
+    { 290986, 9085 },
+    { 291017, 9144 },
+    { 291037, 9225 },
+    { 291066, 9267 },
+    { 291119, 9646 },
+    { 291084, 9722 },
+    { 291104, 9812 },
+    { 291145, 9869 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen4[] = {
+    { 291166, 9986 },
+    { 291187, 10010 },
+    { 291202, 10083 },
+    { 291218, 10145 },
+    { 291232, 10212 },
+    { 291247, 10279 },
+    { 291256, 10318 },
+    { 291284, 10448 },
+    { 291318, 10586 },
+    { 291339, 10718 },
+    { 291357, 10856 },
+    { 291375, 10937 },
+    { 290937, 8961 },
+    { 290964, 11012 },
+    { 291394, 11117 },
+    { 291430, 11149 },
+    { 290986, 11170 },
+    { 291017, 11241 },
+    { 291466, 11330 },
+    { 291498, 11361 },
+    { 291037, 11391 },
+    { 291066, 11441 },
+    { 291530, 11496 },
+    { 291560, 11527 },
+    { 17075, 11558 },
+    { 291119, 9646 },
+    { 291084, 9722 },
+    { 21338, 11575 },
+    { 21370, 11609 },
+    { 291590, 11639 },
+    { 291624, 11671 },
+    { 291663, 11706 },
+    { 291687, 11732 },
+    { 291728, 11764 },
+    { 291769, 11797 },
+    { 291812, 11831 },
+    { 291856, 11867 },
+    { 291898, 11900 },
+    { 291104, 11935 },
+    { 17102, 11996 },
+    { 17117, 12027 },
+    { 17132, 12048 },
+    { 17147, 12077 },
+    { 291145, 12094 },
+    { 17180, 12113 },
+    { 21516, 12140 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen5[] = {
+    { 291166, 12151 },
+    { 291187, 12175 },
+    { 291218, 12248 },
+    { 291232, 12315 },
+    { 291119, 9646 },
+    { 291084, 9722 },
+    { 291145, 12094 },
+    { 17180, 12113 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen6[] = {
+    { 291166, 12151 },
+    { 291187, 12175 },
+    { 291202, 12382 },
+    { 291218, 12248 },
+    { 291232, 12315 },
+    { 291247, 12444 },
+    { 291941, 12483 },
+    { 291974, 12608 },
+    { 292013, 12736 },
+    { 292037, 12868 },
+    { 292058, 13006 },
+    { 292081, 13087 },
+    { 292105, 8961 },
+    { 291119, 13162 },
+    { 291145, 12094 },
+    { 17180, 12113 },
+    { 21516, 12140 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_arrowlake_lioncove[] = {
+    { 288563, 0 },
+    { 288590, 147 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292131, 13211 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 292143, 13269 },
+    { 292146, 13331 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288778, 13384 },
+    { 288786, 13437 },
+    { 288795, 13490 },
+    { 288804, 13543 },
+    { 288812, 13610 },
+    { 288823, 2285 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 13664 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 292155, 13746 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 13813 },
+    { 289123, 13875 },
+    { 289143, 13938 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289261, 14024 },
+    { 289277, 14219 },
+    { 289308, 4962 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 14357 },
+    { 289494, 14545 },
+    { 289516, 14626 },
+    { 289548, 14682 },
+    { 289580, 14738 },
+    { 289609, 14843 },
+    { 289638, 5916 },
+    { 289660, 14948 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 292172, 14995 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 292206, 15044 },
+    { 292242, 15096 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 292278, 15148 },
+    { 292304, 15212 },
+    { 290161, 6802 },
+    { 290183, 15276 },
+    { 290202, 15442 },
+    { 290231, 15910 },
+    { 290266, 15945 },
+    { 292330, 15990 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_broadwell[] = {
+    { 291187, 16076 },
+    { 292353, 16146 },
+    { 288563, 16242 },
+    { 292367, 16298 },
+    { 292383, 16412 },
+    { 292404, 16634 },
+    { 292420, 16848 },
+    { 292131, 17390 },
+    { 288653, 17448 },
+    { 288657, 641 },
+    { 292437, 17498 },
+    { 288670, 17660 },
+    { 288675, 17762 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 18532 },
+    { 288752, 1696 },
+    { 288766, 18791 },
+    { 292487, 18937 },
+    { 288786, 19005 },
+    { 288795, 19106 },
+    { 292499, 19278 },
+    { 292518, 19946 },
+    { 292531, 20295 },
+    { 288804, 20635 },
+    { 288812, 20703 },
+    { 288823, 20881 },
+    { 288835, 20936 },
+    { 288921, 21008 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 21977 },
+    { 292598, 22145 },
+    { 292607, 22377 },
+    { 292615, 22483 },
+    { 292625, 22550 },
+    { 292635, 22617 },
+    { 292650, 22741 },
+    { 292665, 22865 },
+    { 292682, 22865 },
+    { 292702, 22969 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 4640 },
+    { 289277, 23180 },
+    { 289322, 4575 },
+    { 289342, 23276 },
+    { 289363, 23324 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 5313 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 289681, 6009 },
+    { 289831, 23373 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290231, 23543 },
+    { 290266, 7434 },
+    { 290282, 23633 },
+    { 290325, 23693 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 23753 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 23811 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_broadwellx[] = {
+    { 292795, 24069 },
+    { 292799, 24114 },
+    { 292815, 24162 },
+    { 292832, 24211 },
+    { 292840, 24248 },
+    { 292876, 24298 },
+    { 292924, 24340 },
+    { 292959, 24390 },
+    { 292966, 24427 },
+    { 292990, 24478 },
+    { 293009, 24521 },
+    { 293018, 24569 },
+    { 293038, 24623 },
+    { 293052, 24676 },
+    { 293067, 24730 },
+    { 293110, 24771 },
+    { 293161, 24813 },
+    { 293209, 24853 },
+    { 291187, 16076 },
+    { 292353, 16146 },
+    { 288563, 16242 },
+    { 292367, 16298 },
+    { 292383, 16412 },
+    { 292404, 16634 },
+    { 292420, 16848 },
+    { 292131, 17390 },
+    { 288653, 17448 },
+    { 288657, 641 },
+    { 292437, 17498 },
+    { 288670, 17660 },
+    { 288675, 17762 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 18532 },
+    { 288752, 1696 },
+    { 288766, 18791 },
+    { 292487, 18937 },
+    { 288786, 19005 },
+    { 288795, 19106 },
+    { 292499, 24890 },
+    { 292518, 25854 },
+    { 292531, 26351 },
+    { 288804, 20635 },
+    { 288812, 20703 },
+    { 293258, 26839 },
+    { 293268, 27340 },
+    { 293279, 27842 },
+    { 288823, 20881 },
+    { 288835, 20936 },
+    { 288921, 21008 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 21977 },
+    { 292598, 22145 },
+    { 292607, 22377 },
+    { 292615, 22483 },
+    { 292625, 22550 },
+    { 292635, 22617 },
+    { 292650, 22741 },
+    { 292665, 22865 },
+    { 292682, 22865 },
+    { 292702, 22969 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 4640 },
+    { 289277, 23180 },
+    { 289322, 4575 },
+    { 289342, 23276 },
+    { 289363, 23324 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 5313 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 289681, 6009 },
+    { 289831, 23373 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290231, 23543 },
+    { 290266, 7434 },
+    { 290282, 23633 },
+    { 290325, 23693 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 23753 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 23811 },
+    { 290500, 28813 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_cascadelakex[] = {
+    { 292795, 24069 },
+    { 292799, 29054 },
+    { 292815, 29102 },
+    { 292832, 24211 },
+    { 292840, 29151 },
+    { 292876, 24298 },
+    { 292924, 29196 },
+    { 292959, 24390 },
+    { 292966, 29241 },
+    { 292990, 24478 },
+    { 293009, 24521 },
+    { 293018, 24569 },
+    { 293038, 24623 },
+    { 293292, 29287 },
+    { 293052, 24676 },
+    { 293067, 29346 },
+    { 293110, 29431 },
+    { 293161, 29517 },
+    { 293321, 29601 },
+    { 293351, 29729 },
+    { 291187, 16076 },
+    { 292353, 16146 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 30630 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 31067 },
+    { 292131, 17390 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 292437, 17498 },
+    { 288670, 17660 },
+    { 288675, 795 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 31122 },
+    { 293374, 31287 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288795, 31843 },
+    { 288804, 20635 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 293387, 31943 },
+    { 288921, 32525 },
+    { 288952, 32582 },
+    { 288974, 32648 },
+    { 292155, 13746 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 32780 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 32847 },
+    { 292607, 33029 },
+    { 292615, 22483 },
+    { 292635, 22617 },
+    { 292650, 22741 },
+    { 293398, 33144 },
+    { 293413, 33268 },
+    { 293431, 33496 },
+    { 293450, 33737 },
+    { 293469, 34011 },
+    { 292665, 34244 },
+    { 293486, 34362 },
+    { 292682, 22865 },
+    { 292702, 34580 },
+    { 293508, 34665 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 34728 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 34968 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 293519, 35201 },
+    { 289638, 35308 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 35356 },
+    { 289755, 6090 },
+    { 289779, 35413 },
+    { 289831, 35447 },
+    { 293548, 35511 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 293578, 35572 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290085, 6601 },
+    { 290117, 36306 },
+    { 290139, 36365 },
+    { 290161, 6802 },
+    { 290183, 36456 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 23753 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 36686 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 293607, 36835 },
+    { 293648, 36885 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290840, 8799 },
+    { 293692, 36939 },
+    { 293731, 36997 },
+    { 293770, 37055 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_clearwaterforest[] = {
+    { 292795, 24069 },
+    { 293809, 24114 },
+    { 293833, 24162 },
+    { 292840, 24248 },
+    { 292876, 37113 },
+    { 292924, 24340 },
+    { 292966, 24427 },
+    { 293858, 24521 },
+    { 293877, 24623 },
+    { 293901, 24676 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_emeraldrapids[] = {
+    { 292795, 24069 },
+    { 292799, 29054 },
+    { 292815, 29102 },
+    { 292832, 24211 },
+    { 292840, 29151 },
+    { 292876, 24298 },
+    { 292924, 29196 },
+    { 292959, 24390 },
+    { 292966, 29241 },
+    { 292990, 24478 },
+    { 293858, 24521 },
+    { 293926, 24569 },
+    { 293877, 24623 },
+    { 293956, 29287 },
+    { 293901, 24676 },
+    { 293067, 29346 },
+    { 293110, 29431 },
+    { 293161, 29517 },
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 293995, 37148 },
+    { 288766, 37216 },
+    { 288778, 1876 },
+    { 288786, 1934 },
+    { 288795, 2037 },
+    { 288804, 2139 },
+    { 294008, 2218 },
+    { 294022, 37342 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 3384 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 294033, 37398 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 3987 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 289116, 4254 },
+    { 289123, 4313 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 37447 },
+    { 289277, 4839 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 37918 },
+    { 289494, 38382 },
+    { 294042, 38533 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 38584 },
+    { 289609, 38735 },
+    { 293519, 38886 },
+    { 294074, 39037 },
+    { 289638, 5916 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289831, 35447 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 7377 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290325, 7602 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290301, 7544 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 293607, 36835 },
+    { 293648, 36885 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+    { 290870, 8852 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_grandridge[] = {
+    { 292795, 24069 },
+    { 292959, 39087 },
+    { 293809, 24114 },
+    { 293833, 24162 },
+    { 292840, 24248 },
+    { 292876, 37113 },
+    { 292924, 24340 },
+    { 292966, 24427 },
+    { 293858, 24521 },
+    { 293926, 24569 },
+    { 293877, 24623 },
+    { 293956, 29287 },
+    { 293901, 24676 },
+    { 291187, 39136 },
+    { 294101, 39199 },
+    { 288563, 39273 },
+    { 288590, 39337 },
+    { 294116, 39404 },
+    { 294130, 39475 },
+    { 294145, 39547 },
+    { 294162, 39623 },
+    { 294167, 39685 },
+    { 294174, 39749 },
+    { 294184, 39816 },
+    { 291202, 39879 },
+    { 292453, 39949 },
+    { 292472, 40024 },
+    { 294193, 40103 },
+    { 294198, 40172 },
+    { 291218, 40245 },
+    { 293387, 40308 },
+    { 294208, 40308 },
+    { 294231, 40384 },
+    { 294246, 40519 },
+    { 294260, 40590 },
+    { 294278, 40665 },
+    { 294287, 40731 },
+    { 294302, 40803 },
+    { 291247, 40874 },
+    { 294316, 40937 },
+    { 294354, 40990 },
+    { 294393, 41050 },
+    { 294432, 41135 },
+    { 294473, 41197 },
+    { 294487, 41240 },
+    { 294501, 41283 },
+    { 289261, 41327 },
+    { 294515, 5108 },
+    { 294541, 5158 },
+    { 294565, 6367 },
+    { 294595, 41374 },
+    { 294631, 6466 },
+    { 294666, 41447 },
+    { 294694, 6555 },
+    { 294727, 41491 },
+    { 294754, 41533 },
+    { 294794, 41577 },
+    { 294834, 41621 },
+    { 294871, 41694 },
+    { 294904, 41745 },
+    { 294933, 41799 },
+    { 294961, 41852 },
+    { 294988, 23276 },
+    { 295008, 23324 },
+    { 295029, 41904 },
+    { 295056, 41967 },
+    { 295087, 42035 },
+    { 295117, 42102 },
+    { 295161, 42164 },
+    { 295208, 42227 },
+    { 295250, 42283 },
+    { 295293, 42336 },
+    { 295339, 42390 },
+    { 295391, 42442 },
+    { 295432, 42496 },
+    { 295466, 42626 },
+    { 295499, 42714 },
+    { 295530, 42772 },
+    { 295576, 42839 },
+    { 295622, 42907 },
+    { 295672, 42978 },
+    { 295722, 43050 },
+    { 295771, 43112 },
+    { 295838, 43158 },
+    { 295892, 43213 },
+    { 295947, 43269 },
+    { 295995, 43318 },
+    { 296040, 43379 },
+    { 296084, 43440 },
+    { 296124, 43498 },
+    { 290840, 43563 },
+    { 290921, 43614 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_graniterapids[] = {
+    { 292795, 24069 },
+    { 292832, 24211 },
+    { 292959, 24390 },
+    { 292799, 29054 },
+    { 292815, 29102 },
+    { 292840, 29151 },
+    { 292876, 24298 },
+    { 292924, 29196 },
+    { 292966, 29241 },
+    { 292990, 24478 },
+    { 293858, 24521 },
+    { 293877, 24623 },
+    { 293901, 24676 },
+    { 293067, 29346 },
+    { 293110, 29431 },
+    { 293161, 29517 },
+    { 288563, 0 },
+    { 288590, 147 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288778, 1876 },
+    { 288786, 1934 },
+    { 288795, 2037 },
+    { 288804, 2139 },
+    { 294008, 2218 },
+    { 294022, 37342 },
+    { 288823, 2285 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 3384 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 294033, 37398 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 3987 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 289116, 4254 },
+    { 289123, 4313 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 43664 },
+    { 289277, 4839 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 43910 },
+    { 289494, 38382 },
+    { 294042, 38533 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 38584 },
+    { 289609, 38735 },
+    { 293519, 38886 },
+    { 294074, 39037 },
+    { 289638, 5916 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289831, 35447 },
+    { 289858, 6226 },
+    { 292172, 14995 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 7377 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290325, 7602 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290301, 7544 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 293607, 36835 },
+    { 293648, 36885 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+    { 290870, 8852 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_haswell[] = {
+    { 291187, 16076 },
+    { 288563, 16242 },
+    { 288590, 44149 },
+    { 292367, 16298 },
+    { 292131, 17390 },
+    { 288653, 17448 },
+    { 288657, 641 },
+    { 288670, 17660 },
+    { 288675, 17762 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 18532 },
+    { 296157, 44243 },
+    { 288752, 1696 },
+    { 288766, 18791 },
+    { 292487, 18937 },
+    { 288786, 44346 },
+    { 288795, 44453 },
+    { 292499, 19278 },
+    { 292518, 19946 },
+    { 292531, 20295 },
+    { 288804, 20635 },
+    { 288812, 44628 },
+    { 288823, 20881 },
+    { 288835, 20936 },
+    { 296167, 44809 },
+    { 288921, 44914 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 21977 },
+    { 292665, 22865 },
+    { 292682, 22865 },
+    { 292702, 22969 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289243, 4479 },
+    { 289322, 4575 },
+    { 289342, 23276 },
+    { 289363, 23324 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289681, 6009 },
+    { 289831, 23373 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290231, 23543 },
+    { 290266, 7434 },
+    { 290282, 23633 },
+    { 290325, 23693 },
+    { 290391, 23753 },
+    { 290461, 23811 },
+    { 290500, 44976 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_haswellx[] = {
+    { 292795, 24069 },
+    { 292799, 24114 },
+    { 292815, 24162 },
+    { 292832, 24211 },
+    { 292840, 24248 },
+    { 292876, 24298 },
+    { 292924, 24340 },
+    { 292959, 24390 },
+    { 292966, 24427 },
+    { 292990, 24478 },
+    { 293009, 24521 },
+    { 293018, 24569 },
+    { 293038, 24623 },
+    { 293052, 24676 },
+    { 293067, 24730 },
+    { 293110, 24771 },
+    { 293161, 24813 },
+    { 293209, 45101 },
+    { 291187, 16076 },
+    { 288563, 16242 },
+    { 288590, 44149 },
+    { 292367, 16298 },
+    { 292131, 17390 },
+    { 288653, 17448 },
+    { 288657, 641 },
+    { 288670, 17660 },
+    { 288675, 17762 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 18532 },
+    { 296157, 44243 },
+    { 288752, 1696 },
+    { 288766, 18791 },
+    { 292487, 18937 },
+    { 288786, 44346 },
+    { 288795, 44453 },
+    { 292499, 24890 },
+    { 292518, 25854 },
+    { 292531, 26351 },
+    { 288804, 20635 },
+    { 288812, 44628 },
+    { 293258, 26839 },
+    { 293268, 27340 },
+    { 293279, 27842 },
+    { 288823, 20881 },
+    { 288835, 20936 },
+    { 296167, 44809 },
+    { 288921, 44914 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 21977 },
+    { 292665, 22865 },
+    { 292682, 22865 },
+    { 292702, 22969 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289243, 4479 },
+    { 289322, 4575 },
+    { 289342, 23276 },
+    { 289363, 23324 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289681, 6009 },
+    { 289831, 23373 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290231, 23543 },
+    { 290266, 7434 },
+    { 290282, 23633 },
+    { 290325, 23693 },
+    { 290391, 23753 },
+    { 290461, 23811 },
+    { 290500, 44976 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_icelake[] = {
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 45196 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 45314 },
+    { 292131, 13211 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288679, 878 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288778, 1876 },
+    { 288786, 45370 },
+    { 288795, 31843 },
+    { 288804, 45687 },
+    { 288812, 45746 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 32525 },
+    { 288929, 46222 },
+    { 288940, 46282 },
+    { 288952, 46395 },
+    { 288974, 46458 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 46526 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 292546, 46672 },
+    { 289116, 4254 },
+    { 289123, 46731 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 34728 },
+    { 289277, 23180 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 34968 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 293519, 35201 },
+    { 289638, 46798 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 46843 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 46990 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 293692, 36939 },
+    { 293731, 36997 },
+    { 293770, 37055 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_icelakex[] = {
+    { 292795, 24069 },
+    { 292799, 29054 },
+    { 292815, 29102 },
+    { 292832, 24211 },
+    { 292840, 29151 },
+    { 292876, 24298 },
+    { 292924, 29196 },
+    { 292959, 24390 },
+    { 292966, 29241 },
+    { 292990, 24478 },
+    { 293858, 24521 },
+    { 293926, 24569 },
+    { 293877, 24623 },
+    { 293956, 29287 },
+    { 293901, 24676 },
+    { 293067, 29346 },
+    { 293110, 29431 },
+    { 293161, 29517 },
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 45196 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 45314 },
+    { 292131, 13211 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288778, 1876 },
+    { 288786, 45370 },
+    { 288795, 31843 },
+    { 288804, 45687 },
+    { 294008, 45746 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 32525 },
+    { 288929, 46222 },
+    { 288940, 46282 },
+    { 288952, 46395 },
+    { 288974, 47118 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 46526 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 292546, 46672 },
+    { 289116, 4254 },
+    { 289123, 46731 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 34728 },
+    { 289277, 23180 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 34968 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 293519, 35201 },
+    { 289638, 46798 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289831, 35447 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290325, 7602 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290301, 7544 },
+    { 290344, 46843 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290437, 7876 },
+    { 290500, 46990 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 293607, 36835 },
+    { 293648, 36885 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290921, 8907 },
+    { 290870, 8852 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_lunarlake_lioncove[] = {
+    { 288563, 0 },
+    { 288590, 147 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292131, 13211 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 292143, 13269 },
+    { 292146, 13331 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288778, 13384 },
+    { 288786, 13437 },
+    { 288795, 13490 },
+    { 288804, 13543 },
+    { 288812, 13610 },
+    { 288823, 2285 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 13664 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 292155, 13746 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 13813 },
+    { 289123, 13875 },
+    { 289143, 13938 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289261, 14024 },
+    { 289277, 14219 },
+    { 289308, 4962 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 14357 },
+    { 289494, 14545 },
+    { 289516, 14626 },
+    { 289548, 14682 },
+    { 289580, 14738 },
+    { 289609, 14843 },
+    { 289638, 5916 },
+    { 289660, 14948 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 292172, 14995 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 292206, 15044 },
+    { 292242, 15096 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 292278, 15148 },
+    { 292304, 15212 },
+    { 290161, 6802 },
+    { 290183, 15276 },
+    { 290202, 15442 },
+    { 290231, 15910 },
+    { 290266, 15945 },
+    { 292330, 15990 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_meteorlake_redwoodcove[] = {
+    { 288563, 0 },
+    { 288590, 147 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288679, 878 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288778, 1876 },
+    { 288786, 1934 },
+    { 288795, 2037 },
+    { 288804, 2139 },
+    { 288812, 2218 },
+    { 288823, 2285 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 3384 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 3987 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 289116, 4254 },
+    { 289123, 4313 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 4640 },
+    { 289277, 4839 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 5313 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 289638, 5916 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 292172, 14995 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 7377 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_rocketlake[] = {
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 45196 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 45314 },
+    { 292131, 13211 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288679, 878 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288778, 1876 },
+    { 288786, 45370 },
+    { 288795, 31843 },
+    { 288804, 45687 },
+    { 288812, 45746 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 32525 },
+    { 288929, 46222 },
+    { 288940, 46282 },
+    { 288952, 46395 },
+    { 288974, 46458 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 46526 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 292546, 46672 },
+    { 289116, 4254 },
+    { 289123, 46731 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 34728 },
+    { 289277, 23180 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 34968 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 293519, 35201 },
+    { 289638, 46798 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 46990 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 293692, 36939 },
+    { 293731, 36997 },
+    { 293770, 37055 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_sapphirerapids[] = {
+    { 292795, 24069 },
+    { 292799, 29054 },
+    { 292815, 29102 },
+    { 292832, 24211 },
+    { 292840, 29151 },
+    { 292876, 24298 },
+    { 292924, 29196 },
+    { 292959, 24390 },
+    { 292966, 29241 },
+    { 292990, 24478 },
+    { 293858, 24521 },
+    { 293926, 24569 },
+    { 293877, 24623 },
+    { 293956, 29287 },
+    { 293901, 24676 },
+    { 293067, 29346 },
+    { 293110, 29431 },
+    { 293161, 29517 },
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 293995, 37148 },
+    { 288766, 37216 },
+    { 288778, 1876 },
+    { 288786, 1934 },
+    { 288795, 2037 },
+    { 288804, 2139 },
+    { 294008, 2218 },
+    { 294022, 37342 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 3172 },
+    { 288929, 3225 },
+    { 288940, 3280 },
+    { 288952, 3384 },
+    { 288974, 3500 },
+    { 288985, 3559 },
+    { 288994, 3616 },
+    { 289003, 3673 },
+    { 294033, 37398 },
+    { 289016, 3737 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 3987 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 289116, 4254 },
+    { 289123, 4313 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 37447 },
+    { 289277, 4839 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 37918 },
+    { 289494, 38382 },
+    { 294042, 38533 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 38584 },
+    { 289609, 38735 },
+    { 293519, 38886 },
+    { 294074, 39037 },
+    { 289638, 5916 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289831, 35447 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 7377 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290325, 7602 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290301, 7544 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290500, 8043 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 293607, 36835 },
+    { 293648, 36885 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290710, 8511 },
+    { 290751, 8607 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 290901, 8854 },
+    { 290921, 8907 },
+    { 290870, 8852 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_sierraforest[] = {
+    { 292795, 24069 },
+    { 292959, 39087 },
+    { 293809, 24114 },
+    { 293833, 24162 },
+    { 292840, 24248 },
+    { 292876, 37113 },
+    { 292924, 24340 },
+    { 292966, 24427 },
+    { 293858, 24521 },
+    { 293926, 24569 },
+    { 293877, 24623 },
+    { 293956, 29287 },
+    { 293901, 24676 },
+    { 291187, 39136 },
+    { 294101, 39199 },
+    { 288563, 39273 },
+    { 288590, 39337 },
+    { 294116, 39404 },
+    { 294130, 39475 },
+    { 294145, 39547 },
+    { 294162, 39623 },
+    { 294167, 39685 },
+    { 294174, 39749 },
+    { 294184, 39816 },
+    { 291202, 39879 },
+    { 292453, 39949 },
+    { 292472, 40024 },
+    { 294193, 40103 },
+    { 294198, 40172 },
+    { 291218, 40245 },
+    { 293387, 40308 },
+    { 294208, 40308 },
+    { 294231, 40384 },
+    { 294246, 40519 },
+    { 294260, 40590 },
+    { 294278, 40665 },
+    { 294287, 40731 },
+    { 294302, 40803 },
+    { 291247, 40874 },
+    { 294316, 40937 },
+    { 294354, 40990 },
+    { 294393, 41050 },
+    { 294432, 41135 },
+    { 294473, 41197 },
+    { 294487, 41240 },
+    { 294501, 41283 },
+    { 289261, 41327 },
+    { 294515, 5108 },
+    { 294541, 5158 },
+    { 294565, 6367 },
+    { 294595, 41374 },
+    { 294631, 6466 },
+    { 294666, 41447 },
+    { 294694, 6555 },
+    { 294727, 41491 },
+    { 294754, 41533 },
+    { 294794, 41577 },
+    { 294834, 41621 },
+    { 294871, 41694 },
+    { 294904, 41745 },
+    { 294933, 41799 },
+    { 294961, 41852 },
+    { 294988, 23276 },
+    { 295008, 23324 },
+    { 295029, 41904 },
+    { 295056, 41967 },
+    { 295087, 42035 },
+    { 295117, 42102 },
+    { 295161, 42164 },
+    { 295208, 42227 },
+    { 295250, 42283 },
+    { 295293, 42336 },
+    { 295339, 42390 },
+    { 295391, 42442 },
+    { 295432, 42496 },
+    { 295466, 42626 },
+    { 295499, 42714 },
+    { 295530, 42772 },
+    { 295576, 42839 },
+    { 295622, 42907 },
+    { 295672, 42978 },
+    { 295722, 43050 },
+    { 295771, 43112 },
+    { 295838, 43158 },
+    { 295892, 43213 },
+    { 295947, 43269 },
+    { 295995, 43318 },
+    { 296040, 43379 },
+    { 296084, 43440 },
+    { 296124, 43498 },
+    { 290840, 43563 },
+    { 290921, 43614 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_skylake[] = {
+    { 293321, 29601 },
+    { 293351, 29729 },
+    { 291187, 16076 },
+    { 292353, 16146 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 30630 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 31067 },
+    { 292131, 17390 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 292437, 17498 },
+    { 288670, 17660 },
+    { 288675, 795 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 31122 },
+    { 293374, 31287 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288795, 31843 },
+    { 288804, 20635 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 293387, 31943 },
+    { 288921, 32525 },
+    { 288952, 32582 },
+    { 292155, 13746 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 32780 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 32847 },
+    { 292598, 47185 },
+    { 292607, 33029 },
+    { 292615, 22483 },
+    { 292625, 22550 },
+    { 292635, 22617 },
+    { 292650, 22741 },
+    { 293413, 33268 },
+    { 293431, 33496 },
+    { 293450, 33737 },
+    { 293469, 34011 },
+    { 292665, 34244 },
+    { 293486, 34362 },
+    { 292682, 22865 },
+    { 292702, 34580 },
+    { 293508, 34665 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 4640 },
+    { 289277, 23180 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 5313 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 35356 },
+    { 289755, 6090 },
+    { 289779, 35413 },
+    { 289831, 35447 },
+    { 293548, 35511 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 293578, 35572 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290085, 6601 },
+    { 290117, 36306 },
+    { 290139, 36365 },
+    { 290161, 6802 },
+    { 290183, 36456 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 23753 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 36686 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290840, 8799 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_skylakex[] = {
+    { 292795, 24069 },
+    { 292799, 29054 },
+    { 292815, 29102 },
+    { 292832, 24211 },
+    { 292840, 29151 },
+    { 292876, 24298 },
+    { 292924, 29196 },
+    { 292959, 24390 },
+    { 292966, 29241 },
+    { 292990, 24478 },
+    { 293009, 24521 },
+    { 293018, 24569 },
+    { 293038, 24623 },
+    { 293292, 29287 },
+    { 293052, 24676 },
+    { 293067, 24730 },
+    { 293110, 24771 },
+    { 293161, 24813 },
+    { 293321, 29601 },
+    { 293351, 29729 },
+    { 291187, 16076 },
+    { 292353, 16146 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 30630 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 31067 },
+    { 292131, 17390 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 292437, 17498 },
+    { 288670, 17660 },
+    { 288675, 795 },
+    { 291202, 17862 },
+    { 292453, 17985 },
+    { 292472, 18199 },
+    { 291218, 31122 },
+    { 293374, 31287 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288795, 31843 },
+    { 288804, 20635 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 293387, 31943 },
+    { 288921, 32525 },
+    { 288952, 32582 },
+    { 292155, 13746 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 32780 },
+    { 289083, 21065 },
+    { 289102, 21231 },
+    { 289109, 21295 },
+    { 292546, 21359 },
+    { 289116, 21423 },
+    { 289123, 21487 },
+    { 292553, 21653 },
+    { 292560, 21717 },
+    { 289143, 21781 },
+    { 292567, 21781 },
+    { 292574, 21845 },
+    { 291247, 21909 },
+    { 292581, 32847 },
+    { 292607, 33029 },
+    { 292615, 22483 },
+    { 292635, 22617 },
+    { 292650, 22741 },
+    { 293398, 33144 },
+    { 293413, 33268 },
+    { 293431, 33496 },
+    { 293450, 33737 },
+    { 293469, 34011 },
+    { 292665, 34244 },
+    { 293486, 34362 },
+    { 292682, 22865 },
+    { 292702, 34580 },
+    { 293508, 34665 },
+    { 289164, 4479 },
+    { 292710, 23046 },
+    { 292728, 23093 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 292745, 23150 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 34728 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 34968 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 293519, 35201 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 35356 },
+    { 289755, 6090 },
+    { 289779, 35413 },
+    { 289831, 35447 },
+    { 293548, 35511 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 293578, 35572 },
+    { 289938, 6367 },
+    { 290055, 23450 },
+    { 290085, 6601 },
+    { 290117, 36306 },
+    { 290139, 36365 },
+    { 290161, 6802 },
+    { 290183, 36456 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 23753 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 36686 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 293607, 36835 },
+    { 293648, 36885 },
+    { 290669, 8431 },
+    { 292763, 23871 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290840, 8799 },
+    { 293692, 36939 },
+    { 293731, 36997 },
+    { 293770, 37055 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
+/* { name, formula } */
+static const struct pmu_evtab_metric pmu_evtab_data_m_tigerlake[] = {
+    { 288563, 0 },
+    { 288577, 55 },
+    { 288590, 147 },
+    { 288602, 201 },
+    { 288617, 261 },
+    { 288635, 426 },
+    { 292367, 45196 },
+    { 292383, 30747 },
+    { 292404, 30904 },
+    { 292420, 45314 },
+    { 292131, 13211 },
+    { 288653, 594 },
+    { 288657, 641 },
+    { 288670, 710 },
+    { 288675, 795 },
+    { 288679, 878 },
+    { 288683, 956 },
+    { 288698, 1021 },
+    { 288716, 1245 },
+    { 288734, 1472 },
+    { 288752, 1696 },
+    { 288766, 31708 },
+    { 292487, 18937 },
+    { 288778, 1876 },
+    { 288786, 45370 },
+    { 288795, 31843 },
+    { 288804, 45687 },
+    { 288812, 45746 },
+    { 288823, 2285 },
+    { 288835, 2350 },
+    { 288848, 2416 },
+    { 288864, 2482 },
+    { 288883, 2711 },
+    { 288902, 2943 },
+    { 288921, 32525 },
+    { 288929, 46222 },
+    { 288940, 46282 },
+    { 288952, 46395 },
+    { 288974, 46458 },
+    { 292155, 13746 },
+    { 289016, 32718 },
+    { 289031, 3801 },
+    { 289048, 3863 },
+    { 289065, 3925 },
+    { 289083, 46526 },
+    { 289102, 4136 },
+    { 289109, 4195 },
+    { 292546, 46672 },
+    { 289116, 4254 },
+    { 289123, 46731 },
+    { 289143, 4383 },
+    { 289164, 4479 },
+    { 289180, 4524 },
+    { 289196, 4575 },
+    { 289213, 4599 },
+    { 289243, 4479 },
+    { 289261, 34728 },
+    { 289277, 23180 },
+    { 289308, 4962 },
+    { 289322, 4575 },
+    { 289342, 5011 },
+    { 289363, 5059 },
+    { 289385, 5108 },
+    { 289408, 5158 },
+    { 289429, 5205 },
+    { 289448, 5253 },
+    { 289473, 34968 },
+    { 289494, 5505 },
+    { 289516, 5588 },
+    { 289548, 5645 },
+    { 289580, 5702 },
+    { 289609, 5809 },
+    { 293519, 35201 },
+    { 289638, 46798 },
+    { 289660, 5965 },
+    { 289681, 6009 },
+    { 289708, 6026 },
+    { 289731, 6059 },
+    { 289755, 6090 },
+    { 289779, 6126 },
+    { 289804, 6164 },
+    { 289831, 6193 },
+    { 289858, 6226 },
+    { 289877, 6281 },
+    { 289908, 6315 },
+    { 289938, 6367 },
+    { 289965, 6417 },
+    { 289998, 6466 },
+    { 290030, 6514 },
+    { 290055, 6555 },
+    { 290085, 6601 },
+    { 290117, 6681 },
+    { 290139, 6742 },
+    { 290161, 6802 },
+    { 290183, 6893 },
+    { 290202, 7020 },
+    { 290231, 36607 },
+    { 290266, 7434 },
+    { 290282, 7489 },
+    { 290301, 7544 },
+    { 290325, 7602 },
+    { 290344, 7657 },
+    { 290367, 7701 },
+    { 290391, 7760 },
+    { 290414, 7808 },
+    { 290437, 7876 },
+    { 290461, 7934 },
+    { 290480, 7989 },
+    { 290500, 46990 },
+    { 290539, 8171 },
+    { 290570, 8228 },
+    { 290601, 8290 },
+    { 290633, 8353 },
+    { 290669, 8431 },
+    { 290751, 23975 },
+    { 290783, 8697 },
+    { 290811, 8752 },
+    { 290840, 8799 },
+    { 293692, 36939 },
+    { 293731, 36997 },
+    { 293770, 37055 },
+    { 290870, 8852 },
+    { 290921, 8907 },
+};
+
 static const uint16_t pmu_evtab_data_alderlake_goldencove[] = {
     180, 179, 175, 176, 177, 178, 214, 210, 211, 212, 213, 112,
     224, 229, 228, 225, 231, 232, 226, 227, 230, 233, 238, 237,
@@ -19911,53 +23325,100 @@ static const uint16_t pmu_evtab_data_westmereex[] = {
 };
 
 static const struct pmu_evtab_model pmu_evtab_data_models[] = {
-    { "alderlake_goldencove", 0, pmu_evtab_data_alderlake_goldencove, ARRAY_SIZE(pmu_evtab_data_alderlake_goldencove) },
-    { "alderlake_gracemont", 0, pmu_evtab_data_alderlake_gracemont, ARRAY_SIZE(pmu_evtab_data_alderlake_gracemont) },
-    { "amdzen1", 1, pmu_evtab_data_amdzen1, ARRAY_SIZE(pmu_evtab_data_amdzen1) },
-    { "amdzen2", 1, pmu_evtab_data_amdzen2, ARRAY_SIZE(pmu_evtab_data_amdzen2) },
-    { "amdzen3", 1, pmu_evtab_data_amdzen3, ARRAY_SIZE(pmu_evtab_data_amdzen3) },
-    { "amdzen4", 1, pmu_evtab_data_amdzen4, ARRAY_SIZE(pmu_evtab_data_amdzen4) },
-    { "amdzen5", 1, pmu_evtab_data_amdzen5, ARRAY_SIZE(pmu_evtab_data_amdzen5) },
-    { "amdzen6", 1, pmu_evtab_data_amdzen6, ARRAY_SIZE(pmu_evtab_data_amdzen6) },
-    { "arrowlake_lioncove", 0, pmu_evtab_data_arrowlake_lioncove, ARRAY_SIZE(pmu_evtab_data_arrowlake_lioncove) },
-    { "bonnell", 0, pmu_evtab_data_bonnell, ARRAY_SIZE(pmu_evtab_data_bonnell) },
-    { "broadwell", 0, pmu_evtab_data_broadwell, ARRAY_SIZE(pmu_evtab_data_broadwell) },
-    { "broadwellde", 0, pmu_evtab_data_broadwellde, ARRAY_SIZE(pmu_evtab_data_broadwellde) },
-    { "broadwellx", 0, pmu_evtab_data_broadwellx, ARRAY_SIZE(pmu_evtab_data_broadwellx) },
-    { "cascadelakex", 0, pmu_evtab_data_cascadelakex, ARRAY_SIZE(pmu_evtab_data_cascadelakex) },
-    { "clearwaterforest", 0, pmu_evtab_data_clearwaterforest, ARRAY_SIZE(pmu_evtab_data_clearwaterforest) },
-    { "elkhartlake", 0, pmu_evtab_data_elkhartlake, ARRAY_SIZE(pmu_evtab_data_elkhartlake) },
-    { "emeraldrapids", 0, pmu_evtab_data_emeraldrapids, ARRAY_SIZE(pmu_evtab_data_emeraldrapids) },
-    { "goldmont", 0, pmu_evtab_data_goldmont, ARRAY_SIZE(pmu_evtab_data_goldmont) },
-    { "goldmontplus", 0, pmu_evtab_data_goldmontplus, ARRAY_SIZE(pmu_evtab_data_goldmontplus) },
-    { "grandridge", 0, pmu_evtab_data_grandridge, ARRAY_SIZE(pmu_evtab_data_grandridge) },
-    { "graniterapids", 0, pmu_evtab_data_graniterapids, ARRAY_SIZE(pmu_evtab_data_graniterapids) },
-    { "haswell", 0, pmu_evtab_data_haswell, ARRAY_SIZE(pmu_evtab_data_haswell) },
-    { "haswellx", 0, pmu_evtab_data_haswellx, ARRAY_SIZE(pmu_evtab_data_haswellx) },
-    { "icelake", 0, pmu_evtab_data_icelake, ARRAY_SIZE(pmu_evtab_data_icelake) },
-    { "icelakex", 0, pmu_evtab_data_icelakex, ARRAY_SIZE(pmu_evtab_data_icelakex) },
-    { "ivybridge", 0, pmu_evtab_data_ivybridge, ARRAY_SIZE(pmu_evtab_data_ivybridge) },
-    { "ivytown", 0, pmu_evtab_data_ivytown, ARRAY_SIZE(pmu_evtab_data_ivytown) },
-    { "jaketown", 0, pmu_evtab_data_jaketown, ARRAY_SIZE(pmu_evtab_data_jaketown) },
-    { "knightslanding", 0, pmu_evtab_data_knightslanding, ARRAY_SIZE(pmu_evtab_data_knightslanding) },
-    { "lunarlake_lioncove", 0, pmu_evtab_data_lunarlake_lioncove, ARRAY_SIZE(pmu_evtab_data_lunarlake_lioncove) },
-    { "meteorlake_redwoodcove", 0, pmu_evtab_data_meteorlake_redwoodcove, ARRAY_SIZE(pmu_evtab_data_meteorlake_redwoodcove) },
-    { "nehalemep", 0, pmu_evtab_data_nehalemep, ARRAY_SIZE(pmu_evtab_data_nehalemep) },
-    { "nehalemex", 0, pmu_evtab_data_nehalemex, ARRAY_SIZE(pmu_evtab_data_nehalemex) },
-    { "novalake_coyotecove", 0, pmu_evtab_data_novalake_coyotecove, ARRAY_SIZE(pmu_evtab_data_novalake_coyotecove) },
-    { "pantherlake_cougarcove", 0, pmu_evtab_data_pantherlake_cougarcove, ARRAY_SIZE(pmu_evtab_data_pantherlake_cougarcove) },
-    { "rocketlake", 0, pmu_evtab_data_rocketlake, ARRAY_SIZE(pmu_evtab_data_rocketlake) },
-    { "sandybridge", 0, pmu_evtab_data_sandybridge, ARRAY_SIZE(pmu_evtab_data_sandybridge) },
-    { "sapphirerapids", 0, pmu_evtab_data_sapphirerapids, ARRAY_SIZE(pmu_evtab_data_sapphirerapids) },
-    { "sierraforest", 0, pmu_evtab_data_sierraforest, ARRAY_SIZE(pmu_evtab_data_sierraforest) },
-    { "silvermont", 0, pmu_evtab_data_silvermont, ARRAY_SIZE(pmu_evtab_data_silvermont) },
-    { "skylake", 0, pmu_evtab_data_skylake, ARRAY_SIZE(pmu_evtab_data_skylake) },
-    { "skylakex", 0, pmu_evtab_data_skylakex, ARRAY_SIZE(pmu_evtab_data_skylakex) },
-    { "snowridgex", 0, pmu_evtab_data_snowridgex, ARRAY_SIZE(pmu_evtab_data_snowridgex) },
-    { "tigerlake", 0, pmu_evtab_data_tigerlake, ARRAY_SIZE(pmu_evtab_data_tigerlake) },
-    { "westmereep-dp", 0, pmu_evtab_data_westmereep_dp, ARRAY_SIZE(pmu_evtab_data_westmereep_dp) },
-    { "westmereep-sp", 0, pmu_evtab_data_westmereep_sp, ARRAY_SIZE(pmu_evtab_data_westmereep_sp) },
-    { "westmereex", 0, pmu_evtab_data_westmereex, ARRAY_SIZE(pmu_evtab_data_westmereex) },
+    { "alderlake_goldencove", 0, pmu_evtab_data_alderlake_goldencove, ARRAY_SIZE(pmu_evtab_data_alderlake_goldencove),
+      pmu_evtab_data_m_alderlake_goldencove, ARRAY_SIZE(pmu_evtab_data_m_alderlake_goldencove) },
+    { "alderlake_gracemont", 0, pmu_evtab_data_alderlake_gracemont, ARRAY_SIZE(pmu_evtab_data_alderlake_gracemont),
+      NULL, 0 },
+    { "amdzen1", 1, pmu_evtab_data_amdzen1, ARRAY_SIZE(pmu_evtab_data_amdzen1),
+      pmu_evtab_data_m_amdzen1, ARRAY_SIZE(pmu_evtab_data_m_amdzen1) },
+    { "amdzen2", 1, pmu_evtab_data_amdzen2, ARRAY_SIZE(pmu_evtab_data_amdzen2),
+      pmu_evtab_data_m_amdzen2, ARRAY_SIZE(pmu_evtab_data_m_amdzen2) },
+    { "amdzen3", 1, pmu_evtab_data_amdzen3, ARRAY_SIZE(pmu_evtab_data_amdzen3),
+      pmu_evtab_data_m_amdzen3, ARRAY_SIZE(pmu_evtab_data_m_amdzen3) },
+    { "amdzen4", 1, pmu_evtab_data_amdzen4, ARRAY_SIZE(pmu_evtab_data_amdzen4),
+      pmu_evtab_data_m_amdzen4, ARRAY_SIZE(pmu_evtab_data_m_amdzen4) },
+    { "amdzen5", 1, pmu_evtab_data_amdzen5, ARRAY_SIZE(pmu_evtab_data_amdzen5),
+      pmu_evtab_data_m_amdzen5, ARRAY_SIZE(pmu_evtab_data_m_amdzen5) },
+    { "amdzen6", 1, pmu_evtab_data_amdzen6, ARRAY_SIZE(pmu_evtab_data_amdzen6),
+      pmu_evtab_data_m_amdzen6, ARRAY_SIZE(pmu_evtab_data_m_amdzen6) },
+    { "arrowlake_lioncove", 0, pmu_evtab_data_arrowlake_lioncove, ARRAY_SIZE(pmu_evtab_data_arrowlake_lioncove),
+      pmu_evtab_data_m_arrowlake_lioncove, ARRAY_SIZE(pmu_evtab_data_m_arrowlake_lioncove) },
+    { "bonnell", 0, pmu_evtab_data_bonnell, ARRAY_SIZE(pmu_evtab_data_bonnell),
+      NULL, 0 },
+    { "broadwell", 0, pmu_evtab_data_broadwell, ARRAY_SIZE(pmu_evtab_data_broadwell),
+      pmu_evtab_data_m_broadwell, ARRAY_SIZE(pmu_evtab_data_m_broadwell) },
+    { "broadwellde", 0, pmu_evtab_data_broadwellde, ARRAY_SIZE(pmu_evtab_data_broadwellde),
+      NULL, 0 },
+    { "broadwellx", 0, pmu_evtab_data_broadwellx, ARRAY_SIZE(pmu_evtab_data_broadwellx),
+      pmu_evtab_data_m_broadwellx, ARRAY_SIZE(pmu_evtab_data_m_broadwellx) },
+    { "cascadelakex", 0, pmu_evtab_data_cascadelakex, ARRAY_SIZE(pmu_evtab_data_cascadelakex),
+      pmu_evtab_data_m_cascadelakex, ARRAY_SIZE(pmu_evtab_data_m_cascadelakex) },
+    { "clearwaterforest", 0, pmu_evtab_data_clearwaterforest, ARRAY_SIZE(pmu_evtab_data_clearwaterforest),
+      pmu_evtab_data_m_clearwaterforest, ARRAY_SIZE(pmu_evtab_data_m_clearwaterforest) },
+    { "elkhartlake", 0, pmu_evtab_data_elkhartlake, ARRAY_SIZE(pmu_evtab_data_elkhartlake),
+      NULL, 0 },
+    { "emeraldrapids", 0, pmu_evtab_data_emeraldrapids, ARRAY_SIZE(pmu_evtab_data_emeraldrapids),
+      pmu_evtab_data_m_emeraldrapids, ARRAY_SIZE(pmu_evtab_data_m_emeraldrapids) },
+    { "goldmont", 0, pmu_evtab_data_goldmont, ARRAY_SIZE(pmu_evtab_data_goldmont),
+      NULL, 0 },
+    { "goldmontplus", 0, pmu_evtab_data_goldmontplus, ARRAY_SIZE(pmu_evtab_data_goldmontplus),
+      NULL, 0 },
+    { "grandridge", 0, pmu_evtab_data_grandridge, ARRAY_SIZE(pmu_evtab_data_grandridge),
+      pmu_evtab_data_m_grandridge, ARRAY_SIZE(pmu_evtab_data_m_grandridge) },
+    { "graniterapids", 0, pmu_evtab_data_graniterapids, ARRAY_SIZE(pmu_evtab_data_graniterapids),
+      pmu_evtab_data_m_graniterapids, ARRAY_SIZE(pmu_evtab_data_m_graniterapids) },
+    { "haswell", 0, pmu_evtab_data_haswell, ARRAY_SIZE(pmu_evtab_data_haswell),
+      pmu_evtab_data_m_haswell, ARRAY_SIZE(pmu_evtab_data_m_haswell) },
+    { "haswellx", 0, pmu_evtab_data_haswellx, ARRAY_SIZE(pmu_evtab_data_haswellx),
+      pmu_evtab_data_m_haswellx, ARRAY_SIZE(pmu_evtab_data_m_haswellx) },
+    { "icelake", 0, pmu_evtab_data_icelake, ARRAY_SIZE(pmu_evtab_data_icelake),
+      pmu_evtab_data_m_icelake, ARRAY_SIZE(pmu_evtab_data_m_icelake) },
+    { "icelakex", 0, pmu_evtab_data_icelakex, ARRAY_SIZE(pmu_evtab_data_icelakex),
+      pmu_evtab_data_m_icelakex, ARRAY_SIZE(pmu_evtab_data_m_icelakex) },
+    { "ivybridge", 0, pmu_evtab_data_ivybridge, ARRAY_SIZE(pmu_evtab_data_ivybridge),
+      NULL, 0 },
+    { "ivytown", 0, pmu_evtab_data_ivytown, ARRAY_SIZE(pmu_evtab_data_ivytown),
+      NULL, 0 },
+    { "jaketown", 0, pmu_evtab_data_jaketown, ARRAY_SIZE(pmu_evtab_data_jaketown),
+      NULL, 0 },
+    { "knightslanding", 0, pmu_evtab_data_knightslanding, ARRAY_SIZE(pmu_evtab_data_knightslanding),
+      NULL, 0 },
+    { "lunarlake_lioncove", 0, pmu_evtab_data_lunarlake_lioncove, ARRAY_SIZE(pmu_evtab_data_lunarlake_lioncove),
+      pmu_evtab_data_m_lunarlake_lioncove, ARRAY_SIZE(pmu_evtab_data_m_lunarlake_lioncove) },
+    { "meteorlake_redwoodcove", 0, pmu_evtab_data_meteorlake_redwoodcove, ARRAY_SIZE(pmu_evtab_data_meteorlake_redwoodcove),
+      pmu_evtab_data_m_meteorlake_redwoodcove, ARRAY_SIZE(pmu_evtab_data_m_meteorlake_redwoodcove) },
+    { "nehalemep", 0, pmu_evtab_data_nehalemep, ARRAY_SIZE(pmu_evtab_data_nehalemep),
+      NULL, 0 },
+    { "nehalemex", 0, pmu_evtab_data_nehalemex, ARRAY_SIZE(pmu_evtab_data_nehalemex),
+      NULL, 0 },
+    { "novalake_coyotecove", 0, pmu_evtab_data_novalake_coyotecove, ARRAY_SIZE(pmu_evtab_data_novalake_coyotecove),
+      NULL, 0 },
+    { "pantherlake_cougarcove", 0, pmu_evtab_data_pantherlake_cougarcove, ARRAY_SIZE(pmu_evtab_data_pantherlake_cougarcove),
+      NULL, 0 },
+    { "rocketlake", 0, pmu_evtab_data_rocketlake, ARRAY_SIZE(pmu_evtab_data_rocketlake),
+      pmu_evtab_data_m_rocketlake, ARRAY_SIZE(pmu_evtab_data_m_rocketlake) },
+    { "sandybridge", 0, pmu_evtab_data_sandybridge, ARRAY_SIZE(pmu_evtab_data_sandybridge),
+      NULL, 0 },
+    { "sapphirerapids", 0, pmu_evtab_data_sapphirerapids, ARRAY_SIZE(pmu_evtab_data_sapphirerapids),
+      pmu_evtab_data_m_sapphirerapids, ARRAY_SIZE(pmu_evtab_data_m_sapphirerapids) },
+    { "sierraforest", 0, pmu_evtab_data_sierraforest, ARRAY_SIZE(pmu_evtab_data_sierraforest),
+      pmu_evtab_data_m_sierraforest, ARRAY_SIZE(pmu_evtab_data_m_sierraforest) },
+    { "silvermont", 0, pmu_evtab_data_silvermont, ARRAY_SIZE(pmu_evtab_data_silvermont),
+      NULL, 0 },
+    { "skylake", 0, pmu_evtab_data_skylake, ARRAY_SIZE(pmu_evtab_data_skylake),
+      pmu_evtab_data_m_skylake, ARRAY_SIZE(pmu_evtab_data_m_skylake) },
+    { "skylakex", 0, pmu_evtab_data_skylakex, ARRAY_SIZE(pmu_evtab_data_skylakex),
+      pmu_evtab_data_m_skylakex, ARRAY_SIZE(pmu_evtab_data_m_skylakex) },
+    { "snowridgex", 0, pmu_evtab_data_snowridgex, ARRAY_SIZE(pmu_evtab_data_snowridgex),
+      NULL, 0 },
+    { "tigerlake", 0, pmu_evtab_data_tigerlake, ARRAY_SIZE(pmu_evtab_data_tigerlake),
+      pmu_evtab_data_m_tigerlake, ARRAY_SIZE(pmu_evtab_data_m_tigerlake) },
+    { "westmereep-dp", 0, pmu_evtab_data_westmereep_dp, ARRAY_SIZE(pmu_evtab_data_westmereep_dp),
+      NULL, 0 },
+    { "westmereep-sp", 0, pmu_evtab_data_westmereep_sp, ARRAY_SIZE(pmu_evtab_data_westmereep_sp),
+      NULL, 0 },
+    { "westmereex", 0, pmu_evtab_data_westmereex, ARRAY_SIZE(pmu_evtab_data_westmereex),
+      NULL, 0 },
 };
 
 /* { vendor, family, model_lo, model_hi, step_lo, step_hi, model } */
@@ -20057,6 +23518,7 @@ static const struct pmu_evtab_match pmu_evtab_data_matches[] = {
 const struct pmu_evtab_catalog pmu_evtab_catalog = {
     .names = pmu_evtab_data_names,
     .names_size = sizeof(pmu_evtab_data_names),
+    .formulas = pmu_evtab_data_formulas,
     .topics = pmu_evtab_data_topics,
     .nr_topics = ARRAY_SIZE(pmu_evtab_data_topics),
     .counters = pmu_evtab_data_counters,

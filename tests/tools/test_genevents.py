@@ -48,7 +48,8 @@ class TablesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.text = read_data()
-        cls.models, cls.boxes, cls.names = genevents.parse_c(cls.text)
+        cls.models, cls.boxes, cls.names, cls.metrics = \
+            genevents.parse_c(cls.text)
 
     def test_every_vendor_and_many_models(self):
         self.assertTrue(any(n.startswith('amdzen') for n in self.names))
@@ -102,10 +103,27 @@ class TablesTest(unittest.TestCase):
         self.assertRegex(self.text, r'amdzen6/\S+ commit [0-9a-f]{40}')
 
     def test_no_description_text(self):
-        # Only facts: names, numbers.  A description would need quotes
-        # around words with spaces.
-        body = self.text[self.text.index('pmu_evtab_data_names'):]
+        # Only facts: names, numbers, formulas.  A description would need
+        # quotes around words with spaces.
+        body = self.text[self.text.index('pmu_evtab_data_names'):
+                         self.text.index('pmu_evtab_data_formulas')]
         self.assertNotRegex(body, r'"[^"\n]* [^"\n]*"')
+
+    def test_metrics_use_their_models_events(self):
+        self.assertTrue(self.metrics)
+        for model, metrics in self.metrics.items():
+            events = {e['name'] for e in self.models[model]}
+            for name, formula in metrics:
+                self.assertRegex(name, r'^[a-z0-9_.]+$')
+                tokens = re.findall(r'[A-Za-z_][\w.:-]*', formula)
+                for t in tokens:
+                    self.assertIn(t, events, '%s %s' % (model, name))
+        # TopDown level 1 from general counters where the lists give it.
+        sky = dict(self.metrics['skylakex'])
+        for m in ('frontend_bound', 'bad_speculation', 'backend_bound',
+                  'retiring'):
+            self.assertIn(m, sky)
+        self.assertIn('frontend_bound', dict(self.metrics['amdzen4']))
 
 
 @unittest.skipUnless(INTEL and AMD, NO_LISTS)
@@ -113,7 +131,7 @@ class AgainstListsTest(unittest.TestCase):
     """The committed tables against the vendors' lists."""
 
     def test_every_event_round_trips(self):
-        models, boxes, names = genevents.parse_c(read_data())
+        models, boxes, names, metrics = genevents.parse_c(read_data())
         want, patterns = genevents.load(INTEL, AMD)
         self.assertEqual(sorted(want), sorted(models))
         for model in want:
@@ -121,6 +139,10 @@ class AgainstListsTest(unittest.TestCase):
             self.assertEqual(sorted(models[model], key=key),
                              sorted(want[model], key=key), model)
         self.assertEqual(boxes, genevents.expand(patterns, sorted(want)))
+        want_metrics = genevents.intel_metrics(INTEL, want)
+        want_metrics.update(genevents.amd_metrics(AMD, want))
+        self.assertEqual(metrics, {k: v for k, v in want_metrics.items()
+                                   if v})
 
     def test_regenerating_reproduces_the_file(self):
         with open(os.path.join(INTEL, 'LICENSE'), encoding='utf-8') as f:
