@@ -10,8 +10,9 @@
 # and counters, `perfmon list --model` shows the other vendor's, an event
 # the list names (any case, with modifiers) or perf's cpu/.../ terms
 # parse and count as <not supported> rather than as unknown events, a
-# misspelt name gets the closest names of the model, and a bad term is
-# refused pointing at the term.  Prints TAP; exits 1 on any failure.
+# misspelt name gets the closest names of the model, a bad term is
+# refused pointing at the term, and `perfmon list metrics` and `-M` name
+# the model's metrics (TopDown level 1 on Skylake-SP).  Prints TAP; exits 1 on any failure.
 #
 
 import os
@@ -86,6 +87,25 @@ def main():
          'perfmon stat -e cycles,cpu/event=0xd1,bogus=1/ spin 1',
          lambda out: expect(out, r"unknown term .*\('bogus=1'\) at "
                                  r"character 23")),
+        ('perfmon list metrics shows TopDown level 1 and the generic ones',
+         'perfmon list metrics',
+         lambda out: expect(out, r'(?m)^  ipc +instructions / cycles$',
+                            r'skylakex metrics \(GenuineIntel\), '
+                            r'<not supported>',
+                            r'(?m)^  frontend_bound +\(100 \* '
+                            r'\(IDQ_UOPS_NOT_DELIVERED\.CORE /',
+                            r'(?m)^  retiring ', r'(?m)^  bad_speculation ',
+                            r'(?m)^  backend_bound ')),
+        ('-M names the model\'s metric, its events <not supported>',
+         'perfmon stat -M frontend_bound,ipc spin 1',
+         lambda out: expect(out, r'<not supported> +IDQ_UOPS_NOT_DELIVERED'
+                                 r'\.CORE',
+                            r'<not supported> +#  frontend_bound',
+                            r'<not supported> +#  ipc')),
+        ('-M refuses a metric the model does not have, by name',
+         'perfmon stat -M tma_info_nonesuch spin 1',
+         lambda out: expect(out, r"unknown metric 'tma_info_nonesuch' on "
+                                 r"skylakex")),
         ('a misspelt name gets the model\'s closest names',
          'perfmon stat -e mem_load_retired.l3_misss spin 1',
          lambda out: expect(out, r"unknown event 'mem_load_retired\.l3_misss'"
@@ -108,6 +128,11 @@ def main():
          lambda out: expect(out, r'<not supported> +LS_DMND_FILLS_FROM_SYS'
                                  r'\.MEM_IO_REMOTE:k')
          or absent(out, 'unknown event')),
+        ('-M names Zen 3\'s metrics',
+         'perfmon stat -M branch_misprediction_ratio spin 1',
+         lambda out: expect(out, r'<not supported> +ex_ret_brn_misp',
+                            r'<not supported> +#  '
+                            r'branch_misprediction_ratio')),
         ('another vendor\'s name stays unknown',
          'perfmon stat -e MEM_LOAD_RETIRED.L3_MISS spin 1',
          lambda out: expect(out, r"unknown event 'MEM_LOAD_RETIRED")),

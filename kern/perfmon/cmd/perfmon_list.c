@@ -21,6 +21,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_metric.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -294,6 +295,65 @@ perfmon_list_model_why(const struct pmu_evtab_model *m)
     return (perfmon_dev_find(driver) == NULL) ? "<not supported> here: no hardware PMU" : NULL;
 }
 
+/*
+ * `perfmon list metrics [FILTER]`: the generic metrics, then the boot CPU
+ * model's, with their formulas; those whose name contains FILTER.
+ */
+static int
+perfmon_list_metrics(int argc, char **argv)
+{
+    const struct pmu_evtab_model *m = pmu_evtab_host();
+    const char *filter = (argc > 3) ? argv[3] : NULL, *name, *formula;
+    bool heading = false;
+    unsigned int n = 0;
+
+    if (argc > 4) {
+        kprintf("perfmon: list: one filter at most ('%s' is extra)\n"
+                "usage: perfmon list metrics [FILTER]\n", argv[4]);
+        return SHELL_ERR_REPORTED;
+    }
+
+    for (unsigned int i = 0; perfmon_metric_builtin(i, &name, &formula);
+         i++) {
+        if (filter == NULL || perfmon_list_contains(name, filter)) {
+            kprintf("%s%-44s %s\n", (n++ == 0) ? "metrics (generic "
+                    "events):\n  " : "  ", name, formula);
+        }
+    }
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_metrics; i++) {
+        name = pmu_evtab_metric_name(&m->metrics[i]);
+
+        if (filter == NULL || perfmon_list_contains(name, filter)) {
+            struct perfmon_cmd_line line;
+
+            if (!heading) {
+                kprintf("%s metrics (%s)%s:\n", m->name,
+                        pmu_evtab_vendor_name(m->vendor),
+                        (perfmon_list_model_why(m) != NULL)
+                        ? ", <not supported> here: no hardware PMU" : "");
+            }
+
+            heading = true;
+            n++;
+            perfmon_cmd_line_init(&line);
+            perfmon_cmd_line_add(&line, "  %-44s %s", name,
+                                 pmu_evtab_metric_formula(&m->metrics[i]));
+            perfmon_cmd_line_print(&line);
+        }
+    }
+
+    if (n == 0) {
+        kprintf("perfmon: list: no metric matches '%s'\n",
+                (filter != NULL) ? filter : "");
+        return SHELL_ERR_REPORTED;
+    }
+
+    kprintf("metrics: perfmon stat -M NAME[,NAME] counts a metric's events "
+            "as one group\n");
+    return 0;
+}
+
 /* `perfmon list --model ID [FILTER]`: another model's table. */
 static int
 perfmon_list_other_model(int argc, char **argv)
@@ -344,6 +404,10 @@ perfmon_list_main(int argc, char **argv)
 
     if (argc > 2 && strcmp(argv[2], "--model") == 0) {
         return perfmon_list_other_model(argc, argv);
+    }
+
+    if (argc > 2 && strcmp(argv[2], "metrics") == 0) {
+        return perfmon_list_metrics(argc, argv);
     }
 
     if (argc > 3) {

@@ -425,3 +425,29 @@ perfmon_metric_format(int64_t value, char *buf, size_t size)
               (unsigned long long)(hundredths / 100),
               (unsigned long long)(hundredths % 100));
 }
+
+/* ---- the generic metrics ------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    const char *formula;
+} perfmon_metric_builtins[] = {
+    { "ipc", "instructions / cycles" },
+    { "cpi", "cycles / instructions" },
+    { "branch_miss_rate", "100 * branch-misses / branches" },
+    { "cache_miss_rate", "100 * cache-misses / cache-references" },
+    { "mpki", "1000 * cache-misses / instructions" },
+};
+
+bool
+perfmon_metric_builtin(unsigned int i, const char **namep,
+                       const char **formulap)
+{
+    if (i >= ARRAY_SIZE(perfmon_metric_builtins)) {
+        return false;
+    }
+
+    *namep = perfmon_metric_builtins[i].name;
+    *formulap = perfmon_metric_builtins[i].formula;
+    return true;
+}

@@ -15,6 +15,7 @@
 #ifndef KERN_PERFMON_METRIC_H
 #define KERN_PERFMON_METRIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,14 @@ int perfmon_metric_eval(const char *formula, perfmon_metric_value_fn value,
 int perfmon_metric_events(const char *formula,
                           int (*fn)(void *arg, const char *name, size_t len),
                           void *arg);
+
+/*
+ * The metrics every machine with the generic events has (IPC, CPI,
+ * branch-miss and cache-miss rates, misses per kilo-instruction): the
+ * i-th one's name and formula, false past the last.
+ */
+bool perfmon_metric_builtin(unsigned int i, const char **namep,
+                            const char **formulap);
 
 /*
  * A fixed-point value as text with two decimals ("1.23", "-0.50"), in

@@ -35,8 +35,8 @@
 #include "kern/thread.h"
 
 static const char perfmon_stat_usage[] =
-    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-    "[-x SEP] [--] COMMAND [ARGS...]\n";
+    "usage: perfmon stat [-e EVENTS] [-M METRICS] [-a | -C CPUS] [-A] [-i] "
+    "[-r N] [-x SEP] [--] COMMAND [ARGS...]\n";
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
@@ -65,7 +65,7 @@ perfmon_stat_resolve(struct perfmon_stat_ev *ev)
     return 0;
 }
 
-static int
+int
 perfmon_stat_add_events(struct perfmon_stat *stat, const char *list)
 {
     struct perfmon_parse_event parsed[PERFMON_PARSE_MAX_EVENTS];
@@ -135,6 +135,7 @@ perfmon_stat_default_events(struct perfmon_stat *stat)
 
 static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
     { "event", 'e', true },
+    { "metrics", 'M', true },
     { "all-cpus", 'a', false },
     { "no-aggr", 'A', false },
     { "cpu", 'C', true },
@@ -153,6 +154,8 @@ perfmon_stat_option(void *arg, int opt, const char *val)
     switch (opt) {
     case 'e':
         return perfmon_stat_add_events(stat, val);
+    case 'M':
+        return perfmon_stat_metrics_add(stat, val);
     case 'a':
         stat->all_cpus = true;
         return 0;
@@ -361,7 +364,7 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
     int error;
 
     stat->repeat = 1;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:i",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:M:aAC:r:x:i",
                           perfmon_stat_longopts);
 
     error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
@@ -649,6 +652,7 @@ perfmon_stat_main(int argc, char **argv)
 
     if (stat->runs_done > 0) {
         perfmon_stat_print(stat, interrupted);
+        perfmon_stat_metrics_print(stat);
     }
 
     if ((error == 0) && (interrupted || (stat->cmd_result != 0))) {
