@@ -63,7 +63,8 @@ NASMFLAGS := -f elf64 -g -F dwarf
 # The in-kernel tests (tests/kernel/, KTEST_DEFINE) go only into the test
 # image: a kernel someone boots carries no test code.  Both images link the
 # same objects in the same order, tests last, so the kernel's own code sits
-# at the same addresses in both (placement moves TCG timings; see README).
+# at the same addresses in both (placement moves TCG timings; see
+# kern/perfmon/cmd/BENCH.md).
 KSRCS := $(sort $(wildcard arch/x86/*.c kern/*.c kern/perfmon/*.c \
 	kern/perfmon/cmd/*.c drivers/*/*.c))
 KASMS := $(sort $(wildcard arch/x86/*.asm arch/x86/boot/*.asm))
@@ -205,7 +206,7 @@ $(FBUILD)/obj/%.o: %.c
 FUZZ_BINS := $(addprefix $(FBUILD)/,$(FUZZ_TARGETS))
 
 ## run every fuzz target FUZZ_SECONDS, then the guest API fuzzer
-## GUEST_FUZZ_SECONDS (crashes: build/fuzz/crashes/; README, Fuzzing)
+## GUEST_FUZZ_SECONDS (crashes: build/fuzz/crashes/; tests/README.md)
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS) $(TEST_ISO)
 	$(Q)tools/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_BINS)

@@ -64,17 +64,41 @@ clock_get_time(void)
 }
 
 /* The time at this tick: one more, or what the TSC says if further. */
+/* The ticks the TSC says have passed since tick 0. */
+static uint64_t
+clock_ticks_by_tsc(void)
+{
+    return (cpu_rdtsc() - clock_tsc_base) / clock_tsc_per_tick;
+}
+
+/*
+ * With a calibrated TSC, the TSC is the time: a tick taken late catches up
+ * with it, and the clock never runs ahead of it (a late tick that added
+ * one on top of the catch-up would leave the clock ahead for good, and
+ * sleeps short by that much).  It never goes back.
+ */
 static uint64_t
 clock_ticks_next(void)
 {
-    uint64_t ticks = clock_ticks + 1, elapsed;
-
-    if (clock_tsc_per_tick != 0) {
-        elapsed = (cpu_rdtsc() - clock_tsc_base) / clock_tsc_per_tick;
-        ticks = MAX(ticks, elapsed);
+    if (clock_tsc_per_tick == 0) {
+        return clock_ticks + 1;
     }
 
-    return ticks;
+    return MAX(clock_ticks, clock_ticks_by_tsc());
+}
+
+uint64_t
+clock_deadline_from_ms(uint64_t ms)
+{
+    uint64_t now = clock_get_time();
+
+    /* The current tick may not have been taken yet (interrupts off). */
+    if (clock_tsc_per_tick != 0) {
+        now = MAX(now, clock_ticks_by_tsc());
+    }
+
+    /* Part of the current tick is gone: one more. */
+    return now + clock_ticks_from_ms(ms) + 1;
 }
 
 static void

@@ -19,6 +19,13 @@
 
 uint64_t clock_get_time(void);
 
+/*
+ * The first tick at which at least ms milliseconds of real time will have
+ * passed since the call, however late the current tick was taken: a wait
+ * that ends there lasts at least ms.  Safe from any context.
+ */
+uint64_t clock_deadline_from_ms(uint64_t ms);
+
 static inline uint64_t
 clock_ticks_from_ms(uint64_t ms)
 {

@@ -6,7 +6,7 @@
  *
  * Input arrives through the UART interrupt into a small ring buffer once
  * interrupts are routed; the reader sleeps on it.  Before that (early boot,
- * panics) input and output poll the UART.
+ * panics) input and output poll the UART.  The auxiliary port is COM2.
  */
 
 #include <stdarg.h>
@@ -201,7 +201,7 @@ console_wait_timeout(struct timer *timer)
 bool
 console_wait_input(uint64_t ms)
 {
-    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
+    uint64_t deadline = clock_deadline_from_ms(ms);
     struct thread *self = thread_self();
     unsigned long flags;
     struct timer timer;
@@ -342,6 +342,18 @@ kvprintf(const char *fmt, va_list ap)
     console_buf_flush(&buf);
     console_lock_release(locked, flags);
     return n;
+}
+
+bool
+console_aux_setup(void)
+{
+    return uart_com2_setup();
+}
+
+int
+console_aux_write(const void *buf, size_t size)
+{
+    return uart_com2_write(buf, size);
 }
 
 int

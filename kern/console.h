@@ -2,7 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * The system console: the serial port, for output and for the shell's input.
+ * The system console: the serial port, for output and for the shell's input;
+ * and the auxiliary port, a second serial port that only carries bytes out.
  *
  * Output is serialized by a console lock so that lines from different CPUs do
  * not interleave inside a single kprintf() call.  kprintf() may be called
@@ -45,6 +46,18 @@ bool console_wait_input(uint64_t ms);
 
 /* Enter panic mode: output no longer takes the console lock. */
 void console_panic(void);
+
+/*
+ * The auxiliary port (COM2): output only, 8-bit clean, no newline
+ * translation; `perfmon record` streams its recordings on it.  It may be
+ * missing.  console_aux_setup() probes it once and returns whether it is
+ * there (later calls give the first answer).  console_aux_write() sends
+ * size bytes on a port set up and returns 0, or -EIO when the port stopped
+ * taking bytes (those from that point on were not sent).  Thread context,
+ * one writer at a time: the caller serialises.
+ */
+bool console_aux_setup(void);
+int console_aux_write(const void *buf, size_t size);
 
 int kprintf(const char *fmt, ...) __format_printf(1, 2);
 int kvprintf(const char *fmt, va_list ap);

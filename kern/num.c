@@ -32,7 +32,7 @@ num_fmt_count(char *buf, size_t size, uint64_t v)
  * quotient fits in 64 bits, which is exactly when the high half is below
  * the divisor, so the other case saturates first.  The multiplexing
  * scheduler takes a share per waiting slot on each turn, so this is on a
- * hot path (perfmon bench row 8).
+ * hot path.
  */
 static uint64_t
 num_div128(unsigned __int128 n, uint64_t d)

@@ -716,16 +716,10 @@ void perfmon_thread_exit(void);
 
 /*
  * The context-switch hook.  It is on unless the boot option perfmon.hook=off
- * takes perfmon out of the switch path (perfmon bench compares both).
- * While it is off, attaching an event to a thread fails with -EBUSY.
- *
- * perfmon_set_switch_hook() switches it at run time; switching it off while
- * thread events are attached fails with -EBUSY.  Thread context.
+ * takes perfmon out of the switch path (kern/perfmon_control.h switches it
+ * at run time).  While it is off, attaching an event to a thread fails with
+ * -EBUSY.  Its flag is read on every context switch (perfmon_td_switch).
  */
-int perfmon_set_switch_hook(bool enabled);
-bool perfmon_switch_hook_enabled(void);
-
-/* The hook's flag, read on every context switch (perfmon_td_switch). */
 extern bool perfmon_switch_hook_on;
 
 /*
@@ -759,12 +753,6 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 
 void perfmon_tick_slow(void);
 
-/*
- * Make the calling CPU's events that wait for a counter take their turn
- * now, as the tick does (benchmarks and tests).  Thread context; nothing
- * when nothing waits.
- */
-void perfmon_rotate_local(void);
 extern uint64_t perfmon_mux_cpus;       /* atomic: CPUs with turns to take */
 
 static inline void
@@ -906,23 +894,39 @@ struct perfmon_branch_info {
 void perfmon_branch_get_info(struct perfmon_branch_info *info);
 
 /*
- * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
- * filter as perf's -j list would give it ("any,u,k"), in buf.
+ * Polling a counter whose wraps raise no interrupt, for the core and for
+ * drivers that poll their own.  perfmon_wrap_ms(): the milliseconds a
+ * counter width bits wide takes to wrap when it counts rate events per
+ * cycle of a CPU at freq Hz (UINT64_MAX: never); freq 0 (the TSC not yet
+ * calibrated) stands for PERFMON_FREQ_DEFAULT, faster than any x86 part.
+ * perfmon_poll_ms(): the poll interval for such a wrap time, a
+ * PERFMON_POLL_MARGIN-th of it, kept within min_ms..PERFMON_POLL_MAX_MS.
+ * Pure; any context.
  */
-const char *perfmon_branch_filter_name(unsigned int bit);
-void perfmon_branch_filter_fmt(char *buf, size_t size, unsigned int filter);
+#define PERFMON_FREQ_DEFAULT    5000000000ULL
+#define PERFMON_POLL_MARGIN     4
+#define PERFMON_POLL_MAX_MS     10000
 
-/*
- * A -j list (perf's --branch-filter: names, comma-separated; "ret" is
- * taken for any_ret) into *filterp, its PERFMON_BRF_* bits as given (the
- * caller adds the defaults: any, the event's modes).  Returns 0, or
- * -EINVAL for an empty list or item or an unknown name, -EOPNOTSUPP for a
- * name of perf's that Tally has no use for (hv, the TSX filters,
- * call_stack, save_type...), with the item as typed in bad (truncated to
- * bad_size - 1 characters).
- */
-int perfmon_branch_filter_parse(const char *list, unsigned int *filterp,
-                                char *bad, size_t bad_size);
+static inline uint64_t
+perfmon_wrap_ms(unsigned int width, unsigned int rate, uint64_t freq)
+{
+    if (width >= 64) {
+        return UINT64_MAX;
+    }
+
+    if (freq == 0) {
+        freq = PERFMON_FREQ_DEFAULT;
+    }
+
+    return (1ULL << width) / (MAX(freq / 1000, 1) * rate);
+}
+
+static inline unsigned int
+perfmon_poll_ms(uint64_t wrap_ms, unsigned int min_ms)
+{
+    return (unsigned int)MIN(MAX(wrap_ms / PERFMON_POLL_MARGIN, min_ms),
+                             PERFMON_POLL_MAX_MS);
+}
 
 INIT_OP_DECLARE(perfmon_setup);
 

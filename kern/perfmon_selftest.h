@@ -2,20 +2,15 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * `perfmon selftest`: checks that the counters count what they claim, on
- * the machine the kernel runs on, for users to run under
- * `-enable-kvm -cpu host` or on real hardware (and tools/hwcheck through
- * the in-kernel suite pmu_selftest).  Each check prints one line: its
- * verdict (PASS, FAIL or SKIP), what it measured and the range it
- * expected; a summary line ends the run.  Without a hardware PMU (QEMU
- * TCG, KVM without a vPMU) one line says so and only the software PMU's
- * checks run.
- *
- * The checks that go through the core's API (kern/perfmon.h: the generic
- * events on the loops of kern/workload.h, the software events) live in
- * kern/perfmon/cmd/perfmon_selftest.c; a device adds its own, those the API cannot
- * express, through its selftest operation, and reports them with the
- * functions below.
+ * The self-test contract between the perfmon core and its devices.
+ * `perfmon selftest` (kern/perfmon/cmd/perfmon_selftest.h) checks that
+ * the counters count what they claim, on the machine the kernel runs on:
+ * the checks the core's API can express are the command's; a device adds
+ * those it cannot express through its selftest operation (struct
+ * perfmon_dev_ops), measures them on the loop below and reports each with
+ * the functions below (kern/perfmon/perfmon_selftest.c).  Each check
+ * prints one line: its verdict (PASS, FAIL or SKIP), what it measured and
+ * the range it expected.
  *
  * Everything here runs in thread context, one run at a time, on one CPU:
  * the run pins its thread to the CPU it starts on and restores its
@@ -27,6 +22,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "kern/workload.h"
 
 /* The longest line a run prints, its NUL included: longer ones are cut. */
 #define PERFMON_SELFTEST_LINE_SIZE  192
@@ -48,13 +45,11 @@ struct perfmon_selftest {
 };
 
 /*
- * The loop the checks measure: n iterations (n > 0) of exactly
- * PERFMON_SELFTEST_SPIN_INSNS instructions, one of them a taken branch
- * (the last iteration's falls through), plus a constant.  Returns the TSC
- * cycles it took.  Any context.
+ * The loop the checks measure, workload_spin_loop() (kern/workload.h):
+ * n iterations (n > 0) of exactly WORKLOAD_SPIN_INSNS instructions, one
+ * of them a taken branch (the last iteration's falls through), plus a
+ * constant.  Returns the TSC cycles it took.  Any context.
  */
-#define PERFMON_SELFTEST_SPIN_INSNS     4
-
 uint64_t perfmon_selftest_spin(uint64_t n);
 
 /*
@@ -79,13 +74,5 @@ void perfmon_selftest_fail(struct perfmon_selftest *st, const char *name,
 /* num / den in thousandths (0 when den is 0), without overflowing. */
 uint64_t perfmon_selftest_ratio(uint64_t num, uint64_t den);
 
-/*
- * Run every check: a first line saying what hardware PMU there is, the
- * checks, and a summary line.  Returns the number of failed checks.
- */
-unsigned int perfmon_selftest_run(struct perfmon_selftest *st);
-
-/* `perfmon selftest` (argv[0] is "selftest"). */
-int perfmon_selftest_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_SELFTEST_H */

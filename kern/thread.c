@@ -706,7 +706,7 @@ thread_msleep_wake(struct timer *timer)
 void
 thread_msleep(uint64_t ms)
 {
-    uint64_t deadline = clock_get_time() + clock_ticks_from_ms(ms);
+    uint64_t deadline = clock_deadline_from_ms(ms);
     struct timer timer;
 
     timer_init(&timer, thread_msleep_wake, TIMER_INTR);

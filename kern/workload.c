@@ -612,7 +612,7 @@ workload_sleep_cmd(int argc, char **argv)
     }
 
     start = cpu_rdtsc();
-    end = clock_get_time() + clock_ticks_from_ms(ms);
+    end = clock_deadline_from_ms(ms);
 
     /* One sleep, cut short by input: Ctrl-C ends it, other keys do not. */
     while ((now = clock_get_time()) < end) {

@@ -32,7 +32,7 @@ import sys
 
 VENDORS = ('GenuineIntel', 'AuthenticAMD')
 
-# Flag bits, as arch/x86/pmu_evtab.h defines them.
+# Flag bits, as kern/perfmon_evtab.h defines them.
 F_INV, F_EDGE, F_ANY, F_PRECISE, F_DEPRECATED = 1, 2, 4, 8, 16
 
 # AMD core counters: the lists name none, every core counter counts.
@@ -493,7 +493,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w(' *')
     w(' * Model-specific core events of Intel and AMD processors, from the')
     w(' * vendors\' published lists (names, codes, unit masks, counter masks,')
-    w(' * counters and extra MSRs only: see arch/x86/pmu_evtab.h).')
+    w(' * counters and extra MSRs only: see kern/perfmon_evtab.h).')
     w(' *')
     w(' * Intel: github.com/intel/perfmon, %s.' % intel_source.strip())
     w(' *')
@@ -511,7 +511,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w('#include <stdint.h>')
     w('')
     w('#include "kern/macros.h"')
-    w('#include "arch/x86/pmu_evtab.h"')
+    w('#include "kern/perfmon_evtab.h"')
     w('')
     w('static const char pmu_evtab_data_names[] =')
     for s in pool.strings:
@@ -530,7 +530,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w('')
     w('/* { msr, nr_msrs, code2, nr_umasks, { umasks 2-4 }, value }; '
       '0: none. */')
-    w('static const struct pmu_evtab_extra pmu_evtab_data_extras[] = {')
+    w('static const struct perfmon_evtab_extra pmu_evtab_data_extras[] = {')
     for msr, nr, code2, umasks, value in extras:
         alt = list(umasks[1:]) + [0] * (4 - len(umasks))
         w('    { %#x, %d, %#x, %d, { %#x, %#x, %#x }, %#x },'
@@ -539,7 +539,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w('')
     w('/* { name, code, extra, umask, umask_ext, cmask, flags, counters, '
       'topic } */')
-    w('static const struct pmu_evtab_event pmu_evtab_data_events[] = {')
+    w('static const struct perfmon_evtab_event pmu_evtab_data_events[] = {')
     for ev in events:
         w('    { %d, %#x, %d, %#x, %#x, %d, %#x, %d, %d },' % (
             pool.offsets[ev['name']], ev['codes'][0],
@@ -557,7 +557,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
         if not metrics.get(name):
             continue
         w('/* { name, formula } */')
-        w('static const struct pmu_evtab_metric pmu_evtab_data_m_%s[] = {'
+        w('static const struct perfmon_evtab_metric pmu_evtab_data_m_%s[] = {'
           % cname(name))
         for metric, formula in metrics[name]:
             w('    { %d, %d },' % (pool.offsets[metric],
@@ -570,7 +570,7 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
             w('    ' + ' '.join('%d,' % r for r in rows[i:i + 12]))
         w('};')
         w('')
-    w('static const struct pmu_evtab_model pmu_evtab_data_models[] = {')
+    w('static const struct perfmon_evtab_model pmu_evtab_data_models[] = {')
     for name, rows in model_rows:
         vendor = 1 if name.startswith('amdzen') else 0
         w('    { "%s", %d, pmu_evtab_data_%s, ARRAY_SIZE(pmu_evtab_data_%s),'
@@ -583,12 +583,12 @@ def generate(intel_dir, amd_dir, intel_source, amd_source, license_text):
     w('};')
     w('')
     w('/* { vendor, family, model_lo, model_hi, step_lo, step_hi, model } */')
-    w('static const struct pmu_evtab_match pmu_evtab_data_matches[] = {')
+    w('static const struct perfmon_evtab_match pmu_evtab_data_matches[] = {')
     for box in boxes:
         w('    { %d, %d, %#x, %#x, %d, %d, %d },' % box)
     w('};')
     w('')
-    w('const struct pmu_evtab_catalog pmu_evtab_catalog = {')
+    w('const struct perfmon_evtab_catalog pmu_evtab_catalog = {')
     w('    .names = pmu_evtab_data_names,')
     w('    .names_size = sizeof(pmu_evtab_data_names),')
     w('    .formulas = pmu_evtab_data_formulas,')

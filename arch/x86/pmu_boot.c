@@ -152,8 +152,8 @@ pmu_setup(void)
     int error;
 
     /* The model's event names, also where no PMU shows (KVM, TCG). */
-    pmu_evtab_select(cpu_info.vendor, cpu_info.family, cpu_info.model,
-                     cpu_info.stepping);
+    pmu_evtab_setup(cpu_info.vendor, cpu_info.family, cpu_info.model,
+                    cpu_info.stepping);
 
     if (pmu_option_off("perfmon.hw")) {
         pmu_caps = (struct pmu_caps){ .reason = "perfmon.hw=off" };

@@ -3,7 +3,7 @@
  *
  * Model-specific core events of Intel and AMD processors, from the
  * vendors' published lists (names, codes, unit masks, counter masks,
- * counters and extra MSRs only: see arch/x86/pmu_evtab.h).
+ * counters and extra MSRs only: see kern/perfmon_evtab.h).
  *
  * Intel: github.com/intel/perfmon, commit 6dadedf3aa483393943e044ba5ec88a4507cd040.
  *
@@ -99,7 +99,7 @@
 #include <stdint.h>
 
 #include "kern/macros.h"
-#include "arch/x86/pmu_evtab.h"
+#include "kern/perfmon_evtab.h"
 
 static const char pmu_evtab_data_names[] =
     "INST_RETIRED.ANY\0"
@@ -7185,7 +7185,7 @@ static const uint64_t pmu_evtab_data_counters[] = {
 };
 
 /* { msr, nr_msrs, code2, nr_umasks, { umasks 2-4 }, value }; 0: none. */
-static const struct pmu_evtab_extra pmu_evtab_data_extras[] = {
+static const struct perfmon_evtab_extra pmu_evtab_data_extras[] = {
     { 0x0, 0, 0x0, 0, { 0x0, 0x0, 0x0 }, 0x0 },
     { 0x1a6, 2, 0x2b, 1, { 0x0, 0x0, 0x0 }, 0x1f803c4477 },
     { 0x1a6, 2, 0x2b, 1, { 0x0, 0x0, 0x0 }, 0x3fbfc00001 },
@@ -10068,7 +10068,7 @@ static const struct pmu_evtab_extra pmu_evtab_data_extras[] = {
 };
 
 /* { name, code, extra, umask, umask_ext, cmask, flags, counters, topic } */
-static const struct pmu_evtab_event pmu_evtab_data_events[] = {
+static const struct perfmon_evtab_event pmu_evtab_data_events[] = {
     { 0, 0x0, 0, 0x1, 0x0, 0, 0x8, 0, 0 },
     { 17, 0x0, 0, 0x1, 0x0, 0, 0x8, 0, 0 },
     { 40, 0x0, 0, 0x2, 0x0, 0, 0x0, 1, 0 },
@@ -18992,7 +18992,7 @@ static const char pmu_evtab_data_formulas[] =
     ;
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_alderlake_goldencove[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_alderlake_goldencove[] = {
     { 288563, 0 },
     { 288577, 55 },
     { 288590, 147 },
@@ -19112,7 +19112,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_alderlake_goldencove[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen1[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_amdzen1[] = {
     { 290937, 8961 },
     { 290964, 8992 },
     { 290986, 9085 },
@@ -19124,7 +19124,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen1[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen2[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_amdzen2[] = {
     { 290937, 8961 },
     { 290964, 8992 },
     { 290986, 9085 },
@@ -19136,7 +19136,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen2[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen3[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_amdzen3[] = {
     { 290937, 8961 },
     { 290964, 8992 },
     { 290986, 9085 },
@@ -19150,7 +19150,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen3[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen4[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_amdzen4[] = {
     { 291166, 9986 },
     { 291187, 10010 },
     { 291202, 10083 },
@@ -19200,7 +19200,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen4[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen5[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_amdzen5[] = {
     { 291166, 12151 },
     { 291187, 12175 },
     { 291218, 12248 },
@@ -19212,7 +19212,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen5[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen6[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_amdzen6[] = {
     { 291166, 12151 },
     { 291187, 12175 },
     { 291202, 12382 },
@@ -19233,7 +19233,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_amdzen6[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_arrowlake_lioncove[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_arrowlake_lioncove[] = {
     { 288563, 0 },
     { 288590, 147 },
     { 288617, 261 },
@@ -19348,7 +19348,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_arrowlake_lioncove[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_broadwell[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_broadwell[] = {
     { 291187, 16076 },
     { 292353, 16146 },
     { 288563, 16242 },
@@ -19449,7 +19449,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_broadwell[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_broadwellx[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_broadwellx[] = {
     { 292795, 24069 },
     { 292799, 24114 },
     { 292815, 24162 },
@@ -19572,7 +19572,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_broadwellx[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_cascadelakex[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_cascadelakex[] = {
     { 292795, 24069 },
     { 292799, 29054 },
     { 292815, 29102 },
@@ -19738,7 +19738,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_cascadelakex[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_clearwaterforest[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_clearwaterforest[] = {
     { 292795, 24069 },
     { 293809, 24114 },
     { 293833, 24162 },
@@ -19752,7 +19752,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_clearwaterforest[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_emeraldrapids[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_emeraldrapids[] = {
     { 292795, 24069 },
     { 292799, 29054 },
     { 292815, 29102 },
@@ -19895,7 +19895,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_emeraldrapids[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_grandridge[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_grandridge[] = {
     { 292795, 24069 },
     { 292959, 39087 },
     { 293809, 24114 },
@@ -19991,7 +19991,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_grandridge[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_graniterapids[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_graniterapids[] = {
     { 292795, 24069 },
     { 292832, 24211 },
     { 292959, 24390 },
@@ -20128,7 +20128,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_graniterapids[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_haswell[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_haswell[] = {
     { 291187, 16076 },
     { 288563, 16242 },
     { 288590, 44149 },
@@ -20209,7 +20209,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_haswell[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_haswellx[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_haswellx[] = {
     { 292795, 24069 },
     { 292799, 24114 },
     { 292815, 24162 },
@@ -20311,7 +20311,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_haswellx[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_icelake[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_icelake[] = {
     { 288563, 0 },
     { 288577, 55 },
     { 288590, 147 },
@@ -20436,7 +20436,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_icelake[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_icelakex[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_icelakex[] = {
     { 292795, 24069 },
     { 292799, 29054 },
     { 292815, 29102 },
@@ -20575,7 +20575,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_icelakex[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_lunarlake_lioncove[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_lunarlake_lioncove[] = {
     { 288563, 0 },
     { 288590, 147 },
     { 288617, 261 },
@@ -20690,7 +20690,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_lunarlake_lioncove[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_meteorlake_redwoodcove[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_meteorlake_redwoodcove[] = {
     { 288563, 0 },
     { 288590, 147 },
     { 288617, 261 },
@@ -20807,7 +20807,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_meteorlake_redwoodcove[] =
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_rocketlake[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_rocketlake[] = {
     { 288563, 0 },
     { 288577, 55 },
     { 288590, 147 },
@@ -20933,7 +20933,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_rocketlake[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_sapphirerapids[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_sapphirerapids[] = {
     { 292795, 24069 },
     { 292799, 29054 },
     { 292815, 29102 },
@@ -21076,7 +21076,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_sapphirerapids[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_sierraforest[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_sierraforest[] = {
     { 292795, 24069 },
     { 292959, 39087 },
     { 293809, 24114 },
@@ -21172,7 +21172,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_sierraforest[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_skylake[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_skylake[] = {
     { 293321, 29601 },
     { 293351, 29729 },
     { 291187, 16076 },
@@ -21315,7 +21315,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_skylake[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_skylakex[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_skylakex[] = {
     { 292795, 24069 },
     { 292799, 29054 },
     { 292815, 29102 },
@@ -21479,7 +21479,7 @@ static const struct pmu_evtab_metric pmu_evtab_data_m_skylakex[] = {
 };
 
 /* { name, formula } */
-static const struct pmu_evtab_metric pmu_evtab_data_m_tigerlake[] = {
+static const struct perfmon_evtab_metric pmu_evtab_data_m_tigerlake[] = {
     { 288563, 0 },
     { 288577, 55 },
     { 288590, 147 },
@@ -23324,7 +23324,7 @@ static const uint16_t pmu_evtab_data_westmereex[] = {
     2353, 7041, 7042,
 };
 
-static const struct pmu_evtab_model pmu_evtab_data_models[] = {
+static const struct perfmon_evtab_model pmu_evtab_data_models[] = {
     { "alderlake_goldencove", 0, pmu_evtab_data_alderlake_goldencove, ARRAY_SIZE(pmu_evtab_data_alderlake_goldencove),
       pmu_evtab_data_m_alderlake_goldencove, ARRAY_SIZE(pmu_evtab_data_m_alderlake_goldencove) },
     { "alderlake_gracemont", 0, pmu_evtab_data_alderlake_gracemont, ARRAY_SIZE(pmu_evtab_data_alderlake_gracemont),
@@ -23422,7 +23422,7 @@ static const struct pmu_evtab_model pmu_evtab_data_models[] = {
 };
 
 /* { vendor, family, model_lo, model_hi, step_lo, step_hi, model } */
-static const struct pmu_evtab_match pmu_evtab_data_matches[] = {
+static const struct perfmon_evtab_match pmu_evtab_data_matches[] = {
     { 0, 6, 0x2e, 0x2e, 0, 15, 32 },
     { 0, 6, 0x1e, 0x1e, 0, 15, 31 },
     { 0, 6, 0x1f, 0x1f, 0, 15, 31 },
@@ -23515,7 +23515,7 @@ static const struct pmu_evtab_match pmu_evtab_data_matches[] = {
     { 1, 26, 0x80, 0xff, 0, 15, 7 },
 };
 
-const struct pmu_evtab_catalog pmu_evtab_catalog = {
+const struct perfmon_evtab_catalog pmu_evtab_catalog = {
     .names = pmu_evtab_data_names,
     .names_size = sizeof(pmu_evtab_data_names),
     .formulas = pmu_evtab_data_formulas,

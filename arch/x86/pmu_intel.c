@@ -289,7 +289,7 @@ pmu_intel_counters_for(uint64_t raw_event, uint64_t *preferp)
     }
 
     /* Model-specific events count only where the model's list says. */
-    counters &= pmu_evtab_constraint(pmu_evtab_host(), raw_event);
+    counters &= pmu_evtab_constraint(perfmon_evtab_host(), raw_event);
     return counters & pmu_intel.exist_mask;
 }
 
@@ -381,7 +381,7 @@ pmu_intel_extra_take(struct pmu_intel_extra *x, uint64_t value)
 static int
 pmu_intel_hold(struct perfmon_dev *dev, uint64_t raw_event)
 {
-    const struct pmu_evtab_extra *extra;
+    const struct perfmon_evtab_extra *extra;
     struct pmu_intel_hold *hold = pmu_intel_hold_of(raw_event);
     struct pmu_intel_extra *x;
     bool valid;
@@ -453,7 +453,7 @@ static uint64_t
 pmu_intel_extra_load(uint64_t raw_event)
 {
     uint64_t sel = raw_event & ~PMU_EVTAB_RAW_EXTRA_MASK;
-    const struct pmu_evtab_extra *extra;
+    const struct perfmon_evtab_extra *extra;
     const struct pmu_intel_hold *hold;
     const struct pmu_intel_extra *x;
     bool valid;

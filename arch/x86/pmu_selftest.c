@@ -7,7 +7,7 @@
  * what kvm-unit-tests checks of a virtual PMU:
  *
  * - every counter that can count instructions counts exactly
- *   PERFMON_SELFTEST_SPIN_INSNS per iteration of the spin loop, every
+ *   WORKLOAD_SPIN_INSNS per iteration of the spin loop, every
  *   counter that can count cycles a plausible number per TSC cycle, and
  *   reference cycles tick at the TSC's rate where a counter counts them;
  * - a counter loaded near its wrap, its interrupt enabled, raises a PMI
@@ -551,8 +551,8 @@ pmu_selftest_gate(struct pmu_selftest *t)
     pmu_selftest_range(t, hw_id, "instructions, global enable clear",
                        counts[0], 0, 0);
     pmu_selftest_range(t, hw_id, "instructions, global enable set",
-                       counts[1], n * PERFMON_SELFTEST_SPIN_INSNS,
-                       n * PERFMON_SELFTEST_SPIN_INSNS + n / 100 + 2000);
+                       counts[1], n * WORKLOAD_SPIN_INSNS,
+                       n * WORKLOAD_SPIN_INSNS + n / 100 + 2000);
 }
 
 /*
@@ -566,7 +566,7 @@ static void
 pmu_selftest_fields(struct pmu_selftest *t)
 {
     static const char what[] = "counter mask and edge";
-    uint64_t insns = PMU_SELFTEST_LONG * PERFMON_SELFTEST_SPIN_INSNS;
+    uint64_t insns = PMU_SELFTEST_LONG * WORKLOAD_SPIN_INSNS;
     uint64_t counts[3], raw;
     struct pmu_selftest_set set;
     unsigned int hw_id;

@@ -44,10 +44,8 @@
 /* Spins waiting for the overflow NMI before giving up on it. */
 #define SOFTPMU_NMI_WAIT        1000000
 
-/* Poll interval for the clock counters in nmi mode. */
+/* Shortest poll interval of the clock counters in nmi mode. */
 #define SOFTPMU_POLL_MIN_MS     10
-#define SOFTPMU_POLL_MAX_MS     10000
-#define SOFTPMU_FREQ_DEFAULT    5000000000ULL
 
 /*
  * Shortest time to a clock counter's overflow, in microseconds: a clock
@@ -172,30 +170,17 @@ softpmu_counts(uint64_t raw_event, unsigned int flags)
 static uint64_t
 softpmu_clock_wrap_ms(unsigned int width)
 {
-    uint64_t freq = cpu_tsc_freq();
-
-    if (width >= 64) {
-        return UINT64_MAX;
-    }
-
-    if (freq == 0) {
-        freq = SOFTPMU_FREQ_DEFAULT;
-    }
-
-    return (1ULL << width) / MAX(freq / 1000, 1);
+    return perfmon_wrap_ms(width, 1, cpu_tsc_freq());
 }
 
 /*
- * The poll interval of the clock counters: a quarter of the time the TSC
- * takes to wrap them (in nmi mode only they need polling).
+ * The poll interval of the clock counters (in nmi mode only they need
+ * polling).
  */
 static unsigned int
 softpmu_clock_poll_ms(unsigned int width)
 {
-    uint64_t wrap_ms = softpmu_clock_wrap_ms(width);
-
-    return (unsigned int)MIN(MAX(wrap_ms / 4, SOFTPMU_POLL_MIN_MS),
-                             SOFTPMU_POLL_MAX_MS);
+    return perfmon_poll_ms(softpmu_clock_wrap_ms(width), SOFTPMU_POLL_MIN_MS);
 }
 
 /* True when polls come often enough to see every wrap of the clock. */

@@ -3,10 +3,10 @@
  *
  *
  * Performance monitoring core: the device table and the lookups around it
- * (by index, by name, event names to device codes), the one table of
- * generic events, and the hardware PMU's status line.  See kern/perfmon.h
- * for the contract and kern/perfmon/perfmon_i.h for how the core's files share
- * state.
+ * (by index, by name, event names to device codes, through the generic
+ * events of perfmon_events.c), and the hardware PMU's status line.  See
+ * kern/perfmon.h for the contract and kern/perfmon/perfmon_i.h for how the
+ * core's files share state.
  */
 
 #include <stdbool.h>

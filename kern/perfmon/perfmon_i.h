@@ -3,17 +3,26 @@
  *
  *
  * Private interface between the files of the perfmon core; nothing outside
- * the core's own files in kern/perfmon/ includes it.
+ * kern/perfmon/ includes it but the host tests that look inside the core.
  *
- *   perfmon_dev.c    the device table and its lookups, the generic event
- *                    table, the hardware status line
- *   perfmon_pmc.c    the global counter table (slot allocation), the
- *                    switch hook's flag, the poll timers
- *   perfmon.c        events, the per-CPU and per-thread counter state,
- *                    overflow folding
- *   perfmon_intr.c   the overflow-interrupt callback registry
+ *   perfmon.c          events, the per-CPU and per-thread counter state,
+ *                      the context-switch hook, overflow folding, sampling
+ *                      on the counters
+ *   perfmon_dev.c      the device table and its lookups, the hardware
+ *                      status line
+ *   perfmon_events.c   the table of generic events
+ *   perfmon_pmc.c      the global counter table (slot allocation), the
+ *                      switch hook's flag, the poll timers
+ *   perfmon_sched.c    which slot holds which counter on each CPU
+ *                      (multiplexing)
  *   perfmon_inherit.c  inherited events and their children
- *   perfmon_branch.c the branch-record driver and its users
+ *   perfmon_intr.c     the overflow-interrupt callback registry
+ *   perfmon_branch.c   the branch-record driver and its users
+ *   perfmon_sample.c   sample buffers and records
+ *   perfmon_ring.c     the per-CPU record rings (its interface is
+ *                      kern/perfmon_ring.h)
+ *
+ * kern/perfmon/README.md describes how they fit together.
  */
 
 #ifndef KERN_PERFMON_I_H

@@ -24,6 +24,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"
@@ -32,17 +33,13 @@
 #include "kern/xcall.h"
 
 /*
- * Poll interval of a device without overflow interrupt: the time the
- * counter takes to wrap at PERFMON_POLL_RATE events per CPU cycle (more than
- * any x86 event reaches), divided by PERFMON_POLL_MARGIN, kept within
- * PERFMON_POLL_MIN_MS..PERFMON_POLL_MAX_MS.  Before the TSC is calibrated,
- * PERFMON_POLL_FREQ_DEFAULT stands for the CPU frequency.
+ * Poll interval of a device without overflow interrupt (perfmon_poll_ms()):
+ * from the time its counters take to wrap at PERFMON_POLL_RATE events per
+ * CPU cycle, more than any x86 event reaches, and at least
+ * PERFMON_POLL_MIN_MS.
  */
 #define PERFMON_POLL_RATE           16
-#define PERFMON_POLL_MARGIN         4
 #define PERFMON_POLL_MIN_MS         20
-#define PERFMON_POLL_MAX_MS         10000
-#define PERFMON_POLL_FREQ_DEFAULT   5000000000ULL
 
 /*
  * The context-switch hook's flag (perfmon.hook=off clears it at boot).
@@ -61,29 +58,6 @@ uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 static unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
 static bool perfmon_poll_armed[PERFMON_MAX_DEVS];
-
-/*
- * The poll interval derived from a counter width and the CPU frequency
- * (see PERFMON_POLL_*).
- */
-static unsigned int
-perfmon_poll_ms_compute(unsigned int width, uint64_t freq)
-{
-    uint64_t per_ms, wrap_ms;
-
-    if (width >= 64) {
-        return PERFMON_POLL_MAX_MS;
-    }
-
-    if (freq == 0) {
-        freq = PERFMON_POLL_FREQ_DEFAULT;
-    }
-
-    per_ms = MAX(freq / 1000, 1) * PERFMON_POLL_RATE;
-    wrap_ms = (1ULL << width) / per_ms / PERFMON_POLL_MARGIN;
-    return (unsigned int)MIN(MAX(wrap_ms, PERFMON_POLL_MIN_MS),
-                             PERFMON_POLL_MAX_MS);
-}
 
 static void
 perfmon_poll_schedule(struct perfmon_dev *dev)
@@ -578,8 +552,9 @@ perfmon_poll_dev_add(struct perfmon_dev *dev)
     if (dev->poll_ms != 0) {
         dev->poll_interval_ms = dev->poll_ms;
     } else if (!dev->overflow_intr) {
-        dev->poll_interval_ms = perfmon_poll_ms_compute(dev->width,
-                                                        cpu_tsc_freq());
+        dev->poll_interval_ms = perfmon_poll_ms(
+            perfmon_wrap_ms(dev->width, PERFMON_POLL_RATE, cpu_tsc_freq()),
+            PERFMON_POLL_MIN_MS);
     } else {
         dev->poll_interval_ms = 0;
     }

@@ -43,6 +43,7 @@
 #include "kern/log.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/xcall.h"
 
@@ -349,7 +350,7 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
  * event reserved it; flexible slots never pick a reserved counter after).
  * That unit takes a free counter if there is one, or waits for its turn.
  * Out of line: pinned events are rare, and inlined this would cost every
- * flexible slot's switch-in registers to save (perfmon bench row 4g).
+ * flexible slot's switch-in registers to save.
  */
 static void __attribute__((noinline))
 perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,

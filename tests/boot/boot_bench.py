@@ -5,8 +5,8 @@
 #
 # Test of `perfmon bench` on 4 CPUs with overflow NMIs from the software
 # PMU and the step PMU (perfmon.step=on): `perfmon bench quick` completes
-# and prints every row, and every row with an instruction budget (issue 13)
-# meets it.  Instruction counts are exact and the same on every run, so
+# and prints every row, and every row with an instruction budget meets
+# it.  Instruction counts are exact and the same on every run, so
 # that is a real test; the cycle figures are for `make bench` to print,
 # never for pass/fail here (only that a minimum is no larger than its
 # median).  A bad argument prints the usage and leaves the prompt working;

@@ -35,7 +35,7 @@
 #include "kern/ktest.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -451,8 +451,8 @@ lt_fake_record(void)
     KTEST_CHECK_EQ(shell_exec("perfmon info"), 0);
     KTEST_CHECK_EQ(shell_exec("perfmon record -b -e cpu-clock -F 1000 -- "
                               "spin 30000000"), 0);
-    KTEST_CHECK(perfmon_rec_last() != NULL);
-    perfmon_rec_foreach(perfmon_rec_last(), lt_rec_sample, &check);
+    KTEST_CHECK(perfmon_capture_last() != NULL);
+    perfmon_capture_foreach(perfmon_capture_last(), lt_rec_sample, &check);
     ktest_diag("%u samples, %u without the fake stack", check.nr_samples,
                check.nr_bad);
     KTEST_CHECK(check.nr_samples > 0);
@@ -467,7 +467,7 @@ lt_fake_record(void)
 
 out:
     /* The recordings are the test's: none is left behind. */
-    perfmon_rec_keep(NULL);
+    perfmon_capture_keep(NULL);
     KTEST_CHECK_EQ(lbr_install(NULL, NULL), 0);
     return ktest_result();
 }

@@ -16,7 +16,7 @@
 
 #include "kern/ktest.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_selftest.h"
 
 static void
 pmu_selftest_test_print(void *arg, const char *line)

@@ -19,6 +19,7 @@
 #include "arch/x86/tsc.h"
 #include "kern/clock.h"
 #include "kern/ktest.h"
+#include "kern/macros.h"
 #include "kern/thread.h"
 #include "kern/timer.h"
 #include "kern/xcall.h"
@@ -394,20 +395,37 @@ timer_test_clock_catches_up(void)
 
 KTEST_DEFINE(timer, clock_catches_up, timer_test_clock_catches_up);
 
+/*
+ * A sleep lasts at least what it asked for, in real time, wherever in a
+ * tick it starts: each sleep starts 0.9 ms into a tick, where a deadline
+ * counted from the current tick would wake it 0.9 ms early.
+ */
 static int
 timer_test_msleep(void)
 {
-    static const unsigned int ms[] = { 1, 2, 5, 20, 50 };
+    static const uint64_t ms[] = { 1, 2, 5, 20, 50 };
+    const uint64_t late_ns = 900000;
+    uint64_t tick, start, slept;
 
-    for (unsigned int i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
-        uint64_t start = clock_get_time(), elapsed;
+    for (size_t i = 0; i < ARRAY_SIZE(ms); i++) {
+        tick = clock_get_time();
+
+        while (clock_get_time() == tick) {
+            cpu_pause();
+        }
+
+        start = tsc_ns();
+
+        while (tsc_ns() - start < late_ns) {
+            cpu_pause();
+        }
 
         thread_msleep(ms[i]);
-        elapsed = clock_get_time() - start;
+        slept = tsc_ns() - start - late_ns;
 
-        if (elapsed < clock_ticks_from_ms(ms[i])
-            || elapsed > clock_ticks_from_ms(ms[i]) + 1000) {
-            ktest_diag("msleep(%u) took %lu ticks", ms[i], elapsed);
+        if (slept < ms[i] * 1000000 || slept > (ms[i] + 1000) * 1000000) {
+            ktest_diag("msleep(%llu) slept %llu ns", (unsigned long long)ms[i],
+                       (unsigned long long)slept);
             return KTEST_FAIL;
         }
     }
@@ -448,3 +466,4 @@ timer_test_clock(void)
 }
 
 KTEST_DEFINE(timer, clock_monotonic, timer_test_clock);
+

@@ -10,8 +10,9 @@
  * Written from the Intel SDM (vol. 3B, "Last Branch, Interrupt, and
  * Exception Recording" and "Architectural Last Branch Records"; vol. 2A,
  * CPUID leaves 07H and 1CH) and the AMD APM (vol. 2, "Last Branch Stack";
- * CPUID Fn8000_0022), as collected in ../shared/docs/lbr-facts.md.  No
- * kinder than hardware:
+ * CPUID Fn8000_0022), and Linux's arch/x86/events/intel/lbr.c and
+ * arch/x86/events/amd/lbr.c for how they behave.  No kinder than
+ * hardware:
  *
  * - the records run until frozen: between two of the driver's MSR
  *   accesses the model records the driver's own branches (the drift), so

@@ -514,80 +514,6 @@ test_inherited_children(void **state)
 }
 
 static void
-test_filter_names(void **state)
-{
-    char buf[80];
-
-    (void)state;
-    assert_string_equal(perfmon_branch_filter_name(PERFMON_BRF_ANY_CALL),
-                        "any_call");
-    assert_string_equal(perfmon_branch_filter_name(PERFMON_BRF_USER), "u");
-    assert_null(perfmon_branch_filter_name(0x8000));
-    assert_null(perfmon_branch_filter_name(PERFMON_BRF_MODE));
-    perfmon_branch_filter_fmt(buf, sizeof(buf), PERFMON_BRF_MASK);
-    assert_string_equal(buf, "any,any_call,any_ret,ind_call,call,cond,"
-                             "ind_jmp,u,k");
-    perfmon_branch_filter_fmt(buf, sizeof(buf), 0);
-    assert_string_equal(buf, "");
-    perfmon_branch_filter_fmt(buf, 8, PERFMON_BRF_MASK);
-    assert_string_equal(buf, "any,any");
-}
-
-/* -j lists: perf's names, "ret" for any_ret, and what is refused. */
-static void
-test_filter_parse(void **state)
-{
-    static const struct {
-        const char *list;
-        int error;
-        unsigned int filter;
-        const char *bad;
-    } cases[] = {
-        { "any", 0, PERFMON_BRF_ANY, "" },
-        { "any,u,k", 0, PERFMON_BRF_ANY | PERFMON_BRF_MODE, "" },
-        { "call,ret,ind_call,cond", 0, PERFMON_BRF_CALL | PERFMON_BRF_ANY_RET
-          | PERFMON_BRF_IND_CALL | PERFMON_BRF_COND, "" },
-        { "any_call,any_ret,ind_jmp,k", 0, PERFMON_BRF_ANY_CALL
-          | PERFMON_BRF_ANY_RET | PERFMON_BRF_IND_JMP | PERFMON_BRF_KERN, "" },
-        { "u", 0, PERFMON_BRF_USER, "" },
-        { "", -EINVAL, 0, "" },
-        { "any,", -EINVAL, 0, "" },
-        { ",any", -EINVAL, 0, "" },
-        { "any,,k", -EINVAL, 0, "" },
-        { "anyx", -EINVAL, 0, "anyx" },
-        { "an", -EINVAL, 0, "an" },
-        { "cond,returns", -EINVAL, 0, "returns" },
-        { "hv", -EOPNOTSUPP, 0, "hv" },
-        { "any,in_tx", -EOPNOTSUPP, 0, "in_tx" },
-        { "call_stack,u", -EOPNOTSUPP, 0, "call_stack" },
-        { "save_type", -EOPNOTSUPP, 0, "save_type" },
-    };
-    unsigned int filter;
-    char bad[12];
-
-    (void)state;
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        filter = 0x5a5a;
-
-        assert_int_equal(perfmon_branch_filter_parse(cases[i].list, &filter,
-                                                     bad, sizeof(bad)),
-                         cases[i].error);
-        assert_string_equal(bad, cases[i].bad);
-        assert_int_equal(filter, cases[i].error ? 0x5a5aU : cases[i].filter);
-    }
-
-    /* NULL arguments; the offending item is cut to fit. */
-    assert_int_equal(perfmon_branch_filter_parse("any", NULL, bad,
-                                                 sizeof(bad)), -EINVAL);
-    assert_int_equal(perfmon_branch_filter_parse(NULL, &filter, bad,
-                                                 sizeof(bad)), -EINVAL);
-    assert_int_equal(perfmon_branch_filter_parse("abcdefghijkl", &filter,
-                                                 bad, sizeof(bad)), -EINVAL);
-    assert_string_equal(bad, "abcdefghijk");
-}
-
-static void
 test_register_errors(void **state)
 {
     struct perfmon_branch_ops no_stop = drv_ops;
@@ -631,8 +557,6 @@ main(void)
         T(test_samples_carry_their_stack),
         T(test_sched_in),
         T(test_inherited_children),
-        T(test_filter_names),
-        T(test_filter_parse),
         T(test_register_errors),
 #undef T
     };

@@ -116,27 +116,75 @@ static void
 test_dispatch(void **state)
 {
     static const char *const subs[] = {
-        "stat", "record", "report", "script", "top", "bench",
+        "stat", "record", "report", "script", "top", "bench", "selftest",
     };
     char line[64];
+    const char *out;
 
     (void)state;
 
+    /* Every subcommand gets the shell's words, its name in argv[1]. */
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
         fake_perfmon_subcmd = NULL;
         snprintf(line, sizeof(line), "perfmon %s -x y", subs[i]);
         assert_int_equal(shell_exec(line), 0);
         assert_non_null(fake_perfmon_subcmd);
         assert_string_equal(fake_perfmon_subcmd, subs[i]);
+        assert_int_equal(fake_perfmon_subcmd_argc, 4);
+    }
+
+    /* Help: a summary line and the usage of each, from the one table. */
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon"), 0);
+    out = fake_console_output();
+    assert_non_null(strstr(out, "usage: perfmon SUBCOMMAND"));
+    assert_non_null(strstr(out, "  stat      run COMMAND"));
+    assert_non_null(strstr(out, "usage: perfmon list [FILTER] | --model "
+                                "VENDOR-FAMILY-MODEL[-STEPPING] [FILTER] | "
+                                "metrics [FILTER]\n"));
+
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        snprintf(line, sizeof(line), "usage: perfmon %s (fake)\n", subs[i]);
+        assert_non_null(strstr(out, line));
     }
 
     fake_console_reset();
-    assert_int_equal(shell_exec("perfmon"), 0);
-    assert_non_null(strstr(fake_console_output(), "usage: perfmon"));
+    assert_int_equal(shell_exec("perfmon help"), 0);
+    assert_string_equal(fake_console_output(), out);
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon help info"), 0);
+    assert_string_equal(fake_console_output(),
+                        "info: devices, capabilities, counters in use\n"
+                        "usage: perfmon info\n");
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon help nope"), SHELL_ERR_REPORTED);
+    assert_non_null(strstr(fake_console_output(),
+                           "perfmon: help: unknown subcommand 'nope'"));
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon info extra"), SHELL_ERR_REPORTED);
+    assert_string_equal(fake_console_output(),
+                        "perfmon: info: no arguments expected, not 'extra'\n"
+                        "usage: perfmon info\n");
     fake_console_reset();
     assert_int_equal(shell_exec("perfmon frobnicate"), SHELL_ERR_REPORTED);
     assert_non_null(strstr(fake_console_output(),
                            "perfmon: unknown subcommand 'frobnicate'"));
+}
+
+/* An error is one line and the usage's synopsis, not its option details. */
+static void
+test_error_one_line_and_synopsis(void **state)
+{
+    static const char usage[] = "usage: perfmon fake [-a] COMMAND\n"
+                                "  -a  every CPU\n";
+
+    (void)state;
+    fake_console_reset();
+    assert_int_equal(perfmon_cmd_error("fake", usage, "bad %s", "word"),
+                     SHELL_ERR_REPORTED);
+    assert_string_equal(fake_console_output(),
+                        "perfmon: fake: bad word\n"
+                        "usage: perfmon fake [-a] COMMAND\n");
 }
 
 static void
@@ -235,6 +283,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_getopt, setup),
         cmocka_unit_test_setup(test_dispatch, setup),
+        cmocka_unit_test_setup(test_error_one_line_and_synopsis, setup),
         cmocka_unit_test_setup(test_list_and_info, setup),
         cmocka_unit_test_setup(test_resolve, setup),
         cmocka_unit_test_setup(test_lines_and_runner, setup),

@@ -33,6 +33,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon_ring.h"
 #include "kern/syscnt.h"
 

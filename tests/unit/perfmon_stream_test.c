@@ -11,7 +11,8 @@
  * lost samples), the end (losses the store hid, SAMPLE_TIME), and the
  * failures: no COM2, a second stream, a port that stops taking bytes.  The
  * bytes are read back here field by field, at the offsets of perf's
- * layouts (../shared/docs/perf-data-facts.md).
+ * layouts (Linux's tools/perf/Documentation/perf.data-file-format.txt,
+ * include/uapi/linux/perf_event.h).
  *
  * The stream decodes samples (kern/perfmon/perfmon_sample.c) and writes none, so
  * the perfmon core is not linked: what the sample-writing half of that
@@ -32,7 +33,7 @@
 #include "kern/error.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_i.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/thread.h"
@@ -339,7 +340,7 @@ test_header_names_the_event(void **state)
     assert_null(feature(recs, n, 15));                  /* no branches */
     assert_null(feature(recs, n, 21));                  /* not ended */
 
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 static void
@@ -361,7 +362,7 @@ test_header_carries_the_command_line(void **state)
     }
 
     assert_true(pos <= r->size - 8u);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* Arguments beyond the buffer are left out; the rest still goes. */
@@ -389,7 +390,7 @@ test_header_cmdline_too_long_is_cut(void **state)
     assert_non_null(feature(recs, n, 11));
     assert_true(u32_at(feature(recs, n, 11)->p, 8) < 40);
     assert_non_null(find(recs, n, 1, 0));               /* the MMAP after */
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 static void
@@ -414,7 +415,7 @@ test_header_maps_the_kernel(void **state)
     /* The name padded to 8, then the 24-byte sample_id trailer. */
     assert_int_equal(r->size, 8 + 32 + ((name_len + 7) & ~7u) + 24);
     assert_int_equal(r, &recs[n - 1]);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* Events perf has no name for go as raw ones; the name still says. */
@@ -436,14 +437,14 @@ test_header_event_types(void **state)
     assert_true(u64_at(recs[0].p, 8) == 0);             /* cycles */
     assert_true(u64_at(recs[0].p, 16) == 12345);        /* sample_period */
     assert_true(u64_at(recs[0].p, 40) == 0x140311);     /* exclude_user */
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 
     fake_uart_reset(true);
     desc.generic = PERFMON_EV_XCALL;
     assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
     stream_records(recs, 32);
     assert_int_equal(u32_at(recs[0].p, 0), 4);          /* raw */
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 
     fake_uart_reset(true);
     desc.generic = -1;
@@ -452,7 +453,7 @@ test_header_event_types(void **state)
     stream_records(recs, 32);
     assert_int_equal(u32_at(recs[0].p, 0), 4);
     assert_true(u64_at(recs[0].p, 8) == 0x1c2);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -485,7 +486,7 @@ test_sample_in_perf_form(void **state)
     assert_true(u64_at(r->p, 40) == 4);
     assert_true(u64_at(r->p, 48) == CONTEXT_KERNEL);
     assert_memory_equal(r->p + 56, ips, sizeof(ips));
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* Without -g the chain is the ip alone: stack collapsers need one. */
@@ -509,7 +510,7 @@ test_sample_without_chain_gets_one(void **state)
     assert_true(u64_at(r->p, 48) == CONTEXT_KERNEL);
     assert_true(u64_at(r->p, 56) == 0xffffffff80201234ULL);
     assert_int_equal(r->size, 8 + 8 * 8);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 static void
@@ -546,7 +547,7 @@ test_branch_stack(void **state)
     r = find(recs, n, 9, 0);
     assert_true(u64_at(r->p, 64) == 1);
     assert_memory_equal(r->p + 72, &br, sizeof(br));
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* Each filter bit becomes perf's PERF_SAMPLE_BRANCH_* bit. */
@@ -575,7 +576,7 @@ test_branch_filter_type(void **state)
         assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
         stream_records(recs, 32);
         assert_true(u64_at(recs[0].p, 72) == cases[i].type);
-        perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+        perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
         fake_uart_reset(true);
     }
 }
@@ -601,7 +602,7 @@ test_comm_with_trailer(void **state)
     assert_int_equal(u32_at(r->p, 20), 9);
     assert_true(u64_at(r->p, 24) == 0);                 /* before samples */
     assert_int_equal(r, &recs[n - 1]);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /*
@@ -613,7 +614,7 @@ static void
 test_lost_and_end(void **state)
 {
     struct perfmon_stream *stream = open_default();
-    struct perfmon_rec_info info = { .nr_samples = 2, .nr_lost = 10 };
+    struct perfmon_capture_info info = { .nr_samples = 2, .nr_lost = 10 };
     uint64_t buf[32];
     struct rec recs[32];
     const struct rec *r;
@@ -659,7 +660,7 @@ test_other_records_left_out(void **state)
     perfmon_stream_rec((const void *)buf, stream);
     fake_uart_com2_data(&after);
     assert_int_equal(before, after);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* ---- failures ----------------------------------------------------------- */
@@ -680,7 +681,7 @@ test_no_com2(void **state)
     /* Nothing was left open. */
     fake_uart_reset(true);
     assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 static void
@@ -691,9 +692,9 @@ test_one_stream_at_a_time(void **state)
 
     (void)state;
     assert_int_equal(perfmon_stream_open(&other, &desc), -EBUSY);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
     assert_int_equal(perfmon_stream_open(&other, &desc), 0);
-    perfmon_stream_close(other, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(other, &(struct perfmon_capture_info){ 0 });
 }
 
 static void
@@ -707,7 +708,7 @@ test_port_dead_at_open(void **state)
     assert_int_equal(perfmon_stream_open(&stream, &desc), -EIO);
     fake_uart_reset(true);
     assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
-    perfmon_stream_close(stream, &(struct perfmon_rec_info){ 0 });
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
 /* A port that stops mid-way: nothing more is sent, close says so. */
@@ -726,7 +727,7 @@ test_port_dies_mid_stream(void **state)
     fake_uart_fail_after(1000);
     perfmon_stream_rec((const void *)buf, stream);
     assert_int_equal(perfmon_stream_close(stream,
-                                          &(struct perfmon_rec_info){ 0 }),
+                                          &(struct perfmon_capture_info){ 0 }),
                      -EIO);
     fake_uart_com2_data(&size);
     assert_int_equal(size, at_fail + 30);

@@ -31,6 +31,7 @@
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
 

@@ -498,7 +498,7 @@ test_model_constraints(void **state)
 
     (void)state;
     dev = boot_version(4);
-    pmu_evtab_select(CPU_VENDOR_INTEL, 6, 0x55, 4);
+    pmu_evtab_setup(CPU_VENDOR_INTEL, 6, 0x55, 4);
 
     assert_int_equal(dev->ops->counters(dev, 0x01c0, KERN, &counters,
                                         &prefer), 0);
@@ -517,7 +517,7 @@ test_model_constraints(void **state)
     dev->ops->free(dev, hw);
 
     /* Another model (or none) has no such constraint. */
-    pmu_evtab_select(CPU_VENDOR_UNKNOWN, 0, 0, 0);
+    pmu_evtab_setup(CPU_VENDOR_UNKNOWN, 0, 0, 0);
     assert_int_equal(dev->ops->counters(dev, 0x01c0, KERN, &counters,
                                         &prefer), 0);
     assert_int_equal(counters & 0xf, 0xf);
@@ -536,7 +536,7 @@ test_model_constraints(void **state)
 static void
 test_extra_msrs(void **state)
 {
-    const struct pmu_evtab_model *m = pmu_evtab_find_id("skylakex");
+    const struct perfmon_evtab_model *m = perfmon_evtab_find_id("skylakex");
     struct msr_model_config c = msr_model_intel(4);
     uint64_t a, b, d, lat, value;
     struct perfmon_dev *dev;
@@ -547,14 +547,14 @@ test_extra_msrs(void **state)
     (void)state;
     c.extra_msrs = true;
     dev = boot(&c, true);
-    pmu_evtab_select(CPU_VENDOR_INTEL, 6, 0x55, 4);
-    a = pmu_evtab_raw(m, pmu_evtab_lookup(
+    pmu_evtab_setup(CPU_VENDOR_INTEL, 6, 0x55, 4);
+    a = pmu_evtab_raw(m, perfmon_evtab_lookup(
         m, "OFFCORE_RESPONSE.ALL_DATA_RD.L3_MISS.ANY_SNOOP"));
-    b = pmu_evtab_raw(m, pmu_evtab_lookup(
+    b = pmu_evtab_raw(m, perfmon_evtab_lookup(
         m, "OFFCORE_RESPONSE.ALL_RFO.L3_MISS.ANY_SNOOP"));
-    d = pmu_evtab_raw(m, pmu_evtab_lookup(
+    d = pmu_evtab_raw(m, perfmon_evtab_lookup(
         m, "OFFCORE_RESPONSE.ALL_PF_DATA_RD.L3_MISS.ANY_SNOOP"));
-    lat = pmu_evtab_raw(m, pmu_evtab_lookup(
+    lat = pmu_evtab_raw(m, perfmon_evtab_lookup(
         m, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4"));
     assert_true(pmu_evtab_raw_extra(a, &valid)->value
                 != pmu_evtab_raw_extra(b, &valid)->value);
@@ -614,7 +614,7 @@ test_extra_msrs(void **state)
     assert_int_equal(dev->ops->hold(dev, a), -ENOENT);
     assert_int_equal(dev->ops->hold(dev, lat), -ENOENT);
     assert_int_equal(msr_model_nr_gp_unsafe(), 0);
-    pmu_evtab_select(CPU_VENDOR_UNKNOWN, 0, 0, 0);
+    pmu_evtab_setup(CPU_VENDOR_UNKNOWN, 0, 0, 0);
 }
 
 static void

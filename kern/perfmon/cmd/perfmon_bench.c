@@ -18,16 +18,17 @@
  * Rows that wait on another CPU (xcall round trips) have cycles only:
  * their spin loops run as long as the other CPU takes.
  *
- * Budgets, in instructions, are in perfmon_bench_budgets[]: the issue's
- * (13) where today's paths meet them, otherwise a few instructions above
- * today's count with the reason printed under the row.  A row that
+ * Budgets, in instructions, are in perfmon_bench_budgets[]: the design
+ * target of each row where today's paths meet it, otherwise a few
+ * instructions above today's count with the reason printed under the row.  A row that
  * exceeds its budget is MISSED, and `make bench` fails.  The switch rows
  * are in kern/perfmon/cmd/perfmon_bench_switch.c, the interrupt rows in
- * kern/perfmon/cmd/perfmon_bench_intr.c; this file keeps the harness (counting,
- * timing, printing, the budgets) and the other rows, which share it.
+ * kern/perfmon/cmd/perfmon_bench_intr.c; this file keeps the harness
+ * (counting, timing, printing, the budgets) and the other rows, which share
+ * it.
  *
- * Cycles: cheap operations are timed in batches of PB_BATCH calls per
- * sample, so that the cost of reading the TSC does not swamp what is
+ * Cycles: cheap operations are timed in batches of PERFMON_BENCH_BATCH calls
+ * per sample, so that the cost of reading the TSC does not swamp what is
  * measured; each row reports the minimum and median of its samples, per
  * operation, and its ratio to the row it is compared with (the targets
  * those ratios are judged against live in tools/bench).
@@ -51,6 +52,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/cmd/perfmon_bench.h"
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/printf.h"
@@ -64,9 +66,9 @@
 /* Printing ---------------------------------------------------------------- */
 
 static void
-pb_fmt_u64(char *buf, size_t size, uint64_t v)
+perfmon_bench_fmt_u64(char *buf, size_t size, uint64_t v)
 {
-    if (v == PB_NONE) {
+    if (v == PERFMON_BENCH_NONE) {
         strlcpy(buf, "-", size);
     } else {
         ksnprintf(buf, size, "%lu", v);
@@ -74,53 +76,54 @@ pb_fmt_u64(char *buf, size_t size, uint64_t v)
 }
 
 /*
- * The budgets.  Today's paths need more than the issue allows in most rows:
- * what they run is in the why lines, and by function in README.md.
+ * The budgets.  Today's paths need more than the target in most rows: the
+ * why line printed under the row says what they run.  BENCH.md beside
+ * this file says what each budget bounds.
  */
 static const struct perfmon_bench_budget
-perfmon_bench_budgets[PB_NR_BUDGETS] = {
-    [PB_BUDGET_READ_CPU] = {
+perfmon_bench_budgets[PERFMON_BENCH_NR_BUDGETS] = {
+    [PERFMON_BENCH_BUDGET_READ_CPU] = {
         1, 30, 105,
         "around the device's read: checks, preemption, retry, 64-bit fold; "
         "the enabled state, and whether the slot holds a counter here",
     },
-    [PB_BUDGET_READ_THREAD] = {
+    [PERFMON_BENCH_BUDGET_READ_THREAD] = {
         1, 40, 120,
         "2a's, and the thread's share of the count, reached through thread.c",
     },
-    [PB_BUDGET_HOOK] = { 0, 4, 4, NULL },
-    [PB_BUDGET_SWITCH_1] = {
+    [PERFMON_BENCH_BUDGET_HOOK] = { 0, 4, 4, NULL },
+    [PERFMON_BENCH_BUDGET_SWITCH_1] = {
         1, 40, 233,
         "a fold of the counter, the section around it, both threads' slots, "
         "their enabled and running times, whether branch records restart",
     },
-    [PB_BUDGET_SWITCH_4] = {
+    [PERFMON_BENCH_BUDGET_SWITCH_4] = {
         4, 100, 613,
         "4e's fold, slot work and times for each of 4 counters",
     },
-    [PB_BUDGET_SWITCH_SPLIT] = {
+    [PERFMON_BENCH_BUDGET_SWITCH_SPLIT] = {
         1, 50, 712,
         "a fold, reference counts and masks on both sides of the switch, "
         "the times, and the scheduler giving the slot a counter of this CPU "
         "and taking it back (multiplexing)",
     },
-    [PB_BUDGET_FOLD] = {
+    [PERFMON_BENCH_BUDGET_FOLD] = {
         0, 60, 240,
         "NMI dispatch, the interrupt's section and bookkeeping, the fold",
     },
-    [PB_BUDGET_SAMPLE] = {
+    [PERFMON_BENCH_BUDGET_SAMPLE] = {
         0, 150, 830,
         "the ring's copies (byte by byte), the record, re-arming the period",
     },
-    [PB_BUDGET_FRAME] = {
+    [PERFMON_BENCH_BUDGET_FRAME] = {
         0, 12, 45,
         "each frame's bounds checks in the walk, and its copy into the ring",
     },
     /*
-     * Issue 16 names the row, not a figure: ours is a counter's stop, fold
-     * and start (row 4r, about 115) and its share of the turn's sort.
+     * No target was set for a turn: ours is a counter's stop, fold and
+     * start (row 4r, about 115) and its share of the turn's sort.
      */
-    [PB_BUDGET_TURN] = { 0, 900, 900, NULL },
+    [PERFMON_BENCH_BUDGET_TURN] = { 0, 900, 900, NULL },
 };
 
 uint64_t
@@ -128,11 +131,11 @@ perfmon_bench_budget(unsigned int budget, uint64_t part)
 {
     const struct perfmon_bench_budget *b;
 
-    assert(budget < PB_NR_BUDGETS);
+    assert(budget < PERFMON_BENCH_NR_BUDGETS);
     b = &perfmon_bench_budgets[budget];
 
-    if (b->times != 0 && part == PB_NONE) {
-        return PB_NONE;
+    if (b->times != 0 && part == PERFMON_BENCH_NONE) {
+        return PERFMON_BENCH_NONE;
     }
 
     return b->times * (b->times != 0 ? part : 0) + b->allowed;
@@ -143,12 +146,12 @@ perfmon_bench_print_why(unsigned int budget)
 {
     const struct perfmon_bench_budget *b;
 
-    assert(budget < PB_NR_BUDGETS);
+    assert(budget < PERFMON_BENCH_NR_BUDGETS);
     b = &perfmon_bench_budgets[budget];
 
-    if (b->allowed > b->issue) {
-        kprintf("     budget +%u, not the issue's +%u: %s\n", b->allowed,
-                b->issue, b->why);
+    if (b->allowed > b->target) {
+        kprintf("     budget +%u, over the target +%u: %s\n", b->allowed,
+                b->target, b->why);
     }
 }
 
@@ -162,22 +165,22 @@ perfmon_bench_print(struct perfmon_bench_run *run, const char *id,
     char ratio[16] = "-";
     const char *verdict = "-";
 
-    if (insns == PB_NONE) {
-        budget = PB_NONE;
+    if (insns == PERFMON_BENCH_NONE) {
+        budget = PERFMON_BENCH_NONE;
     }
 
-    pb_fmt_u64(insns_buf, sizeof(insns_buf), insns);
-    pb_fmt_u64(budget_buf, sizeof(budget_buf), budget);
+    perfmon_bench_fmt_u64(insns_buf, sizeof(insns_buf), insns);
+    perfmon_bench_fmt_u64(budget_buf, sizeof(budget_buf), budget);
 
-    if (budget != PB_NONE) {
+    if (budget != PERFMON_BENCH_NONE) {
         verdict = (insns <= budget) ? "MET" : "MISSED";
         run->nr_met += (insns <= budget);
         run->nr_missed += (insns > budget);
     }
 
     if (cycles != NULL) {
-        pb_fmt_u64(min, sizeof(min), cycles->min);
-        pb_fmt_u64(median, sizeof(median), cycles->median);
+        perfmon_bench_fmt_u64(min, sizeof(min), cycles->min);
+        perfmon_bench_fmt_u64(median, sizeof(median), cycles->median);
 
         if (base != NULL && base->median != 0) {
             uint64_t x100 = cycles->median * 100 / base->median;
@@ -226,11 +229,12 @@ perfmon_bench_measure(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
     bench_summarize(run->samples, run->nr_samples, result);
 }
 
-/* Instructions ------------------------------------------------------------- */
+/* Instructions -------------------------------------------------------------
+ */
 
 /* What every instruction count takes off: a call that does nothing. */
 static void
-pb_op_nop(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_nop(struct perfmon_bench_run *run, void *arg)
 {
     (void)run;
     (void)arg;
@@ -265,8 +269,9 @@ perfmon_bench_step_init(const struct perfmon_bench_run *run,
 }
 
 static uint64_t
-pb_insns_once(struct perfmon_bench_run *run, struct perfmon_event *steps,
-              perfmon_bench_op_fn_t fn, void *arg, bool intr_off)
+perfmon_bench_insns_once(struct perfmon_bench_run *run,
+                         struct perfmon_event *steps, perfmon_bench_op_fn_t fn,
+                         void *arg, bool intr_off)
 {
     uint64_t count = perfmon_event_read(steps);
     unsigned long flags = 0;
@@ -287,19 +292,19 @@ pb_insns_once(struct perfmon_bench_run *run, struct perfmon_event *steps,
 /*
  * The instructions of one call of fn beyond an empty call, counted on this
  * thread (nmis: with the NMI handlers that run meanwhile); intr_off:
- * called with interrupts disabled, as device operations are.  PB_NONE
- * without the step PMU.
+ * called with interrupts disabled, as device operations are.
+ * PERFMON_BENCH_NONE without the step PMU.
  */
 uint64_t
 perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
                     void *arg, bool intr_off, bool nmis)
 {
-    uint64_t base = PB_NONE, count = PB_NONE;
+    uint64_t base = PERFMON_BENCH_NONE, count = PERFMON_BENCH_NONE;
     struct perfmon_event steps;
 
     if (run->step == NULL || perfmon_bench_step_init(run, &steps, nmis) != 0
         || perfmon_event_attach(&steps, thread_self()) != 0) {
-        return PB_NONE;
+        return PERFMON_BENCH_NONE;
     }
 
     for (unsigned int i = 0; i < run->insn_tries; i++) {
@@ -308,12 +313,14 @@ perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
          * a sample per try is far from what throttling allows a CPU.
          */
         if (nmis) {
-            thread_msleep(PB_INSN_PAUSE_MS);
+            thread_msleep(PERFMON_BENCH_INSN_PAUSE_MS);
         }
 
-        base = MIN(base, pb_insns_once(run, &steps, pb_op_nop, NULL,
-                                       intr_off));
-        count = MIN(count, pb_insns_once(run, &steps, fn, arg, intr_off));
+        base = MIN(base, perfmon_bench_insns_once(run, &steps,
+                                                  perfmon_bench_op_nop, NULL,
+                                                  intr_off));
+        count = MIN(count,
+                    perfmon_bench_insns_once(run, &steps, fn, arg, intr_off));
     }
 
     perfmon_event_detach(&steps);
@@ -328,8 +335,8 @@ perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
     uint64_t all = perfmon_bench_insns(run, fn, arg, false, true);
     uint64_t thread = perfmon_bench_insns(run, fn, arg, false, false);
 
-    if (all == PB_NONE || thread == PB_NONE) {
-        return PB_NONE;
+    if (all == PERFMON_BENCH_NONE || thread == PERFMON_BENCH_NONE) {
+        return PERFMON_BENCH_NONE;
     }
 
     return (all > thread) ? all - thread : 0;
@@ -339,17 +346,18 @@ perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
 uint64_t
 perfmon_bench_sub(uint64_t a, uint64_t b)
 {
-    if (a == PB_NONE || b == PB_NONE) {
-        return PB_NONE;
+    if (a == PERFMON_BENCH_NONE || b == PERFMON_BENCH_NONE) {
+        return PERFMON_BENCH_NONE;
     }
 
     return (a > b) ? a - b : 0;
 }
 
-/* Rows 1-3: reads ---------------------------------------------------------- */
+/* Rows 1-3: reads ----------------------------------------------------------
+ */
 
 static void
-pb_op_raw_read(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_raw_read(struct perfmon_bench_run *run, void *arg)
 {
     const struct perfmon_bench_counter *counter = arg;
 
@@ -358,28 +366,28 @@ pb_op_raw_read(struct perfmon_bench_run *run, void *arg)
 }
 
 static void
-pb_op_event_read(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_event_read(struct perfmon_bench_run *run, void *arg)
 {
     (void)run;
     perfmon_event_read(arg);
 }
 
 static void
-pb_nop(void *arg)
+perfmon_bench_nop(void *arg)
 {
     (void)arg;
 }
 
 static void
-pb_op_xcall(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_xcall(struct perfmon_bench_run *run, void *arg)
 {
     (void)arg;
-    xcall_call(pb_nop, NULL, run->remote);
+    xcall_call(perfmon_bench_nop, NULL, run->remote);
 }
 
 /* Fill in the hardware counter of a struct perfmon_bench_counter. */
 static void
-pb_find_counter(const struct perfmon_pmc_info *info, void *arg)
+perfmon_bench_find_counter(const struct perfmon_pmc_info *info, void *arg)
 {
     struct perfmon_bench_counter *counter = arg;
 
@@ -390,8 +398,8 @@ pb_find_counter(const struct perfmon_pmc_info *info, void *arg)
 }
 
 static int
-pb_attach_test_event(struct perfmon_event *event, struct thread *thread,
-                     int cpu)
+perfmon_bench_attach_test_event(struct perfmon_event *event,
+                                struct thread *thread, int cpu)
 {
     int error = perfmon_event_init(event, PERFMON_EV_TEST, PERFMON_EF_KERN);
 
@@ -404,33 +412,36 @@ pb_attach_test_event(struct perfmon_event *event, struct thread *thread,
 }
 
 static int
-pb_rows_local(struct perfmon_bench_run *run)
+perfmon_bench_rows_local(struct perfmon_bench_run *run)
 {
     struct bench_result r;
     uint64_t insns, budget;
 
-    perfmon_bench_measure(run, pb_op_raw_read, &run->soft, PB_BATCH, true,
-                          &run->raw_read);
-    run->insns_raw_read = perfmon_bench_insns(run, pb_op_raw_read, &run->soft,
-                                              true, false);
+    perfmon_bench_measure(run, perfmon_bench_op_raw_read, &run->soft,
+                          PERFMON_BENCH_BATCH, true, &run->raw_read);
+    run->insns_raw_read = perfmon_bench_insns(run, perfmon_bench_op_raw_read,
+                                              &run->soft, true, false);
     perfmon_bench_print(run, "1", "raw device read (soft PMU)",
-                        run->insns_raw_read, PB_NONE, &run->raw_read, NULL);
-    perfmon_bench_measure(run, pb_op_event_read, &run->cpu_event, PB_BATCH,
-                          false, &r);
-    insns = perfmon_bench_insns(run, pb_op_event_read, &run->cpu_event, false,
-                                false);
-    budget = perfmon_bench_budget(PB_BUDGET_READ_CPU, run->insns_raw_read);
+                        run->insns_raw_read, PERFMON_BENCH_NONE,
+                        &run->raw_read, NULL);
+    perfmon_bench_measure(run, perfmon_bench_op_event_read, &run->cpu_event,
+                          PERFMON_BENCH_BATCH, false, &r);
+    insns = perfmon_bench_insns(run, perfmon_bench_op_event_read,
+                                &run->cpu_event, false, false);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_READ_CPU,
+                                  run->insns_raw_read);
     perfmon_bench_print(run, "2a", "perfmon_event_read: local CPU event",
                         insns, budget, &r, &run->raw_read);
-    perfmon_bench_print_why(PB_BUDGET_READ_CPU);
-    perfmon_bench_measure(run, pb_op_event_read, &run->self_event, PB_BATCH,
-                          false, &r);
-    insns = perfmon_bench_insns(run, pb_op_event_read, &run->self_event, false,
-                                false);
-    budget = perfmon_bench_budget(PB_BUDGET_READ_THREAD, run->insns_raw_read);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_READ_CPU);
+    perfmon_bench_measure(run, perfmon_bench_op_event_read, &run->self_event,
+                          PERFMON_BENCH_BATCH, false, &r);
+    insns = perfmon_bench_insns(run, perfmon_bench_op_event_read,
+                                &run->self_event, false, false);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_READ_THREAD,
+                                  run->insns_raw_read);
     perfmon_bench_print(run, "2b", "perfmon_event_read: own thread event",
                         insns, budget, &r, &run->raw_read);
-    perfmon_bench_print_why(PB_BUDGET_READ_THREAD);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_READ_THREAD);
 
     /* No thread event may remain while the hook-off row runs. */
     perfmon_event_detach(&run->self_event);
@@ -443,7 +454,7 @@ pb_rows_local(struct perfmon_bench_run *run)
  * and the step PMU, which counts only when named), or NULL.
  */
 static struct perfmon_dev *
-pb_hardware_dev(const struct perfmon_bench_run *run)
+perfmon_bench_hardware_dev(const struct perfmon_bench_run *run)
 {
     for (unsigned int i = 0; i < perfmon_nr_devs(); i++) {
         struct perfmon_dev *dev = perfmon_dev_get(i);
@@ -461,9 +472,10 @@ pb_hardware_dev(const struct perfmon_bench_run *run)
  * on this CPU, when one is registered; a line saying why not otherwise.
  */
 static int
-pb_rows_hardware(struct perfmon_bench_run *run)
+perfmon_bench_rows_hardware(struct perfmon_bench_run *run)
 {
-    struct perfmon_bench_counter counter = { .dev = pb_hardware_dev(run) };
+    struct perfmon_bench_counter counter = {
+        .dev = perfmon_bench_hardware_dev(run)};
     struct bench_result raw, r;
     struct perfmon_event event;
     uint64_t raw_insns, insns;
@@ -497,83 +509,94 @@ pb_rows_hardware(struct perfmon_bench_run *run)
         return 0;
     }
 
-    perfmon_pmc_foreach(pb_find_counter, &counter);
+    perfmon_pmc_foreach(perfmon_bench_find_counter, &counter);
     assert(counter.found);
-    perfmon_bench_measure(run, pb_op_raw_read, &counter, PB_BATCH, true, &raw);
-    raw_insns = perfmon_bench_insns(run, pb_op_raw_read, &counter, true, false);
+    perfmon_bench_measure(run, perfmon_bench_op_raw_read, &counter,
+                          PERFMON_BENCH_BATCH, true, &raw);
+    raw_insns = perfmon_bench_insns(run, perfmon_bench_op_raw_read, &counter,
+                                    true, false);
     ksnprintf(what, sizeof(what), "raw device read (%s PMU)",
               counter.dev->name);
-    perfmon_bench_print(run, "1h", what, raw_insns, PB_NONE, &raw, NULL);
-    perfmon_bench_measure(run, pb_op_event_read, &event, PB_BATCH, false, &r);
-    insns = perfmon_bench_insns(run, pb_op_event_read, &event, false, false);
+    perfmon_bench_print(run, "1h", what, raw_insns, PERFMON_BENCH_NONE, &raw,
+                        NULL);
+    perfmon_bench_measure(run, perfmon_bench_op_event_read, &event,
+                          PERFMON_BENCH_BATCH, false, &r);
+    insns = perfmon_bench_insns(run, perfmon_bench_op_event_read, &event,
+                                false, false);
     ksnprintf(what, sizeof(what), "perfmon_event_read: local CPU event, %s",
               counter.dev->name);
-    perfmon_bench_print(run, "2h", what, insns,
-                        perfmon_bench_budget(PB_BUDGET_READ_CPU, raw_insns),
-                        &r, &raw);
+    perfmon_bench_print(
+        run, "2h", what, insns,
+        perfmon_bench_budget(PERFMON_BENCH_BUDGET_READ_CPU, raw_insns), &r,
+        &raw);
     perfmon_event_detach(&event);
 
     return 0;
 }
 
 /* A thread that spins on the remote CPU while its event is read. */
-static volatile bool pb_spin_stop;
+static volatile bool perfmon_bench_spin_stop;
 
 static void
-pb_spinner(void *arg)
+perfmon_bench_spinner(void *arg)
 {
     (void)arg;
 
-    while (!READ_ONCE(pb_spin_stop)) {
+    while (!READ_ONCE(perfmon_bench_spin_stop)) {
         cpu_pause();
     }
 }
 
 /* Rows 3 and 7 wait on another CPU: cycles only. */
 static int
-pb_rows_remote(struct perfmon_bench_run *run)
+perfmon_bench_rows_remote(struct perfmon_bench_run *run)
 {
     struct perfmon_event remote_cpu, remote_thread;
     struct thread *spinner;
     struct bench_result r;
     int error;
 
-    perfmon_bench_measure(run, pb_op_xcall, NULL, 1, false, &run->xcall);
-    perfmon_bench_print(run, "3a", "bare xcall round trip", PB_NONE, PB_NONE,
-                        &run->xcall, NULL);
+    perfmon_bench_measure(run, perfmon_bench_op_xcall, NULL, 1, false,
+                          &run->xcall);
+    perfmon_bench_print(run, "3a", "bare xcall round trip", PERFMON_BENCH_NONE,
+                        PERFMON_BENCH_NONE, &run->xcall, NULL);
 
-    error = pb_attach_test_event(&remote_cpu, NULL, run->remote);
+    error = perfmon_bench_attach_test_event(&remote_cpu, NULL, run->remote);
 
     if (error) {
         return error;
     }
 
-    perfmon_bench_measure(run, pb_op_event_read, &remote_cpu, 1, false, &r);
+    perfmon_bench_measure(run, perfmon_bench_op_event_read, &remote_cpu, 1,
+                          false, &r);
     perfmon_bench_print(run, "3b", "perfmon_event_read: remote CPU event",
-                        PB_NONE, PB_NONE, &r, &run->xcall);
+                        PERFMON_BENCH_NONE, PERFMON_BENCH_NONE, &r,
+                        &run->xcall);
     perfmon_event_detach(&remote_cpu);
 
-    pb_spin_stop = false;
-    error = thread_create(&spinner, "bench-spin", pb_spinner, NULL,
+    perfmon_bench_spin_stop = false;
+    error = thread_create(&spinner, "bench-spin", perfmon_bench_spinner, NULL,
                           THREAD_CPUMASK(run->remote));
 
     if (error) {
         return error;
     }
 
-    error = pb_attach_test_event(&remote_thread, spinner, 0);
+    error = perfmon_bench_attach_test_event(&remote_thread, spinner, 0);
 
     if (!error) {
         thread_msleep(5);   /* let it start running there */
-        perfmon_bench_measure(run, pb_op_event_read, &remote_thread, 1, false,
-                              &r);
+        perfmon_bench_measure(run, perfmon_bench_op_event_read, &remote_thread,
+                              1, false, &r);
         perfmon_bench_print(run, "3c",
-                            "perfmon_event_read: thread on " "another CPU",
-                            PB_NONE, PB_NONE, &r, &run->xcall);
+                            "perfmon_event_read: thread on "
+                            "another CPU",
+                            PERFMON_BENCH_NONE, PERFMON_BENCH_NONE, &r,
+                            &run->xcall);
         perfmon_event_detach(&remote_thread);
     }
 
-    WRITE_ONCE(pb_spin_stop, true);
+    WRITE_ONCE(perfmon_bench_spin_stop, true);
     thread_join(spinner);
     return error;
 }
@@ -581,40 +604,43 @@ pb_rows_remote(struct perfmon_bench_run *run)
 /* Row 5: attach and detach ------------------------------------------------ */
 
 static void
-pb_op_attach_detach(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_attach_detach(struct perfmon_bench_run *run, void *arg)
 {
     struct perfmon_event event;
 
-    if (pb_attach_test_event(&event, arg, run->self) == 0) {
+    if (perfmon_bench_attach_test_event(&event, arg, run->self) == 0) {
         perfmon_event_detach(&event);
     }
 }
 
 static int
-pb_rows_attach(struct perfmon_bench_run *run)
+perfmon_bench_rows_attach(struct perfmon_bench_run *run)
 {
     struct bench_result r;
 
     uint64_t insns;
 
-    perfmon_bench_measure(run, pb_op_attach_detach, thread_self(), 1, false,
-                          &r);
-    insns = perfmon_bench_insns(run, pb_op_attach_detach, thread_self(),
-                                false, false);
+    perfmon_bench_measure(run, perfmon_bench_op_attach_detach, thread_self(),
+                          1, false, &r);
+    insns = perfmon_bench_insns(run, perfmon_bench_op_attach_detach,
+                                thread_self(), false, false);
     perfmon_bench_print(run, "5a", "attach + detach, thread event", insns,
-                        PB_NONE, &r, NULL);
-    perfmon_bench_measure(run, pb_op_attach_detach, NULL, 1, false, &r);
-    insns = perfmon_bench_insns(run, pb_op_attach_detach, NULL, false, false);
+                        PERFMON_BENCH_NONE, &r, NULL);
+    perfmon_bench_measure(run, perfmon_bench_op_attach_detach, NULL, 1, false,
+                          &r);
+    insns = perfmon_bench_insns(run, perfmon_bench_op_attach_detach, NULL,
+                                false, false);
     perfmon_bench_print(run, "5b", "attach + detach, CPU event", insns,
-                        PB_NONE, &r, NULL);
+                        PERFMON_BENCH_NONE, &r, NULL);
 
     return 0;
 }
 
-/* Row 8: a turn of events taking turns -------------------------------------- */
+/* Row 8: a turn of events taking turns --------------------------------------
+ */
 
 static void
-pb_op_rotate(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_rotate(struct perfmon_bench_run *run, void *arg)
 {
     (void)run;
     (void)arg;
@@ -628,7 +654,7 @@ pb_op_rotate(struct perfmon_bench_run *run, void *arg)
  * instructions over the counters taken off.
  */
 static int
-pb_row_rotation(struct perfmon_bench_run *run)
+perfmon_bench_row_rotation(struct perfmon_bench_run *run)
 {
     struct perfmon_event evs[PERFMON_DEV_MAX_PMCS + 1];
     struct perfmon_dev_info info;
@@ -651,14 +677,17 @@ pb_row_rotation(struct perfmon_bench_run *run)
     }
 
     if (nr == info.nr_pmcs + 1) {
-        perfmon_bench_measure(run, pb_op_rotate, NULL, 1, false, &r);
-        insns = perfmon_bench_insns(run, pb_op_rotate, NULL, false, false);
+        perfmon_bench_measure(run, perfmon_bench_op_rotate, NULL, 1, false,
+                              &r);
+        insns = perfmon_bench_insns(run, perfmon_bench_op_rotate, NULL, false,
+                                    false);
         ksnprintf(what, sizeof(what), "a turn, per event moved (%u on %u)",
                   nr, info.nr_pmcs);
-        insns = (insns == PB_NONE) ? PB_NONE : insns / (nr - 1);
-        perfmon_bench_print(run, "8", what, insns,
-                            perfmon_bench_budget(PB_BUDGET_TURN, insns),
-                            &r, NULL);
+        insns = (insns == PERFMON_BENCH_NONE) ? PERFMON_BENCH_NONE
+                                              : insns / (nr - 1);
+        perfmon_bench_print(
+            run, "8", what, insns,
+            perfmon_bench_budget(PERFMON_BENCH_BUDGET_TURN, insns), &r, NULL);
     }
 
     while (nr > 0) {
@@ -673,56 +702,58 @@ pb_row_rotation(struct perfmon_bench_run *run)
  * its thread sampled, against spin alone.  A ratio on a real PMU; under
  * emulation the sampling interrupts' cost is the emulator's.
  */
-#define PB_SPIN_ITERATIONS  2000000
+#define PERFMON_BENCH_SPIN_ITERATIONS  2000000
 
 static void
-pb_op_spin(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_spin(struct perfmon_bench_run *run, void *arg)
 {
     (void)run;
     (void)arg;
-    workload_spin_loop(PB_SPIN_ITERATIONS);
+    workload_spin_loop(PERFMON_BENCH_SPIN_ITERATIONS);
 }
 
 static void
-pb_row_recording(struct perfmon_bench_run *run, const char *id,
+perfmon_bench_row_recording(struct perfmon_bench_run *run, const char *id,
                  unsigned int freq, bool chains,
                  const struct bench_result *base)
 {
     struct perfmon_sampling s = {
         .freq = freq,
-        .fields = PB_SAMPLE_FIELDS | (chains ? PERFMON_SF_CALLCHAIN : 0),
+        .fields =
+            PERFMON_BENCH_SAMPLE_FIELDS | (chains ? PERFMON_SF_CALLCHAIN : 0),
     };
     struct perfmon_event ev;
     struct bench_result r;
     char what[48];
 
-    if (perfmon_sbuf_create(&s.sbuf, PB_SBUF_SIZE) != 0) {
+    if (perfmon_sbuf_create(&s.sbuf, PERFMON_BENCH_SBUF_SIZE) != 0) {
         return;
     }
 
     if (perfmon_event_init(&ev, PERFMON_EV_TASK_CLOCK, PERFMON_EF_KERN) == 0
         && perfmon_event_set_sampling(&ev, &s) == 0
         && perfmon_event_attach(&ev, thread_self()) == 0) {
-        perfmon_bench_measure(run, pb_op_spin, NULL, 1, false, &r);
+        perfmon_bench_measure(run, perfmon_bench_op_spin, NULL, 1, false, &r);
         perfmon_event_detach(&ev);
         ksnprintf(what, sizeof(what), "spin, cpu-clock sampled at %u Hz%s",
                   freq, chains ? " -g" : "");
-        perfmon_bench_print(run, id, what, PB_NONE, PB_NONE, &r, base);
+        perfmon_bench_print(run, id, what, PERFMON_BENCH_NONE,
+                            PERFMON_BENCH_NONE, &r, base);
     }
 
     perfmon_sbuf_destroy(s.sbuf);
 }
 
 static int
-pb_rows_recording(struct perfmon_bench_run *run)
+perfmon_bench_rows_recording(struct perfmon_bench_run *run)
 {
     struct bench_result base;
 
-    perfmon_bench_measure(run, pb_op_spin, NULL, 1, false, &base);
+    perfmon_bench_measure(run, perfmon_bench_op_spin, NULL, 1, false, &base);
     perfmon_bench_print(run, "9", "spin, 2M iterations, not sampled",
-                        PB_NONE, PB_NONE, &base, NULL);
-    pb_row_recording(run, "9a", 1000, false, &base);
-    pb_row_recording(run, "9b", 4000, true, &base);
+                        PERFMON_BENCH_NONE, PERFMON_BENCH_NONE, &base, NULL);
+    perfmon_bench_row_recording(run, "9a", 1000, false, &base);
+    perfmon_bench_row_recording(run, "9b", 4000, true, &base);
 
     return 0;
 }
@@ -730,39 +761,41 @@ pb_rows_recording(struct perfmon_bench_run *run)
 /* Row 7: remote read at this boot's CPU count ---------------------------- */
 
 static int
-pb_row_scaling(struct perfmon_bench_run *run)
+perfmon_bench_row_scaling(struct perfmon_bench_run *run)
 {
     struct perfmon_event event;
     struct bench_result r;
     char what[48];
     int error;
 
-    error = pb_attach_test_event(&event, NULL, run->remote);
+    error = perfmon_bench_attach_test_event(&event, NULL, run->remote);
 
     if (error) {
         return error;
     }
 
-    perfmon_bench_measure(run, pb_op_event_read, &event, 1, false, &r);
+    perfmon_bench_measure(run, perfmon_bench_op_event_read, &event, 1, false,
+                          &r);
     perfmon_event_detach(&event);
     ksnprintf(what, sizeof(what), "remote CPU event read, %u CPUs online",
               cpu_count());
-    perfmon_bench_print(run, "7", what, PB_NONE, PB_NONE, &r, NULL);
+    perfmon_bench_print(run, "7", what, PERFMON_BENCH_NONE, PERFMON_BENCH_NONE,
+                        &r, NULL);
     return 0;
 }
 
 /* Driver ------------------------------------------------------------------ */
 
 static int
-pb_setup(struct perfmon_bench_run *run)
+perfmon_bench_setup(struct perfmon_bench_run *run)
 {
     int error;
 
     run->soft.dev = perfmon_dev_find("soft");
     run->step = perfmon_dev_find("step");
-    run->insns_raw_read = PB_NONE;
-    run->insns_raw_switch_ops = PB_NONE;
-    run->insns_overflow = PB_NONE;
+    run->insns_raw_read = PERFMON_BENCH_NONE;
+    run->insns_raw_switch_ops = PERFMON_BENCH_NONE;
+    run->insns_overflow = PERFMON_BENCH_NONE;
 
     if (run->soft.dev == NULL) {
         return -ENODEV;
@@ -775,26 +808,27 @@ pb_setup(struct perfmon_bench_run *run)
         return error;
     }
 
-    error = pb_attach_test_event(&run->cpu_event, NULL, run->self);
+    error = perfmon_bench_attach_test_event(&run->cpu_event, NULL, run->self);
 
     if (error) {
         return error;
     }
 
-    error = pb_attach_test_event(&run->self_event, thread_self(), 0);
+    error =
+        perfmon_bench_attach_test_event(&run->self_event, thread_self(), 0);
 
     if (error) {
         perfmon_event_detach(&run->cpu_event);
         return error;
     }
 
-    perfmon_pmc_foreach(pb_find_counter, &run->soft);
+    perfmon_pmc_foreach(perfmon_bench_find_counter, &run->soft);
     assert(run->soft.found);
     return 0;
 }
 
 static void
-pb_header(const struct perfmon_bench_run *run)
+perfmon_bench_header(const struct perfmon_bench_run *run)
 {
     struct perfmon_dev_info info;
 
@@ -813,7 +847,7 @@ pb_header(const struct perfmon_bench_run *run)
 
 /* The last line: how the instruction budgets fared. */
 static void
-pb_footer(const struct perfmon_bench_run *run)
+perfmon_bench_footer(const struct perfmon_bench_run *run)
 {
     if (run->step == NULL) {
         kprintf("perfmon bench: instruction budgets not judged (no step "
@@ -826,14 +860,20 @@ pb_footer(const struct perfmon_bench_run *run)
 }
 
 /* The rows of `perfmon bench` and of `perfmon bench remote`, in order. */
-static int (*const pb_rows_all[])(struct perfmon_bench_run *) = {
-    pb_rows_local, pb_rows_hardware, pb_rows_remote,
-    perfmon_bench_rows_switch, pb_rows_attach, perfmon_bench_rows_intr,
-    pb_row_scaling, pb_row_rotation, pb_rows_recording,
+static int (*const perfmon_bench_rows_all[])(struct perfmon_bench_run *) = {
+    perfmon_bench_rows_local,     perfmon_bench_rows_hardware,
+    perfmon_bench_rows_remote,    perfmon_bench_rows_switch,
+    perfmon_bench_rows_attach,    perfmon_bench_rows_intr,
+    perfmon_bench_row_scaling,    perfmon_bench_row_rotation,
+    perfmon_bench_rows_recording,
 };
 
-static int (*const pb_rows_remote_only[])(struct perfmon_bench_run *) = {
-    pb_rows_local, pb_rows_hardware, pb_rows_remote, pb_row_scaling,
+static int (*const perfmon_bench_rows_remote_only[])(
+    struct perfmon_bench_run *) = {
+    perfmon_bench_rows_local,
+    perfmon_bench_rows_hardware,
+    perfmon_bench_rows_remote,
+    perfmon_bench_row_scaling,
 };
 
 /*
@@ -842,17 +882,17 @@ static int (*const pb_rows_remote_only[])(struct perfmon_bench_run *) = {
  * detaches before returning), an error at once.
  */
 static int
-pb_run_selected(struct perfmon_bench_run *run, const char *what)
+perfmon_bench_run_selected(struct perfmon_bench_run *run, const char *what)
 {
-    int (*const *rows)(struct perfmon_bench_run *) = pb_rows_all;
-    size_t nr = ARRAY_SIZE(pb_rows_all);
+    int (*const *rows)(struct perfmon_bench_run *) = perfmon_bench_rows_all;
+    size_t nr = ARRAY_SIZE(perfmon_bench_rows_all);
 
     if (strcmp(what, "remote") == 0) {
-        rows = pb_rows_remote_only;
-        nr = ARRAY_SIZE(pb_rows_remote_only);
+        rows = perfmon_bench_rows_remote_only;
+        nr = ARRAY_SIZE(perfmon_bench_rows_remote_only);
     }
 
-    pb_header(run);
+    perfmon_bench_header(run);
 
     for (size_t i = 0; i < nr; i++) {
         int error = rows[i](run);
@@ -866,21 +906,22 @@ pb_run_selected(struct perfmon_bench_run *run, const char *what)
         }
     }
 
-    pb_footer(run);
+    perfmon_bench_footer(run);
     return 0;
 }
 
 static int
-pb_parse(int argc, char **argv, size_t *nr_samplesp, const char **whatp)
+perfmon_bench_parse(int argc, char **argv, size_t *nr_samplesp,
+                    const char **whatp)
 {
-    uint64_t n = PB_SAMPLES_DEFAULT;
+    uint64_t n = PERFMON_BENCH_SAMPLES_DEFAULT;
     int i = 1;
 
     *whatp = "all";
 
     if (argc > i + 1 && strcmp(argv[i], "-n") == 0) {
         if (cmdline_parse_u64(argv[i + 1], &n) != 0 || n < 10
-            || n > PB_SAMPLES_MAX) {
+            || n > PERFMON_BENCH_SAMPLES_MAX) {
             return -EINVAL;
         }
 
@@ -891,7 +932,7 @@ pb_parse(int argc, char **argv, size_t *nr_samplesp, const char **whatp)
         *whatp = argv[i++];
 
         if (strcmp(*whatp, "quick") == 0) {
-            n = MIN(n, (uint64_t)PB_SAMPLES_QUICK);
+            n = MIN(n, (uint64_t)PERFMON_BENCH_SAMPLES_QUICK);
         } else if (strcmp(*whatp, "all") != 0
                    && strcmp(*whatp, "remote") != 0) {
             return -EINVAL;
@@ -901,6 +942,12 @@ pb_parse(int argc, char **argv, size_t *nr_samplesp, const char **whatp)
     *nr_samplesp = n;
     return i == argc ? 0 : -EINVAL;
 }
+
+const char perfmon_bench_usage[] =
+    "usage: perfmon bench [-n SAMPLES] [all|quick|remote]\n"
+    "  SAMPLES: 10.." STRINGIFY(PERFMON_BENCH_SAMPLES_MAX) " (default "
+    STRINGIFY(PERFMON_BENCH_SAMPLES_DEFAULT) "; quick: "
+    STRINGIFY(PERFMON_BENCH_SAMPLES_QUICK) ")\n";
 
 int
 perfmon_bench_main(int argc, char **argv)
@@ -912,10 +959,8 @@ perfmon_bench_main(int argc, char **argv)
 
     memset(&run, 0, sizeof(run));
 
-    if (pb_parse(argc, argv, &run.nr_samples, &what) != 0) {
-        kprintf("usage: perfmon bench [-n SAMPLES] [all|quick|remote]\n"
-                "  SAMPLES: 10..%u (default %u; quick: %u)\n",
-                PB_SAMPLES_MAX, PB_SAMPLES_DEFAULT, PB_SAMPLES_QUICK);
+    if (perfmon_bench_parse(argc - 1, argv + 1, &run.nr_samples, &what) != 0) {
+        kprintf("%s", perfmon_bench_usage);
         return SHELL_ERR_REPORTED;
     }
 
@@ -931,22 +976,22 @@ perfmon_bench_main(int argc, char **argv)
     thread_preempt_enable();
     thread_set_affinity(thread_self(), THREAD_CPUMASK(run.self));
     run.remote = cpu_count() > 1 ? (run.self + 1) % cpu_count() : run.self;
-    run.switch_yields = PB_SWITCH_YIELDS;
-    run.switch_rounds = PB_SWITCH_ROUNDS;
-    run.insn_tries = PB_INSN_TRIES;
-    run.insn_rounds = PB_INSN_ROUNDS;
+    run.switch_yields = PERFMON_BENCH_SWITCH_YIELDS;
+    run.switch_rounds = PERFMON_BENCH_SWITCH_ROUNDS;
+    run.insn_tries = PERFMON_BENCH_INSN_TRIES;
+    run.insn_rounds = PERFMON_BENCH_INSN_ROUNDS;
 
     if (strcmp(what, "quick") == 0) {
-        run.switch_yields = PB_QUICK_YIELDS;
-        run.switch_rounds = PB_QUICK_ROUNDS;
-        run.insn_tries = PB_QUICK_INSN_TRIES;
-        run.insn_rounds = PB_QUICK_INSN_ROUNDS;
+        run.switch_yields = PERFMON_BENCH_QUICK_YIELDS;
+        run.switch_rounds = PERFMON_BENCH_QUICK_ROUNDS;
+        run.insn_tries = PERFMON_BENCH_QUICK_INSN_TRIES;
+        run.insn_rounds = PERFMON_BENCH_QUICK_INSN_ROUNDS;
     }
 
-    error = pb_setup(&run);
+    error = perfmon_bench_setup(&run);
 
     if (!error) {
-        error = pb_run_selected(&run, what);
+        error = perfmon_bench_run_selected(&run, what);
 
         if (perfmon_event_attached(&run.self_event)) {
             perfmon_event_detach(&run.self_event);

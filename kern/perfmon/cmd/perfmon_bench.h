@@ -5,7 +5,7 @@
  * `perfmon bench`: microbenchmarks of the perfmon layer next to the raw
  * device operations it wraps, in two views: path length (instructions,
  * counted exactly by the step PMU when the kernel was booted with
- * perfmon.step=on), judged against the budgets of issue 13, and TSC
+ * perfmon.step=on), judged against an instruction budget per row, and TSC
  * cycles, measured side by side in one run so that their ratios mean
  * something on a noisy machine.
  *
@@ -25,7 +25,9 @@
 #ifndef KERN_PERFMON_BENCH_H
 #define KERN_PERFMON_BENCH_H
 
-/* `perfmon bench [-n SAMPLES] [all|quick|remote]`, from the shell. */
+/* The subcommand (perfmon_cmd_main_fn_t, kern/perfmon/cmd/perfmon_cmd.h). */
+extern const char perfmon_bench_usage[];
+
 int perfmon_bench_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_BENCH_H */

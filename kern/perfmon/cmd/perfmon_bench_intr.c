@@ -30,7 +30,7 @@
  * caused it.
  */
 static void
-pb_op_add(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_add(struct perfmon_bench_run *run, void *arg)
 {
     const uint64_t *amount = arg;
 
@@ -44,87 +44,89 @@ pb_op_add(struct perfmon_bench_run *run, void *arg)
  * disabled, as in the interrupt.
  */
 static void
-pb_op_overflow_none(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_overflow_none(struct perfmon_bench_run *run, void *arg)
 {
     (void)arg;
     perfmon_overflow_intr(run->soft.dev, NULL);
 }
 
 static void
-pb_rows_overflow(struct perfmon_bench_run *run, uint64_t period)
+perfmon_bench_rows_overflow(struct perfmon_bench_run *run, uint64_t period)
 {
     struct bench_result plain, wrap;
     uint64_t one = 1, insns, device;
 
-    perfmon_bench_measure(run, pb_op_add, &one, 1, false, &plain);
-    insns = perfmon_bench_insns(run, pb_op_add, &one, false, false);
+    perfmon_bench_measure(run, perfmon_bench_op_add, &one, 1, false, &plain);
+    insns = perfmon_bench_insns(run, perfmon_bench_op_add, &one, false, false);
     perfmon_bench_print(run, "6a", "add to the test event, no wrap", insns,
-                        PB_NONE, &plain, NULL);
-    perfmon_bench_measure(run, pb_op_add, &period, 1, false, &wrap);
-    insns = perfmon_bench_insns(run, pb_op_add, &period, false, true);
+                        PERFMON_BENCH_NONE, &plain, NULL);
+    perfmon_bench_measure(run, perfmon_bench_op_add, &period, 1, false, &wrap);
+    insns =
+        perfmon_bench_insns(run, perfmon_bench_op_add, &period, false, true);
     perfmon_bench_print(run, "6", "add that wraps: soft PMU NMI round trip",
-                        insns, PB_NONE, &wrap, &plain);
-    run->insns_overflow = perfmon_bench_insns_handlers(run, pb_op_add,
-                                                       &period);
+                        insns, PERFMON_BENCH_NONE, &wrap, &plain);
+    run->insns_overflow =
+        perfmon_bench_insns_handlers(run, perfmon_bench_op_add, &period);
     perfmon_bench_print(run, "6n", "  of which the overflow NMI, one counter",
-                        run->insns_overflow, PB_NONE, NULL, NULL);
-    device = perfmon_bench_insns(run, pb_op_overflow_none, NULL, true, false);
+                        run->insns_overflow, PERFMON_BENCH_NONE, NULL, NULL);
+    device = perfmon_bench_insns(run, perfmon_bench_op_overflow_none, NULL,
+                                 true, false);
     perfmon_bench_print(run, "6d", "  device's handler: NMI not its own",
-                        device, PB_NONE, NULL, NULL);
-    perfmon_bench_print(run, "6f", "  fold of one counter, beyond 6d",
-                        perfmon_bench_sub(run->insns_overflow, device),
-                        perfmon_bench_budget(PB_BUDGET_FOLD, device), NULL,
-                        NULL);
-    perfmon_bench_print_why(PB_BUDGET_FOLD);
+                        device, PERFMON_BENCH_NONE, NULL, NULL);
+    perfmon_bench_print(
+        run, "6f", "  fold of one counter, beyond 6d",
+        perfmon_bench_sub(run->insns_overflow, device),
+        perfmon_bench_budget(PERFMON_BENCH_BUDGET_FOLD, device), NULL, NULL);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_FOLD);
 }
 
 /* Events added depth calls deep: frames for the call chain to walk. */
-struct pb_deep {
+struct perfmon_bench_deep {
     unsigned int depth;
     uint64_t amount;
 };
 
 static void __attribute__((noinline))
-pb_add_deep(unsigned int depth, uint64_t amount)
+perfmon_bench_add_deep(unsigned int depth, uint64_t amount)
 {
     if (depth == 0) {
         swevent_add(SWEVENT_TEST, amount);
     } else {
-        pb_add_deep(depth - 1, amount);
+        perfmon_bench_add_deep(depth - 1, amount);
     }
 
     barrier();      /* not a tail call: the frame stays */
 }
 
 static void
-pb_op_add_deep(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_add_deep(struct perfmon_bench_run *run, void *arg)
 {
-    const struct pb_deep *deep = arg;
+    const struct perfmon_bench_deep *deep = arg;
 
     (void)run;
-    pb_add_deep(deep->depth, deep->amount);
+    perfmon_bench_add_deep(deep->depth, deep->amount);
 }
 
 /*
  * Instructions of the overflow NMI of a sampling `test` event of this
  * thread with fields, for an add that completes its period from depth
- * calls deep.  PB_NONE when the event cannot sample.
+ * calls deep.  PERFMON_BENCH_NONE when the event cannot sample.
  */
 static uint64_t
-pb_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
+perfmon_bench_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
               unsigned int depth)
 {
-    struct perfmon_sampling sampling = { .period = PB_SAMPLE_PERIOD,
+    struct perfmon_sampling sampling = { .period = PERFMON_BENCH_SAMPLE_PERIOD,
                                          .fields = fields };
-    struct pb_deep deep = { depth, PB_SAMPLE_PERIOD };
+    struct perfmon_bench_deep deep = { depth, PERFMON_BENCH_SAMPLE_PERIOD };
     struct perfmon_event event;
-    uint64_t insns = PB_NONE;
+    uint64_t insns = PERFMON_BENCH_NONE;
     int error;
 
-    error = perfmon_sbuf_create(&sampling.sbuf, PB_SBUF_SIZE);
+    error = perfmon_sbuf_create(&sampling.sbuf, PERFMON_BENCH_SBUF_SIZE);
 
     if (error) {
-        return PB_NONE;
+        return PERFMON_BENCH_NONE;
     }
 
     error = perfmon_event_init(&event, PERFMON_EV_TEST, PERFMON_EF_KERN);
@@ -138,7 +140,8 @@ pb_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
     }
 
     if (!error) {
-        insns = perfmon_bench_insns_handlers(run, pb_op_add_deep, &deep);
+        insns = perfmon_bench_insns_handlers(run, perfmon_bench_op_add_deep,
+                                             &deep);
         perfmon_event_detach(&event);
     }
 
@@ -147,29 +150,32 @@ pb_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
 }
 
 static void
-pb_rows_sample(struct perfmon_bench_run *run)
+perfmon_bench_rows_sample(struct perfmon_bench_run *run)
 {
-    uint64_t sample, shallow, deep, frame = PB_NONE;
+    uint64_t sample, shallow, deep, frame = PERFMON_BENCH_NONE;
 
-    sample = pb_sample_nmi(run, PB_SAMPLE_FIELDS, 0);
+    sample = perfmon_bench_sample_nmi(run, PERFMON_BENCH_SAMPLE_FIELDS, 0);
     perfmon_bench_print(run, "6s", "sample written, no call chain (beyond 6n)",
                         perfmon_bench_sub(sample, run->insns_overflow),
-                        perfmon_bench_budget(PB_BUDGET_SAMPLE, 0), NULL,
-                        NULL);
-    perfmon_bench_print_why(PB_BUDGET_SAMPLE);
-    shallow = pb_sample_nmi(run, PB_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
-                            PB_CHAIN_SHORT);
-    deep = pb_sample_nmi(run, PB_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
-                         PB_CHAIN_LONG);
+                        perfmon_bench_budget(PERFMON_BENCH_BUDGET_SAMPLE, 0),
+                        NULL, NULL);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SAMPLE);
+    shallow = perfmon_bench_sample_nmi(
+        run, PERFMON_BENCH_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
+        PERFMON_BENCH_CHAIN_SHORT);
+    deep = perfmon_bench_sample_nmi(
+        run, PERFMON_BENCH_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
+        PERFMON_BENCH_CHAIN_LONG);
 
-    if (shallow != PB_NONE && deep != PB_NONE) {
+    if (shallow != PERFMON_BENCH_NONE && deep != PERFMON_BENCH_NONE) {
         frame = perfmon_bench_sub(deep, shallow)
-                / (PB_CHAIN_LONG - PB_CHAIN_SHORT);
+                / (PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT);
     }
 
     perfmon_bench_print(run, "6g", "each call-chain frame of a sample", frame,
-                        perfmon_bench_budget(PB_BUDGET_FRAME, 0), NULL, NULL);
-    perfmon_bench_print_why(PB_BUDGET_FRAME);
+                        perfmon_bench_budget(PERFMON_BENCH_BUDGET_FRAME, 0),
+                        NULL, NULL);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_FRAME);
 }
 
 int
@@ -185,9 +191,9 @@ perfmon_bench_rows_intr(struct perfmon_bench_run *run)
         return 0;
     }
 
-    pb_rows_overflow(run, (info.width >= 64) ? UINT64_MAX
+    perfmon_bench_rows_overflow(run, (info.width >= 64) ? UINT64_MAX
                                               : 1ULL << info.width);
-    pb_rows_sample(run);
+    perfmon_bench_rows_sample(run);
 
     return 0;
 }

@@ -18,6 +18,7 @@
 #include "kern/bench.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -29,7 +30,8 @@
  * what counting an event costs (`context-switches` would fire at every
  * switch: another 164 instructions each, in the soft PMU).
  */
-static const unsigned int pb_switch_events[PB_SWITCH_MAX_EVS] = {
+static const unsigned int
+perfmon_bench_switch_events[PERFMON_BENCH_SWITCH_MAX_EVS] = {
     PERFMON_EV_TEST, PERFMON_EV_MIGRATION, PERFMON_EV_NMI, PERFMON_EV_XCALL,
 };
 
@@ -38,7 +40,7 @@ static const unsigned int pb_switch_events[PB_SWITCH_MAX_EVS] = {
  * switch stops one counter and starts the other.  Neither event fires
  * during the ping-pong.
  */
-static const unsigned int pb_switch_split_events[2] = {
+static const unsigned int perfmon_bench_switch_split_events[2] = {
     PERFMON_EV_TEST, PERFMON_EV_NMI,
 };
 
@@ -46,13 +48,13 @@ static const unsigned int pb_switch_split_events[2] = {
  * Two threads pinned to one CPU yield to each other; the first measures
  * its yields, each of which is two switches: in TSC cycles, or with
  * steps (a CPU event of the step PMU on their CPU) in instructions, the
- * reads' own count taken off.  Both yield PB_PINGPONG_WARMUP times before
- * the first starts measuring, and the second as many more at the end, so
- * that both run their measured loops all along, whichever saw go first.
+ * reads' own count taken off.  Both yield PERFMON_BENCH_PINGPONG_WARMUP times
+ * before the first starts measuring, and the second as many more at the end,
+ * so that both run their measured loops all along, whichever saw go first.
  */
-#define PB_PINGPONG_WARMUP  2
+#define PERFMON_BENCH_PINGPONG_WARMUP  2
 
-struct pb_pingpong {
+struct perfmon_bench_pingpong {
     volatile bool go;
     uint64_t cost;
     unsigned int yields;
@@ -61,13 +63,13 @@ struct pb_pingpong {
 };
 
 static uint64_t
-pb_pingpong_now(const struct pb_pingpong *pp)
+perfmon_bench_pingpong_now(const struct perfmon_bench_pingpong *pp)
 {
     return (pp->steps != NULL) ? perfmon_event_read(pp->steps) : cpu_rdtsc();
 }
 
 static void
-pb_pingpong_yield(unsigned int n)
+perfmon_bench_pingpong_yield(unsigned int n)
 {
     for (unsigned int i = 0; i < n; i++) {
         thread_yield();
@@ -75,26 +77,26 @@ pb_pingpong_yield(unsigned int n)
 }
 
 static void
-pb_pingpong_main(void *arg)
+perfmon_bench_pingpong_main(void *arg)
 {
-    struct pb_pingpong *pp = arg;
+    struct perfmon_bench_pingpong *pp = arg;
     uint64_t start, overhead;
 
     while (!READ_ONCE(pp->go)) {
         thread_yield();
     }
 
-    pb_pingpong_yield(PB_PINGPONG_WARMUP);
-    start = pb_pingpong_now(pp);
-    overhead = pb_pingpong_now(pp) - start;
-    start = pb_pingpong_now(pp);
-    pb_pingpong_yield(pp->yields);
-    pp->cost = pb_pingpong_now(pp) - start - overhead;
-    pb_pingpong_yield(pp->extra);
+    perfmon_bench_pingpong_yield(PERFMON_BENCH_PINGPONG_WARMUP);
+    start = perfmon_bench_pingpong_now(pp);
+    overhead = perfmon_bench_pingpong_now(pp) - start;
+    start = perfmon_bench_pingpong_now(pp);
+    perfmon_bench_pingpong_yield(pp->yields);
+    pp->cost = perfmon_bench_pingpong_now(pp) - start - overhead;
+    perfmon_bench_pingpong_yield(pp->extra);
 }
 
 static void
-pb_detach_all(struct perfmon_event *events, unsigned int n)
+perfmon_bench_detach_all(struct perfmon_event *events, unsigned int n)
 {
     for (unsigned int i = 0; i < n; i++) {
         if (perfmon_event_attached(&events[i])) {
@@ -104,8 +106,10 @@ pb_detach_all(struct perfmon_event *events, unsigned int n)
 }
 
 static int
-pb_attach_switch_events(struct perfmon_event *events, const unsigned int *ids,
-                        unsigned int nr_events, struct thread *thread)
+perfmon_bench_attach_switch_events(struct perfmon_event *events,
+                                   const unsigned int *ids,
+                                   unsigned int nr_events,
+                                   struct thread *thread)
 {
     for (unsigned int i = 0; i < nr_events; i++) {
         int error = perfmon_event_init(&events[i], ids[i], PERFMON_EF_KERN);
@@ -115,7 +119,7 @@ pb_attach_switch_events(struct perfmon_event *events, const unsigned int *ids,
         }
 
         if (error) {
-            pb_detach_all(events, i);
+            perfmon_bench_detach_all(events, i);
             return error;
         }
     }
@@ -129,12 +133,13 @@ pb_attach_switch_events(struct perfmon_event *events, const unsigned int *ids,
  * thread, a different one on each); steps: in instructions.
  */
 static int
-pb_switch_round(struct perfmon_bench_run *run, unsigned int nr_events,
-                bool split, unsigned int yields, struct perfmon_event *steps,
-                uint64_t *costp)
+perfmon_bench_switch_round(struct perfmon_bench_run *run,
+                           unsigned int nr_events, bool split,
+                           unsigned int yields, struct perfmon_event *steps,
+                           uint64_t *costp)
 {
-    struct perfmon_event events[2][PB_SWITCH_MAX_EVS];
-    struct pb_pingpong pp[2];
+    struct perfmon_event events[2][PERFMON_BENCH_SWITCH_MAX_EVS];
+    struct perfmon_bench_pingpong pp[2];
     struct thread *threads[2];
     int error = 0;
 
@@ -143,10 +148,11 @@ pb_switch_round(struct perfmon_bench_run *run, unsigned int nr_events,
     for (unsigned int i = 0; i < 2; i++) {
         pp[i].go = false;
         pp[i].yields = yields;
-        pp[i].extra = (i == 0) ? 0 : PB_PINGPONG_WARMUP;
+        pp[i].extra = (i == 0) ? 0 : PERFMON_BENCH_PINGPONG_WARMUP;
         pp[i].steps = (i == 0) ? steps : NULL;
-        error = thread_create(&threads[i], "bench-pingpong", pb_pingpong_main,
-                              &pp[i], THREAD_CPUMASK(run->remote));
+        error = thread_create(&threads[i], "bench-pingpong",
+                              perfmon_bench_pingpong_main, &pp[i],
+                              THREAD_CPUMASK(run->remote));
 
         if (error) {
             if (i == 1) {
@@ -159,54 +165,57 @@ pb_switch_round(struct perfmon_bench_run *run, unsigned int nr_events,
     }
 
     for (unsigned int i = 0; i < 2 && !error; i++) {
-        error = pb_attach_switch_events(events[i],
-                                        split ? &pb_switch_split_events[i]
-                                              : pb_switch_events,
-                                        nr_events, threads[i]);
+        error = perfmon_bench_attach_switch_events(
+            events[i],
+            split ? &perfmon_bench_switch_split_events[i]
+                  : perfmon_bench_switch_events,
+            nr_events, threads[i]);
     }
 
     WRITE_ONCE(pp[0].go, true);
     WRITE_ONCE(pp[1].go, true);
     thread_join(threads[0]);
     thread_join(threads[1]);
-    pb_detach_all(events[0], nr_events);
-    pb_detach_all(events[1], nr_events);
+    perfmon_bench_detach_all(events[0], nr_events);
+    perfmon_bench_detach_all(events[1], nr_events);
     *costp = pp[0].cost;
     return error;
 }
 
 /* The configurations of row 4, measured in turn within each round. */
-enum pb_switch_config {
-    PB_SWITCH_OFF,                  /* perfmon hook off, no event */
-    PB_SWITCH_NONE,                 /* hook on, no event */
-    PB_SWITCH_ONE,                  /* 1 event per thread */
-    PB_SWITCH_FOUR,                 /* PB_SWITCH_MAX_EVS events per thread */
-    PB_SWITCH_SPLIT,                /* 1 event per thread, not shared */
-    PB_SWITCH_NR_CONFIGS,
+enum perfmon_bench_switch_config {
+    PERFMON_BENCH_SWITCH_OFF,   /* perfmon hook off, no event */
+    PERFMON_BENCH_SWITCH_NONE,  /* hook on, no event */
+    PERFMON_BENCH_SWITCH_ONE,   /* 1 event per thread */
+    PERFMON_BENCH_SWITCH_FOUR,  /* the most events per thread */
+    PERFMON_BENCH_SWITCH_SPLIT, /* 1 event per thread, not shared */
+    PERFMON_BENCH_SWITCH_NR_CONFIGS,
 };
 
 static int
-pb_switch_config_round(struct perfmon_bench_run *run,
-                       enum pb_switch_config config, unsigned int yields,
-                       struct perfmon_event *steps, uint64_t *costp)
+perfmon_bench_switch_config_round(struct perfmon_bench_run *run,
+                                  enum perfmon_bench_switch_config config,
+                                  unsigned int yields,
+                                  struct perfmon_event *steps, uint64_t *costp)
 {
-    static const unsigned int nr_events[PB_SWITCH_NR_CONFIGS] = {
-        0, 0, 1, PB_SWITCH_MAX_EVS, 1,
+    static const unsigned int nr_events[PERFMON_BENCH_SWITCH_NR_CONFIGS] = {
+        0, 0, 1, PERFMON_BENCH_SWITCH_MAX_EVS, 1,
     };
     bool hook = perfmon_switch_hook_enabled();
     int error;
 
-    if (config != PB_SWITCH_OFF) {
-        return pb_switch_round(run, nr_events[config],
-                               config == PB_SWITCH_SPLIT, yields, steps,
-                               costp);
+    if (config != PERFMON_BENCH_SWITCH_OFF) {
+        return perfmon_bench_switch_round(run, nr_events[config],
+                                          config == PERFMON_BENCH_SWITCH_SPLIT,
+                                          yields, steps, costp);
     }
 
     /* Refused while some thread has an event: its counts would be wrong. */
     error = perfmon_set_switch_hook(false);
 
     if (!error) {
-        error = pb_switch_round(run, 0, false, yields, steps, costp);
+        error =
+            perfmon_bench_switch_round(run, 0, false, yields, steps, costp);
         perfmon_set_switch_hook(hook);
     }
 
@@ -219,15 +228,16 @@ pb_switch_config_round(struct perfmon_bench_run *run,
  * all of them alike.
  */
 static int
-pb_switch_measure(struct perfmon_bench_run *run,
-                  struct bench_result results[PB_SWITCH_NR_CONFIGS])
+perfmon_bench_switch_measure(struct perfmon_bench_run *run,
+                  struct bench_result results[PERFMON_BENCH_SWITCH_NR_CONFIGS])
 {
-    uint64_t samples[PB_SWITCH_NR_CONFIGS][PB_SWITCH_ROUNDS];
+    uint64_t samples[PERFMON_BENCH_SWITCH_NR_CONFIGS]
+                    [PERFMON_BENCH_SWITCH_ROUNDS];
 
     for (unsigned int i = 0; i < run->switch_rounds; i++) {
-        for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS; c++) {
-            int error = pb_switch_config_round(run, c, run->switch_yields,
-                                               NULL, &samples[c][i]);
+        for (unsigned int c = 0; c < PERFMON_BENCH_SWITCH_NR_CONFIGS; c++) {
+            int error = perfmon_bench_switch_config_round(
+                run, c, run->switch_yields, NULL, &samples[c][i]);
 
             if (error) {
                 return error;
@@ -237,7 +247,7 @@ pb_switch_measure(struct perfmon_bench_run *run,
         }
     }
 
-    for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS; c++) {
+    for (unsigned int c = 0; c < PERFMON_BENCH_SWITCH_NR_CONFIGS; c++) {
         bench_summarize(samples[c], run->switch_rounds, &results[c]);
     }
 
@@ -245,20 +255,20 @@ pb_switch_measure(struct perfmon_bench_run *run,
 }
 
 /*
- * Instructions of PB_INSN_YIELDS yields each way (2 * PB_INSN_YIELDS
- * switches), the smallest of insn_rounds, per configuration, counted by a
- * CPU event of the step PMU on the ping-pong CPU: everything it runs,
- * both threads and both sides of every switch.
+ * Instructions of PERFMON_BENCH_INSN_YIELDS yields each way (2 *
+ * PERFMON_BENCH_INSN_YIELDS switches), the smallest of insn_rounds, per
+ * configuration, counted by a CPU event of the step PMU on the ping-pong CPU:
+ * everything it runs, both threads and both sides of every switch.
  */
 static int
-pb_switch_count(struct perfmon_bench_run *run,
-                uint64_t totals[PB_SWITCH_NR_CONFIGS])
+perfmon_bench_switch_count(struct perfmon_bench_run *run,
+                uint64_t totals[PERFMON_BENCH_SWITCH_NR_CONFIGS])
 {
     struct perfmon_event steps;
     int error;
 
-    for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS; c++) {
-        totals[c] = PB_NONE;
+    for (unsigned int c = 0; c < PERFMON_BENCH_SWITCH_NR_CONFIGS; c++) {
+        totals[c] = PERFMON_BENCH_NONE;
     }
 
     if (run->step == NULL) {
@@ -272,11 +282,12 @@ pb_switch_count(struct perfmon_bench_run *run,
     }
 
     for (unsigned int i = 0; i < run->insn_rounds && !error; i++) {
-        for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS && !error; c++) {
+        for (unsigned int c = 0; c < PERFMON_BENCH_SWITCH_NR_CONFIGS && !error;
+             c++) {
             uint64_t total;
 
-            error = pb_switch_config_round(run, c, PB_INSN_YIELDS, &steps,
-                                           &total);
+            error = perfmon_bench_switch_config_round(
+                run, c, PERFMON_BENCH_INSN_YIELDS, &steps, &total);
             totals[c] = MIN(totals[c], total);
         }
     }
@@ -288,20 +299,23 @@ pb_switch_count(struct perfmon_bench_run *run,
     return error;
 }
 
-/* Per switch, from a count over 2 * PB_INSN_YIELDS switches, rounded. */
+/* Per switch, from a count over 2 * PERFMON_BENCH_INSN_YIELDS switches,
+ * rounded. */
 static uint64_t
-pb_per_switch(uint64_t total)
+perfmon_bench_per_switch(uint64_t total)
 {
-    if (total == PB_NONE) {
-        return PB_NONE;
+    if (total == PERFMON_BENCH_NONE) {
+        return PERFMON_BENCH_NONE;
     }
 
-    return (total + PB_INSN_YIELDS) / (2 * PB_INSN_YIELDS);
+    return (total + PERFMON_BENCH_INSN_YIELDS)
+           / (2 * PERFMON_BENCH_INSN_YIELDS);
 }
 
-/* The counter work a switch cannot avoid: stop, read and start, per counter. */
+/* The counter work a switch cannot avoid: stop, read and start, per counter.
+ */
 static void
-pb_op_raw_switch(struct perfmon_bench_run *run, void *arg)
+perfmon_bench_op_raw_switch(struct perfmon_bench_run *run, void *arg)
 {
     const struct perfmon_bench_counter *counter = &run->soft;
     struct perfmon_dev *dev = counter->dev;
@@ -314,12 +328,13 @@ pb_op_raw_switch(struct perfmon_bench_run *run, void *arg)
 
 /* An added-cost row: with minus none, per switch, in both views. */
 static void
-pb_print_added(struct perfmon_bench_run *run, const char *id, const char *what,
-               enum pb_switch_config with,
-               const struct bench_result cycles[PB_SWITCH_NR_CONFIGS],
-               const uint64_t totals[PB_SWITCH_NR_CONFIGS],
-               enum pb_switch_config none, uint64_t budget,
-               unsigned int nr_counters)
+perfmon_bench_print_added(
+    struct perfmon_bench_run *run, const char *id, const char *what,
+    enum perfmon_bench_switch_config with,
+    const struct bench_result cycles[PERFMON_BENCH_SWITCH_NR_CONFIGS],
+    const uint64_t totals[PERFMON_BENCH_SWITCH_NR_CONFIGS],
+    enum perfmon_bench_switch_config none, uint64_t budget,
+    unsigned int nr_counters)
 {
     struct bench_result added, unavoidable;
     const struct bench_result *raw = &run->raw_switch_ops;
@@ -331,68 +346,79 @@ pb_print_added(struct perfmon_bench_run *run, const char *id, const char *what,
     unavoidable.min = raw->min * nr_counters;
     unavoidable.median = raw->median * nr_counters;
     perfmon_bench_print(run, id, what,
-                        pb_per_switch(perfmon_bench_sub(totals[with],
-                                                        totals[none])),
-                        budget, &added, nr_counters != 0 ? &unavoidable : NULL);
+                        perfmon_bench_per_switch(
+                            perfmon_bench_sub(totals[with], totals[none])),
+                        budget, &added,
+                        nr_counters != 0 ? &unavoidable : NULL);
 }
 
 int
 perfmon_bench_rows_switch(struct perfmon_bench_run *run)
 {
-    static const char *const whats[PB_SWITCH_NR_CONFIGS] = {
+    static const char *const whats[PERFMON_BENCH_SWITCH_NR_CONFIGS] = {
         "context switch, perfmon hook off",
         "context switch, no event anywhere",
         "context switch, 1 event per thread",
         "context switch, 4 events per thread",
         "context switch, 1 event each, not shared",
     };
-    static const char *const ids[PB_SWITCH_NR_CONFIGS] = {
+    static const char *const ids[PERFMON_BENCH_SWITCH_NR_CONFIGS] = {
         "4a", "4b", "4c", "4d", "4s",
     };
-    struct bench_result r[PB_SWITCH_NR_CONFIGS];
-    uint64_t totals[PB_SWITCH_NR_CONFIGS], budget;
+    struct bench_result r[PERFMON_BENCH_SWITCH_NR_CONFIGS];
+    uint64_t totals[PERFMON_BENCH_SWITCH_NR_CONFIGS], budget;
     int error;
 
-    perfmon_bench_measure(run, pb_op_raw_switch, NULL, PB_BATCH, true,
-                          &run->raw_switch_ops);
-    run->insns_raw_switch_ops = perfmon_bench_insns(run, pb_op_raw_switch, NULL,
-                                                    true, false);
+    perfmon_bench_measure(run, perfmon_bench_op_raw_switch, NULL,
+                          PERFMON_BENCH_BATCH, true, &run->raw_switch_ops);
+    run->insns_raw_switch_ops = perfmon_bench_insns(
+        run, perfmon_bench_op_raw_switch, NULL, true, false);
     perfmon_bench_print(run, "4r", "raw stop+read+start, one counter",
-                        run->insns_raw_switch_ops, PB_NONE,
+                        run->insns_raw_switch_ops, PERFMON_BENCH_NONE,
                         &run->raw_switch_ops, NULL);
-    error = pb_switch_measure(run, r);
+    error = perfmon_bench_switch_measure(run, r);
 
     if (!error) {
-        error = pb_switch_count(run, totals);
+        error = perfmon_bench_switch_count(run, totals);
     }
 
     if (error) {
         return error;
     }
 
-    for (unsigned int c = 0; c < PB_SWITCH_NR_CONFIGS; c++) {
-        perfmon_bench_print(run, ids[c], whats[c], pb_per_switch(totals[c]),
-                            PB_NONE, &r[c],
-                            c == PB_SWITCH_NONE ? &r[PB_SWITCH_OFF] : NULL);
+    for (unsigned int c = 0; c < PERFMON_BENCH_SWITCH_NR_CONFIGS; c++) {
+        perfmon_bench_print(
+            run, ids[c], whats[c], perfmon_bench_per_switch(totals[c]),
+            PERFMON_BENCH_NONE, &r[c],
+            c == PERFMON_BENCH_SWITCH_NONE ? &r[PERFMON_BENCH_SWITCH_OFF]
+                                           : NULL);
     }
 
-    pb_print_added(run, "4h", "added by the hook, no event anywhere",
-                   PB_SWITCH_NONE, r, totals, PB_SWITCH_OFF,
-                   perfmon_bench_budget(PB_BUDGET_HOOK, 0), 0);
-    perfmon_bench_print_why(PB_BUDGET_HOOK);
-    budget = perfmon_bench_budget(PB_BUDGET_SWITCH_1, run->insns_raw_read);
-    pb_print_added(run, "4e", "added per switch, 1 event", PB_SWITCH_ONE, r,
-                   totals, PB_SWITCH_NONE, budget, 1);
-    perfmon_bench_print_why(PB_BUDGET_SWITCH_1);
-    budget = perfmon_bench_budget(PB_BUDGET_SWITCH_4, run->insns_raw_read);
-    pb_print_added(run, "4f", "added per switch, 4 events", PB_SWITCH_FOUR, r,
-                   totals, PB_SWITCH_NONE, budget, PB_SWITCH_MAX_EVS);
-    perfmon_bench_print_why(PB_BUDGET_SWITCH_4);
-    budget = perfmon_bench_budget(PB_BUDGET_SWITCH_SPLIT,
+    perfmon_bench_print_added(
+        run, "4h", "added by the hook, no event anywhere",
+        PERFMON_BENCH_SWITCH_NONE, r, totals, PERFMON_BENCH_SWITCH_OFF,
+        perfmon_bench_budget(PERFMON_BENCH_BUDGET_HOOK, 0), 0);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_HOOK);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_1,
+                                  run->insns_raw_read);
+    perfmon_bench_print_added(run, "4e", "added per switch, 1 event",
+                              PERFMON_BENCH_SWITCH_ONE, r, totals,
+                              PERFMON_BENCH_SWITCH_NONE, budget, 1);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SWITCH_1);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_4,
+                                  run->insns_raw_read);
+    perfmon_bench_print_added(run, "4f", "added per switch, 4 events",
+                              PERFMON_BENCH_SWITCH_FOUR, r, totals,
+                              PERFMON_BENCH_SWITCH_NONE, budget,
+                              PERFMON_BENCH_SWITCH_MAX_EVS);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SWITCH_4);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_SPLIT,
                                   run->insns_raw_switch_ops);
-    pb_print_added(run, "4g", "added per switch, 1 event, not shared",
-                   PB_SWITCH_SPLIT, r, totals, PB_SWITCH_NONE, budget, 1);
-    perfmon_bench_print_why(PB_BUDGET_SWITCH_SPLIT);
+    perfmon_bench_print_added(run, "4g",
+                              "added per switch, 1 event, not shared",
+                              PERFMON_BENCH_SWITCH_SPLIT, r, totals,
+                              PERFMON_BENCH_SWITCH_NONE, budget, 1);
+    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SWITCH_SPLIT);
     return 0;
 }
 

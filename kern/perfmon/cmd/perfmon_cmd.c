@@ -2,17 +2,18 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * The `perfmon` shell command: its dispatcher and usage, and what every
- * subcommand shares (kern/perfmon/cmd/perfmon_cmd.h): the output line buffer,
- * one-line errors with the usage, option parsing (short and long
- * options), the command runner that starts a workload disabled and lets
- * its caller enable events as it begins, and the resolution of parsed
- * event names to devices with the reason a name is refused.  Each of
- * these exists once, for stat, record, report, script, top and selftest.
- * The subcommands are in their own files: `list` and `info` in
- * kern/perfmon/cmd/perfmon_list.c, `stat` in kern/perfmon/cmd/perfmon_stat.c, `bench` in
- * kern/perfmon/cmd/perfmon_bench.c, and so on.  It reaches the hardware only through
- * the core's API (kern/perfmon.h).
+ * The `perfmon` shell command: its table of subcommands, from which it
+ * dispatches and prints `perfmon help`, and what every subcommand shares
+ * (kern/perfmon/cmd/perfmon_cmd.h): the output line buffer, one-line
+ * errors with the usage, option parsing (short and long options), the
+ * command runner that starts a workload disabled and lets its caller
+ * enable events as it begins, and the resolution of parsed event names to
+ * devices with the reason a name is refused.  Each of these exists once,
+ * for stat, record, report, script, top and selftest.  The subcommands
+ * are in their own files of kern/perfmon/cmd/: `list` and `info` in
+ * perfmon_list.c, `stat` in perfmon_stat.c, `bench` in perfmon_bench.c,
+ * and so on.  It reaches the hardware only through the core's API
+ * (kern/perfmon.h).
  */
 
 #include <stdarg.h>
@@ -21,7 +22,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
-#include "arch/x86/pmu_evtab.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -31,7 +32,7 @@
 #include "kern/perfmon/cmd/perfmon_list.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
-#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/perfmon/cmd/perfmon_stat.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -135,6 +136,19 @@ perfmon_cmd_first_period(int generic, uint64_t freq)
            ? MAX(hz / freq, 1) : 0;
 }
 
+/*
+ * An error is one line, then the usage's first line, its synopsis: the
+ * options' details are for `perfmon help SUBCOMMAND`, not for every typo.
+ */
+static void
+perfmon_cmd_synopsis_print(const char *usage)
+{
+    const char *end = strchr(usage, '\n');
+
+    kprintf("%.*s\n", (int)(end != NULL ? end - usage : (long)strlen(usage)),
+            usage);
+}
+
 int
 perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
 {
@@ -147,7 +161,7 @@ perfmon_cmd_error(const char *who, const char *usage, const char *fmt, ...)
     perfmon_cmd_line_vadd(&line, fmt, ap);
     va_end(ap);
     perfmon_cmd_line_print(&line);
-    kprintf("%s", usage);
+    perfmon_cmd_synopsis_print(usage);
     return SHELL_ERR_REPORTED;
 }
 
@@ -406,7 +420,7 @@ static unsigned int
 perfmon_cmd_suggest(const char *name, const char **cands, unsigned int nr,
                     const char **out, unsigned int max_out)
 {
-    const struct pmu_evtab_model *m = pmu_evtab_host();
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
     unsigned int nr_out = perfmon_parse_suggest(name, cands, nr, out,
                                                 max_out);
     unsigned int best = (nr_out == 0) ? UINT32_MAX
@@ -418,7 +432,7 @@ perfmon_cmd_suggest(const char *name, const char **cands, unsigned int nr,
         unsigned int n = MIN(m->nr_events - i, PERFMON_CMD_MAX_CANDS), nf;
 
         for (unsigned int j = 0; j < n; j++) {
-            chunk[j] = pmu_evtab_name(pmu_evtab_event(m, i + j));
+            chunk[j] = perfmon_evtab_name(perfmon_evtab_event(m, i + j));
         }
 
         nf = perfmon_parse_suggest(name, chunk, n, found,
@@ -531,9 +545,9 @@ perfmon_cmd_resolve_on(const char *who,
 
 /* The hardware device that counts model m's events, or NULL: none here. */
 static struct perfmon_dev *
-perfmon_cmd_model_dev(const struct pmu_evtab_model *m)
+perfmon_cmd_model_dev(const struct perfmon_evtab_model *m)
 {
-    return perfmon_dev_find((m->vendor == PMU_EVTAB_VENDOR_AMD) ? "amd"
+    return perfmon_dev_find((m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
                                                                 : "intel");
 }
 
@@ -558,21 +572,21 @@ perfmon_cmd_resolve_model(const char *who,
                           const struct perfmon_parse_event *parsed,
                           struct perfmon_cmd_event *out)
 {
-    const struct pmu_evtab_model *m = pmu_evtab_host();
-    const struct pmu_evtab_event *ev;
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    const struct perfmon_evtab_event *ev;
     uint64_t counters;
 
-    ev = (m == NULL) ? NULL : pmu_evtab_lookup(m, parsed->name);
+    ev = (m == NULL) ? NULL : perfmon_evtab_lookup(m, parsed->name);
 
     if (ev == NULL) {
         return -ENOENT;
     }
 
-    counters = pmu_evtab_counters(ev);
+    counters = perfmon_evtab_counters(ev);
     out->dev = perfmon_cmd_model_dev(m);
     out->flags = (parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED))
                  | PERFMON_EF_RAW;
-    out->id = pmu_evtab_raw(m, ev);
+    out->id = perfmon_evtab_raw(m, ev);
     out->supported = (out->dev != NULL);
 
     if (!out->supported) {
@@ -584,7 +598,7 @@ perfmon_cmd_resolve_model(const char *who,
 
         if (fixed >= ARRAY_SIZE(perfmon_cmd_fixed_generic)) {
             kprintf("perfmon: %s: '%s' counts on fixed counter %u only, "
-                    "which is not driven\n", who, pmu_evtab_name(ev), fixed);
+                    "which is not driven\n", who, perfmon_evtab_name(ev), fixed);
             return SHELL_ERR_REPORTED;
         }
 
@@ -717,103 +731,122 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
 
 /* ---- perfmon ------------------------------------------------------------ */
 
-static void
-perfmon_cmd_usage(void)
+static int perfmon_cmd_help(int argc, char **argv);
+
+static const char perfmon_cmd_help_usage[] = "usage: perfmon help [SUBCOMMAND]\n";
+
+/*
+ * A subcommand: its name, its entry point, its usage (what it prints
+ * after a bad option, and `perfmon help SUBCOMMAND`) and one line saying
+ * what it does.  The table is constant.
+ */
+struct perfmon_cmd_sub {
+    const char *name;
+    perfmon_cmd_main_fn_t main;
+    const char *usage;
+    const char *summary;
+};
+
+static const struct perfmon_cmd_sub perfmon_cmd_subs[] = {
+    { "help", perfmon_cmd_help, perfmon_cmd_help_usage,
+      "this text, or a subcommand's usage" },
+    { "list", perfmon_list_main, perfmon_list_usage,
+      "every event of every device (or those FILTER names)" },
+    { "info", perfmon_info_main, perfmon_info_usage,
+      "devices, capabilities, counters in use" },
+    { "stat", perfmon_stat_main, perfmon_stat_usage,
+      "run COMMAND in a new thread and count what it does" },
+    { "record", perfmon_record_main, perfmon_record_usage,
+      "sample COMMAND (or the CPUs while it runs), keep the samples" },
+    { "report", perfmon_report_main, perfmon_report_usage,
+      "the last recording, hottest first, or its branch stacks" },
+    { "script", perfmon_script_main, perfmon_script_usage,
+      "the last recording, one sample a line" },
+    { "top", perfmon_top_main, perfmon_top_usage,
+      "the hottest symbols of the machine, until Ctrl-C" },
+    { "bench", perfmon_bench_main, perfmon_bench_usage,
+      "microbenchmarks of the perfmon layer" },
+    { "selftest", perfmon_selftest_main, perfmon_selftest_usage,
+      "check that the counters count what they claim, here" },
+};
+
+static const struct perfmon_cmd_sub *
+perfmon_cmd_sub_find(const char *name)
 {
-    kprintf("usage: perfmon [help]     this text\n"
-            "       perfmon list [FILTER]  every event of every device (or "
-            "those FILTER names)\n"
-            "       perfmon info       devices, capabilities, counters in "
-            "use\n"
-            "       perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-            "[-x SEP] [--] COMMAND [ARGS...]\n"
-            "                          run COMMAND in a new thread and count "
-            "what it does\n"
-            "  -e EVENTS  comma-separated names or aliases from 'perfmon "
-            "list', raw codes rHEX,\n"
-            "             each with optional modifiers :u :k (default both) "
-            ":D (pinned); groups\n"
-            "             {a,b}[:mods] count together; -e may repeat\n"
-            "  -a         count on all CPUs instead of the thread\n"
-            "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
-            "  -A         one row per CPU instead of the sum (with -a or "
-            "-C)\n"
-            "  -i         the command's thread only, not the threads it "
-            "creates\n"
-            "  -r N       run N times (1 to %u): mean and relative "
-            "deviation\n"
-            "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%%,]"
-            "time ns,percent,metric,metric unit\n"
-            "             (long forms: --event= --all-cpus --cpu= --no-aggr "
-            "--no-inherit --repeat=\n"
-            "             --field-separator=)\n"
-            "       perfmon record [-e EVENT] [-c N | -F HZ] [-g] "
-            "[-b | -j FILTERS] [-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND "
-            "[ARGS...]\n"
-            "                          sample COMMAND (or the CPUs while it "
-            "runs), keep the samples\n"
-            "  -c N       a sample every N events; -F HZ: HZ samples a second "
-            "per CPU (default %u)\n"
-            "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
-            "(default 256K)\n"
-            "  -b         with branch stacks (LBR); -j any,any_call,any_ret,"
-            "ind_call,call,cond,ind_jmp,u,k: filtered\n"
-            "       perfmon report [--sort comm,sym|sym|comm|cpu] [-g] "
-            "[--folded] [--percent-limit P]\n"
-            "                          the last recording, hottest first\n"
-            "       perfmon report --branch [--percent-limit P]\n"
-            "                          its branch stacks by from -> to, with "
-            "mispredicts\n"
-            "       perfmon script     the last recording, one sample a line\n"
-            "       perfmon top [-e EVENT] [-F HZ] [-d SECS] [-n COUNT] "
-            "[--stdio]\n"
-            "                          the hottest symbols of the machine, "
-            "until Ctrl-C\n"
-            "       perfmon bench [-n SAMPLES] [all|quick|remote]\n"
-            "                          microbenchmarks of the perfmon layer, "
-            "in TSC cycles\n"
-            "       perfmon selftest   check that the counters count what "
-            "they claim, here\n"
-            "workloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
-            "yield N, hop N, xcall N, sleep MS\n", PERFMON_STAT_MAX_RUNS,
-            PERFMON_RECORD_FREQ_DEFAULT);
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_cmd_subs); i++) {
+        if (strcmp(perfmon_cmd_subs[i].name, name) == 0) {
+            return &perfmon_cmd_subs[i];
+        }
+    }
+
+    return NULL;
+}
+
+/* The subcommands with their summaries, then each one's usage. */
+static void
+perfmon_cmd_help_all(void)
+{
+    kprintf("usage: perfmon SUBCOMMAND [ARGS...]\n");
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_cmd_subs); i++) {
+        kprintf("  %-9s %s\n", perfmon_cmd_subs[i].name,
+                perfmon_cmd_subs[i].summary);
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_cmd_subs); i++) {
+        kprintf("\n%s", perfmon_cmd_subs[i].usage);
+    }
+
+    kprintf("\nworkloads: spin N, memwalk SIZE STRIDE [PASSES], branchy N, "
+            "yield N, hop N, xcall N, sleep MS\n");
+}
+
+static int
+perfmon_cmd_help(int argc, char **argv)
+{
+    const struct perfmon_cmd_sub *sub;
+
+    if (argc < 3) {
+        perfmon_cmd_help_all();
+        return 0;
+    }
+
+    sub = perfmon_cmd_sub_find(argv[2]);
+
+    if (argc > 3 || sub == NULL) {
+        return perfmon_cmd_error("help", perfmon_cmd_help_usage,
+                                 "%s '%s' (see 'perfmon help')",
+                                 (sub == NULL) ? "unknown subcommand"
+                                               : "one subcommand at most, not",
+                                 argv[(sub == NULL) ? 2 : 3]);
+    }
+
+    kprintf("%s: %s\n%s", sub->name, sub->summary, sub->usage);
+    return 0;
 }
 
 static int
 perfmon_cmd(int argc, char **argv)
 {
-    if ((argc < 2) || (strcmp(argv[1], "help") == 0)) {
-        perfmon_cmd_usage();
+    const struct perfmon_cmd_sub *sub;
+
+    if (argc < 2) {
+        perfmon_cmd_help_all();
         return 0;
     }
 
-    if (strcmp(argv[1], "list") == 0) {
-        return perfmon_list_main(argc, argv);
-    } else if (strcmp(argv[1], "info") == 0) {
-        return perfmon_info_main();
-    } else if (strcmp(argv[1], "stat") == 0) {
-        return perfmon_stat_main(argc, argv);
-    } else if (strcmp(argv[1], "bench") == 0) {
-        return perfmon_bench_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "record") == 0) {
-        return perfmon_record_main(argc, argv);
-    } else if (strcmp(argv[1], "report") == 0) {
-        return perfmon_report_main(argc, argv);
-    } else if (strcmp(argv[1], "script") == 0) {
-        return perfmon_script_main(argc, argv);
-    } else if (strcmp(argv[1], "top") == 0) {
-        return perfmon_top_main(argc, argv);
-    } else if (strcmp(argv[1], "selftest") == 0) {
-        return perfmon_selftest_main(argc - 1, argv + 1);
+    sub = perfmon_cmd_sub_find(argv[1]);
+
+    if (sub == NULL) {
+        kprintf("perfmon: unknown subcommand '%s' (see 'perfmon help')\n",
+                argv[1]);
+        return SHELL_ERR_REPORTED;
     }
 
-    kprintf("perfmon: unknown subcommand '%s'\n", argv[1]);
-    perfmon_cmd_usage();
-    return SHELL_ERR_REPORTED;
+    return sub->main(argc, argv);
 }
 
 SHELL_COMMAND(perfmon, "perfmon",
-              "[list | info | stat | record | report | script | top | bench "
-              "| selftest]",
+              "[SUBCOMMAND [ARGS...]] (see 'perfmon help')",
               "performance counters: list events, count and profile",
               perfmon_cmd);

@@ -21,6 +21,18 @@
 #define PERFMON_CMD_LINE_SIZE   256
 
 /*
+ * A subcommand's entry point, one row of the dispatcher's table
+ * (kern/perfmon/cmd/perfmon_cmd.c).  argv holds the shell's words:
+ * argv[0] is "perfmon", argv[1] the subcommand's name.  Returns 0, a
+ * negative errno or SHELL_ERR_REPORTED.  Thread context.
+ *
+ * Each subcommand's header also gives its usage, perfmon_X_usage[]: the
+ * text it prints after a bad option, and `perfmon help` prints, starting
+ * "usage: perfmon X" and ending with a newline.
+ */
+typedef int (*perfmon_cmd_main_fn_t)(int argc, char **argv);
+
+/*
  * A line built in pieces and printed at once, so that output from other
  * CPUs does not interleave with it; what does not fit is dropped.
  * perfmon_cmd_line_print() drops trailing blanks (perf pads its columns),

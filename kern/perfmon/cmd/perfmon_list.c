@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
-#include "arch/x86/pmu_evtab.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
@@ -22,6 +22,7 @@
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
 #include "kern/perfmon/cmd/perfmon_metric.h"
+#include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -218,14 +219,14 @@ perfmon_list_contains(const char *haystack, const char *needle)
 
 /* An event's extra MSR and what else it says, for its line. */
 static void
-perfmon_list_model_notes(const struct pmu_evtab_event *ev, char *buf,
+perfmon_list_model_notes(const struct perfmon_evtab_event *ev, char *buf,
                          size_t size)
 {
-    const struct pmu_evtab_extra *extra = pmu_evtab_extra(ev);
+    const struct perfmon_evtab_extra *extra = perfmon_evtab_extra(ev);
 
-    ksnprintf(buf, size, "%s%s", (ev->flags & PMU_EVTAB_F_PRECISE)
+    ksnprintf(buf, size, "%s%s", (ev->flags & PERFMON_EVTAB_F_PRECISE)
                                  ? " precise" : "",
-              (ev->flags & PMU_EVTAB_F_DEPRECATED) ? " deprecated" : "");
+              (ev->flags & PERFMON_EVTAB_F_DEPRECATED) ? " deprecated" : "");
 
     if (extra != NULL && extra->nr_msrs != 0) {
         size_t len = strlen(buf);
@@ -241,18 +242,18 @@ perfmon_list_model_notes(const struct pmu_evtab_event *ev, char *buf,
  * topics' headings as perf prints them; how many were listed.
  */
 static unsigned int
-perfmon_list_model(const struct pmu_evtab_model *m, const char *filter,
+perfmon_list_model(const struct perfmon_evtab_model *m, const char *filter,
                    const char *why)
 {
     char topic[64], last[64] = "", enc[64], ctrs[32], notes[64];
     unsigned int n = 0;
 
     for (unsigned int i = 0; i < m->nr_events; i++) {
-        const struct pmu_evtab_event *ev = pmu_evtab_event(m, i);
-        const char *name = pmu_evtab_name(ev);
+        const struct perfmon_evtab_event *ev = perfmon_evtab_event(m, i);
+        const char *name = perfmon_evtab_name(ev);
         struct perfmon_cmd_line line;
 
-        pmu_evtab_topic(ev, topic, sizeof(topic));
+        perfmon_evtab_topic(ev, topic, sizeof(topic));
 
         if (filter != NULL && !perfmon_list_contains(name, filter)
             && !perfmon_list_contains(topic, filter)) {
@@ -261,7 +262,7 @@ perfmon_list_model(const struct pmu_evtab_model *m, const char *filter,
 
         if (n == 0) {
             kprintf("%s events (%s): %u%s%s\n", m->name,
-                    pmu_evtab_vendor_name(m->vendor), m->nr_events,
+                    perfmon_evtab_vendor_name(m->vendor), m->nr_events,
                     (why != NULL) ? ", " : "", (why != NULL) ? why : "");
             kprintf("  %-44s %-36s %-9s %s\n", "event", "encoding",
                     "counters", "notes");
@@ -272,8 +273,8 @@ perfmon_list_model(const struct pmu_evtab_model *m, const char *filter,
             strlcpy(last, topic, sizeof(last));
         }
 
-        pmu_evtab_format(ev, enc, sizeof(enc));
-        pmu_evtab_format_counters(ev, ctrs, sizeof(ctrs));
+        perfmon_evtab_format(ev, enc, sizeof(enc));
+        perfmon_evtab_format_counters(ev, ctrs, sizeof(ctrs));
         perfmon_list_model_notes(ev, notes, sizeof(notes));
         perfmon_cmd_line_init(&line);
         perfmon_cmd_line_add(&line, "  %-44s %-36s %-9s%s", name, enc, ctrs,
@@ -287,12 +288,13 @@ perfmon_list_model(const struct pmu_evtab_model *m, const char *filter,
 
 /* Why the host's model events cannot be counted here, or NULL. */
 static const char *
-perfmon_list_model_why(const struct pmu_evtab_model *m)
+perfmon_list_model_why(const struct perfmon_evtab_model *m)
 {
-    const char *driver = (m->vendor == PMU_EVTAB_VENDOR_AMD) ? "amd"
+    const char *driver = (m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
                                                             : "intel";
 
-    return (perfmon_dev_find(driver) == NULL) ? "<not supported> here: no hardware PMU" : NULL;
+    return (perfmon_dev_find(driver) == NULL)
+           ? "<not supported> here: no hardware PMU" : NULL;
 }
 
 /*
@@ -302,15 +304,14 @@ perfmon_list_model_why(const struct pmu_evtab_model *m)
 static int
 perfmon_list_metrics(int argc, char **argv)
 {
-    const struct pmu_evtab_model *m = pmu_evtab_host();
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
     const char *filter = (argc > 3) ? argv[3] : NULL, *name, *formula;
     bool heading = false;
     unsigned int n = 0;
 
     if (argc > 4) {
-        kprintf("perfmon: list: one filter at most ('%s' is extra)\n"
-                "usage: perfmon list metrics [FILTER]\n", argv[4]);
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("list", perfmon_list_usage, "one filter at "
+                                 "most ('%s' is extra)", argv[4]);
     }
 
     for (unsigned int i = 0; perfmon_metric_builtin(i, &name, &formula);
@@ -322,14 +323,14 @@ perfmon_list_metrics(int argc, char **argv)
     }
 
     for (unsigned int i = 0; m != NULL && i < m->nr_metrics; i++) {
-        name = pmu_evtab_metric_name(&m->metrics[i]);
+        name = perfmon_evtab_metric_name(&m->metrics[i]);
 
         if (filter == NULL || perfmon_list_contains(name, filter)) {
             struct perfmon_cmd_line line;
 
             if (!heading) {
                 kprintf("%s metrics (%s)%s:\n", m->name,
-                        pmu_evtab_vendor_name(m->vendor),
+                        perfmon_evtab_vendor_name(m->vendor),
                         (perfmon_list_model_why(m) != NULL)
                         ? ", <not supported> here: no hardware PMU" : "");
             }
@@ -338,7 +339,7 @@ perfmon_list_metrics(int argc, char **argv)
             n++;
             perfmon_cmd_line_init(&line);
             perfmon_cmd_line_add(&line, "  %-44s %s", name,
-                                 pmu_evtab_metric_formula(&m->metrics[i]));
+                                 perfmon_evtab_metric_formula(&m->metrics[i]));
             perfmon_cmd_line_print(&line);
         }
     }
@@ -358,23 +359,22 @@ perfmon_list_metrics(int argc, char **argv)
 static int
 perfmon_list_other_model(int argc, char **argv)
 {
-    const struct pmu_evtab_model *m;
+    const struct perfmon_evtab_model *m;
     const char *filter = (argc > 4) ? argv[4] : NULL;
 
     if (argc < 4 || argc > 5) {
-        kprintf("perfmon: list: --model takes a model and one filter at "
-                "most\nusage: perfmon list --model VENDOR-FAMILY-MODEL"
-                "[-STEPPING] [FILTER]\n");
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("list", perfmon_list_usage, "--model takes "
+                                 "a model and one filter at most");
     }
 
-    m = pmu_evtab_find_id(argv[3]);
+    m = perfmon_evtab_find_id(argv[3]);
 
     if (m == NULL) {
-        kprintf("perfmon: list: no event list for '%s' (a CPUID such as "
-                "GenuineIntel-6-55-4 or AuthenticAMD-25-1, or a table name "
-                "such as skylakex)\n", argv[3]);
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("list", perfmon_list_usage, "no event list "
+                                 "for '%s' (a CPUID such as "
+                                 "GenuineIntel-6-55-4 or AuthenticAMD-25-1, "
+                                 "or a table name such as skylakex)",
+                                 argv[3]);
     }
 
     if (perfmon_list_model(m, filter, "shown without its hardware") == 0) {
@@ -391,6 +391,18 @@ perfmon_list_other_model(int argc, char **argv)
  * name, alias or description contains FILTER (perf list's filter), then
  * the boot CPU model's own events (name or topic, case aside).
  */
+const char perfmon_list_usage[] =
+    "usage: perfmon list [FILTER] | --model VENDOR-FAMILY-MODEL[-STEPPING] "
+    "[FILTER] | metrics [FILTER]\n"
+    "  FILTER     events whose name, alias, description or topic contains "
+    "it\n"
+    "  --model    another CPU model's events, without its hardware "
+    "(GenuineIntel-6-55-4,\n"
+    "             AuthenticAMD-25-1, or a table name such as skylakex)\n"
+    "  metrics    the metrics 'perfmon stat -M' counts, with their "
+    "formulas\n";
+const char perfmon_info_usage[] = "usage: perfmon info\n";
+
 int
 perfmon_list_main(int argc, char **argv)
 {
@@ -398,7 +410,7 @@ perfmon_list_main(int argc, char **argv)
     bool any_missing = false, hw_present;
     const char *hw_status = perfmon_hw_status(&hw_present);
     const char *filter = (argc > 2) ? argv[2] : NULL;
-    const struct pmu_evtab_model *model = pmu_evtab_host();
+    const struct perfmon_evtab_model *model = perfmon_evtab_host();
     unsigned int n = 0;
     char aliases[64];
 
@@ -411,10 +423,9 @@ perfmon_list_main(int argc, char **argv)
     }
 
     if (argc > 3) {
-        kprintf("perfmon: list: one filter at most ('%s' is extra)\n"
-                "usage: perfmon list [--model VENDOR-FAMILY-MODEL] "
-                "[FILTER]\n", argv[3]);
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("list", perfmon_list_usage,
+                                 "one filter at most ('%s' is extra)",
+                                 argv[3]);
     }
 
     for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
@@ -518,8 +529,8 @@ perfmon_list_info_branches(void)
         return;
     }
 
-    perfmon_branch_filter_fmt(filters, sizeof(filters), info.filters);
-    perfmon_branch_filter_fmt(in_use, sizeof(in_use), info.filter);
+    perfmon_parse_branch_fmt(filters, sizeof(filters), info.filters);
+    perfmon_parse_branch_fmt(in_use, sizeof(in_use), info.filter);
     kprintf("branch records: %s; %u entries; filters %s; in use: ",
             info.text, info.depth, filters);
 
@@ -595,10 +606,15 @@ perfmon_list_info_pmc(const struct perfmon_list_pmc *pmc)
 }
 
 int
-perfmon_info_main(void)
+perfmon_info_main(int argc, char **argv)
 {
     struct perfmon_list_pmcs pmcs = { .max = PERFMON_MAX_PMCS };
     size_t size = sizeof(*pmcs.pmcs) * PERFMON_MAX_PMCS;
+
+    if (argc > 2) {
+        return perfmon_cmd_error("info", perfmon_info_usage,
+                                 "no arguments expected, not '%s'", argv[2]);
+    }
 
     perfmon_list_info_hw();
 

@@ -9,12 +9,11 @@
 #ifndef KERN_PERFMON_LIST_H
 #define KERN_PERFMON_LIST_H
 
-/*
- * The subcommands, from the shell's `perfmon` command.  perfmon_list_main()
- * takes the command's words (argv[0] "perfmon", argv[1] "list").  Thread
- * context.
- */
+/* The subcommands (perfmon_cmd_main_fn_t, kern/perfmon/cmd/perfmon_cmd.h). */
+extern const char perfmon_list_usage[];
+extern const char perfmon_info_usage[];
+
 int perfmon_list_main(int argc, char **argv);
-int perfmon_info_main(void);
+int perfmon_info_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_LIST_H */

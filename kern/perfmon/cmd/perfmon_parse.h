@@ -5,10 +5,11 @@
  * The pure parts of the `perfmon` shell command, kept apart so that they
  * can be tested on the host: the event-list parser (perf's `-e` syntax:
  * names, aliases, raw `rNNNN` codes, `:u`/`:k` modifiers), the CPU-list
- * parser ("0,2-3") and closest-name suggestions (edit distance).  Event
- * names themselves are the core's (perfmon_event_desc()).  Nothing here
- * touches hardware, threads or locks: every function is reentrant and
- * works on the caller's buffers only.
+ * parser ("0,2-3"), perf's `-j` branch filters and closest-name
+ * suggestions (edit distance).  Event names themselves are the core's
+ * (perfmon_event_desc()).  Nothing here touches hardware, threads or
+ * locks: every function is reentrant and works on the caller's buffers
+ * only.
  */
 
 #ifndef KERN_PERFMON_PARSE_H
@@ -127,5 +128,24 @@ unsigned int perfmon_parse_distance(const char *a, const char *b);
 unsigned int perfmon_parse_suggest(const char *name, const char *const *cands,
                                    unsigned int nr_cands, const char **out,
                                    unsigned int max_out);
+
+/*
+ * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
+ * filter as perf's -j list would give it ("any,u,k"), in buf.
+ */
+const char *perfmon_parse_branch_name(unsigned int bit);
+void perfmon_parse_branch_fmt(char *buf, size_t size, unsigned int filter);
+
+/*
+ * A -j list (perf's --branch-filter: names, comma-separated; "ret" is
+ * taken for any_ret) into *filterp, its PERFMON_BRF_* bits as given (the
+ * caller adds the defaults: any, the event's modes).  Returns 0, or
+ * -EINVAL for an empty list or item or an unknown name, -EOPNOTSUPP for a
+ * name of perf's that Tally has no use for (hv, the TSX filters,
+ * call_stack, save_type...), with the item as typed in bad (truncated to
+ * bad_size - 1 characters).
+ */
+int perfmon_parse_branch_filter(const char *list, unsigned int *filterp,
+                                char *bad, size_t bad_size);
 
 #endif /* KERN_PERFMON_PARSE_H */

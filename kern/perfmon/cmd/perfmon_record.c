@@ -26,7 +26,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/printf.h"
@@ -36,9 +36,15 @@
 
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
 
-static const char perfmon_record_usage[] =
+const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n";
+    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n"
+    "  -c N       a sample every N events; -F HZ: HZ samples a second per "
+    "CPU (default " STRINGIFY(PERFMON_RECORD_FREQ_DEFAULT) ")\n"
+    "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
+    "(default 256K)\n"
+    "  -b         with branch stacks (LBR); -j any,any_call,any_ret,ind_call,"
+    "call,cond,ind_jmp,u,k: filtered\n";
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
@@ -61,7 +67,7 @@ struct perfmon_record {
     int argc;                           /* the whole perfmon command */
     char **argv;
 
-    struct perfmon_rec *rec;
+    struct perfmon_capture *cap;
     struct perfmon_sampling sampling;
     struct perfmon_event events[CPU_MAX];
     struct perfmon_event *set[CPU_MAX]; /* the events, to enable at once */
@@ -163,7 +169,7 @@ perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
     unsigned int filter;
     int error;
 
-    error = perfmon_branch_filter_parse(list, &filter, bad, sizeof(bad));
+    error = perfmon_parse_branch_filter(list, &filter, bad, sizeof(bad));
 
     if (error == -EOPNOTSUPP) {
         return perfmon_record_error("-j %s: '%s' is perf's, but means "
@@ -451,17 +457,17 @@ perfmon_record_stream_open(struct perfmon_record *r)
     if (r->stream_error) {
         r->stream = NULL;
     } else {
-        perfmon_rec_set_sink(r->rec, perfmon_stream_rec, r->stream);
+        perfmon_capture_set_sink(r->cap, perfmon_stream_rec, r->stream);
     }
 }
 
 static void
 perfmon_record_stream_close(struct perfmon_record *r)
 {
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
 
     if (r->stream != NULL) {
-        perfmon_rec_get_info(r->rec, &info);
+        perfmon_capture_get_info(r->cap, &info);
         r->stream_error = perfmon_stream_close(r->stream, &info);
         r->stream = NULL;
     }
@@ -496,9 +502,9 @@ perfmon_record_say_where(const struct perfmon_record *r)
 static void
 perfmon_record_summary(const struct perfmon_record *r)
 {
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
 
-    perfmon_rec_get_info(r->rec, &info);
+    perfmon_capture_get_info(r->cap, &info);
     kprintf("[ perfmon record: captured %llu samples, %llu lost, %llu KiB ]\n",
             (unsigned long long)info.nr_samples,
             (unsigned long long)info.nr_lost,
@@ -532,8 +538,8 @@ perfmon_record_run(struct perfmon_record *r)
     int error;
 
     perfmon_record_command_line(r, command, sizeof(command));
-    error = perfmon_rec_create(&r->rec, r->ring_size,
-                               PERFMON_REC_STORE_DEFAULT, r->event_name,
+    error = perfmon_capture_create(&r->cap, r->ring_size,
+                               PERFMON_CAPTURE_STORE_DEFAULT, r->event_name,
                                command);
 
     if (error) {
@@ -551,7 +557,7 @@ perfmon_record_run(struct perfmon_record *r)
                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD
                   | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
                   | (r->branches ? PERFMON_SF_BRANCH : 0),
-        .sbuf = perfmon_rec_sbuf(r->rec),
+        .sbuf = perfmon_capture_sbuf(r->cap),
         .branch_filter = r->branch_filter,
     };
 
@@ -562,7 +568,7 @@ perfmon_record_run(struct perfmon_record *r)
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
                 error_str(error));
-        perfmon_rec_destroy(r->rec);
+        perfmon_capture_destroy(r->cap);
         return SHELL_ERR_REPORTED;
     }
 
@@ -570,7 +576,7 @@ perfmon_record_run(struct perfmon_record *r)
 
     if (error == 0) {
         perfmon_record_stream_open(r);
-        error = perfmon_rec_start(r->rec);
+        error = perfmon_capture_start(r->cap);
 
         if (error) {
             kprintf("perfmon: record: cannot start draining: %s\n",
@@ -583,7 +589,7 @@ perfmon_record_run(struct perfmon_record *r)
 
     if (error) {
         perfmon_cmd_runner_cancel(&r->runner);
-        perfmon_rec_destroy(r->rec);
+        perfmon_capture_destroy(r->cap);
         return error;
     }
 
@@ -598,11 +604,11 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     perfmon_record_detach_all(r);
-    perfmon_rec_stop(r->rec);
+    perfmon_capture_stop(r->cap);
     perfmon_record_stream_close(r);
     perfmon_record_summary(r);
     perfmon_record_say_where(r);
-    perfmon_rec_keep(r->rec);
+    perfmon_capture_keep(r->cap);
     return 0;
 }
 

@@ -4,8 +4,8 @@
  *
  * The profiling subcommands of `perfmon`: record (kern/perfmon/cmd/perfmon_record.c),
  * report and script (kern/perfmon/cmd/perfmon_report.c), top (kern/perfmon/cmd/perfmon_top.c).
- * Each takes the shell's argv, argv[0] being "perfmon" and argv[1] the
- * subcommand.  Thread context.
+ * Each is a perfmon_cmd_main_fn_t (kern/perfmon/cmd/perfmon_cmd.h) with
+ * its usage.  Thread context.
  */
 
 #ifndef KERN_PERFMON_RECORD_H
@@ -13,6 +13,11 @@
 
 /* perf's default sampling frequency, record's too. */
 #define PERFMON_RECORD_FREQ_DEFAULT     4000
+
+extern const char perfmon_record_usage[];
+extern const char perfmon_report_usage[];
+extern const char perfmon_script_usage[];
+extern const char perfmon_top_usage[];
 
 int perfmon_record_main(int argc, char **argv);
 int perfmon_report_main(int argc, char **argv);

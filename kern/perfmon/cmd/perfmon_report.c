@@ -3,7 +3,7 @@
  *
  *
  * `perfmon report` and `perfmon script`, modelled on `perf report --stdio`
- * and `perf script`, over the last recording (kern/perfmon/cmd/perfmon_rec.h), and the
+ * and `perf script`, over the last recording (kern/perfmon/cmd/perfmon_capture.h), and the
  * profile tables `perfmon top` shares with them (kern/perfmon/cmd/perfmon_report.h).
  *
  * A profile adds up the samples' periods by key (thread name and symbol by
@@ -25,7 +25,7 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_report.h"
 #include "kern/printf.h"
@@ -37,13 +37,13 @@
 #define PERFMON_REPORT_MAX_STACKS   8192    /* a power of two */
 #define PERFMON_REPORT_CHAINS       8       /* shown per row with -g */
 
-static const char perfmon_report_usage[] =
+const char perfmon_report_usage[] =
     "usage: perfmon report [--sort KEYS] [-g] [--folded] "
     "[--percent-limit P]\n"
     "       perfmon report --branch [--percent-limit P]\n"
     "       KEYS: comm,sym (default), sym, comm, cpu\n";
 
-static const char perfmon_script_usage[] = "usage: perfmon script\n";
+const char perfmon_script_usage[] = "usage: perfmon script\n";
 
 static const char perfmon_unknown_sym[] = "[unknown]";
 
@@ -70,7 +70,7 @@ struct perfmon_profile_stack {
 struct perfmon_profile {
     unsigned int keys;                  /* PERFMON_PROFILE_KEY_* */
     bool stacks;
-    const struct perfmon_rec *rec;
+    const struct perfmon_capture *cap;
     struct perfmon_profile_row *rows;
     unsigned int nr_rows;
     struct perfmon_profile_stack *stack_table;
@@ -253,15 +253,15 @@ perfmon_profile_add_stack(struct perfmon_profile *p, unsigned int row,
 }
 
 void
-perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_rec *rec,
+perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap,
                     const struct perfmon_sample *sample)
 {
     uint64_t weight = (sample->fields & PERFMON_SF_PERIOD) ? sample->period
                                                             : 1;
-    const char *comm = perfmon_rec_comm(rec, sample->tid);
+    const char *comm = perfmon_capture_comm(cap, sample->tid);
     struct perfmon_profile_row *row;
 
-    p->rec = rec;
+    p->cap = cap;
     row = perfmon_profile_row(p, comm, sample->tid,
                               perfmon_profile_sym(sample->ip),
                               (int)sample->cpu);
@@ -290,7 +290,7 @@ perfmon_profile_add_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 
     if (hdr->type == PERFMON_REC_SAMPLE
         && perfmon_sample_decode(hdr, hdr->size, &sample) == 0) {
-        perfmon_profile_add(p, p->rec, &sample);
+        perfmon_profile_add(p, p->cap, &sample);
     }
 
     return true;
@@ -298,10 +298,10 @@ perfmon_profile_add_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 
 void
 perfmon_profile_add_all(struct perfmon_profile *p,
-                        const struct perfmon_rec *rec)
+                        const struct perfmon_capture *cap)
 {
-    p->rec = rec;
-    perfmon_rec_foreach(rec, perfmon_profile_add_rec, p);
+    p->cap = cap;
+    perfmon_capture_foreach(cap, perfmon_profile_add_rec, p);
 }
 
 /* ---- printing -------------------------------------------------------------------- */
@@ -565,17 +565,17 @@ perfmon_report_parse_percent(const char *val, unsigned int *bpp)
     return 0;
 }
 
-static const struct perfmon_rec *
+static const struct perfmon_capture *
 perfmon_report_last(const char *who)
 {
-    const struct perfmon_rec *rec = perfmon_rec_last();
+    const struct perfmon_capture *cap = perfmon_capture_last();
 
-    if (rec == NULL) {
+    if (cap == NULL) {
         kprintf("perfmon: %s: no recording (run 'perfmon record' first)\n",
                 who);
     }
 
-    return rec;
+    return cap;
 }
 
 /* What `perfmon report`'s options ask for. */
@@ -634,9 +634,9 @@ perfmon_report_main(int argc, char **argv)
     struct perfmon_report_opts o = {
         .keys = PERFMON_PROFILE_KEY_COMM | PERFMON_PROFILE_KEY_SYM,
     };
-    const struct perfmon_rec *rec;
+    const struct perfmon_capture *cap;
     struct perfmon_profile *p;
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
     struct perfmon_cmd_opts opts;
     int error;
 
@@ -658,14 +658,14 @@ perfmon_report_main(int argc, char **argv)
                                     "alone");
     }
 
-    rec = perfmon_report_last("report");
+    cap = perfmon_report_last("report");
 
-    if (rec == NULL) {
+    if (cap == NULL) {
         return SHELL_ERR_REPORTED;
     }
 
     if (o.branches) {
-        return perfmon_report_branches(rec, o.limit_bp);
+        return perfmon_report_branches(cap, o.limit_bp);
     }
 
     error = perfmon_profile_create(&p, o.keys, o.chains || o.folded);
@@ -675,8 +675,8 @@ perfmon_report_main(int argc, char **argv)
         return SHELL_ERR_REPORTED;
     }
 
-    perfmon_profile_add_all(p, rec);
-    perfmon_rec_get_info(rec, &info);
+    perfmon_profile_add_all(p, cap);
+    perfmon_capture_get_info(cap, &info);
 
     if (o.folded) {
         perfmon_profile_print_folded(p);
@@ -709,7 +709,7 @@ perfmon_script_sym(struct perfmon_cmd_line *line, uint64_t addr)
 }
 
 struct perfmon_script {
-    const struct perfmon_rec *rec;
+    const struct perfmon_capture *cap;
     const char *event;
 };
 
@@ -771,7 +771,7 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
         return true;
     }
 
-    comm = perfmon_rec_comm(script->rec, s.tid);
+    comm = perfmon_capture_comm(script->cap, s.tid);
 
     if (comm == NULL || comm[0] == '\0') {
         ksnprintf(name, sizeof(name), ":%u", s.tid);
@@ -809,7 +809,7 @@ int
 perfmon_script_main(int argc, char **argv)
 {
     struct perfmon_script script;
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
 
     if (argc > 2) {
         return perfmon_cmd_error("script", perfmon_script_usage,
@@ -817,14 +817,14 @@ perfmon_script_main(int argc, char **argv)
                                     argv[2]);
     }
 
-    script.rec = perfmon_report_last("script");
+    script.cap = perfmon_report_last("script");
 
-    if (script.rec == NULL) {
+    if (script.cap == NULL) {
         return SHELL_ERR_REPORTED;
     }
 
-    perfmon_rec_get_info(script.rec, &info);
+    perfmon_capture_get_info(script.cap, &info);
     script.event = info.event;
-    perfmon_rec_foreach(script.rec, perfmon_script_rec, &script);
+    perfmon_capture_foreach(script.cap, perfmon_script_rec, &script);
     return 0;
 }

@@ -19,7 +19,7 @@
 
 #include "kern/perfmon.h"
 
-struct perfmon_rec;
+struct perfmon_capture;
 
 #define PERFMON_PROFILE_KEY_COMM    0x1
 #define PERFMON_PROFILE_KEY_SYM     0x2
@@ -32,12 +32,12 @@ int perfmon_profile_create(struct perfmon_profile **profilep,
                            unsigned int keys, bool stacks);
 void perfmon_profile_destroy(struct perfmon_profile *profile);
 
-/* Add a sample of rec (for its thread names), or every sample of rec. */
+/* Add a sample of cap (for its thread names), or every sample of cap. */
 void perfmon_profile_add(struct perfmon_profile *profile,
-                         const struct perfmon_rec *rec,
+                         const struct perfmon_capture *cap,
                          const struct perfmon_sample *sample);
 void perfmon_profile_add_all(struct perfmon_profile *profile,
-                             const struct perfmon_rec *rec);
+                             const struct perfmon_capture *cap);
 
 /*
  * Print perf's --stdio table: the rows, heaviest first, at most max_rows,
@@ -50,11 +50,11 @@ void perfmon_profile_print(const struct perfmon_profile *profile,
 
 /*
  * `perfmon report --branch` (kern/perfmon/cmd/perfmon_report_branch.c): the branch
- * stacks of rec's samples by from -> to pair, hottest first, down to
+ * stacks of cap's samples by from -> to pair, hottest first, down to
  * limit_bp hundredths of a percent.  Returns 0, or SHELL_ERR_REPORTED
- * after one line (no branch stacks in rec, out of memory).
+ * after one line (no branch stacks in cap, out of memory).
  */
-int perfmon_report_branches(const struct perfmon_rec *rec,
+int perfmon_report_branches(const struct perfmon_capture *cap,
                             unsigned int limit_bp);
 
 /* An address as perf names it: "symbol+0xoffset", or "0xaddress". */

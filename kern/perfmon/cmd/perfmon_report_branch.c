@@ -22,7 +22,7 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_report.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -35,7 +35,7 @@
  * One from -> to pair: how often the stacks held it, and of those how
  * many said mispredicted and how many said anything.
  */
-struct perfmon_brrep_row {
+struct perfmon_report_branch_row {
     bool used;
     uint64_t from;
     uint64_t to;
@@ -45,8 +45,8 @@ struct perfmon_brrep_row {
 };
 
 /* The pairs (an open-addressing table) and the totals. */
-struct perfmon_brrep {
-    struct perfmon_brrep_row *rows;
+struct perfmon_report_branch {
+    struct perfmon_report_branch_row *rows;
     unsigned int nr_rows;
     uint64_t nr_branches;
     uint64_t nr_samples;                /* with a branch stack field */
@@ -54,20 +54,21 @@ struct perfmon_brrep {
 };
 
 static uint64_t
-perfmon_brrep_hash(uint64_t from, uint64_t to)
+perfmon_report_branch_hash(uint64_t from, uint64_t to)
 {
     uint64_t h = from * 0x9e3779b97f4a7c15ULL;
 
     return (h ^ (h >> 29) ^ to) * 0xbf58476d1ce4e5b9ULL;
 }
 
-static struct perfmon_brrep_row *
-perfmon_brrep_row(struct perfmon_brrep *r, uint64_t from, uint64_t to)
+static struct perfmon_report_branch_row *
+perfmon_report_branch_row(struct perfmon_report_branch *r, uint64_t from,
+                          uint64_t to)
 {
-    uint64_t h = perfmon_brrep_hash(from, to);
+    uint64_t h = perfmon_report_branch_hash(from, to);
 
     for (unsigned int i = 0; i < PERFMON_BRREP_MAX_ROWS; i++) {
-        struct perfmon_brrep_row *row;
+        struct perfmon_report_branch_row *row;
 
         row = &r->rows[(h + i) & (PERFMON_BRREP_MAX_ROWS - 1)];
 
@@ -76,7 +77,7 @@ perfmon_brrep_row(struct perfmon_brrep *r, uint64_t from, uint64_t to)
                 return NULL;
             }
 
-            *row = (struct perfmon_brrep_row){ true, from, to, 0, 0, 0 };
+            *row = (struct perfmon_report_branch_row){true, from, to, 0, 0, 0};
             r->nr_rows++;
             return row;
         }
@@ -90,9 +91,9 @@ perfmon_brrep_row(struct perfmon_brrep *r, uint64_t from, uint64_t to)
 }
 
 static bool
-perfmon_brrep_add(const struct perfmon_rec_hdr *hdr, void *arg)
+perfmon_report_branch_add(const struct perfmon_rec_hdr *hdr, void *arg)
 {
-    struct perfmon_brrep *r = arg;
+    struct perfmon_report_branch *r = arg;
     struct perfmon_sample s;
 
     if (hdr->type != PERFMON_REC_SAMPLE
@@ -105,7 +106,8 @@ perfmon_brrep_add(const struct perfmon_rec_hdr *hdr, void *arg)
 
     for (unsigned int i = 0; i < s.nr_branches; i++) {
         const struct perfmon_branch *b = &s.branches[i];
-        struct perfmon_brrep_row *row = perfmon_brrep_row(r, b->from, b->to);
+        struct perfmon_report_branch_row *row =
+            perfmon_report_branch_row(r, b->from, b->to);
 
         r->nr_branches++;
 
@@ -125,7 +127,8 @@ perfmon_brrep_add(const struct perfmon_rec_hdr *hdr, void *arg)
 
 /* The used rows, hottest first (a shell sort over their indices). */
 static unsigned int
-perfmon_brrep_sorted(const struct perfmon_brrep *r, unsigned int *order)
+perfmon_report_branch_sorted(const struct perfmon_report_branch *r,
+                             unsigned int *order)
 {
     static const unsigned int gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
     unsigned int n = 0;
@@ -168,8 +171,8 @@ perfmon_report_addr(char *buf, size_t size, uint64_t addr)
 }
 
 static void
-perfmon_brrep_print_row(const struct perfmon_brrep *r,
-                        const struct perfmon_brrep_row *row)
+perfmon_report_branch_print_row(const struct perfmon_report_branch *r,
+                        const struct perfmon_report_branch_row *row)
 {
     char pct[16], mis[16], from[64], to[64];
     struct perfmon_cmd_line line;
@@ -192,11 +195,11 @@ perfmon_brrep_print_row(const struct perfmon_brrep *r,
 }
 
 static void
-perfmon_brrep_print(const struct perfmon_brrep *r,
-                    const struct perfmon_rec_info *info, unsigned int *order,
-                    unsigned int limit_bp)
+perfmon_report_branch_print(const struct perfmon_report_branch *r,
+                            const struct perfmon_capture_info *info,
+                            unsigned int *order, unsigned int limit_bp)
 {
-    unsigned int n = perfmon_brrep_sorted(r, order);
+    unsigned int n = perfmon_report_branch_sorted(r, order);
 
     kprintf("# perfmon report --branch of '%s', %llu lost\n", info->command,
             (unsigned long long)info->nr_lost);
@@ -208,13 +211,13 @@ perfmon_brrep_print(const struct perfmon_brrep *r,
             "#\n", "..................................");
 
     for (unsigned int i = 0; i < n; i++) {
-        const struct perfmon_brrep_row *row = &r->rows[order[i]];
+        const struct perfmon_report_branch_row *row = &r->rows[order[i]];
 
         if (num_muldiv(row->count, 10000, r->nr_branches) < limit_bp) {
             break;
         }
 
-        perfmon_brrep_print_row(r, row);
+        perfmon_report_branch_print_row(r, row);
     }
 
     if (r->nr_dropped != 0) {
@@ -224,12 +227,13 @@ perfmon_brrep_print(const struct perfmon_brrep *r,
 }
 
 int
-perfmon_report_branches(const struct perfmon_rec *rec, unsigned int limit_bp)
+perfmon_report_branches(const struct perfmon_capture *cap,
+                        unsigned int limit_bp)
 {
-    struct perfmon_brrep r = { 0 };
+    struct perfmon_report_branch r = { 0 };
     size_t rows_size = PERFMON_BRREP_MAX_ROWS * sizeof(*r.rows);
     size_t order_size = PERFMON_BRREP_MAX_ROWS * sizeof(unsigned int);
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
     unsigned int *order;
     int error = 0;
 
@@ -242,8 +246,8 @@ perfmon_report_branches(const struct perfmon_rec *rec, unsigned int limit_bp)
         goto out;
     }
 
-    perfmon_rec_foreach(rec, perfmon_brrep_add, &r);
-    perfmon_rec_get_info(rec, &info);
+    perfmon_capture_foreach(cap, perfmon_report_branch_add, &r);
+    perfmon_capture_get_info(cap, &info);
 
     if (r.nr_samples == 0) {
         kprintf("perfmon: report: --branch: the last recording has no "
@@ -252,7 +256,7 @@ perfmon_report_branches(const struct perfmon_rec *rec, unsigned int limit_bp)
         goto out;
     }
 
-    perfmon_brrep_print(&r, &info, order, limit_bp);
+    perfmon_report_branch_print(&r, &info, order, limit_bp);
 
 out:
     kmem_free(order, order_size);

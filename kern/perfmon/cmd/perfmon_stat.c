@@ -34,9 +34,31 @@
 #include "kern/string.h"
 #include "kern/thread.h"
 
-static const char perfmon_stat_usage[] =
+const char perfmon_stat_usage[] =
     "usage: perfmon stat [-e EVENTS] [-M METRICS] [-a | -C CPUS] [-A] [-i] "
-    "[-r N] [-x SEP] [--] COMMAND [ARGS...]\n";
+    "[-r N] [-x SEP] [--] COMMAND [ARGS...]\n"
+    "  -e EVENTS  comma-separated names or aliases from 'perfmon list', raw "
+    "codes rHEX,\n"
+    "             each with optional modifiers :u :k (default both) :D "
+    "(pinned); groups\n"
+    "             {a,b}[:mods] count together; -e may repeat; the CPU "
+    "model's events by\n"
+    "             name, any case; cpu/event=0xNN,umask=0xNN,cmask=N,inv,"
+    "edge,name=NAME/\n"
+    "  -M METRICS comma-separated metrics from 'perfmon list metrics', each "
+    "counted as a group\n"
+    "  -a         count on all CPUs instead of the thread\n"
+    "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
+    "  -A         one row per CPU instead of the sum (with -a or -C)\n"
+    "  -i         the command's thread only, not the threads it creates\n"
+    "  -r N       run N times (1 to " STRINGIFY(PERFMON_STAT_MAX_RUNS)
+    "): mean and relative deviation\n"
+    "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%,]time ns,"
+    "percent,metric,metric unit\n"
+    "             (long forms: --event= --metrics= --all-cpus --cpu= "
+    "--no-aggr "
+    "--no-inherit --repeat=\n"
+    "             --field-separator=)\n";
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
@@ -252,9 +274,8 @@ perfmon_stat_check_fit(struct perfmon_stat *stat, unsigned int l,
     }
 
     perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "perfmon: stat: the group of '%s' cannot "
-                         "count together on %s:", stat->evs[l].parsed.spec,
-                         dev->name);
+    perfmon_cmd_line_add(&line, "the group of '%s' cannot count together on "
+                         "%s:", stat->evs[l].parsed.spec, dev->name);
 
     for (unsigned int i = 0; i < n; i++) {
         if (masks[i] != all) {
@@ -267,8 +288,7 @@ perfmon_stat_check_fit(struct perfmon_stat *stat, unsigned int l,
     }
 
     perfmon_cmd_line_add(&line, " split the group");
-    perfmon_cmd_line_print(&line);
-    return SHELL_ERR_REPORTED;
+    return perfmon_stat_error("%s", line.buf);
 }
 
 /*

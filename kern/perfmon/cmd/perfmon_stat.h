@@ -12,10 +12,9 @@
 /* Most runs of -r. */
 #define PERFMON_STAT_MAX_RUNS   100
 
-/*
- * The subcommand, from the shell's `perfmon` command: argv[0] is
- * "perfmon", argv[1] "stat".  Thread context.
- */
+/* The subcommand (perfmon_cmd_main_fn_t, kern/perfmon/cmd/perfmon_cmd.h). */
+extern const char perfmon_stat_usage[];
+
 int perfmon_stat_main(int argc, char **argv);
 
 #endif /* KERN_PERFMON_STAT_H */

@@ -13,12 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arch/x86/pmu_evtab.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_metric.h"
+#include "kern/perfmon/cmd/perfmon_stat.h"
 #include "kern/perfmon/cmd/perfmon_stat_i.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -28,14 +29,14 @@
 static const char *
 perfmon_stat_metric_formula(const char *name, const char **namep)
 {
-    const struct pmu_evtab_metric *metric;
+    const struct perfmon_evtab_metric *metric;
     const char *bname, *formula;
 
-    metric = pmu_evtab_metric_lookup(pmu_evtab_host(), name);
+    metric = perfmon_evtab_metric_lookup(perfmon_evtab_host(), name);
 
     if (metric != NULL) {
-        *namep = pmu_evtab_metric_name(metric);
-        return pmu_evtab_metric_formula(metric);
+        *namep = perfmon_evtab_metric_name(metric);
+        return perfmon_evtab_metric_formula(metric);
     }
 
     for (unsigned int i = 0; perfmon_metric_builtin(i, &bname, &formula);
@@ -85,25 +86,26 @@ perfmon_stat_metric_add(struct perfmon_stat *stat, const char *name)
     formula = perfmon_stat_metric_formula(name, &canonical);
 
     if (formula == NULL) {
-        kprintf("perfmon: stat: unknown metric '%s'%s%s (see 'perfmon list "
-                "metrics')\n", name, (pmu_evtab_host() != NULL) ? " on " : "",
-                (pmu_evtab_host() != NULL) ? pmu_evtab_host()->name : "");
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("stat", perfmon_stat_usage, "unknown metric "
+                                 "'%s'%s%s (see 'perfmon list metrics')",
+                                 name, (perfmon_evtab_host() != NULL) ? " on " : "",
+                                 (perfmon_evtab_host() != NULL)
+                                 ? perfmon_evtab_host()->name : "");
     }
 
     if (stat->nr_metrics == ARRAY_SIZE(stat->metrics)) {
-        kprintf("perfmon: stat: too many metrics (at most %u)\n",
-                (unsigned int)ARRAY_SIZE(stat->metrics));
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("stat", perfmon_stat_usage, "too many "
+                                 "metrics (at most %u)",
+                                 (unsigned int)ARRAY_SIZE(stat->metrics));
     }
 
     error = perfmon_metric_events(formula, perfmon_stat_metric_add_name, &l);
 
     if (error <= 0 || stat->nr_events + l.nr > PERFMON_PARSE_MAX_EVENTS) {
-        kprintf("perfmon: stat: metric '%s' needs %u events, too many with "
-                "the others (at most " STRINGIFY(PERFMON_PARSE_MAX_EVENTS)
-                ")\n", canonical, l.nr);
-        return SHELL_ERR_REPORTED;
+        return perfmon_cmd_error("stat", perfmon_stat_usage, "metric '%s' "
+                                 "needs %u events, too many with the others "
+                                 "(at most " STRINGIFY(PERFMON_PARSE_MAX_EVENTS)
+                                 ")", canonical, l.nr);
     }
 
     l.buf[l.len++] = '}';
@@ -134,8 +136,8 @@ perfmon_stat_metrics_add(struct perfmon_stat *stat, const char *list)
         int error;
 
         if (len == 0 || len >= sizeof(name)) {
-            kprintf("perfmon: stat: -M: bad metric list '%s'\n", list);
-            return SHELL_ERR_REPORTED;
+            return perfmon_cmd_error("stat", perfmon_stat_usage, "-M: bad "
+                                     "metric list '%s'", list);
         }
 
         memcpy(name, s, len);

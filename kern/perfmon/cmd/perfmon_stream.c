@@ -14,13 +14,13 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
-#include "arch/x86/uart.h"
 #include "kern/assert.h"
+#include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/param.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/printf.h"
@@ -213,7 +213,7 @@ static void
 perfmon_stream_send(struct perfmon_stream *s, const void *data, size_t size)
 {
     if (s->error == 0) {
-        s->error = uart_com2_write(data, size);
+        s->error = console_aux_write(data, size);
     }
 }
 
@@ -475,7 +475,7 @@ perfmon_stream_open(struct perfmon_stream **streamp,
         return -EBUSY;
     }
 
-    if (!uart_com2_setup()) {
+    if (!console_aux_setup()) {
         __atomic_store_n(&perfmon_stream_busy, false, __ATOMIC_RELEASE);
         return -ENODEV;
     }
@@ -610,7 +610,7 @@ perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 
 int
 perfmon_stream_close(struct perfmon_stream *s,
-                     const struct perfmon_rec_info *info)
+                     const struct perfmon_capture_info *info)
 {
     int error;
 

@@ -6,8 +6,9 @@
  * format of Linux perf (perf.data without seeking), so that the host's
  * `perf report`, `perf script` and `perf annotate` read them with the
  * kernel's ELF (tools/perfdata on the host turns a stream into a
- * perf.data file).  Facts of the format, checked against perf 6.1:
- * ../shared/docs/perf-data-facts.md.
+ * perf.data file).  The format is Linux's
+ * tools/perf/Documentation/perf.data-file-format.txt and the record
+ * layouts of include/uapi/linux/perf_event.h, checked against perf 6.1.
  *
  * One recording is, in this order, all little-endian, every record a
  * multiple of 8 bytes with perf's header (u32 type, u16 misc, u16 size):
@@ -21,7 +22,7 @@
  *                    BRANCH_STACK (empty) when samples carry branches
  *   MMAP             the kernel: "[kernel.kallsyms]_text_start" over
  *                    KERNEL_VMA.., pgoff the address of _text_start
- *   then, as the drain moves them (kern/perfmon/cmd/perfmon_rec.h):
+ *   then, as the drain moves them (kern/perfmon/cmd/perfmon_capture.h):
  *   COMM             a thread's name, before its first sample
  *   SAMPLE           IP, TID, TIME, CPU, PERIOD, CALLCHAIN
  *                    [PERF_CONTEXT_KERNEL, ip, callers...], and
@@ -53,7 +54,7 @@
 
 #include <stdint.h>
 
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 
 /* What the stream says about a recording, before its first sample. */
@@ -82,7 +83,7 @@ int perfmon_stream_open(struct perfmon_stream **streamp,
                         const struct perfmon_stream_desc *desc);
 
 /*
- * The recording's sink (perfmon_rec_set_sink(), arg: the stream): write
+ * The recording's sink (perfmon_capture_set_sink(), arg: the stream): write
  * one record in perf's form.  Records of other types are left out.
  */
 void perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg);
@@ -93,7 +94,7 @@ void perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg);
  * stream was cut there.  The stream is closed either way.
  */
 int perfmon_stream_close(struct perfmon_stream *stream,
-                         const struct perfmon_rec_info *info);
+                         const struct perfmon_capture_info *info);
 
 /*
  * The build identity: FNV-1a (64 bits: offset basis 0xcbf29ce484222325,

@@ -23,7 +23,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
-#include "kern/perfmon/cmd/perfmon_rec.h"
+#include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_report.h"
 #include "kern/shell.h"
@@ -38,7 +38,7 @@
 #define PERFMON_TOP_STORE_SIZE      (8 * 1024 * 1024)
 #define PERFMON_TOP_DRAIN_MS        20
 
-static const char perfmon_top_usage[] =
+const char perfmon_top_usage[] =
     "usage: perfmon top [-e EVENT] [-F HZ] [-d SECS] [-n COUNT] [--stdio]\n";
 
 /* ANSI: cursor home, clear the screen. */
@@ -52,7 +52,7 @@ struct perfmon_top {
     uint64_t delay_s;
     uint64_t count;                     /* 0: until Ctrl-C */
     bool stdio;
-    struct perfmon_rec *rec;
+    struct perfmon_capture *cap;
     struct perfmon_sampling sampling;
     struct perfmon_event events[CPU_MAX];
     unsigned int nr_events;
@@ -188,7 +188,7 @@ perfmon_top_attach(struct perfmon_top *t)
         .freq = (unsigned int)t->freq,
         .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_CPU
                   | PERFMON_SF_PERIOD,
-        .sbuf = perfmon_rec_sbuf(t->rec),
+        .sbuf = perfmon_capture_sbuf(t->cap),
     };
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
@@ -229,7 +229,7 @@ perfmon_top_wait(struct perfmon_top *t)
         }
 
         thread_msleep(PERFMON_TOP_DRAIN_MS);
-        perfmon_rec_drain(t->rec);
+        perfmon_capture_drain(t->cap);
     }
 
     return true;
@@ -239,22 +239,22 @@ static void
 perfmon_top_show(struct perfmon_top *t, unsigned int round)
 {
     struct perfmon_profile *p;
-    struct perfmon_rec_info info;
+    struct perfmon_capture_info info;
 
     if (perfmon_profile_create(&p, PERFMON_PROFILE_KEY_SYM, false) != 0) {
         kprintf("perfmon: top: out of memory\n");
         return;
     }
 
-    perfmon_profile_add_all(p, t->rec);
-    perfmon_rec_get_info(t->rec, &info);
+    perfmon_profile_add_all(p, t->cap);
+    perfmon_capture_get_info(t->cap, &info);
     kprintf("%sperfmon top: %s at %llu Hz on %u CPUs, interval %u of %llu s, "
             "%llu lost (Ctrl-C stops)\n\n", t->stdio ? "\n" : perfmon_top_clear,
             t->event_name, (unsigned long long)t->freq, cpu_count(), round,
             (unsigned long long)t->delay_s, (unsigned long long)info.nr_lost);
     perfmon_profile_print(p, t->event_name, 0, PERFMON_TOP_ROWS, false);
     perfmon_profile_destroy(p);
-    perfmon_rec_clear(t->rec);
+    perfmon_capture_clear(t->cap);
 }
 
 int
@@ -271,7 +271,7 @@ perfmon_top_main(int argc, char **argv)
     error = perfmon_top_parse(t, argc, argv);
 
     if (error == 0) {
-        error = perfmon_rec_create(&t->rec, PERFMON_TOP_RING_SIZE,
+        error = perfmon_capture_create(&t->cap, PERFMON_TOP_RING_SIZE,
                                    PERFMON_TOP_STORE_SIZE, t->event_name,
                                    "perfmon top");
 
@@ -295,8 +295,8 @@ perfmon_top_main(int argc, char **argv)
         }
 
         perfmon_top_detach(t);
-        perfmon_rec_drain(t->rec);
-        perfmon_rec_destroy(t->rec);
+        perfmon_capture_drain(t->cap);
+        perfmon_capture_destroy(t->cap);
     }
 
     kmem_free(t, sizeof(*t));

@@ -43,3 +43,10 @@ console_wait_input(uint64_t ms)
     fake_clock_ticks += clock_ticks_from_ms(ms);
     return false;
 }
+
+/* As the kernel's: the fake's ticks are whole, but waits end as there. */
+uint64_t
+clock_deadline_from_ms(uint64_t ms)
+{
+    return fake_clock_ticks + clock_ticks_from_ms(ms) + 1;
+}

@@ -7,9 +7,12 @@
  * and with how many words.
  */
 
+#include <string.h>
+
+#include "kern/error.h"
 #include "kern/perfmon/cmd/perfmon_bench.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
-#include "kern/perfmon_selftest.h"
+#include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/perfmon/cmd/perfmon_stat.h"
 
 /* The last subcommand run ("stat", "top"...) and its word count. */
@@ -24,19 +27,29 @@ fake_perfmon_subcmd_run(const char *name, int argc)
     return 0;
 }
 
-/* A subcommand's stand-in: it records its name and word count. */
-#define FAKE_PERFMON_SUBCMD(fn, name)                                   \
+/*
+ * A subcommand's stand-in: it records its name and word count, and
+ * fails when argv[1] is not its name (every subcommand gets the shell's
+ * words).  Its usage names it, for the help test.
+ */
+#define FAKE_PERFMON_SUBCMD(name)                                       \
+    const char perfmon_##name##_usage[] = "usage: perfmon " #name       \
+                                          " (fake)\n";                  \
+                                                                        \
     int                                                                 \
-    fn(int argc, char **argv)                                           \
+    perfmon_##name##_main(int argc, char **argv)                        \
     {                                                                   \
-        (void)argv;                                                     \
-        return fake_perfmon_subcmd_run(name, argc);                     \
+        if (argc < 2 || strcmp(argv[1], #name) != 0) {                  \
+            return -EINVAL;                                             \
+        }                                                               \
+                                                                        \
+        return fake_perfmon_subcmd_run(#name, argc);                    \
     }
 
-FAKE_PERFMON_SUBCMD(perfmon_stat_main, "stat")
-FAKE_PERFMON_SUBCMD(perfmon_bench_main, "bench")
-FAKE_PERFMON_SUBCMD(perfmon_record_main, "record")
-FAKE_PERFMON_SUBCMD(perfmon_report_main, "report")
-FAKE_PERFMON_SUBCMD(perfmon_script_main, "script")
-FAKE_PERFMON_SUBCMD(perfmon_top_main, "top")
-FAKE_PERFMON_SUBCMD(perfmon_selftest_main, "selftest")
+FAKE_PERFMON_SUBCMD(stat)
+FAKE_PERFMON_SUBCMD(bench)
+FAKE_PERFMON_SUBCMD(record)
+FAKE_PERFMON_SUBCMD(report)
+FAKE_PERFMON_SUBCMD(script)
+FAKE_PERFMON_SUBCMD(top)
+FAKE_PERFMON_SUBCMD(selftest)

@@ -2,15 +2,15 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Fake of kern/perfmon/cmd/perfmon_selftest.c for the host tests of the x86 PMU
- * self-test (arch/x86/pmu_selftest.c), which link the kernel's report
- * (kern/perfmon/cmd/perfmon_selftest_report.c): a print callback keeps the lines for
- * the test (fake_perfmon_selftest.h), and the spin loop is the modelled
- * CPU's: each iteration retires PERFMON_SELFTEST_SPIN_INSNS instructions
- * and one branch in FAKE_SELFTEST_CYCLES_PER_ITER cycles, reference cycles
- * tick with the TSC, which runs with the cycles, and the PMIs raised
- * meanwhile are delivered through the driver's path, as NMIs come during a
- * loop.
+ * Fakes for the host tests of the x86 PMU self-test
+ * (arch/x86/pmu_selftest.c), which link the core's self-test contract
+ * (kern/perfmon/perfmon_selftest.c): a print callback keeps the lines for
+ * the test (fake_perfmon_selftest.h), and kern/workload.c's spin loop is
+ * the modelled CPU's: each iteration retires WORKLOAD_SPIN_INSNS
+ * instructions and one branch in FAKE_SELFTEST_CYCLES_PER_ITER cycles,
+ * reference cycles tick with the TSC, which runs with the cycles (the
+ * fake TSC moves by as many), and the PMIs raised meanwhile are delivered
+ * through the driver's path, as NMIs come during a loop.
  */
 
 #include <stdbool.h>
@@ -20,22 +20,24 @@
 #include <string.h>
 
 #include "fakes/fake_perfmon_selftest.h"
+#include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_selftest.h"
+#include "kern/workload.h"
 #include "msr_model.h"
 
 static char fake_lines[FAKE_SELFTEST_MAX_LINES][PERFMON_SELFTEST_LINE_SIZE];
 static unsigned int fake_nr_lines;
 
-uint64_t
-perfmon_selftest_spin(uint64_t n)
+void
+workload_spin_loop(uint64_t n)
 {
     struct perfmon_dev *dev = fake_perfmon_dev();
     uint64_t cycles = n * FAKE_SELFTEST_CYCLES_PER_ITER;
 
     msr_model_inject_spread(MSR_MODEL_EV_INSTRUCTIONS,
-                            n * PERFMON_SELFTEST_SPIN_INSNS, cycles, false);
+                            n * WORKLOAD_SPIN_INSNS, cycles, false);
     msr_model_inject_spread(MSR_MODEL_EV_BRANCH, n, cycles, false);
     msr_model_inject_spread(MSR_MODEL_EV_CYCLES, cycles, cycles, false);
     msr_model_inject_spread(MSR_MODEL_EV_REF_CYCLES, cycles, cycles, false);
@@ -44,7 +46,7 @@ perfmon_selftest_spin(uint64_t n)
         perfmon_overflow_intr(dev, NULL);
     }
 
-    return cycles;
+    fake_cpu_advance_tsc(cycles);
 }
 
 void

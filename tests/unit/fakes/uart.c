@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Fake of the UART driver's COM2: bytes written go to a buffer the test
- * reads (fake_uart.h); COM2 may be missing, and its transmitter may stop
+ * Fake of the console's auxiliary port, COM2 (kern/console.h): bytes
+ * written go to a buffer the test reads (fake_uart.h); COM2 may be missing, and its transmitter may stop
  * taking bytes after a given count, as a real one with nothing draining it
  * would.
  */
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch/x86/uart.h"
 #include "fakes/fake_uart.h"
+#include "kern/console.h"
 #include "kern/error.h"
 
 static bool fake_uart_com2_present;
@@ -49,13 +49,13 @@ fake_uart_com2_data(size_t *sizep)
 }
 
 bool
-uart_com2_setup(void)
+console_aux_setup(void)
 {
     return fake_uart_com2_present;
 }
 
 int
-uart_com2_write(const void *buf, size_t size)
+console_aux_write(const void *buf, size_t size)
 {
     const unsigned char *bytes = buf;
 

@@ -2,22 +2,34 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * The report of `perfmon selftest` (see kern/perfmon_selftest.h): one line
- * per check, with its verdict, its name, what it measured and what it
- * expected, counted into the run's totals.  It stands apart from the run
- * (kern/perfmon/cmd/perfmon_selftest.c) so that the host tests of a device's checks
- * (arch/x86/pmu_selftest.c) link the kernel's report rather than a copy.
+ * The self-test contract of the devices (kern/perfmon_selftest.h): the
+ * loop the checks measure, and the report, one line per check with its
+ * verdict, its name, what it measured and what it expected, counted into
+ * the run's totals.  A device's checks (arch/x86/pmu_selftest.c) and the
+ * `perfmon selftest` command (kern/perfmon/cmd/perfmon_selftest.c) both
+ * use it; it knows neither.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
 #include "kern/perfmon_selftest.h"
 #include "kern/printf.h"
+#include "kern/workload.h"
 
 /* Names padded to this width, so that the values line up. */
 #define PERFMON_SELFTEST_NAME_WIDTH 46
+
+uint64_t
+perfmon_selftest_spin(uint64_t n)
+{
+    uint64_t start = cpu_rdtsc();
+
+    workload_spin_loop(n);
+    return cpu_rdtsc() - start;
+}
 
 uint64_t
 perfmon_selftest_ratio(uint64_t num, uint64_t den)
