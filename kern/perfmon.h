@@ -134,7 +134,12 @@ struct perfmon_dev;
  *   raw_event, -EINVAL as for counters.  For pinned events (the core never
  *   gives a reserved counter to a flexible one).
  * free: release a counter reserved by alloc.
- * start: program and enable the counter on this CPU.
+ * start: program and enable the counter on this CPU.  An overflow of the
+ *   counter's previous run that the device has not reported yet (a status
+ *   bit left set, its interrupt still on the way or lost) is dropped:
+ *   from start on, handle_overflow_intr reports the counter only for
+ *   overflows of the new run.  The core cannot tell whose run an
+ *   overflow was, and would add a whole period to the new one.
  * stop: disable the counter on this CPU.
  * read: the counter's raw value on this CPU (the core keeps the low width
  *   bits).

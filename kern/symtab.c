@@ -37,6 +37,14 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
     return &symtab_names[symtab_entries[low].name_offset];
 }
 
+uint64_t
+symtab_func_start(uint64_t addr)
+{
+    uint64_t offset;
+
+    return (symtab_lookup(addr, &offset) == NULL) ? 0 : addr - offset;
+}
+
 void
 symtab_text_bounds(uint64_t *startp, uint64_t *endp)
 {

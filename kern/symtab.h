@@ -29,6 +29,12 @@ extern const char symtab_names[];
 const char *symtab_lookup(uint64_t addr, uint64_t *offsetp);
 
 /*
+ * The start of the function containing addr, or 0 when addr is outside
+ * the kernel's text.  Any context, NMI included: it takes no lock.
+ */
+uint64_t symtab_func_start(uint64_t addr);
+
+/*
  * The kernel's text as loaded: [*startp, *endp), the linker's .text
  * section (its first byte is the symbol _text_start).
  */

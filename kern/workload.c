@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Built-in workloads for `perfmon stat`: spin, memwalk, branchy, yield,
- * hop, xcall and sleep, each a shell command.  See kern/workload.h.
+ * Built-in workloads for `perfmon stat`: spin, memwalk, branchy, chain,
+ * yield, hop, xcall and sleep, each a shell command.  See kern/workload.h.
  */
 
 #include <stdbool.h>
@@ -396,6 +396,93 @@ workload_branchy_cmd(int argc, char **argv)
 SHELL_COMMAND(branchy, "branchy", "N",
               "workload: N data-dependent branches, half mispredicted",
               workload_branchy_cmd);
+
+/* ---- chain -------------------------------------------------------------- */
+
+/*
+ * Three levels of calls under the command, each working a little itself,
+ * so that samples land at every level and in every prologue and epilogue:
+ * the call chain of any sample taken in them is known.  Called through
+ * noipa so that gcc keeps each a function of its own, built as the rest
+ * of the kernel (prologues scheduled).
+ */
+#define WORKLOAD_CHAIN_FANOUT   4
+
+static uint64_t __attribute__((noipa))
+workload_chain_inner(uint64_t x)
+{
+    for (unsigned int i = 0; i < WORKLOAD_CHAIN_FANOUT; i++) {
+        x = workload_branch(workload_xorshift(&x) >> 40, x);
+    }
+
+    return x;
+}
+
+static uint64_t __attribute__((noipa))
+workload_chain_middle(uint64_t x, uint64_t mask)
+{
+    uint64_t acc = x ^ mask;
+
+    for (unsigned int i = 0; i < WORKLOAD_CHAIN_FANOUT; i++) {
+        acc += workload_chain_inner(acc + i) & mask;
+    }
+
+    return acc;
+}
+
+static uint64_t __attribute__((noipa))
+workload_chain_outer(uint64_t x, uint64_t mask, uint64_t rounds)
+{
+    uint64_t acc = x * WORKLOAD_BRANCHY_SEED;
+
+    for (uint64_t i = 0; i < rounds; i++) {
+        acc ^= workload_chain_middle(acc + i, mask) + (acc >> 7);
+    }
+
+    return acc;
+}
+
+static int
+workload_chain_cmd(int argc, char **argv)
+{
+    static const char args[] = "N";
+    char n_buf[32], ms_buf[32];
+    uint64_t n, i, acc = WORKLOAD_BRANCHY_SEED, start;
+    bool interrupted = false;
+    int error;
+
+    error = workload_parse_one(argc, argv, args, 1, WORKLOAD_MAX_COUNT,
+                               &n);
+
+    if (error) {
+        return error;
+    }
+
+    start = cpu_rdtsc();
+
+    for (i = 0; i < n;) {
+        uint64_t chunk = MIN(n - i, (uint64_t)WORKLOAD_POLL_ITERS / 64);
+
+        acc = workload_chain_outer(acc, ~(uint64_t)i, chunk);
+        i += chunk;
+
+        if ((i < n) && shell_interrupted()) {
+            interrupted = true;
+            break;
+        }
+    }
+
+    workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
+    num_fmt_count(n_buf, sizeof(n_buf), i);
+    kprintf("chain: %s calls of three levels (sum %#llx) in %s ms%s\n",
+            n_buf, (unsigned long long)acc, ms_buf,
+            interrupted ? ", interrupted" : "");
+    return workload_finish(interrupted);
+}
+
+SHELL_COMMAND(chain, "chain", "N",
+              "workload: N calls three levels deep (a known call chain)",
+              workload_chain_cmd);
 
 /* ---- yield -------------------------------------------------------------- */
 

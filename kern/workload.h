@@ -16,6 +16,9 @@
  *   branchy N           N conditional branches on the bits of a seeded
  *                       xorshift generator: about half are taken, in no
  *                       pattern a predictor can learn
+ *   chain N             N calls of a function that calls one that calls
+ *                       one, each working a little: samples in them have
+ *                       a known call chain
  *   yield N             N thread_yield() calls, each one a real context
  *                       switch: a helper thread pinned to the same CPU
  *                       yields straight back

@@ -33,12 +33,14 @@
 static uint64_t pmu_active[CPU_MAX];
 
 /*
- * A CPU's global enable register while its overflow handler has it
- * frozen: which MSR, and the value to restore.  Written and read by its
- * CPU's NMI handler only (NMIs do not nest).
+ * A CPU's overflow handler in progress: its global enable register while
+ * frozen (which MSR, and the value to restore), and whether the LVT was
+ * unmasked already (top-bit handlers unmask first).  Written and read by
+ * its CPU's NMI handler only (NMIs do not nest).
  */
 struct pmu_frozen {
     bool frozen;
+    bool unmasked;
     uint32_t msr;
     uint64_t saved;
 };
@@ -166,9 +168,20 @@ pmu_probe_reset(void)
     for (unsigned int i = 0; i < ARRAY_SIZE(pmu_active); i++) {
         WRITE_ONCE(pmu_active[i], 0);
         pmu_frozen[i].frozen = false;
+        pmu_frozen[i].unmasked = false;
     }
 
     __atomic_store_n(&pmu_pmis, 0, __ATOMIC_RELAXED);
+}
+
+void
+pmu_status_drop(const struct pmu_driver *drv, unsigned int hw_id)
+{
+    uint64_t bit = 1ULL << hw_id;
+
+    if (pmu_msr_read(drv->global_status_msr) & bit) {
+        pmu_msr_write(drv->global_ack_msr, bit);
+    }
 }
 
 /*
@@ -256,6 +269,15 @@ pmu_handle_overflow_intr(struct perfmon_dev *dev,
     uint64_t mask;
 
     if (topbit) {
+        /*
+         * The counters run on through the scan: a counter that wraps
+         * after its read must find the LVT unmasked, or its PMI (masked
+         * on delivery, on Intel) is lost.  One that wraps after the unmask
+         * and before its read is taken now, and its NMI then finds
+         * nothing: a harmless unclaimed NMI.
+         */
+        lapic_pmc_unmask();
+        pmu_frozen[cpu_id()].unmasked = true;
         mask = pmu_topbit_scan(top, drv->ctr_msr, rearm);
     } else {
         if (pmu_active_get() != 0) {
@@ -277,11 +299,16 @@ pmu_handle_overflow_intr(struct perfmon_dev *dev,
 /*
  * Every interrupt the handler saw ends here, its own (through the core's
  * overflow_intr_end) or not (the handler calls it before answering "not
- * mine"): the gate opens as it was, then the LVT is unmasked.  Unmasking
- * even when no counter is active is what makes a late PMI harmless: a
- * counter stopped between its overflow and its NMI leaves nothing to
- * claim, but the PMI masked the LVT, and the next counter started here
- * would never interrupt.
+ * mine"): the LVT is unmasked, then the gate opens as it was.  In that
+ * order: a counter that wraps once the gate is open raises a PMI the LVT
+ * takes (pending until this NMI returns); the other order leaves a window
+ * in which the PMI finds the LVT still masked and is dropped, its status
+ * bit set with nothing pending, and the counter never interrupts again
+ * (Linux's late unmask has the same window; its Alder Lake E-core path
+ * and Zircon unmask before re-enabling).  Unmasking even when no counter
+ * is active is what makes a late PMI harmless: a counter stopped between
+ * its overflow and its NMI leaves nothing to claim, but the PMI masked the
+ * LVT, and the next counter started here would never interrupt.
  */
 void
 pmu_overflow_intr_end(struct perfmon_dev *dev)
@@ -290,12 +317,16 @@ pmu_overflow_intr_end(struct perfmon_dev *dev)
 
     (void)dev;
 
+    if (!f->unmasked) {
+        lapic_pmc_unmask();
+    }
+
+    f->unmasked = false;
+
     if (f->frozen) {
         f->frozen = false;
         pmu_msr_write(f->msr, f->saved);
     }
-
-    lapic_pmc_unmask();
 }
 
 uint64_t

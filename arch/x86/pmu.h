@@ -300,11 +300,19 @@ pmu_cpuid_model(uint32_t eax)
  *   their CPU with interrupts disabled and read by its overflow handler.
  * pmu_probe_reset: the state a probe starts from: no active counter on any
  *   CPU, no PMI counted.
+ * pmu_status_drop: for a start (the counter loaded, not yet enabled), on
+ *   drivers that take overflows from drv's global status: clear counter
+ *   hw_id's status bit if its previous user left it set (an overflow
+ *   whose PMI is still on its way, or was lost), so that the handler never
+ *   reports it for the new user.  The bit is read first and written only
+ *   when set, as the handler does: some emulators fault on clearing a bit
+ *   that is clear.
  * pmu_handle_overflow_intr: the handle_overflow_intr operation of both
  *   drivers, for their exist counters.  With topbit (no status register:
  *   Intel version 1, AMD without PerfMonV2) the counters are kept armed
  *   with bit top set, and an active one of this CPU whose bit top is clear
- *   has wrapped: rearm(hw_id, value) arms it again.  Else drv's global
+ *   has wrapped: rearm(hw_id, value) arms it again; the LVT is unmasked
+ *   first, as the counters run on meanwhile.  Else drv's global
  *   enable is frozen for ours (the firmware's bits kept) while the status
  *   is read and acknowledged and the core folds and re-arms them, and
  *   pmu_overflow_intr_end restores it.  Returns the counters that
@@ -312,8 +320,9 @@ pmu_cpuid_model(uint32_t eax)
  *   which then ends at once (pmu_overflow_intr_end).
  * pmu_overflow_intr_end: the overflow_intr_end operation of both drivers,
  *   also called by their handlers for an interrupt that was not theirs:
- *   restore what pmu_freeze froze, then unmask the local APIC's
- *   performance-counter LVT entry, which an Intel PMI masks on delivery.
+ *   unmask the local APIC's performance-counter LVT entry, which an Intel
+ *   PMI masks on delivery (unless the handler did), then restore what
+ *   pmu_freeze froze.
  * pmu_nr_pmis: overflow interrupts claimed, on all CPUs.
  */
 unsigned int pmu_popcount(uint64_t x);
@@ -329,6 +338,7 @@ void pmu_active_add(unsigned int hw_id);
 void pmu_active_remove(unsigned int hw_id);
 uint64_t pmu_active_get(void);
 void pmu_probe_reset(void);
+void pmu_status_drop(const struct pmu_driver *drv, unsigned int hw_id);
 uint64_t pmu_handle_overflow_intr(struct perfmon_dev *dev,
                                   const struct pmu_driver *drv, bool topbit,
                                   uint64_t top,

@@ -316,6 +316,16 @@ pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
 
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
     pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(0));
+
+    /*
+     * The start contract (kern/perfmon.h): with PerfMonV2 an overflow the
+     * previous user left in PerfCntrGlobalStatus is not the new user's;
+     * without it, the load re-armed bit 47.
+     */
+    if (pmu_amd.nmi && !pmu_amd.topbit) {
+        pmu_status_drop(&pmu_amd_driver, hw_id);
+    }
+
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), sel);
     pmu_active_add(hw_id);
 }

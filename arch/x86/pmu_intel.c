@@ -512,6 +512,19 @@ pmu_intel_free(struct perfmon_dev *dev, unsigned int hw_id)
     pmu_free(&pmu_intel.alloc_mask, hw_id);
 }
 
+/*
+ * The start contract (kern/perfmon.h): an overflow the counter's previous
+ * user left in IA32_PERF_GLOBAL_STATUS is not the new user's.  Only where
+ * the handler reads the status; version 1 re-arms the top bit instead.
+ */
+static void
+pmu_intel_status_drop(unsigned int hw_id)
+{
+    if (pmu_intel.nmi && !pmu_intel.topbit) {
+        pmu_status_drop(&pmu_intel_driver, hw_id);
+    }
+}
+
 static void
 pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
                 uint64_t raw_event, unsigned int flags)
@@ -527,6 +540,7 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
         ctrl &= ~PMU_FIXED_CTRL_FIELD(i);
         pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
         pmu_msr_write(pmu_intel_ctr_msr(hw_id), 0);
+        pmu_intel_status_drop(hw_id);
         ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
         pmu_msr_write(MSR_IA32_FIXED_CTR_CTRL, ctrl);
     } else {
@@ -540,6 +554,7 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
         /* SDM: write the counter before setting PERFEVTSEL.EN. */
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
         pmu_intel_ctr_write(hw_id, pmu_intel_armed(0));
+        pmu_intel_status_drop(hw_id);
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, sel);
     }
 
@@ -585,7 +600,7 @@ pmu_intel_rearm(unsigned int hw_id, uint64_t value)
  * ones from IA32_PERF_GLOBAL_STATUS, cleared through
  * IA32_PERF_GLOBAL_OVF_CTRL (SDM vol. 3B, "Architectural Performance
  * Monitoring Version 2"); the core folds and re-arms them frozen, and
- * overflow_intr_end opens the gate and unmasks the LVT last.  Only bits of
+ * overflow_intr_end unmasks the LVT, then opens the gate.  Only bits of
  * counters we run are acknowledged: other status bits (buffers, trace,
  * CondChgd) and bits of counters that do not exist are left alone, since
  * clearing bits that are not set or not implemented may fault.  Version 1
@@ -636,8 +651,8 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     /*
      * The local APIC sets the mask bit of the performance-counter LVT when
      * it delivers a PMI (SDM vol. 3A, "Local Vector Table"): it is unmasked
-     * last, once the overflows are cleared and the gate open again, or
-     * there would be no further PMI.
+     * once the overflows are cleared, before the gate opens again, or a
+     * counter wrapping in between would raise no PMI, nor any after.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
     .hold = pmu_intel_hold,

@@ -32,6 +32,7 @@
  * nmi_stack: the second NMI stack, for nested NMIs (see step.h).
  * in_deadline: the deadline function runs; a step taken meanwhile (in a
  * stepped NMI) does not call it again.
+ * nr_nmi_tail: NMIs that came in a stepped NMI's tail, not stepped.
  */
 struct step_cpu {
     uint64_t count;                     /* outside handlers */
@@ -43,6 +44,7 @@ struct step_cpu {
     bool in_deadline;
     void *nmi_stack;
     struct syscnt nr_stray;             /* steps no user asked for */
+    struct syscnt nr_nmi_tail;
 } __aligned(CACHE_LINE_SIZE);
 
 bool step_enabled;
@@ -111,6 +113,7 @@ step_enable(step_deadline_fn_t fn)
 
     for (unsigned int i = 0; i < nr_cpus; i++) {
         syscnt_register_cpu(&step_cpus[i].nr_stray, "step_stray", i);
+        syscnt_register_cpu(&step_cpus[i].nr_nmi_tail, "step_nmi_tail", i);
     }
 
     step_deadline_fn = fn;
@@ -282,12 +285,31 @@ step_nmi_stack_switch(const struct step_cpu *c)
     barrier();
 }
 
-bool
-step_nmi_enter_slow(void)
+/*
+ * Whether sp is on one of this CPU's NMI stacks: then the NMI interrupted
+ * another NMI's handler (its tail, past its last step: see step.h).
+ */
+static bool
+step_on_nmi_stack(const struct step_cpu *c, uint64_t sp)
 {
-    const struct step_cpu *c = step_cpu_local();
+    uint64_t alt = (uint64_t)c->nmi_stack;
+    uint64_t primary = (uint64_t)cpu_self()->ist_stacks[CPU_IST_NMI - 1];
+
+    return (sp >= alt && sp - alt < CPU_IST_STACK_SIZE)
+           || (sp >= primary && sp - primary < CPU_IST_STACK_SIZE);
+}
+
+bool
+step_nmi_enter_slow(const struct trap_frame *frame)
+{
+    struct step_cpu *c = step_cpu_local();
 
     if (c->nr_nmi_users == 0) {
+        return false;
+    }
+
+    if (step_on_nmi_stack(c, frame->rsp)) {
+        syscnt_inc(&c->nr_nmi_tail);
         return false;
     }
 

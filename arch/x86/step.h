@@ -49,7 +49,11 @@
  * an NMI handler, this module points the NMI's IST entry at the other of
  * two NMI stacks, so that a nested NMI lands where it overwrites nothing;
  * trap.c latches a nested NMI and runs the handler chain again instead of
- * nesting it (see trap_handle_nmi).
+ * nesting it (see trap_handle_nmi).  NMIs stay unblocked after the last
+ * step, until the stepped handler's own IRET: an NMI that comes in that
+ * tail finds both NMI stacks in use (its own, and the tail's), so it is
+ * not stepped (nor counted): NMIs stay blocked while it runs, and no third
+ * one can land on the tail's stack.
  *
  * Overflow: a user may set deadlines per CPU: when a count reaches one,
  * the #DB handler forgets both and calls the deadline function set with
@@ -112,7 +116,7 @@ extern bool step_enabled;
 /* The #DB handler: true when the trap was a single step, handled. */
 bool step_handle_debug(struct trap_frame *frame);
 
-bool step_nmi_enter_slow(void);
+bool step_nmi_enter_slow(const struct trap_frame *frame);
 void step_nmi_leave_slow(void);
 void step_intr_return_slow(struct trap_frame *frame);
 
@@ -121,17 +125,18 @@ void step_cpu_switched(void);
 
 /*
  * An NMI handler starts (after the nesting count went up) or ends (before
- * it goes down): step it when a user of this CPU asked.  Returns whether
- * it is stepped, for step_nmi_leave().
+ * it goes down): step it when a user of this CPU asked, unless the NMI
+ * interrupted code on an NMI stack.  Returns whether it is stepped, for
+ * step_nmi_leave().
  */
 static inline bool
-step_nmi_enter(void)
+step_nmi_enter(const struct trap_frame *frame)
 {
     if (likely(!__atomic_load_n(&step_enabled, __ATOMIC_RELAXED))) {
         return false;
     }
 
-    return step_nmi_enter_slow();
+    return step_nmi_enter_slow(frame);
 }
 
 static inline void

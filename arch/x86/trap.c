@@ -194,7 +194,9 @@ trap_fixup_apply(struct trap_frame *frame)
  * An NMI.  NMIs do not nest, except when a single-stepped NMI handler
  * unblocked them (the IRET of each #DB does: arch/x86/step.h); such a
  * nested NMI only latches itself, on the stack step.c set aside for it,
- * and the outer NMI runs the handler chain once more for it.
+ * and the outer NMI runs the handler chain once more for it.  One may
+ * still latch itself after the last step (the IRET of the #DB that stops
+ * stepping): the chain runs again, unstepped, until none did.
  */
 static void
 trap_handle_nmi(struct trap_frame *frame)
@@ -213,9 +215,13 @@ trap_handle_nmi(struct trap_frame *frame)
 
     cpu->nmi_nesting++;
     swevent_add(SWEVENT_NMI, 1);
-    stepped = step_nmi_enter();
+    stepped = step_nmi_enter(frame);
 
-    /* Every handler sees every NMI: several sources may have fired at once. */
+    /*
+     * Every handler sees every NMI: several sources may have fired at once.
+     * Stepping stops after a pass that nothing latched during; one more
+     * look then for what latched as it stopped.
+     */
     do {
         WRITE_ONCE(cpu->nmi_latched, false);
         barrier();
@@ -225,9 +231,13 @@ trap_handle_nmi(struct trap_frame *frame)
         }
 
         barrier();
-    } while (READ_ONCE(cpu->nmi_latched));
 
-    step_nmi_leave(stepped);
+        if (stepped && !READ_ONCE(cpu->nmi_latched)) {
+            step_nmi_leave(stepped);
+            stepped = false;
+            barrier();
+        }
+    } while (READ_ONCE(cpu->nmi_latched));
 
     if (!claimed) {
         __atomic_fetch_add(&trap_unclaimed_nmis, 1, __ATOMIC_RELAXED);

@@ -7,11 +7,24 @@
  * optimisation (see the Makefile), so each frame starts with the caller's
  * frame pointer followed by the return address into the caller.
  *
+ * A chain holds only real callers.  A return address is taken only when it
+ * lies in the kernel's text right after a call instruction that could have
+ * made the call: a direct call to the start of the callee (the function
+ * holding the newer address), or an indirect call.  The first frame is the
+ * hard one: the interrupted function may have no frame yet (at its first
+ * instruction, before a scheduled or shrink-wrapped prologue, at its ret,
+ * or in a leaf with none), have pushed the caller's frame pointer without
+ * making it its own, or be in its body.  Each of the three places of its
+ * return address is checked, and the one the stack proves is taken: a
+ * direct call to the function beats an indirect one; when no place, or
+ * more than one equally, fits, the chain is the interrupted address alone
+ * (a prefix of the truth, never a guessed frame).  A frame that fails a
+ * check ends the chain.
+ *
  * A sample must never fault, whatever the interrupted code did to its
- * stack: every frame is checked to be 8-byte aligned and to lie wholly
- * inside one of the stacks the caller names before it is read, and the
- * walk only goes towards older frames.  A frame that fails a check ends
- * the chain.
+ * stack: every word is checked to be 8-byte aligned and to lie wholly
+ * inside one of the stacks the caller names before it is read, code bytes
+ * to lie inside the text, and the walk only goes towards older frames.
  */
 
 #ifndef ARCH_X86_UNWIND_H
@@ -26,30 +39,37 @@ struct unwind_stack {
 };
 
 /*
- * The call chain of interrupted code: rip itself, then its callers.  The
- * interrupted function may have no frame of its own (a leaf that uses no
- * stack: the compiler sets none up even with frame pointers) or be in its
- * prologue; then its caller's return address is on top of the stack (rsp),
- * not in a frame.  func is the start of the function holding rip (0 when
- * unknown): its first instructions tell which case it is.  Reads code only
- * at func, and stack only inside the stacks given.  Returns the number of
- * addresses stored (at least 1 when max is not 0).
+ * What a walk may read, and how it names functions: the stacks, the
+ * kernel's text [text_lo, text_hi), and func_start(addr), the start of the
+ * function holding addr (0 when unknown).  func_start is called in NMI
+ * context: it takes no lock.
  */
-unsigned int unwind_interrupted(uint64_t rip, uint64_t rsp, uint64_t fp,
-                                uint64_t func,
-                                const struct unwind_stack *stacks,
-                                unsigned int nr_stacks, uint64_t *ips,
+struct unwind_env {
+    const struct unwind_stack *stacks;
+    unsigned int nr_stacks;
+    uint64_t text_lo;
+    uint64_t text_hi;
+    uint64_t (*func_start)(uint64_t addr);
+};
+
+/*
+ * The call chain of interrupted code (its rip, rsp and rbp): rip itself,
+ * then its callers, newest first, each return address minus one so that
+ * it names the call instruction (a call to a function that never returns
+ * may be the last instruction of its caller).  Any context.  Returns the
+ * number of addresses stored (at least 1 when max is not 0).
+ */
+unsigned int unwind_interrupted(const struct unwind_env *env, uint64_t rip,
+                                uint64_t rsp, uint64_t fp, uint64_t *ips,
                                 unsigned int max);
 
 /*
- * Walk the chain from frame pointer fp, storing up to max return
- * addresses, newest first, each minus one so that it names the call
- * instruction (a call to a function that never returns may be the last
- * instruction of its caller).  Any context; reads only inside the
- * nr_stacks stacks.  Returns the number stored.
+ * Walk the frames from frame pointer fp, the frame of a function starting
+ * at callee (0: unknown, then only an indirect call is taken for its
+ * return), storing up to max addresses as unwind_interrupted() does.  Any
+ * context.  Returns the number stored.
  */
-unsigned int unwind_fp(uint64_t fp, const struct unwind_stack *stacks,
-                       unsigned int nr_stacks, uint64_t *ips,
-                       unsigned int max);
+unsigned int unwind_fp(const struct unwind_env *env, uint64_t fp,
+                       uint64_t callee, uint64_t *ips, unsigned int max);
 
 #endif /* ARCH_X86_UNWIND_H */

@@ -176,26 +176,25 @@ perfmon_sample_ring(const struct perfmon_sampling *sampling)
 
 /*
  * The call chain of the interrupted code: its ip, then the callers found
- * on the current thread's stack (the interrupted function's start, from
- * the symbol table, tells whether it has a frame of its own yet).
+ * on the current thread's stack (arch/x86/unwind.h).
  */
 static unsigned int
 perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips)
 {
     struct unwind_stack stack;
-    uint64_t offset;
+    struct unwind_env env = {
+        .stacks = &stack,
+        .nr_stacks = 1,
+        .func_start = symtab_func_start,
+    };
 
     if (!thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
         ips[0] = frame->rip;
         return 1;
     }
 
-    if (symtab_lookup(frame->rip, &offset) == NULL) {
-        offset = frame->rip;
-    }
-
-    return unwind_interrupted(frame->rip, frame->rsp, frame->rbp,
-                              frame->rip - offset, &stack, 1, ips,
+    symtab_text_bounds(&env.text_lo, &env.text_hi);
+    return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
                               PERFMON_MAX_CALLCHAIN);
 }
 

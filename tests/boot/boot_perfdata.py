@@ -6,7 +6,7 @@
 # Boot test of profiles leaving the guest as perf data.  On 2 CPUs with a
 # COM2: `perfmon record -g -F 2000 -- spin N` streams to COM2 and says so,
 # `perfmon report` and `--folded` give the guest's view, a second record
-# (memwalk) follows in the same capture, a third with rings too small for
+# (-g, the chain workload) follows in the same capture, a third with rings too small for
 # its rate loses samples, and a fourth is cut short by killing QEMU during
 # it.  On the host, tools/perfdata lists four recordings with the sample
 # and lost counts the guest printed, the build the ELF is, and the last one
@@ -18,7 +18,11 @@
 # percentages are the guest's to within rounding, its sample, lost and
 # event counts are the guest's, the folded stacks are the guest's and add
 # up to the event count, `perf annotate` shows the loop's instructions, and
-# perf reads the cut-short recording too.  A second boot without COM2:
+# perf reads the cut-short recording too; in the second, thousands of
+# samples of the chain workload, `perf script` shows each chain as the known
+# one or a prefix, no [unknown] and no frame that does not follow a call to
+# the frame before it (objdump), and `perf report -g` names no unknown
+# caller.  A second boot without COM2:
 # record keeps the samples in memory and says so.  Prints TAP; exits 1 on
 # failure.  Without perf, the checks that run it are skipped, saying why.
 #
@@ -34,12 +38,18 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
+import elfcalls  # noqa: E402
 import tallyqemu  # noqa: E402
 
 SMP = 2
 CMD_TIMEOUT = 120
 SPIN = 'perfmon record -g -F 2000 -- spin 200000000'
-MEMWALK = 'perfmon record -F 1000 -- memwalk 4M 64 10'
+CHAIN = 'perfmon record -g -F 10000 -- chain 10000000'
+# The chain of every sample in the chain workload, innermost first.
+CHAIN_SYMS = ['workload_chain_inner', 'workload_chain_middle',
+              'workload_chain_outer', 'workload_chain_cmd', 'shell_exec_argv',
+              'perfmon_cmd_runner_main', 'thread_start', 'thread_start_entry']
+CHAIN_MIN_SAMPLES = 2000
 LOSSY = 'perfmon record -g -F 50000 -m 4K -- spin 100000000'
 LONG = 'perfmon record -g -F 2000 -- spin 100000000000'
 PERFDATA = os.path.join(tallyqemu.ROOT, 'tools', 'perfdata')
@@ -98,7 +108,7 @@ class Session:
 
     def __init__(self):
         self.spin = None            # (samples, lost)
-        self.memwalk = None
+        self.chain = None
         self.lossy = None
         self.report = ''
         self.folded = ''
@@ -128,10 +138,10 @@ def guest_session(t, com2):
                     % (s.report, s.folded)
             return None
 
-        def record_memwalk():
-            out = cmd(MEMWALK)
-            s.memwalk = summary(out)
-            return None if s.memwalk else 'no summary:\n' + out
+        def record_chain():
+            out = cmd(CHAIN)
+            s.chain = summary(out)
+            return None if s.chain else 'no summary:\n' + out
 
         def record_lossy():
             out = cmd(LOSSY)
@@ -157,7 +167,7 @@ def guest_session(t, com2):
         sh.step('reaches the prompt', sh.prompt)
         sh.step('record -g -F 2000 -- spin streams to COM2', record_spin)
         sh.step('the guest reports it', guest_views)
-        sh.step('a second record (memwalk) follows', record_memwalk)
+        sh.step('a second record (-g, chain) follows', record_chain)
         sh.step('a third record, rings too small, loses samples',
                 record_lossy)
         sh.step('a fourth record is cut short by killing QEMU', cut_short)
@@ -184,7 +194,7 @@ def host_checks(tap, s, com2, elf):
                           r'(\S+)\s+(.*)$', out, re.M)
         want = [(str(i), str(n), str(lost), 'this', line)
                 for i, ((n, lost), line) in enumerate(
-                    ((s.spin, SPIN), (s.memwalk, MEMWALK),
+                    ((s.spin, SPIN), (s.chain, CHAIN),
                      (s.lossy, LOSSY)))]
         if rows[:3] != want or len(rows) != 4 or rows[3][4] != LONG:
             return 'list shows %r, the guest said %r:\n%s' % (rows, want, out)
@@ -284,6 +294,35 @@ def host_checks(tap, s, com2, elf):
             return 'status %d, not %r:\n%s%s' % (code, s.lossy, out, err)
         return None
 
+    def chain():
+        cdata = os.path.join(tallyqemu.BUILD, 'logs',
+                             'boot_perfdata-chain.perf.data')
+        clean_run(perfdata + ['convert', '--index', '1', '-o', cdata] + where)
+        out = clean_run(['perf', 'script', '-i', cdata, '-k', elf])
+        if '[unknown]' in out:
+            return 'perf script shows [unknown]:\n' + out[:3000]
+        calls = elfcalls.Calls(elf)
+        inside = 0
+        for block in out.strip().split('\n\n'):
+            frames = [ln.split()[:2] for ln in block.split('\n')[1:]]
+            err = calls.check_chain([int(a, 16) for a, _ in frames])
+            if err:
+                return '%s:\n%s' % (err, block)
+            syms = [sym.split('+')[0] for _, sym in frames]
+            if syms[:1] and syms[0] in CHAIN_SYMS:
+                inside += 1
+                k = CHAIN_SYMS.index(syms[0])
+                if syms != CHAIN_SYMS[k:k + len(syms)]:
+                    return 'not the known chain or a prefix:\n' + block
+        if inside < CHAIN_MIN_SAMPLES:
+            return 'only %d samples in the chain' % inside
+        rep = clean_run(['perf', 'report', '-i', cdata, '-k', elf, '--stdio',
+                         '-g', 'caller', '--percent-limit', '0'])
+        if '[unknown]' in rep or 'workload_chain_middle' not in rep:
+            return 'perf report -g:\n' + rep[:3000]
+        tap.diag('%d chains of the chain workload, all true' % inside)
+        return None
+
     def tool_report():
         code, out, err = run(perfdata + ['report', '--index', '0'] + where)
         if code != 0 or 'workload_spin_loop' not in out:
@@ -310,6 +349,7 @@ def host_checks(tap, s, com2, elf):
     check('folded stacks are the guest\'s and add up to the event count',
           totals)
     check('perf annotate shows the spin loop\'s instructions', annotate)
+    check('perf script and report -g of chain: only real callers', chain)
     check('perfdata report runs perf report', tool_report)
     check('perf report counts the lost samples the guest counted', lost)
     check('the recording cut short is said and read', cut_short)

@@ -11,9 +11,15 @@
 # count; `perfmon script` prints a line per sample with the command's name
 # and tid, then its chain; `perfmon record -a` and `--sort cpu` cover every
 # CPU; `perfmon top` redraws until Ctrl-C; every bad input gets one line and
-# leaves no counter in use; Ctrl-C during a record keeps its samples.  A
-# second boot with softpmu.overflow=poll gets a clear refusal.  Prints TAP;
-# exits 1 on failure.
+# leaves no counter in use; Ctrl-C during a record keeps its samples.  Call
+# chains are true: every chain of `record -g -- chain N` (three levels under
+# the command, prologues scheduled by gcc) sampled thousands of times is
+# the known one or a prefix of it, and in a `-g` recording of each built-in
+# workload every frame `perfmon script` shows after the first is the last
+# byte of a call in build/tally.elf to the frame before it (objdump), and
+# `report -g` names no raw address.  A second boot with
+# softpmu.overflow=poll gets a clear refusal.  Prints TAP; exits 1 on
+# failure.
 #
 
 import os
@@ -24,6 +30,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
+import elfcalls  # noqa: E402
 import tallyqemu  # noqa: E402
 
 SMP = 4
@@ -33,6 +40,29 @@ SUMMARY_RE = re.compile(r'\[ perfmon record: captured (\d+) samples, '
                         r'(\d+) lost, (\d+) KiB \]')
 ROW_RE = re.compile(r'^\s*(\d+\.\d+)%\s+(\S+)\s+\[k\] (\S+)', re.M)
 COUNT_RE = re.compile(r'^# Event count \(approx\.\): (\d+)', re.M)
+
+
+# The chain of every sample in the chain workload, innermost first.
+CHAIN = ['workload_chain_inner', 'workload_chain_middle',
+         'workload_chain_outer', 'workload_chain_cmd', 'shell_exec_argv',
+         'perfmon_cmd_runner_main', 'thread_start', 'thread_start_entry']
+CHAIN_MIN_SAMPLES = 2000
+# One -g recording of each built-in workload.
+WORKLOADS = ('spin 30000000', 'memwalk 4M 64 8', 'branchy 3000000',
+             'chain 3000000', 'yield 3000', 'hop 300', 'xcall 300',
+             'sleep 300')
+SCRIPT_FRAME_RE = re.compile(r'^\t([0-9a-f]{16}) (\S+)', re.M)
+
+
+def script_chains(out):
+    """perfmon script's chains: [[(address, symbol)]], one per sample."""
+    chains = []
+    for block in out.split('\n\n'):
+        frames = [(int(a, 16), sym.split('+')[0])
+                  for a, sym in SCRIPT_FRAME_RE.findall(block)]
+        if frames:
+            chains.append(frames)
+    return chains
 
 
 def summary(out):
@@ -111,6 +141,46 @@ def main():
                 return 'no call chain:\n' + out[:2000]
             return None
 
+        def chain_known():
+            out = run('perfmon record -g -F 10000 -- chain 10000000')
+            if summary(out) is None:
+                return 'no summary:\n' + out
+            out = run('perfmon script')
+            inside = 0
+            for frames in script_chains(out):
+                syms = [sym for _, sym in frames]
+                if syms[0] not in CHAIN:
+                    continue
+                inside += 1
+                k = CHAIN.index(syms[0])
+                if syms != CHAIN[k:k + len(syms)]:
+                    return 'a chain not the known one or a prefix: %r' % syms
+            if inside < CHAIN_MIN_SAMPLES:
+                return 'only %d samples in the chain' % inside
+            t.tap.diag('%d chains of the chain workload, all true' % inside)
+            return None
+
+        def no_invented_frame():
+            calls = elfcalls.Calls(os.path.splitext(t.args.iso)[0] + '.elf')
+            for w in WORKLOADS:
+                out = run('perfmon record -g -F 2000 -- ' + w)
+                if summary(out) is None:
+                    return '%s: no summary:\n%s' % (w, out)
+                chains = script_chains(run('perfmon script'))
+                for frames in chains:
+                    err = calls.check_chain([a for a, _ in frames])
+                    if err:
+                        return '%s: %s in %r' % (w, err, frames)
+                rep = run('perfmon report -g')
+                raw = re.search(r'^[ |\-\d.%]*(ffffffff[0-9a-f]{8}|'
+                                r'\[unknown\])\s*$', rep, re.M)
+                if raw:
+                    return '%s: report -g shows %s:\n%s' \
+                        % (w, raw.group(1), rep)
+                t.tap.diag('%s: %d chains, every frame a caller'
+                           % (w, len(chains)))
+            return None
+
         def system_wide():
             out = run('perfmon record -a -F 500 -- sleep 300')
             s = summary(out)
@@ -159,6 +229,10 @@ def main():
         sh.step('record -g, report -g: the callers in order', record_g)
         sh.step('report --folded adds up to the event count', folded)
         sh.step('script: a line per sample with comm, tid, chain', script)
+        sh.step('record -g -- chain: each chain the known one or a prefix',
+                chain_known)
+        sh.step('record -g of each workload: every frame a real caller',
+                no_invented_frame)
         sh.step('record -a: report --sort cpu has every CPU', system_wide)
         sh.step('no counter in use after the records', sh.no_leak)
         sh.step('top redraws until Ctrl-C', top)

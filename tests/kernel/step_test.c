@@ -298,6 +298,7 @@ stt_db_interrupts(void)
 {
     struct stt_storm storm = { .stop = false };
     uint64_t affinity, base, count, handlers = 0, xcalls, nmis, latched;
+    uint64_t tails;
     struct thread *sender = NULL;
     unsigned int cpu;
 
@@ -320,6 +321,7 @@ stt_db_interrupts(void)
     xcalls = ktest_syscnt_read_cpu("xcall_received", cpu);
     nmis = ktest_syscnt_read_cpu("nmi", cpu);
     latched = ktest_syscnt_read_cpu("nmi_latched", cpu);
+    tails = ktest_syscnt_read_cpu("step_nmi_tail", cpu);
 
     /* Handlers are not counted... */
     count = stt_count_seq(stt_loop2, STT_STORM_LOOP, false, NULL);
@@ -331,10 +333,12 @@ stt_db_interrupts(void)
     xcalls = ktest_syscnt_read_cpu("xcall_received", cpu) - xcalls;
     nmis = ktest_syscnt_read_cpu("nmi", cpu) - nmis;
     latched = ktest_syscnt_read_cpu("nmi_latched", cpu) - latched;
-    ktest_diag("meanwhile %llu xcalls and %llu NMIs (%llu latched) came; "
-               "%llu handler instructions stepped",
-               (unsigned long long)xcalls, (unsigned long long)nmis,
-               (unsigned long long)latched, (unsigned long long)handlers);
+    tails = ktest_syscnt_read_cpu("step_nmi_tail", cpu) - tails;
+    ktest_diag("meanwhile %llu xcalls and %llu NMIs (%llu latched, %llu in "
+               "a stepped NMI's tail) came; %llu handler instructions "
+               "stepped", (unsigned long long)xcalls,
+               (unsigned long long)nmis, (unsigned long long)latched,
+               (unsigned long long)tails, (unsigned long long)handlers);
     KTEST_CHECK(xcalls > 0);
     KTEST_CHECK(nmis > 0);
     KTEST_CHECK(handlers > 0);

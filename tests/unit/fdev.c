@@ -162,6 +162,8 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
     c->raw_event = raw;
     c->flags = flags;
     c->value = fd->initial;
+    /* The start contract: the previous run's unreported overflow goes. */
+    fd->status[cpu_id()] &= ~(1ULL << hw_id);
     fd->nr_start++;
 }
 

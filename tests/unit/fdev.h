@@ -10,8 +10,10 @@
  * overflow interrupt on a CPU.  Device 1 counts the software events, the
  * others hardware-like events (cycles, instructions, branches, misses).
  * Like a real driver, a fake device keeps what start was told (the mode
- * flags included) and asserts the core's contract: the global operations
- * (translate, alloc, free) run with the allocator lock held.
+ * flags included), keeps the driver's side of the contract (a start
+ * drops the previous run's unreported overflow) and asserts the core's:
+ * the global operations (translate, alloc, free) run with the allocator
+ * lock held.
  */
 
 #ifndef TESTS_UNIT_FDEV_H

@@ -165,6 +165,26 @@ test_freeze_order(void **state)
     assert_int_equal(pmu_test_peek(MSR_IA32_DEBUGCTL), 0);
 }
 
+/* Addresses sign-extended from bit 47, whatever the bits below it hold. */
+static void
+test_addresses(void **state)
+{
+    struct msr_model_config c = arch();
+
+    (void)state;
+    lbr_test_check_addresses(&c);
+}
+
+/* A freeze nobody captured, left before the start, is the start's. */
+static void
+test_start_clears_stale_freeze(void **state)
+{
+    struct msr_model_config c = arch();
+
+    (void)state;
+    lbr_test_check_stale_freeze(&c, true, true);
+}
+
 static void
 test_filters(void **state)
 {
@@ -229,6 +249,8 @@ main(void)
         cmocka_unit_test(test_capture_newest_first),
         cmocka_unit_test(test_info_fields),
         cmocka_unit_test(test_freeze_order),
+        cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_start_clears_stale_freeze),
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_sched_in_resets),
     };

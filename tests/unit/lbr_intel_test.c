@@ -214,6 +214,28 @@ test_formats(void **state)
     }
 }
 
+/*
+ * Every format gives back the addresses as taken, sign-extended from the
+ * top of the address (bit 47) or from below its flag bits, whatever the
+ * bits next to the sign bit hold.
+ */
+static void
+test_addresses(void **state)
+{
+    static const unsigned int formats[] = {
+        LBR_FMT_LIP, LBR_FMT_EIP, LBR_FMT_EIP_FLAGS, LBR_FMT_EIP_FLAGS2,
+        LBR_FMT_INFO, LBR_FMT_TIME, LBR_FMT_INFO2,
+    };
+
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+        struct msr_model_config c = msr_model_intel_lbr(SKX, 4, formats[i]);
+
+        lbr_test_check_addresses(&c);
+    }
+}
+
 /* ---- freeze, read, unfreeze --------------------------------------------- */
 
 /*
@@ -465,20 +487,17 @@ test_lifecycle(void **state)
     lbr_test_stop();
 }
 
-/* A stale freeze (an interrupt nobody captured) is cleared at start. */
+/*
+ * A stale freeze (an interrupt nobody captured) is cleared at start: the
+ * first sample's stack is the branches taken since.
+ */
 static void
 test_start_clears_stale_freeze(void **state)
 {
     struct msr_model_config c = msr_model_intel_lbr(SKX, 4, LBR_FMT_INFO);
 
     (void)state;
-    lbr_test_boot(&c, 1);
-    msr_model_set_status(LBR_STATUS_FROZEN);
-    assert_true(msr_model_lbr_frozen());
-    lbr_test_start(LBR_TEST_ANY);
-    assert_false(msr_model_lbr_frozen());
-    assert_true(msr_model_lbr_recording());
-    lbr_test_stop();
+    lbr_test_check_stale_freeze(&c, true, true);
 }
 
 /*
@@ -533,6 +552,7 @@ main(void)
         cmocka_unit_test(test_probe_every_cpu),
         cmocka_unit_test(test_capture_wraps),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_addresses),
         cmocka_unit_test(test_freeze_status_v4),
         cmocka_unit_test(test_freeze_debugctl_v2),
         cmocka_unit_test(test_capture_unfrozen),

@@ -327,6 +327,70 @@ lbr_test_check_broken(const struct msr_model_config *config,
 }
 
 void
+lbr_test_check_addresses(const struct msr_model_config *config)
+{
+    static const struct msr_model_branch branches[] = {
+        { 0xffff800000001000ULL, 0xffff800000001040ULL, MSR_MODEL_BR_COND,
+          false, false, 1 },
+        { 0xffff8000fffff000ULL, 0xffff800100000000ULL, MSR_MODEL_BR_REL_JMP,
+          false, false, 1 },
+        { 0xffffffffffffe000ULL, 0xffffffff80200000ULL, MSR_MODEL_BR_COND,
+          false, false, 1 },
+        { 0x00007fffffffe000ULL, 0x00007fff80000000ULL, MSR_MODEL_BR_COND,
+          false, true, 1 },
+        { 0x0000000000401000ULL, 0x00007ffffffff000ULL, MSR_MODEL_BR_COND,
+          false, true, 1 },
+    };
+    const size_t nr_branches = sizeof(branches) / sizeof(branches[0]);
+    const struct perfmon_branch *stack;
+    unsigned int nr;
+
+    lbr_test_boot_start(config);
+
+    for (size_t i = 0; i < nr_branches; i++) {
+        assert_true(msr_model_branch(&branches[i]));
+    }
+
+    stack = lbr_test_sample(&nr);
+    assert_true(nr >= nr_branches);
+
+    for (size_t k = 0; k < nr_branches; k++) {
+        const struct msr_model_branch *br = &branches[nr_branches - 1 - k];
+
+        if (stack[k].from != br->from || stack[k].to != br->to) {
+            fail_msg("entry %zu: %#llx -> %#llx, taken %#llx -> %#llx", k,
+                     (unsigned long long)stack[k].from,
+                     (unsigned long long)stack[k].to,
+                     (unsigned long long)br->from,
+                     (unsigned long long)br->to);
+        }
+    }
+
+    lbr_test_stop();
+}
+
+void
+lbr_test_check_stale_freeze(const struct msr_model_config *config,
+                            bool mispreds, bool cycles)
+{
+    const struct perfmon_branch *stack;
+    unsigned int nr;
+    bool recording;
+
+    lbr_test_boot(config, 1);
+    /* Frozen by an interrupt nobody captured. */
+    msr_model_set_status(LBR_STATUS_FROZEN);
+    assert_true(msr_model_lbr_frozen());
+    lbr_test_start(LBR_TEST_ANY);
+    recording = msr_model_lbr_recording();
+    lbr_test_branches(0, 6, MSR_MODEL_BR_COND, false);
+    stack = lbr_test_sample(&nr);
+    lbr_test_assert_stack(stack, nr, 5, 6, mispreds, cycles);
+    assert_true(recording);
+    lbr_test_stop();
+}
+
+void
 lbr_test_check_freeze(const struct msr_model_config *config,
                       unsigned int depth, bool mispreds, bool cycles)
 {

@@ -150,6 +150,14 @@ void lbr_test_assert_filter_values(uint32_t msr,
  * lbr_test_check_sched_in: a switch-in forgets what the records held:
  *   the stack of the next sample is the branches injected since, then only
  *   the driver's own.
+ * lbr_test_check_addresses: the addresses of a sample's branches come
+ *   back as they were taken, sign-extended from the top implemented bit
+ *   (47: 48-bit addresses) whatever the bits next to it hold: kernel
+ *   addresses at the bottom of the upper half (0xffff800000001000), at
+ *   its top, and user addresses just below the hole.
+ * lbr_test_check_stale_freeze: a freeze left set before the driver
+ *   starts (an interrupt nobody captured) is cleared by the start, and
+ *   the first sample's stack is the branches taken since.
  * lbr_test_check_broken: records advertised but not there are declined:
  *   MSRs that fault (with a reason holding faults), registers that drop
  *   writes (dead), a DEBUGCTL that faults on the LBR bits.
@@ -158,6 +166,9 @@ void lbr_test_check_freeze(const struct msr_model_config *config,
                            unsigned int depth, bool mispreds, bool cycles);
 void lbr_test_check_sched_in(const struct msr_model_config *config,
                              bool mispreds, bool cycles);
+void lbr_test_check_addresses(const struct msr_model_config *config);
+void lbr_test_check_stale_freeze(const struct msr_model_config *config,
+                                 bool mispreds, bool cycles);
 void lbr_test_check_broken(const struct msr_model_config *config,
                            const char *faults, const char *dead);
 

@@ -1404,11 +1404,17 @@ lapic_pmc_setup(void)
     model_cpu()->lvt_masked = false;
 }
 
+/*
+ * The unmask is an access like the others (an x2APIC MSR write, or an
+ * MMIO store): time passes before it as before an MSR access, and what
+ * overflows meanwhile finds the LVT still masked.
+ */
 void
 lapic_pmc_unmask(void)
 {
     struct model_cpu *mc = model_cpu();
 
+    model_drift(mc);
     mc->lvt_masked = (model.quirks & MSR_MODEL_QUIRK_LVT_STUCK) != 0;
     mc->unmasks++;
 }

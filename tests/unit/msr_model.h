@@ -22,7 +22,8 @@
  *
  * The model is no kinder than hardware, by default:
  *
- * - Time passes while the driver runs: before every MSR access the model
+ * - Time passes while the driver runs: before every MSR access (and the
+ *   unmask of the LVT) the model
  *   counts MSR_MODEL_DEFAULT_DRIFT kernel-mode occurrences of every event
  *   on that CPU (msr_model_set_drift() changes the amount, 0 turns it
  *   off).  A driver that reads a running counter and writes it back loses

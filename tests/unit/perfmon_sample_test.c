@@ -38,6 +38,7 @@
 #include "kern/syscnt.h"
 
 void fake_symtab_set(const char *name, uint64_t start, uint64_t end);
+void fake_symtab_set_text(const void *text, size_t size);
 
 #define ALL_FIELDS  (PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME     \
                      | PERFMON_SF_CPU | PERFMON_SF_PERIOD                 \
@@ -803,13 +804,16 @@ test_decode_damaged(void **state)
 
 /*
  * A sample's call chain, from the interrupted function (past its
- * prologue, in a fake symbol) up the frames of the thread's stack.
+ * prologue, in a fake symbol) up the frames of the thread's stack: each
+ * return address follows a call (indirect, then direct to the function).
  */
 static void
 test_callchain_walks_the_stack(void **state)
 {
-    /* push %rbp; mov %rsp,%rbp; then anything. */
-    static const uint8_t code[64] = { 0x55, 0x48, 0x89, 0xe5 };
+    /* push %rbp; mov %rsp,%rbp; ...; call *%rax; ...; call code. */
+    static const uint8_t code[64] = { 0x55, 0x48, 0x89, 0xe5,
+                                      [16] = 0xff, 0xd0,
+                                      [32] = 0xe8, 0xdb, 0xff, 0xff, 0xff };
     static uint64_t stack[32];
     struct perfmon_sampling s = make_sampling(10, 0, ALL_FIELDS, 65536);
     struct fdev *fd = fdev_add(0, 32, 4, true);
@@ -818,12 +822,14 @@ test_callchain_walks_the_stack(void **state)
     struct drained d;
 
     (void)state;
+    /* The call at 32 is to code[0]: rel32 -37 from its end. */
     fake_symtab_set("leaf", (uint64_t)code, (uint64_t)code + sizeof(code));
+    fake_symtab_set_text(code, sizeof(code));
     fake_thread_set_stack(t, (uint64_t)stack, (uint64_t)&stack[32]);
     stack[4] = (uint64_t)&stack[8];     /* the frame: saved rbp, return */
-    stack[5] = 0x1111;
+    stack[5] = (uint64_t)&code[18];
     stack[8] = 0;                       /* the outermost frame */
-    stack[9] = 0x2222;
+    stack[9] = (uint64_t)&code[37];
     test_frame.rip = (uint64_t)&code[8];
     test_frame.rsp = (uint64_t)&stack[2];
     test_frame.rbp = (uint64_t)&stack[4];
@@ -834,10 +840,11 @@ test_callchain_walks_the_stack(void **state)
     assert_int_equal(d.nr_samples, 1);
     assert_int_equal(d.last.nr_ips, 3);
     assert_int_equal(d.last.ips[0], (uint64_t)&code[8]);
-    assert_int_equal(d.last.ips[1], 0x1110);
-    assert_int_equal(d.last.ips[2], 0x2221);
+    assert_int_equal(d.last.ips[1], (uint64_t)&code[17]);
+    assert_int_equal(d.last.ips[2], (uint64_t)&code[36]);
     assert_int_equal(perfmon_event_detach(&ev), 0);
     fake_symtab_set(NULL, 0, 0);
+    fake_symtab_set_text(NULL, 0);
     test_frame.rip = TEST_IP;
 }
 

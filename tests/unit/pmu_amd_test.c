@@ -286,6 +286,10 @@ test_ref_cycles_zen4(void **state)
     } cpus[] = {
         { 0x19, 0x21, false }, { 0x19, 0x11, true }, { 0x19, 0x61, true },
         { 0x19, 0xb0, false }, { 0x1a, 0x02, true },
+        /* Each range at its ends, and the models just outside. */
+        { 0x19, 0x0f, false }, { 0x19, 0x10, true }, { 0x19, 0x1f, true },
+        { 0x19, 0x20, false }, { 0x19, 0x5f, false }, { 0x19, 0x60, true },
+        { 0x19, 0xaf, true }, { 0x18, 0x61, false }, { 0x1a, 0x00, true },
     };
 
     (void)state;
@@ -428,6 +432,26 @@ test_free_and_reuse(void **state)
     pmu_test_assert_no_fault();
 }
 
+/* What family 15h's counters operation gives raw (0: -ENOENT). */
+static void
+check_f15h_counters(uint64_t raw, uint64_t expected)
+{
+    struct perfmon_dev *dev = drv->dev;
+    uint64_t counters = 0, prefer = 0;
+    int error = dev->ops->counters(dev, raw, KERN, &counters, &prefer);
+
+    if (expected == 0) {
+        assert_int_equal(error, -ENOENT);
+        return;
+    }
+
+    if (error != 0 || counters != expected) {
+        fail_msg("raw %#llx: counters %#llx (error %d), expected %#llx",
+                 (unsigned long long)raw, (unsigned long long)counters,
+                 error, (unsigned long long)expected);
+    }
+}
+
 /*
  * Family 15h counts some events only on some counters (BKDG for family
  * 15h; Linux's amd_get_event_constraints_f15h): cycles and the L2/cache
@@ -480,6 +504,21 @@ test_f15h_constraints(void **state)
 
     assert_int_equal(fake_perfmon_value(hf3), 77);
 
+    /*
+     * Event selects with bits 11:8 set have rows of their own, not their
+     * low byte's unit's (0x1c0 is not 0x0c0, 0x187 not 0x087); the
+     * single-unit-mask rule of event 0x31 takes no unit mask at all.
+     */
+    check_f15h_counters(PMU_AMD_RAW(0x1c0, 0), 0x38);
+    check_f15h_counters(PMU_AMD_RAW(0x187, 0), 0x01);
+    check_f15h_counters(PMU_AMD_RAW(0x188, 0x01), 0x01);
+    check_f15h_counters(PMU_AMD_RAW(0x1d6, 0), 0x3f);
+    check_f15h_counters(PMU_AMD_RAW(0x0c0, 0), 0x3f);
+    check_f15h_counters(PMU_AMD_RAW(0x087, 0), 0x07);
+    check_f15h_counters(PMU_AMD_RAW(0x031, 0), 0x07);
+    check_f15h_counters(PMU_AMD_RAW(0x031, 0x04), 0x07);
+    check_f15h_counters(PMU_AMD_RAW(0x031, 0x05), 0);
+
     /* Northbridge events are not the core counters' on family 15h. */
     assert_int_equal(fake_perfmon_open_raw(PMU_AMD_RAW(0x0e0, 0x07), KERN,
                                            &hw), -ENOENT);
@@ -525,6 +564,33 @@ test_rearm_loses_nothing_perfmon_v2(void **state)
     (void)state;
     pmu_test_check_rearm(boot_amd(0x19, true, true),
                          MSR_AMD_PERF_CNTR_GLOBAL_CTL);
+}
+
+/*
+ * A counter stopped after its overflow and started for a new user before
+ * the NMI: with PerfMonV2 the status bit the previous user left must not
+ * reach the new one (+2^48); without it the start re-arms bit 47.
+ */
+static void
+test_restart_drops_overflow(void **state)
+{
+    (void)state;
+    pmu_test_check_restart_drops_overflow(boot_amd(0x10, false, false));
+    pmu_test_check_restart_drops_overflow(boot_amd(0x17, true, false));
+    pmu_test_check_restart_drops_overflow(boot_amd(0x19, true, true));
+}
+
+/*
+ * A counter that wraps while the handler ends: its PMI must be taken (AMD
+ * leaves the LVT unmasked, but the driver must not depend on it).
+ */
+static void
+test_unmask_window(void **state)
+{
+    (void)state;
+    pmu_test_check_unmask_window(boot_amd(0x10, false, false));
+    pmu_test_check_unmask_window(boot_amd(0x17, true, false));
+    pmu_test_check_unmask_window(boot_amd(0x19, true, true));
 }
 
 /*
@@ -680,6 +746,34 @@ test_polled(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * PerfMonV2: a CPU that comes up with overflow bits set (a previous
+ * kernel's, the firmware's) has ours cleared at init, each only if set,
+ * the others left; our counters stopped and zeroed, their global enables
+ * on.
+ */
+static void
+test_cpu_init_clears_stale_state(void **state)
+{
+    struct msr_model_config c = msr_model_amd(0x19, true, true);
+
+    (void)state;
+    c.v2_nr = 4;
+    msr_model_init(&c);
+    assert_int_equal(pmu_test_probe_cpus(drv, &caps, 1, true), 0);
+    msr_write_safe(MSR_AMD_F15H_PERF_CTL0 + 2, 0x00c2 | PMU_EVTSEL_EN);
+    msr_write_safe(MSR_AMD_F15H_PERF_CTR0 + 2, 77);
+    msr_model_set_status((1ULL << 0) | (1ULL << 3) | (1ULL << 5)
+                         | (1ULL << 58));
+    drv->cpu_init();
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2), 0);
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2), 0);
+    assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_STATUS),
+                     (1ULL << 5) | (1ULL << 58));
+    assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0xf);
+    pmu_test_assert_no_fault();
+}
+
 /* ---- what the firmware left, and the other CPUs ------------------------ */
 
 /* A counter the firmware left counting is left alone on every CPU. */
@@ -687,6 +781,7 @@ static void
 test_firmware_counter_left_alone(void **state)
 {
     struct msr_model_config c = msr_model_amd(0x19, true, true);
+    uint64_t fw, drifted;
     struct perfmon_dev *dev;
     unsigned int hw;
 
@@ -715,11 +810,19 @@ test_firmware_counter_left_alone(void **state)
     }
 
     assert_int_equal(fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw), -EAGAIN);
+    /*
+     * The PMI path freezes ours only: the firmware's counts every cycle
+     * the handler runs (the model's drift).
+     */
     dev->ops->write(dev, 1, (1ULL << 48) - 10);
     msr_model_inject(MSR_MODEL_EV_BRANCH, 100, false);
+    fw = pmu_test_peek(MSR_AMD_F15H_PERF_CTR0);
+    drifted = msr_model_drifted();
     pmu_test_deliver_nmis(dev);
     assert_int_equal(pmu_test_peek(MSR_AMD_PERF_CNTR_GLOBAL_CTL), 0x3f);
-    assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0) >= MSR_MODEL_FW_VALUE);
+    assert_true(msr_model_drifted() > drifted);
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0) - fw,
+                     msr_model_drifted() - drifted);
     pmu_test_assert_no_fault();
 
     /* Every counter the firmware's: nothing to check, nothing to use. */
@@ -839,11 +942,14 @@ main(void)
         cmocka_unit_test(test_wraps_core_ext),
         cmocka_unit_test(test_wraps_perfmon_v2),
         cmocka_unit_test(test_rearm_loses_nothing_perfmon_v2),
+        cmocka_unit_test(test_restart_drops_overflow),
+        cmocka_unit_test(test_unmask_window),
         cmocka_unit_test(test_late_nmis),
         cmocka_unit_test(test_skid),
         cmocka_unit_test(test_spurious_nmi),
         cmocka_unit_test(test_write_and_wrap),
         cmocka_unit_test(test_polled),
+        cmocka_unit_test(test_cpu_init_clears_stale_state),
         cmocka_unit_test(test_firmware_counter_left_alone),
         cmocka_unit_test(test_ap_with_fewer_counters),
         cmocka_unit_test(test_selftest_passes),

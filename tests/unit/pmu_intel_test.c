@@ -886,6 +886,41 @@ test_late_pmi_of_stopped_counter_v1(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * A counter stopped after its overflow and started for a new user before
+ * the NMI: from version 2 the overflow-status bit the previous user left
+ * must not reach the new one (+2^48); version 1 finds overflows by the top
+ * bit, which the start re-arms.
+ */
+static void
+test_restart_drops_overflow(void **state)
+{
+    static const unsigned int versions[] = { 1, 2, 4, 5 };
+
+    (void)state;
+
+    for (size_t i = 0; i < ARRAY_SIZE(versions); i++) {
+        pmu_test_check_restart_drops_overflow(boot_version(versions[i]));
+    }
+}
+
+/*
+ * A counter that wraps between the handler's re-enabling the counters
+ * and its unmasking of the LVT (which the PMI masked) would raise a PMI
+ * the LAPIC drops, and never interrupt again: every version.
+ */
+static void
+test_unmask_window(void **state)
+{
+    static const unsigned int versions[] = { 1, 2, 4, 5 };
+
+    (void)state;
+
+    for (size_t i = 0; i < ARRAY_SIZE(versions); i++) {
+        pmu_test_check_unmask_window(boot_version(versions[i]));
+    }
+}
+
 static void
 test_rearm_loses_nothing_v2(void **state)
 {
@@ -1104,6 +1139,7 @@ static void
 test_firmware_counters_left_alone(void **state)
 {
     struct msr_model_config c = msr_model_intel(2);
+    uint64_t fw_gp, fw_fixed, drifted;
     struct perfmon_dev *dev;
     unsigned int hw;
     int h[3];
@@ -1148,13 +1184,23 @@ test_firmware_counters_left_alone(void **state)
     msr_model_inject(MSR_MODEL_EV_CYCLES, 1000, false);
     pmu_test_assert_count(fake_perfmon_value(h[0]), 1000);
 
-    /* The PMI path freezes and restores ours only. */
+    /*
+     * The PMI path freezes and restores ours only: the firmware's count
+     * every cycle the handler runs (the model's drift), ours none.
+     */
     dev->ops->write(dev, 0, (1ULL << 48) - 10);
     msr_model_inject(MSR_MODEL_EV_CYCLES, 100, false);
+    fw_gp = pmu_test_peek(MSR_IA32_PMC0 + 1);
+    fw_fixed = pmu_test_peek(MSR_IA32_FIXED_CTR0 + 1);
+    drifted = msr_model_drifted();
     pmu_test_deliver_nmis(dev);
     assert_int_equal(pmu_test_peek(MSR_IA32_PERF_GLOBAL_CTRL),
                      0xfULL | (7ULL << 32));
-    assert_true(pmu_test_peek(MSR_IA32_PMC0 + 1) >= MSR_MODEL_FW_VALUE + 2000);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PMC0 + 1) - fw_gp,
+                     msr_model_drifted() - drifted);
+    assert_int_equal(pmu_test_peek(MSR_IA32_FIXED_CTR0 + 1) - fw_fixed,
+                     msr_model_drifted() - drifted);
+    assert_true(msr_model_drifted() > drifted);
     pmu_test_assert_no_fault();
 }
 
@@ -1327,6 +1373,8 @@ main(void)
         cmocka_unit_test(test_spurious_nmi_v1),
         cmocka_unit_test(test_spurious_pmi_unmasks),
         cmocka_unit_test(test_late_pmi_of_stopped_counter_v1),
+        cmocka_unit_test(test_restart_drops_overflow),
+        cmocka_unit_test(test_unmask_window),
         cmocka_unit_test(test_rearm_loses_nothing_v2),
         cmocka_unit_test(test_rearm_loses_nothing_v4),
         cmocka_unit_test(test_skid),

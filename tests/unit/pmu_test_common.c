@@ -197,6 +197,87 @@ pmu_test_check_rearm(struct perfmon_dev *dev, uint32_t ctrl_msr)
     pmu_test_assert_no_fault();
 }
 
+/* One event's turn of pmu_test_check_restart_drops_overflow. */
+static void
+pmu_test_check_restart_one(struct perfmon_dev *dev, unsigned int event_id,
+                           unsigned int model_event)
+{
+    const struct pmu_driver *drv = pmu_get_driver();
+    bool global = pmu_get_caps()->global_ctrl;
+    unsigned int hw, hw2, folds = fake_perfmon_nr_ovf_folds();
+    uint64_t stale;
+    int h, h2;
+
+    h = fake_perfmon_open(event_id, PERFMON_EF_KERN, &hw);
+    assert_true(h >= 0);
+    fake_perfmon_write(h, (1ULL << dev->width) - 100);
+    msr_model_inject(model_event, 1000, false);
+    assert_int_equal(msr_model_nmis_pending(), 1);
+
+    if (global) {
+        assert_true(pmu_test_peek(drv->global_status_msr) & (1ULL << hw));
+    }
+
+    /* The previous user goes, the next one comes, the NMI still waits. */
+    fake_perfmon_close(h);
+    h2 = fake_perfmon_open(event_id, PERFMON_EF_USER, &hw2);
+    assert_int_equal(hw2, hw);
+    stale = global ? pmu_test_peek(drv->global_status_msr) & (1ULL << hw) : 0;
+    msr_model_inject(model_event, 500, true);
+    pmu_test_deliver_any_nmis(dev);
+    assert_int_equal(fake_perfmon_value(h2), 500);
+    assert_int_equal(fake_perfmon_nr_ovf_folds(), folds);
+    /* Dropped by the start itself, not by the handler afterwards. */
+    assert_int_equal(stale, 0);
+    fake_perfmon_close(h2);
+}
+
+void
+pmu_test_check_restart_drops_overflow(struct perfmon_dev *dev)
+{
+    /* A general-purpose counter, and on Intel fixed counter 0. */
+    pmu_test_check_restart_one(dev, PERFMON_EV_BRANCH, MSR_MODEL_EV_BRANCH);
+    pmu_test_check_restart_one(dev, PERFMON_EV_INSTRUCTION,
+                               MSR_MODEL_EV_INSTRUCTIONS);
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    pmu_test_assert_no_fault();
+}
+
+void
+pmu_test_check_unmask_window(struct perfmon_dev *dev)
+{
+    uint64_t total = 0;
+    int h;
+
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, PERFMON_EF_KERN, NULL);
+    assert_true(h >= 0);
+    /* Fewer events left than one access's drift. */
+    fake_perfmon_set_rearm(h, (1ULL << dev->width) - 3);
+    msr_model_inject(MSR_MODEL_EV_BRANCH, 10, false);
+    total += 10;
+
+    for (unsigned int i = 0; i < 50; i++) {
+        if (msr_model_nmis_pending() != 1) {
+            fail_msg("round %u: no PMI pending (%u lost)", i,
+                     msr_model_pmis_lost());
+        }
+
+        /* One NMI a round: a re-arm may raise the next one at once. */
+        assert_true(msr_model_take_nmi());
+        perfmon_overflow_intr(dev, NULL);
+        assert_false(msr_model_lvt_masked());
+        msr_model_inject(MSR_MODEL_EV_BRANCH, 10, false);
+        total += 10;
+    }
+
+    assert_int_equal(msr_model_pmis_lost(), 0);
+    assert_true(fake_perfmon_nr_intrs() >= 50);
+    fake_perfmon_set_rearm(h, 0);
+    pmu_test_deliver_any_nmis(dev);
+    pmu_test_assert_count(fake_perfmon_value(h), total);
+    pmu_test_assert_no_fault();
+}
+
 void
 pmu_test_check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
                      uint64_t max_chunk, unsigned int min_wraps)

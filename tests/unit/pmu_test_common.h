@@ -117,6 +117,25 @@ void pmu_test_check_wraps(struct perfmon_dev *dev, unsigned int nr_rounds,
                           uint64_t max_chunk, unsigned int min_wraps);
 
 /*
+ * A counter of dev that wraps, raising its PMI, and is stopped and
+ * started for a new user before the NMI is taken (one section of the
+ * core: a thread switch, a multiplexing turn): the NMI must not charge
+ * the previous user's overflow to the new one, whose count stays exact,
+ * and no overflow-status bit of the counter is left behind.
+ */
+void pmu_test_check_restart_drops_overflow(struct perfmon_dev *dev);
+
+/*
+ * A sampling counter of dev re-armed from each PMI so close to its wrap
+ * that it wraps at the next of the driver's accesses with the counters
+ * running: the handler's end must let that wrap's PMI through (the LVT
+ * unmasked before the counters count again), or the counter never
+ * interrupts again.  Every round's wrap raises a PMI that is taken; none
+ * is lost; the count stays exact.
+ */
+void pmu_test_check_unmask_window(struct perfmon_dev *dev);
+
+/*
  * Sampling re-arms counters from the PMI: the core reads, then writes.
  * Two counters of dev (branches, instructions) re-armed on every overflow
  * through thousands of them: with a global control register (ctrl_msr)

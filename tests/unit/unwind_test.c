@@ -2,11 +2,15 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Tests of arch/x86/unwind.c on fabricated stacks: a good chain comes out
- * newest first with each return address minus one; the walk stops at a
- * zero return address, the depth limit, a misaligned frame pointer, one
+ * Tests of arch/x86/unwind.c on fabricated stacks and code: a good chain
+ * comes out newest first with each return address minus one; the walk
+ * stops at a return address that follows no call (or a direct call to
+ * another function), the depth limit, a misaligned frame pointer, one
  * outside the stacks or straddling a stack's end, and a chain that loops
  * or goes back down; it moves from an interrupt stack to a thread stack.
+ * An interrupted function is found wherever it stands in its frame setup
+ * (no frame, frame pointer pushed, own frame; prologues scheduled as gcc
+ * does), and where the stack cannot tell, the chain is its address alone.
  * Nothing outside the stacks is ever read (the memory around them is
  * poisoned, and would show in the chain if it were).
  */
@@ -28,10 +32,90 @@
 static uint64_t mem[3][64];
 static struct unwind_stack stacks[2];
 
+/*
+ * The text: four functions of 64 bytes, a at 0, b, c, d, each calling as
+ * the chain d -> a -> b -> c does (d calls a through a pointer).
+ */
+#define FN_SIZE     64
+#define FN_A        0
+#define FN_B        64
+#define FN_C        128
+#define FN_D        192
+
+static uint8_t text[4 * FN_SIZE];
+static struct unwind_env env;
+
 static uint64_t
 addr(unsigned int s, unsigned int word)
 {
     return (uint64_t)(uintptr_t)&mem[s][word];
+}
+
+static uint64_t
+code(unsigned int offset)
+{
+    return (uint64_t)(uintptr_t)&text[offset];
+}
+
+static uint64_t
+fake_func_start(uint64_t a)
+{
+    return code((unsigned int)(a - code(0)) / FN_SIZE * FN_SIZE);
+}
+
+static void
+put(unsigned int offset, const uint8_t *bytes, size_t size)
+{
+    memcpy(&text[offset], bytes, size);
+}
+
+/* call rel32 at offset, to target. */
+static void
+put_call(unsigned int offset, unsigned int target)
+{
+    int32_t rel = (int32_t)target - (int32_t)(offset + 5);
+
+    text[offset] = 0xe8;
+    memcpy(&text[offset + 1], &rel, sizeof(rel));
+}
+
+/* Return addresses: after each call. */
+#define RET_A_B         (FN_A + 21)     /* call b (direct) */
+#define RET_A_PTR       (FN_A + 34)     /* call *%rax */
+#define RET_A_SIB       (FN_A + 45)     /* call *0x8(%r12) */
+#define RET_A_RIP       (FN_A + 54)     /* call *disp32(%rip) */
+#define RET_B_C         (FN_B + 21)     /* call c (direct) */
+#define RET_D_C         (FN_D + 21)     /* call c (direct) */
+#define RET_D_PTR       (FN_D + 34)     /* call *%rax: to a */
+#define B_BODY          (FN_B + 30)     /* a nop in b's body */
+#define B_RET           (FN_B + 40)     /* b's ret */
+
+static void
+text_setup(void)
+{
+    static const uint8_t prologue[] = { 0x55, 0x48, 0x89, 0xe5 };
+    /* push %rbp; mov $1,%ecx; mov %rsp,%rbp: scheduled as gcc does. */
+    static const uint8_t scheduled[] = { 0x55, 0xb9, 0x01, 0x00, 0x00, 0x00,
+                                         0x48, 0x89, 0xe5 };
+    static const uint8_t leaf[] = { 0x31, 0xc0, 0x90, 0xc3 };
+    static const uint8_t call_reg[] = { 0xff, 0xd0 };
+    static const uint8_t call_sib[] = { 0x41, 0xff, 0x54, 0x24, 0x08 };
+    static const uint8_t call_rip[] = { 0xff, 0x15, 0x10, 0x20, 0x00, 0x00 };
+
+    memset(text, 0xcc, sizeof(text));
+    put(FN_A, prologue, sizeof(prologue));
+    put_call(FN_A + 16, FN_B);
+    put(FN_A + 32, call_reg, sizeof(call_reg));
+    put(FN_A + 40, call_sib, sizeof(call_sib));
+    put(FN_A + 48, call_rip, sizeof(call_rip));
+    put(FN_B, scheduled, sizeof(scheduled));
+    put_call(FN_B + 16, FN_C);
+    text[B_BODY] = 0x90;
+    text[B_RET] = 0xc3;
+    put(FN_C, leaf, sizeof(leaf));
+    put(FN_D, prologue, sizeof(prologue));
+    put_call(FN_D + 16, FN_C);
+    put(FN_D + 32, call_reg, sizeof(call_reg));
 }
 
 static void
@@ -46,6 +130,14 @@ setup(void)
     /* Stack 0 is mem[0][8..56), stack 1 mem[1][8..56). */
     stacks[0] = (struct unwind_stack){ addr(0, 8), addr(0, 56) };
     stacks[1] = (struct unwind_stack){ addr(1, 8), addr(1, 56) };
+    text_setup();
+    env = (struct unwind_env){
+        .stacks = stacks,
+        .nr_stacks = 1,
+        .text_lo = code(0),
+        .text_hi = code(sizeof(text)),
+        .func_start = fake_func_start,
+    };
 }
 
 /* A frame at word w of stack s: caller's frame pointer, return address. */
@@ -56,6 +148,7 @@ frame(unsigned int s, unsigned int w, uint64_t next_fp, uint64_t ret)
     mem[s][w + 1] = ret;
 }
 
+/* The frames of d -> a -> b, fp at b's: the walk b's frame starts. */
 static void
 test_good_chain(void **state)
 {
@@ -63,25 +156,68 @@ test_good_chain(void **state)
 
     (void)state;
     setup();
-    frame(0, 10, addr(0, 20), 0x1001);
-    frame(0, 20, addr(0, 30), 0x2001);
-    frame(0, 30, 0, 0x3001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 8), 3);
-    assert_true(ips[0] == 0x1000);
-    assert_true(ips[1] == 0x2000);
-    assert_true(ips[2] == 0x3000);
+    frame(0, 10, addr(0, 20), code(RET_A_B));
+    frame(0, 20, addr(0, 30), code(RET_D_PTR));
+    frame(0, 30, 0, 0);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), code(FN_B), ips, 8), 2);
+    assert_true(ips[0] == code(RET_A_B) - 1);
+    assert_true(ips[1] == code(RET_D_PTR) - 1);
+
+    /* Without knowing the callee, a direct call is not taken. */
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
 }
 
+/*
+ * Each form of call: direct to the callee (to another function it is no
+ * return), through a register, a SIB operand with REX, RIP-relative.
+ */
 static void
-test_ends_at_zero_return(void **state)
+test_call_forms(void **state)
+{
+    static const unsigned int indirect[] = { RET_A_PTR, RET_A_SIB,
+                                             RET_A_RIP, RET_D_PTR };
+    uint64_t ips[8];
+
+    (void)state;
+    setup();
+
+    for (unsigned int i = 0; i < 4; i++) {
+        frame(0, 10, 0, code(indirect[i]));
+        assert_int_equal(unwind_fp(&env, addr(0, 10), code(FN_C), ips, 8), 1);
+        assert_true(ips[0] == code(indirect[i]) - 1);
+    }
+
+    frame(0, 10, 0, code(RET_B_C));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), code(FN_C), ips, 8), 1);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), code(FN_A), ips, 8), 0);
+}
+
+/*
+ * What follows no call is no return address: zero, a word in the middle
+ * of an instruction, an address outside the text.
+ */
+static void
+test_ends_at_non_return(void **state)
 {
     uint64_t ips[8];
 
     (void)state;
     setup();
+    frame(0, 20, 0, code(RET_A_PTR));
+    frame(0, 10, addr(0, 20), 0);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
+    frame(0, 10, addr(0, 20), code(RET_A_PTR) + 1);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
+    frame(0, 10, addr(0, 20), code(FN_A + 2));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
+    frame(0, 10, addr(0, 20), code(0));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
+    frame(0, 10, addr(0, 20), code(sizeof(text)) + 2);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
     frame(0, 10, addr(0, 20), 0x1001);
-    frame(0, 20, addr(0, 30), 0);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 8), 1);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
+    frame(0, 10, addr(0, 20), code(RET_A_SIB));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 2);
 }
 
 static void
@@ -93,12 +229,12 @@ test_depth_limit(void **state)
     setup();
 
     for (unsigned int w = 8; w < 52; w += 2) {
-        frame(0, w, addr(0, w + 2), 0x100 + w);
+        frame(0, w, addr(0, w + 2), code(RET_A_PTR));
     }
 
-    assert_int_equal(unwind_fp(addr(0, 8), stacks, 1, ips, 3), 3);
+    assert_int_equal(unwind_fp(&env, addr(0, 8), 0, ips, 3), 3);
     assert_true(ips[3] == POISON);
-    assert_int_equal(unwind_fp(addr(0, 8), stacks, 1, ips, 0), 0);
+    assert_int_equal(unwind_fp(&env, addr(0, 8), 0, ips, 0), 0);
 }
 
 static void
@@ -108,9 +244,9 @@ test_misaligned(void **state)
 
     (void)state;
     setup();
-    frame(0, 10, addr(0, 20) + 4, 0x1001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 8), 1);
-    assert_int_equal(unwind_fp(addr(0, 10) + 1, stacks, 1, ips, 8), 0);
+    frame(0, 10, addr(0, 20) + 4, code(RET_A_PTR));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 1);
+    assert_int_equal(unwind_fp(&env, addr(0, 10) + 1, 0, ips, 8), 0);
 }
 
 /* Outside every stack, or a frame whose second word is past the end. */
@@ -121,14 +257,15 @@ test_outside(void **state)
 
     (void)state;
     setup();
-    frame(0, 10, addr(2, 20), 0x1001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 8), 1);
-    frame(0, 10, addr(0, 55), 0x1001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 8), 1);
-    frame(0, 10, addr(0, 7), 0x1001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 8), 1);
-    assert_int_equal(unwind_fp(0, stacks, 1, ips, 8), 0);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 0, ips, 8), 0);
+    frame(0, 10, addr(2, 20), code(RET_A_PTR));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 1);
+    frame(0, 10, addr(0, 55), code(RET_A_PTR));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 1);
+    frame(0, 10, addr(0, 7), code(RET_A_PTR));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 1);
+    assert_int_equal(unwind_fp(&env, 0, 0, ips, 8), 0);
+    env.nr_stacks = 0;
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 0);
 }
 
 /* A loop, or a frame pointing back down the stack, ends the chain. */
@@ -139,13 +276,13 @@ test_loops(void **state)
 
     (void)state;
     setup();
-    frame(0, 10, addr(0, 10), 0x1001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 128), 1);
+    frame(0, 10, addr(0, 10), code(RET_A_PTR));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 128), 1);
 
-    frame(0, 10, addr(0, 20), 0x1001);
-    frame(0, 20, addr(0, 14), 0x2001);
-    frame(0, 14, addr(0, 20), 0x3001);
-    assert_int_equal(unwind_fp(addr(0, 10), stacks, 1, ips, 128), 2);
+    frame(0, 10, addr(0, 20), code(RET_A_PTR));
+    frame(0, 20, addr(0, 14), code(RET_A_SIB));
+    frame(0, 14, addr(0, 20), code(RET_A_RIP));
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 128), 2);
 }
 
 /* From an interrupt stack to the thread stack, then up that one. */
@@ -156,100 +293,183 @@ test_two_stacks(void **state)
 
     (void)state;
     setup();
-    frame(1, 40, addr(0, 12), 0xa001);      /* on the interrupt stack */
-    frame(0, 12, addr(0, 30), 0xb001);
-    frame(0, 30, 0, 0xc001);
-    assert_int_equal(unwind_fp(addr(1, 40), stacks, 2, ips, 8), 3);
-    assert_true(ips[0] == 0xa000 && ips[1] == 0xb000 && ips[2] == 0xc000);
+    env.nr_stacks = 2;
+    frame(1, 40, addr(0, 12), code(RET_A_PTR));     /* the interrupt stack */
+    frame(0, 12, addr(0, 30), code(RET_A_SIB));
+    frame(0, 30, 0, code(RET_A_RIP));
+    assert_int_equal(unwind_fp(&env, addr(1, 40), 0, ips, 8), 3);
+    assert_true(ips[0] == code(RET_A_PTR) - 1
+                && ips[1] == code(RET_A_SIB) - 1
+                && ips[2] == code(RET_A_RIP) - 1);
 
     /* Back to the first stack, lower: allowed once, then bounded. */
-    frame(0, 30, addr(1, 10), 0xc001);
-    frame(1, 10, addr(0, 12), 0xd001);
-    assert_int_equal(unwind_fp(addr(1, 40), stacks, 2, ips, 8), 8);
-}
-
-/* Code of the interrupted function: with the frame prologue, or without. */
-static const uint8_t framed_code[] = { 0x55, 0x48, 0x89, 0xe5, 0x90, 0xc3 };
-static const uint8_t leaf_code[] = { 0x31, 0xc0, 0x90, 0xc3 };
-
-static uint64_t
-code_addr(const uint8_t *code, unsigned int offset)
-{
-    return (uint64_t)(uintptr_t)code + offset;
+    frame(0, 30, addr(1, 10), code(RET_A_RIP));
+    frame(1, 10, addr(0, 12), code(RET_D_PTR));
+    assert_int_equal(unwind_fp(&env, addr(1, 40), 0, ips, 8), 8);
 }
 
 /*
- * A leaf without frame: its caller's return address is on top of the
- * stack, and fp is still the caller's frame.
+ * The stack of d -> a -> b -> c: d's frame at word 50 (the outermost),
+ * a's at 40, b's at 30, and b's return address into a at 31.  c is a leaf
+ * without a frame; its return address into b is at 29.
+ */
+static void
+chain_setup(void)
+{
+    setup();
+    frame(0, 50, 0, 0);
+    frame(0, 40, addr(0, 50), code(RET_D_PTR));
+    frame(0, 30, addr(0, 40), code(RET_A_B));
+    mem[0][29] = code(RET_B_C);
+    mem[0][27] = 0x1234;                /* b's locals under its frame */
+    mem[0][28] = 5;
+}
+
+static void
+assert_chain(const uint64_t *ips, unsigned int n, const unsigned int *rets)
+{
+    for (unsigned int i = 1; i < n; i++) {
+        assert_true(ips[i] == code(rets[i - 1]) - 1);
+    }
+}
+
+/*
+ * A leaf without frame: its caller's return address on top of the stack,
+ * fp still the caller's frame; at its first instruction, in its body, at
+ * its ret.
  */
 static void
 test_interrupted_leaf(void **state)
 {
+    static const unsigned int rets[] = { RET_B_C, RET_A_B, RET_D_PTR };
     uint64_t ips[8];
 
     (void)state;
-    setup();
-    mem[0][9] = 0x5001;                     /* rsp: return into the caller */
-    frame(0, 20, addr(0, 30), 0x6001);      /* the caller's frame */
-    frame(0, 30, 0, 0x7001);
-    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(0, 9),
-                                        addr(0, 20),
-                                        code_addr(leaf_code, 0), stacks, 1,
-                                        ips, 8), 4);
-    assert_true(ips[0] == code_addr(leaf_code, 2));
-    assert_true(ips[1] == 0x5000 && ips[2] == 0x6000 && ips[3] == 0x7000);
+    chain_setup();
 
-    /* Without knowing the function, the caller is lost, nothing else. */
-    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(0, 9),
-                                        addr(0, 20), 0, stacks, 1, ips, 8),
-                     3);
-    assert_true(ips[1] == 0x6000);
+    for (unsigned int at = 0; at < 4; at++) {
+        assert_int_equal(unwind_interrupted(&env, code(FN_C + at),
+                                            addr(0, 29), addr(0, 30), ips, 8),
+                         4);
+        assert_true(ips[0] == code(FN_C + at));
+        assert_chain(ips, 4, rets);
+    }
 
     /* A stack pointer outside the stack is not read. */
-    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(2, 9),
-                                        addr(0, 20),
-                                        code_addr(leaf_code, 0), stacks, 1,
-                                        ips, 8), 3);
-    assert_int_equal(unwind_interrupted(code_addr(leaf_code, 2), addr(0, 9),
-                                        addr(0, 20),
-                                        code_addr(leaf_code, 0), stacks, 1,
-                                        ips, 1), 1);
+    assert_int_equal(unwind_interrupted(&env, code(FN_C + 2), addr(2, 29),
+                                        addr(0, 30), ips, 8), 1);
+    assert_int_equal(unwind_interrupted(&env, code(FN_C + 2), addr(0, 29),
+                                        addr(0, 30), ips, 1), 1);
+    assert_int_equal(unwind_interrupted(&env, code(FN_C + 2), addr(0, 29),
+                                        addr(0, 30), ips, 0), 0);
 }
 
-/* A framed function: in its prologue, and after it. */
+/*
+ * b, whose prologue is scheduled (an instruction between the push and the
+ * move of the frame pointer): at its first instruction, after the push,
+ * in its body, at its ret.  Never a frame that is not its caller.
+ */
 static void
-test_interrupted_framed(void **state)
+test_interrupted_scheduled_prologue(void **state)
+{
+    static const unsigned int rets[] = { RET_A_B, RET_D_PTR };
+    uint64_t ips[8];
+
+    (void)state;
+    chain_setup();
+
+    /* Entry and ret: the return address at rsp, fp a's frame. */
+    assert_int_equal(unwind_interrupted(&env, code(FN_B), addr(0, 31),
+                                        addr(0, 40), ips, 8), 3);
+    assert_chain(ips, 3, rets);
+    assert_int_equal(unwind_interrupted(&env, code(B_RET), addr(0, 31),
+                                        addr(0, 40), ips, 8), 3);
+    assert_chain(ips, 3, rets);
+
+    /* After the push, before and at the move: a's frame pointer at rsp. */
+    for (unsigned int at = 1; at <= 6; at += 5) {
+        assert_int_equal(unwind_interrupted(&env, code(FN_B + at),
+                                            addr(0, 30), addr(0, 40), ips, 8),
+                         3);
+        assert_true(ips[0] == code(FN_B + at));
+        assert_chain(ips, 3, rets);
+    }
+
+    /* In the body: its own frame, locals on top of the stack. */
+    assert_int_equal(unwind_interrupted(&env, code(B_BODY), addr(0, 27),
+                                        addr(0, 30), ips, 8), 3);
+    assert_chain(ips, 3, rets);
+}
+
+/*
+ * A framed function called through a pointer (a, from d), after its push:
+ * the only return address found follows an indirect call, and is taken.
+ */
+static void
+test_interrupted_indirect(void **state)
+{
+    static const unsigned int rets[] = { RET_D_PTR };
+    uint64_t ips[8];
+
+    (void)state;
+    chain_setup();
+    assert_int_equal(unwind_interrupted(&env, code(FN_A + 1), addr(0, 40),
+                                        addr(0, 50), ips, 8), 2);
+    assert_chain(ips, 2, rets);
+    assert_int_equal(unwind_interrupted(&env, code(FN_A + 8), addr(0, 38),
+                                        addr(0, 40), ips, 8), 2);
+    assert_chain(ips, 2, rets);
+}
+
+/*
+ * A direct call to the function beats an indirect one: c called by b,
+ * which a called through a pointer, so that b's frame also looks like c's.
+ */
+static void
+test_interrupted_direct_wins(void **state)
+{
+    static const unsigned int rets[] = { RET_B_C, RET_A_PTR, RET_D_PTR };
+    uint64_t ips[8];
+
+    (void)state;
+    chain_setup();
+    frame(0, 30, addr(0, 40), code(RET_A_PTR));
+    assert_int_equal(unwind_interrupted(&env, code(FN_C + 2), addr(0, 29),
+                                        addr(0, 30), ips, 8), 4);
+    assert_chain(ips, 4, rets);
+}
+
+/*
+ * When the stack cannot tell (two places fit equally, or none), the chain
+ * is the interrupted address alone; the same for an address outside the
+ * text or of no known function.
+ */
+static void
+test_interrupted_unknown(void **state)
 {
     uint64_t ips[8];
 
     (void)state;
-    setup();
-    frame(0, 20, addr(0, 30), 0x6001);
-    frame(0, 30, 0, 0x7001);
+    chain_setup();
 
-    /* At the first instruction: the return address is at rsp. */
-    mem[0][10] = 0x5001;
-    assert_int_equal(unwind_interrupted(code_addr(framed_code, 0),
-                                        addr(0, 10), addr(0, 20),
-                                        code_addr(framed_code, 0), stacks, 1,
-                                        ips, 8), 4);
-    assert_true(ips[1] == 0x5000);
+    /* a in its body, a stale-looking return on top of its stack. */
+    mem[0][38] = code(RET_A_SIB);
+    assert_int_equal(unwind_interrupted(&env, code(FN_A + 8), addr(0, 38),
+                                        addr(0, 40), ips, 8), 1);
+    assert_true(ips[0] == code(FN_A + 8));
 
-    /* After push %rbp: under the pushed word. */
-    mem[0][9] = addr(0, 20);
-    assert_int_equal(unwind_interrupted(code_addr(framed_code, 1),
-                                        addr(0, 9), addr(0, 20),
-                                        code_addr(framed_code, 0), stacks, 1,
-                                        ips, 8), 4);
-    assert_true(ips[1] == 0x5000);
+    /* b in its body, its frame's return into a not after a call to it. */
+    frame(0, 30, addr(0, 40), code(RET_D_C));
+    assert_int_equal(unwind_interrupted(&env, code(B_BODY), addr(0, 27),
+                                        addr(0, 30), ips, 8), 1);
 
-    /* In the body: fp is its own frame. */
-    frame(0, 12, addr(0, 20), 0x5001);
-    assert_int_equal(unwind_interrupted(code_addr(framed_code, 4),
-                                        addr(0, 8), addr(0, 12),
-                                        code_addr(framed_code, 0), stacks, 1,
-                                        ips, 8), 4);
-    assert_true(ips[1] == 0x5000 && ips[2] == 0x6000 && ips[3] == 0x7000);
+    assert_int_equal(unwind_interrupted(&env, 0x1000, addr(0, 27),
+                                        addr(0, 30), ips, 8), 1);
+    assert_true(ips[0] == 0x1000);
+    env.func_start = NULL;
+    env.text_hi = env.text_lo;
+    assert_int_equal(unwind_interrupted(&env, code(B_BODY), addr(0, 27),
+                                        addr(0, 30), ips, 8), 1);
 }
 
 int
@@ -257,14 +477,18 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_chain),
-        cmocka_unit_test(test_ends_at_zero_return),
+        cmocka_unit_test(test_call_forms),
+        cmocka_unit_test(test_ends_at_non_return),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_misaligned),
         cmocka_unit_test(test_outside),
         cmocka_unit_test(test_loops),
         cmocka_unit_test(test_two_stacks),
         cmocka_unit_test(test_interrupted_leaf),
-        cmocka_unit_test(test_interrupted_framed),
+        cmocka_unit_test(test_interrupted_scheduled_prologue),
+        cmocka_unit_test(test_interrupted_indirect),
+        cmocka_unit_test(test_interrupted_direct_wins),
+        cmocka_unit_test(test_interrupted_unknown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

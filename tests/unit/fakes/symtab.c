@@ -41,6 +41,14 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
     return fake_symtab_name;
 }
 
+uint64_t
+symtab_func_start(uint64_t addr)
+{
+    uint64_t offset;
+
+    return (symtab_lookup(addr, &offset) == NULL) ? 0 : addr - offset;
+}
+
 void
 fake_symtab_set_text(const void *text, size_t size)
 {
