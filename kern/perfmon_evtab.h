@@ -40,6 +40,8 @@
 #define PERFMON_EVTAB_F_ANY             0x04    /* Intel AnyThread */
 #define PERFMON_EVTAB_F_PRECISE         0x08    /* PEBS / precise-capable */
 #define PERFMON_EVTAB_F_DEPRECATED      0x10    /* the list marks it so */
+#define PERFMON_EVTAB_F_MERGE           0x20    /* AMD large increment:
+                                                   needs a counter pair */
 
 /*
  * One event.  name: offset in the catalogue's name pool; code: event

@@ -33,7 +33,7 @@ import sys
 VENDORS = ('GenuineIntel', 'AuthenticAMD')
 
 # Flag bits, as kern/perfmon_evtab.h defines them.
-F_INV, F_EDGE, F_ANY, F_PRECISE, F_DEPRECATED = 1, 2, 4, 8, 16
+F_INV, F_EDGE, F_ANY, F_PRECISE, F_DEPRECATED, F_MERGE = 1, 2, 4, 8, 16, 32
 
 # AMD core counters: the lists name none, every core counter counts.
 AMD_COUNTERS = (1 << 6) - 1
@@ -98,6 +98,15 @@ def intel_event(e):
     }
 
 
+def amd_needs_merge(e):
+    """Whether an AMD list says the event needs a counter pair (a
+    large-increment event, counted with the Merge event on the odd
+    counter beside it; Zen PPRs, "Large Increment per Cycle Events").  The
+    lists say so only in their prose, which is read here and not kept."""
+    text = e.get('BriefDescription', '') + e.get('PublicDescription', '')
+    return 'MergeEvent' in text
+
+
 def amd_event(e, topic):
     return {
         'name': e['EventName'],
@@ -107,7 +116,8 @@ def amd_event(e, topic):
         'cmask': num(e.get('CounterMask', 0)),
         'flags': ((F_INV if num(e.get('Invert', 0)) else 0)
                   | (F_EDGE if num(e.get('EdgeDetect', 0)) else 0)
-                  | (F_DEPRECATED if num(e.get('Deprecated', 0)) else 0)),
+                  | (F_DEPRECATED if num(e.get('Deprecated', 0)) else 0)
+                  | (F_MERGE if amd_needs_merge(e) else 0)),
         'counters': AMD_COUNTERS,
         'msrs': [],
         'msr_value': 0,

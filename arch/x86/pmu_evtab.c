@@ -64,10 +64,17 @@ pmu_evtab_constraint(const struct perfmon_evtab_model *m, uint64_t raw_event)
     for (unsigned int i = 0; m != NULL && i < m->nr_events; i++) {
         const struct perfmon_evtab_event *ev = perfmon_evtab_event(m, i);
 
-        if (pmu_evtab_raw(m, ev) == raw_event) {
-            counters |= perfmon_evtab_counters(ev);
-            found = true;
+        if (pmu_evtab_raw(m, ev) != raw_event) {
+            continue;
         }
+
+        /* A large-increment event counts nothing useful alone. */
+        if (ev->flags & PERFMON_EVTAB_F_MERGE) {
+            return ~PMU_EVTAB_GP_COUNTERS;
+        }
+
+        counters |= perfmon_evtab_counters(ev);
+        found = true;
     }
 
     return found ? (counters | ~PMU_EVTAB_GP_COUNTERS) : UINT64_MAX;

@@ -56,8 +56,10 @@ const struct perfmon_evtab_extra *pmu_evtab_raw_extra(uint64_t raw_event,
 /*
  * The counters model m lets raw_event use, for a driver's counters
  * operation: the general-purpose ones the lists give for the events of
- * that encoding (all of them when the list has none), every other bit set
- * (the fixed counters are the driver's business).  A scan of the model's
+ * that encoding (all of them when the list has none; none for an AMD
+ * large-increment event, which needs a counter pair with the Merge event
+ * that the driver does not program), every other bit set (the fixed
+ * counters are the driver's business).  A scan of the model's
  * events: for the core's counter setup, not for a hot path.
  */
 uint64_t pmu_evtab_constraint(const struct perfmon_evtab_model *m,

@@ -525,6 +525,27 @@ test_model_constraints(void **state)
 }
 
 /*
+ * Hold raw (again) and start it: its event select has code (with the
+ * unit mask) and msr holds the value its extra asks for.  The handle.
+ */
+static int
+open_extra(struct perfmon_dev *dev, uint64_t raw, uint64_t code,
+           uint32_t msr, unsigned int *hwp)
+{
+    bool valid;
+    int h;
+
+    assert_int_equal(dev->ops->hold(dev, raw), 0);
+    h = fake_perfmon_open_raw(raw, KERN, hwp);
+    assert_true(h >= 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + *hwp) & 0xffff,
+                     code);
+    assert_int_equal(pmu_test_peek(msr),
+                     pmu_evtab_raw_extra(raw, &valid)->value);
+    return h;
+}
+
+/*
  * Extra MSRs as shared resources, on Skylake-SP: an offcore response
  * event gets MSR_OFFCORE_RSP_0 (1A6H) with its value and code B7H; a
  * second slot asking the same value shares it; another value takes
@@ -560,21 +581,9 @@ test_extra_msrs(void **state)
                 != pmu_evtab_raw_extra(b, &valid)->value);
 
     assert_int_equal(dev->ops->hold(dev, a), 0);
-    assert_int_equal(dev->ops->hold(dev, a), 0);
-    ha = fake_perfmon_open_raw(a, KERN, &hw_a);
-    assert_true(ha >= 0);
-    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_a) & 0xffff,
-                     0x01b7);
-    assert_int_equal(pmu_test_peek(0x1a6), pmu_evtab_raw_extra(a, &valid)
-                                           ->value);
+    ha = open_extra(dev, a, 0x01b7, 0x1a6, &hw_a);
 
-    assert_int_equal(dev->ops->hold(dev, b), 0);
-    hb = fake_perfmon_open_raw(b, KERN, &hw_b);
-    assert_true(hb >= 0);
-    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_b) & 0xffff,
-                     0x01bb);
-    assert_int_equal(pmu_test_peek(0x1a7), pmu_evtab_raw_extra(b, &valid)
-                                           ->value);
+    hb = open_extra(dev, b, 0x01bb, 0x1a7, &hw_b);
     /* The extras' index bits never reach PERFEVTSEL. */
     assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_b)
                      & PMU_EVTAB_RAW_EXTRA_MASK, 0);

@@ -224,9 +224,11 @@ perfmon_list_model_notes(const struct perfmon_evtab_event *ev, char *buf,
 {
     const struct perfmon_evtab_extra *extra = perfmon_evtab_extra(ev);
 
-    ksnprintf(buf, size, "%s%s", (ev->flags & PERFMON_EVTAB_F_PRECISE)
-                                 ? " precise" : "",
-              (ev->flags & PERFMON_EVTAB_F_DEPRECATED) ? " deprecated" : "");
+    ksnprintf(buf, size, "%s%s%s", (ev->flags & PERFMON_EVTAB_F_PRECISE)
+                                   ? " precise" : "",
+              (ev->flags & PERFMON_EVTAB_F_DEPRECATED) ? " deprecated" : "",
+              (ev->flags & PERFMON_EVTAB_F_MERGE)
+              ? " large-increment (needs a counter pair: not counted)" : "");
 
     if (extra != NULL && extra->nr_msrs != 0) {
         size_t len = strlen(buf);
@@ -245,7 +247,7 @@ static unsigned int
 perfmon_list_model(const struct perfmon_evtab_model *m, const char *filter,
                    const char *why)
 {
-    char topic[64], last[64] = "", enc[64], ctrs[32], notes[64];
+    char topic[64], last[64] = "", enc[64], ctrs[32], notes[96];
     unsigned int n = 0;
 
     for (unsigned int i = 0; i < m->nr_events; i++) {
