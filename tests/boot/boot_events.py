@@ -57,6 +57,12 @@ def session(t, cpu, checks):
 def main():
     t = tallyqemu.BootTest(__doc__)
     session(t, 'Skylake-Server', [
+        ('perfmon info names the table chosen by family, model, stepping',
+         'perfmon info',
+         lambda out: expect(out, r'cpu: GenuineIntel family 0x6 model 0x55 '
+                                 r'stepping 0x4',
+                            r'model events: skylakex, \d+ events, \d+ '
+                            r'metrics')),
         ('perfmon list shows the Skylake-SP events, grouped',
          'perfmon list mem_load_retired.l3',
          lambda out: expect(
@@ -112,6 +118,10 @@ def main():
                                  r"; did you mean 'MEM_LOAD_RETIRED\.L3_MISS'")),
     ])
     session(t, 'EPYC-Milan', [
+        ('perfmon info names the Zen 3 table',
+         'perfmon info',
+         lambda out: expect(out, r'cpu: AuthenticAMD family 0x19 model 0x1 ',
+                            r'model events: amdzen3, ')),
         ('perfmon list shows the Zen 3 events, grouped',
          'perfmon list ls_dmnd_fills_from_sys',
          lambda out: expect(

@@ -547,9 +547,21 @@ perfmon_list_info_branches(void)
 static void
 perfmon_list_info_hw(void)
 {
-    kprintf("cpu: %s family %#x model %#x\n", cpu_info.vendor_str,
-            cpu_info.family, cpu_info.model);
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+
+    kprintf("cpu: %s family %#x model %#x stepping %#x\n",
+            cpu_info.vendor_str, cpu_info.family, cpu_info.model,
+            cpu_info.stepping);
     kprintf("hardware PMU: %s\n", perfmon_hw_status(NULL));
+
+    if (m != NULL) {
+        kprintf("model events: %s, %u events, %u metrics (perfmon list, "
+                "perfmon list metrics)\n", m->name, m->nr_events,
+                m->nr_metrics);
+    } else {
+        kprintf("model events: none (no list covers this CPU)\n");
+    }
+
     perfmon_list_info_branches();
 }
 
