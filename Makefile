@@ -7,8 +7,8 @@
 # above each (tools/makehelp); every .PHONY target needs one
 # (tests/tools/test_makehelp.py checks).
 
-## CPUs of the guest (run, debug)
-SMP ?= 4
+## CPUs of the guest (run, debug; default 4, under KVM no more than the host has)
+SMP ?=
 ## memory of the guest (run, debug)
 MEM ?= 256M
 ## auto: KVM when /dev/kvm works, else TCG; 0: TCG; 1: KVM
@@ -236,13 +236,13 @@ RUN_ISO = $(if $(filter 1,$(TEST)),$(TEST_ISO),$(ISO))
 ## (the kernel gets panic=exit: a panic ends QEMU with status 1; Ctrl-A x quits)
 run: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
-	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
+	$(Q)tools/qemu run --iso $(RUN_ISO) $(if $(SMP),--smp $(SMP)) --mem $(MEM) --kvm $(KVM) \
 		--cmdline '$(CMDLINE)' --com2 $(PERFSTREAM)
 
 ## the same, stopped at the first instruction, gdb stub on :1234
 debug: deps
 	$(Q)$(MAKE) --no-print-directory $(RUN_ISO)
-	$(Q)tools/qemu run --iso $(RUN_ISO) --smp $(SMP) --mem $(MEM) --kvm $(KVM) \
+	$(Q)tools/qemu run --iso $(RUN_ISO) $(if $(SMP),--smp $(SMP)) --mem $(MEM) --kvm $(KVM) \
 		--cmdline '$(CMDLINE)' --com2 $(PERFSTREAM) --gdb
 
 ## the last recording of a `make run` (PERFSTREAM) as build/perf.data,

@@ -65,6 +65,23 @@ TAIL_LINES = 30
 # IA32_ARCH_CAPABILITIES MSR that "host" exposes, and QEMU aborts.
 _KVM_CPUS = ('host', 'host,-arch-capabilities')
 
+# Where the host's MSRs, CPUID and CPU flags are read (tests point them
+# elsewhere).
+HOST_MSR = '/dev/cpu/0/msr'
+HOST_CPUID = '/dev/cpu/0/cpuid'
+HOST_CPUINFO = '/proc/cpuinfo'
+
+# The host's CPUID leaves a PMU bug report needs (Intel SDM vol. 2A; AMD APM
+# vol. 3 appendix E): vendor, version and features, structured features
+# (Arch LBR), perfmon, Arch LBR, the extended range, AMD's PerfMonV2.
+REPORT_CPUID_LEAVES = (0x0, 0x1, 0x7, 0xa, 0x1c, 0x80000000, 0x80000001,
+                       0x80000022)
+
+# IA32_PERF_CAPABILITIES; bits 5:0 are the legacy LBR format (Intel SDM vol.
+# 3B, "LBR Stack": the format field).
+MSR_IA32_PERF_CAPABILITIES = 0x345
+LBR_FORMAT_MASK = 0x3f
+
 # Terminal escapes (GRUB clears the screen): dropped from error messages.
 _ANSI_RE = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
 
@@ -134,6 +151,167 @@ def _boot_id():
         return ''
 
 
+def _cpuinfo_flags(path):
+    """The vendor and the flags of the first CPU in a /proc/cpuinfo."""
+    vendor, flags = '', set()
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(':')
+                key = key.strip()
+                if key == 'vendor_id' and not vendor:
+                    vendor = value.strip()
+                elif key == 'flags':
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+def host_lbr(cpuinfo=None, msr=None):
+    """The host's legacy LBR format, for QEMU's lbr-fmt: (format, note).
+
+    QEMU 7.2 shows a KVM guest the legacy LBR only when told the host's
+    format (-cpu host,pmu=on,lbr-fmt=N, N the format field of the host's
+    IA32_PERF_CAPABILITIES, which KVM checks), and KVM gives legacy LBR only
+    on a host without Arch LBR.  format is None where there is none to
+    pass; note says, in a few words, what was found or why nothing.
+    """
+    vendor, flags = _cpuinfo_flags(cpuinfo or HOST_CPUINFO)
+    if vendor in ('AuthenticAMD', 'HygonGenuine'):
+        return None, 'an AMD host: KVM passes no LbrExtV2 branch stack'
+    if vendor != 'GenuineIntel':
+        return None, 'not an Intel or AMD host'
+    if 'arch_lbr' in flags:
+        return None, ('the host has Architectural LBR, which KVM does not '
+                      'pass to guests')
+    if 'pdcm' not in flags:
+        return None, 'the host has no IA32_PERF_CAPABILITIES (PDCM clear)'
+    path = msr or HOST_MSR
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            raw = os.pread(fd, 8, MSR_IA32_PERF_CAPABILITIES)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        return None, ('cannot read the host\'s LBR format from %s (%s; '
+                      'needs root and "modprobe msr")'
+                      % (path, e.strerror or e))
+    if len(raw) != 8:
+        return None, 'cannot read the host\'s LBR format from %s' % path
+    fmt = int.from_bytes(raw, 'little') & LBR_FORMAT_MASK
+    if fmt == 0:
+        return None, 'the host reports LBR format 0 (none to pass)'
+    return fmt, 'lbr-fmt=%#x, the host\'s LBR format' % fmt
+
+
+def host_cpuid(leaf, subleaf=0, path=None):
+    """The host CPU 0's CPUID leaf as (eax, ebx, ecx, edx), through the
+    cpuid driver (the file's offset is the leaf, its high half the
+    subleaf); None where it cannot be read."""
+    try:
+        fd = os.open(path or HOST_CPUID, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            raw = os.pread(fd, 16, leaf | subleaf << 32)
+        finally:
+            os.close(fd)
+    except (OSError, OverflowError):
+        return None
+    if len(raw) != 16:
+        return None
+    return tuple(int.from_bytes(raw[i:i + 4], 'little')
+                 for i in range(0, 16, 4))
+
+
+def host_report(cpuinfo=None, cpuid=None, msr=None):
+    """Lines that describe the host for a bug report: the CPU, the PMU
+    CPUID leaves, and what its branch records give a guest."""
+    path = cpuinfo or HOST_CPUINFO
+    lines = []
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(':')
+                if key.strip() in ('vendor_id', 'cpu family', 'model',
+                                   'model name', 'stepping', 'microcode'):
+                    lines.append('host %s: %s' % (key.strip(), value.strip()))
+                elif not line.strip():
+                    break
+    except OSError as e:
+        lines.append('host cpu: cannot read %s (%s)' % (path, e.strerror))
+    _, flags = _cpuinfo_flags(path)
+    pmu_flags = sorted(flags & {'hypervisor', 'pdcm', 'arch_lbr',
+                                'arch_perfmon', 'perfctr_core', 'perfmon_v2',
+                                'amd_lbr_v2', 'hybrid_cpu'})
+    lines.append('host flags: %s' % (' '.join(pmu_flags) or '(none of the '
+                                     'PMU flags)'))
+    for leaf in REPORT_CPUID_LEAVES:
+        regs = host_cpuid(leaf, path=cpuid)
+        if regs is None:
+            lines.append('host cpuid: cannot read %s (needs root and '
+                         '"modprobe cpuid")' % (cpuid or HOST_CPUID))
+            break
+        lines.append('host cpuid %#010x: eax=%#010x ebx=%#010x ecx=%#010x '
+                     'edx=%#010x' % ((leaf,) + regs))
+    lines.append('host LBR: ' + host_lbr(cpuinfo, msr)[1])
+    return lines
+
+
+def kvm_cpu_candidates(lbr_format):
+    """-cpu models to try under KVM, best first: with the PMU on and the
+    host's LBR format where there is one, then without it."""
+    out = []
+    for base in _KVM_CPUS:
+        if lbr_format:
+            out.append('%s,pmu=on,lbr-fmt=%#x' % (base, lbr_format))
+        out.append(base)
+    return out
+
+
+def choose_cpu(candidates, probe):
+    """The first of candidates that probe(model) accepts, or None."""
+    for model in candidates:
+        if probe(model):
+            return model
+    return None
+
+
+def branch_records_note(cpu, lbr=None):
+    """One line for the KVM line of `make run`: what the guest gets of the
+    host's branch records under the -cpu model cpu."""
+    fmt, note = lbr if lbr is not None else host_lbr()
+    if cpu and 'lbr-fmt=' in cpu:
+        return 'branch records: ' + note
+    if fmt:
+        return ('branch records: none (QEMU or KVM refused lbr-fmt=%#x)'
+                % fmt)
+    return 'branch records: none (%s)' % note
+
+
+# `make run`'s vCPUs when SMP= does not say.
+RUN_SMP = 4
+
+
+def run_smp(kvm, smp=None, host_cpus=None):
+    """`make run`'s vCPUs and how the KVM line says it: (count, words).
+
+    An explicit smp wins.  Under KVM the default is no more vCPUs than the
+    host has (QEMU warns when there are more than KVM recommends); under
+    TCG it is RUN_SMP.
+    """
+    if smp is not None:
+        return smp, '%d CPU%s' % (smp, '' if smp == 1 else 's')
+    if not kvm:
+        return RUN_SMP, '%d CPUs' % RUN_SMP
+    host = host_cpus if host_cpus is not None else (os.cpu_count() or 1)
+    if host >= RUN_SMP:
+        return RUN_SMP, '%d CPUs' % RUN_SMP
+    return host, ('%d CPU%s, as many as the host has (SMP= sets more)'
+                  % (host, '' if host == 1 else 's'))
+
+
 def kvm_cpu():
     """The -cpu model that works under KVM here, or None without KVM."""
     try:
@@ -142,11 +320,13 @@ def kvm_cpu():
         return None
     os.close(fd)
     cache = os.path.join(BUILD, 'kvm-probe.json')
+    lbr_format, _ = host_lbr()
     try:
         qemu_path = subprocess.run(['sh', '-c', 'command -v ' + QEMU],
                                    capture_output=True, text=True).stdout
         qemu_path = qemu_path.strip()
-        key = [_boot_id(), qemu_path, os.stat(qemu_path).st_mtime]
+        key = [_boot_id(), qemu_path, os.stat(qemu_path).st_mtime,
+               lbr_format]
     except OSError:
         return None
     try:
@@ -157,11 +337,8 @@ def kvm_cpu():
     except (OSError, ValueError, AttributeError):
         pass
     image = _probe_image()
-    cpu = None
-    for model in _KVM_CPUS:
-        if _probe_cpu(image, model):
-            cpu = model
-            break
+    cpu = choose_cpu(kvm_cpu_candidates(lbr_format),
+                     lambda model: _probe_cpu(image, model))
     tmp = '%s.%d' % (cache, os.getpid())
     try:
         with open(tmp, 'w') as f:

@@ -213,15 +213,27 @@ lbr_amd_cpu_check(void)
                           : NULL;
 }
 
+/*
+ * CPUID: whether there is an LbrExtV2 stack, how deep.  KVM passes none
+ * to its guests (Linux arch/x86/kvm/cpuid.c gives Fn8000_0022 PerfMonV2
+ * and the counter count alone), and no QEMU option changes that: under a
+ * hypervisor (CPUID.1:ECX[31]) the reason says so.
+ */
 static const char *
 lbr_amd_identify(void)
 {
     uint32_t regs[4];
+    bool guest;
 
+    pmu_cpuid(1, 0, regs);
+    guest = (regs[2] & PMU_CPUID_1_ECX_HYPERVISOR) != 0;
     pmu_cpuid(0x80000000, 0, regs);
 
     if (regs[0] < 0x80000022) {
-        return "CPUID Fn8000_0022 absent (no PerfMonV2, no LbrExtV2)";
+        return guest ? "CPUID Fn8000_0022 absent (no PerfMonV2, no "
+                       "LbrExtV2): the hypervisor hides them (KVM passes no "
+                       "LbrExtV2)"
+                     : "CPUID Fn8000_0022 absent (no PerfMonV2, no LbrExtV2)";
     }
 
     /* Fn8000_0008 is there: the maximum leaf is past 8000_0022. */
@@ -235,7 +247,9 @@ lbr_amd_identify(void)
     pmu_cpuid(0x80000022, 0, regs);
 
     if (!(regs[0] & LBR_CPUID_X22_EAX_LBR_V2)) {
-        return "no LbrExtV2 (CPUID Fn8000_0022:EAX[1])";
+        return guest ? "no LbrExtV2 (CPUID Fn8000_0022:EAX[1] clear): the "
+                       "hypervisor hides it (KVM passes no LbrExtV2)"
+                     : "no LbrExtV2 (CPUID Fn8000_0022:EAX[1])";
     }
 
     if (!(regs[0] & PMU_CPUID_X22_EAX_PERFMON_V2)) {

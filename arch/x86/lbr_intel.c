@@ -124,7 +124,7 @@ static struct {
     uint32_t info;
     bool status_freeze;
     char what[96];
-    char reason[96];
+    char reason[144];
 } lbr_intel;
 
 /* ---- the records -------------------------------------------------------- */
@@ -368,14 +368,30 @@ lbr_intel_decline(struct lbr_caps *caps, const char *reason)
     return -ENODEV;
 }
 
-/* CPUID and IA32_PERF_CAPABILITIES: which records, in which format. */
+/*
+ * CPUID and IA32_PERF_CAPABILITIES: which records, in which format.  Under
+ * a hypervisor (CPUID.1:ECX[31]) the reason says what it hides and what
+ * exposes it: KVM passes the legacy LBR only with the host's format set
+ * in the guest's IA32_PERF_CAPABILITIES (QEMU's lbr-fmt, with the vPMU
+ * on), and no Architectural LBR at all (Linux arch/x86/kvm/vmx/).
+ */
 static const char *
 lbr_intel_identify(unsigned int family, unsigned int model, uint32_t ecx1)
 {
+    bool guest = (ecx1 & PMU_CPUID_1_ECX_HYPERVISOR) != 0;
     unsigned int version;
     uint64_t cap;
 
     lbr_intel.class = (family == 6) ? lbr_intel_class_of(model) : NULL;
+
+    if (lbr_intel.class == NULL && guest) {
+        /* Arch LBR's CPUs are not in the table: its bit is what is off. */
+        ksnprintf(lbr_intel.reason, sizeof(lbr_intel.reason), "Intel family "
+                  "%#x model %#x is not in the LBR table and CPUID.7:EDX[19] "
+                  "(Arch LBR) is clear: the hypervisor hides it (KVM has no "
+                  "Arch LBR)", family, model);
+        return lbr_intel.reason;
+    }
 
     if (lbr_intel.class == NULL) {
         ksnprintf(lbr_intel.reason, sizeof(lbr_intel.reason), "Intel family "
@@ -385,10 +401,20 @@ lbr_intel_identify(unsigned int family, unsigned int model, uint32_t ecx1)
 
     if (!(ecx1 & PMU_CPUID_1_ECX_PDCM)
         || msr_read_safe(MSR_IA32_PERF_CAPABILITIES, &cap) != 0) {
-        return "no IA32_PERF_CAPABILITIES (CPUID.1:ECX.PDCM), no LBR format";
+        return guest ? "no IA32_PERF_CAPABILITIES (CPUID.1:ECX.PDCM clear): "
+                       "the hypervisor shows no vPMU (under KVM, QEMU -cpu "
+                       "host,pmu=on)"
+                     : "no IA32_PERF_CAPABILITIES (CPUID.1:ECX.PDCM), no LBR "
+                       "format";
     }
 
     lbr_intel.format = LBR_CAP_FORMAT(cap);
+
+    if (lbr_intel.format == LBR_FMT_32 && guest) {
+        return "LBR format 0 (IA32_PERF_CAPABILITIES[5:0]): the hypervisor "
+               "passes none (under KVM, QEMU -cpu host,pmu=on,lbr-fmt=<the "
+               "host's>)";
+    }
 
     if (lbr_intel.format == LBR_FMT_32 || lbr_intel.format > LBR_FMT_INFO2) {
         ksnprintf(lbr_intel.reason, sizeof(lbr_intel.reason), "LBR format %u "

@@ -105,14 +105,41 @@ pmu_select_driver(void)
     }
 }
 
-/* No hardware device: say why, in the log and in `perfmon info`. */
+/*
+ * What to try when a hypervisor (CPUID.1:ECX[31]) showed no working PMU,
+ * or NULL on bare metal.  KVM has no vPMU with kvm.enable_pmu=0 or on a
+ * hybrid host (Linux arch/x86/kvm/pmu.c, kvm_init_pmu_capability), and
+ * QEMU turns its vPMU on only for -cpu host and max, or with pmu=on.
+ */
+static const char *
+pmu_hypervisor_hint(void)
+{
+    if (!(cpu_info.feat1_ecx & PMU_CPUID_1_ECX_HYPERVISOR)) {
+        return NULL;
+    }
+
+    return "the hypervisor hides it: try QEMU pmu=on, kvm.enable_pmu=1, a "
+           "non-hybrid host";
+}
+
+/*
+ * No hardware device: say why, in the log and in `perfmon info`, and what
+ * would expose one (hint, or NULL).
+ */
 static int
-pmu_absent(const char *log_line)
+pmu_absent(const char *log_line, const char *hint)
 {
     char status[PERFMON_HW_STATUS_SIZE];
 
-    log_info("pmu: %s", log_line);
-    ksnprintf(status, sizeof(status), "none (%s)", pmu_caps.reason);
+    if (hint != NULL) {
+        log_info("pmu: %s; %s", log_line, hint);
+        ksnprintf(status, sizeof(status), "none (%s; %s)", pmu_caps.reason,
+                  hint);
+    } else {
+        log_info("pmu: %s", log_line);
+        ksnprintf(status, sizeof(status), "none (%s)", pmu_caps.reason);
+    }
+
     perfmon_set_hw_status(false, status);
     return -ENODEV;
 }
@@ -157,7 +184,7 @@ pmu_setup(void)
 
     if (pmu_option_off("perfmon.hw")) {
         pmu_caps = (struct pmu_caps){ .reason = "perfmon.hw=off" };
-        return pmu_absent("hardware PMU disabled by perfmon.hw=off");
+        return pmu_absent("hardware PMU disabled by perfmon.hw=off", NULL);
     }
 
     driver = pmu_select_driver();
@@ -166,7 +193,7 @@ pmu_setup(void)
         pmu_caps = (struct pmu_caps){ .reason = "unknown CPU vendor",
                                       .vendor = cpu_info.vendor };
         return pmu_absent("no hardware PMU (unknown CPU vendor), "
-                          "software events only");
+                          "software events only", NULL);
     }
 
     error = pmu_probe_cpus(driver, &pmu_caps, !pmu_option_off("perfmon.nmi"),
@@ -175,7 +202,7 @@ pmu_setup(void)
     if (error) {
         ksnprintf(line, sizeof(line), "no hardware PMU (%s: %s), software "
                   "events only", driver->name, pmu_caps.reason);
-        return pmu_absent(line);
+        return pmu_absent(line, pmu_hypervisor_hint());
     }
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {

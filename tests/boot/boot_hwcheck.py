@@ -10,8 +10,11 @@
 # With the test image: the PMU identity lines, `perfmon selftest`'s lines
 # and summary, the hardware suites' results (the branch-stack check skipped,
 # saying there is no LBR), a PASS verdict, status 0.  With the user image:
-# the same through the shell, the branch-stack check skipped alike.  The user image taken
-# for a test image fails (status 1), a missing image says so (status 2).
+# the same through the shell, the branch-stack check skipped alike.  Each
+# run ends naming the one file for a bug report, which holds the host's
+# CPU, the QEMU used, the run as printed and the serial log.  The user
+# image taken for a test image fails (status 1), a missing image says so
+# (status 2).
 # Prints TAP; exits 1 on failure.
 #
 
@@ -72,6 +75,20 @@ def expect(status, out, want_status, lines):
     return None
 
 
+def check_report(tmp, out, want):
+    """The run named its bug-report file, which holds want."""
+    path = os.path.join(tmp, 'build', 'hwcheck-report.txt')
+    if ('hwcheck: attach %s to a bug report' % path) not in out:
+        return 'no line naming %s in:\n%s' % (path, out)
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        return 'cannot read the report: %s' % e
+    missing = [w for w in want if w not in text]
+    return 'report lacks %r' % missing if missing else None
+
+
 def main():
     t = tallyqemu.BootTest(__doc__)
     args, tap = t.args, t.tap
@@ -92,6 +109,12 @@ def main():
             'hwcheck: qemu success (exit 33)', 'hwcheck: PASS'])
         tap.result(err is None, 'test image: identity, selftest, suites, '
                    'PASS', err or '')
+        err = check_report(tmp, out, [
+            '== host', 'host vendor_id: ', 'qemu: QEMU emulator version',
+            'accelerator: TCG', 'hwcheck: PASS', '== serial log',
+            'ok pmu_selftest.run'])
+        tap.result(err is None, 'test image: one file for a bug report',
+                   err or '')
 
         status, out = hwcheck(tmp, tools, bindir, '--tcg', '--iso',
                               os.path.abspath(args.iso))
@@ -99,6 +122,10 @@ def main():
             ', user image ', 'tally> perfmon info', 'hardware PMU: ',
             'SKIP  branch stacks: no LBR: ', 'hwcheck: PASS'])
         tap.result(err is None, 'user image: identity, selftest, PASS',
+                   err or '')
+        err = check_report(tmp, out, ['tally> perfmon info',
+                                      'perfmon selftest: '])
+        tap.result(err is None, 'user image: one file for a bug report',
                    err or '')
 
         status, out = hwcheck(tmp, tools, bindir, '--tcg', '--image', 'test',

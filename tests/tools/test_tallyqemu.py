@@ -6,14 +6,18 @@
 # and that need no QEMU: how a boot that ran to its end is judged
 # (BootRun), how an in-kernel KTAP run's tests become TAP lines
 # (report_leaves), where a boot test's serial logs go (BootTest.log_path)
-# and the checks of a shell session (Shell), against a stand-in for Qemu.
-# A boot test trusts these to fail what must fail: each test here makes
-# sure they do.
+# and the checks of a shell session (Shell), against a stand-in for Qemu;
+# and, on a fake host (a cpuinfo, an MSR and a CPUID file of our own), the
+# QEMU options for branch records and the PMU, `make run`'s vCPUs and the
+# host's part of hwcheck's bug report.  A boot test trusts these to fail
+# what must fail: each test here makes sure they do.
 #
 
 import io
 import os
+import shutil
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -214,6 +218,142 @@ class ShellTest(unittest.TestCase):
                          '# why\n')
         with self.assertRaises(tallyqemu.Stop):
             sh.step('gone', sh.prompt)
+
+
+INTEL_CPUINFO = '''processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 85
+model name\t: Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz
+stepping\t: 4
+flags\t\t: fpu msr pdcm arch_perfmon
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+flags\t\t: fpu msr pdcm arch_perfmon
+'''
+
+
+class FakeHost(unittest.TestCase):
+    """The host's files, made up: cpuinfo, /dev/cpu/0/msr, .../cpuid."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix='tally-fakehost.')
+        self.cpuinfo = os.path.join(self.dir, 'cpuinfo')
+        self.msr = os.path.join(self.dir, 'msr')
+        self.cpuid = os.path.join(self.dir, 'cpuid')
+        self.host(INTEL_CPUINFO, perf_cap=0x33c5)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def host(self, cpuinfo, perf_cap=None):
+        with open(self.cpuinfo, 'w') as f:
+            f.write(cpuinfo)
+        if os.path.exists(self.msr):
+            os.unlink(self.msr)
+        if perf_cap is not None:
+            # The msr driver's file: offset is the MSR number.
+            with open(self.msr, 'wb') as f:
+                f.seek(tallyqemu.MSR_IA32_PERF_CAPABILITIES)
+                f.write(perf_cap.to_bytes(8, 'little'))
+
+    def lbr(self):
+        return tallyqemu.host_lbr(self.cpuinfo, self.msr)
+
+    def test_lbr_format_read(self):
+        self.assertEqual(self.lbr(), (5, 'lbr-fmt=0x5, the host\'s LBR '
+                                         'format'))
+
+    def test_lbr_none_to_pass(self):
+        cases = (
+            (INTEL_CPUINFO.replace(' arch_perfmon', ' arch_perfmon '
+                                   'arch_lbr'), 0x33c5,
+             'Architectural LBR, which KVM does not pass'),
+            (INTEL_CPUINFO.replace(' pdcm', ''), 0x33c5, 'PDCM clear'),
+            (INTEL_CPUINFO, None, 'cannot read the host\'s LBR format'),
+            (INTEL_CPUINFO, 0x3300, 'LBR format 0'),
+            (INTEL_CPUINFO.replace('GenuineIntel', 'AuthenticAMD'), 0x33c5,
+             'AMD host'),
+        )
+        for cpuinfo, perf_cap, why in cases:
+            self.host(cpuinfo, perf_cap)
+            fmt, note = self.lbr()
+            self.assertIsNone(fmt, why)
+            self.assertIn(why, note)
+
+    def test_unreadable_msr_says_how(self):
+        self.host(INTEL_CPUINFO, None)
+        os.mkdir(self.msr)          # EISDIR: as unreadable as EACCES
+        self.assertIn('modprobe msr', self.lbr()[1])
+
+    def test_cpu_candidates(self):
+        self.assertEqual(tallyqemu.kvm_cpu_candidates(5),
+                         ['host,pmu=on,lbr-fmt=0x5', 'host',
+                          'host,-arch-capabilities,pmu=on,lbr-fmt=0x5',
+                          'host,-arch-capabilities'])
+        self.assertEqual(tallyqemu.kvm_cpu_candidates(None),
+                         ['host', 'host,-arch-capabilities'])
+
+    def test_choose_cpu_falls_back(self):
+        tried = []
+
+        def probe(model):
+            tried.append(model)
+            return 'lbr-fmt' not in model
+
+        cands = tallyqemu.kvm_cpu_candidates(5)
+        self.assertEqual(tallyqemu.choose_cpu(cands, probe), 'host')
+        self.assertEqual(tried, cands[:2])
+        self.assertIsNone(tallyqemu.choose_cpu(cands, lambda m: False))
+
+    def test_qemu_args_pass_the_format(self):
+        cpu = tallyqemu.kvm_cpu_candidates(self.lbr()[0])[0]
+        args = tallyqemu.qemu_args('x.iso', kvm=cpu)
+        self.assertEqual(args[args.index('-cpu') + 1],
+                         'host,pmu=on,lbr-fmt=0x5')
+        self.assertIn('-enable-kvm', args)
+
+    def test_branch_records_note(self):
+        lbr = self.lbr()
+        self.assertEqual(tallyqemu.branch_records_note(
+            'host,pmu=on,lbr-fmt=0x5', lbr),
+            'branch records: lbr-fmt=0x5, the host\'s LBR format')
+        self.assertIn('refused lbr-fmt=0x5',
+                      tallyqemu.branch_records_note('host', lbr))
+        self.host(INTEL_CPUINFO, None)
+        self.assertIn('none (cannot read',
+                      tallyqemu.branch_records_note('host', self.lbr()))
+
+    def test_run_smp(self):
+        self.assertEqual(tallyqemu.run_smp('host', None, 2),
+                         (2, '2 CPUs, as many as the host has (SMP= sets '
+                             'more)'))
+        self.assertEqual(tallyqemu.run_smp('host', None, 1)[0], 1)
+        self.assertEqual(tallyqemu.run_smp('host', None, 16),
+                         (4, '4 CPUs'))
+        self.assertEqual(tallyqemu.run_smp('host', 4, 2), (4, '4 CPUs'))
+        self.assertEqual(tallyqemu.run_smp(False, None, 2), (4, '4 CPUs'))
+
+    def test_host_report(self):
+        with open(self.cpuid, 'wb') as f:
+            for leaf, regs in ((0xa, (0x07300404, 0, 0, 0x603)),
+                               (0x80000022, (1, 0x16, 0, 0))):
+                f.seek(leaf)
+                f.write(b''.join(r.to_bytes(4, 'little') for r in regs))
+        self.assertEqual(tallyqemu.host_cpuid(0xa, path=self.cpuid),
+                         (0x07300404, 0, 0, 0x603))
+        lines = tallyqemu.host_report(self.cpuinfo, self.cpuid, self.msr)
+        self.assertIn('host vendor_id: GenuineIntel', lines)
+        self.assertIn('host model: 85', lines)
+        self.assertIn('host flags: arch_perfmon pdcm', lines)
+        self.assertIn('host cpuid 0x0000000a: eax=0x07300404 ebx=0x00000000 '
+                      'ecx=0x00000000 edx=0x00000603', lines)
+        self.assertIn('host LBR: lbr-fmt=0x5, the host\'s LBR format', lines)
+        lines = tallyqemu.host_report(self.cpuinfo,
+                                      os.path.join(self.dir, 'none'),
+                                      self.msr)
+        self.assertTrue(any('modprobe cpuid' in ln for ln in lines))
 
 
 if __name__ == '__main__':

@@ -58,9 +58,13 @@ test_probe_declines(void **state)
 
     (void)state;
 
-    /* A KVM guest: PerfMonV2, no LbrExtV2. */
+    /* A KVM guest: PerfMonV2, no LbrExtV2, and it says KVM hides it. */
     c.lbr = MSR_MODEL_LBR_NONE;
     lbr_test_assert_declines(&c, "no LbrExtV2");
+    c = msr_model_kvm_amd();
+    lbr_test_assert_declines(&c, "no LbrExtV2 (CPUID Fn8000_0022:EAX[1] "
+                             "clear): the hypervisor hides it (KVM passes no "
+                             "LbrExtV2)");
 
     c = msr_model_amd_lbr(16, true);
     lbr_test_check_broken(&c, "the LBR stack MSRs fault",

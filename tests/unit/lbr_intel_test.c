@@ -130,6 +130,40 @@ test_probe_declines(void **state)
     assert_non_null(strstr(why, "LBR format 0"));
 }
 
+/*
+ * A KVM guest says what its hypervisor hides and what exposes it: on an
+ * Arch LBR host (Emerald Rapids, model 0xcf) the cleared CPUID bit, on a
+ * legacy one QEMU's lbr-fmt; without a vPMU, pmu=on.
+ */
+static void
+test_probe_declines_in_kvm_guest(void **state)
+{
+    struct msr_model_config c = msr_model_kvm_intel();
+
+    (void)state;
+    c.model = 0xcf;
+    lbr_test_assert_declines(&c, "Intel family 0x6 model 0xcf is not in the "
+                             "LBR table and CPUID.7:EDX[19] (Arch LBR) is "
+                             "clear: the hypervisor hides it (KVM has no "
+                             "Arch LBR)");
+
+    c = msr_model_kvm_intel();
+    lbr_test_assert_declines(&c, "LBR format 0 (IA32_PERF_CAPABILITIES[5:0]):"
+                             " the hypervisor passes none (under KVM, QEMU "
+                             "-cpu host,pmu=on,lbr-fmt=<the host's>)");
+
+    c = msr_model_kvm_intel();
+    c.pdcm = false;
+    lbr_test_assert_declines(&c, "the hypervisor shows no vPMU (under KVM, "
+                             "QEMU -cpu host,pmu=on)");
+
+    /* With the host's format passed, the guest has its records. */
+    c = msr_model_intel_lbr(SKX, 2, LBR_FMT_INFO);
+    c.hypervisor = true;
+    c.fw_write = true;
+    assert_non_null(lbr_test_boot(&c, 1));
+}
+
 /* One CPU unlike the others: refused, naming it. */
 static void
 test_probe_every_cpu(void **state)
@@ -549,6 +583,7 @@ main(void)
         cmocka_unit_test(test_probe_skylake),
         cmocka_unit_test(test_probe_models),
         cmocka_unit_test(test_probe_declines),
+        cmocka_unit_test(test_probe_declines_in_kvm_guest),
         cmocka_unit_test(test_probe_every_cpu),
         cmocka_unit_test(test_capture_wraps),
         cmocka_unit_test(test_formats),

@@ -9,7 +9,8 @@
  * Counters", vol. 3 appendix E CPUID) and the family BKDGs/PPRs, and cites
  * the part it follows.  Where the manuals leave room the model is strict
  * (it faults), so that a driver relying on lenient hardware fails here
- * rather than on a machine.
+ * rather than on a machine; the same where KVM is more lenient than the
+ * manuals, each such rule saying so beside it.
  *
  * Over 900 lines: it is one machine, CPUID, MSRs, counting and interrupt
  * delivery, whose parts depend on each other (a write loses what a running
@@ -28,6 +29,7 @@
 #include "arch/x86/pmu.h"
 #include "kern/assert.h"
 #include "kern/error.h"
+#include "kern/macros.h"
 #include "msr_model.h"
 #include "msr_model_i.h"
 
@@ -84,7 +86,8 @@ msr_model_intel(unsigned int version)
         c.gp_width = 40;
         break;
     case 2:
-        /* What KVM shows a -cpu host guest: version capped at 2. */
+        /* A bare-metal version 2 part (Core 2): no PDCM; KVM's own
+           version 2 guest is msr_model_kvm_intel(). */
         c.nr_fixed = 3;
         c.fixed_width = 48;
         break;
@@ -129,6 +132,43 @@ msr_model_amd(unsigned int family, bool core_ext, bool perfmon_v2)
         .v2_nr = perfmon_v2 ? 6 : 0,
     };
 
+    return c;
+}
+
+/*
+ * KVM's Intel vPMU as a -cpu host guest on a non-hybrid Skylake-SP or later
+ * host sees it (Linux arch/x86/kvm/pmu.h, kvm_init_pmu_capability: the
+ * version capped at 2, general-purpose counters at 8, fixed at 3, the
+ * host's widths; vmx.c: PDCM set in the guest's CPUID whenever there is a
+ * vPMU, and IA32_PERF_CAPABILITIES with FW_WRITE): the hypervisor bit,
+ * full-width writes, no LBR format (QEMU passes one only with lbr-fmt).
+ */
+struct msr_model_config
+msr_model_kvm_intel(void)
+{
+    struct msr_model_config c = msr_model_intel(2);
+
+    c.hypervisor = true;
+    c.pdcm = true;
+    c.fw_write = true;
+    return c;
+}
+
+/*
+ * KVM's AMD vPMU with PerfMonV2 (Linux 6.3 on, and a QEMU newer than 7.2
+ * with -cpu host; Linux arch/x86/kvm/svm/pmu.c and cpuid.c): family 19h
+ * Zen 4, the core extension, CPUID 8000_0022h with PerfMonV2 and 6
+ * counters (KVM's AMD maximum), the global control and status registers,
+ * no LbrExtV2.
+ */
+struct msr_model_config
+msr_model_kvm_amd(void)
+{
+    struct msr_model_config c = msr_model_amd(0x19, true, true);
+
+    c.model = 0x11;
+    c.hypervisor = true;
+    c.v2_nr = 6;
     return c;
 }
 
@@ -396,7 +436,26 @@ msr_model_nr_writes(void)
 uint64_t
 msr_model_drifted(void)
 {
-    return model_cpu()->drifted;
+    uint64_t most = 0;
+
+    for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
+        most = MAX(most, model_cpu()->drifted[e]);
+    }
+
+    return most;
+}
+
+uint64_t
+msr_model_drifted_event(unsigned int event)
+{
+    assert(event < MSR_MODEL_NR_EVENTS);
+    return model_cpu()->drifted[event];
+}
+
+void
+msr_model_set_host_owned(uint64_t counters)
+{
+    model_cpu()->host_owned = counters;
 }
 
 uint64_t
@@ -520,6 +579,11 @@ pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 #define REG_DUMMY       11  /* reads 0, drops writes */
 #define REG_EXTRA       12  /* offcore response, load latency, frontend */
 
+/*
+ * Intel's counters.  Only those CPUID gives exist: KVM still lets 0xc1 and
+ * 0xc2 (the P6 counters) read 0 past them (kvm_get_msr_common); the
+ * model faults, stricter, as a driver past its counters has a bug.
+ */
 static unsigned int
 model_decode_intel(const struct msr_model_config *c, uint32_t msr,
                    unsigned int *indexp)
@@ -743,9 +807,21 @@ msr_model_event_code(const struct msr_model_config *c, unsigned int event)
 
     if (model_is_intel(c)) {
         /* An event CPUID marks unavailable, or past the vector, never
-           counts. */
-        if (event >= MSR_MODEL_EV_FP_OPS || event >= c->ebx_len
-            || (c->ebx_unavail & (1U << event))) {
+           counts: EBX bit i is the SDM's architectural event i (vol. 2A,
+           CPUID leaf 0AH: 0 core cycles, 1 instructions retired, 2
+           reference cycles, ...), not the model's numbering. */
+        static const unsigned int ebx_bit[MSR_MODEL_NR_EVENTS] = {
+            [MSR_MODEL_EV_CYCLES] = 0,
+            [MSR_MODEL_EV_INSTRUCTIONS] = 1,
+            [MSR_MODEL_EV_REF_CYCLES] = 2,
+            [MSR_MODEL_EV_LLC_REF] = 3,
+            [MSR_MODEL_EV_LLC_MISS] = 4,
+            [MSR_MODEL_EV_BRANCH] = 5,
+            [MSR_MODEL_EV_BRANCH_MISS] = 6,
+        };
+
+        if (event >= MSR_MODEL_EV_FP_OPS || ebx_bit[event] >= c->ebx_len
+            || (c->ebx_unavail & (1U << ebx_bit[event]))) {
             return UINT64_MAX;
         }
 
@@ -951,8 +1027,9 @@ model_inject_gp(struct model_cpu *mc, unsigned int event, uint64_t count,
             continue;
         }
 
-        /* Global enable: Intel from version 2, AMD with PerfMonV2. */
-        if (!model_gate_open(mc, i)) {
+        /* Global enable: Intel from version 2, AMD with PerfMonV2.  A
+           counter the host took counts nothing, silently. */
+        if (!model_gate_open(mc, i) || (mc->host_owned & (1ULL << i))) {
             continue;
         }
 
@@ -1001,7 +1078,8 @@ model_inject_fixed(struct model_cpu *mc, unsigned int event, uint64_t count,
     uint64_t field;
 
     if (i < 0 || !model_fixed_exists(c, (unsigned int)i)
-        || !model_gate_open(mc, MSR_MODEL_FIXED_BIT + (unsigned int)i)) {
+        || !model_gate_open(mc, MSR_MODEL_FIXED_BIT + (unsigned int)i)
+        || (mc->host_owned & (1ULL << (MSR_MODEL_FIXED_BIT + i)))) {
         return;
     }
 
@@ -1050,6 +1128,27 @@ msr_model_inject_spread(unsigned int event, uint64_t count, uint64_t cycles,
     model_inject(model_cpu(), event, count, cycles, user);
 }
 
+/*
+ * The events of kind event that the driver's code between two accesses
+ * causes, for a drift of drift: an MSR access costs the core far more
+ * cycles (reference cycles alike) than it retires instructions, and a
+ * few instructions hold at most one branch; the driver's code misses no
+ * cache and mispredicts nothing.  Weights in fifths of the drift, rounded
+ * up, so that a drift of 1 still moves instructions and branches.
+ */
+static uint64_t
+model_drift_of(unsigned int event, uint64_t drift)
+{
+    static const uint64_t fifths[MSR_MODEL_NR_EVENTS] = {
+        [MSR_MODEL_EV_CYCLES] = 20,
+        [MSR_MODEL_EV_REF_CYCLES] = 20,
+        [MSR_MODEL_EV_INSTRUCTIONS] = 5,
+        [MSR_MODEL_EV_BRANCH] = 1,
+    };
+
+    return (drift * fifths[event] + 4) / 5;
+}
+
 /* The driver's code runs between two accesses: its events count. */
 static void
 model_drift(struct model_cpu *mc)
@@ -1061,12 +1160,11 @@ model_drift(struct model_cpu *mc)
     model.in_drift = true;
     model_lbr_drift(mc);
 
-    if (model.drift != 0) {
-        mc->drifted += model.drift;
+    for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
+        uint64_t count = model_drift_of(e, model.drift);
 
-        for (unsigned int e = 0; e < MSR_MODEL_NR_EVENTS; e++) {
-            model_inject(mc, e, model.drift, 1, false);
-        }
+        mc->drifted[e] += count;
+        model_inject(mc, e, count, 1, false);
     }
 
     model.in_drift = false;
@@ -1093,22 +1191,21 @@ msr_model_foreign_nmi(void)
 
 /*
  * Writable bits of a PERFEVTSEL.  Intel (SDM vol. 3B, figure "Layout of
- * IA32_PERFEVTSELx MSRs"): bits 31:0, AnyThread (21) only from version 3;
- * the upper half is reserved (no TSX modelled).  AMD (APM vol. 2, section
- * 13.2.1, "PerfEvtSeln"): bits 19 and 21 and 63:42 are reserved, 35:32
- * extend the event select, 40/41 are GuestOnly/HostOnly.
+ * IA32_PERFEVTSELx MSRs"): bits 31:0 but AnyThread (21), which the SDM
+ * gives versions 3 and 4 but KVM reserves on every version (Linux
+ * arch/x86/kvm/vmx/pmu_intel.c, the event selectors' reserved bits): a
+ * guest that sets it takes a #GP, and no driver of ours sets it; the upper
+ * half is reserved (no TSX modelled).  AMD (APM vol. 2, section 13.2.1,
+ * "PerfEvtSeln"): bits 19 and 21 and 63:42 are reserved, 35:32 extend the
+ * event select, 40/41 are GuestOnly/HostOnly.  KVM drops AMD's reserved
+ * bits instead of faulting (svm/pmu.c); the model faults, stricter,
+ * because a driver that sets them has a bug either way.
  */
 static uint64_t
 model_evtsel_valid(const struct msr_model_config *c)
 {
     if (model_is_intel(c)) {
-        uint64_t valid = 0xffffffffULL;
-
-        if (c->version < 3) {
-            valid &= ~PMU_EVTSEL_ANY;
-        }
-
-        return valid;
+        return 0xffffffffULL & ~PMU_EVTSEL_ANY;
     }
 
     return (0xffffffffULL & ~(PMU_EVTSEL_PC | PMU_EVTSEL_ANY))
@@ -1116,7 +1213,12 @@ model_evtsel_valid(const struct msr_model_config *c)
            | PMU_EVTSEL_AMD_HOST_ONLY;
 }
 
-/* Valid bits of IA32_FIXED_CTR_CTRL: fields of existing counters. */
+/*
+ * Valid bits of IA32_FIXED_CTR_CTRL: the OS, USR and PMI bits of existing
+ * counters' fields.  Their AnyThread bit is KVM's reserved bit as in the
+ * event selectors (vmx/pmu_intel.c builds the mask from OS, USR and PMI
+ * alone).
+ */
 static uint64_t
 model_fixed_ctrl_valid(const struct msr_model_config *c)
 {
@@ -1124,13 +1226,7 @@ model_fixed_ctrl_valid(const struct msr_model_config *c)
 
     for (unsigned int i = 0; i < MODEL_MAX_FIXED; i++) {
         if (model_fixed_exists(c, i)) {
-            uint64_t field = 0xbULL;
-
-            if (c->version >= 3) {
-                field |= PMU_FIXED_CTRL_ANY;
-            }
-
-            valid |= field << PMU_FIXED_CTRL_SHIFT(i);
+            valid |= 0xbULL << PMU_FIXED_CTRL_SHIFT(i);
         }
     }
 
@@ -1270,8 +1366,9 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
                        & model_gp_mask(c));
             return 0;
         }
-        /* APM vol. 2, section 13.2.1: 48-bit counters; the model treats
-           bits 63:48 as reserved. */
+        /* APM vol. 2, section 13.2.1: 48-bit counters.  KVM drops bits
+           63:48 (pmc_write_counter masks to the width); the model faults,
+           stricter: a driver that writes them lost track of the width. */
         if (value & ~model_gp_mask(c)) {
             return -EIO;
         }
@@ -1287,6 +1384,8 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
         model_load(mc, &mc->pmc[i], i, value);
         return 0;
     case REG_FIXED:
+        /* KVM drops the bits above the width, as for the general
+           counters; the model faults (stricter), for the same reason. */
         if (value & ~model_width_mask(model_fixed_width(c))) {
             return -EIO;
         }
@@ -1299,6 +1398,9 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
         mc->fixed_ctrl = value;
         return 0;
     case REG_GLOBAL_CTRL:
+        /* Enables of counters that do not exist are reserved: #GP, on
+           hardware and under KVM (kvm_pmu_set_msr checks them against
+           the vPMU's reserved bits), Intel and AMD alike. */
         if (value & ~model_status_valid(c)) {
             return -EIO;
         }
@@ -1307,7 +1409,9 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
     case REG_STATUS_CLR:
         /* SDM vol. 3B, IA32_PERF_GLOBAL_OVF_CTRL, and APM vol. 2,
            PerfCntrGlobalStatusClr: writing 1 clears the status bit.  Bits
-           of counters that do not exist are reserved: #GP. */
+           of counters that do not exist are reserved: #GP.  KVM also
+           accepts Intel's bits 62 and 63 (DS buffer overflow, CondChgd);
+           the model faults, stricter: the drivers use neither. */
         if (value & ~(model_status_valid(c) | model_lbr_status_bits(c))) {
             return -EIO;
         }
@@ -1325,7 +1429,9 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
         mc->extra[i] = value;
         return 0;
     default:
-        /* Read-only registers (status, capabilities) and missing MSRs. */
+        /* Read-only registers (status, capabilities) and missing MSRs.
+           A guest's write to the global status faults under KVM too
+           (kvm_pmu_set_msr: only the host may write it). */
         return -EIO;
     }
 }

@@ -23,12 +23,18 @@
  * The model is no kinder than hardware, by default:
  *
  * - Time passes while the driver runs: before every MSR access (and the
- *   unmask of the LVT) the model
- *   counts MSR_MODEL_DEFAULT_DRIFT kernel-mode occurrences of every event
- *   on that CPU (msr_model_set_drift() changes the amount, 0 turns it
- *   off).  A driver that reads a running counter and writes it back loses
- *   what was counted in between, as on hardware (msr_model_lost_events()),
- *   and a counter count is only known within the drift (msr_model_drifted()).
+ *   unmask of the LVT) the model counts kernel-mode events on that CPU, by
+ *   kind as an access costs on hardware: for a drift of
+ *   MSR_MODEL_DEFAULT_DRIFT, that many instructions, four times as many
+ *   cycles and reference cycles, a fifth as many branches (rounded up), no
+ *   cache or branch misses (msr_model_set_drift() changes the amount, 0
+ *   turns it off).  A driver that reads a running counter and writes it
+ *   back loses what was counted in between, as on hardware
+ *   (msr_model_lost_events()), and a counter count is only known within
+ *   the drift (msr_model_drifted()).
+ * - Under KVM the host's own users (its NMI watchdog, host perf) may take
+ *   the hardware counter behind a guest's: it stops counting with no sign
+ *   the guest can see (msr_model_set_host_owned()).
  * - Reset state as the SDM gives it: IA32_PERF_GLOBAL_CTRL (and AMD's
  *   PerfCntrGlobalCtl) come up with the general-purpose enable bits set;
  *   the LVT entries come up masked.  config.fw_running says which counters
@@ -56,7 +62,7 @@
 /* What the machine really does with its PMU. */
 #define MSR_MODEL_REAL          0   /* a working PMU as CPUID describes */
 #define MSR_MODEL_KVM_NO_PMU    1   /* CPUID.0AH zero; P6/K7 MSRs read 0, the
-                                       rest #GP */
+                                       rest #GP, LBR MSRs too */
 #define MSR_MODEL_TCG           2   /* CPUID.0AH zero; every MSR reads 0 and
                                        drops writes */
 #define MSR_MODEL_BROKEN        3   /* CPUID as REAL; counters read 0 and
@@ -170,10 +176,21 @@ struct msr_model_config {
 uint64_t msr_model_event_code(const struct msr_model_config *config,
                               unsigned int event);
 
-/* Typical machines. */
+/*
+ * Typical machines: bare-metal Intel of a perfmon version (1: Core Duo, 2:
+ * Core 2, 3 and 4: Skylake-SP era, 5: four fixed counters) and AMD.
+ */
 struct msr_model_config msr_model_intel(unsigned int version);
 struct msr_model_config msr_model_amd(unsigned int family, bool core_ext,
                                       bool perfmon_v2);
+
+/*
+ * What KVM shows a -cpu host guest: on Intel, version 2 with PDCM,
+ * full-width writes and the hypervisor bit; on AMD, a Zen 4 with
+ * PerfMonV2 and its 6 counters.
+ */
+struct msr_model_config msr_model_kvm_intel(void);
+struct msr_model_config msr_model_kvm_amd(void);
 
 /*
  * Machines with branch records.  An Intel family 6 CPU of the given model
@@ -261,8 +278,20 @@ void msr_model_inject_spread(unsigned int event, uint64_t count,
 /* Events of each kind counted (kernel mode) before every MSR access. */
 void msr_model_set_drift(uint64_t count);
 
-/* Drift events of each kind counted so far on this CPU. */
+/*
+ * Drift events counted so far on this CPU: of the kind that drifted most
+ * (the bound of any count), and of one kind.
+ */
 uint64_t msr_model_drifted(void);
+uint64_t msr_model_drifted_event(unsigned int event);
+
+/*
+ * The host took these counters of this CPU (general-purpose counter i bit
+ * i, Intel fixed counter i bit MSR_MODEL_FIXED_BIT + i; 0: none): they
+ * count nothing, whatever they are programmed with, and raise no PMI;
+ * their registers read and write as usual.
+ */
+void msr_model_set_host_owned(uint64_t counters);
 
 /*
  * Events this CPU's counters counted after their last read and that a

@@ -67,7 +67,8 @@ struct model_cpu {
     uint64_t since_read[MODEL_NR_CTRS];  /* counted since last read */
     bool edge_state[MODEL_MAX_GP];       /* last cycle met the cmask */
     uint64_t lost;                       /* discarded by writes */
-    uint64_t drifted;                    /* drift events, per kind */
+    uint64_t drifted[MSR_MODEL_NR_EVENTS]; /* drift events, per kind */
+    uint64_t host_owned;                 /* counters the host took */
     bool skid_pending;                   /* a PMI waits for skid_left */
     uint64_t skid_left;
     bool lvt_masked;

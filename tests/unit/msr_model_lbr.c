@@ -136,11 +136,24 @@ model_lbr_intel(const struct msr_model_config *c)
     return c->vendor == CPU_VENDOR_INTEL;
 }
 
+/*
+ * A hypervisor that passes no records: DEBUGCTL drops LBR, and its freeze
+ * bit faults.  KVM without a vPMU is one (Linux arch/x86/kvm/vmx/vmx.c,
+ * vmx_get_supported_debugctl: LBR only with the guest's LBR enabled, which
+ * needs the vPMU).
+ */
+static bool
+model_lbr_hidden(const struct msr_model_config *c)
+{
+    return c->lbr_kind == MSR_MODEL_LBRK_NO_DEBUGCTL
+           || c->kind == MSR_MODEL_KVM_NO_PMU;
+}
+
 /* The freeze bit of DEBUGCTL exists (Intel: with any LBR). */
 static bool
 model_lbr_can_freeze(const struct msr_model_config *c)
 {
-    if (c->lbr_kind == MSR_MODEL_LBRK_NO_DEBUGCTL) {
+    if (model_lbr_hidden(c)) {
         return false;
     }
 
@@ -662,7 +675,7 @@ model_lbr_debugctl_valid(const struct msr_model_config *c)
         valid |= LBR_DEBUGCTL_FREEZE_LBRS;
     }
 
-    if (model_lbr_intel(c) && c->lbr_kind != MSR_MODEL_LBRK_NO_DEBUGCTL) {
+    if (model_lbr_intel(c) && !model_lbr_hidden(c)) {
         valid |= LBR_DEBUGCTL_FREEZE_PERFMON;
     }
 
@@ -682,8 +695,7 @@ model_lbr_write_debugctl(struct model_cpu *mc, uint64_t value)
         return -EIO;
     }
 
-    if (c->lbr == MSR_MODEL_LBR_NONE
-        || c->lbr_kind == MSR_MODEL_LBRK_NO_DEBUGCTL) {
+    if (c->lbr == MSR_MODEL_LBR_NONE || model_lbr_hidden(c)) {
         value &= ~(LBR_DEBUGCTL_LBR | LBR_DEBUGCTL_BTF);
     }
 
@@ -918,7 +930,10 @@ model_lbr_pretend(const struct msr_model_config *c, unsigned int reg,
         return 0;
     }
 
-    if (c->lbr_kind == MSR_MODEL_LBRK_FAULTING && reg != LREG_DEBUGCTL) {
+    /* KVM without a vPMU has no LBR MSRs: #GP (intel_pmu_get_msr and
+       intel_pmu_set_msr handle them only with the guest's LBR on). */
+    if ((c->lbr_kind == MSR_MODEL_LBRK_FAULTING
+         || c->kind == MSR_MODEL_KVM_NO_PMU) && reg != LREG_DEBUGCTL) {
         return -EIO;
     }
 

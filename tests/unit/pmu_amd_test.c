@@ -604,6 +604,33 @@ test_rearm_loses_nothing_perfmon_v2(void **state)
 }
 
 /*
+ * The -cpu host guest of KVM with PerfMonV2: six counters and the global
+ * registers; wraps, re-arm and the self-test as on the machine; with the
+ * counters taken by the host, the self-test fails their checks instead of
+ * passing them.
+ */
+static void
+test_kvm_guest(void **state)
+{
+    struct msr_model_config c = msr_model_kvm_amd();
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot(&c, true);
+    assert_int_equal(caps.nr_gp, 6);
+    assert_int_equal(caps.version, 2);
+    pmu_test_check_wraps(dev, 4000, 1ULL << 47, 1500);
+    pmu_test_check_rearm(boot(&c, true), MSR_AMD_PERF_CNTR_GLOBAL_CTL);
+    assert_int_equal(pmu_test_selftest(boot(&c, true), false), 0);
+    dev = boot(&c, true);
+    msr_model_set_host_owned(0x3f);
+    assert_true(pmu_test_selftest(dev, false) >= 6);
+    pmu_test_assert_selftest_line("FAIL  counter 0: instructions per "
+                                  "spin iteration", "0.000");
+    pmu_test_assert_no_fault();
+}
+
+/*
  * A counter stopped after its overflow and started for a new user before
  * the NMI: with PerfMonV2 the status bit the previous user left must not
  * reach the new one (+2^48); without it the start re-arms bit 47.
@@ -982,6 +1009,7 @@ main(void)
         cmocka_unit_test(test_rearm_loses_nothing_perfmon_v2),
         cmocka_unit_test(test_restart_drops_overflow),
         cmocka_unit_test(test_unmask_window),
+        cmocka_unit_test(test_kvm_guest),
         cmocka_unit_test(test_late_nmis),
         cmocka_unit_test(test_skid),
         cmocka_unit_test(test_spurious_nmi),

@@ -344,12 +344,12 @@ static const struct event_case intel_events[] = {
  * only its own injected event.
  */
 static void
-check_events_on(unsigned int version)
+check_events_on_config(const struct msr_model_config *config)
 {
     for (unsigned int i = 0; i < sizeof(intel_events) / sizeof(intel_events[0]);
          i++) {
         const struct event_case *ec = &intel_events[i];
-        struct perfmon_dev *dev = boot_version(version);
+        struct perfmon_dev *dev = boot(config, true);
         bool fixed = caps.nr_fixed != 0 && ec->fixed_hw != 0;
         uint64_t raw = 0;
         unsigned int hw;
@@ -387,6 +387,14 @@ check_events_on(unsigned int version)
         fake_perfmon_close(h);
         pmu_test_assert_no_fault();
     }
+}
+
+static void
+check_events_on(unsigned int version)
+{
+    struct msr_model_config c = msr_model_intel(version);
+
+    check_events_on_config(&c);
 }
 
 static void
@@ -1284,6 +1292,53 @@ test_ap_with_fewer_counters(void **state)
     fake_cpu_set_id(0);
 }
 
+/* ---- a KVM guest --------------------------------------------------------- */
+
+/*
+ * The -cpu host guest KVM gives: version 2 with full-width writes, so
+ * periods reach the counter's width; events, wraps and sampling's re-arm
+ * exact; the self-test passes.
+ */
+static void
+test_kvm_guest(void **state)
+{
+    struct msr_model_config c = msr_model_kvm_intel();
+    struct perfmon_dev *dev;
+
+    (void)state;
+    check_events_on_config(&c);
+    dev = boot(&c, true);
+    assert_int_equal(caps.version, 2);
+    assert_int_equal(caps.nr_fixed, 3);
+    assert_true(caps.full_width_write);
+    assert_int_equal(dev->max_period, 0);
+    pmu_test_check_wraps(dev, 4000, 1ULL << 47, 1500);
+    pmu_test_check_rearm(boot(&c, true), MSR_IA32_PERF_GLOBAL_CTRL);
+    assert_int_equal(pmu_test_selftest(boot(&c, true), false), 0);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * The host took the counters (its NMI watchdog, host perf): they stop
+ * with no sign in any register.  The self-test must not pass them: each
+ * counting check fails, saying what it measured.
+ */
+static void
+test_selftest_host_took_counters(void **state)
+{
+    struct msr_model_config c = msr_model_kvm_intel();
+    struct perfmon_dev *dev;
+    unsigned int fails;
+
+    (void)state;
+    dev = boot(&c, true);
+    msr_model_set_host_owned(0xfULL | 0x7ULL << MSR_MODEL_FIXED_BIT);
+    fails = pmu_test_selftest(dev, false);
+    pmu_test_assert_selftest_line("FAIL  counter 0: instructions per "
+                                  "spin iteration", "0.000");
+    assert_true(fails >= 7);
+}
+
 /* ---- the self-test ----------------------------------------------------- */
 
 /*
@@ -1396,6 +1451,8 @@ main(void)
         cmocka_unit_test(test_firmware_counters_left_alone),
         cmocka_unit_test(test_firmware_counter0_busy),
         cmocka_unit_test(test_ap_with_fewer_counters),
+        cmocka_unit_test(test_kvm_guest),
+        cmocka_unit_test(test_selftest_host_took_counters),
         cmocka_unit_test(test_selftest_passes),
         cmocka_unit_test(test_selftest_catches_faults),
     };

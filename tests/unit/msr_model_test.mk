@@ -1,0 +1,3 @@
+UNIT_TESTS += msr_model_test
+msr_model_test_SRCS := tests/unit/msr_model_test.c arch/x86/pmu_intel.c \
+	$(PMU_MODEL_SRCS)
