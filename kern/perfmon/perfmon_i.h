@@ -438,7 +438,13 @@ uint64_t perfmon_cpu_pmc_share(struct perfmon_cpu *cpu, unsigned int slot,
  * perfmon_sched_evict_all: thread context, after a counter of dev was
  *   reserved: every CPU moves its flexible slots off it.
  * perfmon_sched_setup: the part of perfmon_setup for that file.
+ * perfmon_counters_assign: a counter for each of n slots, slot i taking
+ *   one of masks[i] (those of prefer[i] first), each its own, into
+ *   hw_ids[] (may be NULL); false when there is no such assignment.
+ *   Pure; any context (NMI included: no lock, no allocation).
  */
+bool perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
+                             unsigned int n, unsigned int *hw_ids);
 void perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot,
                       uint64_t now);
 void perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot,

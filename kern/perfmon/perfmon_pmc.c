@@ -188,13 +188,50 @@ perfmon_pmc_group_size(const struct perfmon_dev *dev,
 }
 
 /*
+ * Whether a flexible member counting raw in mode fits beside the group's
+ * slots on dev: each its own counter, under the counters each may use
+ * (a matching, as the scheduler places them).  A member that shares a
+ * slot of the group needs no counter more.
+ */
+static bool
+perfmon_pmc_group_fits(struct perfmon_dev *dev,
+                       const struct perfmon_event *event, uint64_t raw,
+                       unsigned int mode)
+{
+    const struct perfmon_event *leader = event->group;
+    unsigned int base = dev->index * PERFMON_DEV_MAX_PMCS, n = 0;
+    uint64_t masks[PERFMON_DEV_MAX_PMCS + 1], prefer;
+
+    for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
+        const struct perfmon_pmc *pmc = &perfmon_pmcs[i];
+
+        if (pmc->nr_refs == 0 || pmc->group != leader) {
+            continue;
+        }
+
+        if (perfmon_pmc_matches(pmc, event, raw, mode)) {
+            return true;
+        }
+
+        masks[n++] = pmc->pinned ? 1ULL << pmc->hw_id : pmc->counters;
+    }
+
+    if (dev->ops->counters(dev, raw, mode, &masks[n], &prefer) != 0) {
+        return true;        /* the slot's setup says why */
+    }
+
+    return perfmon_counters_fit(masks, n + 1);
+}
+
+/*
  * A group member joining its leader's group on dev: where the leader is,
- * pinned as it is, and within the device's counters.  A child of an
- * inherited member joins its family's slots, not the count.
+ * pinned as it is, within the device's counters and the counters each
+ * member may use.  A child of an inherited member joins its family's
+ * slots, not the count.
  */
 static int
 perfmon_pmc_check_group(const struct perfmon_event *event,
-                        const struct perfmon_dev *dev)
+                        struct perfmon_dev *dev, uint64_t raw)
 {
     const struct perfmon_event *leader = event->group;
 
@@ -209,8 +246,14 @@ perfmon_pmc_check_group(const struct perfmon_event *event,
         return -EINVAL;
     }
 
-    return (perfmon_pmc_group_size(dev, leader) + 1 > dev->nr_pmcs)
-           ? -ENOSPC : 0;
+    if (perfmon_pmc_group_size(dev, leader) + 1 > dev->nr_pmcs) {
+        return -ENOSPC;
+    }
+
+    return ((event->flags & PERFMON_EF_PINNED)
+            || perfmon_pmc_group_fits(dev, event, raw,
+                                      event->flags & PERFMON_EF_MODE))
+           ? 0 : -ENOSPC;
 }
 
 /*
@@ -234,6 +277,14 @@ perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
 
         if (error == 0 && pmc->counters == 0) {
             error = -ENOENT;
+        }
+    }
+
+    if (error == 0 && dev->ops->hold != NULL) {
+        error = dev->ops->hold(dev, raw);
+
+        if (error && pinned) {
+            perfmon_dev_unreserve_locked(dev, pmc->hw_id);
         }
     }
 
@@ -270,7 +321,7 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
         return -EOPNOTSUPP;
     }
 
-    error = perfmon_pmc_check_group(event, dev);
+    error = perfmon_pmc_check_group(event, dev, raw);
 
     if (error) {
         return error;
@@ -352,6 +403,10 @@ perfmon_pmc_put(struct perfmon_event *event)
     if (--pmc->nr_refs == 0) {
         if (pmc->pinned) {
             perfmon_dev_unreserve_locked(dev, pmc->hw_id);
+        }
+
+        if (dev->ops->release != NULL) {
+            dev->ops->release(dev, pmc->raw_event);
         }
 
         perfmon_dev_nr_used_[dev->index]--;

@@ -55,6 +55,11 @@ PRIVATE_ALLOWED = {
     # Fuzz targets of the option and event parsers.
     'tests/fuzz/perfmon_opts_fuzz.c',
     'tests/fuzz/perfmon_parse_fuzz.c',
+    # The metric evaluator's host test and fuzz target, and the test of
+    # stat -M, which builds a stat invocation's state by hand.
+    'tests/unit/perfmon_metric_test.c',
+    'tests/unit/perfmon_stat_metric_test.c',
+    'tests/fuzz/perfmon_metric_fuzz.c',
     # In-kernel tests that run a capture or the self-test checks.
     'tests/kernel/lbr_test.c',
     'tests/kernel/pmu_selftest_test.c',

@@ -39,6 +39,7 @@ fdev_assert_idle(struct fdev *fd)
     struct perfmon_dev_info info;
 
     assert_int_equal(fd->hw_used, 0);
+    assert_int_equal(fd->held_refs, 0);
 
     for (unsigned int cpu = 0; cpu < CPU_MAX; cpu++) {
         for (unsigned int i = 0; i < FDEV_MAX_HW; i++) {
@@ -79,7 +80,8 @@ fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
 
 /*
  * The counters that count raw: the general ones (all but the last when
- * fd->fixed_cycles), and for cycles also the last, preferred.
+ * fd->fixed_cycles), and for cycles also the last, preferred; counter 0
+ * alone for RAW_ONLY0 in the low byte (a constrained event).
  */
 static int
 fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
@@ -100,7 +102,7 @@ fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
         return -EINVAL;
     }
 
-    *countersp = all & ~fixed;
+    *countersp = ((raw & 0xff) == RAW_ONLY0) ? 1 : all & ~fixed;
     *preferp = 0;
 
     if (raw == RAW_CYCLES) {
@@ -296,12 +298,47 @@ fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
     fd->nr_write++;
 }
 
+/* RAW_HELD codes share one extra register: one value at a time. */
+static int
+fdev_op_hold(struct perfmon_dev *dev, uint64_t raw)
+{
+    struct fdev *fd = fdev_of(dev);
+
+    fdev_assert_serialised();
+
+    if ((raw & 0xff) != RAW_HELD) {
+        return 0;
+    }
+
+    if (fd->held_refs != 0 && fd->held_value != (raw >> 8)) {
+        return -EAGAIN;
+    }
+
+    fd->held_value = raw >> 8;
+    fd->held_refs++;
+    return 0;
+}
+
+static void
+fdev_op_release(struct perfmon_dev *dev, uint64_t raw)
+{
+    struct fdev *fd = fdev_of(dev);
+
+    fdev_assert_serialised();
+
+    if ((raw & 0xff) == RAW_HELD) {
+        assert_true(fd->held_refs != 0 && fd->held_value == (raw >> 8));
+        fd->held_refs--;
+    }
+}
+
 static const struct perfmon_dev_ops fdev_ops = {
     .translate = fdev_op_translate, .counters = fdev_op_counters,
     .alloc = fdev_op_alloc,
     .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
     .read = fdev_op_read, .write = fdev_op_write,
     .handle_overflow_intr = fdev_op_ovf,
+    .hold = fdev_op_hold, .release = fdev_op_release,
 };
 
 static const char *const fdev_names[] = { "fake0", "fake1", "fake2" };

@@ -38,6 +38,9 @@
 #define RAW_OTHER   0x99
 #define RAW_REFUSED 0xdead         /* the device says: bits it does not define */
 #define RAW_UNCOUNTABLE 0xbeef     /* the device says: cannot count this */
+#define RAW_ONLY0   0x77        /* low byte: counts on counter 0 only */
+#define RAW_HELD    0x66        /* low byte: needs the device's one extra
+                                   register, holding bits 15:8 */
 
 struct fdev_counter {
     bool running;
@@ -60,6 +63,8 @@ struct fdev {
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
     unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read, nr_write;
     unsigned int nr_counters_calls;
+    uint64_t held_value;                /* the extra register's (RAW_HELD) */
+    unsigned int held_refs;             /*   slots holding it */
     bool nmi_in_read;                   /* next read is hit by an NMI */
     void (*intr_in_read)(void);         /* next read is interrupted by it */
     uint64_t nmi_advance;               /* events just before that NMI */

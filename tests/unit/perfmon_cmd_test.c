@@ -139,7 +139,9 @@ test_dispatch(void **state)
     out = fake_console_output();
     assert_non_null(strstr(out, "usage: perfmon SUBCOMMAND"));
     assert_non_null(strstr(out, "  stat      run COMMAND"));
-    assert_non_null(strstr(out, "usage: perfmon list [-j] [FILTER]\n"));
+    assert_non_null(strstr(out, "usage: perfmon list [-j] [FILTER] | --model "
+                                "VENDOR-FAMILY-MODEL[-STEPPING] [FILTER] | "
+                                "metrics [FILTER]\n"));
 
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
         snprintf(line, sizeof(line), "usage: perfmon %s (fake)\n", subs[i]);

@@ -442,6 +442,99 @@ test_reserved_counter_evicts(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * Counter constraints in a group: the leader could count anywhere, the
+ * member on counter 0 only.  Placed in slot order the leader would take
+ * counter 0 and the group never run; the scheduler matches them.  A
+ * second member that also needs counter 0 can never count with the
+ * first, and is refused.
+ */
+static void
+test_group_constraints(void **state)
+{
+    struct perfmon_event g[3], other;
+    uint64_t masks[3] = { 0x1, 0x3, 0x1 };
+    uint64_t e, r;
+    struct fdev *fd;
+
+    (void)state;
+    assert_true(perfmon_counters_fit(masks, 2));
+    assert_false(perfmon_counters_fit(masks, 3));
+    assert_true(perfmon_counters_fit(masks, 0));
+
+    fd = fdev_add(0, 48, 3, true);
+    init_ok(&g[0], RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&g[1], RAW_ONLY0, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&g[2], 0x100 | RAW_ONLY0, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        assert_int_equal(perfmon_event_set_group(&g[i], &g[0]), 0);
+    }
+
+    assert_int_equal(perfmon_event_attach_cpu(&g[0], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&g[1], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&g[2], 1), -ENOSPC);
+
+    /* Flexible events beside them: all take turns, the group counts. */
+    init_ok(&other, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 1), 0);
+    init_ok(&g[2], RAW_BRANCH, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&g[2], 1), 0);
+
+    for (unsigned int i = 0; i < 100; i++) {
+        fdev_count(fd, 1, RAW_ONLY0, 3);
+        interval(1);
+    }
+
+    assert_true(perfmon_event_read_times(&g[1], &e, &r) > 0);
+    assert_true(r > 0);
+    assert_int_equal(perfmon_event_detach(&other), 0);
+    assert_int_equal(perfmon_event_detach(&g[2]), 0);
+    assert_int_equal(perfmon_event_detach(&g[1]), 0);
+    assert_int_equal(perfmon_event_detach(&g[0]), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * What a slot needs besides a counter (an extra register holding a value)
+ * is held once per slot, shared by slots asking the same value, and let
+ * go with the slot: another value is refused (-EAGAIN) while it is held,
+ * a pinned event that cannot have it reserves no counter either, and
+ * every event gone, nothing is held.
+ */
+static void
+test_held_resources(void **state)
+{
+    struct perfmon_event a, a2, b, pinned;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, 0x100 | RAW_HELD, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&a2, 0x100 | RAW_HELD, PERFMON_EF_USER | PERFMON_EF_RAW);
+    init_ok(&b, 0x200 | RAW_HELD, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&pinned, 0x200 | RAW_HELD,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+
+    assert_int_equal(perfmon_event_attach_cpu(&a, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&a2, 1), 0);
+    assert_int_equal(fd->held_refs, 2);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), -EAGAIN);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 1), -EAGAIN);
+    assert_int_equal(fd->hw_used, 0);
+
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), -EAGAIN);
+    assert_int_equal(perfmon_event_detach(&a2), 0);
+    assert_int_equal(fd->held_refs, 0);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    assert_int_equal(fd->held_refs, 2);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(perfmon_event_detach(&pinned), 0);
+    fdev_assert_idle(fd);
+}
+
 static void
 test_group_errors(void **state)
 {
@@ -687,6 +780,8 @@ main(void)
         cmocka_unit_test_setup(test_turn_only_when_next_waits, setup),
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
+        cmocka_unit_test_setup(test_group_constraints, setup),
+        cmocka_unit_test_setup(test_held_resources, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),

@@ -25,6 +25,7 @@
 #include "kern/assert.h"
 #include "kern/clock.h"
 #include "kern/cmdline.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -561,6 +562,50 @@ perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner)
     perfmon_cmd_runner_join(runner);
 }
 
+/*
+ * The closest names among cands and the boot CPU model's events: those
+ * of the model at a smaller distance replace cands' (in chunks, so that
+ * no array of every name is built).
+ */
+static unsigned int
+perfmon_cmd_suggest(const char *name, const char **cands, unsigned int nr,
+                    const char **out, unsigned int max_out)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    unsigned int nr_out = perfmon_parse_suggest(name, cands, nr, out,
+                                                max_out);
+    unsigned int best = (nr_out == 0) ? UINT32_MAX
+                                      : perfmon_parse_distance(name, out[0]);
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_events;
+         i += PERFMON_CMD_MAX_CANDS) {
+        const char *chunk[PERFMON_CMD_MAX_CANDS], *found[3];
+        unsigned int n = MIN(m->nr_events - i, PERFMON_CMD_MAX_CANDS), nf;
+
+        for (unsigned int j = 0; j < n; j++) {
+            chunk[j] = perfmon_evtab_name(perfmon_evtab_event(m, i + j));
+        }
+
+        nf = perfmon_parse_suggest(name, chunk, n, found,
+                                   MIN(max_out, ARRAY_SIZE(found)));
+
+        if (nf == 0 || perfmon_parse_distance(name, found[0]) > best) {
+            continue;
+        }
+
+        if (perfmon_parse_distance(name, found[0]) < best) {
+            best = perfmon_parse_distance(name, found[0]);
+            nr_out = 0;
+        }
+
+        for (unsigned int j = 0; j < nf && nr_out < max_out; j++) {
+            out[nr_out++] = found[j];
+        }
+    }
+
+    return nr_out;
+}
+
 static int
 perfmon_cmd_unknown_event(const char *who, const char *name)
 {
@@ -591,7 +636,7 @@ perfmon_cmd_unknown_event(const char *who, const char *name)
         }
     }
 
-    nr_out = perfmon_parse_suggest(name, cands, nr, out, ARRAY_SIZE(out));
+    nr_out = perfmon_cmd_suggest(name, cands, nr, out, ARRAY_SIZE(out));
     perfmon_cmd_line_init(&line);
     perfmon_cmd_line_add(&line, "perfmon: %s: unknown event '%s'", who,
                          name);
@@ -647,6 +692,101 @@ perfmon_cmd_resolve_on(const char *who,
     return 0;
 }
 
+/* ---- the CPU model's own events ----------------------------------------- */
+
+/* The hardware device that counts model m's events, or NULL: none here. */
+static struct perfmon_dev *
+perfmon_cmd_model_dev(const struct perfmon_evtab_model *m)
+{
+    return perfmon_dev_find((m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
+                                                                : "intel");
+}
+
+/*
+ * The generic events the fixed counters count exactly (Intel's fixed
+ * counters 0-2): a model event that only a fixed counter counts is
+ * counted as that generic event, by whatever counter the device picks.
+ */
+static const int perfmon_cmd_fixed_generic[] = {
+    PERFMON_EV_INSTRUCTION, PERFMON_EV_CYCLE, PERFMON_EV_REF_CYCLE,
+};
+
+/*
+ * An event the boot CPU's list names (case aside): counted on the model's
+ * hardware device as its raw code (with the extra MSR it needs, which the
+ * driver shares out), or known but not supported where that device is
+ * missing.  Returns 0, -ENOENT when the list has no such name,
+ * or SHELL_ERR_REPORTED after saying why it cannot be counted.
+ */
+static int
+perfmon_cmd_resolve_model(const char *who,
+                          const struct perfmon_parse_event *parsed,
+                          struct perfmon_cmd_event *out)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    const struct perfmon_evtab_event *ev;
+    uint64_t counters;
+
+    ev = (m == NULL) ? NULL : perfmon_evtab_lookup(m, parsed->name);
+
+    if (ev == NULL) {
+        return -ENOENT;
+    }
+
+    counters = perfmon_evtab_counters(ev);
+    out->dev = perfmon_cmd_model_dev(m);
+    out->flags = (parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED))
+                 | PERFMON_EF_RAW;
+    out->id = perfmon_evtab_raw(m, ev);
+    out->supported = (out->dev != NULL);
+
+    if (!out->supported) {
+        return 0;
+    }
+
+    if ((counters & 0xffffffffULL) == 0) {
+        unsigned int fixed = (unsigned int)__builtin_ctzll(counters) - 32;
+
+        if (fixed >= ARRAY_SIZE(perfmon_cmd_fixed_generic)) {
+            kprintf("perfmon: %s: '%s' counts on fixed counter %u only, "
+                    "which is not driven\n", who, perfmon_evtab_name(ev), fixed);
+            return SHELL_ERR_REPORTED;
+        }
+
+        out->flags &= ~PERFMON_EF_RAW;
+        out->id = (uint64_t)perfmon_cmd_fixed_generic[fixed];
+        out->generic = perfmon_cmd_fixed_generic[fixed];
+        out->dev = NULL;
+    }
+
+    return 0;
+}
+
+/* `cpu/.../`: perf's name for the hardware PMU, whichever it is here. */
+static int
+perfmon_cmd_resolve_cpu(const char *who,
+                        const struct perfmon_parse_event *parsed,
+                        struct perfmon_cmd_event *out)
+{
+    struct perfmon_dev *dev = perfmon_dev_find("intel");
+
+    dev = (dev != NULL) ? dev : perfmon_dev_find("amd");
+
+    /* cpu/NAME/ is NAME. */
+    if (!(parsed->flags & PERFMON_EF_RAW)) {
+        struct perfmon_parse_event plain = *parsed;
+
+        plain.pmu[0] = '\0';
+        return perfmon_cmd_resolve(who, &plain, out);
+    }
+
+    out->dev = dev;
+    out->id = parsed->raw_code;
+    out->flags = parsed->flags;
+    out->supported = (dev != NULL);
+    return 0;
+}
+
 /* A named_only device that counts name, to tell the user to name it. */
 static struct perfmon_dev *
 perfmon_cmd_named_only_dev_for(const char *name)
@@ -672,10 +812,15 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
     struct perfmon_dev *named_only;
     unsigned int flags;
     uint64_t id;
+    int error;
 
     out->dev = NULL;
     out->generic = -1;
     out->supported = true;
+
+    if (strcmp(parsed->pmu, "cpu") == 0 && perfmon_dev_find("cpu") == NULL) {
+        return perfmon_cmd_resolve_cpu(who, parsed, out);
+    }
 
     if (parsed->pmu[0] != '\0') {
         return perfmon_cmd_resolve_on(who, parsed, out);
@@ -715,6 +860,12 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
         out->generic = (int)id;
         out->supported = false;
         return 0;
+    }
+
+    error = perfmon_cmd_resolve_model(who, parsed, out);
+
+    if (error != -ENOENT) {
+        return error;
     }
 
     named_only = perfmon_cmd_named_only_dev_for(parsed->name);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
@@ -21,6 +22,7 @@
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_metric.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -187,6 +189,222 @@ perfmon_list_dev(struct perfmon_dev *dev, const char *filter,
     return n;
 }
 
+/* ---- perfmon list: the model's own events ------------------------------ */
+
+static char
+perfmon_list_lower(char c)
+{
+    return ((c >= 'A') && (c <= 'Z')) ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether needle is part of haystack, case aside (model names differ). */
+static bool
+perfmon_list_contains(const char *haystack, const char *needle)
+{
+    for (; *haystack != '\0'; haystack++) {
+        size_t i = 0;
+
+        while (needle[i] != '\0'
+               && perfmon_list_lower(haystack[i])
+                  == perfmon_list_lower(needle[i])) {
+            i++;
+        }
+
+        if (needle[i] == '\0') {
+            return true;
+        }
+    }
+
+    return needle[0] == '\0';
+}
+
+/* An event's extra MSR and what else it says, for its line. */
+static void
+perfmon_list_model_notes(const struct perfmon_evtab_event *ev, char *buf,
+                         size_t size)
+{
+    const struct perfmon_evtab_extra *extra = perfmon_evtab_extra(ev);
+
+    ksnprintf(buf, size, "%s%s%s", (ev->flags & PERFMON_EVTAB_F_PRECISE)
+                                   ? " precise" : "",
+              (ev->flags & PERFMON_EVTAB_F_DEPRECATED) ? " deprecated" : "",
+              (ev->flags & PERFMON_EVTAB_F_MERGE)
+              ? " large-increment (needs a counter pair: not counted)" : "");
+
+    if (extra != NULL && extra->nr_msrs != 0) {
+        size_t len = strlen(buf);
+
+        ksnprintf(&buf[len], size - len, " msr %#x%s=%#llx", extra->msr,
+                  (extra->nr_msrs > 1) ? "+" : "",
+                  (unsigned long long)extra->value);
+    }
+}
+
+/*
+ * A model's events that match filter (name or topic), under their
+ * topics' headings as perf prints them; how many were listed.
+ */
+static unsigned int
+perfmon_list_model(const struct perfmon_evtab_model *m, const char *filter,
+                   const char *why)
+{
+    char topic[64], last[64] = "", enc[64], ctrs[32], notes[96];
+    unsigned int n = 0;
+
+    for (unsigned int i = 0; i < m->nr_events; i++) {
+        const struct perfmon_evtab_event *ev = perfmon_evtab_event(m, i);
+        const char *name = perfmon_evtab_name(ev);
+        struct perfmon_cmd_line line;
+
+        perfmon_evtab_topic(ev, topic, sizeof(topic));
+
+        if (filter != NULL && !perfmon_list_contains(name, filter)
+            && !perfmon_list_contains(topic, filter)) {
+            continue;
+        }
+
+        if (n == 0) {
+            kprintf("%s events (%s): %u%s%s\n", m->name,
+                    perfmon_evtab_vendor_name(m->vendor), m->nr_events,
+                    (why != NULL) ? ", " : "", (why != NULL) ? why : "");
+            kprintf("  %-44s %-36s %-9s %s\n", "event", "encoding",
+                    "counters", "notes");
+        }
+
+        if (strcmp(topic, last) != 0) {
+            kprintf(" %s:\n", topic);
+            strlcpy(last, topic, sizeof(last));
+        }
+
+        perfmon_evtab_format(ev, enc, sizeof(enc));
+        perfmon_evtab_format_counters(ev, ctrs, sizeof(ctrs));
+        perfmon_list_model_notes(ev, notes, sizeof(notes));
+        perfmon_cmd_line_init(&line);
+        perfmon_cmd_line_add(&line, "  %-44s %-36s %-9s%s", name, enc, ctrs,
+                             notes);
+        perfmon_cmd_line_print(&line);
+        n++;
+    }
+
+    return n;
+}
+
+/* Why the host's model events cannot be counted here, or NULL. */
+static const char *
+perfmon_list_model_why(const struct perfmon_evtab_model *m)
+{
+    const char *driver = (m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
+                                                            : "intel";
+
+    return (perfmon_dev_find(driver) == NULL)
+           ? "<not supported> here: no hardware PMU" : NULL;
+}
+
+/*
+ * `perfmon list metrics [FILTER]`: the generic metrics, then the boot CPU
+ * model's, with their formulas; those whose name contains FILTER.
+ */
+static int
+perfmon_list_metrics(int argc, char **argv)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    const char *filter = (argc > 3) ? argv[3] : NULL, *name, *formula;
+    bool heading = false;
+    unsigned int n = 0;
+
+    if (argc > 4) {
+        return perfmon_cmd_error("list", perfmon_list_usage, "one filter at "
+                                 "most ('%s' is extra)", argv[4]);
+    }
+
+    for (unsigned int i = 0; perfmon_metric_builtin(i, &name, &formula);
+         i++) {
+        if (filter == NULL || perfmon_list_contains(name, filter)) {
+            kprintf("%s%-44s %s\n", (n++ == 0) ? "metrics (generic "
+                    "events):\n  " : "  ", name, formula);
+        }
+    }
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_metrics; i++) {
+        name = perfmon_evtab_metric_name(&m->metrics[i]);
+
+        if (filter == NULL || perfmon_list_contains(name, filter)) {
+            struct perfmon_cmd_line line;
+
+            if (!heading) {
+                kprintf("%s metrics (%s)%s:\n", m->name,
+                        perfmon_evtab_vendor_name(m->vendor),
+                        (perfmon_list_model_why(m) != NULL)
+                        ? ", <not supported> here: no hardware PMU" : "");
+            }
+
+            heading = true;
+            n++;
+            perfmon_cmd_line_init(&line);
+            perfmon_cmd_line_add(&line, "  %-44s %s", name,
+                                 perfmon_evtab_metric_formula(&m->metrics[i]));
+            perfmon_cmd_line_print(&line);
+        }
+    }
+
+    if (n == 0) {
+        kprintf("perfmon: list: no metric matches '%s'\n",
+                (filter != NULL) ? filter : "");
+        return SHELL_ERR_REPORTED;
+    }
+
+    kprintf("metrics: perfmon stat -M NAME[,NAME] counts a metric's events "
+            "as one group\n");
+    return 0;
+}
+
+/* `perfmon list --model ID [FILTER]`: another model's table. */
+static int
+perfmon_list_other_model(int argc, char **argv)
+{
+    const struct perfmon_evtab_model *m;
+    const char *filter = (argc > 4) ? argv[4] : NULL;
+
+    if (argc < 4 || argc > 5) {
+        return perfmon_cmd_error("list", perfmon_list_usage, "--model takes "
+                                 "a model and one filter at most");
+    }
+
+    m = perfmon_evtab_find_id(argv[3]);
+
+    if (m == NULL) {
+        return perfmon_cmd_error("list", perfmon_list_usage, "no event list "
+                                 "for '%s' (a CPUID such as "
+                                 "GenuineIntel-6-55-4 or AuthenticAMD-25-1, "
+                                 "or a table name such as skylakex)",
+                                 argv[3]);
+    }
+
+    if (perfmon_list_model(m, filter, "shown without its hardware") == 0) {
+        kprintf("perfmon: list: no %s event matches '%s'\n", m->name,
+                filter);
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
+/*
+ * `perfmon list [FILTER]`: every event of every device, or those whose
+ * name, alias or description contains FILTER (perf list's filter), then
+ * the boot CPU model's own events (name or topic, case aside).
+ */
+const char perfmon_list_usage[] =
+    "usage: perfmon list [-j] [FILTER] | --model "
+    "VENDOR-FAMILY-MODEL[-STEPPING] [FILTER] | metrics [FILTER]\n"
+    "  FILTER     events whose name, alias, description or topic contains "
+    "it\n"
+    "  -j         as JSON: an array of the devices' events, one a line\n"
+    "  --model    another CPU model's events, without its hardware "
+    "(GenuineIntel-6-55-4,\n"
+    "             AuthenticAMD-25-1, or a table name such as skylakex)\n"
+    "  metrics    the metrics 'perfmon stat -M' counts, with their "
+    "formulas\n";
 
 static const struct perfmon_cmd_longopt perfmon_list_longopts[] = {
     { "json", 'j', false },
@@ -229,7 +447,6 @@ struct perfmon_list_pmcs;
 static int perfmon_list_json(const char *filter);
 static int perfmon_info_json(const struct perfmon_list_pmcs *pmcs);
 
-const char perfmon_list_usage[] = "usage: perfmon list [-j] [FILTER]\n";
 const char perfmon_info_usage[] = "usage: perfmon info [-j]\n";
 
 /*
@@ -243,10 +460,19 @@ perfmon_list_main(int argc, char **argv)
     bool counted[PERFMON_NR_EVENTS] = { false };
     bool any_missing = false, hw_present, json = false;
     const char *hw_status = perfmon_hw_status(&hw_present);
+    const struct perfmon_evtab_model *model = perfmon_evtab_host();
     const char *filter;
     unsigned int n = 0;
     char aliases[64];
     int index;
+
+    if (argc > 2 && strcmp(argv[2], "--model") == 0) {
+        return perfmon_list_other_model(argc, argv);
+    }
+
+    if (argc > 2 && strcmp(argv[2], "metrics") == 0) {
+        return perfmon_list_metrics(argc, argv);
+    }
 
     index = perfmon_list_options(argc, argv, "list", perfmon_list_usage,
                                  &json);
@@ -293,6 +519,10 @@ perfmon_list_main(int argc, char **argv)
         perfmon_list_event(desc->name, aliases, 0, false, desc->modes,
                            desc->desc, "<not available>");
         n++;
+    }
+
+    if (model != NULL) {
+        n += perfmon_list_model(model, filter, perfmon_list_model_why(model));
     }
 
     if (filter != NULL && n == 0) {
@@ -380,9 +610,21 @@ perfmon_list_info_branches(void)
 static void
 perfmon_list_info_hw(void)
 {
-    kprintf("cpu: %s family %#x model %#x\n", cpu_info.vendor_str,
-            cpu_info.family, cpu_info.model);
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+
+    kprintf("cpu: %s family %#x model %#x stepping %#x\n",
+            cpu_info.vendor_str, cpu_info.family, cpu_info.model,
+            cpu_info.stepping);
     kprintf("hardware PMU: %s\n", perfmon_hw_status(NULL));
+
+    if (m != NULL) {
+        kprintf("model events: %s, %u events, %u metrics (perfmon list, "
+                "perfmon list metrics)\n", m->name, m->nr_events,
+                m->nr_metrics);
+    } else {
+        kprintf("model events: none (no list covers this CPU)\n");
+    }
+
     perfmon_list_info_branches();
 }
 

@@ -36,7 +36,7 @@
 #include "kern/thread.h"
 
 const char perfmon_stat_usage[] =
-    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS | -t TIDS] "
+    "usage: perfmon stat [-e EVENTS] [-M METRICS] [-a | -C CPUS | -t TIDS] "
     "[-A | --per-thread] [-i] [-r N] [-x SEP | -j] "
     "[-I MS [--interval-count N]] [--timeout MS] [--] [COMMAND [ARGS...]]\n"
     "  (no COMMAND: count the CPUs or threads until Ctrl-C or --timeout "
@@ -45,7 +45,12 @@ const char perfmon_stat_usage[] =
     "codes rHEX,\n"
     "             each with optional modifiers :u :k (default both) :D "
     "(pinned); groups\n"
-    "             {a,b}[:mods] count together; -e may repeat\n"
+    "             {a,b}[:mods] count together; -e may repeat; the CPU "
+    "model's events by\n"
+    "             name, any case; cpu/event=0xNN,umask=0xNN,cmask=N,inv,"
+    "edge,name=NAME/\n"
+    "  -M METRICS comma-separated metrics from 'perfmon list metrics', each "
+    "counted as a group\n"
     "  -a         count on all CPUs instead of the thread\n"
     "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
     "  -A         one row per CPU instead of the sum (with -a or -C)\n"
@@ -62,9 +67,10 @@ const char perfmon_stat_usage[] =
     "  -I MS      the counts of every MS ms (10 or more), a time column "
     "first;\n"
     "             --interval-count N: N of them, without a COMMAND\n"
-    "             (long forms: --event= --all-cpus --cpu= --no-aggr "
-    "--no-inherit --repeat=\n"
-    "             --field-separator= --json --interval-print= --tid=)\n";
+    "             (long forms: --event= --metrics= --all-cpus --cpu= "
+    "--no-aggr --no-inherit\n"
+    "             --repeat= --field-separator= --json --interval-print= "
+    "--tid=)\n";
 
 /* Long options without a letter of their own. */
 #define PERFMON_STAT_OPT_INTERVAL_COUNT  0x100
@@ -104,7 +110,7 @@ perfmon_stat_resolve(struct perfmon_stat_ev *ev)
     return 0;
 }
 
-static int
+int
 perfmon_stat_add_events(struct perfmon_stat *stat, const char *list)
 {
     struct perfmon_parse_event parsed[PERFMON_PARSE_MAX_EVENTS];
@@ -174,6 +180,7 @@ perfmon_stat_default_events(struct perfmon_stat *stat)
 
 static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
     { "event", 'e', true },
+    { "metrics", 'M', true },
     { "all-cpus", 'a', false },
     { "no-aggr", 'A', false },
     { "cpu", 'C', true },
@@ -214,6 +221,8 @@ perfmon_stat_option(void *arg, int opt, const char *val)
     switch (opt) {
     case 'e':
         return perfmon_stat_add_events(stat, val);
+    case 'M':
+        return perfmon_stat_metrics_add(stat, val);
     case 'a':
         stat->all_cpus = true;
         return 0;
@@ -279,9 +288,80 @@ perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
     return perfmon_cmd_event_dev(cev->dev, cev->flags, cev->parsed.name);
 }
 
+/* A mask of hw ids as a list: "1", "0,2,3", "fixed 0". */
+static void
+perfmon_stat_fmt_counters(uint64_t mask, char *buf, size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+
+    for (unsigned int i = 0; i < 64 && len < size; i++) {
+        if (mask & (1ULL << i)) {
+            len += (size_t)ksnprintf(&buf[len], size - len, "%s%s%u",
+                                     (len == 0) ? "" : ",",
+                                     (i >= 32) ? "fixed " : "", i % 32);
+        }
+    }
+}
+
 /*
- * Groups: counted by one device, and no larger than its counters (it
- * could never run all together otherwise).
+ * The group led by evs[l] on dev: whether its members can hold a counter
+ * each at once under the counters each may use; if not, one line naming
+ * the members that may use only some of dev's counters.
+ */
+static int
+perfmon_stat_check_fit(struct perfmon_stat *stat, unsigned int l,
+                       struct perfmon_dev *dev)
+{
+    uint64_t masks[PERFMON_PARSE_MAX_EVENTS], all = 0;
+    struct perfmon_cmd_line line;
+    unsigned int n = 0, idx[PERFMON_PARSE_MAX_EVENTS];
+    char list[64];
+
+    for (unsigned int e = l; e < stat->nr_events; e++) {
+        const struct perfmon_stat_ev *ev = &stat->evs[e];
+        uint64_t raw = ev->id;
+
+        if (ev->group != (int)l || ev->state != PERFMON_STAT_EV_OK
+            || (ev->generic >= 0
+                && perfmon_dev_translate(dev, (unsigned int)ev->generic,
+                                         &raw) != 0)
+            || perfmon_dev_counters(dev, raw, ev->flags & PERFMON_EF_MODE,
+                                    &masks[n]) != 0) {
+            continue;
+        }
+
+        all |= masks[n];
+        idx[n++] = e;
+    }
+
+    if (perfmon_counters_fit(masks, n)) {
+        return 0;
+    }
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "the group of '%s' cannot count together on "
+                         "%s:", stat->evs[l].parsed.spec, dev->name);
+
+    for (unsigned int i = 0; i < n; i++) {
+        if (masks[i] != all) {
+            perfmon_stat_fmt_counters(masks[i], list, sizeof(list));
+            perfmon_cmd_line_add(&line, " '%s' counts only on counter%s %s;",
+                                 stat->evs[idx[i]].parsed.spec,
+                                 (masks[i] & (masks[i] - 1)) ? "s" : "",
+                                 list);
+        }
+    }
+
+    perfmon_cmd_line_add(&line, " split the group");
+    return perfmon_stat_error("%s", line.buf);
+}
+
+/*
+ * Groups: counted by one device, no larger than its counters, and
+ * placeable under the counters each member may use (it could never run
+ * all together otherwise).
  */
 static int
 perfmon_stat_check_groups(struct perfmon_stat *stat)
@@ -319,6 +399,10 @@ perfmon_stat_check_groups(struct perfmon_stat *stat)
                                       "%s has %u counters",
                                       stat->evs[l].parsed.spec, n, dev->name,
                                       info.nr_pmcs);
+        }
+
+        if (perfmon_stat_check_fit(stat, l, dev) != 0) {
+            return SHELL_ERR_REPORTED;
         }
     }
 
@@ -429,7 +513,7 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
     int error;
 
     stat->repeat = 1;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:ijI:t:",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:M:aAC:r:x:ijI:t:",
                           perfmon_stat_longopts);
 
     error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
@@ -880,6 +964,7 @@ perfmon_stat_main(int argc, char **argv)
 
     if (stat->runs_done > 0) {
         perfmon_stat_print(stat, interrupted);
+        perfmon_stat_metrics_print(stat);
     }
 
     if ((error == 0) && (interrupted || (stat->cmd_result != 0))) {

@@ -57,6 +57,21 @@ struct perfmon_stat_ev {
 };
 
 /*
+ * A metric asked for with -M: its name and formula (static strings: the
+ * tables' or the built-in ones), and its events, evs[first..first + nr),
+ * counted as one group so that their ratio is not skewed by
+ * multiplexing.
+ */
+#define PERFMON_STAT_MAX_METRICS    8
+
+struct perfmon_stat_asked {
+    const char *name;
+    const char *formula;
+    unsigned int first;
+    unsigned int nr;
+};
+
+/*
  * A `perfmon stat` invocation, on the heap (too big for a thread stack).
  * pevs[e * nr_slots + s] is event e on slot s (the command's thread, the
  * s-th selected CPU, or the s-th thread of -t); values[(r * nr_events + e) * nr_slots + s] what it
@@ -111,6 +126,9 @@ struct perfmon_stat {
 
     struct perfmon_cmd_runner runner;
     int cmd_result;
+
+    struct perfmon_stat_asked metrics[PERFMON_STAT_MAX_METRICS];
+    unsigned int nr_metrics;
 };
 
 /*
@@ -152,5 +170,17 @@ int perfmon_stat_print(struct perfmon_stat *stat, bool interrupted);
  * column header before the first.  Returns as perfmon_stat_print().
  */
 int perfmon_stat_print_interval(struct perfmon_stat *stat, uint64_t time_ns);
+/* Add the events of an -e list (perfmon_stat.c). */
+int perfmon_stat_add_events(struct perfmon_stat *stat, const char *list);
+
+/*
+ * -M: add the metrics of a comma-separated list (the CPU model's, then
+ * the generic ones), each one's events as a group; unknown or too many
+ * are refused in one line.  perfmon_stat_metrics_print(): after the
+ * counts, each metric's value in perf's layout or the -x format, or why
+ * there is none (perfmon_stat_metric.c).
+ */
+int perfmon_stat_metrics_add(struct perfmon_stat *stat, const char *list);
+void perfmon_stat_metrics_print(struct perfmon_stat *stat);
 
 #endif /* KERN_PERFMON_STAT_I_H */
