@@ -159,6 +159,8 @@ perfmon_family_wait_idle(struct perfmon_family *family)
  * lock released, and may give counts it read, which go into sum (when not
  * NULL).  A child whose thread exited meanwhile is released after fn, its
  * final counts going into family->gone; what fn read of it is dropped.
+ * Releasing it drops the lock, so the next child is pinned first: an exit
+ * meanwhile then leaves it to the walk instead of freeing it under it.
  * Children created during the walk are not visited.
  */
 static void
@@ -185,6 +187,11 @@ perfmon_family_walk(struct perfmon_family *family,
 
         if (child->exiting) {
             perfmon_child_unlink(family, child);
+
+            if (next != NULL) {
+                next->pinned = true;
+            }
+
             spinlock_unlock(&perfmon_family_lock);
             perfmon_child_release(family, child);
             spinlock_lock(&perfmon_family_lock);
