@@ -532,7 +532,9 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
  * keep a sampling slot's progress to its next sample, stop it.  It stops
  * being marked running first: a later overflow NMI of the counter maps to
  * no slot.  The events it counts between the fold and the stop are lost,
- * as at any stop.
+ * as at any stop, and so is the overflow an NMI left pending after the
+ * fold: were the section to start the slot again, its exit would fold
+ * that bit as a wrap of the new run.
  */
 void
 perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
@@ -554,6 +556,8 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
 
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~perfmon_slot_bit(slot));
     barrier();
+    __atomic_fetch_and(&cpu->pending, ~perfmon_slot_bit(slot),
+                       __ATOMIC_RELAXED);
     dev->ops->stop(dev, pmc->hw_id);
 }
 

@@ -57,6 +57,15 @@ fdev_mask(const struct fdev *fd)
     return fd->dev.width >= 64 ? UINT64_MAX : (1ULL << fd->dev.width) - 1;
 }
 
+/* A step of the core's on counter hw_id: the test's hook acts there. */
+static void
+fdev_step(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    if (fd->step_hook != NULL) {
+        fd->step_hook(fd, step, hw_id);
+    }
+}
+
 /* The core serialises the global operations with its allocator lock. */
 static void
 fdev_assert_serialised(void)
@@ -156,6 +165,7 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
     assert_false(cpu_intr_enabled());
     assert_true(hw_id < fd->nr_hw);
     assert_false(c->running);
+    fdev_step(fd, FDEV_STEP_START, hw_id);
     c->running = true;
     c->raw_event = raw;
     c->flags = flags;
@@ -170,6 +180,7 @@ fdev_stop(struct fdev *fd, unsigned int hw_id)
 
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
+    fdev_step(fd, FDEV_STEP_STOP, hw_id);
     c->running = false;
     fd->nr_stop++;
 }
@@ -186,7 +197,9 @@ fdev_read(struct fdev *fd, unsigned int hw_id)
     value = fd->counters[cpu_id()][hw_id].value;
     fd->nr_read++;
 
-    if (fd->intr_in_read != NULL) {
+    if (fd->step_hook != NULL) {
+        fdev_step(fd, FDEV_STEP_READ, hw_id);
+    } else if (fd->intr_in_read != NULL) {
         void (*intr)(void) = fd->intr_in_read;
 
         /* An interrupt (a section of the core) lands after the read. */
@@ -290,6 +303,7 @@ fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
     assert_true((value & ~fdev_mask(fd)) == 0);
+    fdev_step(fd, FDEV_STEP_WRITE, hw_id);
     c->value = value;
     fd->nr_write++;
 }
@@ -383,6 +397,27 @@ fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n)
 
         c->value = (uint64_t)sum & mask;
     }
+}
+
+bool
+fdev_nmi_here(struct fdev *fd, unsigned int hw_id, uint64_t n)
+{
+    unsigned int cpu = cpu_id();
+    struct fdev_counter *c = &fd->counters[cpu][hw_id];
+    unsigned __int128 sum = (unsigned __int128)c->value + n;
+    unsigned long flags;
+    bool handled;
+
+    if ((sum >> fd->dev.width) != 0) {
+        fd->status[cpu] |= 1ULL << hw_id;
+        fd->wraps[cpu] += (uint64_t)(sum >> fd->dev.width);
+    }
+
+    c->value = (uint64_t)sum & fdev_mask(fd);
+    flags = cpu_intr_save();
+    handled = perfmon_overflow_intr(&fd->dev, &test_frame);
+    cpu_intr_restore(flags);
+    return handled;
 }
 
 /* An NMI for fd on cpu. */

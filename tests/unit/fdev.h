@@ -37,6 +37,18 @@
 #define RAW_REFUSED 0xdead         /* the device says: bits it does not define */
 #define RAW_UNCOUNTABLE 0xbeef     /* the device says: cannot count this */
 
+/*
+ * The steps of the core's use of a counter at which a test may act
+ * (fdev->step_hook): just after a read, just before a write, a start or
+ * a stop takes effect.
+ */
+enum fdev_step {
+    FDEV_STEP_READ,
+    FDEV_STEP_WRITE,
+    FDEV_STEP_START,
+    FDEV_STEP_STOP,
+};
+
 struct fdev_counter {
     bool running;
     uint64_t raw_event;
@@ -63,6 +75,8 @@ struct fdev {
     uint64_t nmi_advance;               /* events just before that NMI */
     bool nmi_result;
     uint64_t ovf_cycles;                /* TSC the overflow handler takes */
+    void (*step_hook)(struct fdev *fd, enum fdev_step step,
+                      unsigned int hw_id);
 };
 
 extern struct fdev fdevs[3];
@@ -89,6 +103,13 @@ struct fdev *fdev_add(unsigned int i, unsigned int width,
 
 /* n events of type raw happen on cpu. */
 void fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n);
+
+/*
+ * From a step hook: counter hw_id of the calling CPU counts n more of its
+ * event (and may wrap), then the device's overflow interrupt lands there,
+ * between two instructions of the core; true when it was the device's.
+ */
+bool fdev_nmi_here(struct fdev *fd, unsigned int hw_id, uint64_t n);
 
 /* An overflow interrupt of dev (fd) on cpu; true when it was the device's. */
 bool dev_nmi(struct perfmon_dev *dev, unsigned int cpu);

@@ -426,6 +426,101 @@ test_threads_share_counter(void **state)
     assert_int_equal(perfmon_event_detach(&eb), 0);
 }
 
+/*
+ * Overflow interrupts at chosen steps of a section (fdev->step_hook):
+ * script[i] hits the nth step of its kind (counted from 1 when armed),
+ * after the counter moved advance events.
+ */
+static struct {
+    enum fdev_step step;
+    unsigned int nth;
+    uint64_t advance;
+    bool handled;
+} nmi_script[4];
+static unsigned int nmi_script_len;
+
+static void
+nmi_script_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    for (unsigned int i = 0; i < nmi_script_len; i++) {
+        if (nmi_script[i].nth != 0 && nmi_script[i].step == step
+            && --nmi_script[i].nth == 0) {
+            nmi_script[i].handled = fdev_nmi_here(fd, hw_id,
+                                                  nmi_script[i].advance);
+        }
+    }
+}
+
+static void
+nmi_script_add(enum fdev_step step, unsigned int nth, uint64_t advance)
+{
+    assert_true(nmi_script_len < ARRAY_SIZE(nmi_script));
+    nmi_script[nmi_script_len++] = (typeof(nmi_script[0])){
+        .step = step, .nth = nth, .advance = advance,
+    };
+}
+
+/* Every scripted interrupt came, and was the device's. */
+static void
+nmi_script_done(struct fdev *fd)
+{
+    for (unsigned int i = 0; i < nmi_script_len; i++) {
+        assert_int_equal(nmi_script[i].nth, 0);
+        assert_true(nmi_script[i].handled);
+    }
+
+    nmi_script_len = 0;
+    fd->step_hook = NULL;
+}
+
+/*
+ * A switch between two threads sharing a sampling counter stops it and
+ * starts it again in one section.  An overflow interrupt landing after
+ * the counter's last fold there (here: in the re-arm after the fold of a
+ * first, late interrupt) belongs to the events lost at the stop: it must
+ * not come back as a wrap of the next thread's run.
+ */
+static void
+test_overflow_before_stop_not_charged_again(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_TID,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct perfmon_event ea, eb;
+    struct drained d;
+
+    (void)state;
+    sample_event_attach(&ea, PERFMON_EV_CYCLE, &s, a);
+    sample_event_attach(&eb, PERFMON_EV_CYCLE, &s, b);
+    fake_thread_switch(1, a);
+    run(fd, 1, RAW_CYCLES, 60, 60, 0);
+
+    /*
+     * a's period is used up just before the switch, its interrupt late:
+     * it lands in the switch's read, and another wrap's in the re-arm
+     * that follows (the 65536 events before the write are lost).
+     */
+    fdev_count(fd, 1, RAW_CYCLES, 940);
+    nmi_script_add(FDEV_STEP_READ, 1, 0);
+    nmi_script_add(FDEV_STEP_WRITE, 1, 65536);
+    fd->step_hook = nmi_script_hook;
+    fake_thread_switch(1, b);
+    nmi_script_done(fd);
+    assert_true(perfmon_event_read(&ea) == 1000);
+    assert_true(perfmon_event_read(&eb) == 0);
+
+    /* b counts what it counts, and samples after its own period. */
+    assert_next_sample_after(fd, 1, RAW_CYCLES, 1000, &d);
+    assert_int_equal(d.last.tid, thread_id(b));
+    assert_true(perfmon_event_read(&eb) == 1000);
+    fake_thread_switch(1, NULL);
+    assert_true(perfmon_event_read(&ea) == 1000);
+    assert_true(perfmon_event_read(&eb) == 1000);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+}
+
 /* ---- frequency mode -------------------------------------------------------- */
 
 /*
@@ -850,6 +945,7 @@ main(void)
         T(test_period_longer_than_counter),
         T(test_thread_progress_follows),
         T(test_thread_progress_kept_while_waiting),
+        T(test_overflow_before_stop_not_charged_again),
         T(test_threads_share_counter),
         T(test_freq_converges),
         T(test_freq_first_period),
