@@ -95,6 +95,16 @@
 #define PERFMON_FREQ_FIRST_PERIOD   10000
 
 /*
+ * The fewest events a sampling counter is armed for, and the shortest
+ * period: some x86 CPUs misbehave with a counter one event from its
+ * overflow, so Linux arms them for at least 2 (x86_perf_event_set_period
+ * in arch/x86/events/core.c).  A period of 1 is taken as 2, not refused:
+ * `-c 1` works as under perf, and every sample says the 2 events it
+ * stands for.
+ */
+#define PERFMON_MIN_PERIOD          2
+
+/*
  * Throttling: the window over which a CPU's sampling time is measured,
  * and the most one interrupt may count for, as a fraction of the window:
  * under a hypervisor a vCPU may be preempted in the middle of a handler,
@@ -260,7 +270,7 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     assert(pmc->left > 0);
-    events = MIN((uint64_t)pmc->left, max);
+    events = MAX(MIN((uint64_t)pmc->left, max), PERFMON_MIN_PERIOD);
     pmc->prev = (0 - events) & mask;
     pmc->wrap_seen = false;
     pmc->armed_value = pmc->value;
@@ -288,7 +298,12 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
         return;
     }
 
-    period = num_muldiv(counted, freq_hz, dt * sampling->freq);
+    /*
+     * The event rate per second, then per sample: dt * freq would pass
+     * 2^64 after some 17 hours at 100 kHz without a sample.  Dividing
+     * twice gives the same floor.
+     */
+    period = num_muldiv(counted, freq_hz, dt) / sampling->freq;
 
     if (period < pmc->period / 2 || period / 2 > pmc->period) {
         pmc->period = period;
@@ -298,7 +313,7 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
         pmc->period -= (pmc->period - period) / 4;
     }
 
-    pmc->period = MAX(pmc->period, MAX(pmc->min_period, 1));
+    pmc->period = MAX(pmc->period, MAX(pmc->min_period, PERFMON_MIN_PERIOD));
     pmc->period = MIN(pmc->period, PERFMON_MAX_PERIOD);
 }
 
@@ -351,8 +366,9 @@ perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
         pmc->min_period = saved->sample_min_period;
         pmc->left = MAX(saved->sample_left, 1);
     } else {
-        pmc->period = (sampling->period != 0) ? sampling->period
-                                              : PERFMON_FREQ_FIRST_PERIOD;
+        pmc->period = (sampling->period != 0)
+                      ? MAX(sampling->period, PERFMON_MIN_PERIOD)
+                      : PERFMON_FREQ_FIRST_PERIOD;
         pmc->min_period = 0;
         pmc->left = (int64_t)pmc->period;
     }

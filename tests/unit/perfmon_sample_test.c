@@ -570,6 +570,68 @@ test_freq_converges(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * 20 hours at 3 GHz without a sample at 100 kHz: the TSC cycles times the
+ * frequency no longer fit in 64 bits.  10^12 events over 2.16 * 10^14
+ * cycles want a period of 10^12 * 3 * 10^9 / (2.16 * 10^14 * 10^5) = 138.
+ */
+static void
+test_freq_after_a_long_idle(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000000000000ULL, 100000,
+                                              PERFMON_SF_PERIOD, 65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
+    fake_cpu_advance_tsc(216000000000000ULL);
+    run(fd, 1, RAW_INSNS, 1000000000000ULL, 1000000000000ULL, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_true(d.last.period == 1000000000000ULL);
+    assert_next_sample_after(fd, 1, RAW_INSNS, 138, &d);
+    assert_true(d.last.period == 138);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * Some x86 CPUs misbehave with a counter armed one event from its
+ * overflow: a period of 1 samples every 2 events, and says so; and an
+ * interrupt one event late leaves one event to the next sample, which
+ * still comes after 2.
+ */
+static void
+test_period_at_least_2(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
+    assert_next_sample_after(fd, 1, RAW_INSNS, 2, &d);
+    assert_true(d.last.period == 2);
+    run(fd, 1, RAW_INSNS, 100, 2, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 50);
+    assert_true(d.period_sum == 100);
+
+    /* 3 events before the interrupt: 1 towards the next, still 2 away. */
+    run(fd, 1, RAW_INSNS, 3, 3, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 1, RAW_INSNS, 2, &d);
+    assert_true(perfmon_event_read(&ev) == 107);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
 /* The first period is the one given. */
 static void
 test_freq_first_period(void **state)
@@ -947,6 +1009,8 @@ main(void)
         T(test_thread_progress_kept_while_waiting),
         T(test_overflow_before_stop_not_charged_again),
         T(test_threads_share_counter),
+        T(test_freq_after_a_long_idle),
+        T(test_period_at_least_2),
         T(test_freq_converges),
         T(test_freq_first_period),
         T(test_time_exact),
