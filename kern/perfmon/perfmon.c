@@ -1571,9 +1571,10 @@ perfmon_event_read_times(struct perfmon_event *event, uint64_t *enabled_nsp,
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, active, due = 0, start = cpu_rdtsc();
+    uint64_t mask, slots, active, start;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
+    bool outermost;
 
     assert(!cpu_intr_enabled());
 
@@ -1581,9 +1582,24 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         return false;
     }
 
+    /*
+     * The nesting level first: an NMI landing in a deadline call of the
+     * soft or step PMU from here on is nested in it, and its time part of
+     * this one's.
+     */
+    cpu_index = cpu_id();
+    cpu = perfmon_cpu_get(cpu_index);
+    outermost = perfmon_intr_enter(cpu_index) == 1;
+
+    if (outermost) {
+        cpu->intr_sampled = false;
+    }
+
+    start = cpu_rdtsc();
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
+        perfmon_intr_done(cpu_index);
         return false;
     }
 
@@ -1592,9 +1608,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      * samples): records that do not freeze on the interrupt run on until
      * a callback stops them, and must not fill with the fold's branches.
      */
-    cpu_index = cpu_id();
     perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
-    cpu = perfmon_cpu_get(cpu_index);
     syscnt_inc(&cpu->nr_intrs);
 
     /* The slots of the device running here whose counter overflowed. */
@@ -1614,6 +1628,10 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     /*
      * Inside a section the fold waits for the section's end, where the
      * frame is gone: such overflows are counted, re-armed, not sampled.
+     * The samples and the throttle are part of the section: an NMI landing
+     * in this handler when it is no NMI itself (the soft and step PMUs'
+     * deadline calls) then leaves its overflow pending instead of changing
+     * periods and the throttle's window under it.
      */
     if (READ_ONCE(cpu->busy)) {
         __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
@@ -1625,21 +1643,30 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         cpu->due = 0;
         perfmon_cpu_fold(cpu, slots, true);
         cpu->in_intr = false;
-        due = cpu->due;
+
+        if (cpu->due != 0) {
+            perfmon_cpu_write_samples(cpu, cpu->due, frame);
+            cpu->intr_sampled = true;
+        }
+
+        /*
+         * One throttle per outermost interrupt, for all the time it took:
+         * a nested one that sampled before this one's section is part of
+         * it, and would count twice on its own.
+         */
+        if (outermost && cpu->intr_sampled) {
+            perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+        }
 
         /* Also folds what an NMI left pending, when this is not one. */
         perfmon_cpu_leave(cpu);
-    }
-
-    if (due != 0) {
-        perfmon_cpu_write_samples(cpu, due, frame);
-        perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
     }
 
     if (dev->ops->overflow_intr_end != NULL) {
         dev->ops->overflow_intr_end(dev);
     }
 
+    perfmon_intr_done(cpu_index);
     return true;
 }
 

@@ -200,6 +200,8 @@ struct perfmon_cpu {
     struct perfmon_td *td;              /* the thread loaded here, or NULL */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
+    bool intr_sampled;                  /* the outermost interrupt, or one
+                                           nested in it, wrote samples */
     uint64_t window_start;              /* TSC, throttling window */
     uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
@@ -294,14 +296,20 @@ uint64_t perfmon_cpu_active_slots(unsigned int cpu);
 void perfmon_cpu_poll_xcall(void *dev);
 
 /*
- * kern/perfmon/perfmon_intr.c: run the registered callbacks for an overflow
- * interrupt of dev on cpu (NMI context, no lock), after clearing the
- * branch stack the callbacks may set; perfmon_intr_branches() returns it
- * (its entries and their number), for the samples of the interrupt.
+ * kern/perfmon/perfmon_intr.c, for the overflow interrupt on cpu (the
+ * calling CPU; NMI context, no lock).  perfmon_intr_enter: one starts;
+ * returns its nesting level, 1 for the outermost (an NMI may land in a
+ * soft or step PMU's deadline call).  perfmon_intr_run_callbacks: run the
+ * registered callbacks for dev's interrupt, after clearing the branch
+ * stack they may set, one of its own per level.  perfmon_intr_branches:
+ * the current level's stack (its entries and their number), for the
+ * samples of the interrupt.  perfmon_intr_done: it ends.
  */
+unsigned int perfmon_intr_enter(unsigned int cpu);
 void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                                 uint64_t ovf_mask, struct trap_frame *frame);
 const struct perfmon_branch *perfmon_intr_branches(unsigned int *nrp);
+void perfmon_intr_done(unsigned int cpu);
 
 /*
  * kern/perfmon/perfmon_branch.c.

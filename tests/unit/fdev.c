@@ -226,7 +226,10 @@ fdev_read(struct fdev *fd, unsigned int hw_id)
 static uint64_t
 fdev_ovf(struct fdev *fd)
 {
-    uint64_t mask = fd->status[cpu_id()];
+    uint64_t mask;
+
+    fdev_step(fd, FDEV_STEP_OVF, 0);
+    mask = fd->status[cpu_id()];
 
     fd->status[cpu_id()] = 0;
 

@@ -40,13 +40,15 @@
 /*
  * The steps of the core's use of a counter at which a test may act
  * (fdev->step_hook): just after a read, just before a write, a start or
- * a stop takes effect.
+ * a stop takes effect, and as the overflow interrupt handler begins,
+ * before it reads the device's overflow status (hw_id 0 then).
  */
 enum fdev_step {
     FDEV_STEP_READ,
     FDEV_STEP_WRITE,
     FDEV_STEP_START,
     FDEV_STEP_STOP,
+    FDEV_STEP_OVF,
 };
 
 struct fdev_counter {

@@ -51,6 +51,7 @@ static struct {
     int handle;                         /* the callback's, -1: none */
     unsigned int seq;
     unsigned int nr_calls;
+    bool silent;                        /* the callback hands over none */
 } drv_state;
 
 static void
@@ -65,6 +66,10 @@ drv_intr(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
     (void)arg;
     drv_state.seq++;
     drv_state.nr_calls++;
+
+    if (drv_state.silent) {
+        return;
+    }
 
     for (unsigned int i = 0; i < 3; i++) {
         stack[i] = (struct perfmon_branch){
@@ -435,6 +440,81 @@ test_samples_carry_their_stack(void **state)
     assert_int_equal(perfmon_branch_unregister(&drv), 0);
 }
 
+/*
+ * An interrupt in which no callback hands over branches (here the driver
+ * has none for it) gives its samples an empty stack, not the last one.
+ */
+static void
+test_no_stack_handed_over(void **state)
+{
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_event ev;
+    struct perfmon_sample sample;
+
+    (void)state;
+    assert_int_equal(perfmon_branch_register(&drv), 0);
+    sampling_event(&ev, &s);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    one_sample(fd, 1);
+    assert_int_equal(last_sample(1).nr_branches, 3);
+    drv_state.silent = true;
+    one_sample(fd, 1);
+    sample = last_sample(1);
+    assert_true(sample.fields & PERFMON_SF_BRANCH);
+    assert_int_equal(sample.nr_branches, 0);
+    assert_int_equal(drv_state.nr_calls, 2);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
+/*
+ * An NMI of another device landing in an overflow interrupt that is no
+ * NMI (a soft PMU's deadline call), while it folds: the nested one's
+ * callback hands over its own stack, and the outer interrupt's sample
+ * still carries the outer's.
+ */
+static void
+nested_nmi_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    (void)hw_id;
+
+    if (fd == &fdevs[0] && step == FDEV_STEP_READ) {
+        fd->step_hook = NULL;
+        assert_true(fdev_nmi_here(&fdevs[2], 0, 1ULL << 32));
+    }
+}
+
+static void
+test_nested_interrupt_keeps_stack(void **state)
+{
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct fdev *other = fdev_add(2, 32, 4, true);
+    struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_event ev, counting;
+    struct perfmon_sample sample;
+
+    (void)state;
+    assert_int_equal(perfmon_branch_register(&drv), 0);
+    sampling_event(&ev, &s);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    init_ok(&counting, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_dev(&counting, &other->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&counting, 1), 0);
+
+    fd->step_hook = nested_nmi_hook;
+    one_sample(fd, 1);
+    assert_null(fd->step_hook);
+    assert_int_equal(drv_state.nr_calls, 2);
+    sample = last_sample(1);
+    assert_int_equal(sample.nr_branches, 3);
+    assert_true(sample.branches[0].from == 1000 + 1);
+    assert_true(perfmon_event_read(&counting) == 1ULL << 32);
+    assert_int_equal(perfmon_event_detach(&counting), 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
 /* The driver hears of a switch to a thread recording branches only. */
 static void
 test_sched_in(void **state)
@@ -629,6 +709,8 @@ main(void)
         T(test_lifecycle),
         T(test_refusals),
         T(test_samples_carry_their_stack),
+        T(test_no_stack_handed_over),
+        T(test_nested_interrupt_keeps_stack),
         T(test_sched_in),
         T(test_inherited_children),
         T(test_filter_names),

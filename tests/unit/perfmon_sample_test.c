@@ -714,6 +714,63 @@ test_throttle(void **state)
 }
 
 /*
+ * The soft and step PMUs call the overflow handler from a deadline, which
+ * is no NMI: a hardware PMU's NMI may land in it.  Here each of 0's
+ * interrupts (the deadline's, taking no time) is hit as it begins by one
+ * of 2's, which samples and takes 1 ms of the 100 ms window at 3 GHz.
+ * Throttling starts past 25% of the window: at the 26th pair, not the
+ * 13th (the time of the nested one counted twice).
+ */
+static void
+nested_ovf_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    (void)hw_id;
+
+    if (fd == &fdevs[0] && step == FDEV_STEP_OVF) {
+        fdev_count(&fdevs[2], 1, RAW_CYCLES, 100);
+        assert_true(fdev_nmi_here(&fdevs[2], 0, 0));
+    }
+}
+
+static void
+test_throttle_nested_counted_once(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100, 0, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *outer = fdev_add(0, 32, 4, true);
+    struct fdev *inner = fdev_add(2, 32, 4, true);
+    struct perfmon_event a, b;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    inner->ovf_cycles = 3000000;
+    sample_event_attach_cpu(&a, PERFMON_EV_CYCLE, &s, 1);
+    sample_event_init(&b, PERFMON_EV_CYCLE, &s);
+    assert_int_equal(perfmon_event_set_dev(&b, &inner->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    outer->step_hook = nested_ovf_hook;
+
+    for (unsigned int i = 0; i < 25; i++) {
+        fdev_count(outer, 1, RAW_CYCLES, 100);
+        assert_true(fdev_nmi(outer, 1));
+    }
+
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 2 * 25);
+    assert_int_equal(d.nr_throttles, 0);
+    fdev_count(outer, 1, RAW_CYCLES, 100);
+    assert_true(fdev_nmi(outer, 1));
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 2);
+    assert_int_equal(d.nr_throttles, 2);
+    outer->step_hook = NULL;
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+}
+
+/*
  * The overflow interrupt lands while the CPU is inside a perfmon section
  * (a remote read of the event): the wrap is counted and the counter armed
  * again, but there is no sample (the frame is gone when the section ends).
@@ -1010,6 +1067,7 @@ main(void)
         T(test_overflow_before_stop_not_charged_again),
         T(test_threads_share_counter),
         T(test_freq_after_a_long_idle),
+        T(test_throttle_nested_counted_once),
         T(test_period_at_least_2),
         T(test_freq_converges),
         T(test_freq_first_period),
