@@ -70,9 +70,11 @@ perfmon_nr_devs_load(void)
  * where they are active, the scheduler (kern/perfmon/perfmon_sched.c) gives them
  * one of the counters in counters (preferring those in prefer) when one
  * is free, and makes them take turns when there are more of them than
- * counters.  A slot of an event group (group: its leader, NULL for none)
+ * counters.  A slot of an event group (group: the group's id, 0 for none)
  * serves that group only; the active slots of one group on a CPU are
- * scheduled all together or not at all.  A sampling slot (sampling set)
+ * scheduled all together or not at all.  A group's id is its own, not its
+ * leader's address: a group whose leader was detached first lives on with
+ * its members, apart from any group led later by an event at that place.  A sampling slot (sampling set)
  * serves events of that sampling only, all thread events or all CPU events
  * (thread_events).
  */
@@ -84,7 +86,7 @@ struct perfmon_pmc {
     unsigned int hw_id;                 /* pinned slots only */
     uint64_t counters;                  /* flexible: hw ids that count it */
     uint64_t prefer;                    /*   those to use first */
-    const struct perfmon_event *group;
+    uint64_t group;
     const struct perfmon_sampling *sampling;
     bool thread_events;                 /* sampling slots: whose events */
     struct perfmon_event *users;        /* list through next_user */

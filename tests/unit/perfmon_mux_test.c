@@ -510,6 +510,62 @@ test_group_errors(void **state)
 }
 
 /*
+ * A leader detached before its member, then made anew at the same place
+ * and leading a new group: the member left behind is no part of it.  It
+ * takes none of the new group's counters (three: the new leader and two
+ * members fit), shares no slot with a new member counting its event, and
+ * takes turns apart from the new group.
+ */
+static void
+test_group_leader_detached_first(void **state)
+{
+    struct perfmon_event l, old, m[2];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 3, true);
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&old, raws[1], PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_set_group(&old, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&old, 1), 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        init_ok(&m[i], raws[1 + i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_set_group(&m[i], &l), 0);
+        assert_int_equal(perfmon_event_attach_cpu(&m[i], 1), 0);
+    }
+
+    assert_int_not_equal(m[0].slot, old.slot);
+
+    /*
+     * Four on three counters: old runs, the new group waits for all of
+     * its three, then has them at the next turn while old waits.
+     */
+    happen(fd, 1, 3, 1000);
+    assert_true(perfmon_event_read(&old) == 1000);
+    assert_true(perfmon_event_read(&l) == 0);
+    interval(1);
+    happen(fd, 1, 3, 1000);
+    assert_true(perfmon_event_read(&old) == 1000);
+    assert_true(perfmon_event_read(&l) == 1000);
+    assert_true(perfmon_event_read(&m[0]) == 1000);
+    assert_true(perfmon_event_read(&m[1]) == 1000);
+
+    assert_int_equal(perfmon_event_detach(&old), 0);
+    assert_int_equal(perfmon_event_detach(&m[0]), 0);
+    assert_int_equal(perfmon_event_detach(&m[1]), 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
  * A pinned event reserves a counter a flexible event already runs on: the
  * flexible one moves to another counter at once, counting on.
  */
@@ -687,6 +743,7 @@ main(void)
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
+        cmocka_unit_test_setup(test_group_leader_detached_first, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),
