@@ -259,6 +259,18 @@ test_pop_small_buffer(void **state)
     consume(5, 100);
 }
 
+/* A buffer of exactly the record's size takes it. */
+static void
+test_pop_exact_buffer(void **state)
+{
+    (void)state;
+    ring_setup();
+    assert_true(produce(5, 100));
+    assert_true(produce(6, 8));
+    assert_int_equal(perfmon_ring_pop(&ring, out, 112), 112);
+    consume(6, 8);
+}
+
 /* Dropped: the next record comes next; the size alone can be asked. */
 static void
 test_drop(void **state)
@@ -286,6 +298,7 @@ main(void)
         cmocka_unit_test(test_publish_race),
         cmocka_unit_test(test_consumer_interleaved),
         cmocka_unit_test(test_pop_small_buffer),
+        cmocka_unit_test(test_pop_exact_buffer),
         cmocka_unit_test(test_drop),
     };
 

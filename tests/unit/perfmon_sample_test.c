@@ -1015,6 +1015,63 @@ test_decode_damaged(void **state)
 }
 
 /*
+ * A record of fields alone built by hand in rec_buf: head, then a u64
+ * count of nr entries of size bytes (all zero), then extra zero bytes.
+ * Returns its size.
+ */
+static size_t
+build_array_record(unsigned int fields, uint64_t nr, size_t size,
+                   size_t extra)
+{
+    struct perfmon_rec_hdr *hdr = (void *)rec_buf;
+    uint32_t *head = (uint32_t *)(hdr + 1);
+    size_t len = sizeof(*hdr) + 8 + 8 + nr * size + extra;
+
+    assert_true(len <= sizeof(rec_buf));
+    memset(rec_buf, 0, len);
+    hdr->type = PERFMON_REC_SAMPLE;
+    hdr->size = (uint16_t)len;
+    head[0] = fields;
+    head[1] = 7;
+    rec_buf[2] = nr;
+    return len;
+}
+
+/*
+ * The bounds of decoding: a call chain or a branch stack of exactly the
+ * most entries is taken, one more is not; a word more than the fields
+ * ask for is no padding.
+ */
+static void
+test_decode_bounds(void **state)
+{
+    struct perfmon_sample sample;
+    size_t size;
+
+    (void)state;
+    size = build_array_record(PERFMON_SF_CALLCHAIN, PERFMON_MAX_CALLCHAIN,
+                              8, 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    assert_int_equal(sample.nr_ips, PERFMON_MAX_CALLCHAIN);
+    size = build_array_record(PERFMON_SF_CALLCHAIN, PERFMON_MAX_CALLCHAIN + 1,
+                              8, 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+
+    size = build_array_record(PERFMON_SF_BRANCH, PERFMON_MAX_BRANCHES,
+                              sizeof(struct perfmon_branch), 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    assert_int_equal(sample.nr_branches, PERFMON_MAX_BRANCHES);
+    size = build_array_record(PERFMON_SF_BRANCH, PERFMON_MAX_BRANCHES + 1,
+                              sizeof(struct perfmon_branch), 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+
+    size = build_array_record(PERFMON_SF_CALLCHAIN, 3, 8, 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    size = build_array_record(PERFMON_SF_CALLCHAIN, 3, 8, 8);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+}
+
+/*
  * A sample's call chain, from the interrupted function (past its
  * prologue, in a fake symbol) up the frames of the thread's stack.
  */
@@ -1080,6 +1137,7 @@ main(void)
         T(test_sharing_rules),
         T(test_sbuf_create_errors),
         T(test_decode_damaged),
+        T(test_decode_bounds),
         T(test_callchain_walks_the_stack),
 #undef T
     };
