@@ -565,6 +565,114 @@ test_group_leader_detached_first(void **state)
     fdev_assert_idle(fd);
 }
 
+/* A pinned and a flexible event of one raw event: two slots, both count. */
+static void
+test_pinned_and_flexible_apart(void **state)
+{
+    struct perfmon_event pin, flex;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&pin, RAW_CYCLES,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+    init_ok(&flex, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&flex, 1), 0);
+    assert_int_not_equal(pin.slot, flex.slot);
+    assert_int_equal(fd->nr_start, 2);
+    happen(fd, 1, 1, 100);
+    assert_true(perfmon_event_read(&pin) == 100);
+    assert_true(perfmon_event_read(&flex) == 100);
+    assert_int_equal(perfmon_event_detach(&pin), 0);
+    assert_int_equal(perfmon_event_detach(&flex), 0);
+    fdev_assert_idle(fd);
+}
+
+/* A counter freed while a slot waits goes to it at once, not at a tick. */
+static void
+test_freed_counter_taken_at_once(void **state)
+{
+    struct perfmon_event evs[3];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    cpu_events(evs, 3, 1, 0);
+    happen(fd, 1, 3, 100);
+    assert_true(perfmon_event_read(&evs[2]) == 0);
+    assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+    happen(fd, 1, 3, 100);
+    assert_true(perfmon_event_read(&evs[0]) == 200);
+    assert_true(perfmon_event_read(&evs[2]) == 100);
+    assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+    assert_int_equal(perfmon_event_detach(&evs[2]), 0);
+    fdev_assert_idle(fd);
+}
+
+/* Turns come once per perfmon.mux_ms, the first one and every later. */
+static void
+test_one_rotation_per_interval(void **state)
+{
+    struct perfmon_event evs[3];
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+    cpu_events(evs, 3, 1, 0);
+
+    for (unsigned int i = 1; i <= 5; i++) {
+        interval(1);
+        assert_int_equal(syscnt_value("perfmon_nr_rotations/1"), i);
+    }
+
+    detach_all(evs, 3);
+}
+
+/*
+ * A sampling slot released, and its slot reused by counting events of
+ * two threads: a switch between them keeps the counter running (no
+ * stop and start, as for any counting slot both threads use).
+ */
+static void
+test_released_sampling_slot_counts(void **state)
+{
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct perfmon_event ev, ea, eb;
+    struct perfmon_sampling s = { .period = 1000, .id = 1 };
+    struct perfmon_sbuf *sbuf;
+    unsigned int starts;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    assert_int_equal(perfmon_sbuf_create(&sbuf, 4096), 0);
+    s.sbuf = sbuf;
+    init_ok(&ev, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    init_ok(&ea, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&eb, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    assert_int_equal(ea.slot, ev.slot);
+    assert_int_equal(eb.slot, ev.slot);
+    fake_thread_switch(1, a);
+    happen(fd, 1, 1, 10);
+    starts = fd->nr_start;
+    fake_thread_switch(1, b);
+    assert_int_equal(fd->nr_start, starts);
+    happen(fd, 1, 1, 20);
+    fake_thread_switch(1, NULL);
+    assert_true(perfmon_event_read(&ea) == 10);
+    assert_true(perfmon_event_read(&eb) == 20);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+    perfmon_sbuf_destroy(sbuf);
+    fdev_assert_idle(fd);
+}
+
 /*
  * A pinned event reserves a counter a flexible event already runs on: the
  * flexible one moves to another counter at once, counting on.
@@ -744,6 +852,10 @@ main(void)
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
         cmocka_unit_test_setup(test_group_leader_detached_first, setup),
+        cmocka_unit_test_setup(test_pinned_and_flexible_apart, setup),
+        cmocka_unit_test_setup(test_freed_counter_taken_at_once, setup),
+        cmocka_unit_test_setup(test_one_rotation_per_interval, setup),
+        cmocka_unit_test_setup(test_released_sampling_slot_counts, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),
