@@ -306,6 +306,12 @@ fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
     assert_true((value & ~fdev_mask(fd)) == 0);
+
+    /* A device that loads at most max_period events in one write. */
+    if (fd->dev.max_period != 0) {
+        assert_true(((0 - value) & fdev_mask(fd)) <= fd->dev.max_period);
+    }
+
     fdev_step(fd, FDEV_STEP_WRITE, hw_id);
     c->value = value;
     fd->nr_write++;

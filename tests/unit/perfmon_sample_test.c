@@ -311,6 +311,102 @@ test_period_longer_than_counter(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * A device that loads at most 2^31 - 1 events in one write (Intel without
+ * full-width writes): a longer period is armed in parts no longer than
+ * that (the fake device checks every write), the sample after the whole.
+ */
+static void
+test_period_split_at_device_max(void **state)
+{
+    const uint64_t max = 0x7fffffff, period = (1ULL << 33) + 5;
+    struct perfmon_sampling s = make_sampling(period, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fd->dev.max_period = max;
+    sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
+    run(fd, 1, RAW_BRANCH, 4 * max, max, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 0);
+    assert_next_sample_after(fd, 1, RAW_BRANCH, period - 4 * max, &d);
+    assert_true(d.last.period == period);
+    assert_true(perfmon_event_read(&ev) == period);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * Frequency mode under throttling: once throttling doubled the period,
+ * the adjustments to the frequency keep it at least there, even when the
+ * event gets a thousand times rarer (which alone would take it down to
+ * 300).
+ */
+static void
+test_freq_keeps_throttled_floor(void **state)
+{
+    struct perfmon_sampling s = make_sampling(0, 1000, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    uint64_t floor;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
+    fd->ovf_cycles = 3000000;
+    run(fd, 1, RAW_INSNS, 30000000, 1000, 10000);
+    drain(1, &d);
+    assert_true(d.nr_throttles >= 1);
+    floor = d.throttle_period;
+
+    fd->ovf_cycles = 0;
+    run(fd, 1, RAW_INSNS, 300000, 100, 1000000);
+    drain(1, &d);
+    assert_true(d.nr_samples > 0);
+    assert_true(d.nr_throttles == 0);
+    assert_true(d.last_period >= floor);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * A thread's sampling progress and period go with its last event on the
+ * slot: a new sampling event there, another recording of another period,
+ * samples at its own period from its first event.
+ */
+static void
+test_thread_progress_dropped_at_detach(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct perfmon_sampling s2 = s;
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct thread *t = fake_thread_create("sampled");
+    struct perfmon_event a, b;
+    struct drained d;
+
+    (void)state;
+    s2.period = 500;
+    sample_event_attach(&a, PERFMON_EV_CYCLE, &s, t);
+    fake_thread_switch(1, t);
+    run(fd, 1, RAW_CYCLES, 600, 600, 0);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+
+    sample_event_attach(&b, PERFMON_EV_CYCLE, &s2, t);
+    assert_int_equal(b.slot, a.slot);
+    fake_thread_switch(1, t);
+    assert_next_sample_after(fd, 1, RAW_CYCLES, 500, &d);
+    assert_true(d.last.period == 500);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+}
+
 /* ---- thread events --------------------------------------------------------- */
 
 /*
@@ -1126,6 +1222,9 @@ main(void)
         T(test_freq_after_a_long_idle),
         T(test_throttle_nested_counted_once),
         T(test_period_at_least_2),
+        T(test_period_split_at_device_max),
+        T(test_freq_keeps_throttled_floor),
+        T(test_thread_progress_dropped_at_detach),
         T(test_freq_converges),
         T(test_freq_first_period),
         T(test_time_exact),
