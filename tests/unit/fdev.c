@@ -429,6 +429,54 @@ fdev_nmi_here(struct fdev *fd, unsigned int hw_id, uint64_t n)
     return handled;
 }
 
+static struct {
+    enum fdev_step step;
+    unsigned int nth;
+    int hw;
+    uint64_t advance;
+    bool handled;
+} fdev_script[4];
+static unsigned int fdev_script_len;
+
+static void
+fdev_script_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    for (unsigned int i = 0; i < fdev_script_len; i++) {
+        if (fdev_script[i].nth != 0 && fdev_script[i].step == step
+            && --fdev_script[i].nth == 0) {
+            unsigned int hw = (fdev_script[i].hw < 0)
+                              ? hw_id : (unsigned int)fdev_script[i].hw;
+
+            fdev_script[i].handled = fdev_nmi_here(fd, hw,
+                                                   fdev_script[i].advance);
+        }
+    }
+}
+
+void
+fdev_script_nmi(struct fdev *fd, enum fdev_step step, unsigned int nth,
+                int hw, uint64_t advance)
+{
+    assert_true(fdev_script_len < ARRAY_SIZE(fdev_script));
+    assert_true(nth != 0);
+    fdev_script[fdev_script_len++] = (typeof(fdev_script[0])){
+        .step = step, .nth = nth, .hw = hw, .advance = advance,
+    };
+    fd->step_hook = fdev_script_hook;
+}
+
+void
+fdev_script_done(struct fdev *fd)
+{
+    for (unsigned int i = 0; i < fdev_script_len; i++) {
+        assert_int_equal(fdev_script[i].nth, 0);
+        assert_true(fdev_script[i].handled);
+    }
+
+    fdev_script_len = 0;
+    fd->step_hook = NULL;
+}
+
 /* An NMI for fd on cpu. */
 bool
 dev_nmi(struct perfmon_dev *dev, unsigned int cpu)
@@ -472,6 +520,7 @@ setup(void **state)
     fake_kmem_reset();
     fake_log_reset();
     fake_clock_set(1000);
+    fdev_script_len = 0;
     perfmon_reset();
     self = fake_thread_create("self");
     fake_thread_switch(0, self);

@@ -113,6 +113,17 @@ void fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n);
  */
 bool fdev_nmi_here(struct fdev *fd, unsigned int hw_id, uint64_t n);
 
+/*
+ * A script of overflow interrupts at steps of the core's (it sets
+ * fd->step_hook): each hits the nth step of its kind from now (1: the
+ * next), after counter hw (-1: the step's own) of the CPU counted advance
+ * more events.  fdev_script_done() checks that each came and was the
+ * device's, and ends the script.
+ */
+void fdev_script_nmi(struct fdev *fd, enum fdev_step step, unsigned int nth,
+                     int hw, uint64_t advance);
+void fdev_script_done(struct fdev *fd);
+
 /* An overflow interrupt of dev (fd) on cpu; true when it was the device's. */
 bool dev_nmi(struct perfmon_dev *dev, unsigned int cpu);
 bool fdev_nmi(struct fdev *fd, unsigned int cpu);

@@ -523,53 +523,6 @@ test_threads_share_counter(void **state)
 }
 
 /*
- * Overflow interrupts at chosen steps of a section (fdev->step_hook):
- * script[i] hits the nth step of its kind (counted from 1 when armed),
- * after the counter moved advance events.
- */
-static struct {
-    enum fdev_step step;
-    unsigned int nth;
-    uint64_t advance;
-    bool handled;
-} nmi_script[4];
-static unsigned int nmi_script_len;
-
-static void
-nmi_script_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
-{
-    for (unsigned int i = 0; i < nmi_script_len; i++) {
-        if (nmi_script[i].nth != 0 && nmi_script[i].step == step
-            && --nmi_script[i].nth == 0) {
-            nmi_script[i].handled = fdev_nmi_here(fd, hw_id,
-                                                  nmi_script[i].advance);
-        }
-    }
-}
-
-static void
-nmi_script_add(enum fdev_step step, unsigned int nth, uint64_t advance)
-{
-    assert_true(nmi_script_len < ARRAY_SIZE(nmi_script));
-    nmi_script[nmi_script_len++] = (typeof(nmi_script[0])){
-        .step = step, .nth = nth, .advance = advance,
-    };
-}
-
-/* Every scripted interrupt came, and was the device's. */
-static void
-nmi_script_done(struct fdev *fd)
-{
-    for (unsigned int i = 0; i < nmi_script_len; i++) {
-        assert_int_equal(nmi_script[i].nth, 0);
-        assert_true(nmi_script[i].handled);
-    }
-
-    nmi_script_len = 0;
-    fd->step_hook = NULL;
-}
-
-/*
  * A switch between two threads sharing a sampling counter stops it and
  * starts it again in one section.  An overflow interrupt landing after
  * the counter's last fold there (here: in the re-arm after the fold of a
@@ -598,11 +551,10 @@ test_overflow_before_stop_not_charged_again(void **state)
      * that follows (the 65536 events before the write are lost).
      */
     fdev_count(fd, 1, RAW_CYCLES, 940);
-    nmi_script_add(FDEV_STEP_READ, 1, 0);
-    nmi_script_add(FDEV_STEP_WRITE, 1, 65536);
-    fd->step_hook = nmi_script_hook;
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, -1, 0);
+    fdev_script_nmi(fd, FDEV_STEP_WRITE, 1, -1, 65536);
     fake_thread_switch(1, b);
-    nmi_script_done(fd);
+    fdev_script_done(fd);
     assert_true(perfmon_event_read(&ea) == 1000);
     assert_true(perfmon_event_read(&eb) == 0);
 
