@@ -674,6 +674,50 @@ test_released_sampling_slot_counts(void **state)
 }
 
 /*
+ * A thread event that ran alone a long time, disabled, then enabled
+ * again where three CPU events take turns on two counters: it has run
+ * none of its time since the enable, so it takes the first turn; its
+ * history (it always ran) would put it last.
+ */
+static void
+test_reenabled_takes_turns_afresh(void **state)
+{
+    struct thread *t = fake_thread_create("t");
+    struct perfmon_event e, evs[3];
+    uint64_t enabled, running, before;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&e, RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach(&e, t), 0);
+    fake_thread_switch(1, t);
+
+    for (unsigned int i = 0; i < 100; i++) {
+        interval(1);
+    }
+
+    assert_int_equal(perfmon_event_disable(&e), 0);
+    cpu_events(evs, 3, 1, 0);
+
+    for (unsigned int i = 0; i < 30; i++) {
+        interval(1);
+    }
+
+    assert_int_equal(perfmon_event_enable(&e), 0);
+    perfmon_event_read_times(&e, &enabled, &before);
+    interval(1);
+    fake_cpu_advance_tsc(300);
+    fdev_count(fd, 1, RAW_OTHER, 100);
+    assert_true(perfmon_event_read_times(&e, &enabled, &running) == 100);
+    assert_true(running > before);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&e), 0);
+    detach_all(evs, 3);
+    fdev_assert_idle(fd);
+}
+
+/*
  * A pinned event reserves a counter a flexible event already runs on: the
  * flexible one moves to another counter at once, counting on.
  */
@@ -856,6 +900,7 @@ main(void)
         cmocka_unit_test_setup(test_freed_counter_taken_at_once, setup),
         cmocka_unit_test_setup(test_one_rotation_per_interval, setup),
         cmocka_unit_test_setup(test_released_sampling_slot_counts, setup),
+        cmocka_unit_test_setup(test_reenabled_takes_turns_afresh, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),
