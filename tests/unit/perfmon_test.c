@@ -1450,6 +1450,79 @@ test_nmi_in_deadline_fold(void **state)
     perfmon_sbuf_destroy(sbuf);
 }
 
+/*
+ * A lock-free read of a sampling CPU event of the reader's CPU is hit,
+ * just after its device read, by the counter's overflow interrupt, which
+ * folds and arms the counter again: the value read before it does not go
+ * with the state after it (it would count 980 events twice); the read
+ * starts over.
+ */
+static void
+test_local_read_hit_by_rearm(void **state)
+{
+    struct perfmon_sampling s;
+    struct perfmon_sbuf *sbuf;
+    struct perfmon_event a;
+    struct fdev *fd;
+    unsigned int calls;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    attach_sampling_cpu(&a, &s, &sbuf, PERFMON_EV_CYCLE, 0);
+    fdev_count(fd, 0, RAW_CYCLES, 990);
+    calls = fake_xcall_nr_on(0);
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, -1, 20);
+    assert_true(perfmon_event_read(&a) == 1010);
+    fdev_script_done(fd);
+    assert_int_equal(fake_xcall_nr_on(0), calls);
+    assert_true(perfmon_event_read(&a) == 1010);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    perfmon_sbuf_destroy(sbuf);
+}
+
+/* A multiplexing turn, as the clock's interrupt takes it on this CPU. */
+static void
+rotate_here(void)
+{
+    perfmon_rotate_local();
+}
+
+/*
+ * A lock-free read of a CPU event of the reader's CPU is hit, just after
+ * its device read, by a multiplexing turn that moves the event to another
+ * counter: the value read from the old counter does not go with the new
+ * counter's state (it would count the 100 events twice); the read starts
+ * over.
+ */
+static void
+test_local_read_hit_by_turn(void **state)
+{
+    static const uint64_t ids[] = {
+        PERFMON_EV_CYCLE, PERFMON_EV_INSTRUCTION, PERFMON_EV_BRANCH,
+    };
+    struct perfmon_event evs[3];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], ids[i], PERFMON_EF_KERN);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 0), 0);
+    }
+
+    fdev_count(fd, 0, RAW_CYCLES, 100);
+    fake_cpu_advance_tsc(1000);
+    fd->intr_in_read = rotate_here;
+    assert_true(perfmon_event_read(&evs[0]) == 100);
+    assert_null(fd->intr_in_read);
+    assert_true(perfmon_event_read(&evs[0]) == 100);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
+}
+
 /* ---- poll timer --------------------------------------------------------- */
 
 static void
@@ -2049,6 +2122,8 @@ main(void)
         cmocka_unit_test_setup(test_nmi_during_update, setup),
         cmocka_unit_test_setup(test_nmi_in_exit_fold, setup),
         cmocka_unit_test_setup(test_nmi_in_deadline_fold, setup),
+        cmocka_unit_test_setup(test_local_read_hit_by_rearm, setup),
+        cmocka_unit_test_setup(test_local_read_hit_by_turn, setup),
         cmocka_unit_test_setup(test_poll_timer_lifecycle, setup),
         cmocka_unit_test_setup(test_poll_given_interval_with_intr, setup),
         cmocka_unit_test_setup(test_several_devices, setup),
