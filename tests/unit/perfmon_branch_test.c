@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <string.h>
+#include <ucontext.h>
 #include <cmocka.h>
 
 #include "fakes/fake_kmem.h"
@@ -52,6 +53,7 @@ static struct {
     unsigned int seq;
     unsigned int nr_calls;
     bool silent;                        /* the callback hands over none */
+    int (*on_start)(unsigned int filter);   /* the next start, instead */
 } drv_state;
 
 static void
@@ -94,6 +96,10 @@ static int
 drv_start(unsigned int filter)
 {
     int error = drv_state.start_error;
+
+    if (drv_state.on_start != NULL) {
+        return drv_state.on_start(filter);
+    }
 
     drv_state.nr_start++;
     drv_state.start_error = 0;
@@ -515,6 +521,83 @@ test_nested_interrupt_keeps_stack(void **state)
     assert_int_equal(perfmon_branch_unregister(&drv), 0);
 }
 
+/*
+ * Two first users at once: the second arrives while the first starts the
+ * driver (its start runs without the lock), and is a thread of its own
+ * here (a ucontext), which runs until it sleeps waiting, then resumes
+ * once the first is done.  The driver starts once; both use it.
+ */
+static ucontext_t main_uc, second_uc;
+static char second_stack[256 * 1024];
+static struct perfmon_sampling second_sampling;
+static struct perfmon_event second_ev;
+static int second_error = 1;
+static unsigned int second_sleeps;
+
+static void
+second_sleep(void)
+{
+    second_sleeps++;
+    assert_int_equal(swapcontext(&second_uc, &main_uc), 0);
+}
+
+static void
+second_user(void)
+{
+    sampling_event(&second_ev, &second_sampling);
+    second_error = perfmon_event_attach_cpu(&second_ev, 2);
+}
+
+static int
+start_with_second_user(unsigned int filter)
+{
+    drv_state.on_start = NULL;
+    assert_int_equal(getcontext(&second_uc), 0);
+    second_uc.uc_stack.ss_sp = second_stack;
+    second_uc.uc_stack.ss_size = sizeof(second_stack);
+    second_uc.uc_link = &main_uc;
+    makecontext(&second_uc, second_user, 0);
+    fake_thread_set_msleep_hook(second_sleep);
+    assert_int_equal(swapcontext(&main_uc, &second_uc), 0);
+    assert_int_equal(second_sleeps, 1);
+    assert_int_equal(second_error, 1);
+    return drv_start(filter);
+}
+
+static void
+test_two_first_users(void **state)
+{
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_event ev;
+
+    (void)state;
+    assert_int_equal(perfmon_branch_register(&drv), 0);
+    second_sampling = s;
+    second_error = 1;
+    second_sleeps = 0;
+    sampling_event(&ev, &s);
+    drv_state.on_start = start_with_second_user;
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(drv_state.nr_start, 1);
+    assert_int_equal(nr_users(), 1);
+
+    /* The second wakes: the start is over, it joins. */
+    assert_int_equal(swapcontext(&main_uc, &second_uc), 0);
+    fake_thread_set_msleep_hook(NULL);
+    assert_int_equal(second_error, 0);
+    assert_int_equal(drv_state.nr_start, 1);
+    assert_int_equal(nr_users(), 2);
+
+    one_sample(fd, 2);
+    assert_int_equal(last_sample(2).nr_branches, 3);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(drv_state.nr_stop, 0);
+    assert_int_equal(perfmon_event_detach(&second_ev), 0);
+    assert_int_equal(drv_state.nr_stop, 1);
+    assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
 /* The driver hears of a switch to a thread recording branches only. */
 static void
 test_sched_in(void **state)
@@ -711,6 +794,7 @@ main(void)
         T(test_samples_carry_their_stack),
         T(test_no_stack_handed_over),
         T(test_nested_interrupt_keeps_stack),
+        T(test_two_first_users),
         T(test_sched_in),
         T(test_inherited_children),
         T(test_filter_names),
