@@ -74,9 +74,9 @@ perfmon_nr_devs_load(void)
  * serves that group only; the active slots of one group on a CPU are
  * scheduled all together or not at all.  A group's id is its own, not its
  * leader's address: a group whose leader was detached first lives on with
- * its members, apart from any group led later by an event at that place.  A sampling slot (sampling set)
- * serves events of that sampling only, all thread events or all CPU events
- * (thread_events).
+ * its members, apart from any group led later by an event at that place.
+ * A sampling slot (sampling set) serves events of that sampling only, all
+ * thread events or all CPU events (thread_events).
  */
 struct perfmon_pmc {
     unsigned int nr_refs;               /* events using the slot */
