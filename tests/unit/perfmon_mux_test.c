@@ -718,6 +718,51 @@ test_reenabled_takes_turns_afresh(void **state)
 }
 
 /*
+ * Overflow interrupts of a pinned counter landing inside the stop of a
+ * flexible event, then inside the start of another, in multiplexing
+ * turns: each is left pending there and folded at the section's end, not
+ * dropped with the stopped counters' own.
+ */
+static void
+test_nmi_at_stop_and_start(void **state)
+{
+    struct perfmon_event pin, evs[3];
+    static const uint64_t ids[] = { RAW_CYCLES, RAW_INSNS, RAW_BRANCH };
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 3, true);
+    init_ok(&pin, RAW_OTHER,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], ids[i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    fdev_count(fd, 1, RAW_OTHER, 10);
+    fdev_count(fd, 1, RAW_CYCLES, 20);
+
+    /*
+     * The pinned event has counter 0; a turn stops two, starts two.  One
+     * wrap a turn: two in one section would leave one pending bit.
+     */
+    fdev_script_nmi(fd, FDEV_STEP_STOP, 1, 0, 65536);
+    interval(1);
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&pin) == 10 + 65536);
+    fdev_script_nmi(fd, FDEV_STEP_START, 2, 0, 65536);
+    interval(1);
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&pin) == 10 + 2 * 65536);
+    assert_true(perfmon_event_read(&evs[0]) == 20);
+    assert_int_equal(perfmon_event_detach(&pin), 0);
+    detach_all(evs, 3);
+    fdev_assert_idle(fd);
+}
+
+/*
  * A pinned event reserves a counter a flexible event already runs on: the
  * flexible one moves to another counter at once, counting on.
  */
@@ -901,6 +946,7 @@ main(void)
         cmocka_unit_test_setup(test_one_rotation_per_interval, setup),
         cmocka_unit_test_setup(test_released_sampling_slot_counts, setup),
         cmocka_unit_test_setup(test_reenabled_takes_turns_afresh, setup),
+        cmocka_unit_test_setup(test_nmi_at_stop_and_start, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),
