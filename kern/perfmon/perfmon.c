@@ -1589,7 +1589,10 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      */
     cpu_index = cpu_id();
     cpu = perfmon_cpu_get(cpu_index);
-    outermost = perfmon_intr_enter(cpu_index) == 1;
+    outermost = (cpu->intr_depth == 0);
+    assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
+    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
+    barrier();
 
     if (outermost) {
         cpu->intr_sampled = false;
@@ -1599,7 +1602,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
-        perfmon_intr_done(cpu_index);
+        WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
         return false;
     }
 
@@ -1666,7 +1669,8 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         dev->ops->overflow_intr_end(dev);
     }
 
-    perfmon_intr_done(cpu_index);
+    barrier();
+    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
     return true;
 }
 

@@ -179,6 +179,12 @@ struct perfmon_cpu_dev {
 };
 
 /*
+ * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
+ * a soft or step PMU's deadline call, which is no NMI.
+ */
+#define PERFMON_INTR_MAX_DEPTH      2
+
+/*
  * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
  * (xcalls, thread_call, the context switch hook, the overflow interrupt).
  * active_mask (slots with nr_refs > 0) is also read by the poll timer on
@@ -200,10 +206,11 @@ struct perfmon_cpu {
     uint64_t sched_mask;
     uint64_t now;                       /* TSC at the section's start */
     struct perfmon_td *td;              /* the thread loaded here, or NULL */
+    unsigned int intr_depth;            /* overflow interrupts running */
+    bool intr_sampled;                  /* the outermost one, or one nested
+                                           in it, wrote samples */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
-    bool intr_sampled;                  /* the outermost interrupt, or one
-                                           nested in it, wrote samples */
     uint64_t window_start;              /* TSC, throttling window */
     uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
@@ -299,19 +306,15 @@ void perfmon_cpu_poll_xcall(void *dev);
 
 /*
  * kern/perfmon/perfmon_intr.c, for the overflow interrupt on cpu (the
- * calling CPU; NMI context, no lock).  perfmon_intr_enter: one starts;
- * returns its nesting level, 1 for the outermost (an NMI may land in a
- * soft or step PMU's deadline call).  perfmon_intr_run_callbacks: run the
- * registered callbacks for dev's interrupt, after clearing the branch
- * stack they may set, one of its own per level.  perfmon_intr_branches:
- * the current level's stack (its entries and their number), for the
- * samples of the interrupt.  perfmon_intr_done: it ends.
+ * calling CPU, its intr_depth counting it; NMI context, no lock).
+ * perfmon_intr_run_callbacks: run the registered callbacks for dev's
+ * interrupt, after clearing the branch stack they may set, one of its own
+ * per nesting level.  perfmon_intr_branches: the current level's stack
+ * (its entries and their number), for the samples of the interrupt.
  */
-unsigned int perfmon_intr_enter(unsigned int cpu);
 void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                                 uint64_t ovf_mask, struct trap_frame *frame);
 const struct perfmon_branch *perfmon_intr_branches(unsigned int *nrp);
-void perfmon_intr_done(unsigned int cpu);
 
 /*
  * kern/perfmon/perfmon_branch.c.

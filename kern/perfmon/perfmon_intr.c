@@ -63,12 +63,6 @@ static unsigned int perfmon_intr_gen;   /* under perfmon_intr_lock */
  */
 static unsigned int perfmon_intr_nr_used;
 
-/*
- * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
- * a soft or step PMU's deadline call, which is no NMI.
- */
-#define PERFMON_INTR_MAX_DEPTH      2
-
 /* A branch stack a callback handed over for one interrupt. */
 struct perfmon_intr_branches {
     unsigned int nr;
@@ -76,48 +70,30 @@ struct perfmon_intr_branches {
 };
 
 /*
- * The overflow interrupts running on a CPU (depth) and the branch stack of
- * each, one per nesting level, so that a nested interrupt's stack does not
- * replace the one of the interrupt it landed in.  Written and read by that
- * CPU's overflow interrupts only, each nested one done before the one it
- * interrupted resumes.
+ * The branch stacks of a CPU's overflow interrupts, one per nesting level
+ * (struct perfmon_cpu's intr_depth), so that a nested interrupt's stack
+ * does not replace the one of the interrupt it landed in.  Written and
+ * read by that CPU's overflow interrupts only, each nested one done before
+ * the one it interrupted resumes.
  */
-struct perfmon_intr_cpu {
-    unsigned int depth;
-    struct perfmon_intr_branches levels[PERFMON_INTR_MAX_DEPTH];
-};
+static struct perfmon_intr_branches
+    perfmon_intr_branches_cpu[CPU_MAX][PERFMON_INTR_MAX_DEPTH];
 
-static struct perfmon_intr_cpu perfmon_intr_cpus[CPU_MAX];
-
+/* The calling CPU's current level's stack, in an overflow interrupt. */
 static struct perfmon_intr_branches *
-perfmon_intr_branches_local(void)
+perfmon_intr_branches_level(unsigned int cpu)
 {
-    struct perfmon_intr_cpu *c = &perfmon_intr_cpus[cpu_id()];
+    unsigned int depth = perfmon_cpu_get(cpu)->intr_depth;
 
-    assert(c->depth != 0);
-    return &c->levels[c->depth - 1];
-}
-
-unsigned int
-perfmon_intr_enter(unsigned int cpu)
-{
-    struct perfmon_intr_cpu *c = &perfmon_intr_cpus[cpu];
-    unsigned int depth = c->depth + 1;
-
-    assert(depth <= PERFMON_INTR_MAX_DEPTH);
-    WRITE_ONCE(c->depth, depth);
-    barrier();
-    return depth;
+    assert(depth != 0 && depth <= PERFMON_INTR_MAX_DEPTH);
+    return &perfmon_intr_branches_cpu[cpu][depth - 1];
 }
 
 void
 perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                            uint64_t ovf_mask, struct trap_frame *frame)
 {
-    struct perfmon_intr_cpu *c = &perfmon_intr_cpus[cpu];
-
-    assert(c->depth != 0);
-    c->levels[c->depth - 1].nr = 0;
+    perfmon_intr_branches_level(cpu)->nr = 0;
 
     if (__atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_ACQUIRE) == 0) {
         return;
@@ -137,22 +113,13 @@ perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
 }
 
 void
-perfmon_intr_done(unsigned int cpu)
-{
-    struct perfmon_intr_cpu *c = &perfmon_intr_cpus[cpu];
-
-    assert(c->depth != 0);
-    WRITE_ONCE(c->depth, c->depth - 1);
-}
-
-void
 perfmon_intr_set_branches(const struct perfmon_branch *entries,
                           unsigned int nr)
 {
     struct perfmon_intr_branches *b;
 
     assert(!cpu_intr_enabled());
-    b = perfmon_intr_branches_local();
+    b = perfmon_intr_branches_level(cpu_id());
     nr = MIN(nr, (unsigned int)PERFMON_MAX_BRANCHES);
     memcpy(b->entries, entries, nr * sizeof(*entries));
     b->nr = nr;
@@ -161,7 +128,7 @@ perfmon_intr_set_branches(const struct perfmon_branch *entries,
 const struct perfmon_branch *
 perfmon_intr_branches(unsigned int *nrp)
 {
-    struct perfmon_intr_branches *b = perfmon_intr_branches_local();
+    struct perfmon_intr_branches *b = perfmon_intr_branches_level(cpu_id());
 
     *nrp = b->nr;
     return b->entries;
@@ -259,7 +226,7 @@ perfmon_intr_reset(void)
 {
     spinlock_init(&perfmon_intr_lock);
     memset(perfmon_intr_entries, 0, sizeof(perfmon_intr_entries));
-    memset(perfmon_intr_cpus, 0, sizeof(perfmon_intr_cpus));
+    memset(perfmon_intr_branches_cpu, 0, sizeof(perfmon_intr_branches_cpu));
     perfmon_intr_gen = 0;
     perfmon_intr_nr_used = 0;
 }
