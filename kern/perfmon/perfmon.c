@@ -1571,10 +1571,9 @@ perfmon_event_read_times(struct perfmon_event *event, uint64_t *enabled_nsp,
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, active, start;
+    uint64_t mask, slots, active, start, due;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
-    bool outermost;
 
     assert(!cpu_intr_enabled());
 
@@ -1589,15 +1588,9 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      */
     cpu_index = cpu_id();
     cpu = perfmon_cpu_get(cpu_index);
-    outermost = (cpu->intr_depth == 0);
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
     barrier();
-
-    if (outermost) {
-        cpu->intr_sampled = false;
-    }
-
     start = cpu_rdtsc();
     mask = dev->ops->handle_overflow_intr(dev);
 
@@ -1647,18 +1640,21 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         perfmon_cpu_fold(cpu, slots, true);
         cpu->in_intr = false;
 
-        if (cpu->due != 0) {
-            perfmon_cpu_write_samples(cpu, cpu->due, frame);
-            cpu->intr_sampled = true;
-        }
+        due = cpu->due;
 
         /*
-         * One throttle per outermost interrupt, for all the time it took:
-         * a nested one that sampled before this one's section is part of
-         * it, and would count twice on its own.
+         * Only the outermost interrupt throttles, for all the time it
+         * took: a nested one that sampled before this one's section is
+         * part of it, and would count twice on its own.  (One nested in
+         * an interrupt that samples nothing is not counted: rare, as
+         * nesting is, and never a storm on its own.)
          */
-        if (outermost && cpu->intr_sampled) {
-            perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+        if (due != 0) {
+            perfmon_cpu_write_samples(cpu, due, frame);
+
+            if (cpu->intr_depth == 1) {
+                perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+            }
         }
 
         /* Also folds what an NMI left pending, when this is not one. */

@@ -207,8 +207,6 @@ struct perfmon_cpu {
     uint64_t now;                       /* TSC at the section's start */
     struct perfmon_td *td;              /* the thread loaded here, or NULL */
     unsigned int intr_depth;            /* overflow interrupts running */
-    bool intr_sampled;                  /* the outermost one, or one nested
-                                           in it, wrote samples */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_start;              /* TSC, throttling window */
