@@ -1574,7 +1574,6 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     uint64_t mask, slots, active, start, due;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
-    bool in_section;
 
     assert(!cpu_intr_enabled());
 
@@ -1583,34 +1582,19 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     /*
-     * The nesting level (the branch stacks' own), then the section, which
-     * starts before the device's handler: an NMI landing from here on in
-     * a deadline call of the soft or step PMU (no NMI) is nested in it,
-     * and, finding the section, only leaves its overflow pending: counted
-     * and re-armed there, not sampled, so that it changes no period and
-     * no throttling under this one, and its time is part of this one's.
+     * The nesting level first: an NMI landing in a deadline call of the
+     * soft or step PMU from here on is nested in it, and its time part of
+     * this one's.
      */
     cpu_index = cpu_id();
     cpu = perfmon_cpu_get(cpu_index);
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
-    in_section = READ_ONCE(cpu->busy);
-
-    if (!in_section) {
-        WRITE_ONCE(cpu->busy, true);
-        WRITE_ONCE(cpu->gen, cpu->gen + 1);
-    }
-
     barrier();
     start = cpu_rdtsc();
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
-        if (!in_section) {
-            perfmon_cpu_leave(cpu);
-        }
-
-        barrier();
         WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
         return false;
     }
@@ -1638,21 +1622,39 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     /*
-     * Inside another section the fold waits for its end, where the frame
-     * is gone: such overflows are counted, re-armed, not sampled.
+     * Inside a section the fold waits for the section's end, where the
+     * frame is gone: such overflows are counted, re-armed, not sampled.
+     * The samples and the throttle are part of the section: an NMI landing
+     * in this handler when it is no NMI itself (the soft and step PMUs'
+     * deadline calls) then leaves its overflow pending instead of changing
+     * periods and the throttle's window under it.
      */
-    if (in_section) {
+    if (READ_ONCE(cpu->busy)) {
         __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
     } else {
+        WRITE_ONCE(cpu->busy, true);
+        WRITE_ONCE(cpu->gen, cpu->gen + 1);
+        barrier();
         cpu->in_intr = true;
         cpu->due = 0;
         perfmon_cpu_fold(cpu, slots, true);
         cpu->in_intr = false;
+
         due = cpu->due;
 
+        /*
+         * Only the outermost interrupt throttles, for all the time it
+         * took: a nested one that sampled before this one's section is
+         * part of it, and would count twice on its own.  (One nested in
+         * an interrupt that samples nothing is not counted: rare, as
+         * nesting is, and never a storm on its own.)
+         */
         if (due != 0) {
             perfmon_cpu_write_samples(cpu, due, frame);
-            perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+
+            if (cpu->intr_depth == 1) {
+                perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+            }
         }
 
         /* Also folds what an NMI left pending, when this is not one. */

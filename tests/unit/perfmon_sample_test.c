@@ -764,12 +764,10 @@ test_throttle(void **state)
 /*
  * The soft and step PMUs call the overflow handler from a deadline, which
  * is no NMI: a hardware PMU's NMI may land in it.  Here each of 0's
- * interrupts (the deadline's, taking no time itself) is hit as it begins
- * by one of 2's, which takes 1 ms of the 100 ms window at 3 GHz: it is
- * counted and re-armed, not sampled (it landed in the outer one's
- * section), and its time is the outer one's.  Throttling starts past 25%
- * of the window: at the 26th pair, not the 13th (the nested one's time
- * counted twice).
+ * interrupts (the deadline's, taking no time) is hit as it begins by one
+ * of 2's, which samples and takes 1 ms of the 100 ms window at 3 GHz.
+ * Throttling starts past 25% of the window: at the 26th pair, not the
+ * 13th (the time of the nested one counted twice).
  */
 static void
 nested_ovf_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
@@ -808,17 +806,14 @@ test_throttle_nested_counted_once(void **state)
     }
 
     drain(1, &d);
-    assert_int_equal(d.nr_samples, 25);
+    assert_int_equal(d.nr_samples, 2 * 25);
     assert_int_equal(d.nr_throttles, 0);
-    assert_true(syscnt_value("perfmon_nr_unsampled/1") == 25);
     fdev_count(outer, 1, RAW_CYCLES, 100);
     assert_true(fdev_nmi(outer, 1));
     drain(1, &d);
-    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(d.nr_samples, 2);
     assert_int_equal(d.nr_throttles, 2);
     outer->step_hook = NULL;
-    assert_true(perfmon_event_read(&a) == 2600);
-    assert_true(perfmon_event_read(&b) == 2600);
     assert_int_equal(perfmon_event_detach(&a), 0);
     assert_int_equal(perfmon_event_detach(&b), 0);
 }
