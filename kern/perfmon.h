@@ -609,7 +609,9 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  * device has no overflow interrupt or cannot arm counters, or with
  * PERFMON_SF_BRANCH when no branch-record driver can give its samples
  * branch stacks (perfmon_branch_why_not() says why), and with -EBUSY when
- * other events record branch stacks with another filter.
+ * other events record branch stacks with another filter.  A period of 1
+ * samples every 2 events, as on Linux for x86 (some CPUs misbehave with a
+ * counter one event from its overflow); its samples say 2.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sampling *sampling);

@@ -83,10 +83,9 @@ perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
 static uint64_t
 perfmon_sched_unit(const struct perfmon_cpu *cpu, unsigned int slot)
 {
-    const struct perfmon_event *group = perfmon_pmcs[slot].group;
-    uint64_t slots, unit = 0;
+    uint64_t group = perfmon_pmcs[slot].group, slots, unit = 0;
 
-    if (group == NULL) {
+    if (group == 0) {
         return perfmon_slot_bit(slot);
     }
 
@@ -401,7 +400,7 @@ perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 
     if (perfmon_pmcs[slot].pinned) {
         perfmon_sched_in_pinned(cpu, slot, now);
-    } else if (perfmon_pmcs[slot].group == NULL) {
+    } else if (perfmon_pmcs[slot].group == 0) {
         /* Alone: a free counter, or it waits. */
         if (!perfmon_sched_place(cpu, bit, now)) {
             cdev->waiting |= bit;
