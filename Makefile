@@ -25,6 +25,9 @@ CMDLINE ?=
 ## 1: build the unit tests with coverage, into build/cov/ (what
 ## make coverage does)
 COV ?= 0
+## 1: build the unit tests with AddressSanitizer and UndefinedBehavior-
+## Sanitizer, into build/san/ (what make check runs too)
+SAN ?= 0
 ## the file the guest's COM2 writes to: `perfmon record` streams its
 ## recordings there in perf's format (run, debug, perf-report)
 PERFSTREAM ?= build/perf.stream
@@ -33,6 +36,8 @@ BUILD := build
 KBUILD := $(BUILD)/kernel
 ifeq ($(COV),1)
 UBUILD := $(BUILD)/cov
+else ifeq ($(SAN),1)
+UBUILD := $(BUILD)/san
 else
 UBUILD := $(BUILD)/unit
 endif
@@ -79,7 +84,7 @@ TEST_KERNEL := $(BUILD)/tally-test.elf
 TEST_ISO := $(BUILD)/tally-test.iso
 
 .PHONY: all run debug check unit-tests boot-tests coverage bench deps clean help \
-	list-unit-tests perf-report fuzz
+	list-unit-tests perf-report flamegraph fuzz
 ## build build/tally.iso, and build/tally-test.iso with the in-kernel tests
 all: $(ISO) $(TEST_ISO)
 
@@ -143,6 +148,11 @@ UCFLAGS := -std=gnu11 -Wall -Wextra -Werror -O0 -g -I. -Itests/unit \
 ULDLIBS := -lcmocka
 ifeq ($(COV),1)
 UCFLAGS += --coverage
+endif
+# Any report aborts the program, which tools/check counts as a failure.
+ifeq ($(SAN),1)
+UCFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
 endif
 
 UNIT_TESTS :=
@@ -213,12 +223,18 @@ fuzz: deps
 	$(Q)tools/guestfuzz.py --iso $(TEST_ISO) --seconds $(GUEST_FUZZ_SECONDS)
 
 # ---- whole suite -----------------------------------------------------------
-## unit tests and QEMU boot tests, then one "N passed, N failed" line
+# The unit tests built with the sanitizers, which make check runs too.
+SAN_BINS := $(addprefix $(BUILD)/san/,$(UNIT_TESTS))
+
+## unit tests (plain, then under ASan and UBSan), fuzz smoke run and QEMU
+## boot tests, then one "N passed, N failed" line
 check: deps
 	$(Q)$(MAKE) --no-print-directory $(ISO) $(TEST_ISO) $(UNIT_BINS) \
 		$(FUZZ_BINS)
+	$(Q)$(MAKE) --no-print-directory SAN=1 $(SAN_BINS)
 	$(Q)tools/check $(if $(filter 1,$(KVM)),--kvm) \
-		$(addprefix --fuzz ,$(FUZZ_BINS)) $(UNIT_BINS)
+		$(addprefix --fuzz ,$(FUZZ_BINS)) \
+		$(addprefix --sanitized ,$(SAN_BINS)) $(UNIT_BINS)
 
 ## QEMU boot tests only
 boot-tests: $(ISO) $(TEST_ISO)
@@ -249,6 +265,11 @@ debug: deps
 ## shown by perf report with build/tally.elf's symbols (tools/perfdata)
 perf-report:
 	$(Q)tools/perfdata report --capture $(PERFSTREAM) --elf $(KERNEL)
+
+## build/flamegraph.svg: a flame graph of the last recording in
+## $(PERFSTREAM), to open in a browser (click a box to zoom, Search)
+flamegraph:
+	$(Q)tools/perfdata flamegraph --capture $(PERFSTREAM) --elf $(KERNEL)
 
 ## perfmon microbenchmarks in QEMU, with a verdict per target
 bench: deps

@@ -24,6 +24,7 @@ error_str(int error)
     case ENODEV:     return "no such device";
     case EINVAL:     return "invalid argument";
     case ENOSPC:     return "no space left";
+    case EDOM:       return "division by zero";
     case ERANGE:     return "value out of range";
     case ENOSYS:     return "not implemented";
     case ELOOP:      return "dependency cycle";

@@ -23,6 +23,7 @@
 #define ENODEV      19
 #define EINVAL      22
 #define ENOSPC      28
+#define EDOM        33
 #define ERANGE      34
 #define ENOSYS      38
 #define ELOOP       40

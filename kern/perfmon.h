@@ -162,6 +162,13 @@ struct perfmon_dev;
  * why_not (optional; thread context): a one-line reason why the device
  *   cannot count raw_event now (alloc would say -ENOENT although the event
  *   is the device's, because of how it was configured), or NULL.
+ * hold (optional; global): a new slot counts raw_event (after counters or
+ *   alloc said yes): reserve what it needs besides a counter, such as an
+ *   extra MSR holding a value the event asks for, shared by every slot
+ *   that asks the same; -EAGAIN when other slots hold it with another
+ *   value, -ENOENT when the device cannot provide it.
+ * release (optional; global, with hold): a slot that hold succeeded for
+ *   is gone, its counters stopped on every CPU.
  * selftest (optional; thread context, interrupts enabled, the caller
  *   pinned to one CPU): the device's own checks for `perfmon selftest`,
  *   those the core's API cannot express (each counter in turn, how the
@@ -187,6 +194,8 @@ struct perfmon_dev_ops {
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);
     void (*overflow_intr_end)(struct perfmon_dev *dev);
     const char *(*why_not)(struct perfmon_dev *dev, uint64_t raw_event);
+    int (*hold)(struct perfmon_dev *dev, uint64_t raw_event);
+    void (*release)(struct perfmon_dev *dev, uint64_t raw_event);
     void (*selftest)(struct perfmon_dev *dev, struct perfmon_selftest *st);
 };
 
@@ -313,6 +322,23 @@ const char *perfmon_hw_status(bool *presentp);
  */
 int perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
                          uint64_t *idp, unsigned int *flagsp);
+
+/*
+ * Whether n events, event i able to count on the counters (hw ids) in
+ * masks[i], can all hold a counter at once, each its own: whether a group
+ * of them can ever count together.  Pure; any context but NMI.
+ */
+bool perfmon_counters_fit(const uint64_t *masks, unsigned int n);
+
+/*
+ * The counters of dev able to count raw_event in the mode flags, through
+ * its counters operation (serialised like the other global operations):
+ * 0 and the mask of hw ids in *countersp, -EINVAL for a bad argument,
+ * unregistered device or a raw code with bits it does not define,
+ * -ENOENT when it cannot count raw_event.  Thread context.
+ */
+int perfmon_dev_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                         unsigned int flags, uint64_t *countersp);
 
 /*
  * Counters in use, for `perfmon info`: fn is called once per allocated
@@ -583,7 +609,9 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  * device has no overflow interrupt or cannot arm counters, or with
  * PERFMON_SF_BRANCH when no branch-record driver can give its samples
  * branch stacks (perfmon_branch_why_not() says why), and with -EBUSY when
- * other events record branch stacks with another filter.
+ * other events record branch stacks with another filter.  A period of 1
+ * samples every 2 events, as on Linux for x86 (some CPUs misbehave with a
+ * counter one event from its overflow); its samples say 2.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sampling *sampling);

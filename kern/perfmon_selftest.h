@@ -29,12 +29,17 @@
 #define PERFMON_SELFTEST_LINE_SIZE  192
 
 /*
- * A run.  print is called with each line, without its newline; stop
+ * A run.  print is called with each line, without its newline; check (may
+ * be NULL) instead of print with each check's verdict ("PASS", "FAIL",
+ * "SKIP"), name, what it measured (or why it was skipped) and what it
+ * expected (NULL: nothing said), for a report in another format; stop
  * (may be NULL) is asked between checks whether to give up (Ctrl-C).
  * The run sets cpu, and the counts, read them at the end.
  */
 struct perfmon_selftest {
     void (*print)(void *arg, const char *line);
+    void (*check)(void *arg, const char *verdict, const char *name,
+                  const char *measured, const char *expected);
     void *arg;
     bool (*stop)(void);
     unsigned int cpu;                   /* the CPU the run is pinned to */

@@ -3,6 +3,7 @@
  *
  *
  * The interactive shell: command registry, line editor, command execution
+ * (in the background with a trailing '&', kern/shell_job.c), interruption
  * and the built-in help command.
  */
 
@@ -10,18 +11,24 @@
 #include <stddef.h>
 
 #include "kern/assert.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/shell.h"
+#include "kern/shell_job.h"
 #include "kern/string.h"
+#include "kern/thread.h"
 
 #define SHELL_CTRL_C        0x03
 #define SHELL_CTRL_U        0x15
 #define SHELL_BS            0x08
 #define SHELL_DEL           0x7f
 #define SHELL_ESC           0x1b
+
+/* Longest nap of a background command's shell_wait_interrupt(). */
+#define SHELL_WAIT_NAP_MS   20
 
 /* States of the escape-sequence parser (struct shell_line.esc_state). */
 enum {
@@ -382,6 +389,69 @@ shell_exec_argv(int argc, char **argv)
     return error;
 }
 
+/*
+ * Whether the line ends in '&' (a word of its own, or the last word's
+ * last character): then it is taken off.
+ */
+static bool
+shell_background(int *argcp, char **argv)
+{
+    char *last;
+    size_t len;
+
+    if (*argcp == 0) {
+        return false;
+    }
+
+    last = argv[*argcp - 1];
+    len = strlen(last);
+
+    if (len == 0 || last[len - 1] != '&') {
+        return false;
+    }
+
+    if (len == 1) {
+        argv[--*argcp] = NULL;
+    } else {
+        last[len - 1] = '\0';
+    }
+
+    return true;
+}
+
+static int
+shell_exec_background(int argc, char **argv)
+{
+    int error;
+
+    if (argc == 0) {
+        kprintf("shell: '&' runs a command in the background: which one?\n");
+        return -EINVAL;
+    }
+
+    if (shell_job_self() != NULL) {
+        kprintf("shell: a background command cannot start another\n");
+        return -EINVAL;
+    }
+
+    if (shell_cmd_lookup(argv[0]) == NULL) {
+        kprintf("shell: unknown command '%s' (type 'help')\n", argv[0]);
+        return -ENOENT;
+    }
+
+    error = shell_job_start(argc, argv);
+
+    if (error == -EAGAIN) {
+        kprintf("shell: %d background commands already run (see jobs)\n",
+                SHELL_JOB_MAX);
+    } else if (error) {
+        kprintf("shell: cannot start a background command: %s\n",
+                error_str(error));
+    }
+
+    return error;
+}
+
 int
 shell_exec(const char *line)
 {
@@ -414,6 +484,10 @@ shell_exec(const char *line)
         return argc;
     }
 
+    if (shell_background(&argc, argv)) {
+        return shell_exec_background(argc, argv);
+    }
+
     return shell_exec_argv(argc, argv);
 }
 
@@ -430,6 +504,7 @@ shell_run_once(void)
         shell_console_line_ready = true;
     }
 
+    shell_job_reap();
     console_write(SHELL_PROMPT, sizeof(SHELL_PROMPT) - 1);
 
     do {
@@ -470,7 +545,13 @@ shell_run(void)
 bool
 shell_interrupted(void)
 {
+    struct shell_job *job = shell_job_self();
     int c;
+
+    /* A background command stops on kill; the console is not its. */
+    if (job != NULL) {
+        return shell_job_killed(job);
+    }
 
     while (!READ_ONCE(shell_interrupt_flag)) {
         c = console_trygetc();
@@ -490,7 +571,31 @@ shell_interrupted(void)
 void
 shell_interrupt_clear(void)
 {
-    WRITE_ONCE(shell_interrupt_flag, false);
+    if (shell_job_self() == NULL) {
+        WRITE_ONCE(shell_interrupt_flag, false);
+    }
+}
+
+bool
+shell_wait_interrupt(uint64_t deadline)
+{
+    uint64_t now;
+
+    while ((now = clock_get_time()) < deadline) {
+        if (shell_job_self() != NULL) {
+            thread_msleep(MIN(clock_ms_from_ticks(deadline - now) + 1,
+                              SHELL_WAIT_NAP_MS));
+
+            if (shell_interrupted()) {
+                return true;
+            }
+        } else if (console_wait_input(clock_ms_from_ticks(deadline - now))
+                   && shell_interrupted()) {
+            return true;
+        }
+    }
+
+    return false;
 }
 
 /* ---- help --------------------------------------------------------------- */

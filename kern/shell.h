@@ -20,6 +20,7 @@
 #define KERN_SHELL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "kern/macros.h"
 
@@ -176,9 +177,18 @@ void shell_run(void) __noreturn;
  * True once the user has typed Ctrl-C since the current command started.
  * Polls the console without blocking; other characters typed meanwhile are
  * discarded.  The answer latches until shell_interrupt_clear() or the next
- * command.  Called from the thread running the command.
+ * command.  Called from the thread running the command.  In a background
+ * command's threads (kern/shell_job.h): true once `kill` named it; the
+ * console is left alone and clearing does nothing.
  */
 bool shell_interrupted(void);
 void shell_interrupt_clear(void);
+
+/*
+ * Sleep until the clock reaches deadline (kern/clock.h ticks; false) or
+ * the command is interrupted (true): Ctrl-C for a foreground command, which
+ * waits on the console, `kill` for a background one, which naps and looks.
+ */
+bool shell_wait_interrupt(uint64_t deadline);
 
 #endif /* KERN_SHELL_H */

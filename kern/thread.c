@@ -101,6 +101,7 @@ struct thread {
     uint64_t nr_switches;           /* (r) times switched in */
     struct thread *all_next;        /* (l) list of all threads */
     struct perfmon_td perfmon_td;   /* perfmon's, see perfmon_types.h */
+    void *job;                      /* (s) the shell job, see thread_job() */
 };
 
 /*
@@ -193,6 +194,56 @@ thread_name_of(unsigned int tid, char *buf, size_t size)
 
     spinlock_unlock_intr_restore(&thread_list_lock, flags);
     return error;
+}
+
+struct thread *
+thread_lookup(unsigned int tid)
+{
+    struct thread *found = NULL;
+    unsigned long flags;
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+
+    for (struct thread *t = thread_list; t != NULL; t = t->all_next) {
+        unsigned int refs;
+
+        if (t->id != tid || thread_exited(t)) {
+            continue;
+        }
+
+        /* A reference only while one is held: 0 means it is going. */
+        refs = __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE);
+
+        while (refs != 0
+               && !__atomic_compare_exchange_n(&t->refcount, &refs, refs + 1,
+                                               false, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE)) {
+        }
+
+        found = (refs != 0) ? t : NULL;
+        break;
+    }
+
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+    return found;
+}
+
+bool
+thread_exited(const struct thread *thread)
+{
+    return __atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE);
+}
+
+void *
+thread_job(const struct thread *thread)
+{
+    return READ_ONCE(thread->job);
+}
+
+void
+thread_set_job(void *job)
+{
+    WRITE_ONCE(thread_self()->job, job);
 }
 
 bool
@@ -775,6 +826,7 @@ thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
 
     thread->fn = fn;
     thread->arg = arg;
+    thread->job = thread_job(thread_self());
     thread_init_common(thread, name, cpumask);
     thread->refcount = 2;           /* the caller's and the scheduler's */
 

@@ -98,6 +98,23 @@ const char *thread_name(const struct thread *thread);
 int thread_name_of(unsigned int tid, char *buf, size_t size);
 
 /*
+ * The thread with id tid if it has not exited, with a reference the caller
+ * drops with thread_unref(), or NULL.  thread_exited(): whether the thread
+ * has run for the last time.  Thread or interrupt context, not NMI.
+ */
+struct thread *thread_lookup(unsigned int tid);
+bool thread_exited(const struct thread *thread);
+
+/*
+ * The job a thread runs for: an opaque word of the shell's background
+ * commands (kern/shell_job.c), NULL for the shell's own work.  A new thread
+ * takes its creator's; thread_set_job() sets the caller's, before it
+ * creates any.  Any context.
+ */
+void *thread_job(const struct thread *thread);
+void thread_set_job(void *job);
+
+/*
  * The thread's stack, [*lop, *hip): false for the boot and idle contexts,
  * whose stacks the scheduler did not allocate.  Any context, NMI included
  * (for call chains).

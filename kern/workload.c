@@ -687,7 +687,7 @@ workload_sleep_cmd(int argc, char **argv)
 {
     static const char args[] = "MS";
     char ms_buf[32];
-    uint64_t ms, start, end, now;
+    uint64_t ms, start, end;
     bool interrupted = false;
     int error;
 
@@ -701,14 +701,8 @@ workload_sleep_cmd(int argc, char **argv)
     start = cpu_rdtsc();
     end = clock_deadline_from_ms(ms);
 
-    /* One sleep, cut short by input: Ctrl-C ends it, other keys do not. */
-    while ((now = clock_get_time()) < end) {
-        if (console_wait_input(clock_ms_from_ticks(end - now))
-            && shell_interrupted()) {
-            interrupted = true;
-            break;
-        }
-    }
+    /* One sleep, cut short by Ctrl-C (or kill), not by other keys. */
+    interrupted = shell_wait_interrupt(end);
 
     workload_fmt_ms(ms_buf, sizeof(ms_buf), start);
     kprintf("sleep: asked %llu ms, slept %s ms%s\n", (unsigned long long)ms,

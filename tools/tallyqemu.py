@@ -391,8 +391,10 @@ def com2_path_for(log_path):
 
 def qemu_args(iso, smp=1, mem='256M', kvm=False, cmdline='', gdb=False,
               serial=('-serial', 'stdio'), no_reboot=True, extra_args=(),
-              com2=None):
-    """Build QEMU's argument list.  kvm: False, or the -cpu model for KVM.
+              com2=None, tcg_cpu='max'):
+    """Build QEMU's argument list.  kvm: False, or the -cpu model for KVM;
+    tcg_cpu: the -cpu model under TCG (a named model such as
+    Skylake-Server or EPYC-Milan sets vendor, family and model).
 
     no_reboot=True makes a guest reset (reboot command, triple fault) end
     QEMU with status 0 instead of restarting the guest.  com2: a file for
@@ -413,7 +415,7 @@ def qemu_args(iso, smp=1, mem='256M', kvm=False, cmdline='', gdb=False,
     if kvm:
         args += ['-enable-kvm', '-cpu', kvm if isinstance(kvm, str) else 'host']
     else:
-        args += ['-accel', 'tcg', '-cpu', 'max']
+        args += ['-accel', 'tcg', '-cpu', tcg_cpu]
     if gdb:
         args += ['-s', '-S']
     args += list(extra_args)
@@ -463,9 +465,10 @@ class Qemu:
     # ---- lifetime --------------------------------------------------------
 
     def start(self, iso=DEFAULT_ISO, smp=1, mem='256M', kvm='auto', cmdline='',
-              gdb=False, extra_args=(), log=None, com2='auto'):
+              gdb=False, extra_args=(), log=None, com2='auto', tcg_cpu='max'):
         """Boot iso.  com2: a file for the guest's COM2; 'auto' puts it
-        beside the serial log (com2_path_for()); None gives no COM2."""
+        beside the serial log (com2_path_for()); None gives no COM2.
+        tcg_cpu: the -cpu model under TCG (qemu_args())."""
         if self.proc is not None:
             raise RuntimeError('qemu already started')
         if not os.path.exists(iso):
@@ -478,7 +481,7 @@ class Qemu:
         self.com2_path = com2
         self.args = qemu_args(iso, smp=smp, mem=mem, kvm=self.kvm,
                               cmdline=cmdline, gdb=gdb, extra_args=extra_args,
-                              com2=com2)
+                              com2=com2, tcg_cpu=tcg_cpu)
         return self.spawn(self.args)
 
     def spawn(self, argv, use_pty=False, cwd=None, env=None):
@@ -1095,14 +1098,15 @@ class BootTest:
 
     @contextlib.contextmanager
     def boot(self, what=None, iso=None, smp=1, cmdline='', kvm=None,
-             com2='auto'):
+             com2='auto', tcg_cpu='max'):
         """Boot iso (default: the user image, --iso) and yield its Qemu,
         killed on the way out.  kvm None follows --kvm; False or True
-        force TCG or KVM (resolve_kvm).  com2 as for Qemu.start()."""
+        force TCG or KVM (resolve_kvm).  com2 and tcg_cpu as for
+        Qemu.start()."""
         with Qemu(log=self.log_path(what), name=self.name) as q:
             q.start(self.args.iso if iso is None else iso, smp=smp,
                     kvm=self.args.kvm_mode if kvm is None else kvm,
-                    cmdline=cmdline, com2=com2)
+                    cmdline=cmdline, com2=com2, tcg_cpu=tcg_cpu)
             self.tap.diag('qemu: %s, -smp %d%s; serial log %s'
                           % ('KVM' if q.kvm else 'TCG', smp,
                              ', options "%s"' % cmdline if cmdline else '',

@@ -29,6 +29,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -276,7 +277,9 @@ pmu_amd_counters(struct perfmon_dev *dev, uint64_t raw_event,
         return -EINVAL;
     }
 
-    *countersp = pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask;
+    /* The model's lists may restrict it (large-increment events). */
+    *countersp = pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask
+                 & pmu_evtab_constraint(perfmon_evtab_host(), raw_event);
     *preferp = 0;
     return (*countersp == 0) ? -ENOENT : 0;
 }

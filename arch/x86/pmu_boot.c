@@ -20,6 +20,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/lapic.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "arch/x86/smp.h"
 #include "arch/x86/trap.h"
 #include "kern/cmdline.h"
@@ -176,6 +177,10 @@ pmu_setup(void)
     struct perfmon_dev *dev;
     char line[PERFMON_HW_STATUS_SIZE];
     int error;
+
+    /* The model's event names, also where no PMU shows (KVM, TCG). */
+    pmu_evtab_setup(cpu_info.vendor, cpu_info.family, cpu_info.model,
+                    cpu_info.stepping);
 
     if (pmu_option_off("perfmon.hw")) {
         pmu_caps = (struct pmu_caps){ .reason = "perfmon.hw=off" };

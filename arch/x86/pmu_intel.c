@@ -39,6 +39,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -314,16 +315,208 @@ pmu_intel_counters_for(uint64_t raw_event, uint64_t *preferp)
         counters |= PMU_INTEL_GP_BITS;
     }
 
+    /* Model-specific events count only where the model's list says. */
+    counters &= pmu_evtab_constraint(perfmon_evtab_host(), raw_event);
     return counters & pmu_intel.exist_mask;
+}
+
+/* ---- extra MSRs ---------------------------------------------------------- */
+
+/*
+ * The extra MSRs of model-specific events (the event lists name them; SDM
+ * vol. 4, each model's MSR table): MSR_OFFCORE_RSP_0/1, MSR_PEBS_LD_LAT,
+ * MSR_PEBS_FRONTEND, the load-latency thresholds of newer parts.  Each
+ * holds one value at a time, shared by every slot that asks for that
+ * value (refs); a slot asking for another value takes the event's other
+ * MSR when it has one (OFFCORE_RSP_1, with the event's second code), or
+ * is refused.  probed/usable: whether the MSR answered a fault-safe read
+ * (KVM raises #GP on them).  Written under the core's allocator lock;
+ * read by start, on any CPU, for slots that hold an entry: a slot cannot
+ * start before its hold nor after its release.
+ */
+#define PMU_INTEL_NR_EXTRA          8
+
+static struct pmu_intel_extra {
+    uint32_t msr;
+    bool probed;
+    bool usable;
+    uint64_t value;
+    unsigned int refs;
+} pmu_intel_extras[PMU_INTEL_NR_EXTRA];
+
+/* Which extra MSR each held raw code uses, and how many slots hold it. */
+static struct pmu_intel_hold {
+    uint64_t raw_event;
+    unsigned int extra;             /* index in pmu_intel_extras */
+    bool second;                    /* the event's second MSR and code */
+    unsigned int refs;
+} pmu_intel_holds[PERFMON_DEV_MAX_PMCS];
+
+/* The entry of msr, probed (fault-safe) when first asked for; NULL: none. */
+static struct pmu_intel_extra *
+pmu_intel_extra_of(uint32_t msr)
+{
+    struct pmu_intel_extra *free = NULL;
+    uint64_t value;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_intel_extras); i++) {
+        struct pmu_intel_extra *x = &pmu_intel_extras[i];
+
+        if (x->probed && x->msr == msr) {
+            return x;
+        }
+
+        free = (free == NULL && !x->probed) ? x : free;
+    }
+
+    if (free != NULL) {
+        *free = (struct pmu_intel_extra){
+            .msr = msr, .probed = true,
+            .usable = (msr_read_safe(msr, &value) == 0),
+        };
+    }
+
+    return free;
+}
+
+static struct pmu_intel_hold *
+pmu_intel_hold_of(uint64_t raw_event)
+{
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_intel_holds); i++) {
+        if (pmu_intel_holds[i].refs != 0
+            && pmu_intel_holds[i].raw_event == raw_event) {
+            return &pmu_intel_holds[i];
+        }
+    }
+
+    return NULL;
+}
+
+/* Take msr with value for one more slot: false when it holds another. */
+static bool
+pmu_intel_extra_take(struct pmu_intel_extra *x, uint64_t value)
+{
+    if (x == NULL || !x->usable || (x->refs != 0 && x->value != value)) {
+        return false;
+    }
+
+    x->value = value;
+    x->refs++;
+    return true;
+}
+
+static int
+pmu_intel_hold(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    const struct perfmon_evtab_extra *extra;
+    struct pmu_intel_hold *hold = pmu_intel_hold_of(raw_event);
+    struct pmu_intel_extra *x;
+    bool valid;
+
+    (void)dev;
+    extra = pmu_evtab_raw_extra(raw_event, &valid);
+
+    if (extra == NULL) {
+        return 0;
+    }
+
+    if (hold != NULL) {
+        hold->refs++;
+        pmu_intel_extras[hold->extra].refs++;
+        return 0;
+    }
+
+    for (unsigned int i = 0; hold == NULL && i < ARRAY_SIZE(pmu_intel_holds);
+         i++) {
+        hold = (pmu_intel_holds[i].refs == 0) ? &pmu_intel_holds[i] : NULL;
+    }
+
+    if (hold == NULL) {
+        return -EAGAIN;
+    }
+
+    for (unsigned int m = 0; m < extra->nr_msrs && m < 2; m++) {
+        x = pmu_intel_extra_of(extra->msr + m);
+
+        /* The second MSR goes with the second code (B7H, BBH) or mask. */
+        if ((m == 0 || extra->code2 != 0 || extra->nr_umasks >= 2)
+            && pmu_intel_extra_take(x, extra->value)) {
+            *hold = (struct pmu_intel_hold){
+                .raw_event = raw_event, .refs = 1, .second = (m == 1),
+                .extra = (unsigned int)(x - pmu_intel_extras),
+            };
+            return 0;
+        }
+    }
+
+    x = pmu_intel_extra_of(extra->msr);
+    return (x == NULL || !x->usable) ? -ENOENT : -EAGAIN;
+}
+
+static void
+pmu_intel_release(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    struct pmu_intel_hold *hold;
+    bool valid;
+
+    (void)dev;
+
+    if (pmu_evtab_raw_extra(raw_event, &valid) == NULL) {
+        return;
+    }
+
+    hold = pmu_intel_hold_of(raw_event);
+    assert(hold != NULL && pmu_intel_extras[hold->extra].refs != 0);
+    pmu_intel_extras[hold->extra].refs--;
+    hold->refs--;
+}
+
+/*
+ * The event select of a raw code: its PERFEVTSEL bits, with the second
+ * code (or unit mask) when it holds the event's second MSR, after loading
+ * the MSR it holds on this CPU.
+ */
+static uint64_t
+pmu_intel_extra_load(uint64_t raw_event)
+{
+    uint64_t sel = raw_event & ~PMU_EVTAB_RAW_EXTRA_MASK;
+    const struct perfmon_evtab_extra *extra;
+    const struct pmu_intel_hold *hold;
+    const struct pmu_intel_extra *x;
+    bool valid;
+
+    extra = pmu_evtab_raw_extra(raw_event, &valid);
+
+    if (extra == NULL) {
+        return sel;
+    }
+
+    hold = pmu_intel_hold_of(raw_event);
+    assert(hold != NULL);
+    x = &pmu_intel_extras[hold->extra];
+    pmu_msr_write(x->msr, x->value);
+
+    if (hold->second && extra->code2 != 0) {
+        sel = (sel & ~PMU_EVTSEL_EVENT) | extra->code2;
+    } else if (hold->second) {
+        sel = (sel & ~PMU_EVTSEL_UMASK) | ((uint64_t)extra->umasks[0] << 8);
+    }
+
+    return sel;
 }
 
 static int
 pmu_intel_counters(struct perfmon_dev *dev, uint64_t raw_event,
                    unsigned int flags, uint64_t *countersp, uint64_t *preferp)
 {
-    (void)dev;
+    bool valid;
 
-    if (!pmu_flags_valid(flags) || (raw_event & ~PMU_INTEL_RAW_MASK) != 0) {
+    (void)dev;
+    pmu_evtab_raw_extra(raw_event, &valid);
+
+    if (!pmu_flags_valid(flags) || !valid
+        || (raw_event & ~(PMU_INTEL_RAW_MASK | PMU_EVTAB_RAW_EXTRA_MASK))
+           != 0) {
         return -EINVAL;
     }
 
@@ -381,7 +574,7 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
         ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
         pmu_intel_fixed_ctrl_set(ctrl);
     } else {
-        uint64_t sel = raw_event | PMU_EVTSEL_EN
+        uint64_t sel = pmu_intel_extra_load(raw_event) | PMU_EVTSEL_EN
                        | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
 
         if (pmu_intel.nmi) {
@@ -489,6 +682,8 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
      * counter wrapping in between would raise no PMI, nor any after.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .hold = pmu_intel_hold,
+    .release = pmu_intel_release,
     .selftest = pmu_selftest,
 };
 
@@ -722,6 +917,8 @@ pmu_intel_reset_state(void)
 {
     pmu_intel = (struct pmu_intel){ 0 };
     memset(pmu_intel_fixed_ctrl, 0, sizeof(pmu_intel_fixed_ctrl));
+    memset(pmu_intel_extras, 0, sizeof(pmu_intel_extras));
+    memset(pmu_intel_holds, 0, sizeof(pmu_intel_holds));
     pmu_probe_reset();
 }
 

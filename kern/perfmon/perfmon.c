@@ -95,6 +95,16 @@
 #define PERFMON_FREQ_FIRST_PERIOD   10000
 
 /*
+ * The fewest events a sampling counter is armed for, and the shortest
+ * period: some x86 CPUs misbehave with a counter one event from its
+ * overflow, so Linux arms them for at least 2 (x86_perf_event_set_period
+ * in arch/x86/events/core.c).  A period of 1 is taken as 2, not refused:
+ * `-c 1` works as under perf, and every sample says the 2 events it
+ * stands for.
+ */
+#define PERFMON_MIN_PERIOD          2
+
+/*
  * Throttling: the window over which a CPU's sampling time is measured,
  * and the most one interrupt may count for, as a fraction of the window:
  * under a hypervisor a vCPU may be preempted in the middle of a handler,
@@ -260,7 +270,7 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     assert(pmc->left > 0);
-    events = MIN((uint64_t)pmc->left, max);
+    events = MAX(MIN((uint64_t)pmc->left, max), PERFMON_MIN_PERIOD);
     pmc->prev = (0 - events) & mask;
     pmc->wrap_seen = false;
     pmc->armed_value = pmc->value;
@@ -288,7 +298,12 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
         return;
     }
 
-    period = num_muldiv(counted, freq_hz, dt * sampling->freq);
+    /*
+     * The event rate per second, then per sample: dt * freq would pass
+     * 2^64 after some 17 hours at 100 kHz without a sample.  Dividing
+     * twice gives the same floor.
+     */
+    period = num_muldiv(counted, freq_hz, dt) / sampling->freq;
 
     if (period < pmc->period / 2 || period / 2 > pmc->period) {
         pmc->period = period;
@@ -298,7 +313,7 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
         pmc->period -= (pmc->period - period) / 4;
     }
 
-    pmc->period = MAX(pmc->period, MAX(pmc->min_period, 1));
+    pmc->period = MAX(pmc->period, MAX(pmc->min_period, PERFMON_MIN_PERIOD));
     pmc->period = MIN(pmc->period, PERFMON_MAX_PERIOD);
 }
 
@@ -351,8 +366,9 @@ perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
         pmc->min_period = saved->sample_min_period;
         pmc->left = MAX(saved->sample_left, 1);
     } else {
-        pmc->period = (sampling->period != 0) ? sampling->period
-                                              : PERFMON_FREQ_FIRST_PERIOD;
+        pmc->period = (sampling->period != 0)
+                      ? MAX(sampling->period, PERFMON_MIN_PERIOD)
+                      : PERFMON_FREQ_FIRST_PERIOD;
         pmc->min_period = 0;
         pmc->left = (int64_t)pmc->period;
     }
@@ -532,7 +548,9 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
  * keep a sampling slot's progress to its next sample, stop it.  It stops
  * being marked running first: a later overflow NMI of the counter maps to
  * no slot.  The events it counts between the fold and the stop are lost,
- * as at any stop.
+ * as at any stop, and so is the overflow an NMI left pending after the
+ * fold: were the section to start the slot again, its exit would fold
+ * that bit as a wrap of the new run.
  */
 void
 perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
@@ -554,6 +572,8 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
 
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~perfmon_slot_bit(slot));
     barrier();
+    __atomic_fetch_and(&cpu->pending, ~perfmon_slot_bit(slot),
+                       __ATOMIC_RELAXED);
     dev->ops->stop(dev, pmc->hw_id);
 }
 
@@ -1554,7 +1574,7 @@ perfmon_event_read_times(struct perfmon_event *event, uint64_t *enabled_nsp,
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, active, due = 0, start = cpu_rdtsc();
+    uint64_t mask, slots, active, start, due;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
 
@@ -1564,9 +1584,21 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         return false;
     }
 
+    /*
+     * The nesting level first: an NMI landing in a deadline call of the
+     * soft or step PMU from here on is nested in it, and its time part of
+     * this one's.
+     */
+    cpu_index = cpu_id();
+    cpu = perfmon_cpu_get(cpu_index);
+    assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
+    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
+    barrier();
+    start = cpu_rdtsc();
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
+        WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
         return false;
     }
 
@@ -1575,9 +1607,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      * samples): records that do not freeze on the interrupt run on until
      * a callback stops them, and must not fill with the fold's branches.
      */
-    cpu_index = cpu_id();
     perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
-    cpu = perfmon_cpu_get(cpu_index);
     syscnt_inc(&cpu->nr_intrs);
 
     /* The slots of the device running here whose counter overflowed. */
@@ -1597,6 +1627,10 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     /*
      * Inside a section the fold waits for the section's end, where the
      * frame is gone: such overflows are counted, re-armed, not sampled.
+     * The samples and the throttle are part of the section: an NMI landing
+     * in this handler when it is no NMI itself (the soft and step PMUs'
+     * deadline calls) then leaves its overflow pending instead of changing
+     * periods and the throttle's window under it.
      */
     if (READ_ONCE(cpu->busy)) {
         __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
@@ -1608,21 +1642,34 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         cpu->due = 0;
         perfmon_cpu_fold(cpu, slots, true);
         cpu->in_intr = false;
+
         due = cpu->due;
+
+        /*
+         * Only the outermost interrupt throttles, for all the time it
+         * took: a nested one that sampled before this one's section is
+         * part of it, and would count twice on its own.  (One nested in
+         * an interrupt that samples nothing is not counted: rare, as
+         * nesting is, and never a storm on its own.)
+         */
+        if (due != 0) {
+            perfmon_cpu_write_samples(cpu, due, frame);
+
+            if (cpu->intr_depth == 1) {
+                perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+            }
+        }
 
         /* Also folds what an NMI left pending, when this is not one. */
         perfmon_cpu_leave(cpu);
-    }
-
-    if (due != 0) {
-        perfmon_cpu_write_samples(cpu, due, frame);
-        perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
     }
 
     if (dev->ops->overflow_intr_end != NULL) {
         dev->ops->overflow_intr_end(dev);
     }
 
+    barrier();
+    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
     return true;
 }
 

@@ -61,7 +61,8 @@ perfmon_dev_check(const struct perfmon_dev *dev)
         return -EINVAL;
     }
 
-    if (dev->overflow_intr && ops->handle_overflow_intr == NULL) {
+    if ((dev->overflow_intr && ops->handle_overflow_intr == NULL)
+        || ((ops->hold == NULL) != (ops->release == NULL))) {
         return -EINVAL;
     }
 
@@ -175,6 +176,29 @@ perfmon_dev_translate_locked(struct perfmon_dev *dev, unsigned int event_id,
     error = dev->ops->translate(dev, raw_eventp, event_id);
     spinlock_unlock(&perfmon_lock);
     return error == 0 ? 0 : -ENOENT;
+}
+
+int
+perfmon_dev_counters(struct perfmon_dev *dev, uint64_t raw_event,
+                     unsigned int flags, uint64_t *countersp)
+{
+    uint64_t prefer;
+    int error;
+
+    if (dev == NULL || countersp == NULL || !perfmon_dev_is_registered(dev)
+        || (flags & ~PERFMON_EF_MODE) != 0 || (flags & PERFMON_EF_MODE) == 0) {
+        return -EINVAL;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    error = dev->ops->counters(dev, raw_event, flags, countersp, &prefer);
+    spinlock_unlock(&perfmon_lock);
+
+    if (error == 0 && *countersp == 0) {
+        error = -ENOENT;
+    }
+
+    return (error == 0 || error == -EINVAL) ? error : -ENOENT;
 }
 
 int

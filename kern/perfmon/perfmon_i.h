@@ -79,11 +79,13 @@ perfmon_nr_devs_load(void)
  * where they are active, the scheduler (kern/perfmon/perfmon_sched.c) gives them
  * one of the counters in counters (preferring those in prefer) when one
  * is free, and makes them take turns when there are more of them than
- * counters.  A slot of an event group (group: its leader, NULL for none)
+ * counters.  A slot of an event group (group: the group's id, 0 for none)
  * serves that group only; the active slots of one group on a CPU are
- * scheduled all together or not at all.  A sampling slot (sampling set)
- * serves events of that sampling only, all thread events or all CPU events
- * (thread_events).
+ * scheduled all together or not at all.  A group's id is its own, not its
+ * leader's address: a group whose leader was detached first lives on with
+ * its members, apart from any group led later by an event at that place.
+ * A sampling slot (sampling set) serves events of that sampling only, all
+ * thread events or all CPU events (thread_events).
  */
 struct perfmon_pmc {
     unsigned int nr_refs;               /* events using the slot */
@@ -93,7 +95,7 @@ struct perfmon_pmc {
     unsigned int hw_id;                 /* pinned slots only */
     uint64_t counters;                  /* flexible: hw ids that count it */
     uint64_t prefer;                    /*   those to use first */
-    const struct perfmon_event *group;
+    uint64_t group;
     const struct perfmon_sampling *sampling;
     bool thread_events;                 /* sampling slots: whose events */
     struct perfmon_event *users;        /* list through next_user */
@@ -186,6 +188,12 @@ struct perfmon_cpu_dev {
 };
 
 /*
+ * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
+ * a soft or step PMU's deadline call, which is no NMI.
+ */
+#define PERFMON_INTR_MAX_DEPTH      2
+
+/*
  * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
  * (xcalls, thread_call, the context switch hook, the overflow interrupt).
  * active_mask (slots with nr_refs > 0) is also read by the poll timer on
@@ -207,6 +215,7 @@ struct perfmon_cpu {
     uint64_t sched_mask;
     uint64_t now;                       /* TSC at the section's start */
     struct perfmon_td *td;              /* the thread loaded here, or NULL */
+    unsigned int intr_depth;            /* overflow interrupts running */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_start;              /* TSC, throttling window */
@@ -303,9 +312,11 @@ uint64_t perfmon_cpu_active_slots(unsigned int cpu);
 void perfmon_cpu_poll_xcall(void *dev);
 
 /*
- * kern/perfmon/perfmon_intr.c: run the registered callbacks for an overflow
- * interrupt of dev on cpu (NMI context, no lock), after clearing the
- * branch stack the callbacks may set; perfmon_intr_branches() returns it
+ * kern/perfmon/perfmon_intr.c, for the overflow interrupt on cpu (the
+ * calling CPU, its intr_depth counting it; NMI context, no lock).
+ * perfmon_intr_run_callbacks: run the registered callbacks for dev's
+ * interrupt, after clearing the branch stack they may set, one of its own
+ * per nesting level.  perfmon_intr_branches: the current level's stack
  * (its entries and their number), for the samples of the interrupt.
  */
 void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
@@ -438,7 +449,13 @@ uint64_t perfmon_cpu_pmc_share(struct perfmon_cpu *cpu, unsigned int slot,
  * perfmon_sched_evict_all: thread context, after a counter of dev was
  *   reserved: every CPU moves its flexible slots off it.
  * perfmon_sched_setup: the part of perfmon_setup for that file.
+ * perfmon_counters_assign: a counter for each of n slots, slot i taking
+ *   one of masks[i] (those of prefer[i] first), each its own, into
+ *   hw_ids[] (may be NULL); false when there is no such assignment.
+ *   Pure; any context (NMI included: no lock, no allocation).
  */
+bool perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
+                             unsigned int n, unsigned int *hw_ids);
 void perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot,
                       uint64_t now);
 void perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot,

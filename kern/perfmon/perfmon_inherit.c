@@ -24,6 +24,12 @@
  * thread's member list; it is taken in thread context and never held
  * across a thread_call, an xcall or an event operation (it nests only the
  * allocator's lock, kmem_zalloc).
+ *
+ * An event's family pointer is also read under perfmon_lock by whoever
+ * walks the counter slots' user lists (perfmon_pmc_foreach: `perfmon
+ * info`), which follows it to the family: it is set and cleared under
+ * that lock (perfmon_event_set_family) while the event is on a list, so
+ * that such a reader sees NULL or a whole family not yet freed.
  */
 
 #include <stdbool.h>
@@ -92,6 +98,16 @@ perfmon_member_remove(struct thread *thread, struct perfmon_member *member)
 
 /* ---- children ------------------------------------------------------------ */
 
+/* Set or clear the family of an attached event (see the top). */
+static void
+perfmon_event_set_family(struct perfmon_event *event,
+                         struct perfmon_family *family)
+{
+    spinlock_lock(&perfmon_lock);
+    event->family = family;
+    spinlock_unlock(&perfmon_lock);
+}
+
 static struct perfmon_child *
 perfmon_child_of_member(struct perfmon_member *member)
 {
@@ -130,7 +146,7 @@ static void
 perfmon_child_release(struct perfmon_family *family,
                       struct perfmon_child *child)
 {
-    child->event.family = NULL;
+    perfmon_event_set_family(&child->event, NULL);
     perfmon_event_detach(&child->event);
     spinlock_lock(&perfmon_family_lock);
     perfmon_counts_add(&family->gone, &child->event.total);
@@ -159,6 +175,8 @@ perfmon_family_wait_idle(struct perfmon_family *family)
  * lock released, and may give counts it read, which go into sum (when not
  * NULL).  A child whose thread exited meanwhile is released after fn, its
  * final counts going into family->gone; what fn read of it is dropped.
+ * Releasing it drops the lock, so the next child is pinned first: an exit
+ * meanwhile then leaves it to the walk instead of freeing it under it.
  * Children created during the walk are not visited.
  */
 static void
@@ -185,6 +203,11 @@ perfmon_family_walk(struct perfmon_family *family,
 
         if (child->exiting) {
             perfmon_child_unlink(family, child);
+
+            if (next != NULL) {
+                next->pinned = true;
+            }
+
             spinlock_unlock(&perfmon_family_lock);
             perfmon_child_release(family, child);
             spinlock_lock(&perfmon_family_lock);
@@ -213,7 +236,7 @@ perfmon_family_create(struct perfmon_event *root)
     }
 
     family->root = root;
-    root->family = family;
+    perfmon_event_set_family(root, family);
     spinlock_lock(&perfmon_family_lock);
     perfmon_member_add(root->thread, &family->root_member, family);
     perfmon_nr_families++;
@@ -250,7 +273,7 @@ perfmon_family_destroy(struct perfmon_event *root)
     }
 
     perfmon_counts_add(&root->total, &family->gone);
-    root->family = NULL;
+    perfmon_event_set_family(root, NULL);
     kmem_free(family, sizeof(*family));
 }
 
@@ -400,7 +423,7 @@ perfmon_thread_fork(struct thread *thread)
             next = child->next;
 
             if (perfmon_event_attached(&child->event)) {
-                child->event.family = NULL;
+                perfmon_event_set_family(&child->event, NULL);
                 perfmon_event_detach(&child->event);
             }
 

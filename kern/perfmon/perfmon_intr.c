@@ -63,22 +63,37 @@ static unsigned int perfmon_intr_gen;   /* under perfmon_intr_lock */
  */
 static unsigned int perfmon_intr_nr_used;
 
-/*
- * The branch stack a callback handed over for the current interrupt, per
- * CPU: written and read by that CPU's overflow interrupt only.
- */
+/* A branch stack a callback handed over for one interrupt. */
 struct perfmon_intr_branches {
     unsigned int nr;
     struct perfmon_branch entries[PERFMON_MAX_BRANCHES];
 };
 
-static struct perfmon_intr_branches perfmon_intr_branches_cpu[CPU_MAX];
+/*
+ * The branch stacks of a CPU's overflow interrupts, one per nesting level
+ * (struct perfmon_cpu's intr_depth), so that a nested interrupt's stack
+ * does not replace the one of the interrupt it landed in.  Written and
+ * read by that CPU's overflow interrupts only, each nested one done before
+ * the one it interrupted resumes.
+ */
+static struct perfmon_intr_branches
+    perfmon_intr_branches_cpu[CPU_MAX][PERFMON_INTR_MAX_DEPTH];
+
+/* The calling CPU's current level's stack, in an overflow interrupt. */
+static struct perfmon_intr_branches *
+perfmon_intr_branches_level(unsigned int cpu)
+{
+    unsigned int depth = perfmon_cpu_get(cpu)->intr_depth;
+
+    assert(depth != 0 && depth <= PERFMON_INTR_MAX_DEPTH);
+    return &perfmon_intr_branches_cpu[cpu][depth - 1];
+}
 
 void
 perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                            uint64_t ovf_mask, struct trap_frame *frame)
 {
-    perfmon_intr_branches_cpu[cpu].nr = 0;
+    perfmon_intr_branches_level(cpu)->nr = 0;
 
     if (__atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_ACQUIRE) == 0) {
         return;
@@ -101,9 +116,10 @@ void
 perfmon_intr_set_branches(const struct perfmon_branch *entries,
                           unsigned int nr)
 {
-    struct perfmon_intr_branches *b = &perfmon_intr_branches_cpu[cpu_id()];
+    struct perfmon_intr_branches *b;
 
     assert(!cpu_intr_enabled());
+    b = perfmon_intr_branches_level(cpu_id());
     nr = MIN(nr, (unsigned int)PERFMON_MAX_BRANCHES);
     memcpy(b->entries, entries, nr * sizeof(*entries));
     b->nr = nr;
@@ -112,7 +128,7 @@ perfmon_intr_set_branches(const struct perfmon_branch *entries,
 const struct perfmon_branch *
 perfmon_intr_branches(unsigned int *nrp)
 {
-    struct perfmon_intr_branches *b = &perfmon_intr_branches_cpu[cpu_id()];
+    struct perfmon_intr_branches *b = perfmon_intr_branches_level(cpu_id());
 
     *nrp = b->nr;
     return b->entries;

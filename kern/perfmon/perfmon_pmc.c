@@ -51,6 +51,9 @@ bool perfmon_switch_hook_on = true;
 
 /* Attached thread events, under perfmon_lock (see perfmon_set_switch_hook). */
 static unsigned int perfmon_nr_thread_events;
+
+/* The last group id given to a leader (struct perfmon_pmc), perfmon_lock. */
+static uint64_t perfmon_last_group;
 struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 uint64_t perfmon_sampling_slots;
 uint64_t perfmon_branch_slots;
@@ -146,11 +149,11 @@ perfmon_event_resolve(const struct perfmon_event *event,
 static bool
 perfmon_pmc_matches(const struct perfmon_pmc *pmc,
                     const struct perfmon_event *event, uint64_t raw,
-                    unsigned int mode)
+                    unsigned int mode, uint64_t group)
 {
     return pmc->raw_event == raw && pmc->flags == mode
            && pmc->pinned == !!(event->flags & PERFMON_EF_PINNED)
-           && pmc->group == event->group
+           && pmc->group == group
            && pmc->sampling == event->sampling
            && (pmc->sampling == NULL
                || pmc->thread_events == (event->thread != NULL));
@@ -164,17 +167,39 @@ perfmon_event_is_child(const struct perfmon_event *event)
 }
 
 /*
- * The events of leader's group attached on dev (inherited children
- * aside), found on the users lists of its slots.  perfmon_lock held.
+ * The group id of an event being attached, perfmon_lock held: 0 for
+ * none, a new one for a leader, else its leader's (attached: see
+ * perfmon_pmc_check_group), a child's its root's.
+ */
+static uint64_t
+perfmon_pmc_group_of(const struct perfmon_event *event)
+{
+    if (event->group == NULL) {
+        return 0;
+    }
+
+    if (perfmon_event_is_child(event)) {
+        return perfmon_pmcs[event->family->root->slot].group;
+    }
+
+    if (event->group == event) {
+        return ++perfmon_last_group;
+    }
+
+    return perfmon_pmcs[event->group->slot].group;
+}
+
+/*
+ * The events of group attached on dev (inherited children aside), found
+ * on the users lists of its slots.  perfmon_lock held.
  */
 static unsigned int
-perfmon_pmc_group_size(const struct perfmon_dev *dev,
-                       const struct perfmon_event *leader)
+perfmon_pmc_group_size(const struct perfmon_dev *dev, uint64_t group)
 {
     unsigned int base = dev->index * PERFMON_DEV_MAX_PMCS, n = 0;
 
     for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
-        if (perfmon_pmcs[i].nr_refs == 0 || perfmon_pmcs[i].group != leader) {
+        if (perfmon_pmcs[i].nr_refs == 0 || perfmon_pmcs[i].group != group) {
             continue;
         }
 
@@ -188,13 +213,50 @@ perfmon_pmc_group_size(const struct perfmon_dev *dev,
 }
 
 /*
+ * Whether a flexible member counting raw in mode fits beside the group's
+ * slots on dev: each its own counter, under the counters each may use
+ * (a matching, as the scheduler places them).  A member that shares a
+ * slot of the group needs no counter more.
+ */
+static bool
+perfmon_pmc_group_fits(struct perfmon_dev *dev,
+                       const struct perfmon_event *event, uint64_t raw,
+                       unsigned int mode)
+{
+    uint64_t group = perfmon_pmcs[event->group->slot].group;
+    unsigned int base = dev->index * PERFMON_DEV_MAX_PMCS, n = 0;
+    uint64_t masks[PERFMON_DEV_MAX_PMCS + 1], prefer;
+
+    for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
+        const struct perfmon_pmc *pmc = &perfmon_pmcs[i];
+
+        if (pmc->nr_refs == 0 || pmc->group != group) {
+            continue;
+        }
+
+        if (perfmon_pmc_matches(pmc, event, raw, mode, group)) {
+            return true;
+        }
+
+        masks[n++] = pmc->pinned ? 1ULL << pmc->hw_id : pmc->counters;
+    }
+
+    if (dev->ops->counters(dev, raw, mode, &masks[n], &prefer) != 0) {
+        return true;        /* the slot's setup says why */
+    }
+
+    return perfmon_counters_fit(masks, n + 1);
+}
+
+/*
  * A group member joining its leader's group on dev: where the leader is,
- * pinned as it is, and within the device's counters.  A child of an
- * inherited member joins its family's slots, not the count.
+ * pinned as it is, within the device's counters and the counters each
+ * member may use.  A child of an inherited member joins its family's
+ * slots, not the count.
  */
 static int
 perfmon_pmc_check_group(const struct perfmon_event *event,
-                        const struct perfmon_dev *dev)
+                        struct perfmon_dev *dev, uint64_t raw)
 {
     const struct perfmon_event *leader = event->group;
 
@@ -209,8 +271,15 @@ perfmon_pmc_check_group(const struct perfmon_event *event,
         return -EINVAL;
     }
 
-    return (perfmon_pmc_group_size(dev, leader) + 1 > dev->nr_pmcs)
-           ? -ENOSPC : 0;
+    if (perfmon_pmc_group_size(dev, perfmon_pmcs[leader->slot].group) + 1
+        > dev->nr_pmcs) {
+        return -ENOSPC;
+    }
+
+    return ((event->flags & PERFMON_EF_PINNED)
+            || perfmon_pmc_group_fits(dev, event, raw,
+                                      event->flags & PERFMON_EF_MODE))
+           ? 0 : -ENOSPC;
 }
 
 /*
@@ -237,6 +306,14 @@ perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
         }
     }
 
+    if (error == 0 && dev->ops->hold != NULL) {
+        error = dev->ops->hold(dev, raw);
+
+        if (error && pinned) {
+            perfmon_dev_unreserve_locked(dev, pmc->hw_id);
+        }
+    }
+
     if (error) {
         return (error == -EAGAIN || error == -EINVAL) ? error : -ENOENT;
     }
@@ -256,7 +333,7 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
     unsigned int base, free_slot = PERFMON_MAX_PMCS;
     struct perfmon_dev *dev;
     struct perfmon_pmc *pmc;
-    uint64_t raw;
+    uint64_t raw, group;
     int error;
 
     error = perfmon_event_resolve(event, &dev, &raw);
@@ -270,20 +347,21 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
         return -EOPNOTSUPP;
     }
 
-    error = perfmon_pmc_check_group(event, dev);
+    error = perfmon_pmc_check_group(event, dev, raw);
 
     if (error) {
         return error;
     }
 
     base = dev->index * PERFMON_DEV_MAX_PMCS;
+    group = perfmon_pmc_group_of(event);
 
     for (unsigned int i = base; i < base + PERFMON_DEV_MAX_PMCS; i++) {
         pmc = &perfmon_pmcs[i];
 
         if (pmc->nr_refs == 0) {
             free_slot = MIN(free_slot, i);
-        } else if (perfmon_pmc_matches(pmc, event, raw, mode)) {
+        } else if (perfmon_pmc_matches(pmc, event, raw, mode, group)) {
             goto found;
         }
     }
@@ -302,7 +380,7 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
 
     pmc->raw_event = raw;
     pmc->flags = mode;
-    pmc->group = event->group;
+    pmc->group = group;
     pmc->sampling = event->sampling;
     pmc->thread_events = event->thread != NULL;
     pmc->users = NULL;
@@ -354,13 +432,17 @@ perfmon_pmc_put(struct perfmon_event *event)
             perfmon_dev_unreserve_locked(dev, pmc->hw_id);
         }
 
+        if (dev->ops->release != NULL) {
+            dev->ops->release(dev, pmc->raw_event);
+        }
+
         perfmon_dev_nr_used_[dev->index]--;
         WRITE_ONCE(perfmon_sampling_slots,
                    perfmon_sampling_slots & ~perfmon_slot_bit(event->slot));
         WRITE_ONCE(perfmon_branch_slots,
                    perfmon_branch_slots & ~perfmon_slot_bit(event->slot));
         pmc->sampling = NULL;
-        pmc->group = NULL;
+        pmc->group = 0;
     }
 }
 
@@ -453,7 +535,7 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
         info.index = slot % PERFMON_DEV_MAX_PMCS;
         info.pinned = pmc->pinned;
         info.hw_id = pmc->pinned ? pmc->hw_id : 0;
-        info.grouped = pmc->group != NULL;
+        info.grouped = pmc->group != 0;
         info.raw_event = pmc->raw_event;
         info.flags = pmc->flags;
         info.nr_users = pmc->nr_refs;
@@ -552,6 +634,7 @@ perfmon_pmc_reset(void)
     memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));
     memset(perfmon_poll_armed, 0, sizeof(perfmon_poll_armed));
     perfmon_nr_thread_events = 0;
+    perfmon_last_group = 0;
     perfmon_switch_hook_on = true;
 }
 #endif /* TALLY_HOST_TEST */

@@ -83,10 +83,9 @@ perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
 static uint64_t
 perfmon_sched_unit(const struct perfmon_cpu *cpu, unsigned int slot)
 {
-    const struct perfmon_event *group = perfmon_pmcs[slot].group;
-    uint64_t slots, unit = 0;
+    uint64_t group = perfmon_pmcs[slot].group, slots, unit = 0;
 
-    if (group == NULL) {
+    if (group == 0) {
         return perfmon_slot_bit(slot);
     }
 
@@ -103,6 +102,71 @@ perfmon_sched_unit(const struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     return unit;
+}
+
+/*
+ * Try to give slot a counter among masks[slot] not visited in this
+ * search, preferred ones first, moving the slots that own them to
+ * others (an augmenting path); owner[c] is 1 + the slot holding counter
+ * c, 0 for none.  Depth at most the number of slots.
+ */
+static bool
+perfmon_sched_augment(const uint64_t *masks, const uint64_t *prefer,
+                      unsigned int slot, uint8_t *owner, uint64_t *visited)
+{
+    uint64_t tries[2] = { masks[slot] & prefer[slot],
+                          masks[slot] & ~prefer[slot] };
+
+    for (unsigned int k = 0; k < 2; k++) {
+        for (uint64_t c = tries[k] & ~*visited; c != 0;
+             c &= c - 1, c &= ~*visited) {
+            unsigned int hw_id = (unsigned int)__builtin_ctzll(c);
+
+            *visited |= 1ULL << hw_id;
+
+            if (owner[hw_id] == 0
+                || perfmon_sched_augment(masks, prefer, owner[hw_id] - 1U,
+                                         owner, visited)) {
+                owner[hw_id] = (uint8_t)(slot + 1);
+                return true;
+            }
+        }
+    }
+
+    return false;
+}
+
+bool
+perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
+                        unsigned int n, unsigned int *hw_ids)
+{
+    uint8_t owner[64] = { 0 };
+
+    assert(n <= 64);
+
+    for (unsigned int slot = 0; slot < n; slot++) {
+        uint64_t visited = 0;
+
+        if (!perfmon_sched_augment(masks, prefer, slot, owner, &visited)) {
+            return false;
+        }
+    }
+
+    for (unsigned int hw_id = 0; hw_id < 64 && hw_ids != NULL; hw_id++) {
+        if (owner[hw_id] != 0) {
+            hw_ids[owner[hw_id] - 1] = hw_id;
+        }
+    }
+
+    return true;
+}
+
+bool
+perfmon_counters_fit(const uint64_t *masks, unsigned int n)
+{
+    uint64_t none[64] = { 0 };
+
+    return n <= 64 && perfmon_counters_assign(masks, none, n, NULL);
 }
 
 /*
@@ -139,8 +203,9 @@ perfmon_sched_place(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
     unsigned int first = (unsigned int)__builtin_ctzll(unit);
     unsigned int d = first / PERFMON_DEV_MAX_PMCS;
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t masks[PERFMON_DEV_MAX_PMCS], prefer[PERFMON_DEV_MAX_PMCS];
     unsigned int hw_ids[PERFMON_DEV_MAX_PMCS];
-    uint64_t taken = 0, slots = unit;
+    uint64_t slots = unit;
     unsigned int n = 0;
 
     /* One slot, the common case (every context switch): no bookkeeping. */
@@ -157,18 +222,23 @@ perfmon_sched_place(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now)
         return true;
     }
 
+    /*
+     * Several slots: a matching of slots to free counters, so that a
+     * member that can use few counters is not crowded out by one that
+     * could have used others.
+     */
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        unsigned int hw_id = perfmon_sched_pick(cdev, d, slot, taken);
+        const struct perfmon_pmc *pmc = &perfmon_pmcs[slot];
 
         slots &= slots - 1;
+        masks[n] = pmc->counters & ~READ_ONCE(perfmon_dev_reserved[d])
+                   & ~cdev->hw_used;
+        prefer[n++] = pmc->prefer;
+    }
 
-        if (hw_id >= 64) {
-            return false;
-        }
-
-        taken |= 1ULL << hw_id;
-        hw_ids[n++] = hw_id;
+    if (!perfmon_counters_assign(masks, prefer, n, hw_ids)) {
+        return false;
     }
 
     n = 0;
@@ -330,7 +400,7 @@ perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 
     if (perfmon_pmcs[slot].pinned) {
         perfmon_sched_in_pinned(cpu, slot, now);
-    } else if (perfmon_pmcs[slot].group == NULL) {
+    } else if (perfmon_pmcs[slot].group == 0) {
         /* Alone: a free counter, or it waits. */
         if (!perfmon_sched_place(cpu, bit, now)) {
             cdev->waiting |= bit;

@@ -53,6 +53,11 @@ perfmon_selftest_line(struct perfmon_selftest *st, const char *verdict,
 {
     char line[PERFMON_SELFTEST_LINE_SIZE];
 
+    if (st->check != NULL) {
+        st->check(st->arg, verdict, name, measured, expected);
+        return;
+    }
+
     if (expected != NULL) {
         ksnprintf(line, sizeof(line), "%-4s  %-*s %s (expected %s)", verdict,
                   PERFMON_SELFTEST_NAME_WIDTH, name, measured, expected);

@@ -7,9 +7,11 @@
 # software PMU's width and overflow mode drawn from the seed, then a
 # bounded number of random command lines: `perfmon stat` with random
 # valid and invalid -e lists (names, aliases, raw codes, modifiers), CPU
-# lists, -r, -x, -a, -A, around small workloads; `perfmon list`, `info`,
-# `report`, `script`, `bench` with bad options; workloads with bad
-# arguments; overlong lines, too many words, open quotes, control
+# lists, -r, -x, -a, -A, -j, -I, --interval-count, --timeout, -t,
+# --per-thread, around small workloads or none (ending by themselves or at
+# Ctrl-C); `perfmon list`, `info`, `report`, `script`, `bench` with bad
+# options; workloads with bad arguments; short background commands,
+# `jobs` and `kill` with bad arguments; overlong lines, too many words, open quotes, control
 # characters and bytes >= 0x80; Ctrl-C while typing and while a command
 # runs.  The seed is printed first; TALLY_FUZZ_SEED=N replays a run.
 #
@@ -62,7 +64,9 @@ def cpu_list(rnd):
 def stat_line(rnd):
     words = ['perfmon', 'stat']
     for _ in range(rnd.randint(0, 4)):
-        opt = rnd.choice(('-e', '-a', '-C', '-A', '-r', '-x', '-q', '--bogus'))
+        opt = rnd.choice(('-e', '-a', '-C', '-A', '-r', '-x', '-q', '--bogus',
+                          '-j', '-I', '--interval-count', '--timeout', '-t',
+                          '--per-thread'))
         words.append(opt)
         if opt == '-e':
             words.append(event_list(rnd))
@@ -72,6 +76,12 @@ def stat_line(rnd):
             words.append(rnd.choice(('1', '2', '3', '0', '101', 'x', '')))
         elif opt == '-x':
             words.append(rnd.choice((',', ';', '""', ':')))
+        elif opt == '-t':
+            words.append(rnd.choice(('0', '1', '8', '1,1', '0,1,2', '999',
+                                     'x', ',', '1,')))
+        elif opt in ('-I', '--interval-count', '--timeout'):
+            words.append(rnd.choice(('1', '10', '50', '5', '0', 'x', '-1',
+                                     '99999999999999999999')))
     if rnd.random() < 0.7:
         words.append('--')
     words.append(rnd.choice(WORKLOADS))
@@ -85,6 +95,13 @@ def other_line(rnd):
         'perfmon bench -n x', 'perfmon top -F 0', 'perfmon stat',
         'perfmon stat -e', 'perfmon stat -C', 'cpus', 'threads', 'syscnt perf',
         'help perfmon', 'cmdline', 'log',
+        # With no command: each ends by itself.
+        'perfmon stat -a --timeout 50', 'perfmon stat -C 1 -j --timeout 20',
+        'perfmon stat -a -A -I 10 --interval-count 3 -x ,',
+        # (No record: the recording it keeps would stay on the heap.)
+        'perfmon stat -t 0,1 --per-thread --timeout 20',
+        'jobs', 'kill', 'kill 1',
+        'kill x', '&', 'spin 1000 &', 'nosuchcommand &',
     ))
 
 
@@ -126,7 +143,8 @@ def send_and_wait(q, rnd, line):
         q.send(line[:len(line) // 2] + '\x03')
     elif how < 0.16:
         # Ctrl-C while the command runs (the long ones stop for it).
-        q.send('perfmon stat -- spin 300000000\r')
+        q.send(rnd.choice(('perfmon stat -- spin 300000000\r',
+                           'perfmon stat -a -I 20\r', 'perfmon stat -C 0\r')))
         time.sleep(rnd.uniform(0.05, 0.5))
         q.send('\x03')
     else:

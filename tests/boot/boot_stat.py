@@ -114,6 +114,20 @@ def main():
                 return 'the CSV lines are not after the output:\n' + out
             return None
 
+        def csv_running_is_mean():
+            # -x's running-time column is the mean over the runs, as the
+            # count is: task-clock's msec and its running ns agree.
+            out = run('perfmon stat -r 4 -x , -e task-clock spin 2000000')
+            m = re.search(r'^([\d.]+),msec,task-clock,[\d.]*%,(\d+),', out,
+                          re.M)
+            if not m:
+                return 'no CSV line for task-clock:\n' + out
+            msec, running_ms = float(m.group(1)), int(m.group(2)) / 1e6
+            if msec <= 0 or not 0.5 <= running_ms / msec <= 2:
+                return 'running %g ms for a mean of %g ms:\n%s' \
+                    % (running_ms, msec, out)
+            return None
+
         def tabs():
             # Echoed and run with blanks in place of the tabs.
             q.skip_output()
@@ -171,6 +185,8 @@ def main():
         sh.step('long options', long_options)
         sh.step('-x lines come after the command\'s output',
                 csv_after_command)
+        sh.step('-r 4 -x: the running time is the mean of the runs\'',
+                csv_running_is_mean)
         sh.step('tabs separate words', tabs)
         sh.step('perfmon list FILTER', list_filter)
         sh.step('a Ctrl-C typed during a command does not leak',

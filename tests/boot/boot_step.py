@@ -124,8 +124,8 @@ def shell_session(tap, args):
             for spec, text in (
                     ('nope/instructions/', "no PMU named 'nope'"),
                     ('step/cycles/', "PMU 'step' does not count 'cycles'"),
-                    ('step/instructions', 'PMU terms'),
-                    ('cpu/event=0x3c/', 'PMU terms')):
+                    ('step/instructions', 'bad PMU item'),
+                    ('cpu/event=0x3c,bogus/', 'unknown term')):
                 out = run('perfmon stat -e %s -- spin 10' % spec)
                 if text not in out or 'spin:' in out:
                     return '%s: expected "%s":\n%s' % (spec, text, out)

@@ -8,8 +8,9 @@
  * first byte chooses the option spec and whether long options exist.
  *
  * Checked: it ends (each call consumes a letter or a word), never reads
- * past the words, returns 0, '?', ':' or a letter of the spec, gives a
- * value exactly to the letters that take one, names a bad option in a
+ * past the words, returns 0, '?', ':' or a letter of the spec or of a long
+ * option (some beyond a char, as stat's --interval-count), gives a value
+ * exactly to the letters that take one, names a bad option in a
  * NUL-terminated opts->bad, and leaves index on a word or just past them.
  */
 
@@ -22,7 +23,8 @@
 #include "kern/shell.h"
 
 static const char *const opts_fuzz_specs[] = {
-    "e:aC:Ar:x:", "e:c:F:gbj:aC:im:", "e:F:d:n:", "gb", ":", "",
+    "e:aC:Ar:x:", "e:aAC:r:x:ijI:t:", "e:c:F:gbj:aC:im:t:", "e:F:d:n:", "gb",
+    ":", "",
 };
 
 static const struct perfmon_cmd_longopt opts_fuzz_longopts[] = {
@@ -30,6 +32,8 @@ static const struct perfmon_cmd_longopt opts_fuzz_longopts[] = {
     { "folded", 'f', false },
     { "percent-limit", 'p', true },
     { "stdio", 'S', false },
+    { "interval-count", 0x100, true },
+    { "per-thread", 0x101, false },
     { NULL, 0, false },
 };
 
@@ -37,12 +41,18 @@ static void
 opts_fuzz_check(const struct perfmon_cmd_opts *opts, int opt,
                 const char *val, const char *spec, bool longs)
 {
-    const char *in_spec = (opt > 0 && opt != ':') ? strchr(spec, opt) : NULL;
+    const char *in_spec = (opt > 0 && opt <= 0xff && opt != ':')
+                          ? strchr(spec, opt) : NULL;
     bool long_letter = false;
 
     for (const struct perfmon_cmd_longopt *o = opts_fuzz_longopts;
          longs && o->name != NULL; o++) {
         long_letter |= (o->letter == opt);
+
+        /* A long option without a letter: its value as its table says. */
+        if (o->letter == opt && opt > 0xff) {
+            fuzz_check((val != NULL) == o->has_arg);
+        }
     }
 
     fuzz_check(opts->index >= 2 && opts->index <= opts->argc);

@@ -47,11 +47,22 @@ PRIVATE_ALLOWED = {
     # Host tests of the command's dispatcher, option and event parsers.
     'tests/unit/perfmon_cmd_test.c',
     'tests/unit/perfmon_parse_test.c',
+    # Host tests of the -j output (JSON strings, list and info) and of
+    # the -t lists the command's shared part resolves.
+    'tests/unit/perfmon_json_test.c',
     # Stand-ins for the subcommands the dispatcher test does not link.
     'tests/unit/fakes/perfmon_cmd_deps.c',
     # Fuzz targets of the option and event parsers.
     'tests/fuzz/perfmon_opts_fuzz.c',
     'tests/fuzz/perfmon_parse_fuzz.c',
+    # The metric evaluator's host test and fuzz target, and the test of
+    # stat -M, which builds a stat invocation's state by hand.
+    'tests/unit/perfmon_metric_test.c',
+    'tests/unit/perfmon_stat_metric_test.c',
+    'tests/fuzz/perfmon_metric_fuzz.c',
+    # The ring test compiles the ring's code itself, with a hooked
+    # WRITE_ONCE, to stop a producer between its publish and its exit.
+    'tests/unit/perfmon_ring_test.c',
     # In-kernel tests that run a capture or the self-test checks.
     'tests/kernel/lbr_test.c',
     'tests/kernel/pmu_selftest_test.c',

@@ -20,12 +20,14 @@ import importlib.machinery
 import importlib.util
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -396,7 +398,7 @@ class ToolTest(Workspace):
 
     def test_help_on_each_command(self):
         for cmd in ([], ['list'], ['convert'], ['report'], ['script'],
-                    ['annotate'], ['folded']):
+                    ['annotate'], ['folded'], ['flamegraph']):
             r = subprocess.run([sys.executable, PERFDATA] + cmd + ['--help'],
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -517,6 +519,88 @@ class ToolTest(Workspace):
             got[stack] = int(weight)
         self.assertEqual(got, FOLDED)
         self.assertEqual(sum(got.values()), sum(s[3] for s in SAMPLES))
+
+    def flame_boxes(self, path):
+        """The boxes of a flame graph: (depth, x, w, samples, name, rect
+        x, rect width), as its SVG holds them."""
+        ns = '{http://www.w3.org/2000/svg}'
+        svg = ET.parse(path).getroot()
+        boxes = []
+        for g in svg.iter(ns + 'g'):
+            if g.get('class') != 'f':
+                continue
+            rect = g.find(ns + 'rect')
+            boxes.append((int(g.get('data-d')), float(g.get('data-x')),
+                          float(g.get('data-w')), int(g.get('data-n')),
+                          g.get('data-name'), float(rect.get('x')),
+                          float(rect.get('width')),
+                          g.find(ns + 'title').text))
+        return svg, boxes
+
+    def test_flamegraph(self):
+        cap = self.write('c', recording())
+        r = self.run_tool('flamegraph', '-o', self.path('f.svg'),
+                          capture=cap)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('-> f.svg (6 samples, 3 stacks)', r.stdout)
+        svg, boxes = self.flame_boxes(self.path('f.svg'))
+        # Each box's path: the boxes below it that hold its middle.
+        got = {}
+        for d, x, w, n, name, px, pw, title in boxes:
+            path = []
+            for depth in range(1, d):
+                below = [b for b in boxes if b[0] == depth
+                         and b[1] <= x + w / 2 <= b[1] + b[2]]
+                self.assertEqual(len(below), 1, (name, depth))
+                path.append(below[0][4])
+            if d > 0:
+                got[';'.join(path + [name])] = n
+            # As wide as its samples, drawn so.
+            self.assertAlmostEqual(w, n / 6, places=6)
+            self.assertAlmostEqual(pw, w * pd.FLAME_WIDTH - 0.5, places=1)
+            self.assertAlmostEqual(px, pd.FLAME_PAD + x * pd.FLAME_WIDTH,
+                                   places=1)
+            self.assertTrue(title.startswith('%s (%d sample' % (name, n)),
+                            title)
+        # Every prefix of every folded stack, with the samples through it.
+        want = {}
+        for stack, n in {'work;outer;middle;leaf': 4, 'work;outer;middle': 1,
+                         ':4;leaf': 1}.items():
+            frames = stack.split(';')
+            for i in range(1, len(frames) + 1):
+                key = ';'.join(frames[:i])
+                want[key] = want.get(key, 0) + n
+        self.assertEqual(got, want)
+        root = [b for b in boxes if b[0] == 0]
+        self.assertEqual([(b[1], b[2], b[3], b[4]) for b in root],
+                         [(0.0, 1.0, 6, 'all')])
+        # Siblings side by side, inside their parent, never overlapping.
+        for d in range(1, max(b[0] for b in boxes) + 1):
+            row = sorted((b[1], b[1] + b[2]) for b in boxes if b[0] == d)
+            for (a0, a1), (b0, b1) in zip(row, row[1:]):
+                self.assertLessEqual(a1, b0 + 1e-9)
+        # Self-contained: zoom and search in its own script, nothing
+        # fetched.
+        with open(self.path('f.svg')) as f:
+            text = f.read()
+        self.assertIn('function zoom(', text)
+        self.assertIn('function search(', text)
+        self.assertNotIn('href', text)
+        self.assertEqual(re.findall(r'https?://[^"\s]*', text),
+                         ['http://www.w3.org/2000/svg'])
+
+    def test_flamegraph_escapes_and_refuses_nothing(self):
+        cap = self.write('c', recording(comms=((3, 'a<b&"c'),)))
+        r = self.run_tool('flamegraph', '-o', self.path('f.svg'),
+                          capture=cap)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, boxes = self.flame_boxes(self.path('f.svg'))
+        self.assertIn('a<b&"c', [b[4] for b in boxes])
+        cap = self.write('e', recording(samples=[]))
+        r = self.run_tool('flamegraph', '-o', self.path('g.svg'),
+                          capture=cap)
+        self.assert_one_line_error(r, 'no samples')
+        self.assertFalse(os.path.exists(self.path('g.svg')))
 
     def test_perf_missing_is_said(self):
         cap = self.write('c', recording())

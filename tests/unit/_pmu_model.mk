@@ -7,6 +7,7 @@
 # ends and the helpers of their tests.
 # The leading '_' sorts it before the .mk files that use it.
 PMU_MODEL_SRCS := arch/x86/pmu.c arch/x86/pmu_selftest.c \
+	arch/x86/pmu_evtab.c arch/x86/pmu_evtab_data.c kern/perfmon/perfmon_evtab.c \
 	kern/perfmon/perfmon_selftest.c tests/unit/fakes/perfmon_selftest.c \
 	tests/unit/msr_model.c tests/unit/msr_model_lbr.c \
 	tests/unit/pmu_test_common.c tests/unit/fakes/pmu_perfmon.c \

@@ -39,6 +39,7 @@ fdev_assert_idle(struct fdev *fd)
     struct perfmon_dev_info info;
 
     assert_int_equal(fd->hw_used, 0);
+    assert_int_equal(fd->held_refs, 0);
 
     for (unsigned int cpu = 0; cpu < CPU_MAX; cpu++) {
         for (unsigned int i = 0; i < FDEV_MAX_HW; i++) {
@@ -55,6 +56,15 @@ uint64_t
 fdev_mask(const struct fdev *fd)
 {
     return fd->dev.width >= 64 ? UINT64_MAX : (1ULL << fd->dev.width) - 1;
+}
+
+/* A step of the core's on counter hw_id: the test's hook acts there. */
+static void
+fdev_step(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    if (fd->step_hook != NULL) {
+        fd->step_hook(fd, step, hw_id);
+    }
 }
 
 /* The core serialises the global operations with its allocator lock. */
@@ -79,7 +89,8 @@ fdev_translate(struct fdev *fd, uint64_t *rawp, unsigned int id)
 
 /*
  * The counters that count raw: the general ones (all but the last when
- * fd->fixed_cycles), and for cycles also the last, preferred.
+ * fd->fixed_cycles), and for cycles also the last, preferred; counter 0
+ * alone for RAW_ONLY0 in the low byte (a constrained event).
  */
 static int
 fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
@@ -100,7 +111,7 @@ fdev_counters(struct fdev *fd, uint64_t raw, unsigned int flags,
         return -EINVAL;
     }
 
-    *countersp = all & ~fixed;
+    *countersp = ((raw & 0xff) == RAW_ONLY0) ? 1 : all & ~fixed;
     *preferp = 0;
 
     if (raw == RAW_CYCLES) {
@@ -156,6 +167,7 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
     assert_false(cpu_intr_enabled());
     assert_true(hw_id < fd->nr_hw);
     assert_false(c->running);
+    fdev_step(fd, FDEV_STEP_START, hw_id);
     c->running = true;
     c->raw_event = raw;
     c->flags = flags;
@@ -172,6 +184,7 @@ fdev_stop(struct fdev *fd, unsigned int hw_id)
 
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
+    fdev_step(fd, FDEV_STEP_STOP, hw_id);
     c->running = false;
     fd->nr_stop++;
 }
@@ -188,7 +201,9 @@ fdev_read(struct fdev *fd, unsigned int hw_id)
     value = fd->counters[cpu_id()][hw_id].value;
     fd->nr_read++;
 
-    if (fd->intr_in_read != NULL) {
+    if (fd->step_hook != NULL) {
+        fdev_step(fd, FDEV_STEP_READ, hw_id);
+    } else if (fd->intr_in_read != NULL) {
         void (*intr)(void) = fd->intr_in_read;
 
         /* An interrupt (a section of the core) lands after the read. */
@@ -215,7 +230,10 @@ fdev_read(struct fdev *fd, unsigned int hw_id)
 static uint64_t
 fdev_ovf(struct fdev *fd)
 {
-    uint64_t mask = fd->status[cpu_id()];
+    uint64_t mask;
+
+    fdev_step(fd, FDEV_STEP_OVF, 0);
+    mask = fd->status[cpu_id()];
 
     fd->status[cpu_id()] = 0;
 
@@ -292,8 +310,49 @@ fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
     assert_true((value & ~fdev_mask(fd)) == 0);
+
+    /* A device that loads at most max_period events in one write. */
+    if (fd->dev.max_period != 0) {
+        assert_true(((0 - value) & fdev_mask(fd)) <= fd->dev.max_period);
+    }
+
+    fdev_step(fd, FDEV_STEP_WRITE, hw_id);
     c->value = value;
     fd->nr_write++;
+}
+
+/* RAW_HELD codes share one extra register: one value at a time. */
+static int
+fdev_op_hold(struct perfmon_dev *dev, uint64_t raw)
+{
+    struct fdev *fd = fdev_of(dev);
+
+    fdev_assert_serialised();
+
+    if ((raw & 0xff) != RAW_HELD) {
+        return 0;
+    }
+
+    if (fd->held_refs != 0 && fd->held_value != (raw >> 8)) {
+        return -EAGAIN;
+    }
+
+    fd->held_value = raw >> 8;
+    fd->held_refs++;
+    return 0;
+}
+
+static void
+fdev_op_release(struct perfmon_dev *dev, uint64_t raw)
+{
+    struct fdev *fd = fdev_of(dev);
+
+    fdev_assert_serialised();
+
+    if ((raw & 0xff) == RAW_HELD) {
+        assert_true(fd->held_refs != 0 && fd->held_value == (raw >> 8));
+        fd->held_refs--;
+    }
 }
 
 static const struct perfmon_dev_ops fdev_ops = {
@@ -302,6 +361,7 @@ static const struct perfmon_dev_ops fdev_ops = {
     .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
     .read = fdev_op_read, .write = fdev_op_write,
     .handle_overflow_intr = fdev_op_ovf,
+    .hold = fdev_op_hold, .release = fdev_op_release,
 };
 
 static const char *const fdev_names[] = { "fake0", "fake1", "fake2" };
@@ -387,6 +447,75 @@ fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n)
     }
 }
 
+bool
+fdev_nmi_here(struct fdev *fd, unsigned int hw_id, uint64_t n)
+{
+    unsigned int cpu = cpu_id();
+    struct fdev_counter *c = &fd->counters[cpu][hw_id];
+    unsigned __int128 sum = (unsigned __int128)c->value + n;
+    unsigned long flags;
+    bool handled;
+
+    if ((sum >> fd->dev.width) != 0) {
+        fd->status[cpu] |= 1ULL << hw_id;
+        fd->wraps[cpu] += (uint64_t)(sum >> fd->dev.width);
+    }
+
+    c->value = (uint64_t)sum & fdev_mask(fd);
+    flags = cpu_intr_save();
+    handled = perfmon_overflow_intr(&fd->dev, &test_frame);
+    cpu_intr_restore(flags);
+    return handled;
+}
+
+static struct {
+    enum fdev_step step;
+    unsigned int nth;
+    int hw;
+    uint64_t advance;
+    bool handled;
+} fdev_script[4];
+static unsigned int fdev_script_len;
+
+static void
+fdev_script_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    for (unsigned int i = 0; i < fdev_script_len; i++) {
+        if (fdev_script[i].nth != 0 && fdev_script[i].step == step
+            && --fdev_script[i].nth == 0) {
+            unsigned int hw = (fdev_script[i].hw < 0)
+                              ? hw_id : (unsigned int)fdev_script[i].hw;
+
+            fdev_script[i].handled = fdev_nmi_here(fd, hw,
+                                                   fdev_script[i].advance);
+        }
+    }
+}
+
+void
+fdev_script_nmi(struct fdev *fd, enum fdev_step step, unsigned int nth,
+                int hw, uint64_t advance)
+{
+    assert_true(fdev_script_len < ARRAY_SIZE(fdev_script));
+    assert_true(nth != 0);
+    fdev_script[fdev_script_len++] = (typeof(fdev_script[0])){
+        .step = step, .nth = nth, .hw = hw, .advance = advance,
+    };
+    fd->step_hook = fdev_script_hook;
+}
+
+void
+fdev_script_done(struct fdev *fd)
+{
+    for (unsigned int i = 0; i < fdev_script_len; i++) {
+        assert_int_equal(fdev_script[i].nth, 0);
+        assert_true(fdev_script[i].handled);
+    }
+
+    fdev_script_len = 0;
+    fd->step_hook = NULL;
+}
+
 /* An NMI for fd on cpu. */
 bool
 dev_nmi(struct perfmon_dev *dev, unsigned int cpu)
@@ -430,6 +559,7 @@ setup(void **state)
     fake_kmem_reset();
     fake_log_reset();
     fake_clock_set(1000);
+    fdev_script_len = 0;
     perfmon_reset();
     self = fake_thread_create("self");
     fake_thread_switch(0, self);

@@ -38,6 +38,23 @@
 #define RAW_OTHER   0x99
 #define RAW_REFUSED 0xdead         /* the device says: bits it does not define */
 #define RAW_UNCOUNTABLE 0xbeef     /* the device says: cannot count this */
+#define RAW_ONLY0   0x77        /* low byte: counts on counter 0 only */
+#define RAW_HELD    0x66        /* low byte: needs the device's one extra
+                                   register, holding bits 15:8 */
+
+/*
+ * The steps of the core's use of a counter at which a test may act
+ * (fdev->step_hook): just after a read, just before a write, a start or
+ * a stop takes effect, and as the overflow interrupt handler begins,
+ * before it reads the device's overflow status (hw_id 0 then).
+ */
+enum fdev_step {
+    FDEV_STEP_READ,
+    FDEV_STEP_WRITE,
+    FDEV_STEP_START,
+    FDEV_STEP_STOP,
+    FDEV_STEP_OVF,
+};
 
 struct fdev_counter {
     bool running;
@@ -60,11 +77,15 @@ struct fdev {
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
     unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read, nr_write;
     unsigned int nr_counters_calls;
+    uint64_t held_value;                /* the extra register's (RAW_HELD) */
+    unsigned int held_refs;             /*   slots holding it */
     bool nmi_in_read;                   /* next read is hit by an NMI */
     void (*intr_in_read)(void);         /* next read is interrupted by it */
     uint64_t nmi_advance;               /* events just before that NMI */
     bool nmi_result;
     uint64_t ovf_cycles;                /* TSC the overflow handler takes */
+    void (*step_hook)(struct fdev *fd, enum fdev_step step,
+                      unsigned int hw_id);
 };
 
 extern struct fdev fdevs[3];
@@ -91,6 +112,24 @@ struct fdev *fdev_add(unsigned int i, unsigned int width,
 
 /* n events of type raw happen on cpu. */
 void fdev_count(struct fdev *fd, unsigned int cpu, uint64_t raw, uint64_t n);
+
+/*
+ * From a step hook: counter hw_id of the calling CPU counts n more of its
+ * event (and may wrap), then the device's overflow interrupt lands there,
+ * between two instructions of the core; true when it was the device's.
+ */
+bool fdev_nmi_here(struct fdev *fd, unsigned int hw_id, uint64_t n);
+
+/*
+ * A script of overflow interrupts at steps of the core's (it sets
+ * fd->step_hook): each hits the nth step of its kind from now (1: the
+ * next), after counter hw (-1: the step's own) of the CPU counted advance
+ * more events.  fdev_script_done() checks that each came and was the
+ * device's, and ends the script.
+ */
+void fdev_script_nmi(struct fdev *fd, enum fdev_step step, unsigned int nth,
+                     int hw, uint64_t advance);
+void fdev_script_done(struct fdev *fd);
 
 /* An overflow interrupt of dev (fd) on cpu; true when it was the device's. */
 bool dev_nmi(struct perfmon_dev *dev, unsigned int cpu);

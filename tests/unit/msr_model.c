@@ -584,6 +584,7 @@ pmu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t regs[4])
 #define REG_PERF_CAP    9
 #define REG_STATUS_SET  10
 #define REG_DUMMY       11  /* reads 0, drops writes */
+#define REG_EXTRA       12  /* offcore response, load latency, frontend */
 
 /*
  * Intel's counters.  Only those CPUID gives exist: KVM still lets 0xc1 and
@@ -615,6 +616,16 @@ model_decode_intel(const struct msr_model_config *c, uint32_t msr,
 
     if (msr == MSR_IA32_PERF_CAPABILITIES && c->pdcm) {
         return REG_PERF_CAP;
+    }
+
+    if (c->extra_msrs && (msr == 0x1a6 || msr == 0x1a7)) {
+        *indexp = msr - 0x1a6;
+        return REG_EXTRA;
+    }
+
+    if (c->extra_msrs && (msr == 0x3f6 || msr == 0x3f7)) {
+        *indexp = 2 + msr - 0x3f6;
+        return REG_EXTRA;
     }
 
     /* SDM vol. 3B, "Architectural Performance Monitoring Version 2": the
@@ -1301,6 +1312,9 @@ model_read(struct model_cpu *mc, uint32_t msr, uint64_t *valuep, bool peek)
     case REG_FIXED_CTRL:
         *valuep = mc->fixed_ctrl;
         return 0;
+    case REG_EXTRA:
+        *valuep = mc->extra[i];
+        return 0;
     case REG_STATUS:
         *valuep = mc->global_status;
         return 0;
@@ -1417,6 +1431,9 @@ model_write(struct model_cpu *mc, uint32_t msr, uint64_t value)
         mc->global_status |= value;
         return 0;
     case REG_DUMMY:
+        return 0;
+    case REG_EXTRA:
+        mc->extra[i] = value;
         return 0;
     default:
         /* Read-only registers (status, capabilities) and missing MSRs.

@@ -115,6 +115,14 @@ struct msr_model_config {
      */
     unsigned int hidden_fixed;
 
+    /*
+     * Intel model-specific extra MSRs: MSR_OFFCORE_RSP_0/1 (1A6H, 1A7H),
+     * MSR_PEBS_LD_LAT (3F6H), MSR_PEBS_FRONTEND (3F7H) (SDM vol. 4).  They
+     * hold what is written; without them (and under KVM, which does not
+     * emulate them) they #GP.
+     */
+    bool extra_msrs;
+
     /* AMD. */
     bool core_ext;              /* CPUID 8000_0001h:ECX[23] */
     bool perfmon_v2;            /* CPUID 8000_0022h:EAX[0] */

@@ -52,12 +52,16 @@ struct model_lbr {
  * 0..MODEL_MAX_GP-1 (general purpose) then MODEL_MAX_GP + i (fixed i) in
  * since_read.
  */
+/* The extra MSRs the model keeps when config.extra_msrs is set. */
+#define MODEL_NR_EXTRA  4
+
 struct model_cpu {
     struct msr_model_config cfg;
     uint64_t evtsel[MODEL_MAX_GP];
     uint64_t pmc[MODEL_MAX_GP];
     uint64_t fixed[MODEL_MAX_FIXED];
     uint64_t fixed_ctrl;
+    uint64_t extra[MODEL_NR_EXTRA];      /* 1A6H, 1A7H, 3F6H, 3F7H */
     uint64_t global_ctrl;
     uint64_t global_status;
     uint64_t since_read[MODEL_NR_CTRS];  /* counted since last read */

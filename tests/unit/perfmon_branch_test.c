@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <string.h>
+#include <ucontext.h>
 #include <cmocka.h>
 
 #include "fakes/fake_kmem.h"
@@ -51,6 +52,8 @@ static struct {
     int handle;                         /* the callback's, -1: none */
     unsigned int seq;
     unsigned int nr_calls;
+    bool silent;                        /* the callback hands over none */
+    int (*on_start)(unsigned int filter);   /* the next start, instead */
 } drv_state;
 
 static void
@@ -65,6 +68,10 @@ drv_intr(struct perfmon_dev *dev, unsigned int cpu, uint64_t mask,
     (void)arg;
     drv_state.seq++;
     drv_state.nr_calls++;
+
+    if (drv_state.silent) {
+        return;
+    }
 
     for (unsigned int i = 0; i < 3; i++) {
         stack[i] = (struct perfmon_branch){
@@ -89,6 +96,10 @@ static int
 drv_start(unsigned int filter)
 {
     int error = drv_state.start_error;
+
+    if (drv_state.on_start != NULL) {
+        return drv_state.on_start(filter);
+    }
 
     drv_state.nr_start++;
     drv_state.start_error = 0;
@@ -435,6 +446,158 @@ test_samples_carry_their_stack(void **state)
     assert_int_equal(perfmon_branch_unregister(&drv), 0);
 }
 
+/*
+ * An interrupt in which no callback hands over branches (here the driver
+ * has none for it) gives its samples an empty stack, not the last one.
+ */
+static void
+test_no_stack_handed_over(void **state)
+{
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_event ev;
+    struct perfmon_sample sample;
+
+    (void)state;
+    assert_int_equal(perfmon_branch_register(&drv), 0);
+    sampling_event(&ev, &s);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    one_sample(fd, 1);
+    assert_int_equal(last_sample(1).nr_branches, 3);
+    drv_state.silent = true;
+    one_sample(fd, 1);
+    sample = last_sample(1);
+    assert_true(sample.fields & PERFMON_SF_BRANCH);
+    assert_int_equal(sample.nr_branches, 0);
+    assert_int_equal(drv_state.nr_calls, 2);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
+/*
+ * An NMI of another device landing in an overflow interrupt that is no
+ * NMI (a soft PMU's deadline call), while it folds: the nested one's
+ * callback hands over its own stack, and the outer interrupt's sample
+ * still carries the outer's.
+ */
+static void
+nested_nmi_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    (void)hw_id;
+
+    if (fd == &fdevs[0] && step == FDEV_STEP_READ) {
+        fd->step_hook = NULL;
+        assert_true(fdev_nmi_here(&fdevs[2], 0, 1ULL << 32));
+    }
+}
+
+static void
+test_nested_interrupt_keeps_stack(void **state)
+{
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct fdev *other = fdev_add(2, 32, 4, true);
+    struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_event ev, counting;
+    struct perfmon_sample sample;
+
+    (void)state;
+    assert_int_equal(perfmon_branch_register(&drv), 0);
+    sampling_event(&ev, &s);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    init_ok(&counting, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_dev(&counting, &other->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&counting, 1), 0);
+
+    fd->step_hook = nested_nmi_hook;
+    one_sample(fd, 1);
+    assert_null(fd->step_hook);
+    assert_int_equal(drv_state.nr_calls, 2);
+    sample = last_sample(1);
+    assert_int_equal(sample.nr_branches, 3);
+    assert_true(sample.branches[0].from == 1000 + 1);
+    assert_true(perfmon_event_read(&counting) == 1ULL << 32);
+    assert_int_equal(perfmon_event_detach(&counting), 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
+/*
+ * Two first users at once: the second arrives while the first starts the
+ * driver (its start runs without the lock), and is a thread of its own
+ * here (a ucontext), which runs until it sleeps waiting, then resumes
+ * once the first is done.  The driver starts once; both use it.
+ */
+static ucontext_t main_uc, second_uc;
+static char second_stack[256 * 1024];
+static struct perfmon_sampling second_sampling;
+static struct perfmon_event second_ev;
+static int second_error = 1;
+static unsigned int second_sleeps;
+
+static void
+second_sleep(void)
+{
+    second_sleeps++;
+    assert_int_equal(swapcontext(&second_uc, &main_uc), 0);
+}
+
+static void
+second_user(void)
+{
+    sampling_event(&second_ev, &second_sampling);
+    second_error = perfmon_event_attach_cpu(&second_ev, 2);
+}
+
+static int
+start_with_second_user(unsigned int filter)
+{
+    drv_state.on_start = NULL;
+    assert_int_equal(getcontext(&second_uc), 0);
+    second_uc.uc_stack.ss_sp = second_stack;
+    second_uc.uc_stack.ss_size = sizeof(second_stack);
+    second_uc.uc_link = &main_uc;
+    makecontext(&second_uc, second_user, 0);
+    fake_thread_set_msleep_hook(second_sleep);
+    assert_int_equal(swapcontext(&main_uc, &second_uc), 0);
+    assert_int_equal(second_sleeps, 1);
+    assert_int_equal(second_error, 1);
+    return drv_start(filter);
+}
+
+static void
+test_two_first_users(void **state)
+{
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_sampling s = sampling(FIELDS, FILTER_ANY);
+    struct perfmon_event ev;
+
+    (void)state;
+    assert_int_equal(perfmon_branch_register(&drv), 0);
+    second_sampling = s;
+    second_error = 1;
+    second_sleeps = 0;
+    sampling_event(&ev, &s);
+    drv_state.on_start = start_with_second_user;
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(drv_state.nr_start, 1);
+    assert_int_equal(nr_users(), 1);
+
+    /* The second wakes: the start is over, it joins. */
+    assert_int_equal(swapcontext(&main_uc, &second_uc), 0);
+    fake_thread_set_msleep_hook(NULL);
+    assert_int_equal(second_error, 0);
+    assert_int_equal(drv_state.nr_start, 1);
+    assert_int_equal(nr_users(), 2);
+
+    one_sample(fd, 2);
+    assert_int_equal(last_sample(2).nr_branches, 3);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(drv_state.nr_stop, 0);
+    assert_int_equal(perfmon_event_detach(&second_ev), 0);
+    assert_int_equal(drv_state.nr_stop, 1);
+    assert_int_equal(perfmon_branch_unregister(&drv), 0);
+}
+
 /* The driver hears of a switch to a thread recording branches only. */
 static void
 test_sched_in(void **state)
@@ -555,6 +718,9 @@ main(void)
         T(test_lifecycle),
         T(test_refusals),
         T(test_samples_carry_their_stack),
+        T(test_no_stack_handed_over),
+        T(test_nested_interrupt_keeps_stack),
+        T(test_two_first_users),
         T(test_sched_in),
         T(test_inherited_children),
         T(test_register_errors),

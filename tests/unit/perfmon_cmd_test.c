@@ -139,7 +139,9 @@ test_dispatch(void **state)
     out = fake_console_output();
     assert_non_null(strstr(out, "usage: perfmon SUBCOMMAND"));
     assert_non_null(strstr(out, "  stat      run COMMAND"));
-    assert_non_null(strstr(out, "usage: perfmon list [FILTER]\n"));
+    assert_non_null(strstr(out, "usage: perfmon list [-j] [FILTER] | --model "
+                                "VENDOR-FAMILY-MODEL[-STEPPING] [FILTER] | "
+                                "metrics [FILTER]\n"));
 
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
         snprintf(line, sizeof(line), "usage: perfmon %s (fake)\n", subs[i]);
@@ -153,7 +155,7 @@ test_dispatch(void **state)
     assert_int_equal(shell_exec("perfmon help info"), 0);
     assert_string_equal(fake_console_output(),
                         "info: devices, capabilities, counters in use\n"
-                        "usage: perfmon info\n");
+                        "usage: perfmon info [-j]\n");
     fake_console_reset();
     assert_int_equal(shell_exec("perfmon help nope"), SHELL_ERR_REPORTED);
     assert_non_null(strstr(fake_console_output(),
@@ -162,7 +164,7 @@ test_dispatch(void **state)
     assert_int_equal(shell_exec("perfmon info extra"), SHELL_ERR_REPORTED);
     assert_string_equal(fake_console_output(),
                         "perfmon: info: no arguments expected, not 'extra'\n"
-                        "usage: perfmon info\n");
+                        "usage: perfmon info [-j]\n");
     fake_console_reset();
     assert_int_equal(shell_exec("perfmon frobnicate"), SHELL_ERR_REPORTED);
     assert_non_null(strstr(fake_console_output(),

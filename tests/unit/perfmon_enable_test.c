@@ -529,6 +529,74 @@ test_inherit_child_exits_during_read(void **state)
     assert_int_equal(fake_kmem_live(), 0);
 }
 
+/*
+ * Exits run in the middle of thread_call()s: on the nth call (counted
+ * from 1) on exit_script[i].on, exit_script[i].exits exits.
+ */
+static struct {
+    struct thread *on;
+    unsigned int nth;
+    struct thread *exits;
+} exit_script[2];
+
+static void
+exit_script_hook(struct thread *thread)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(exit_script); i++) {
+        if (exit_script[i].on == thread && --exit_script[i].nth == 0) {
+            exit_script[i].on = NULL;
+            fake_thread_exit(exit_script[i].exits);
+        }
+    }
+}
+
+/*
+ * Two children exit together while the owner reads: the one being read
+ * (left to the owner, which releases it after the read), and the next
+ * on the owner's walk, while the owner releases the first.  The walk
+ * must not step onto the second once its exit freed it.
+ */
+static void
+test_inherit_children_exit_during_walk(void **state)
+{
+    struct perfmon_event ev;
+    struct thread *p = fake_thread_create("p"), *c1, *c2;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    attach_inherited(&ev, p);
+    c1 = fork_onto_cpu2(p);
+    fork_ok(p, "c2", &c2);
+    fake_thread_migrate(c2, 3);
+    fake_thread_switch(3, c2);
+    fdev_count(fd, 2, RAW_INSNS, 40);
+    fdev_count(fd, 3, RAW_INSNS, 7);
+
+    /* The walk takes the newest child first: c2, then c1. */
+    exit_script[0].on = c2;
+    exit_script[0].nth = 1;             /* the read of c2 */
+    exit_script[0].exits = c2;
+    exit_script[1].on = c2;
+    exit_script[1].nth = 2;             /* the detach of c2, after it */
+    exit_script[1].exits = c1;
+    fake_thread_set_call_hook(exit_script_hook);
+    assert_int_equal(perfmon_event_read(&ev), 47);
+    fake_thread_set_call_hook(NULL);
+    assert_null(exit_script[0].on);
+    assert_null(exit_script[1].on);
+    assert_null(c1->perfmon_td.members);
+    assert_null(c2->perfmon_td.members);
+    assert_int_equal(c1->nr_refs, 1);
+    assert_int_equal(c2->nr_refs, 1);
+    assert_int_equal(perfmon_event_read(&ev), 47);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    assert_int_equal(perfmon_event_read(&ev), 47);
+    fake_thread_switch(1, NULL);
+    fdev_assert_idle(fd);
+    assert_int_equal(fake_kmem_live(), 0);
+}
+
 static void
 test_inherit_fork_out_of_memory(void **state)
 {
@@ -647,6 +715,7 @@ main(void)
                                setup),
         cmocka_unit_test_setup(test_inherit_follows_enable, setup),
         cmocka_unit_test_setup(test_inherit_child_exits_during_read, setup),
+        cmocka_unit_test_setup(test_inherit_children_exit_during_walk, setup),
         cmocka_unit_test_setup(test_inherit_fork_out_of_memory, setup),
         cmocka_unit_test_setup(test_inherit_children_shown, setup),
         cmocka_unit_test_setup(test_inherit_two_families, setup),

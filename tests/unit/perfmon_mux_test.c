@@ -442,6 +442,99 @@ test_reserved_counter_evicts(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * Counter constraints in a group: the leader could count anywhere, the
+ * member on counter 0 only.  Placed in slot order the leader would take
+ * counter 0 and the group never run; the scheduler matches them.  A
+ * second member that also needs counter 0 can never count with the
+ * first, and is refused.
+ */
+static void
+test_group_constraints(void **state)
+{
+    struct perfmon_event g[3], other;
+    uint64_t masks[3] = { 0x1, 0x3, 0x1 };
+    uint64_t e, r;
+    struct fdev *fd;
+
+    (void)state;
+    assert_true(perfmon_counters_fit(masks, 2));
+    assert_false(perfmon_counters_fit(masks, 3));
+    assert_true(perfmon_counters_fit(masks, 0));
+
+    fd = fdev_add(0, 48, 3, true);
+    init_ok(&g[0], RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&g[1], RAW_ONLY0, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&g[2], 0x100 | RAW_ONLY0, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        assert_int_equal(perfmon_event_set_group(&g[i], &g[0]), 0);
+    }
+
+    assert_int_equal(perfmon_event_attach_cpu(&g[0], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&g[1], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&g[2], 1), -ENOSPC);
+
+    /* Flexible events beside them: all take turns, the group counts. */
+    init_ok(&other, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 1), 0);
+    init_ok(&g[2], RAW_BRANCH, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&g[2], 1), 0);
+
+    for (unsigned int i = 0; i < 100; i++) {
+        fdev_count(fd, 1, RAW_ONLY0, 3);
+        interval(1);
+    }
+
+    assert_true(perfmon_event_read_times(&g[1], &e, &r) > 0);
+    assert_true(r > 0);
+    assert_int_equal(perfmon_event_detach(&other), 0);
+    assert_int_equal(perfmon_event_detach(&g[2]), 0);
+    assert_int_equal(perfmon_event_detach(&g[1]), 0);
+    assert_int_equal(perfmon_event_detach(&g[0]), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * What a slot needs besides a counter (an extra register holding a value)
+ * is held once per slot, shared by slots asking the same value, and let
+ * go with the slot: another value is refused (-EAGAIN) while it is held,
+ * a pinned event that cannot have it reserves no counter either, and
+ * every event gone, nothing is held.
+ */
+static void
+test_held_resources(void **state)
+{
+    struct perfmon_event a, a2, b, pinned;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&a, 0x100 | RAW_HELD, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&a2, 0x100 | RAW_HELD, PERFMON_EF_USER | PERFMON_EF_RAW);
+    init_ok(&b, 0x200 | RAW_HELD, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&pinned, 0x200 | RAW_HELD,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+
+    assert_int_equal(perfmon_event_attach_cpu(&a, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&a2, 1), 0);
+    assert_int_equal(fd->held_refs, 2);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), -EAGAIN);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 1), -EAGAIN);
+    assert_int_equal(fd->hw_used, 0);
+
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), -EAGAIN);
+    assert_int_equal(perfmon_event_detach(&a2), 0);
+    assert_int_equal(fd->held_refs, 0);
+    assert_int_equal(perfmon_event_attach_cpu(&pinned, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    assert_int_equal(fd->held_refs, 2);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_int_equal(perfmon_event_detach(&pinned), 0);
+    fdev_assert_idle(fd);
+}
+
 static void
 test_group_errors(void **state)
 {
@@ -507,6 +600,259 @@ test_group_errors(void **state)
     assert_int_equal(perfmon_event_detach(&m[1]), 0);
     assert_int_equal(perfmon_event_detach(&m[2]), 0);
     assert_int_equal(perfmon_event_detach(&l), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * A leader detached before its member, then made anew at the same place
+ * and leading a new group: the member left behind is no part of it.  It
+ * takes none of the new group's counters (three: the new leader and two
+ * members fit), shares no slot with a new member counting its event, and
+ * takes turns apart from the new group.
+ */
+static void
+test_group_leader_detached_first(void **state)
+{
+    struct perfmon_event l, old, m[2];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 3, true);
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&old, raws[1], PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_set_group(&old, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&old, 1), 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+
+    init_ok(&l, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_group(&l, &l), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&l, 1), 0);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        init_ok(&m[i], raws[1 + i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_set_group(&m[i], &l), 0);
+        assert_int_equal(perfmon_event_attach_cpu(&m[i], 1), 0);
+    }
+
+    assert_int_not_equal(m[0].slot, old.slot);
+
+    /*
+     * Four on three counters: old runs, the new group waits for all of
+     * its three, then has them at the next turn while old waits.
+     */
+    happen(fd, 1, 3, 1000);
+    assert_true(perfmon_event_read(&old) == 1000);
+    assert_true(perfmon_event_read(&l) == 0);
+    interval(1);
+    happen(fd, 1, 3, 1000);
+    assert_true(perfmon_event_read(&old) == 1000);
+    assert_true(perfmon_event_read(&l) == 1000);
+    assert_true(perfmon_event_read(&m[0]) == 1000);
+    assert_true(perfmon_event_read(&m[1]) == 1000);
+
+    assert_int_equal(perfmon_event_detach(&old), 0);
+    assert_int_equal(perfmon_event_detach(&m[0]), 0);
+    assert_int_equal(perfmon_event_detach(&m[1]), 0);
+    assert_int_equal(perfmon_event_detach(&l), 0);
+    fdev_assert_idle(fd);
+}
+
+/* A pinned and a flexible event of one raw event: two slots, both count. */
+static void
+test_pinned_and_flexible_apart(void **state)
+{
+    struct perfmon_event pin, flex;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    init_ok(&pin, RAW_CYCLES,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+    init_ok(&flex, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&flex, 1), 0);
+    assert_int_not_equal(pin.slot, flex.slot);
+    assert_int_equal(fd->nr_start, 2);
+    happen(fd, 1, 1, 100);
+    assert_true(perfmon_event_read(&pin) == 100);
+    assert_true(perfmon_event_read(&flex) == 100);
+    assert_int_equal(perfmon_event_detach(&pin), 0);
+    assert_int_equal(perfmon_event_detach(&flex), 0);
+    fdev_assert_idle(fd);
+}
+
+/* A counter freed while a slot waits goes to it at once, not at a tick. */
+static void
+test_freed_counter_taken_at_once(void **state)
+{
+    struct perfmon_event evs[3];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    cpu_events(evs, 3, 1, 0);
+    happen(fd, 1, 3, 100);
+    assert_true(perfmon_event_read(&evs[2]) == 0);
+    assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+    happen(fd, 1, 3, 100);
+    assert_true(perfmon_event_read(&evs[0]) == 200);
+    assert_true(perfmon_event_read(&evs[2]) == 100);
+    assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+    assert_int_equal(perfmon_event_detach(&evs[2]), 0);
+    fdev_assert_idle(fd);
+}
+
+/* Turns come once per perfmon.mux_ms, the first one and every later. */
+static void
+test_one_rotation_per_interval(void **state)
+{
+    struct perfmon_event evs[3];
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+    cpu_events(evs, 3, 1, 0);
+
+    for (unsigned int i = 1; i <= 5; i++) {
+        interval(1);
+        assert_int_equal(syscnt_value("perfmon_nr_rotations/1"), i);
+    }
+
+    detach_all(evs, 3);
+}
+
+/*
+ * A sampling slot released, and its slot reused by counting events of
+ * two threads: a switch between them keeps the counter running (no
+ * stop and start, as for any counting slot both threads use).
+ */
+static void
+test_released_sampling_slot_counts(void **state)
+{
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct perfmon_event ev, ea, eb;
+    struct perfmon_sampling s = { .period = 1000, .id = 1 };
+    struct perfmon_sbuf *sbuf;
+    unsigned int starts;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 4, true);
+    assert_int_equal(perfmon_sbuf_create(&sbuf, 4096), 0);
+    s.sbuf = sbuf;
+    init_ok(&ev, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+
+    init_ok(&ea, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&eb, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    assert_int_equal(ea.slot, ev.slot);
+    assert_int_equal(eb.slot, ev.slot);
+    fake_thread_switch(1, a);
+    happen(fd, 1, 1, 10);
+    starts = fd->nr_start;
+    fake_thread_switch(1, b);
+    assert_int_equal(fd->nr_start, starts);
+    happen(fd, 1, 1, 20);
+    fake_thread_switch(1, NULL);
+    assert_true(perfmon_event_read(&ea) == 10);
+    assert_true(perfmon_event_read(&eb) == 20);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+    perfmon_sbuf_destroy(sbuf);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * A thread event that ran alone a long time, disabled, then enabled
+ * again where three CPU events take turns on two counters: it has run
+ * none of its time since the enable, so it takes the first turn; its
+ * history (it always ran) would put it last.
+ */
+static void
+test_reenabled_takes_turns_afresh(void **state)
+{
+    struct thread *t = fake_thread_create("t");
+    struct perfmon_event e, evs[3];
+    uint64_t enabled, running, before;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&e, RAW_OTHER, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach(&e, t), 0);
+    fake_thread_switch(1, t);
+
+    for (unsigned int i = 0; i < 100; i++) {
+        interval(1);
+    }
+
+    assert_int_equal(perfmon_event_disable(&e), 0);
+    cpu_events(evs, 3, 1, 0);
+
+    for (unsigned int i = 0; i < 30; i++) {
+        interval(1);
+    }
+
+    assert_int_equal(perfmon_event_enable(&e), 0);
+    perfmon_event_read_times(&e, &enabled, &before);
+    interval(1);
+    fake_cpu_advance_tsc(300);
+    fdev_count(fd, 1, RAW_OTHER, 100);
+    assert_true(perfmon_event_read_times(&e, &enabled, &running) == 100);
+    assert_true(running > before);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&e), 0);
+    detach_all(evs, 3);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * Overflow interrupts of a pinned counter landing inside the stop of a
+ * flexible event, then inside the start of another, in multiplexing
+ * turns: each is left pending there and folded at the section's end, not
+ * dropped with the stopped counters' own.
+ */
+static void
+test_nmi_at_stop_and_start(void **state)
+{
+    struct perfmon_event pin, evs[3];
+    static const uint64_t ids[] = { RAW_CYCLES, RAW_INSNS, RAW_BRANCH };
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 3, true);
+    init_ok(&pin, RAW_OTHER,
+            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
+    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], ids[i], PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    fdev_count(fd, 1, RAW_OTHER, 10);
+    fdev_count(fd, 1, RAW_CYCLES, 20);
+
+    /*
+     * The pinned event has counter 0; a turn stops two, starts two.  One
+     * wrap a turn: two in one section would leave one pending bit.
+     */
+    fdev_script_nmi(fd, FDEV_STEP_STOP, 1, 0, 65536);
+    interval(1);
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&pin) == 10 + 65536);
+    fdev_script_nmi(fd, FDEV_STEP_START, 2, 0, 65536);
+    interval(1);
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&pin) == 10 + 2 * 65536);
+    assert_true(perfmon_event_read(&evs[0]) == 20);
+    assert_int_equal(perfmon_event_detach(&pin), 0);
+    detach_all(evs, 3);
     fdev_assert_idle(fd);
 }
 
@@ -687,7 +1033,16 @@ main(void)
         cmocka_unit_test_setup(test_turn_only_when_next_waits, setup),
         cmocka_unit_test_setup(test_fixed_counter_preferred, setup),
         cmocka_unit_test_setup(test_reserved_counter_evicts, setup),
+        cmocka_unit_test_setup(test_group_constraints, setup),
+        cmocka_unit_test_setup(test_held_resources, setup),
         cmocka_unit_test_setup(test_group_errors, setup),
+        cmocka_unit_test_setup(test_group_leader_detached_first, setup),
+        cmocka_unit_test_setup(test_pinned_and_flexible_apart, setup),
+        cmocka_unit_test_setup(test_freed_counter_taken_at_once, setup),
+        cmocka_unit_test_setup(test_one_rotation_per_interval, setup),
+        cmocka_unit_test_setup(test_released_sampling_slot_counts, setup),
+        cmocka_unit_test_setup(test_reenabled_takes_turns_afresh, setup),
+        cmocka_unit_test_setup(test_nmi_at_stop_and_start, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),

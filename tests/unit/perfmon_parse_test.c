@@ -164,13 +164,12 @@ test_bad_syntax(void **state)
         { "c{s", "brace inside", "c{s" },
         { "{cs}x", "brace inside", "cs}x" },
         { "cs:Dk:", "more than one", "cs:Dk:" },
-        { "cpu/event=0xc2/", "PMU terms", "cpu/event=0xc2/" },
-        { "step/instructions", "PMU terms", "step/instructions" },
-        { "step//", "PMU terms", "step//" },
-        { "/cycles/", "PMU terms", "/cycles/" },
-        { "st ep/cycles/", "PMU terms", "st ep/cycles/" },
-        { "step/cycles/k", "PMU terms", "step/cycles/k" },
-        { "step/cycles//", "PMU terms", "step/cycles//" },
+        { "step/instructions", "bad PMU item", "step/instructions" },
+        { "step//", "bad PMU item", "step//" },
+        { "/cycles/", "bad PMU item", "/cycles/" },
+        { "st ep/cycles/", "bad PMU item", "st ep/cycles/" },
+        { "step/cycles/k", "bad PMU item", "step/cycles/k" },
+        { "step/cycles//", "bad PMU item", "step/cycles//" },
         { "step/cycles/:", "modifier", "step/cycles/:" },
         { "step/cycles/:u:k", "more than one", "step/cycles/:u:k" },
         { "cy cles", "bad character", "cy cles" },
@@ -232,6 +231,67 @@ test_groups(void **state)
     assert_int_equal(events[4].flags, PERFMON_EF_MODE | PERFMON_EF_PINNED);
 }
 
+/* A list refused for a bad term: the term blamed and where it starts. */
+static void
+check_bad_term(const char *list, const char *reason_part, const char *term,
+               unsigned int pos)
+{
+    struct perfmon_parse_error err;
+
+    check_bad(list, reason_part, term);
+    memset(&err, 0, sizeof(err));
+    perfmon_parse_events(list, events, MAXEV, &err);
+
+    if (err.pos != pos) {
+        fail_msg("%s: position %u, not %u", list, err.pos, pos);
+    }
+}
+
+static void
+test_terms(void **state)
+{
+    struct perfmon_parse_error err;
+
+    (void)state;
+    assert_int_equal(perfmon_parse_events("cpu/event=0xd1,umask=0x20,cmask=1,"
+                                          "inv,edge,any,period=1000,"
+                                          "name=l3miss/:u", events, MAXEV,
+                                          &err), 1);
+    assert_string_equal(events[0].pmu, "cpu");
+    assert_string_equal(events[0].spec, "l3miss");
+    assert_int_equal(events[0].raw_code, 0xd1 | (0x20 << 8) | (1ULL << 24)
+                                         | (1ULL << 23) | (1ULL << 18)
+                                         | (1ULL << 21));
+    assert_int_equal(events[0].period, 1000);
+    assert_int_equal(events[0].flags, PERFMON_EF_USER | PERFMON_EF_RAW);
+
+    /* Commas between the slashes are the terms'; 12-bit event selects. */
+    assert_int_equal(perfmon_parse_events("cpu/event=0x1c0,umask=1/,cycles,"
+                                          "cpu/config=0x412e,inv=0/", events,
+                                          MAXEV, &err), 3);
+    assert_int_equal(events[0].raw_code, 0xc0 | (1 << 8) | (1ULL << 32));
+    assert_string_equal(events[0].spec, "cpu/event=0x1c0,umask=1/");
+    assert_int_equal(events[0].period, 0);
+    assert_string_equal(events[1].name, "cycles");
+    assert_int_equal(events[2].raw_code, 0x412e);
+
+    check_bad_term("cpu/event=0xc0,bogus=1/", "unknown term", "bogus=1", 16);
+    check_bad_term("cycles,cpu/event=0xc0,umask=0x100/", "too large",
+                   "umask=0x100", 23);
+    check_bad_term("{cycles,cpu/event=0xc0,foo/}", "unknown term", "foo", 24);
+    check_bad_term("cpu/event=0x1000/", "too large", "event=0x1000", 5);
+    check_bad_term("cpu/event=1,event=2/", "twice", "event=2", 13);
+    check_bad_term("cpu/event=1,inv=2/", "flag", "inv=2", 13);
+    check_bad_term("cpu/event=1,cmask=/", "bad or too large", "cmask=", 13);
+    check_bad_term("cpu/event=0xg/", "bad or too large", "event=0xg", 5);
+    check_bad_term("cpu/event=1,,umask=1/", "empty term", "", 13);
+    check_bad_term("cpu/event=1,period=0/", "above 0", "period=0", 13);
+    check_bad_term("cpu/event=1,name=a b/", "bad name=", "name=a b", 13);
+    check_bad_term("cpu/umask=1/", "without event=", "umask=1", 5);
+    check_bad_term("cpu/event=99999999999999999999/", "too large",
+                   "event=99999999999999999999", 5);
+}
+
 static void
 test_overlong_input(void **state)
 {
@@ -249,30 +309,30 @@ test_overlong_input(void **state)
     assert_string_equal(events[0].name, name);
     strcat(name, "a");
     assert_int_equal(perfmon_parse_events(name, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "event name too long (at most 31 characters)");
+    assert_string_equal(err.reason, "event name too long (at most 95 characters)");
     assert_int_equal(strlen(err.item), PERFMON_PARSE_NAME_SIZE - 1);
 
     /* A list of exactly the maximum length parses; one more is refused. */
     p = list;
 
-    for (unsigned int i = 0; i < 8; i++) {
-        p += sprintf(p, "%s%030u", (i == 0) ? "" : ",", i);
+    for (unsigned int i = 0; i < 5; i++) {
+        p += sprintf(p, "%s%095u", (i == 0) ? "" : ",", i);
     }
 
     memset(p, 'b', PERFMON_PARSE_LIST_MAX - (size_t)(p - list));
     list[PERFMON_PARSE_LIST_MAX] = '\0';
     assert_int_equal(strlen(list), PERFMON_PARSE_LIST_MAX);
-    /* 8 * 31 = 248 characters, then 7 b's appended to the last item. */
+    /* 5 * 95 + 4 = 479 characters, then 32 b's appended to the last item. */
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "event name too long (at most 31 characters)");
-    list[247] = ',';
-    assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), 9);
-    assert_string_equal(events[8].name, "bbbbbbb");
+    assert_string_equal(err.reason, "event name too long (at most 95 characters)");
+    list[479] = ',';
+    assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), 6);
+    assert_string_equal(events[5].name, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 
     list[PERFMON_PARSE_LIST_MAX] = 'c';
     list[PERFMON_PARSE_LIST_MAX + 1] = '\0';
     assert_int_equal(perfmon_parse_events(list, events, MAXEV, &err), -E2BIG);
-    assert_string_equal(err.reason, "event list too long (at most 255 characters)");
+    assert_string_equal(err.reason, "event list too long (at most 511 characters)");
 }
 
 static void
@@ -495,6 +555,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_and_modifiers),
         cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_terms),
         cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_raw_codes),
         cmocka_unit_test(test_pmu_names),

@@ -6,8 +6,9 @@
  * whole and in order across the end of the data, a full ring drops and
  * counts records and never overwrites one, a producer interrupted by
  * another (an NMI in the middle of a record) publishes nothing until the
- * outer one is done, and a consumer on another CPU interleaved with the
- * producer's steps never sees a torn record.
+ * outer one is done (also when it lands after the outer one published),
+ * and a consumer on another CPU interleaved with the producer's steps
+ * never sees a torn record.
  */
 
 #include <setjmp.h>
@@ -20,7 +21,25 @@
 #include <cmocka.h>
 
 #include "kern/error.h"
+#include "kern/macros.h"
 #include "kern/perfmon_ring.h"
+
+/*
+ * The ring is #included, each of its stores of the nesting count going
+ * through store_hook first: an interrupting producer may land there, in
+ * the one window no call of the ring's reaches (after the outermost
+ * producer published, before it marks itself done).
+ */
+static void store_hook(const void *p, uint64_t value);
+
+#undef WRITE_ONCE
+#define WRITE_ONCE(x, v)                                                   \
+    do {                                                                   \
+        store_hook(&(x), (uint64_t)(v));                                   \
+        *(volatile __typeof__(x) *)&(x) = (v);                             \
+    } while (0)
+
+#include "kern/perfmon/perfmon_ring.c"
 
 #define TYPE_TEST   42
 
@@ -221,6 +240,39 @@ test_publish_race(void **state)
     consume(10, 8);
 }
 
+/* The record store_hook produces (seq, size), once; 0: none. */
+static unsigned int hook_seq;
+static size_t hook_size;
+
+static void
+store_hook(const void *p, uint64_t value)
+{
+    if (hook_seq != 0 && p == &ring.nest && value == 0) {
+        unsigned int seq = hook_seq;
+
+        hook_seq = 0;
+        assert_true(produce(seq, hook_size));
+    }
+}
+
+/*
+ * A record reserved by a producer interrupting the outermost one after
+ * its publish and before its exit is published once both are done.
+ */
+static void
+test_reserved_after_publish(void **state)
+{
+    (void)state;
+    ring_setup();
+    hook_seq = 11;
+    hook_size = 24;
+    assert_true(produce(10, 8));
+    assert_int_equal(hook_seq, 0);
+    consume(10, 8);
+    consume(11, 24);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+}
+
 /* The consumer, on another CPU, pops between every step of a producer. */
 static void
 test_consumer_interleaved(void **state)
@@ -259,6 +311,18 @@ test_pop_small_buffer(void **state)
     consume(5, 100);
 }
 
+/* A buffer of exactly the record's size takes it. */
+static void
+test_pop_exact_buffer(void **state)
+{
+    (void)state;
+    ring_setup();
+    assert_true(produce(5, 100));
+    assert_true(produce(6, 8));
+    assert_int_equal(perfmon_ring_pop(&ring, out, 112), 112);
+    consume(6, 8);
+}
+
 /* Dropped: the next record comes next; the size alone can be asked. */
 static void
 test_drop(void **state)
@@ -284,8 +348,10 @@ main(void)
         cmocka_unit_test(test_full_drops_and_counts),
         cmocka_unit_test(test_nested_producer),
         cmocka_unit_test(test_publish_race),
+        cmocka_unit_test(test_reserved_after_publish),
         cmocka_unit_test(test_consumer_interleaved),
         cmocka_unit_test(test_pop_small_buffer),
+        cmocka_unit_test(test_pop_exact_buffer),
         cmocka_unit_test(test_drop),
     };
 

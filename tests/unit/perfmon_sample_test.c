@@ -313,6 +313,102 @@ test_period_longer_than_counter(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * A device that loads at most 2^31 - 1 events in one write (Intel without
+ * full-width writes): a longer period is armed in parts no longer than
+ * that (the fake device checks every write), the sample after the whole.
+ */
+static void
+test_period_split_at_device_max(void **state)
+{
+    const uint64_t max = 0x7fffffff, period = (1ULL << 33) + 5;
+    struct perfmon_sampling s = make_sampling(period, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fd->dev.max_period = max;
+    sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
+    run(fd, 1, RAW_BRANCH, 4 * max, max, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 0);
+    assert_next_sample_after(fd, 1, RAW_BRANCH, period - 4 * max, &d);
+    assert_true(d.last.period == period);
+    assert_true(perfmon_event_read(&ev) == period);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * Frequency mode under throttling: once throttling doubled the period,
+ * the adjustments to the frequency keep it at least there, even when the
+ * event gets a thousand times rarer (which alone would take it down to
+ * 300).
+ */
+static void
+test_freq_keeps_throttled_floor(void **state)
+{
+    struct perfmon_sampling s = make_sampling(0, 1000, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    uint64_t floor;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
+    fd->ovf_cycles = 3000000;
+    run(fd, 1, RAW_INSNS, 30000000, 1000, 10000);
+    drain(1, &d);
+    assert_true(d.nr_throttles >= 1);
+    floor = d.throttle_period;
+
+    fd->ovf_cycles = 0;
+    run(fd, 1, RAW_INSNS, 300000, 100, 1000000);
+    drain(1, &d);
+    assert_true(d.nr_samples > 0);
+    assert_true(d.nr_throttles == 0);
+    assert_true(d.last_period >= floor);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * A thread's sampling progress and period go with its last event on the
+ * slot: a new sampling event there, another recording of another period,
+ * samples at its own period from its first event.
+ */
+static void
+test_thread_progress_dropped_at_detach(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct perfmon_sampling s2 = s;
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct thread *t = fake_thread_create("sampled");
+    struct perfmon_event a, b;
+    struct drained d;
+
+    (void)state;
+    s2.period = 500;
+    sample_event_attach(&a, PERFMON_EV_CYCLE, &s, t);
+    fake_thread_switch(1, t);
+    run(fd, 1, RAW_CYCLES, 600, 600, 0);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+
+    sample_event_attach(&b, PERFMON_EV_CYCLE, &s2, t);
+    assert_int_equal(b.slot, a.slot);
+    fake_thread_switch(1, t);
+    assert_next_sample_after(fd, 1, RAW_CYCLES, 500, &d);
+    assert_true(d.last.period == 500);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+}
+
 /* ---- thread events --------------------------------------------------------- */
 
 /*
@@ -428,6 +524,53 @@ test_threads_share_counter(void **state)
     assert_int_equal(perfmon_event_detach(&eb), 0);
 }
 
+/*
+ * A switch between two threads sharing a sampling counter stops it and
+ * starts it again in one section.  An overflow interrupt landing after
+ * the counter's last fold there (here: in the re-arm after the fold of a
+ * first, late interrupt) belongs to the events lost at the stop: it must
+ * not come back as a wrap of the next thread's run.
+ */
+static void
+test_overflow_before_stop_not_charged_again(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_TID,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct perfmon_event ea, eb;
+    struct drained d;
+
+    (void)state;
+    sample_event_attach(&ea, PERFMON_EV_CYCLE, &s, a);
+    sample_event_attach(&eb, PERFMON_EV_CYCLE, &s, b);
+    fake_thread_switch(1, a);
+    run(fd, 1, RAW_CYCLES, 60, 60, 0);
+
+    /*
+     * a's period is used up just before the switch, its interrupt late:
+     * it lands in the switch's read, and another wrap's in the re-arm
+     * that follows (the 65536 events before the write are lost).
+     */
+    fdev_count(fd, 1, RAW_CYCLES, 940);
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, -1, 0);
+    fdev_script_nmi(fd, FDEV_STEP_WRITE, 1, -1, 65536);
+    fake_thread_switch(1, b);
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&ea) == 1000);
+    assert_true(perfmon_event_read(&eb) == 0);
+
+    /* b counts what it counts, and samples after its own period. */
+    assert_next_sample_after(fd, 1, RAW_CYCLES, 1000, &d);
+    assert_int_equal(d.last.tid, thread_id(b));
+    assert_true(perfmon_event_read(&eb) == 1000);
+    fake_thread_switch(1, NULL);
+    assert_true(perfmon_event_read(&ea) == 1000);
+    assert_true(perfmon_event_read(&eb) == 1000);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+}
+
 /* ---- frequency mode -------------------------------------------------------- */
 
 /*
@@ -474,6 +617,68 @@ test_freq_converges(void **state)
     period = run_freq(fd, 60000000, 10);
     assert_in_range(period, 270000, 330000);
     assert_true(perfmon_event_read(&ev) == 215000000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * 20 hours at 3 GHz without a sample at 100 kHz: the TSC cycles times the
+ * frequency no longer fit in 64 bits.  10^12 events over 2.16 * 10^14
+ * cycles want a period of 10^12 * 3 * 10^9 / (2.16 * 10^14 * 10^5) = 138.
+ */
+static void
+test_freq_after_a_long_idle(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000000000000ULL, 100000,
+                                              PERFMON_SF_PERIOD, 65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
+    fake_cpu_advance_tsc(216000000000000ULL);
+    run(fd, 1, RAW_INSNS, 1000000000000ULL, 1000000000000ULL, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_true(d.last.period == 1000000000000ULL);
+    assert_next_sample_after(fd, 1, RAW_INSNS, 138, &d);
+    assert_true(d.last.period == 138);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * Some x86 CPUs misbehave with a counter armed one event from its
+ * overflow: a period of 1 samples every 2 events, and says so; and an
+ * interrupt one event late leaves one event to the next sample, which
+ * still comes after 2.
+ */
+static void
+test_period_at_least_2(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    sample_event_attach_cpu(&ev, PERFMON_EV_INSTRUCTION, &s, 1);
+    assert_next_sample_after(fd, 1, RAW_INSNS, 2, &d);
+    assert_true(d.last.period == 2);
+    run(fd, 1, RAW_INSNS, 100, 2, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 50);
+    assert_true(d.period_sum == 100);
+
+    /* 3 events before the interrupt: 1 towards the next, still 2 away. */
+    run(fd, 1, RAW_INSNS, 3, 3, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 1, RAW_INSNS, 2, &d);
+    assert_true(perfmon_event_read(&ev) == 107);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
@@ -556,6 +761,63 @@ test_throttle(void **state)
     drain(1, &d);
     assert_true(d.last_period >= 200);
     assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * The soft and step PMUs call the overflow handler from a deadline, which
+ * is no NMI: a hardware PMU's NMI may land in it.  Here each of 0's
+ * interrupts (the deadline's, taking no time) is hit as it begins by one
+ * of 2's, which samples and takes 1 ms of the 100 ms window at 3 GHz.
+ * Throttling starts past 25% of the window: at the 26th pair, not the
+ * 13th (the time of the nested one counted twice).
+ */
+static void
+nested_ovf_hook(struct fdev *fd, enum fdev_step step, unsigned int hw_id)
+{
+    (void)hw_id;
+
+    if (fd == &fdevs[0] && step == FDEV_STEP_OVF) {
+        fdev_count(&fdevs[2], 1, RAW_CYCLES, 100);
+        assert_true(fdev_nmi_here(&fdevs[2], 0, 0));
+    }
+}
+
+static void
+test_throttle_nested_counted_once(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100, 0, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *outer = fdev_add(0, 32, 4, true);
+    struct fdev *inner = fdev_add(2, 32, 4, true);
+    struct perfmon_event a, b;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    inner->ovf_cycles = 3000000;
+    sample_event_attach_cpu(&a, PERFMON_EV_CYCLE, &s, 1);
+    sample_event_init(&b, PERFMON_EV_CYCLE, &s);
+    assert_int_equal(perfmon_event_set_dev(&b, &inner->dev), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    outer->step_hook = nested_ovf_hook;
+
+    for (unsigned int i = 0; i < 25; i++) {
+        fdev_count(outer, 1, RAW_CYCLES, 100);
+        assert_true(fdev_nmi(outer, 1));
+    }
+
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 2 * 25);
+    assert_int_equal(d.nr_throttles, 0);
+    fdev_count(outer, 1, RAW_CYCLES, 100);
+    assert_true(fdev_nmi(outer, 1));
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 2);
+    assert_int_equal(d.nr_throttles, 2);
+    outer->step_hook = NULL;
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
 }
 
 /*
@@ -803,6 +1065,63 @@ test_decode_damaged(void **state)
 }
 
 /*
+ * A record of fields alone built by hand in rec_buf: head, then a u64
+ * count of nr entries of size bytes (all zero), then extra zero bytes.
+ * Returns its size.
+ */
+static size_t
+build_array_record(unsigned int fields, uint64_t nr, size_t size,
+                   size_t extra)
+{
+    struct perfmon_rec_hdr *hdr = (void *)rec_buf;
+    uint32_t *head = (uint32_t *)(hdr + 1);
+    size_t len = sizeof(*hdr) + 8 + 8 + nr * size + extra;
+
+    assert_true(len <= sizeof(rec_buf));
+    memset(rec_buf, 0, len);
+    hdr->type = PERFMON_REC_SAMPLE;
+    hdr->size = (uint16_t)len;
+    head[0] = fields;
+    head[1] = 7;
+    rec_buf[2] = nr;
+    return len;
+}
+
+/*
+ * The bounds of decoding: a call chain or a branch stack of exactly the
+ * most entries is taken, one more is not; a word more than the fields
+ * ask for is no padding.
+ */
+static void
+test_decode_bounds(void **state)
+{
+    struct perfmon_sample sample;
+    size_t size;
+
+    (void)state;
+    size = build_array_record(PERFMON_SF_CALLCHAIN, PERFMON_MAX_CALLCHAIN,
+                              8, 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    assert_int_equal(sample.nr_ips, PERFMON_MAX_CALLCHAIN);
+    size = build_array_record(PERFMON_SF_CALLCHAIN, PERFMON_MAX_CALLCHAIN + 1,
+                              8, 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+
+    size = build_array_record(PERFMON_SF_BRANCH, PERFMON_MAX_BRANCHES,
+                              sizeof(struct perfmon_branch), 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    assert_int_equal(sample.nr_branches, PERFMON_MAX_BRANCHES);
+    size = build_array_record(PERFMON_SF_BRANCH, PERFMON_MAX_BRANCHES + 1,
+                              sizeof(struct perfmon_branch), 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+
+    size = build_array_record(PERFMON_SF_CALLCHAIN, 3, 8, 0);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    size = build_array_record(PERFMON_SF_CALLCHAIN, 3, 8, 8);
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), -EINVAL);
+}
+
+/*
  * A sample's call chain, from the interrupted function (past its
  * prologue, in a fake symbol) up the frames of the thread's stack: each
  * return address follows a call (indirect, then direct to the function).
@@ -858,7 +1177,14 @@ main(void)
         T(test_period_longer_than_counter),
         T(test_thread_progress_follows),
         T(test_thread_progress_kept_while_waiting),
+        T(test_overflow_before_stop_not_charged_again),
         T(test_threads_share_counter),
+        T(test_freq_after_a_long_idle),
+        T(test_throttle_nested_counted_once),
+        T(test_period_at_least_2),
+        T(test_period_split_at_device_max),
+        T(test_freq_keeps_throttled_floor),
+        T(test_thread_progress_dropped_at_detach),
         T(test_freq_converges),
         T(test_freq_first_period),
         T(test_time_exact),
@@ -870,6 +1196,7 @@ main(void)
         T(test_sharing_rules),
         T(test_sbuf_create_errors),
         T(test_decode_damaged),
+        T(test_decode_bounds),
         T(test_callchain_walks_the_stack),
 #undef T
     };

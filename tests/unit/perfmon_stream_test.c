@@ -225,7 +225,12 @@ tally_sample(uint64_t *buf, unsigned int fields, unsigned int tid,
 
     if (fields & PERFMON_SF_CALLCHAIN) {
         buf[n++] = nr_ips;
-        memcpy(&buf[n], ips, nr_ips * sizeof(*ips));
+
+        /* ips may be NULL with none (memcpy's source must not be). */
+        if (nr_ips != 0) {
+            memcpy(&buf[n], ips, nr_ips * sizeof(*ips));
+        }
+
         n += nr_ips;
     }
 

@@ -1367,6 +1367,163 @@ test_nmi_during_update(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/* A sampling event of raw (period 1000) on cpu, its buffer in *sbufp. */
+static void
+attach_sampling_cpu(struct perfmon_event *ev, struct perfmon_sampling *s,
+                    struct perfmon_sbuf **sbufp, uint64_t id, unsigned int cpu)
+{
+    assert_int_equal(perfmon_sbuf_create(sbufp, 4096), 0);
+    *s = (struct perfmon_sampling){ .period = 1000, .id = 1, .sbuf = *sbufp };
+    init_ok(ev, id, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(ev, s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(ev, cpu), 0);
+}
+
+/*
+ * A section (a read of a CPU event from another CPU) is hit by an
+ * overflow interrupt of a sampling counter, left pending; the section's
+ * exit folds it, and a second interrupt of that counter lands in that
+ * fold's read, the counter 100 past it: it only records its overflow, and
+ * the fold takes it after: two folds (and re-arms) of one slot never
+ * interleave, and every count is exact.
+ */
+static void
+test_nmi_in_exit_fold(void **state)
+{
+    struct perfmon_sampling s;
+    struct perfmon_sbuf *sbuf;
+    struct perfmon_event a, b;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    attach_cycles_cpu(&a, 1);
+    attach_sampling_cpu(&b, &s, &sbuf, PERFMON_EV_BRANCH, 1);
+    fdev_count(fd, 1, RAW_BRANCH, 10);
+    assert_true(perfmon_event_read(&b) == 10);
+
+    /* a has counter 0, b counter 1: a's read is the section's first. */
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, 1, 65536);
+    fdev_script_nmi(fd, FDEV_STEP_READ, 2, -1, 65536 + 100);
+    assert_true(perfmon_event_read(&a) == 0);
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&b) == 10 + 2 * 65536 + 100);
+    fdev_count(fd, 1, RAW_BRANCH, 999);
+    assert_int_equal(fd->status[1], 0);
+    fdev_count(fd, 1, RAW_BRANCH, 1);
+    assert_true(fdev_nmi(fd, 1));
+    assert_true(perfmon_event_read(&b) == 10 + 2 * 65536 + 100 + 1000);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    perfmon_sbuf_destroy(sbuf);
+}
+
+/*
+ * The overflow handler called outside an NMI (the soft and step PMUs'
+ * deadline calls) is hit by an NMI of the same sampling counter in the
+ * middle of its fold's read, the counter 100 past it: the NMI only
+ * records its overflow, which the handler folds after its own.
+ */
+static void
+test_nmi_in_deadline_fold(void **state)
+{
+    struct perfmon_sampling s;
+    struct perfmon_sbuf *sbuf;
+    struct perfmon_event a;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    attach_sampling_cpu(&a, &s, &sbuf, PERFMON_EV_CYCLE, 1);
+    fdev_count(fd, 1, RAW_CYCLES, 10);
+    assert_true(perfmon_event_read(&a) == 10);
+    fdev_count(fd, 1, RAW_CYCLES, 65536);
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, -1, 65536 + 100);
+    assert_true(fdev_nmi(fd, 1));
+    fdev_script_done(fd);
+    assert_true(perfmon_event_read(&a) == 10 + 2 * 65536 + 100);
+    fdev_count(fd, 1, RAW_CYCLES, 999);
+    assert_int_equal(fd->status[1], 0);
+    fdev_count(fd, 1, RAW_CYCLES, 1);
+    assert_true(fdev_nmi(fd, 1));
+    assert_true(perfmon_event_read(&a) == 10 + 2 * 65536 + 100 + 1000);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    perfmon_sbuf_destroy(sbuf);
+}
+
+/*
+ * A lock-free read of a sampling CPU event of the reader's CPU is hit,
+ * just after its device read, by the counter's overflow interrupt, which
+ * folds and arms the counter again: the value read before it does not go
+ * with the state after it (it would count 980 events twice); the read
+ * starts over.
+ */
+static void
+test_local_read_hit_by_rearm(void **state)
+{
+    struct perfmon_sampling s;
+    struct perfmon_sbuf *sbuf;
+    struct perfmon_event a;
+    struct fdev *fd;
+    unsigned int calls;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    attach_sampling_cpu(&a, &s, &sbuf, PERFMON_EV_CYCLE, 0);
+    fdev_count(fd, 0, RAW_CYCLES, 990);
+    calls = fake_xcall_nr_on(0);
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, -1, 20);
+    assert_true(perfmon_event_read(&a) == 1010);
+    fdev_script_done(fd);
+    assert_int_equal(fake_xcall_nr_on(0), calls);
+    assert_true(perfmon_event_read(&a) == 1010);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    perfmon_sbuf_destroy(sbuf);
+}
+
+/* A multiplexing turn, as the clock's interrupt takes it on this CPU. */
+static void
+rotate_here(void)
+{
+    perfmon_rotate_local();
+}
+
+/*
+ * A lock-free read of a CPU event of the reader's CPU is hit, just after
+ * its device read, by a multiplexing turn that moves the event to another
+ * counter: the value read from the old counter does not go with the new
+ * counter's state (it would count the 100 events twice); the read starts
+ * over.
+ */
+static void
+test_local_read_hit_by_turn(void **state)
+{
+    static const uint64_t ids[] = {
+        PERFMON_EV_CYCLE, PERFMON_EV_INSTRUCTION, PERFMON_EV_BRANCH,
+    };
+    struct perfmon_event evs[3];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], ids[i], PERFMON_EF_KERN);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 0), 0);
+    }
+
+    fdev_count(fd, 0, RAW_CYCLES, 100);
+    fake_cpu_advance_tsc(1000);
+    fd->intr_in_read = rotate_here;
+    assert_true(perfmon_event_read(&evs[0]) == 100);
+    assert_null(fd->intr_in_read);
+    assert_true(perfmon_event_read(&evs[0]) == 100);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
+}
+
 /* ---- poll timer --------------------------------------------------------- */
 
 static void
@@ -1965,6 +2122,10 @@ main(void)
         cmocka_unit_test_setup(test_wrap_width1, setup),
         cmocka_unit_test_setup(test_wrap_latency_intr, setup),
         cmocka_unit_test_setup(test_nmi_during_update, setup),
+        cmocka_unit_test_setup(test_nmi_in_exit_fold, setup),
+        cmocka_unit_test_setup(test_nmi_in_deadline_fold, setup),
+        cmocka_unit_test_setup(test_local_read_hit_by_rearm, setup),
+        cmocka_unit_test_setup(test_local_read_hit_by_turn, setup),
         cmocka_unit_test_setup(test_poll_timer_lifecycle, setup),
         cmocka_unit_test_setup(test_poll_given_interval_with_intr, setup),
         cmocka_unit_test_setup(test_several_devices, setup),

@@ -21,12 +21,14 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "fakes/fake_log.h"
 #include "fakes/fake_perfmon_selftest.h"
 #include "fakes/fake_smp.h"
 #include "fakes/pmu_perfmon.h"
 #include "kern/error.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_evtab.h"
 #include "msr_model.h"
 #include "pmu_test_common.h"
 
@@ -52,6 +54,41 @@ boot_amd(unsigned int family, bool core_ext, bool v2)
     struct msr_model_config c = msr_model_amd(family, core_ext, v2);
 
     return boot(&c, true);
+}
+
+/*
+ * Zen 3's lists (EPYC-Milan, family 19h model 01h): ordinary events count
+ * on every core counter; a large-increment event (retired FLOPs, which
+ * needs the Merge event on a counter pair) is refused rather than counted
+ * wrong on one counter.  Without a table nothing is refused.
+ */
+static void
+test_model_large_increment(void **state)
+{
+    const struct perfmon_evtab_model *m;
+    uint64_t counters, prefer, flops;
+    struct perfmon_dev *dev;
+
+    (void)state;
+    dev = boot_amd(0x19, true, true);
+    pmu_evtab_setup(CPU_VENDOR_AMD, 0x19, 0x01, 1);
+    m = perfmon_evtab_host();
+    assert_string_equal(m->name, "amdzen3");
+    flops = pmu_evtab_raw(m, perfmon_evtab_lookup(
+        m, "fp_ret_sse_avx_ops.mac_flops"));
+    assert_int_equal(dev->ops->counters(dev, flops, PERFMON_EF_KERN,
+                                        &counters, &prefer), -ENOENT);
+    assert_int_equal(dev->ops->counters(dev, pmu_evtab_raw(m,
+                                        perfmon_evtab_lookup(m, "ex_ret_instr")),
+                                        PERFMON_EF_KERN, &counters, &prefer),
+                     0);
+    assert_int_equal(counters, 0x3f);
+
+    pmu_evtab_setup(CPU_VENDOR_UNKNOWN, 0, 0, 0);
+    assert_int_equal(dev->ops->counters(dev, flops, PERFMON_EF_KERN,
+                                        &counters, &prefer), 0);
+    assert_int_equal(counters, 0x3f);
+    pmu_test_assert_no_fault();
 }
 
 /* ---- probe -------------------------------------------------------------- */
@@ -960,6 +997,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_legacy),
+        cmocka_unit_test(test_model_large_increment),
         cmocka_unit_test(test_probe_core_ext),
         cmocka_unit_test(test_probe_perfmon_v2),
         cmocka_unit_test(test_decline_tcg),

@@ -21,6 +21,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "fakes/fake_log.h"
 #include "fakes/fake_perfmon_selftest.h"
 #include "fakes/fake_smp.h"
@@ -502,6 +503,150 @@ test_raw_events(void **state)
                                sizeof(bad) / sizeof(bad[0]));
     assert_int_equal(dev->ops->alloc(dev, NULL, 0x00c4, KERN), -EINVAL);
     pmu_test_assert_no_fault();
+}
+
+/*
+ * The model's lists constrain its events' counters: on Skylake-SP
+ * INST_RETIRED.PREC_DIST (C0H umask 01H) counts on counter 1 only, and
+ * INST_RETIRED.TOTAL_CYCLES_PS (cmask 10, inv) on 0, 2 and 3; codes the
+ * list does not name keep every counter.  Pinned events get only those,
+ * and wait (-EAGAIN) when they are taken.
+ */
+static void
+test_model_constraints(void **state)
+{
+    uint64_t counters, prefer;
+    struct perfmon_dev *dev;
+    unsigned int hw, hw2;
+
+    (void)state;
+    dev = boot_version(4);
+    pmu_evtab_setup(CPU_VENDOR_INTEL, 6, 0x55, 4);
+
+    assert_int_equal(dev->ops->counters(dev, 0x01c0, KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters, 1ULL << 1);
+    assert_int_equal(dev->ops->counters(dev, 0x01c0 | PMU_EVTSEL_INV
+                                        | (10ULL << 24), KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters, 0xd);
+    assert_int_equal(dev->ops->counters(dev, 0x1234, KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters & 0xf, 0xf);
+
+    assert_int_equal(dev->ops->alloc(dev, &hw, 0x01c0, KERN), 0);
+    assert_int_equal(hw, 1);
+    assert_int_equal(dev->ops->alloc(dev, &hw2, 0x01c0, KERN), -EAGAIN);
+    dev->ops->free(dev, hw);
+
+    /* Another model (or none) has no such constraint. */
+    pmu_evtab_setup(CPU_VENDOR_UNKNOWN, 0, 0, 0);
+    assert_int_equal(dev->ops->counters(dev, 0x01c0, KERN, &counters,
+                                        &prefer), 0);
+    assert_int_equal(counters & 0xf, 0xf);
+    pmu_test_assert_no_fault();
+}
+
+/*
+ * Hold raw (again) and start it: its event select has code (with the
+ * unit mask) and msr holds the value its extra asks for.  The handle.
+ */
+static int
+open_extra(struct perfmon_dev *dev, uint64_t raw, uint64_t code,
+           uint32_t msr, unsigned int *hwp)
+{
+    bool valid;
+    int h;
+
+    assert_int_equal(dev->ops->hold(dev, raw), 0);
+    h = fake_perfmon_open_raw(raw, KERN, hwp);
+    assert_true(h >= 0);
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + *hwp) & 0xffff,
+                     code);
+    assert_int_equal(pmu_test_peek(msr),
+                     pmu_evtab_raw_extra(raw, &valid)->value);
+    return h;
+}
+
+/*
+ * Extra MSRs as shared resources, on Skylake-SP: an offcore response
+ * event gets MSR_OFFCORE_RSP_0 (1A6H) with its value and code B7H; a
+ * second slot asking the same value shares it; another value takes
+ * OFFCORE_RSP_1 (1A7H) with code BBH; a third value finds both taken and
+ * is refused (-EAGAIN) until one is released.  Load latency goes to
+ * MSR_PEBS_LD_LAT (3F6H).  Where the MSRs #GP (KVM emulates none of
+ * them) the probe's fault-safe read says so: -ENOENT, no unsafe access.
+ */
+static void
+test_extra_msrs(void **state)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_find_id("skylakex");
+    struct msr_model_config c = msr_model_intel(4);
+    uint64_t a, b, d, lat, value;
+    struct perfmon_dev *dev;
+    unsigned int hw_a, hw_b;
+    int ha, hb;
+    bool valid;
+
+    (void)state;
+    c.extra_msrs = true;
+    dev = boot(&c, true);
+    pmu_evtab_setup(CPU_VENDOR_INTEL, 6, 0x55, 4);
+    a = pmu_evtab_raw(m, perfmon_evtab_lookup(
+        m, "OFFCORE_RESPONSE.ALL_DATA_RD.L3_MISS.ANY_SNOOP"));
+    b = pmu_evtab_raw(m, perfmon_evtab_lookup(
+        m, "OFFCORE_RESPONSE.ALL_RFO.L3_MISS.ANY_SNOOP"));
+    d = pmu_evtab_raw(m, perfmon_evtab_lookup(
+        m, "OFFCORE_RESPONSE.ALL_PF_DATA_RD.L3_MISS.ANY_SNOOP"));
+    lat = pmu_evtab_raw(m, perfmon_evtab_lookup(
+        m, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4"));
+    assert_true(pmu_evtab_raw_extra(a, &valid)->value
+                != pmu_evtab_raw_extra(b, &valid)->value);
+
+    assert_int_equal(dev->ops->hold(dev, a), 0);
+    ha = open_extra(dev, a, 0x01b7, 0x1a6, &hw_a);
+
+    hb = open_extra(dev, b, 0x01bb, 0x1a7, &hw_b);
+    /* The extras' index bits never reach PERFEVTSEL. */
+    assert_int_equal(pmu_test_peek(MSR_IA32_PERFEVTSEL0 + hw_b)
+                     & PMU_EVTAB_RAW_EXTRA_MASK, 0);
+
+    /* Both taken: refused until a value's last slot goes. */
+    assert_int_equal(dev->ops->hold(dev, d), -EAGAIN);
+    fake_perfmon_close(hb);
+    dev->ops->release(dev, b);
+    assert_int_equal(dev->ops->hold(dev, d), 0);
+    dev->ops->release(dev, d);
+    assert_int_equal(dev->ops->hold(dev, b), 0);
+    dev->ops->release(dev, a);
+    assert_int_equal(dev->ops->hold(dev, d), -EAGAIN);
+    fake_perfmon_close(ha);
+    dev->ops->release(dev, a);
+    assert_int_equal(dev->ops->hold(dev, d), 0);
+    dev->ops->release(dev, d);
+    dev->ops->release(dev, b);
+
+    assert_int_equal(dev->ops->hold(dev, lat), 0);
+    hb = fake_perfmon_open_raw(lat, KERN, &hw_b);
+    assert_true(hb >= 0);
+    assert_true(msr_model_peek(0x3f6, &value));
+    assert_int_equal(value, 4);
+    fake_perfmon_close(hb);
+    dev->ops->release(dev, lat);
+    pmu_test_assert_no_fault();
+
+    /* An index that names no extra MSR is a bad raw code. */
+    assert_int_equal(dev->ops->alloc(dev, &hw_a, 0x01b7
+                                     | PMU_EVTAB_RAW_EXTRA_MASK, KERN),
+                     -EINVAL);
+
+    /* KVM: the extra MSRs #GP; the fault-safe probe finds out. */
+    c.extra_msrs = false;
+    dev = boot(&c, true);
+    assert_int_equal(dev->ops->hold(dev, a), -ENOENT);
+    assert_int_equal(dev->ops->hold(dev, lat), -ENOENT);
+    assert_int_equal(msr_model_nr_gp_unsafe(), 0);
+    pmu_evtab_setup(CPU_VENDOR_UNKNOWN, 0, 0, 0);
 }
 
 static void
@@ -1297,6 +1442,8 @@ main(void)
         cmocka_unit_test(test_generic_events_v2),
         cmocka_unit_test(test_generic_events_v5),
         cmocka_unit_test(test_unavailable_events),
+        cmocka_unit_test(test_model_constraints),
+        cmocka_unit_test(test_extra_msrs),
         cmocka_unit_test(test_raw_events),
         cmocka_unit_test(test_mode_bits),
         cmocka_unit_test(test_free_and_reuse),

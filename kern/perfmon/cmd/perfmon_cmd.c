@@ -22,6 +22,10 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/assert.h"
+#include "kern/clock.h"
+#include "kern/cmdline.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/error.h"
 #include "kern/macros.h"
@@ -37,6 +41,7 @@
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
+#include "kern/timer.h"
 
 #define PERFMON_CMD_MAX_CANDS   128     /* names offered as suggestions */
 
@@ -197,6 +202,112 @@ perfmon_cmd_cpus(const char *who, const char *usage, bool all,
                                  "e.g. 0,2-3)", list);
     }
 
+    return 0;
+}
+
+int
+perfmon_cmd_command(const char *who, const char *usage, int argc, char **argv,
+                    int index, int *cmd_argcp, char ***cmd_argvp)
+{
+    *cmd_argcp = 0;
+    *cmd_argvp = NULL;
+
+    if (index >= argc) {
+        return 0;
+    }
+
+    if (shell_cmd_lookup(argv[index]) == NULL) {
+        return perfmon_cmd_error(who, usage, "unknown command '%s' (type "
+                                 "'help')", argv[index]);
+    }
+
+    *cmd_argcp = argc - index;
+    *cmd_argvp = &argv[index];
+    return 0;
+}
+
+void
+perfmon_cmd_threads_put(struct thread **threads, unsigned int nr)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        thread_unref(threads[i]);
+        threads[i] = NULL;
+    }
+}
+
+/* One id of a -t list, of len characters: its thread, or an error said. */
+static int
+perfmon_cmd_thread(const char *who, const char *usage, const char *id,
+                   size_t len, struct thread **threads, unsigned int nr)
+{
+    char word[24];
+    uint64_t tid;
+
+    if (len == 0 || len >= sizeof(word)) {
+        return perfmon_cmd_error(who, usage, "-t: '%.*s' is not a thread id "
+                                 "(see threads)", (int)MIN(len, 23U), id);
+    }
+
+    memcpy(word, id, len);
+    word[len] = '\0';
+
+    if (cmdline_parse_u64(word, &tid) != 0 || tid > UINT32_MAX) {
+        return perfmon_cmd_error(who, usage, "-t: '%s' is not a thread id "
+                                 "(see threads)", word);
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        if (thread_id(threads[i]) == tid) {
+            return perfmon_cmd_error(who, usage, "-t: thread %s is named "
+                                     "twice", word);
+        }
+    }
+
+    threads[nr] = thread_lookup((unsigned int)tid);
+
+    if (threads[nr] == NULL) {
+        return perfmon_cmd_error(who, usage, "-t: no thread %s (it has "
+                                 "exited, or never was: see threads)", word);
+    }
+
+    return 0;
+}
+
+int
+perfmon_cmd_threads(const char *who, const char *usage, const char *list,
+                    struct thread **threads, unsigned int *nrp)
+{
+    unsigned int nr = 0;
+    const char *p = list;
+    int error;
+
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = (comma != NULL) ? (size_t)(comma - p) : strlen(p);
+
+        if (nr == PERFMON_CMD_MAX_THREADS) {
+            perfmon_cmd_threads_put(threads, nr);
+            return perfmon_cmd_error(who, usage, "-t: %u threads at most",
+                                     PERFMON_CMD_MAX_THREADS);
+        }
+
+        error = perfmon_cmd_thread(who, usage, p, len, threads, nr);
+
+        if (error) {
+            perfmon_cmd_threads_put(threads, nr);
+            return error;
+        }
+
+        nr++;
+
+        if (comma == NULL) {
+            break;
+        }
+
+        p = comma + 1;
+    }
+
+    *nrp = nr;
     return 0;
 }
 
@@ -367,6 +478,10 @@ perfmon_cmd_runner_main(void *arg)
     if (runner->nr_events != 0) {
         perfmon_events_disable(runner->events, runner->nr_events);
     }
+
+    /* The waiter outlives this thread: it joins it. */
+    __atomic_store_n(&runner->done, true, __ATOMIC_RELEASE);
+    thread_wakeup(runner->waiter);
 }
 
 int
@@ -379,6 +494,8 @@ perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner, const char *name,
     runner->cancelled = false;
     runner->events = NULL;
     runner->nr_events = 0;
+    runner->waiter = NULL;
+    __atomic_store_n(&runner->done, false, __ATOMIC_RELAXED);
     __atomic_store_n(&runner->gate, false, __ATOMIC_RELAXED);
     return thread_create(&runner->thread, name, perfmon_cmd_runner_main,
                          runner, THREAD_CPUMASK_ALL);
@@ -390,8 +507,43 @@ perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
 {
     runner->events = events;
     runner->nr_events = nr;
+    runner->waiter = thread_self();
     __atomic_store_n(&runner->gate, true, __ATOMIC_RELEASE);
     thread_wakeup(runner->thread);
+}
+
+static void
+perfmon_cmd_runner_wake(struct timer *timer)
+{
+    thread_wakeup(timer->arg);
+}
+
+bool
+perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner, uint64_t deadline)
+{
+    struct timer timer;
+    bool done;
+
+    assert(runner->waiter == thread_self());
+    timer_init(&timer, perfmon_cmd_runner_wake, TIMER_INTR);
+    timer.arg = runner->waiter;
+
+    /* Prepared before each test: a wakeup between them is not lost. */
+    for (;;) {
+        thread_sleep_prepare();
+        done = __atomic_load_n(&runner->done, __ATOMIC_ACQUIRE);
+
+        if (done || clock_get_time() >= deadline) {
+            thread_sleep_cancel();
+            break;
+        }
+
+        timer_schedule(&timer, deadline);
+        thread_sleep();
+    }
+
+    timer_cancel(&timer);
+    return done;
 }
 
 int
@@ -408,6 +560,50 @@ perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner)
     runner->cancelled = true;
     perfmon_cmd_runner_go(runner, NULL, 0);
     perfmon_cmd_runner_join(runner);
+}
+
+/*
+ * The closest names among cands and the boot CPU model's events: those
+ * of the model at a smaller distance replace cands' (in chunks, so that
+ * no array of every name is built).
+ */
+static unsigned int
+perfmon_cmd_suggest(const char *name, const char **cands, unsigned int nr,
+                    const char **out, unsigned int max_out)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    unsigned int nr_out = perfmon_parse_suggest(name, cands, nr, out,
+                                                max_out);
+    unsigned int best = (nr_out == 0) ? UINT32_MAX
+                                      : perfmon_parse_distance(name, out[0]);
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_events;
+         i += PERFMON_CMD_MAX_CANDS) {
+        const char *chunk[PERFMON_CMD_MAX_CANDS], *found[3];
+        unsigned int n = MIN(m->nr_events - i, PERFMON_CMD_MAX_CANDS), nf;
+
+        for (unsigned int j = 0; j < n; j++) {
+            chunk[j] = perfmon_evtab_name(perfmon_evtab_event(m, i + j));
+        }
+
+        nf = perfmon_parse_suggest(name, chunk, n, found,
+                                   MIN(max_out, ARRAY_SIZE(found)));
+
+        if (nf == 0 || perfmon_parse_distance(name, found[0]) > best) {
+            continue;
+        }
+
+        if (perfmon_parse_distance(name, found[0]) < best) {
+            best = perfmon_parse_distance(name, found[0]);
+            nr_out = 0;
+        }
+
+        for (unsigned int j = 0; j < nf && nr_out < max_out; j++) {
+            out[nr_out++] = found[j];
+        }
+    }
+
+    return nr_out;
 }
 
 static int
@@ -440,7 +636,7 @@ perfmon_cmd_unknown_event(const char *who, const char *name)
         }
     }
 
-    nr_out = perfmon_parse_suggest(name, cands, nr, out, ARRAY_SIZE(out));
+    nr_out = perfmon_cmd_suggest(name, cands, nr, out, ARRAY_SIZE(out));
     perfmon_cmd_line_init(&line);
     perfmon_cmd_line_add(&line, "perfmon: %s: unknown event '%s'", who,
                          name);
@@ -496,6 +692,101 @@ perfmon_cmd_resolve_on(const char *who,
     return 0;
 }
 
+/* ---- the CPU model's own events ----------------------------------------- */
+
+/* The hardware device that counts model m's events, or NULL: none here. */
+static struct perfmon_dev *
+perfmon_cmd_model_dev(const struct perfmon_evtab_model *m)
+{
+    return perfmon_dev_find((m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
+                                                                : "intel");
+}
+
+/*
+ * The generic events the fixed counters count exactly (Intel's fixed
+ * counters 0-2): a model event that only a fixed counter counts is
+ * counted as that generic event, by whatever counter the device picks.
+ */
+static const int perfmon_cmd_fixed_generic[] = {
+    PERFMON_EV_INSTRUCTION, PERFMON_EV_CYCLE, PERFMON_EV_REF_CYCLE,
+};
+
+/*
+ * An event the boot CPU's list names (case aside): counted on the model's
+ * hardware device as its raw code (with the extra MSR it needs, which the
+ * driver shares out), or known but not supported where that device is
+ * missing.  Returns 0, -ENOENT when the list has no such name,
+ * or SHELL_ERR_REPORTED after saying why it cannot be counted.
+ */
+static int
+perfmon_cmd_resolve_model(const char *who,
+                          const struct perfmon_parse_event *parsed,
+                          struct perfmon_cmd_event *out)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    const struct perfmon_evtab_event *ev;
+    uint64_t counters;
+
+    ev = (m == NULL) ? NULL : perfmon_evtab_lookup(m, parsed->name);
+
+    if (ev == NULL) {
+        return -ENOENT;
+    }
+
+    counters = perfmon_evtab_counters(ev);
+    out->dev = perfmon_cmd_model_dev(m);
+    out->flags = (parsed->flags & (PERFMON_EF_MODE | PERFMON_EF_PINNED))
+                 | PERFMON_EF_RAW;
+    out->id = perfmon_evtab_raw(m, ev);
+    out->supported = (out->dev != NULL);
+
+    if (!out->supported) {
+        return 0;
+    }
+
+    if ((counters & 0xffffffffULL) == 0) {
+        unsigned int fixed = (unsigned int)__builtin_ctzll(counters) - 32;
+
+        if (fixed >= ARRAY_SIZE(perfmon_cmd_fixed_generic)) {
+            kprintf("perfmon: %s: '%s' counts on fixed counter %u only, "
+                    "which is not driven\n", who, perfmon_evtab_name(ev), fixed);
+            return SHELL_ERR_REPORTED;
+        }
+
+        out->flags &= ~PERFMON_EF_RAW;
+        out->id = (uint64_t)perfmon_cmd_fixed_generic[fixed];
+        out->generic = perfmon_cmd_fixed_generic[fixed];
+        out->dev = NULL;
+    }
+
+    return 0;
+}
+
+/* `cpu/.../`: perf's name for the hardware PMU, whichever it is here. */
+static int
+perfmon_cmd_resolve_cpu(const char *who,
+                        const struct perfmon_parse_event *parsed,
+                        struct perfmon_cmd_event *out)
+{
+    struct perfmon_dev *dev = perfmon_dev_find("intel");
+
+    dev = (dev != NULL) ? dev : perfmon_dev_find("amd");
+
+    /* cpu/NAME/ is NAME. */
+    if (!(parsed->flags & PERFMON_EF_RAW)) {
+        struct perfmon_parse_event plain = *parsed;
+
+        plain.pmu[0] = '\0';
+        return perfmon_cmd_resolve(who, &plain, out);
+    }
+
+    out->dev = dev;
+    out->id = parsed->raw_code;
+    out->flags = parsed->flags;
+    out->supported = (dev != NULL);
+    return 0;
+}
+
 /* A named_only device that counts name, to tell the user to name it. */
 static struct perfmon_dev *
 perfmon_cmd_named_only_dev_for(const char *name)
@@ -521,10 +812,15 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
     struct perfmon_dev *named_only;
     unsigned int flags;
     uint64_t id;
+    int error;
 
     out->dev = NULL;
     out->generic = -1;
     out->supported = true;
+
+    if (strcmp(parsed->pmu, "cpu") == 0 && perfmon_dev_find("cpu") == NULL) {
+        return perfmon_cmd_resolve_cpu(who, parsed, out);
+    }
 
     if (parsed->pmu[0] != '\0') {
         return perfmon_cmd_resolve_on(who, parsed, out);
@@ -564,6 +860,12 @@ perfmon_cmd_resolve(const char *who, const struct perfmon_parse_event *parsed,
         out->generic = (int)id;
         out->supported = false;
         return 0;
+    }
+
+    error = perfmon_cmd_resolve_model(who, parsed, out);
+
+    if (error != -ENOENT) {
+        return error;
     }
 
     named_only = perfmon_cmd_named_only_dev_for(parsed->name);

@@ -18,7 +18,8 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 
-#define PERFMON_CMD_LINE_SIZE   256
+/* Room for a JSON object of -j (perfmon_stat_print.c) with long names. */
+#define PERFMON_CMD_LINE_SIZE   512
 
 /*
  * A subcommand's entry point, one row of the dispatcher's table
@@ -114,6 +115,33 @@ int perfmon_cmd_cpus(const char *who, const char *usage, bool all,
                      const char *list, uint64_t *maskp);
 
 /*
+ * The COMMAND [ARGS...] after the options, from argv[index] on, into
+ * *cmd_argcp and *cmd_argvp (0 and NULL when there is none).  Returns 0,
+ * or perfmon_cmd_error(who, usage) when the first word names no command.
+ */
+int perfmon_cmd_command(const char *who, const char *usage, int argc,
+                        char **argv, int index, int *cmd_argcp,
+                        char ***cmd_argvp);
+
+/* Most threads -t names. */
+#define PERFMON_CMD_MAX_THREADS     16
+
+/*
+ * The threads -t LIST names ("9,10": ids as `threads` shows them), each
+ * with a reference that perfmon_cmd_threads_put() drops, in
+ * threads[0..*nrp).  Any thread may be named, kernel threads included (the
+ * idle threads, the shell, the timer threads).  Returns 0, or
+ * perfmon_cmd_error(who, usage) and no reference held: a malformed list,
+ * more than PERFMON_CMD_MAX_THREADS, an id twice, an id no thread has or
+ * whose thread has exited.
+ */
+struct thread;
+
+int perfmon_cmd_threads(const char *who, const char *usage, const char *list,
+                        struct thread **threads, unsigned int *nrp);
+void perfmon_cmd_threads_put(struct thread **threads, unsigned int nr);
+
+/*
  * How to count an event the user named (perf's -e syntax, parsed): the id
  * and flags for perfmon_event_init(), the device of a device-named raw
  * event or of a `PMU/EVENT/` item (else NULL: the core chooses), the
@@ -175,7 +203,11 @@ uint64_t perfmon_cmd_first_period(int generic, uint64_t freq);
  * them just after it, so they count the command and nothing else (perf's
  * enable-on-exec); perfmon_cmd_runner_join() waits for the command and
  * returns what it returned; perfmon_cmd_runner_cancel() ends the thread
- * without running the command (and joins it).
+ * without running the command (and joins it).  perfmon_cmd_runner_wait()
+ * sleeps until the command has returned (true) or the clock reaches
+ * deadline (kern/clock.h ticks; false), whichever comes first, so that the
+ * caller can act at set times while the command runs; only the thread
+ * that called perfmon_cmd_runner_go() may wait.
  */
 struct perfmon_cmd_runner {
     struct thread *thread;
@@ -186,6 +218,8 @@ struct perfmon_cmd_runner {
     struct perfmon_event *const *events;
     unsigned int nr_events;
     int result;
+    struct thread *waiter;              /* the caller of _go() */
+    bool done;                          /* atomic: the command returned */
 };
 
 int perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner,
@@ -193,6 +227,11 @@ int perfmon_cmd_runner_start(struct perfmon_cmd_runner *runner,
 void perfmon_cmd_runner_go(struct perfmon_cmd_runner *runner,
                            struct perfmon_event *const *events,
                            unsigned int nr);
+bool perfmon_cmd_runner_wait(struct perfmon_cmd_runner *runner,
+                             uint64_t deadline);
+
+/* The longest --timeout (and -I) of stat and record, in ms: a day. */
+#define PERFMON_CMD_TIME_MAX_MS     (24ULL * 3600 * 1000)
 int perfmon_cmd_runner_join(struct perfmon_cmd_runner *runner);
 void perfmon_cmd_runner_cancel(struct perfmon_cmd_runner *runner);
 

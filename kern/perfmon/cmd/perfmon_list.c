@@ -14,12 +14,15 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/perfmon_evtab.h"
 #include "kern/console.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_list.h"
+#include "kern/perfmon/cmd/perfmon_metric.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -186,27 +189,308 @@ perfmon_list_dev(struct perfmon_dev *dev, const char *filter,
     return n;
 }
 
+/* ---- perfmon list: the model's own events ------------------------------ */
+
+static char
+perfmon_list_lower(char c)
+{
+    return ((c >= 'A') && (c <= 'Z')) ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether needle is part of haystack, case aside (model names differ). */
+static bool
+perfmon_list_contains(const char *haystack, const char *needle)
+{
+    for (; *haystack != '\0'; haystack++) {
+        size_t i = 0;
+
+        while (needle[i] != '\0'
+               && perfmon_list_lower(haystack[i])
+                  == perfmon_list_lower(needle[i])) {
+            i++;
+        }
+
+        if (needle[i] == '\0') {
+            return true;
+        }
+    }
+
+    return needle[0] == '\0';
+}
+
+/* An event's extra MSR and what else it says, for its line. */
+static void
+perfmon_list_model_notes(const struct perfmon_evtab_event *ev, char *buf,
+                         size_t size)
+{
+    const struct perfmon_evtab_extra *extra = perfmon_evtab_extra(ev);
+
+    ksnprintf(buf, size, "%s%s%s", (ev->flags & PERFMON_EVTAB_F_PRECISE)
+                                   ? " precise" : "",
+              (ev->flags & PERFMON_EVTAB_F_DEPRECATED) ? " deprecated" : "",
+              (ev->flags & PERFMON_EVTAB_F_MERGE)
+              ? " large-increment (needs a counter pair: not counted)" : "");
+
+    if (extra != NULL && extra->nr_msrs != 0) {
+        size_t len = strlen(buf);
+
+        ksnprintf(&buf[len], size - len, " msr %#x%s=%#llx", extra->msr,
+                  (extra->nr_msrs > 1) ? "+" : "",
+                  (unsigned long long)extra->value);
+    }
+}
+
+/*
+ * A model's events that match filter (name or topic), under their
+ * topics' headings as perf prints them; how many were listed.
+ */
+static unsigned int
+perfmon_list_model(const struct perfmon_evtab_model *m, const char *filter,
+                   const char *why)
+{
+    char topic[64], last[64] = "", enc[64], ctrs[32], notes[96];
+    unsigned int n = 0;
+
+    for (unsigned int i = 0; i < m->nr_events; i++) {
+        const struct perfmon_evtab_event *ev = perfmon_evtab_event(m, i);
+        const char *name = perfmon_evtab_name(ev);
+        struct perfmon_cmd_line line;
+
+        perfmon_evtab_topic(ev, topic, sizeof(topic));
+
+        if (filter != NULL && !perfmon_list_contains(name, filter)
+            && !perfmon_list_contains(topic, filter)) {
+            continue;
+        }
+
+        if (n == 0) {
+            kprintf("%s events (%s): %u%s%s\n", m->name,
+                    perfmon_evtab_vendor_name(m->vendor), m->nr_events,
+                    (why != NULL) ? ", " : "", (why != NULL) ? why : "");
+            kprintf("  %-44s %-36s %-9s %s\n", "event", "encoding",
+                    "counters", "notes");
+        }
+
+        if (strcmp(topic, last) != 0) {
+            kprintf(" %s:\n", topic);
+            strlcpy(last, topic, sizeof(last));
+        }
+
+        perfmon_evtab_format(ev, enc, sizeof(enc));
+        perfmon_evtab_format_counters(ev, ctrs, sizeof(ctrs));
+        perfmon_list_model_notes(ev, notes, sizeof(notes));
+        perfmon_cmd_line_init(&line);
+        perfmon_cmd_line_add(&line, "  %-44s %-36s %-9s%s", name, enc, ctrs,
+                             notes);
+        perfmon_cmd_line_print(&line);
+        n++;
+    }
+
+    return n;
+}
+
+/* Why the host's model events cannot be counted here, or NULL. */
+static const char *
+perfmon_list_model_why(const struct perfmon_evtab_model *m)
+{
+    const char *driver = (m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
+                                                            : "intel";
+
+    return (perfmon_dev_find(driver) == NULL)
+           ? "<not supported> here: no hardware PMU" : NULL;
+}
+
+/*
+ * `perfmon list metrics [FILTER]`: the generic metrics, then the boot CPU
+ * model's, with their formulas; those whose name contains FILTER.
+ */
+static int
+perfmon_list_metrics(int argc, char **argv)
+{
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+    const char *filter = (argc > 3) ? argv[3] : NULL, *name, *formula;
+    bool heading = false;
+    unsigned int n = 0;
+
+    if (argc > 4) {
+        return perfmon_cmd_error("list", perfmon_list_usage, "one filter at "
+                                 "most ('%s' is extra)", argv[4]);
+    }
+
+    for (unsigned int i = 0; perfmon_metric_builtin(i, &name, &formula);
+         i++) {
+        if (filter == NULL || perfmon_list_contains(name, filter)) {
+            kprintf("%s%-44s %s\n", (n++ == 0) ? "metrics (generic "
+                    "events):\n  " : "  ", name, formula);
+        }
+    }
+
+    for (unsigned int i = 0; m != NULL && i < m->nr_metrics; i++) {
+        name = perfmon_evtab_metric_name(&m->metrics[i]);
+
+        if (filter == NULL || perfmon_list_contains(name, filter)) {
+            struct perfmon_cmd_line line;
+
+            if (!heading) {
+                kprintf("%s metrics (%s)%s:\n", m->name,
+                        perfmon_evtab_vendor_name(m->vendor),
+                        (perfmon_list_model_why(m) != NULL)
+                        ? ", <not supported> here: no hardware PMU" : "");
+            }
+
+            heading = true;
+            n++;
+            perfmon_cmd_line_init(&line);
+            perfmon_cmd_line_add(&line, "  %-44s %s", name,
+                                 perfmon_evtab_metric_formula(&m->metrics[i]));
+            perfmon_cmd_line_print(&line);
+        }
+    }
+
+    if (n == 0) {
+        kprintf("perfmon: list: no metric matches '%s'\n",
+                (filter != NULL) ? filter : "");
+        return SHELL_ERR_REPORTED;
+    }
+
+    kprintf("metrics: perfmon stat -M NAME[,NAME] counts a metric's events "
+            "as one group\n");
+    return 0;
+}
+
+/* `perfmon list --model ID [FILTER]`: another model's table. */
+static int
+perfmon_list_other_model(int argc, char **argv)
+{
+    const struct perfmon_evtab_model *m;
+    const char *filter = (argc > 4) ? argv[4] : NULL;
+
+    if (argc < 4 || argc > 5) {
+        return perfmon_cmd_error("list", perfmon_list_usage, "--model takes "
+                                 "a model and one filter at most");
+    }
+
+    m = perfmon_evtab_find_id(argv[3]);
+
+    if (m == NULL) {
+        return perfmon_cmd_error("list", perfmon_list_usage, "no event list "
+                                 "for '%s' (a CPUID such as "
+                                 "GenuineIntel-6-55-4 or AuthenticAMD-25-1, "
+                                 "or a table name such as skylakex)",
+                                 argv[3]);
+    }
+
+    if (perfmon_list_model(m, filter, "shown without its hardware") == 0) {
+        kprintf("perfmon: list: no %s event matches '%s'\n", m->name,
+                filter);
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
 /*
  * `perfmon list [FILTER]`: every event of every device, or those whose
- * name, alias or description contains FILTER (perf list's filter).
+ * name, alias or description contains FILTER (perf list's filter), then
+ * the boot CPU model's own events (name or topic, case aside).
  */
-const char perfmon_list_usage[] = "usage: perfmon list [FILTER]\n";
-const char perfmon_info_usage[] = "usage: perfmon info\n";
+const char perfmon_list_usage[] =
+    "usage: perfmon list [-j] [FILTER] | --model "
+    "VENDOR-FAMILY-MODEL[-STEPPING] [FILTER] | metrics [FILTER]\n"
+    "  FILTER     events whose name, alias, description or topic contains "
+    "it\n"
+    "  -j         as JSON: an array of the devices' events, one a line\n"
+    "  --model    another CPU model's events, without its hardware "
+    "(GenuineIntel-6-55-4,\n"
+    "             AuthenticAMD-25-1, or a table name such as skylakex)\n"
+    "  metrics    the metrics 'perfmon stat -M' counts, with their "
+    "formulas\n";
 
+static const struct perfmon_cmd_longopt perfmon_list_longopts[] = {
+    { "json", 'j', false },
+    { NULL, 0, false },
+};
+
+static int
+perfmon_list_option(void *arg, int opt, const char *val)
+{
+    bool *jsonp = arg;
+
+    (void)val;
+    *jsonp |= (opt == 'j');
+    return 0;
+}
+
+/*
+ * The options of list and info (-j, --json), through the shared parser:
+ * the index of the first word after them, or -1 after saying what is
+ * wrong.
+ */
+static int
+perfmon_list_options(int argc, char **argv, const char *who,
+                     const char *usage, bool *jsonp)
+{
+    struct perfmon_cmd_opts opts;
+
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "j", perfmon_list_longopts);
+
+    if (perfmon_cmd_options(&opts, who, usage, perfmon_list_option,
+                            jsonp) != 0) {
+        return -1;
+    }
+
+    return opts.index;
+}
+
+struct perfmon_list_pmcs;
+
+static int perfmon_list_json(const char *filter);
+static int perfmon_info_json(const struct perfmon_list_pmcs *pmcs);
+
+const char perfmon_info_usage[] = "usage: perfmon info [-j]\n";
+
+/*
+ * `perfmon list [-j] [FILTER]`: every event of every device, or those
+ * whose name, alias or description contains FILTER (perf list's filter);
+ * -j: as JSON (perfmon_list_json()).
+ */
 int
 perfmon_list_main(int argc, char **argv)
 {
     bool counted[PERFMON_NR_EVENTS] = { false };
-    bool any_missing = false, hw_present;
+    bool any_missing = false, hw_present, json = false;
     const char *hw_status = perfmon_hw_status(&hw_present);
-    const char *filter = (argc > 2) ? argv[2] : NULL;
+    const struct perfmon_evtab_model *model = perfmon_evtab_host();
+    const char *filter;
     unsigned int n = 0;
     char aliases[64];
+    int index;
 
-    if (argc > 3) {
+    if (argc > 2 && strcmp(argv[2], "--model") == 0) {
+        return perfmon_list_other_model(argc, argv);
+    }
+
+    if (argc > 2 && strcmp(argv[2], "metrics") == 0) {
+        return perfmon_list_metrics(argc, argv);
+    }
+
+    index = perfmon_list_options(argc, argv, "list", perfmon_list_usage,
+                                 &json);
+
+    if (index < 0) {
+        return SHELL_ERR_REPORTED;
+    }
+
+    filter = (index < argc) ? argv[index] : NULL;
+
+    if (index + 1 < argc) {
         return perfmon_cmd_error("list", perfmon_list_usage,
                                  "one filter at most ('%s' is extra)",
-                                 argv[3]);
+                                 argv[index + 1]);
+    }
+
+    if (json) {
+        return perfmon_list_json(filter);
     }
 
     for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
@@ -235,6 +519,10 @@ perfmon_list_main(int argc, char **argv)
         perfmon_list_event(desc->name, aliases, 0, false, desc->modes,
                            desc->desc, "<not available>");
         n++;
+    }
+
+    if (model != NULL) {
+        n += perfmon_list_model(model, filter, perfmon_list_model_why(model));
     }
 
     if (filter != NULL && n == 0) {
@@ -322,9 +610,21 @@ perfmon_list_info_branches(void)
 static void
 perfmon_list_info_hw(void)
 {
-    kprintf("cpu: %s family %#x model %#x\n", cpu_info.vendor_str,
-            cpu_info.family, cpu_info.model);
+    const struct perfmon_evtab_model *m = perfmon_evtab_host();
+
+    kprintf("cpu: %s family %#x model %#x stepping %#x\n",
+            cpu_info.vendor_str, cpu_info.family, cpu_info.model,
+            cpu_info.stepping);
     kprintf("hardware PMU: %s\n", perfmon_hw_status(NULL));
+
+    if (m != NULL) {
+        kprintf("model events: %s, %u events, %u metrics (perfmon list, "
+                "perfmon list metrics)\n", m->name, m->nr_events,
+                m->nr_metrics);
+    } else {
+        kprintf("model events: none (no list covers this CPU)\n");
+    }
+
     perfmon_list_info_branches();
 }
 
@@ -382,15 +682,51 @@ perfmon_list_info_pmc(const struct perfmon_list_pmc *pmc)
     perfmon_cmd_line_print(&line);
 }
 
+/* The counters in use, into pmcs (on the heap); false: out of memory. */
+static bool
+perfmon_list_pmcs_get(struct perfmon_list_pmcs *pmcs)
+{
+    pmcs->max = PERFMON_MAX_PMCS;
+    pmcs->pmcs = kmem_alloc(sizeof(*pmcs->pmcs) * PERFMON_MAX_PMCS);
+
+    if (pmcs->pmcs == NULL) {
+        kprintf("perfmon: info: out of memory\n");
+        return false;
+    }
+
+    perfmon_pmc_foreach(perfmon_list_pmc_collect, pmcs);
+    return true;
+}
+
 int
 perfmon_info_main(int argc, char **argv)
 {
     struct perfmon_list_pmcs pmcs = { .max = PERFMON_MAX_PMCS };
     size_t size = sizeof(*pmcs.pmcs) * PERFMON_MAX_PMCS;
+    bool json = false;
+    int index, error;
 
-    if (argc > 2) {
+    index = perfmon_list_options(argc, argv, "info", perfmon_info_usage,
+                                 &json);
+
+    if (index < 0) {
+        return SHELL_ERR_REPORTED;
+    }
+
+    if (index < argc) {
         return perfmon_cmd_error("info", perfmon_info_usage,
-                                 "no arguments expected, not '%s'", argv[2]);
+                                 "no arguments expected, not '%s'",
+                                 argv[index]);
+    }
+
+    if (json) {
+        if (!perfmon_list_pmcs_get(&pmcs)) {
+            return SHELL_ERR_REPORTED;
+        }
+
+        error = perfmon_info_json(&pmcs);
+        kmem_free(pmcs.pmcs, size);
+        return error;
     }
 
     perfmon_list_info_hw();
@@ -422,14 +758,9 @@ perfmon_info_main(int argc, char **argv)
         kprintf("no perfmon device registered\n");
     }
 
-    pmcs.pmcs = kmem_alloc(size);
-
-    if (pmcs.pmcs == NULL) {
-        kprintf("perfmon: info: out of memory\n");
+    if (!perfmon_list_pmcs_get(&pmcs)) {
         return SHELL_ERR_REPORTED;
     }
-
-    perfmon_pmc_foreach(perfmon_list_pmc_collect, &pmcs);
 
     if (pmcs.nr == 0) {
         kprintf("counters in use: none\n");
@@ -442,5 +773,273 @@ perfmon_info_main(int argc, char **argv)
     }
 
     kmem_free(pmcs.pmcs, size);
+    return 0;
+}
+
+/* ---- -j ----------------------------------------------------------------- */
+
+/*
+ * One event of `perfmon list -j`, in the field names of perf list's JSON
+ * (Unit: the device; EventName, EventAlias, Encoding, BriefDescription),
+ * plus the modes it tells apart and why it cannot count now (Status);
+ * last says whether a comma follows.
+ */
+static void
+perfmon_list_json_event(const char *dev, const char *name,
+                        const char *aliases, const char *encoding,
+                        unsigned int modes, const char *desc,
+                        const char *status, bool last)
+{
+    struct perfmon_cmd_line line;
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "{\"Unit\" : ");
+    perfmon_json_add_string(&line, dev);
+    perfmon_cmd_line_add(&line, ", \"EventName\" : ");
+    perfmon_json_add_string(&line, name);
+    perfmon_cmd_line_add(&line, ", \"EventAlias\" : ");
+    perfmon_json_add_string(&line, aliases);
+    perfmon_cmd_line_add(&line, ", \"Encoding\" : ");
+    perfmon_json_add_string(&line, encoding);
+    perfmon_cmd_line_add(&line, ", \"Modes\" : \"%s\", "
+                         "\"BriefDescription\" : ",
+                         perfmon_list_modes(modes));
+    perfmon_json_add_string(&line, desc);
+
+    if (status != NULL) {
+        perfmon_cmd_line_add(&line, ", \"Status\" : ");
+        perfmon_json_add_string(&line, status);
+    }
+
+    perfmon_cmd_line_add(&line, "}%s", last ? "" : ",");
+    perfmon_cmd_line_print(&line);
+}
+
+/*
+ * Which events of `perfmon list -j` match: each generic event each device
+ * counts, each device event, and the generic events no device counts
+ * (Unit null-like "", Status "not available").  The array is printed in
+ * one pass that holds back each object until the next is known, so that
+ * the last has no comma.
+ */
+struct perfmon_list_json_item {
+    const char *dev;
+    const char *name;
+    char aliases[64];
+    char encoding[24];
+    unsigned int modes;
+    const char *desc;
+    const char *status;
+};
+
+struct perfmon_list_json_out {
+    struct perfmon_list_json_item held;
+    bool holding;
+    unsigned int n;
+};
+
+static void
+perfmon_list_json_emit(struct perfmon_list_json_out *out,
+                       const struct perfmon_list_json_item *item)
+{
+    if (out->holding) {
+        const struct perfmon_list_json_item *h = &out->held;
+
+        perfmon_list_json_event(h->dev, h->name, h->aliases, h->encoding,
+                                h->modes, h->desc, h->status, item == NULL);
+    }
+
+    out->holding = (item != NULL);
+
+    if (item != NULL) {
+        out->held = *item;
+        out->n++;
+    }
+}
+
+static int
+perfmon_list_json(const char *filter)
+{
+    bool counted[PERFMON_NR_EVENTS] = { false };
+    struct perfmon_list_json_out out = { .holding = false, .n = 0 };
+    struct perfmon_list_json_item item;
+
+    kprintf("[\n");
+
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        struct perfmon_dev *dev = perfmon_dev_get(d);
+
+        for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
+            const struct perfmon_event_desc *desc = perfmon_event_desc(id);
+            uint64_t raw;
+
+            if (perfmon_dev_translate(dev, id, &raw) != 0) {
+                continue;
+            }
+
+            counted[id] |= !dev->named_only;
+            perfmon_list_aliases(desc, item.aliases, sizeof(item.aliases));
+
+            if (!perfmon_list_matches(filter, desc->name, item.aliases,
+                                      desc->desc)) {
+                continue;
+            }
+
+            item.dev = dev->name;
+            item.name = desc->name;
+            ksnprintf(item.encoding, sizeof(item.encoding), "r%llx",
+                      (unsigned long long)raw);
+            item.modes = desc->modes;
+            item.desc = desc->desc;
+            item.status = perfmon_dev_why_not(dev, raw);
+            perfmon_list_json_emit(&out, &item);
+        }
+
+        for (unsigned int i = 0; i < dev->nr_events; i++) {
+            if (!perfmon_list_matches(filter, dev->events[i].name, "",
+                                      "device event")) {
+                continue;
+            }
+
+            item.dev = dev->name;
+            item.name = dev->events[i].name;
+            item.aliases[0] = '\0';
+            ksnprintf(item.encoding, sizeof(item.encoding), "r%llx",
+                      (unsigned long long)dev->events[i].raw_event);
+            item.modes = PERFMON_EF_MODE;
+            item.desc = "device event";
+            item.status = NULL;
+            perfmon_list_json_emit(&out, &item);
+        }
+    }
+
+    for (unsigned int id = 0; id < PERFMON_NR_EVENTS; id++) {
+        const struct perfmon_event_desc *desc = perfmon_event_desc(id);
+
+        perfmon_list_aliases(desc, item.aliases, sizeof(item.aliases));
+
+        if (counted[id] || !perfmon_list_matches(filter, desc->name,
+                                                 item.aliases, desc->desc)) {
+            continue;
+        }
+
+        item.dev = "";
+        item.name = desc->name;
+        item.encoding[0] = '\0';
+        item.modes = desc->modes;
+        item.desc = desc->desc;
+        item.status = "not available";
+        perfmon_list_json_emit(&out, &item);
+    }
+
+    perfmon_list_json_emit(&out, NULL);
+    kprintf("]\n");
+
+    if (filter != NULL && out.n == 0) {
+        kprintf("perfmon: list: no event matches '%s'\n", filter);
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
+/* One counter in use, as an object of "counters-in-use". */
+static void
+perfmon_info_json_pmc(const struct perfmon_list_pmc *pmc, bool last)
+{
+    const struct perfmon_pmc_info *info = &pmc->info;
+    const char *name = perfmon_list_raw_name(info->dev, info->raw_event);
+    struct perfmon_cmd_line line;
+    unsigned int nr = MIN(info->nr_users, PERFMON_PMC_INFO_MAX_USERS);
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "  {\"device\" : ");
+    perfmon_json_add_string(&line, info->dev->name);
+    perfmon_cmd_line_add(&line, ", \"counter\" : %u, \"pinned\" : %s, "
+                         "\"grouped\" : %s, \"raw\" : \"r%llx\", "
+                         "\"event\" : ", info->index,
+                         info->pinned ? "true" : "false",
+                         info->grouped ? "true" : "false",
+                         (unsigned long long)info->raw_event);
+    perfmon_json_add_string(&line, (name != NULL) ? name : "");
+    perfmon_cmd_line_add(&line, ", \"sampling\" : %s, \"users\" : %u, "
+                         "\"threads\" : [",
+                         info->sampling ? "true" : "false", info->nr_users);
+
+    for (unsigned int i = 0, n = 0; i < nr; i++) {
+        if (info->users[i].thread != NULL) {
+            perfmon_cmd_line_add(&line, "%s%u", (n++ == 0) ? "" : ", ",
+                                 pmc->thread_ids[i]);
+        }
+    }
+
+    perfmon_cmd_line_add(&line, "], \"cpus\" : [");
+
+    for (unsigned int i = 0, n = 0; i < nr; i++) {
+        if (info->users[i].thread == NULL) {
+            perfmon_cmd_line_add(&line, "%s%u", (n++ == 0) ? "" : ", ",
+                                 info->users[i].cpu);
+        }
+    }
+
+    perfmon_cmd_line_add(&line, "]}%s", last ? "" : ",");
+    perfmon_cmd_line_print(&line);
+}
+
+/*
+ * `perfmon info -j`: one JSON document, an object per line inside it:
+ * the CPU, the hardware PMU and branch records as the text says them,
+ * each device, and each counter in use (none: an empty array, as the text
+ * says "counters in use: none").
+ */
+static int
+perfmon_info_json(const struct perfmon_list_pmcs *pmcs)
+{
+    struct perfmon_branch_info branch;
+    struct perfmon_cmd_line line;
+
+    perfmon_branch_get_info(&branch);
+    kprintf("{\n");
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "\"cpu\" : {\"vendor\" : ");
+    perfmon_json_add_string(&line, cpu_info.vendor_str);
+    perfmon_cmd_line_add(&line, ", \"family\" : %u, \"model\" : %u},",
+                         cpu_info.family, cpu_info.model);
+    perfmon_cmd_line_print(&line);
+    perfmon_cmd_line_add(&line, "\"hardware-pmu\" : ");
+    perfmon_json_add_string(&line, perfmon_hw_status(NULL));
+    perfmon_cmd_line_add(&line, ",");
+    perfmon_cmd_line_print(&line);
+    perfmon_cmd_line_add(&line, "\"branch-records\" : {\"present\" : %s, "
+                         "\"text\" : ", branch.present ? "true" : "false");
+    perfmon_json_add_string(&line, branch.text);
+    perfmon_cmd_line_add(&line, ", \"users\" : %u},",
+                         branch.present ? branch.nr_users : 0);
+    perfmon_cmd_line_print(&line);
+    kprintf("\"devices\" : [\n");
+
+    for (unsigned int d = 0; d < perfmon_nr_devs(); d++) {
+        struct perfmon_dev_info info;
+
+        perfmon_dev_get_info(perfmon_dev_get(d), &info);
+        perfmon_cmd_line_add(&line, "  {\"name\" : ");
+        perfmon_json_add_string(&line, info.name);
+        perfmon_cmd_line_add(&line, ", \"counters\" : %u, \"width\" : %u, "
+                             "\"overflow-interrupt\" : %s, \"poll-ms\" : "
+                             "%u, \"in-use\" : %u}%s", info.nr_pmcs,
+                             info.width, info.overflow_intr ? "true"
+                                                            : "false",
+                             info.poll_ms, info.nr_pmcs_used,
+                             (d + 1 < perfmon_nr_devs()) ? "," : "");
+        perfmon_cmd_line_print(&line);
+    }
+
+    kprintf("],\n\"counters-in-use\" : [\n");
+
+    for (unsigned int i = 0; i < pmcs->nr; i++) {
+        perfmon_info_json_pmc(&pmcs->pmcs[i], i + 1 == pmcs->nr);
+    }
+
+    kprintf("],\n\"counters-not-shown\" : %u\n}\n", pmcs->dropped);
     return 0;
 }

@@ -34,6 +34,12 @@ perfmon_parse_set_error(struct perfmon_parse_error *errp, const char *reason,
     errp->item[len] = '\0';
 }
 
+static char
+perfmon_parse_lower(char c)
+{
+    return ((c >= 'A') && (c <= 'Z')) ? (char)(c - 'A' + 'a') : c;
+}
+
 static bool
 perfmon_parse_is_name_char(char c)
 {
@@ -134,10 +140,241 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
 }
 
 /*
- * The device part of a `PMU/EVENT/[:mods]` item: store PMU in event->pmu
- * and set *namep, *name_lenp to EVENT, *restp to what follows the closing
- * slash.  Anything else with a slash is perf's PMU terms syntax
- * (`cpu/event=0x3c,umask=0/`), which we do not support.
+ * perf's terms for the cpu PMU (tools/perf/Documentation/perf-list.txt,
+ * "RAW HARDWARE EVENT DESCRIPTOR"; the format of
+ * /sys/bus/event_source/devices/cpu/format): each term's field and bits
+ * in the raw code, in the PERFEVTSEL layout (event select bits 11:8 go
+ * to 35:32, as on AMD).  max: the largest value; 0 for a flag.
+ */
+#define PERFMON_PARSE_TERM_RAW      0   /* config=: the whole code */
+#define PERFMON_PARSE_TERM_EVENT    1
+#define PERFMON_PARSE_TERM_PERIOD   2
+#define PERFMON_PARSE_TERM_NAME     3
+#define PERFMON_PARSE_TERM_FIELD    4
+
+static const struct perfmon_parse_term {
+    const char *key;
+    unsigned int kind;
+    unsigned int shift;
+    uint64_t max;
+} perfmon_parse_terms[] = {
+    { "config", PERFMON_PARSE_TERM_RAW, 0, UINT64_MAX },
+    { "event", PERFMON_PARSE_TERM_EVENT, 0, 0xfff },
+    { "umask", PERFMON_PARSE_TERM_FIELD, 8, 0xff },
+    { "cmask", PERFMON_PARSE_TERM_FIELD, 24, 0xff },
+    { "edge", PERFMON_PARSE_TERM_FIELD, 18, 0 },
+    { "any", PERFMON_PARSE_TERM_FIELD, 21, 0 },
+    { "inv", PERFMON_PARSE_TERM_FIELD, 23, 0 },
+    { "period", PERFMON_PARSE_TERM_PERIOD, 0, UINT64_MAX >> 1 },
+    { "name", PERFMON_PARSE_TERM_NAME, 0, 0 },
+};
+
+/* A number of a term: decimal, or hex after 0x. */
+static bool
+perfmon_parse_term_number(const char *s, size_t len, uint64_t max,
+                          uint64_t *valuep)
+{
+    unsigned int base = 10;
+    uint64_t value = 0;
+    size_t i = 0;
+
+    if (len > 2 && s[0] == '0' && perfmon_parse_lower(s[1]) == 'x') {
+        base = 16;
+        i = 2;
+    }
+
+    if (i == len) {
+        return false;
+    }
+
+    for (; i < len; i++) {
+        int digit = perfmon_parse_hex_digit(s[i]);
+
+        if (digit < 0 || (unsigned int)digit >= base
+            || value > (max - (unsigned int)digit) / base) {
+            return false;
+        }
+
+        value = value * base + (unsigned int)digit;
+    }
+
+    *valuep = value;
+    return true;
+}
+
+static void
+perfmon_parse_term_error(struct perfmon_parse_error *errp,
+                         const char *reason, const char *item,
+                         const char *term, size_t len)
+{
+    perfmon_parse_set_error(errp, reason, term, len);
+
+    if (errp != NULL) {
+        errp->pos += (unsigned int)(term - item);
+    }
+}
+
+/* One term, key[=value], into event; its errors point at the term. */
+static int
+perfmon_parse_term(const char *item, const char *term, size_t len,
+                   struct perfmon_parse_event *event, unsigned int *seenp,
+                   struct perfmon_parse_error *errp)
+{
+    const char *eq = memchr(term, '=', len), *value;
+    size_t key_len = (eq == NULL) ? len : (size_t)(eq - term), value_len;
+    const struct perfmon_parse_term *t = NULL;
+    uint64_t number = 1;
+    unsigned int i;
+
+    for (i = 0; i < ARRAY_SIZE(perfmon_parse_terms); i++) {
+        if (strlen(perfmon_parse_terms[i].key) == key_len
+            && memcmp(perfmon_parse_terms[i].key, term, key_len) == 0) {
+            t = &perfmon_parse_terms[i];
+            break;
+        }
+    }
+
+    if (t == NULL) {
+        perfmon_parse_term_error(errp, "unknown term (config, event, umask, "
+                                 "cmask, inv, edge, any, period, name)",
+                                 item, term, len);
+        return -EINVAL;
+    }
+
+    if (*seenp & (1U << i)) {
+        perfmon_parse_term_error(errp, "term given twice", item, term, len);
+        return -EINVAL;
+    }
+
+    *seenp |= 1U << i;
+    value = (eq == NULL) ? NULL : eq + 1;
+    value_len = (eq == NULL) ? 0 : len - key_len - 1;
+
+    if (t->kind == PERFMON_PARSE_TERM_NAME) {
+        bool ok = (value_len > 0 && value_len < sizeof(event->spec));
+
+        for (size_t j = 0; ok && j < value_len; j++) {
+            ok = perfmon_parse_is_name_char(value[j]);
+        }
+
+        if (!ok) {
+            perfmon_parse_term_error(errp, "bad name= (letters, digits, "
+                                     "'-', '_', '.')", item, term, len);
+            return -EINVAL;
+        }
+
+        memcpy(event->spec, value, value_len);
+        event->spec[value_len] = '\0';
+        return 0;
+    }
+
+    if ((t->max == 0) ? (value != NULL && !(value_len == 1
+                                            && (value[0] == '0'
+                                                || value[0] == '1')))
+                      : (value == NULL
+                         || !perfmon_parse_term_number(value, value_len,
+                                                       t->max, &number))) {
+        perfmon_parse_term_error(errp, (t->max == 0) ? "a flag term takes "
+                                 "no value (or =0, =1)" : "bad or too large "
+                                 "a value", item, term, len);
+        return -EINVAL;
+    }
+
+    if (t->max == 0 && value != NULL) {
+        number = (uint64_t)(value[0] - '0');
+    }
+
+    switch (t->kind) {
+    case PERFMON_PARSE_TERM_RAW:
+        event->raw_code |= number;
+        break;
+    case PERFMON_PARSE_TERM_EVENT:
+        event->raw_code |= (number & 0xff) | ((number & 0xf00) << 24);
+        break;
+    case PERFMON_PARSE_TERM_PERIOD:
+        if (number == 0) {
+            perfmon_parse_term_error(errp, "period must be above 0", item,
+                                     term, len);
+            return -EINVAL;
+        }
+
+        event->period = number;
+        break;
+    default:
+        event->raw_code |= number << t->shift;
+        break;
+    }
+
+    return 0;
+}
+
+/*
+ * Terms between a PMU's slashes (`cpu/event=0xd1,umask=0x20,cmask=1/`):
+ * comma-separated, each at most once; the event becomes a raw code.
+ */
+static int
+perfmon_parse_terms_list(const char *item, const char *terms, size_t len,
+                         struct perfmon_parse_event *event,
+                         struct perfmon_parse_error *errp)
+{
+    unsigned int seen = 0;
+    const char *end = terms + len;
+
+    event->raw_code = 0;
+
+    for (const char *term = terms; term <= end;) {
+        const char *comma = memchr(term, ',', (size_t)(end - term));
+        size_t term_len = (comma == NULL) ? (size_t)(end - term)
+                                          : (size_t)(comma - term);
+        int error;
+
+        if (term_len == 0) {
+            perfmon_parse_term_error(errp, "empty term", item, term, 0);
+            return -EINVAL;
+        }
+
+        error = perfmon_parse_term(item, term, term_len, event, &seen, errp);
+
+        if (error) {
+            return error;
+        }
+
+        term += term_len + 1;
+    }
+
+    if (!(seen & ((1U << PERFMON_PARSE_TERM_RAW)
+                  | (1U << PERFMON_PARSE_TERM_EVENT)))) {
+        perfmon_parse_term_error(errp, "terms without event= or config=",
+                                 item, terms, len);
+        return -EINVAL;
+    }
+
+    return 0;
+}
+
+/* Whether what stands between a PMU's slashes is terms, not a name. */
+static bool
+perfmon_parse_is_terms(const char *s, size_t len)
+{
+    if (memchr(s, '=', len) != NULL || memchr(s, ',', len) != NULL) {
+        return true;
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_parse_terms); i++) {
+        if (strlen(perfmon_parse_terms[i].key) == len
+            && memcmp(perfmon_parse_terms[i].key, s, len) == 0) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/*
+ * The device part of a `PMU/EVENT/[:mods]` or `PMU/TERMS/[:mods]` item:
+ * store PMU in event->pmu and set *namep, *name_lenp to EVENT (NULL for
+ * terms, parsed here into event->raw_code), *restp to what follows the
+ * closing slash.
  */
 static int
 perfmon_parse_pmu(const char *item, size_t len,
@@ -147,9 +384,11 @@ perfmon_parse_pmu(const char *item, size_t len,
 {
     const char *slash = memchr(item, '/', len), *close;
     size_t pmu_len = (size_t)(slash - item), ev_len;
+    bool terms;
 
     close = memchr(slash + 1, '/', len - pmu_len - 1);
     ev_len = (close == NULL) ? 0 : (size_t)(close - slash - 1);
+    terms = (close != NULL) && perfmon_parse_is_terms(slash + 1, ev_len);
 
     for (size_t i = 0; i < pmu_len; i++) {
         if (!perfmon_parse_is_name_char(item[i])) {
@@ -157,26 +396,28 @@ perfmon_parse_pmu(const char *item, size_t len,
         }
     }
 
-    for (size_t i = 0; close != NULL && i < ev_len; i++) {
+    for (size_t i = 0; close != NULL && !terms && i < ev_len; i++) {
         if (!perfmon_parse_is_name_char(slash[1 + i])) {
             close = NULL;
         }
     }
 
     if (close == NULL || pmu_len == 0 || ev_len == 0
+        || pmu_len >= sizeof(event->pmu)
         || (close + 1 < item + len && close[1] != ':')) {
-        perfmon_parse_set_error(errp, "PMU terms (pmu/event=.../) are not "
-                                "supported, use PMU/EVENT/ or rNNNN", item,
-                                len);
+        perfmon_parse_set_error(errp, "bad PMU item (PMU/EVENT/ or "
+                                "PMU/event=0xNN,umask=0xNN,.../)", item, len);
         return -EINVAL;
     }
 
     memcpy(event->pmu, item, pmu_len);
     event->pmu[pmu_len] = '\0';
-    *namep = slash + 1;
+    *namep = terms ? NULL : slash + 1;
     *name_lenp = ev_len;
     *restp = close + 1;
-    return 0;
+    return terms ? perfmon_parse_terms_list(item, slash + 1, ev_len, event,
+                                            errp)
+                 : 0;
 }
 
 static int
@@ -211,6 +452,8 @@ perfmon_parse_item(const char *item, size_t len,
     }
 
     event->pmu[0] = '\0';
+    event->spec[0] = '\0';
+    event->period = 0;
 
     if (memchr(item, '/', len) != NULL) {
         error = perfmon_parse_pmu(item, len, event, &name, &name_len, &rest,
@@ -252,16 +495,21 @@ perfmon_parse_item(const char *item, size_t len,
         return -EINVAL;
     }
 
-    memcpy(event->spec, item, len);
-    event->spec[len] = '\0';
+    /* name= names the event in the output, as perf shows it. */
+    if (event->spec[0] == '\0') {
+        memcpy(event->spec, item, len);
+        event->spec[len] = '\0';
+    }
+
     event->flags = flags;
     event->own_modes = (rest < end)
                        && (memchr(rest, 'u', (size_t)(end - rest)) != NULL
                            || memchr(rest, 'k', (size_t)(end - rest))
                               != NULL);
-    event->raw_code = 0;
-
-    if (perfmon_parse_raw(name, name_len, &code, &too_long)) {
+    if (name == NULL) {
+        event->name[0] = '\0';
+        event->flags |= PERFMON_EF_RAW;
+    } else if (perfmon_parse_raw(name, name_len, &code, &too_long)) {
         if (too_long) {
             perfmon_parse_set_error(errp, "raw code over 64 bits", item, len);
             return -EINVAL;
@@ -271,6 +519,7 @@ perfmon_parse_item(const char *item, size_t len,
         event->raw_code = code;
         event->flags |= PERFMON_EF_RAW;
     } else {
+        event->raw_code = 0;
         memcpy(event->name, name, name_len);
         event->name[name_len] = '\0';
     }
@@ -285,9 +534,15 @@ perfmon_parse_item(const char *item, size_t len,
 static size_t
 perfmon_parse_item_len(const char *item)
 {
-    const char *end = strchr(item, ',');
+    bool in_terms = false;
+    size_t i;
 
-    return (end == NULL) ? strlen(item) : (size_t)(end - item);
+    /* Commas between a PMU's slashes separate its terms. */
+    for (i = 0; item[i] != '\0' && (item[i] != ',' || in_terms); i++) {
+        in_terms ^= (item[i] == '/');
+    }
+
+    return i;
 }
 
 /*
@@ -412,6 +667,10 @@ perfmon_parse_events(const char *list, struct perfmon_parse_event *events,
             group_first = nr;
             name++;
             name_len--;
+
+            if (errp != NULL) {
+                errp->pos++;
+            }
         }
 
         if (nr == max) {
@@ -560,7 +819,9 @@ perfmon_parse_distance(const char *a, const char *b)
 
         for (size_t j = 1; j <= lb; j++) {
             unsigned int up = row[j];
-            unsigned int best = diag + ((a[i - 1] == b[j - 1]) ? 0 : 1);
+            unsigned int best = diag + ((perfmon_parse_lower(a[i - 1])
+                                         == perfmon_parse_lower(b[j - 1]))
+                                        ? 0 : 1);
 
             best = MIN(best, up + 1);
             best = MIN(best, row[j - 1] + 1);
@@ -572,10 +833,25 @@ perfmon_parse_distance(const char *a, const char *b)
     return row[lb];
 }
 
+/* Whether name (len characters) begins cand, case aside. */
+static bool
+perfmon_parse_is_prefix(const char *name, size_t len, const char *cand)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (cand[i] == '\0'
+            || perfmon_parse_lower(cand[i]) != perfmon_parse_lower(name[i])) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
 static unsigned int
 perfmon_parse_score(const char *name, size_t len, const char *cand)
 {
-    if ((len >= 3) && (strncmp(cand, name, len) == 0) && (cand[len] != '\0')) {
+    if ((len >= 3) && perfmon_parse_is_prefix(name, len, cand)
+        && (cand[len] != '\0')) {
         return 1;
     }
 

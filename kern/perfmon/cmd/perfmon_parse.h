@@ -20,14 +20,20 @@
 #include <stdint.h>
 
 /* Longest -e argument accepted, in characters. */
-#define PERFMON_PARSE_LIST_MAX      255
+#define PERFMON_PARSE_LIST_MAX      511
 
-/* Longest event name or item as typed, and its size, NUL included. */
-#define PERFMON_PARSE_NAME_MAX      31
+/*
+ * Longest event name or item as typed, and its size, NUL included: the
+ * vendors' longest event names fit.
+ */
+#define PERFMON_PARSE_NAME_MAX      95
 #define PERFMON_PARSE_NAME_SIZE     (PERFMON_PARSE_NAME_MAX + 1)
 
 /* Most events in one -e list. */
 #define PERFMON_PARSE_MAX_EVENTS    16
+
+/* Longest PMU name in a `PMU/EVENT/` item, NUL included. */
+#define PERFMON_PARSE_PMU_SIZE      16
 
 /* Most CPUs a CPU list can name (the width of the mask). */
 #define PERFMON_PARSE_MAX_CPUS      64
@@ -36,7 +42,9 @@
  * One item of an event list.  spec is the item as typed (shown in the
  * output, modifiers kept, as perf does, braces left out); name is the
  * event name without its modifiers (empty for a raw event); pmu the
- * device an item of the form `PMU/EVENT/` names (empty otherwise).
+ * device an item of the form `PMU/EVENT/` or `PMU/TERMS/` names (empty
+ * otherwise).  An item of terms is raw: raw_code holds what they set, and
+ * period what period= asked for (0: nothing), name= replaces spec.
  * flags holds the PERFMON_EF_MODE bits the modifiers asked for (both when
  * there were none; own_modes: the item named some itself),
  * PERFMON_EF_PINNED for :D, and PERFMON_EF_RAW for an rNNNN item, whose
@@ -46,8 +54,9 @@
 struct perfmon_parse_event {
     char spec[PERFMON_PARSE_NAME_SIZE];
     char name[PERFMON_PARSE_NAME_SIZE];
-    char pmu[PERFMON_PARSE_NAME_SIZE];
+    char pmu[PERFMON_PARSE_PMU_SIZE];
     uint64_t raw_code;
+    uint64_t period;
     unsigned int flags;
     bool own_modes;
     int group;
@@ -69,7 +78,10 @@ struct perfmon_parse_error {
  * Parse a comma-separated event list into events[0..max).  Items are
  * `name[:mods]` or `rHEX[:mods]` (1 to 16 hex digits; a name that is `r`
  * followed only by hex digits is a raw code, as in perf), or either of
- * them as `PMU/name/[:mods]`, naming the device; mods being `u`, `k` and
+ * them as `PMU/name/[:mods]`, naming the device, or perf's terms
+ * `PMU/event=0xd1,umask=0x20,cmask=1,inv,edge,any,period=N,name=NAME/`
+ * (also config=0xN; numbers decimal or 0x hex; event up to 0xfff, umask
+ * and cmask up to 0xff; each term at most once); mods being `u`, `k` and
  * `D` (pinned), each at most once.  Names may hold letters, digits, '-',
  * '_' and '.'.  Items between `{` and `}` form a group, as in perf
  * (`{cycles,instructions}`); modifiers after the brace (`{...}:uD`) apply
@@ -78,8 +90,8 @@ struct perfmon_parse_error {
  * least 1), or:
  *   -EINVAL  NULL argument, empty list or item, bad character, bad or
  *            unsupported modifier, bad raw code, a group inside a group,
- *            a brace that opens or closes nothing, PMU terms
- *            (`pmu/event=.../`)
+ *            a brace that opens or closes nothing, an unknown, repeated
+ *            or bad term (err names the term, pos where it starts)
  *   -E2BIG   list longer than PERFMON_PARSE_LIST_MAX, an item longer than
  *            PERFMON_PARSE_NAME_SIZE - 1, or more than max items
  * filling *errp (when not NULL) on error.  events may be partly written on
@@ -101,7 +113,7 @@ int perfmon_parse_cpulist(const char *s, unsigned int nr_cpus,
 
 /*
  * Levenshtein distance between a and b (insert, delete, replace cost 1),
- * comparing at most PERFMON_PARSE_NAME_SIZE - 1 characters of each.
+ * case aside, comparing at most PERFMON_PARSE_NAME_SIZE - 1 characters of each.
  */
 unsigned int perfmon_parse_distance(const char *a, const char *b);
 

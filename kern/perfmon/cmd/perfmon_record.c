@@ -4,7 +4,7 @@
  *
  * `perfmon record`, modelled on Linux `perf record`: run a shell command
  * in a new thread with a sampling event on it (or on every CPU, or some,
- * until the command ends), keep the samples in kernel memory until the next
+ * until the command ends, or without one until Ctrl-C or --timeout), keep the samples in kernel memory until the next
  * record, and end with perf's summary line.  `perfmon report` and `perfmon
  * script` read the recording (kern/perfmon/cmd/perfmon_report.c).
  *
@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -38,13 +39,24 @@
 
 const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS] [-i] [-m SIZE] [--] COMMAND [ARGS...]\n"
+    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] [--] "
+    "[COMMAND [ARGS...]]\n"
+    "  (no COMMAND: sample the CPUs or threads until Ctrl-C or --timeout "
+    "MS)\n"
+    "  -t TIDS    sample these running threads (ids as 'threads' shows "
+    "them, e.g. 9,12)\n"
     "  -c N       a sample every N events; -F HZ: HZ samples a second per "
     "CPU (default " STRINGIFY(PERFMON_RECORD_FREQ_DEFAULT) ")\n"
     "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
     "(default 256K)\n"
     "  -b         with branch stacks (LBR); -j any,any_call,any_ret,ind_call,"
     "call,cond,ind_jmp,u,k: filtered\n";
+
+/* --timeout, a long option without a letter of its own. */
+#define PERFMON_RECORD_OPT_TIMEOUT      0x100
+
+/* How often sampling -t threads without a command looks for their exit. */
+#define PERFMON_RECORD_EXIT_POLL_MS     20
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
@@ -60,17 +72,21 @@ struct perfmon_record {
     bool all_cpus;                      /* -a */
     const char *cpu_list;               /* -C */
     uint64_t cpu_mask;
+    const char *tid_list;               /* -t */
+    struct thread *threads[PERFMON_CMD_MAX_THREADS];    /* referenced */
+    unsigned int nr_threads;
     bool no_inherit;                    /* -i */
     uint64_t ring_size;                 /* -m */
-    int cmd_argc;
+    uint64_t timeout_ms;                /* --timeout, without a command */
+    int cmd_argc;                       /* 0: none, the CPUs until Ctrl-C */
     char **cmd_argv;
     int argc;                           /* the whole perfmon command */
     char **argv;
 
     struct perfmon_capture *cap;
     struct perfmon_sampling sampling;
-    struct perfmon_event events[CPU_MAX];
-    struct perfmon_event *set[CPU_MAX]; /* the events, to enable at once */
+    struct perfmon_event events[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
+    struct perfmon_event *set[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
     unsigned int nr_events;
     struct perfmon_cmd_runner runner;
     struct perfmon_stream *stream;      /* NULL: not streamed (why: */
@@ -86,6 +102,8 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
     { "all-cpus", 'a', false },
     { "cpu", 'C', true },
     { "no-inherit", 'i', false },
+    { "timeout", PERFMON_RECORD_OPT_TIMEOUT, true },
+    { "tid", 't', true },
     { NULL, 0, false },
 };
 
@@ -267,16 +285,72 @@ perfmon_record_option(void *arg, int opt, const char *val)
         return 0;
     case 'm':
         return perfmon_record_ring_size(r, val);
+    case 't':
+        r->tid_list = val;
+        return 0;
+    case PERFMON_RECORD_OPT_TIMEOUT:
+        return perfmon_record_number("--timeout", val, PERFMON_CMD_TIME_MAX_MS,
+                                     &r->timeout_ms);
     default:
         return 0;
     }
 }
 
+/*
+ * The CPUs of -a or -C, or the threads of -t.  A recording's drain thread
+ * is refused: it writes the samples out, so sampling it records the
+ * recording.
+ */
 static int
 perfmon_record_select_cpus(struct perfmon_record *r)
 {
-    return perfmon_cmd_cpus("record", perfmon_record_usage, r->all_cpus,
-                            r->cpu_list, &r->cpu_mask);
+    int error;
+
+    error = perfmon_cmd_cpus("record", perfmon_record_usage, r->all_cpus,
+                             r->cpu_list, &r->cpu_mask);
+
+    if (error || r->tid_list == NULL) {
+        return error;
+    }
+
+    if (r->cpu_mask != 0) {
+        return perfmon_record_error("-t and %s exclude each other",
+                                    r->all_cpus ? "-a" : "-C");
+    }
+
+    error = perfmon_cmd_threads("record", perfmon_record_usage, r->tid_list,
+                                r->threads, &r->nr_threads);
+
+    for (unsigned int i = 0; error == 0 && i < r->nr_threads; i++) {
+        if (strcmp(thread_name(r->threads[i]), "perfmon-drain") == 0) {
+            error = perfmon_record_error("-t: thread %u is a recording's "
+                                         "drain thread: sampling it would "
+                                         "record the recording",
+                                         thread_id(r->threads[i]));
+        }
+    }
+
+    return error;
+}
+
+/* Whether record enables the events itself: on CPUs and -t threads. */
+static bool
+perfmon_record_enables(const struct perfmon_record *r)
+{
+    return r->cpu_mask != 0 || r->nr_threads != 0;
+}
+
+/* -t: whether every thread named has exited (nothing left to sample). */
+static bool
+perfmon_record_threads_gone(const struct perfmon_record *r)
+{
+    for (unsigned int i = 0; i < r->nr_threads; i++) {
+        if (!thread_exited(r->threads[i])) {
+            return false;
+        }
+    }
+
+    return true;
 }
 
 static int
@@ -286,7 +360,7 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
     int error;
 
     r->ring_size = PERFMON_RECORD_RING_DEFAULT;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbj:aC:im:",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:c:F:gbj:aC:im:t:",
                           perfmon_record_longopts);
 
     error = perfmon_cmd_options(&opts, "record", perfmon_record_usage,
@@ -300,23 +374,29 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
         return perfmon_record_error("-c and -F exclude each other");
     }
 
-    if (opts.index >= argc) {
-        return perfmon_record_error("missing command");
-    }
+    error = perfmon_cmd_command("record", perfmon_record_usage, argc, argv,
+                                opts.index, &r->cmd_argc, &r->cmd_argv);
 
-    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
-        return perfmon_record_error("unknown command '%s' (type 'help')",
-                                    argv[opts.index]);
+    if (error) {
+        return error;
     }
-
-    r->cmd_argc = argc - opts.index;
-    r->cmd_argv = &argv[opts.index];
 
     if (r->period == 0 && r->freq == 0) {
         r->freq = PERFMON_RECORD_FREQ_DEFAULT;
     }
 
     error = perfmon_record_select_cpus(r);
+
+    /* Without a command, what is named is sampled until Ctrl-C. */
+    if (error == 0 && r->cmd_argc == 0 && !perfmon_record_enables(r)) {
+        return perfmon_record_error("missing command (or -a, -C or -t to "
+                                    "sample until Ctrl-C)");
+    }
+
+    if (error == 0 && r->cmd_argc != 0 && r->timeout_ms != 0) {
+        return perfmon_record_error("--timeout samples without a command (a "
+                                    "command ends itself, or on Ctrl-C)");
+    }
 
     if (error == 0 && r->event_name[0] == '\0') {
         error = perfmon_record_set_event(r,
@@ -382,11 +462,17 @@ perfmon_record_attach_error(struct perfmon_record *r, int error)
     return SHELL_ERR_REPORTED;
 }
 
-/* The events: one on the command's thread, or one per selected CPU. */
+/*
+ * The events: one on the command's thread, one per selected CPU, or one
+ * per thread of -t.
+ */
 static int
 perfmon_record_attach(struct perfmon_record *r)
 {
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+    unsigned int nr_slots = (r->nr_threads != 0) ? r->nr_threads
+                                                 : cpu_count();
+
+    for (unsigned int cpu = 0; cpu < nr_slots; cpu++) {
         struct perfmon_event *ev;
         int error;
 
@@ -417,7 +503,9 @@ perfmon_record_attach(struct perfmon_record *r)
         if (error == 0) {
             error = (r->cpu_mask != 0)
                     ? perfmon_event_attach_cpu(ev, cpu)
-                    : perfmon_event_attach(ev, r->runner.thread);
+                    : perfmon_event_attach(ev, (r->nr_threads != 0)
+                                               ? r->threads[cpu]
+                                               : r->runner.thread);
         }
 
         if (error) {
@@ -425,7 +513,7 @@ perfmon_record_attach(struct perfmon_record *r)
             return perfmon_record_attach_error(r, error);
         }
 
-        if (r->cpu_mask == 0) {
+        if (!perfmon_record_enables(r)) {
             break;
         }
     }
@@ -517,6 +605,7 @@ perfmon_record_summary(const struct perfmon_record *r)
     }
 }
 
+/* The command recorded; without one, what was sampled, as perf says it. */
 static void
 perfmon_record_command_line(const struct perfmon_record *r, char *buf,
                             size_t size)
@@ -525,9 +614,44 @@ perfmon_record_command_line(const struct perfmon_record *r, char *buf,
 
     buf[0] = '\0';
 
+    if (r->cmd_argc == 0 && r->nr_threads != 0) {
+        ksnprintf(buf, size, "thread id %s", r->tid_list);
+        return;
+    } else if (r->cmd_argc == 0) {
+        ksnprintf(buf, size, r->all_cpus ? "system wide" : "CPU(s) %s",
+                  r->cpu_list);
+        return;
+    }
+
     for (int i = 0; i < r->cmd_argc && len < size; i++) {
         len += (size_t)ksnprintf(&buf[len], size - len, "%s%s",
                                  (i == 0) ? "" : " ", r->cmd_argv[i]);
+    }
+}
+
+/*
+ * Without a command: until Ctrl-C, --timeout, or (-t) the exit of every
+ * thread named, looked for every PERFMON_RECORD_EXIT_POLL_MS.
+ */
+static void
+perfmon_record_wait(const struct perfmon_record *r)
+{
+    uint64_t end = (r->timeout_ms != 0)
+                   ? clock_get_time() + clock_ticks_from_ms(r->timeout_ms)
+                   : UINT64_MAX;
+
+    for (;;) {
+        uint64_t deadline = end;
+
+        if (r->nr_threads != 0) {
+            deadline = MIN(end, clock_get_time()
+                           + clock_ticks_from_ms(PERFMON_RECORD_EXIT_POLL_MS));
+        }
+
+        if (shell_wait_interrupt(deadline) || clock_get_time() >= end
+            || (r->nr_threads != 0 && perfmon_record_threads_gone(r))) {
+            return;
+        }
     }
 }
 
@@ -562,8 +686,9 @@ perfmon_record_run(struct perfmon_record *r)
     };
 
     /* The thread is named after the command, as perf shows its comm. */
-    error = perfmon_cmd_runner_start(&r->runner, r->cmd_argv[0], r->cmd_argc,
-                                     r->cmd_argv);
+    error = (r->cmd_argc == 0) ? 0
+            : perfmon_cmd_runner_start(&r->runner, r->cmd_argv[0],
+                                       r->cmd_argc, r->cmd_argv);
 
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
@@ -588,12 +713,19 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     if (error) {
-        perfmon_cmd_runner_cancel(&r->runner);
+        if (r->cmd_argc != 0) {
+            perfmon_cmd_runner_cancel(&r->runner);
+        }
+
         perfmon_capture_destroy(r->cap);
         return error;
     }
 
-    if (r->cpu_mask != 0) {
+    if (r->cmd_argc == 0) {
+        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_record_wait(r);
+        perfmon_events_disable(r->set, r->nr_events);
+    } else if (perfmon_record_enables(r)) {
         perfmon_events_enable(r->set, r->nr_events);
         perfmon_cmd_runner_go(&r->runner, NULL, 0);
         perfmon_cmd_runner_join(&r->runner);
@@ -616,6 +748,7 @@ int
 perfmon_record_main(int argc, char **argv)
 {
     struct perfmon_record *r = kmem_zalloc(sizeof(*r));
+    bool cmd;
     int error;
 
     if (r == NULL) {
@@ -631,10 +764,15 @@ perfmon_record_main(int argc, char **argv)
         error = perfmon_record_run(r);
     }
 
+    cmd = (r->cmd_argc != 0);
+    perfmon_cmd_threads_put(r->threads, r->nr_threads);
     kmem_free(r, sizeof(*r));
 
-    /* The flag latches until the next command: Ctrl-C kept the samples. */
-    if (error == 0 && shell_interrupted()) {
+    /*
+     * The flag latches until the next command: Ctrl-C kept the samples.
+     * Without a command it is how recording ends.
+     */
+    if (error == 0 && cmd && shell_interrupted()) {
         kprintf("perfmon: record: interrupted (the samples so far are "
                 "kept)\n");
     }

@@ -27,9 +27,11 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
+#include "kern/string.h"
 #include "kern/swevent.h"
 #include "kern/thread.h"
 #include "kern/workload.h"
@@ -630,7 +632,61 @@ perfmon_selftest_kprint(void *arg, const char *line)
     kprintf("%s\n", line);
 }
 
-const char perfmon_selftest_usage[] = "usage: perfmon selftest\n";
+/* -j: the lines between the checks are left out, the totals said last. */
+static void
+perfmon_selftest_print_none(void *arg, const char *line)
+{
+    (void)arg;
+    (void)line;
+}
+
+/* -j: one JSON object a check. */
+static void
+perfmon_selftest_print_json(void *arg, const char *verdict, const char *name,
+                            const char *measured, const char *expected)
+{
+    struct perfmon_cmd_line line;
+
+    (void)arg;
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "{\"verdict\" : ");
+    perfmon_json_add_string(&line, verdict);
+    perfmon_cmd_line_add(&line, ", \"check\" : ");
+    perfmon_json_add_string(&line, name);
+    perfmon_cmd_line_add(&line, ", \"%s\" : ",
+                         (strcmp(verdict, "SKIP") == 0) ? "why" : "measured");
+    perfmon_json_add_string(&line, measured);
+
+    if (expected != NULL) {
+        perfmon_cmd_line_add(&line, ", \"expected\" : ");
+        perfmon_json_add_string(&line, expected);
+    }
+
+    perfmon_cmd_line_add(&line, "}");
+    perfmon_cmd_line_print(&line);
+}
+
+const char perfmon_selftest_usage[] = "usage: perfmon selftest [-j]\n";
+
+static const struct perfmon_cmd_longopt perfmon_selftest_longopts[] = {
+    { "json", 'j', false },
+    { NULL, 0, false },
+};
+
+static int
+perfmon_selftest_option(void *arg, int opt, const char *val)
+{
+    struct perfmon_selftest *st = arg;
+
+    (void)val;
+
+    if (opt == 'j') {
+        st->print = perfmon_selftest_print_none;
+        st->check = perfmon_selftest_print_json;
+    }
+
+    return 0;
+}
 
 int
 perfmon_selftest_main(int argc, char **argv)
@@ -639,14 +695,34 @@ perfmon_selftest_main(int argc, char **argv)
         .print = perfmon_selftest_kprint,
         .stop = shell_interrupted,
     };
+    struct perfmon_cmd_opts opts;
     unsigned int failed;
+    int error;
 
-    if (argc > 2) {
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "j",
+                          perfmon_selftest_longopts);
+    error = perfmon_cmd_options(&opts, "selftest", perfmon_selftest_usage,
+                                perfmon_selftest_option, &st);
+
+    if (error) {
+        return error;
+    }
+
+    if (opts.index < argc) {
         return perfmon_cmd_error("selftest", perfmon_selftest_usage,
-                                 "no arguments expected, not '%s'", argv[2]);
+                                 "no arguments expected, not '%s'",
+                                 argv[opts.index]);
     }
 
     failed = perfmon_selftest_run(&st);
+
+    /* The totals, as the text's last line gives them. */
+    if (st.check != NULL) {
+        kprintf("{\"checks\" : %u, \"pass\" : %u, \"fail\" : %u, "
+                "\"skip\" : %u, \"interrupted\" : %s}\n",
+                st.nr_pass + st.nr_fail + st.nr_skip, st.nr_pass, st.nr_fail,
+                st.nr_skip, st.stopped ? "true" : "false");
+    }
 
     if (st.stopped) {
         return -EINTR;

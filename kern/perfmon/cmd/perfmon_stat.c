@@ -18,6 +18,7 @@
 
 #include "arch/x86/cpu.h"
 #include "arch/x86/tsc.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
 #include "kern/error.h"
@@ -35,24 +36,52 @@
 #include "kern/thread.h"
 
 const char perfmon_stat_usage[] =
-    "usage: perfmon stat [-e EVENTS] [-a | -C CPUS] [-A] [-i] [-r N] "
-    "[-x SEP] [--] COMMAND [ARGS...]\n"
+    "usage: perfmon stat [-e EVENTS] [-M METRICS] [-a | -C CPUS | -t TIDS] "
+    "[-A | --per-thread] [-i] [-r N] [-x SEP | -j] "
+    "[-I MS [--interval-count N]] [--timeout MS] [--] [COMMAND [ARGS...]]\n"
+    "  (no COMMAND: count the CPUs or threads until Ctrl-C or --timeout "
+    "MS)\n"
     "  -e EVENTS  comma-separated names or aliases from 'perfmon list', raw "
     "codes rHEX,\n"
     "             each with optional modifiers :u :k (default both) :D "
     "(pinned); groups\n"
-    "             {a,b}[:mods] count together; -e may repeat\n"
+    "             {a,b}[:mods] count together; -e may repeat; the CPU "
+    "model's events by\n"
+    "             name, any case; cpu/event=0xNN,umask=0xNN,cmask=N,inv,"
+    "edge,name=NAME/\n"
+    "  -M METRICS comma-separated metrics from 'perfmon list metrics', each "
+    "counted as a group\n"
     "  -a         count on all CPUs instead of the thread\n"
     "  -C CPUS    count on these CPUs, e.g. 0,2-3\n"
     "  -A         one row per CPU instead of the sum (with -a or -C)\n"
+    "  -t TIDS    count these running threads (ids as 'threads' shows "
+    "them, e.g. 9,12);\n"
+    "             --per-thread: one row each (a command run with a "
+    "trailing & prints its id)\n"
     "  -i         the command's thread only, not the threads it creates\n"
     "  -r N       run N times (1 to " STRINGIFY(PERFMON_STAT_MAX_RUNS)
     "): mean and relative deviation\n"
     "  -x SEP     machine-readable: [CPU,]value,unit,event,[dev%,]time ns,"
     "percent,metric,metric unit\n"
-    "             (long forms: --event= --all-cpus --cpu= --no-aggr "
-    "--no-inherit --repeat=\n"
-    "             --field-separator=)\n";
+    "  -j         one JSON object per line, in perf stat's field names\n"
+    "  -I MS      the counts of every MS ms (10 or more), a time column "
+    "first;\n"
+    "             --interval-count N: N of them, without a COMMAND\n"
+    "             (long forms: --event= --metrics= --all-cpus --cpu= "
+    "--no-aggr --no-inherit\n"
+    "             --repeat= --field-separator= --json --interval-print= "
+    "--tid=)\n";
+
+/* Long options without a letter of their own. */
+#define PERFMON_STAT_OPT_INTERVAL_COUNT  0x100
+#define PERFMON_STAT_OPT_TIMEOUT         0x101
+#define PERFMON_STAT_OPT_PER_THREAD      0x102
+
+/* How often counting -t threads without a command looks for their exit. */
+#define PERFMON_STAT_EXIT_POLL_MS        20
+
+/* The shortest -I (perf's). */
+#define PERFMON_STAT_INTERVAL_MIN_MS     10
 
 /* ---- perfmon stat: options ---------------------------------------------- */
 
@@ -81,7 +110,7 @@ perfmon_stat_resolve(struct perfmon_stat_ev *ev)
     return 0;
 }
 
-static int
+int
 perfmon_stat_add_events(struct perfmon_stat *stat, const char *list)
 {
     struct perfmon_parse_event parsed[PERFMON_PARSE_MAX_EVENTS];
@@ -151,14 +180,37 @@ perfmon_stat_default_events(struct perfmon_stat *stat)
 
 static const struct perfmon_cmd_longopt perfmon_stat_longopts[] = {
     { "event", 'e', true },
+    { "metrics", 'M', true },
     { "all-cpus", 'a', false },
     { "no-aggr", 'A', false },
     { "cpu", 'C', true },
     { "repeat", 'r', true },
     { "field-separator", 'x', true },
     { "no-inherit", 'i', false },
+    { "json", 'j', false },
+    { "interval-print", 'I', true },
+    { "interval-count", PERFMON_STAT_OPT_INTERVAL_COUNT, true },
+    { "timeout", PERFMON_STAT_OPT_TIMEOUT, true },
+    { "tid", 't', true },
+    { "per-thread", PERFMON_STAT_OPT_PER_THREAD, false },
     { NULL, 0, false },
 };
+
+/* A number of milliseconds from least to PERFMON_CMD_TIME_MAX_MS. */
+static int
+perfmon_stat_parse_ms(const char *opt, const char *val, uint64_t least,
+                      uint64_t *msp)
+{
+    if ((cmdline_parse_u64(val, msp) != 0) || (*msp < least)
+        || (*msp > PERFMON_CMD_TIME_MAX_MS)) {
+        return perfmon_stat_error("%s: '%s' is not a number of ms from %llu "
+                                  "to %llu", opt, val,
+                                  (unsigned long long)least,
+                                  PERFMON_CMD_TIME_MAX_MS);
+    }
+
+    return 0;
+}
 
 static int
 perfmon_stat_option(void *arg, int opt, const char *val)
@@ -169,6 +221,8 @@ perfmon_stat_option(void *arg, int opt, const char *val)
     switch (opt) {
     case 'e':
         return perfmon_stat_add_events(stat, val);
+    case 'M':
+        return perfmon_stat_metrics_add(stat, val);
     case 'a':
         stat->all_cpus = true;
         return 0;
@@ -200,6 +254,28 @@ perfmon_stat_option(void *arg, int opt, const char *val)
 
         strlcpy(stat->sep, val, sizeof(stat->sep));
         return 0;
+    case 'j':
+        stat->json = true;
+        return 0;
+    case 'I':
+        return perfmon_stat_parse_ms("-I", val, PERFMON_STAT_INTERVAL_MIN_MS,
+                                     &stat->interval_ms);
+    case PERFMON_STAT_OPT_INTERVAL_COUNT:
+        if ((cmdline_parse_u64(val, &n) != 0) || (n < 1) || (n > UINT32_MAX)) {
+            return perfmon_stat_error("--interval-count: '%s' is not a "
+                                      "number from 1 to %u", val, UINT32_MAX);
+        }
+
+        stat->interval_count = (unsigned int)n;
+        return 0;
+    case PERFMON_STAT_OPT_TIMEOUT:
+        return perfmon_stat_parse_ms("--timeout", val, 1, &stat->timeout_ms);
+    case 't':
+        stat->tid_list = val;
+        return 0;
+    case PERFMON_STAT_OPT_PER_THREAD:
+        stat->per_thread = true;
+        return 0;
     default:
         return 0;
     }
@@ -212,9 +288,80 @@ perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
     return perfmon_cmd_event_dev(cev->dev, cev->flags, cev->parsed.name);
 }
 
+/* A mask of hw ids as a list: "1", "0,2,3", "fixed 0". */
+static void
+perfmon_stat_fmt_counters(uint64_t mask, char *buf, size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+
+    for (unsigned int i = 0; i < 64 && len < size; i++) {
+        if (mask & (1ULL << i)) {
+            len += (size_t)ksnprintf(&buf[len], size - len, "%s%s%u",
+                                     (len == 0) ? "" : ",",
+                                     (i >= 32) ? "fixed " : "", i % 32);
+        }
+    }
+}
+
 /*
- * Groups: counted by one device, and no larger than its counters (it
- * could never run all together otherwise).
+ * The group led by evs[l] on dev: whether its members can hold a counter
+ * each at once under the counters each may use; if not, one line naming
+ * the members that may use only some of dev's counters.
+ */
+static int
+perfmon_stat_check_fit(struct perfmon_stat *stat, unsigned int l,
+                       struct perfmon_dev *dev)
+{
+    uint64_t masks[PERFMON_PARSE_MAX_EVENTS], all = 0;
+    struct perfmon_cmd_line line;
+    unsigned int n = 0, idx[PERFMON_PARSE_MAX_EVENTS];
+    char list[64];
+
+    for (unsigned int e = l; e < stat->nr_events; e++) {
+        const struct perfmon_stat_ev *ev = &stat->evs[e];
+        uint64_t raw = ev->id;
+
+        if (ev->group != (int)l || ev->state != PERFMON_STAT_EV_OK
+            || (ev->generic >= 0
+                && perfmon_dev_translate(dev, (unsigned int)ev->generic,
+                                         &raw) != 0)
+            || perfmon_dev_counters(dev, raw, ev->flags & PERFMON_EF_MODE,
+                                    &masks[n]) != 0) {
+            continue;
+        }
+
+        all |= masks[n];
+        idx[n++] = e;
+    }
+
+    if (perfmon_counters_fit(masks, n)) {
+        return 0;
+    }
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "the group of '%s' cannot count together on "
+                         "%s:", stat->evs[l].parsed.spec, dev->name);
+
+    for (unsigned int i = 0; i < n; i++) {
+        if (masks[i] != all) {
+            perfmon_stat_fmt_counters(masks[i], list, sizeof(list));
+            perfmon_cmd_line_add(&line, " '%s' counts only on counter%s %s;",
+                                 stat->evs[idx[i]].parsed.spec,
+                                 (masks[i] & (masks[i] - 1)) ? "s" : "",
+                                 list);
+        }
+    }
+
+    perfmon_cmd_line_add(&line, " split the group");
+    return perfmon_stat_error("%s", line.buf);
+}
+
+/*
+ * Groups: counted by one device, no larger than its counters, and
+ * placeable under the counters each member may use (it could never run
+ * all together otherwise).
  */
 static int
 perfmon_stat_check_groups(struct perfmon_stat *stat)
@@ -253,6 +400,10 @@ perfmon_stat_check_groups(struct perfmon_stat *stat)
                                       stat->evs[l].parsed.spec, n, dev->name,
                                       info.nr_pmcs);
         }
+
+        if (perfmon_stat_check_fit(stat, l, dev) != 0) {
+            return SHELL_ERR_REPORTED;
+        }
     }
 
     return 0;
@@ -277,6 +428,23 @@ perfmon_stat_select_cpus(struct perfmon_stat *stat)
         return perfmon_stat_error("-A needs -a or -C");
     }
 
+    if (stat->tid_list != NULL && stat->cpu_mode) {
+        return perfmon_stat_error("-t and %s exclude each other",
+                                  stat->all_cpus ? "-a" : "-C");
+    }
+
+    if (stat->per_thread && stat->tid_list == NULL) {
+        return perfmon_stat_error("--per-thread needs -t");
+    }
+
+    if (stat->tid_list != NULL) {
+        error = perfmon_cmd_threads("stat", perfmon_stat_usage,
+                                    stat->tid_list, stat->threads,
+                                    &stat->nr_threads);
+        stat->nr_slots = stat->nr_threads;
+        return error;
+    }
+
     if (!stat->cpu_mode) {
         stat->nr_slots = 1;
         return 0;
@@ -293,6 +461,51 @@ perfmon_stat_select_cpus(struct perfmon_stat *stat)
     return 0;
 }
 
+/*
+ * The options that exclude each other, and what counting without a
+ * command needs: CPUs to count (the final summary comes at Ctrl-C or
+ * --timeout).  A command ends itself: --timeout and --interval-count
+ * would have to stop it, and are refused with one.
+ */
+static int
+perfmon_stat_check_modes(const struct perfmon_stat *stat)
+{
+    if (stat->json && (stat->sep[0] != '\0')) {
+        return perfmon_stat_error("-j and -x exclude each other");
+    }
+
+    if ((stat->interval_ms != 0) && (stat->repeat > 1)) {
+        return perfmon_stat_error("-I and -r exclude each other");
+    }
+
+    if ((stat->interval_count != 0) && (stat->interval_ms == 0)) {
+        return perfmon_stat_error("--interval-count needs -I");
+    }
+
+    if (stat->cmd_argc == 0 && !stat->cpu_mode
+        && !perfmon_stat_thread_mode(stat)) {
+        return perfmon_stat_error("missing command (or -a, -C or -t to "
+                                  "count until Ctrl-C)");
+    }
+
+    if (stat->cmd_argc == 0 && stat->repeat > 1) {
+        return perfmon_stat_error("-r needs a command to repeat");
+    }
+
+    if (stat->cmd_argc != 0 && stat->timeout_ms != 0) {
+        return perfmon_stat_error("--timeout counts without a command (a "
+                                  "command ends itself, or on Ctrl-C)");
+    }
+
+    if (stat->cmd_argc != 0 && stat->interval_count != 0) {
+        return perfmon_stat_error("--interval-count counts without a "
+                                  "command (a command ends itself, or on "
+                                  "Ctrl-C)");
+    }
+
+    return 0;
+}
+
 static int
 perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
 {
@@ -300,7 +513,7 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
     int error;
 
     stat->repeat = 1;
-    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:aAC:r:x:i",
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "e:M:aAC:r:x:ijI:t:",
                           perfmon_stat_longopts);
 
     error = perfmon_cmd_options(&opts, "stat", perfmon_stat_usage,
@@ -310,19 +523,19 @@ perfmon_stat_parse(struct perfmon_stat *stat, int argc, char **argv)
         return error;
     }
 
-    if (opts.index >= argc) {
-        return perfmon_stat_error("missing command");
-    }
-
-    if (shell_cmd_lookup(argv[opts.index]) == NULL) {
-        return perfmon_stat_error("unknown command '%s' (type 'help')",
-                                  argv[opts.index]);
-    }
-
-    stat->cmd_argc = argc - opts.index;
-    stat->cmd_argv = &argv[opts.index];
-
     error = perfmon_stat_select_cpus(stat);
+
+    if (error) {
+        return error;
+    }
+
+    error = perfmon_cmd_command("stat", perfmon_stat_usage, argc, argv,
+                                opts.index, &stat->cmd_argc,
+                                &stat->cmd_argv);
+
+    if (error == 0) {
+        error = perfmon_stat_check_modes(stat);
+    }
 
     if (error) {
         return error;
@@ -367,6 +580,13 @@ perfmon_stat_flags(const struct perfmon_stat *stat)
            | ((stat->cpu_mode || stat->no_inherit) ? 0 : PERFMON_EF_INHERIT);
 }
 
+/* Whether stat enables the events itself: on CPUs and -t threads. */
+static bool
+perfmon_stat_enables(const struct perfmon_stat *stat)
+{
+    return stat->cpu_mode || perfmon_stat_thread_mode(stat);
+}
+
 /*
  * Attach event ev to every slot, or to none: an event counted on some of
  * its CPUs only would print a misleading sum.
@@ -401,7 +621,10 @@ perfmon_stat_attach_event(struct perfmon_stat *stat, unsigned int ev)
         if (error == 0) {
             error = stat->cpu_mode
                     ? perfmon_event_attach_cpu(pev, stat->cpus[s])
-                    : perfmon_event_attach(pev, stat->runner.thread);
+                    : perfmon_event_attach(pev,
+                                           perfmon_stat_thread_mode(stat)
+                                           ? stat->threads[s]
+                                           : stat->runner.thread);
         }
     }
 
@@ -439,51 +662,16 @@ perfmon_stat_collect(struct perfmon_stat *stat)
     return n;
 }
 
-/*
- * One run: thread, events, gate, wait, counts, and everything released.
- * The events start together after the start time is taken and stop
- * together before the end time: on CPUs around the command, on its
- * thread with its first and last instruction (the runner enables them).
- */
-static int
-perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
+/* The counts of every event on every slot, CPU by CPU, into counts. */
+static void
+perfmon_stat_read(struct perfmon_stat *stat,
+                  struct perfmon_stat_count *counts)
 {
-    unsigned int nr;
-    uint64_t start;
-    int error;
+    for (unsigned int s = 0; s < stat->nr_slots; s++) {
+        for (unsigned int e = 0; e < stat->nr_events; e++) {
+            struct perfmon_stat_count *c;
 
-    error = perfmon_cmd_runner_start(&stat->runner, "perfmon-stat",
-                                     stat->cmd_argc, stat->cmd_argv);
-
-    if (error) {
-        kprintf("perfmon: stat: cannot create a thread: %s\n",
-                error_str(error));
-        return SHELL_ERR_REPORTED;
-    }
-
-    for (unsigned int e = 0; e < stat->nr_events; e++) {
-        perfmon_stat_attach_event(stat, e);
-    }
-
-    nr = perfmon_stat_collect(stat);
-    start = cpu_rdtsc();
-
-    if (stat->cpu_mode) {
-        perfmon_events_enable(stat->set, nr);
-        perfmon_cmd_runner_go(&stat->runner, NULL, 0);
-        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
-        perfmon_events_disable(stat->set, nr);
-    } else {
-        perfmon_cmd_runner_go(&stat->runner, stat->set, nr);
-        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
-    }
-
-    stat->elapsed_ns[run] = tsc_cycles_to_ns(cpu_rdtsc() - start);
-
-    for (unsigned int e = 0; e < stat->nr_events; e++) {
-        for (unsigned int s = 0; s < stat->nr_slots; s++) {
-            struct perfmon_stat_count *c = perfmon_stat_value(stat, run, e,
-                                                              s);
+            c = &counts[(size_t)e * stat->nr_slots + s];
 
             if (stat->evs[e].state == PERFMON_STAT_EV_OK) {
                 c->value = perfmon_event_read_times(
@@ -492,6 +680,182 @@ perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
             }
         }
     }
+}
+
+/*
+ * One interval of -I: every event read, slot by slot, what each counted
+ * since the last interval printed.  The reads follow each other: a row's
+ * window spreads over the time they take, which read_max_ns keeps.  The
+ * deltas of all intervals add up to the totals exactly.
+ */
+static void
+perfmon_stat_interval(struct perfmon_stat *stat, uint64_t start,
+                      uint64_t *lastp)
+{
+    size_t nr = (size_t)stat->nr_events * stat->nr_slots;
+    uint64_t now = cpu_rdtsc(), read_ns;
+
+    perfmon_stat_read(stat, stat->values);
+    read_ns = tsc_cycles_to_ns(cpu_rdtsc() - now);
+    stat->read_max_ns = MAX(stat->read_max_ns, read_ns);
+
+    for (size_t i = 0; i < nr; i++) {
+        struct perfmon_stat_count *c = &stat->values[i], *p = &stat->prev[i];
+        struct perfmon_stat_count total = *c;
+
+        c->value -= p->value;
+        c->enabled -= p->enabled;
+        c->running -= p->running;
+        *p = total;
+    }
+
+    stat->elapsed_ns[0] = tsc_cycles_to_ns(now - *lastp);
+    stat->runs_done = 1;
+    stat->nr_intervals++;
+    *lastp = now;
+    perfmon_stat_print_interval(stat, tsc_cycles_to_ns(now - start));
+}
+
+/* -t: whether every thread named has exited (nothing left to count). */
+static bool
+perfmon_stat_threads_gone(const struct perfmon_stat *stat)
+{
+    for (unsigned int t = 0; t < stat->nr_threads; t++) {
+        if (!thread_exited(stat->threads[t])) {
+            return false;
+        }
+    }
+
+    return perfmon_stat_thread_mode(stat);
+}
+
+/*
+ * While the events count: until the command returns, or without one until
+ * Ctrl-C, --timeout, the last of --interval-count intervals or (-t) the
+ * exit of every thread, printing the intervals of -I on the way, at times
+ * set from the start (they do not drift).  *lastp: the TSC time of the
+ * last interval printed.
+ */
+static void
+perfmon_stat_wait(struct perfmon_stat *stat, uint64_t start, uint64_t *lastp)
+{
+    bool cmd = (stat->cmd_argc != 0);
+    uint64_t t0 = clock_get_time(), end = UINT64_MAX, next = UINT64_MAX;
+    uint64_t k = 1;
+
+    if (cmd && (stat->interval_ms == 0)) {
+        return;
+    }
+
+    if (stat->timeout_ms != 0) {
+        end = t0 + clock_ticks_from_ms(stat->timeout_ms);
+    }
+
+    if (stat->interval_ms != 0) {
+        next = t0 + clock_ticks_from_ms(stat->interval_ms);
+    }
+
+    for (;;) {
+        uint64_t deadline = MIN(next, end);
+        bool ended;
+
+        if (!cmd && perfmon_stat_thread_mode(stat)) {
+            deadline = MIN(deadline, clock_get_time()
+                           + clock_ticks_from_ms(PERFMON_STAT_EXIT_POLL_MS));
+        }
+
+        ended = cmd ? perfmon_cmd_runner_wait(&stat->runner, deadline)
+                    : shell_wait_interrupt(deadline);
+
+        if (ended || (clock_get_time() >= end)
+            || (!cmd && perfmon_stat_threads_gone(stat))) {
+            return;
+        }
+
+        if (clock_get_time() < next) {
+            continue;
+        }
+
+        perfmon_stat_interval(stat, start, lastp);
+        next = t0 + clock_ticks_from_ms(++k * stat->interval_ms);
+
+        if ((stat->interval_count != 0)
+            && (stat->nr_intervals >= stat->interval_count)) {
+            return;
+        }
+    }
+}
+
+/*
+ * One run: thread, events, gate, wait, counts, and everything released.
+ * The events start together after the start time is taken and stop
+ * together before the end time: on CPUs around the command (or the wait
+ * without one), on its thread with its first and last instruction (the
+ * runner enables them).  With -I the last, shorter interval is printed
+ * too, unless --interval-count ended it.
+ */
+static int
+perfmon_stat_run(struct perfmon_stat *stat, unsigned int run)
+{
+    bool cmd = (stat->cmd_argc != 0);
+    uint64_t start, last, end;
+    unsigned int nr;
+    int error;
+
+    if (cmd) {
+        error = perfmon_cmd_runner_start(&stat->runner, "perfmon-stat",
+                                         stat->cmd_argc, stat->cmd_argv);
+
+        if (error) {
+            kprintf("perfmon: stat: cannot create a thread: %s\n",
+                    error_str(error));
+            return SHELL_ERR_REPORTED;
+        }
+    }
+
+    for (unsigned int e = 0; e < stat->nr_events; e++) {
+        perfmon_stat_attach_event(stat, e);
+    }
+
+    nr = perfmon_stat_collect(stat);
+    start = cpu_rdtsc();
+    last = start;
+
+    if (perfmon_stat_enables(stat)) {
+        perfmon_events_enable(stat->set, nr);
+    }
+
+    if (cmd) {
+        perfmon_cmd_runner_go(&stat->runner,
+                              perfmon_stat_enables(stat) ? NULL : stat->set,
+                              perfmon_stat_enables(stat) ? 0 : nr);
+    }
+
+    perfmon_stat_wait(stat, start, &last);
+
+    if (cmd) {
+        stat->cmd_result = perfmon_cmd_runner_join(&stat->runner);
+    }
+
+    if (perfmon_stat_enables(stat)) {
+        perfmon_events_disable(stat->set, nr);
+    }
+
+    end = cpu_rdtsc();
+
+    /* The totals, for what is said after the intervals: their sums. */
+    if (stat->interval_ms != 0) {
+        if ((stat->interval_count == 0)
+            || (stat->nr_intervals < stat->interval_count)) {
+            perfmon_stat_interval(stat, start, &last);
+        }
+
+        memcpy(stat->values, stat->prev, stat->values_size);
+    } else {
+        perfmon_stat_read(stat, perfmon_stat_value(stat, run, 0, 0));
+    }
+
+    stat->elapsed_ns[run] = tsc_cycles_to_ns(end - start);
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         perfmon_stat_detach_event(stat, e);
@@ -517,6 +881,12 @@ perfmon_stat_free(struct perfmon_stat *stat)
     if (stat->set != NULL) {
         kmem_free(stat->set, stat->set_size);
     }
+
+    if (stat->prev != NULL) {
+        kmem_free(stat->prev, stat->values_size);
+    }
+
+    perfmon_cmd_threads_put(stat->threads, stat->nr_threads);
 
     kmem_free(stat, sizeof(*stat));
 }
@@ -550,8 +920,13 @@ perfmon_stat_main(int argc, char **argv)
     stat->values = kmem_zalloc(stat->values_size);
     stat->set = kmem_zalloc(stat->set_size);
 
+    if (stat->interval_ms != 0) {
+        stat->prev = kmem_zalloc(stat->values_size);
+    }
+
     if ((stat->pevs == NULL) || (stat->values == NULL)
-        || (stat->set == NULL)) {
+        || (stat->set == NULL)
+        || ((stat->interval_ms != 0) && (stat->prev == NULL))) {
         kprintf("perfmon: stat: out of memory\n");
         perfmon_stat_free(stat);
         return SHELL_ERR_REPORTED;
@@ -567,9 +942,10 @@ perfmon_stat_main(int argc, char **argv)
         /*
          * The flag latches until the next command starts: still set here.
          * With -r, the means are of complete runs: the interrupted one is
-         * left out, unless it is all there is.
+         * left out, unless it is all there is.  Without a command,
+         * Ctrl-C is how counting ends.
          */
-        if (shell_interrupted()) {
+        if ((stat->cmd_argc != 0) && shell_interrupted()) {
             interrupted = true;
 
             if (stat->runs_done > 1) {
@@ -588,6 +964,7 @@ perfmon_stat_main(int argc, char **argv)
 
     if (stat->runs_done > 0) {
         perfmon_stat_print(stat, interrupted);
+        perfmon_stat_metrics_print(stat);
     }
 
     if ((error == 0) && (interrupted || (stat->cmd_result != 0))) {

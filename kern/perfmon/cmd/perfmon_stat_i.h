@@ -57,9 +57,24 @@ struct perfmon_stat_ev {
 };
 
 /*
+ * A metric asked for with -M: its name and formula (static strings: the
+ * tables' or the built-in ones), and its events, evs[first..first + nr),
+ * counted as one group so that their ratio is not skewed by
+ * multiplexing.
+ */
+#define PERFMON_STAT_MAX_METRICS    8
+
+struct perfmon_stat_asked {
+    const char *name;
+    const char *formula;
+    unsigned int first;
+    unsigned int nr;
+};
+
+/*
  * A `perfmon stat` invocation, on the heap (too big for a thread stack).
- * pevs[e * nr_slots + s] is event e on slot s (the thread, or the s-th
- * selected CPU); values[(r * nr_events + e) * nr_slots + s] what it
+ * pevs[e * nr_slots + s] is event e on slot s (the command's thread, the
+ * s-th selected CPU, or the s-th thread of -t); values[(r * nr_events + e) * nr_slots + s] what it
  * counted in run r.
  */
 struct perfmon_stat {
@@ -71,11 +86,33 @@ struct perfmon_stat {
     bool no_inherit;                    /* -i */
     const char *cpu_list;               /* -C argument */
     unsigned int cpus[PERFMON_PARSE_MAX_CPUS];
+    const char *tid_list;               /* -t argument */
+    bool per_thread;                    /* --per-thread */
+    struct thread *threads[PERFMON_CMD_MAX_THREADS];  /* -t: referenced */
+    unsigned int nr_threads;
     unsigned int nr_slots;
     unsigned int repeat;
     char sep[PERFMON_STAT_SEP_MAX + 1];  /* empty: human-readable output */
-    int cmd_argc;
+    bool json;                          /* -j: one JSON object a line */
+    int cmd_argc;                       /* 0: no command (-a, -C) */
     char **cmd_argv;
+
+    /*
+     * -I: every interval_ms, values of run 0 hold what each event counted
+     * since the last interval (prev: its totals then), elapsed_ns[0] the
+     * interval's length; after interval_count intervals (0: no limit) or
+     * timeout_ms (0: none) counting without a command stops.  time_ns
+     * starts each line printed (the time column: since counting began);
+     * read_max_ns is the longest time reading every event took, the
+     * spread of one row's window.
+     */
+    uint64_t interval_ms;
+    unsigned int interval_count;
+    uint64_t timeout_ms;
+    struct perfmon_stat_count *prev;
+    unsigned int nr_intervals;
+    uint64_t read_max_ns;
+    uint64_t time_ns;
 
     struct perfmon_event *pevs;
     size_t pevs_size;
@@ -89,7 +126,27 @@ struct perfmon_stat {
 
     struct perfmon_cmd_runner runner;
     int cmd_result;
+
+    struct perfmon_stat_asked metrics[PERFMON_STAT_MAX_METRICS];
+    unsigned int nr_metrics;
 };
+
+/*
+ * -t: the slots are the threads named, counted from outside as CPUs are
+ * (stat enables and disables their events, not the command's runner).
+ */
+static inline bool
+perfmon_stat_thread_mode(const struct perfmon_stat *stat)
+{
+    return stat->nr_threads != 0;
+}
+
+/* One output row per slot (-A, --per-thread), else their sum. */
+static inline bool
+perfmon_stat_per_slot(const struct perfmon_stat *stat)
+{
+    return stat->per_cpu || stat->per_thread;
+}
 
 /* What event ev counted on slot in run run. */
 static inline struct perfmon_stat_count *
@@ -106,5 +163,24 @@ perfmon_stat_value(struct perfmon_stat *stat, unsigned int run,
  * or SHELL_ERR_REPORTED (out of memory, said).
  */
 int perfmon_stat_print(struct perfmon_stat *stat, bool interrupted);
+
+/*
+ * Print one interval of -I: its rows (values of run 0), each line after
+ * the time time_ns since counting began, in the format chosen, and the
+ * column header before the first.  Returns as perfmon_stat_print().
+ */
+int perfmon_stat_print_interval(struct perfmon_stat *stat, uint64_t time_ns);
+/* Add the events of an -e list (perfmon_stat.c). */
+int perfmon_stat_add_events(struct perfmon_stat *stat, const char *list);
+
+/*
+ * -M: add the metrics of a comma-separated list (the CPU model's, then
+ * the generic ones), each one's events as a group; unknown or too many
+ * are refused in one line.  perfmon_stat_metrics_print(): after the
+ * counts, each metric's value in perf's layout or the -x format, or why
+ * there is none (perfmon_stat_metric.c).
+ */
+int perfmon_stat_metrics_add(struct perfmon_stat *stat, const char *list);
+void perfmon_stat_metrics_print(struct perfmon_stat *stat);
 
 #endif /* KERN_PERFMON_STAT_I_H */

@@ -20,10 +20,12 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_stat_i.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
+#include "kern/thread.h"
 
 /*
  * Every event on one output row: the mean of its counts over the runs
@@ -150,6 +152,13 @@ perfmon_stat_percent(struct perfmon_stat_metric *m, uint64_t part,
     m->unit = unit;
 }
 
+/* Counts grouped in thousands: in perf's default format only. */
+static bool
+perfmon_stat_grouped(const struct perfmon_stat *stat)
+{
+    return (stat->sep[0] == '\0') && !stat->json;
+}
+
 static void
 perfmon_stat_metric(struct perfmon_stat *stat,
                     const struct perfmon_stat_row *row, unsigned int e,
@@ -159,7 +168,7 @@ perfmon_stat_metric(struct perfmon_stat *stat,
     int cycles = perfmon_stat_find(stat, PERFMON_EV_CYCLE);
     int branches = perfmon_stat_find(stat, PERFMON_EV_BRANCH);
     int refs = perfmon_stat_find(stat, PERFMON_EV_CACHE_REF);
-    bool group = (stat->sep[0] == '\0');
+    bool group = perfmon_stat_grouped(stat);
     uint64_t v = row->mean[e], clock_ns = 0;
 
     m->value[0] = '\0';
@@ -219,7 +228,7 @@ static void
 perfmon_stat_fmt_value(const struct perfmon_stat *stat, unsigned int e,
                        uint64_t v, char *buf, size_t size, const char **unitp)
 {
-    bool group = (stat->sep[0] == '\0');
+    bool group = perfmon_stat_grouped(stat);
 
     if (stat->evs[e].generic == PERFMON_EV_TASK_CLOCK) {
         num_fmt_ratio(buf, size, tsc_cycles_to_ns(v), 1000000, 2, group);
@@ -228,6 +237,116 @@ perfmon_stat_fmt_value(const struct perfmon_stat *stat, unsigned int e,
         ksnprintf(buf, size, group ? "%'llu" : "%llu", (unsigned long long)v);
         *unitp = "";
     }
+}
+
+/*
+ * -I's time column, as perf prints it: seconds since counting began, to
+ * the nanosecond, then the separator (a blank in perf's default format).
+ */
+static void
+perfmon_stat_add_time(const struct perfmon_stat *stat,
+                      struct perfmon_cmd_line *line)
+{
+    if (stat->interval_ms == 0) {
+        return;
+    }
+
+    perfmon_cmd_line_add(line, "%6llu.%09llu%s",
+                         (unsigned long long)(stat->time_ns / 1000000000ULL),
+                         (unsigned long long)(stat->time_ns % 1000000000ULL),
+                         (stat->sep[0] != '\0') ? stat->sep : " ");
+}
+
+/*
+ * A thread's label in --per-thread rows, as perf writes it: NAME-TID (a
+ * thread name has no quote or backslash to escape), between open and
+ * close.
+ */
+static void
+perfmon_stat_add_thread(const struct perfmon_stat *stat,
+                        struct perfmon_cmd_line *line, int slot, int width,
+                        const char *open, const char *close)
+{
+    const struct thread *thread = stat->threads[slot];
+    char label[THREAD_NAME_SIZE + 12];
+
+    ksnprintf(label, sizeof(label), "%s-%u", thread_name(thread),
+              thread_id(thread));
+    perfmon_cmd_line_add(line, "%s%*s%s", open, width, label, close);
+}
+
+/*
+ * -j: one JSON object, with perf stat's field names: the interval and the
+ * CPU where they apply, the count (a string: it may be "<not counted>"),
+ * its unit, the event, the relative deviation of -r ("variance", as perf
+ * names it), the time it counted and the share of its enabled time, and
+ * the derived metric (0 and "" without one).
+ */
+static void
+perfmon_stat_print_json(struct perfmon_stat *stat,
+                        const struct perfmon_stat_row *row, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    struct perfmon_stat_metric m = { .value = "0", .unit = "" };
+    bool counted = perfmon_stat_counted(cev, row, e);
+    struct perfmon_cmd_line line;
+    char value[40], share[16], rsd[16];
+    const char *unit = "";
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "{");
+
+    if (stat->interval_ms != 0) {
+        perfmon_cmd_line_add(&line, "\"interval\" : %llu.%09llu, ",
+                             (unsigned long long)(stat->time_ns
+                                                  / 1000000000ULL),
+                             (unsigned long long)(stat->time_ns
+                                                  % 1000000000ULL));
+    }
+
+    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
+        perfmon_cmd_line_add(&line, "\"thread\" : ");
+        perfmon_stat_add_thread(stat, &line, row->slot, 0, "\"", "\", ");
+    } else if (row->slot >= 0) {
+        perfmon_cmd_line_add(&line, "\"cpu\" : \"%u\", ",
+                             stat->cpus[row->slot]);
+    }
+
+    if (counted) {
+        perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value),
+                               &unit);
+        perfmon_stat_metric(stat, row, e, &m);
+
+        if (m.value[0] == '\0') {
+            strlcpy(m.value, "0", sizeof(m.value));
+        }
+    } else {
+        strlcpy(value, (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED)
+                       ? "<not supported>" : "<not counted>", sizeof(value));
+    }
+
+    perfmon_cmd_line_add(&line, "\"counter-value\" : \"%s\", \"unit\" : ",
+                         value);
+    perfmon_json_add_string(&line, unit);
+    perfmon_cmd_line_add(&line, ", \"event\" : ");
+    perfmon_json_add_string(&line, cev->parsed.spec);
+
+    if (stat->repeat > 1) {
+        num_fmt_ratio(rsd, sizeof(rsd), counted ? row->rsd[e] : 0, 100, 2,
+                      false);
+        perfmon_cmd_line_add(&line, ", \"variance\" : %s", rsd);
+    }
+
+    num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
+                  false);
+    perfmon_cmd_line_add(&line, ", \"event-runtime\" : %llu, "
+                         "\"pcnt-running\" : %s, \"metric-value\" : %s, "
+                         "\"metric-unit\" : ",
+                         counted ? (unsigned long long)row->running_ns[e]
+                                 : 0ULL, share, m.value);
+    perfmon_json_add_string(&line, m.unit);
+    perfmon_cmd_line_add(&line, "}");
+    perfmon_cmd_line_print(&line);
 }
 
 static void
@@ -242,8 +361,11 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
     bool counted = perfmon_stat_counted(cev, row, e);
 
     perfmon_cmd_line_init(&line);
+    perfmon_stat_add_time(stat, &line);
 
-    if (row->slot >= 0) {
+    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
+        perfmon_stat_add_thread(stat, &line, row->slot, 0, "", sep);
+    } else if (row->slot >= 0) {
         perfmon_cmd_line_add(&line, "CPU%u%s", stat->cpus[row->slot], sep);
     }
 
@@ -284,8 +406,11 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
     const char *unit;
 
     perfmon_cmd_line_init(&line);
+    perfmon_stat_add_time(stat, &line);
 
-    if (row->slot >= 0) {
+    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
+        perfmon_stat_add_thread(stat, &line, row->slot, 20, "", " ");
+    } else if (row->slot >= 0) {
         perfmon_cmd_line_add(&line, "CPU%-4u", stat->cpus[row->slot]);
     }
 
@@ -348,27 +473,54 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
     perfmon_cmd_line_print(&line);
 }
 
+/*
+ * What was counted, as perf's header names it: the command (and the CPUs
+ * or threads counted while it ran), or without one the threads or CPUs.
+ */
+static void
+perfmon_stat_add_target(const struct perfmon_stat *stat,
+                        struct perfmon_cmd_line *line)
+{
+    if (stat->cmd_argc == 0) {
+        if (perfmon_stat_thread_mode(stat)) {
+            perfmon_cmd_line_add(line, "thread id '%s'", stat->tid_list);
+        } else if (stat->all_cpus) {
+            perfmon_cmd_line_add(line, "'system wide' (%u CPUs)",
+                                 stat->nr_slots);
+        } else {
+            perfmon_cmd_line_add(line, "'CPU(s) %s'", stat->cpu_list);
+        }
+
+        return;
+    }
+
+    perfmon_cmd_line_add(line, "'");
+
+    for (int i = 0; i < stat->cmd_argc; i++) {
+        perfmon_cmd_line_add(line, "%s%s", (i == 0) ? "" : " ",
+                             stat->cmd_argv[i]);
+    }
+
+    perfmon_cmd_line_add(line, "'");
+
+    if (perfmon_stat_thread_mode(stat)) {
+        perfmon_cmd_line_add(line, " (thread id %s)", stat->tid_list);
+    } else if (stat->all_cpus) {
+        perfmon_cmd_line_add(line, " (system wide, %u CPUs)",
+                             stat->nr_slots);
+    } else if (stat->cpu_mode) {
+        perfmon_cmd_line_add(line, " (CPUs %s)", stat->cpu_list);
+    }
+}
+
 static void
 perfmon_stat_print_header(struct perfmon_stat *stat)
 {
     struct perfmon_cmd_line line;
 
     perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, " Performance counter stats for '");
-
-    for (int i = 0; i < stat->cmd_argc; i++) {
-        perfmon_cmd_line_add(&line, "%s%s", (i == 0) ? "" : " ",
-                             stat->cmd_argv[i]);
-    }
-
-    perfmon_cmd_line_add(&line, "'");
-
-    if (stat->all_cpus) {
-        perfmon_cmd_line_add(&line, " (system wide, %u CPUs)",
-                             stat->nr_slots);
-    } else if (stat->cpu_mode) {
-        perfmon_cmd_line_add(&line, " (CPUs %s)", stat->cpu_list);
-    }
+    perfmon_cmd_line_add(&line, " Performance counter stats for ");
+    perfmon_stat_add_target(stat, &line);
 
     if (stat->runs_done < stat->repeat) {
         perfmon_cmd_line_add(&line, " (%u of %u runs)", stat->runs_done,
@@ -471,15 +623,34 @@ perfmon_stat_print_footer(struct perfmon_stat *stat)
     kprintf("\n");
 }
 
-int
-perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
+/* One row of one event, in the format chosen. */
+static void
+perfmon_stat_print_event(struct perfmon_stat *stat,
+                         const struct perfmon_stat_row *row, unsigned int e)
+{
+    if (stat->json) {
+        perfmon_stat_print_json(stat, row, e);
+    } else if (stat->sep[0] != '\0') {
+        perfmon_stat_print_csv(stat, row, e);
+    } else {
+        perfmon_stat_print_human(stat, row, e);
+    }
+}
+
+/*
+ * The rows of the runs done, on the heap: one per slot with -A, else one;
+ * rows[*nr_rowsp] is the sum over the slots.  Each row is computed once (a
+ * row's metrics read its other events).  NULL: out of memory, said.
+ */
+static struct perfmon_stat_row *
+perfmon_stat_rows(struct perfmon_stat *stat, unsigned int *nr_rowsp,
+                  size_t *sizep)
 {
     size_t scratch_size = sizeof(uint64_t) * PERFMON_STAT_MAX_RUNS;
-    unsigned int nr_rows = stat->per_cpu ? stat->nr_slots : 1;
+    unsigned int nr_rows = perfmon_stat_per_slot(stat) ? stat->nr_slots : 1;
     size_t rows_size = sizeof(struct perfmon_stat_row) * (nr_rows + 1);
-    struct perfmon_stat_row *rows, *row;
+    struct perfmon_stat_row *rows;
     uint64_t *scratch;
-    bool csv = (stat->sep[0] != '\0'), hook_off = false;
 
     rows = kmem_alloc(rows_size);
     scratch = kmem_alloc(scratch_size);
@@ -488,42 +659,127 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
         kmem_free(rows, rows_size);
         kmem_free(scratch, scratch_size);
         kprintf("perfmon: stat: out of memory\n");
-        return SHELL_ERR_REPORTED;
+        return NULL;
     }
 
-    /*
-     * Each row once (a row's metrics read its other events), then printed
-     * event by event; rows[nr_rows]: the sum over the slots.
-     */
     for (unsigned int r = 0; r < nr_rows; r++) {
-        perfmon_stat_row_compute(stat, &rows[r], stat->per_cpu ? (int)r : -1,
+        perfmon_stat_row_compute(stat, &rows[r],
+                                 perfmon_stat_per_slot(stat) ? (int)r : -1,
                                  scratch);
     }
 
-    row = &rows[nr_rows];
-
-    if (stat->per_cpu) {
-        perfmon_stat_row_compute(stat, row, -1, scratch);
+    if (perfmon_stat_per_slot(stat)) {
+        perfmon_stat_row_compute(stat, &rows[nr_rows], -1, scratch);
     } else {
-        *row = rows[0];
+        rows[nr_rows] = rows[0];
     }
 
-    if (!csv) {
-        perfmon_stat_print_header(stat);
+    kmem_free(scratch, scratch_size);
+    *nr_rowsp = nr_rows;
+    *sizep = rows_size;
+    return rows;
+}
+
+int
+perfmon_stat_print_interval(struct perfmon_stat *stat, uint64_t time_ns)
+{
+    struct perfmon_stat_row *rows;
+    unsigned int nr_rows;
+    size_t rows_size;
+
+    rows = perfmon_stat_rows(stat, &nr_rows, &rows_size);
+
+    if (rows == NULL) {
+        return SHELL_ERR_REPORTED;
+    }
+
+    stat->time_ns = time_ns;
+
+    if (stat->nr_intervals == 1 && !stat->json && stat->sep[0] == '\0') {
+        kprintf("#           time %s            counts unit events\n",
+                stat->per_cpu ? "CPU        "
+                : stat->per_thread ? "thread                " : "");
     }
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
         for (unsigned int r = 0; r < nr_rows; r++) {
-            if (csv) {
-                perfmon_stat_print_csv(stat, &rows[r], e);
-            } else {
-                perfmon_stat_print_human(stat, &rows[r], e);
-            }
+            perfmon_stat_print_event(stat, &rows[r], e);
         }
     }
 
-    if (!csv) {
-        perfmon_stat_print_footer(stat);
+    kmem_free(rows, rows_size);
+    return 0;
+}
+
+/*
+ * After the intervals, in perf's default format only: how many, and what
+ * reading them cost, which is also how far apart a row's first and last
+ * events were read.
+ */
+static void
+perfmon_stat_print_interval_cost(const struct perfmon_stat *stat)
+{
+    char us[24];
+
+    if (stat->json || stat->sep[0] != '\0') {
+        return;
+    }
+
+    num_fmt_ratio(us, sizeof(us), stat->read_max_ns, 1000, 1, true);
+    kprintf("# %u intervals of %llu ms; reading the counters took at most "
+            "%s us each (the spread of a row's window)\n",
+            stat->nr_intervals, (unsigned long long)stat->interval_ms, us);
+}
+
+/*
+ * -t: each thread that exited while counted; its row ends with what it
+ * counted until then.
+ */
+static void
+perfmon_stat_print_exited(const struct perfmon_stat *stat)
+{
+    for (unsigned int t = 0; t < stat->nr_threads; t++) {
+        if (thread_exited(stat->threads[t])) {
+            kprintf("perfmon: stat: thread %u (%s) exited while counted: its "
+                    "counts are until then\n", thread_id(stat->threads[t]),
+                    thread_name(stat->threads[t]));
+        }
+    }
+}
+
+int
+perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
+{
+    struct perfmon_stat_row *rows, *row;
+    bool csv = (stat->sep[0] != '\0') || stat->json, hook_off = false;
+    unsigned int nr_rows;
+    size_t rows_size;
+
+    rows = perfmon_stat_rows(stat, &nr_rows, &rows_size);
+
+    if (rows == NULL) {
+        return SHELL_ERR_REPORTED;
+    }
+
+    row = &rows[nr_rows];
+
+    /* -I printed its rows as they came: the totals are their sums. */
+    if (stat->interval_ms != 0) {
+        perfmon_stat_print_interval_cost(stat);
+    } else {
+        if (!csv) {
+            perfmon_stat_print_header(stat);
+        }
+
+        for (unsigned int e = 0; e < stat->nr_events; e++) {
+            for (unsigned int r = 0; r < nr_rows; r++) {
+                perfmon_stat_print_event(stat, &rows[r], e);
+            }
+        }
+
+        if (!csv) {
+            perfmon_stat_print_footer(stat);
+        }
     }
 
     for (unsigned int e = 0; e < stat->nr_events; e++) {
@@ -535,6 +791,8 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
             perfmon_stat_print_never_ran(stat, e);
         }
     }
+
+    perfmon_stat_print_exited(stat);
 
     if (hook_off) {
         kprintf("perfmon: stat: thread events are refused while "
@@ -552,6 +810,5 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
     }
 
     kmem_free(rows, rows_size);
-    kmem_free(scratch, scratch_size);
     return 0;
 }

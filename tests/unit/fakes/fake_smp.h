@@ -112,6 +112,12 @@ unsigned int fake_thread_nr_calls(void);
  */
 void fake_thread_set_call_hook(void (*hook)(struct thread *thread));
 
+/*
+ * Called by each thread_msleep() (fakes/thread_none.c): where a sleeping
+ * thread lets others run, a test may run them (NULL: none).
+ */
+void fake_thread_set_msleep_hook(void (*hook)(void));
+
 /* ---- xcall.c ---- */
 
 void fake_xcall_reset(void);

@@ -179,7 +179,12 @@ perfmon_intr_set_branches(const struct perfmon_branch *entries,
                           unsigned int nr)
 {
     assert(nr <= PERFMON_MAX_BRANCHES);
-    memcpy(fake_branches, entries, nr * sizeof(*entries));
+
+    /* memcpy's source must not be NULL, even for no bytes (UBSan). */
+    if (nr != 0) {
+        memcpy(fake_branches, entries, nr * sizeof(*entries));
+    }
+
     fake_nr_branches = nr;
 }
 

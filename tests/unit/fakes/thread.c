@@ -310,3 +310,22 @@ thread_call(struct thread *thread, thread_call_fn_t fn, void *arg)
 
     fake_ctx_exit(&ctx);
 }
+
+struct thread *
+thread_lookup(unsigned int tid)
+{
+    for (unsigned int i = 0; i < fake_nr_threads; i++) {
+        if (fake_threads[i].id == tid && !fake_threads[i].exited) {
+            thread_ref(&fake_threads[i]);
+            return &fake_threads[i];
+        }
+    }
+
+    return NULL;
+}
+
+bool
+thread_exited(const struct thread *thread)
+{
+    return thread->exited;
+}

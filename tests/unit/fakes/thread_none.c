@@ -8,13 +8,15 @@
  * created (-ENOMEM, an error path the callers handle), so joining,
  * sleeping and waking must not be reached; yielding (one host thread:
  * nothing else can run meanwhile), sleeping a number of milliseconds and
- * the affinity are plain (the affinity is kept).
+ * the affinity are plain (the affinity is kept); a test may run a hook
+ * where a sleep would let another thread run.
  */
 
 #include <stdint.h>
 
 #include "kern/assert.h"
 #include "kern/error.h"
+#include "fakes/fake_smp.h"
 #include "kern/thread.h"
 
 static uint64_t fake_thread_affinity = THREAD_CPUMASK_ALL;
@@ -68,10 +70,23 @@ thread_yield(void)
 {
 }
 
+/* Run by each thread_msleep() (fake_thread_set_msleep_hook()). */
+static void (*fake_msleep_hook)(void);
+
+void
+fake_thread_set_msleep_hook(void (*hook)(void))
+{
+    fake_msleep_hook = hook;
+}
+
 void
 thread_msleep(uint64_t ms)
 {
     (void)ms;
+
+    if (fake_msleep_hook != NULL) {
+        fake_msleep_hook();
+    }
 }
 
 int
