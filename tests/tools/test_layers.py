@@ -47,6 +47,10 @@ PRIVATE_ALLOWED = {
     # Host tests of the command's dispatcher, option and event parsers.
     'tests/unit/perfmon_cmd_test.c',
     'tests/unit/perfmon_parse_test.c',
+    # The sample tests compare the core's sample writer (private) with a
+    # reference copy of the byte-copy writer it replaced.
+    'tests/unit/perfmon_sample_test.c',
+    'tests/unit/perfmon_sample_ref.c',
     # Stand-ins for the subcommands the dispatcher test does not link.
     'tests/unit/fakes/perfmon_cmd_deps.c',
     # Fuzz targets of the option and event parsers.
