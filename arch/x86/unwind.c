@@ -112,28 +112,13 @@ unwind_call_operand_len(uint64_t addr)
     return len;
 }
 
-/* What the code before ret says of it as a return from a call to callee. */
-static enum unwind_call
-unwind_call_before(const struct unwind_env *env, uint64_t ret,
-                   uint64_t callee)
+/*
+ * Whether the code before ret is an indirect call, a call r/m64 of any
+ * form: out of line, the frames of the common case are direct calls.
+ */
+static enum unwind_call __attribute__((noinline))
+unwind_call_indirect_before(const struct unwind_env *env, uint64_t ret)
 {
-    if (ret == 0 || !unwind_in_text(env, ret - 1)) {
-        return UNWIND_CALL_NONE;
-    }
-
-    if (callee != 0 && ret - 5 >= env->text_lo
-        && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
-        uint32_t rel = 0;
-
-        for (unsigned int i = 0; i < 4; i++) {
-            rel |= (uint32_t)unwind_code(ret - 4 + i) << (8 * i);
-        }
-
-        if (ret + (uint64_t)(int64_t)(int32_t)rel == callee) {
-            return UNWIND_CALL_DIRECT;
-        }
-    }
-
     /* An optional REX prefix comes before the opcode: it changes no end. */
     for (unsigned int len = 2; len < UNWIND_CALL_MAX_LEN; len++) {
         uint64_t op = ret - len;
@@ -151,10 +136,57 @@ unwind_call_before(const struct unwind_env *env, uint64_t ret,
     return UNWIND_CALL_NONE;
 }
 
+/* What the code before ret says of it as a return from a call to callee. */
+static inline __attribute__((always_inline)) enum unwind_call
+unwind_call_before(const struct unwind_env *env, uint64_t ret,
+                   uint64_t callee)
+{
+    if (ret == 0 || !unwind_in_text(env, ret - 1)) {
+        return UNWIND_CALL_NONE;
+    }
+
+    if (callee != 0 && ret - 5 >= env->text_lo
+        && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
+        int32_t rel;
+
+        /* One load (unaligned: x86 allows it). */
+        __builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
+                         sizeof(rel));
+
+        if (ret + (uint64_t)(int64_t)rel == callee) {
+            return UNWIND_CALL_DIRECT;
+        }
+    }
+
+    return unwind_call_indirect_before(env, ret);
+}
+
 static uint64_t
 unwind_func_start(const struct unwind_env *env, uint64_t addr)
 {
     return unwind_in_text(env, addr) ? env->func_start(addr) : 0;
+}
+
+/*
+ * The frames a walk may take on one stack: [lo, hi], 8-byte aligned, a
+ * whole frame below the stack's end and above the newer frame.
+ */
+struct unwind_range {
+    int stack;                          /* index in env->stacks, -1: none */
+    uint64_t lo;
+    uint64_t hi;
+};
+
+static void
+unwind_range_set(const struct unwind_env *env, struct unwind_range *r,
+                 int stack, uint64_t floor)
+{
+    const struct unwind_stack *s = &env->stacks[stack];
+
+    r->stack = stack;
+    r->lo = floor;
+    r->hi = (s->hi - s->lo >= UNWIND_FRAME_SIZE) ? s->hi - UNWIND_FRAME_SIZE
+                                                 : 0;
 }
 
 /*
@@ -163,28 +195,42 @@ unwind_func_start(const struct unwind_env *env, uint64_t addr)
  * address came from): within a stack, older frames are at higher
  * addresses, and a chain that does not move up is corrupt, or loops.
  * Moving to another stack (out of an interrupt stack) is allowed; the
- * depth bound ends any cycle between stacks.
+ * depth bound ends any cycle between stacks.  Each frame costs one range
+ * check against the stack being walked; only a frame outside it looks
+ * for another stack.
  */
 static unsigned int
 unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
             int floor_stack, uint64_t callee, uint64_t *ips,
             unsigned int max)
 {
+    struct unwind_range r = { .stack = -1, .lo = 1, .hi = 0 };
     unsigned int n = 0;
 
+    if (floor_stack >= 0) {
+        unwind_range_set(env, &r, floor_stack, floor + 8);
+    }
+
     while (n < max) {
-        int stack = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
         const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
 
-        if (stack < 0 || (stack == floor_stack && fp <= floor)
-            || unwind_call_before(env, frame[1], callee) == UNWIND_CALL_NONE) {
+        if (fp < r.lo || fp > r.hi || (fp & 7) != 0) {
+            int stack = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
+
+            if (stack < 0 || stack == r.stack) {
+                break;
+            }
+
+            unwind_range_set(env, &r, stack, env->stacks[stack].lo);
+        }
+
+        if (unwind_call_before(env, frame[1], callee) == UNWIND_CALL_NONE) {
             break;
         }
 
         ips[n++] = frame[1] - 1;
         callee = unwind_func_start(env, frame[1] - 1);
-        floor = fp;
-        floor_stack = stack;
+        r.lo = fp + 8;
         fp = frame[0];
     }
 
