@@ -22,6 +22,20 @@ extern const unsigned int symtab_nr_entries;
 extern const char symtab_names[];
 
 /*
+ * An index into the entries, so that a lookup reads one or two of them
+ * instead of searching: for the text's granules of SYMTAB_GRANULE_SIZE
+ * bytes from its start, the last entry at or before the granule's first
+ * byte (0 when none).  Functions start 16-byte aligned, so a function
+ * seldom starts inside a granule.  symtab_nr_granules may be 0 (the first
+ * link's empty table).
+ */
+#define SYMTAB_GRANULE_SHIFT    4
+#define SYMTAB_GRANULE_SIZE     (1 << SYMTAB_GRANULE_SHIFT)
+
+extern const unsigned short symtab_granules[];
+extern const unsigned int symtab_nr_granules;
+
+/*
  * Find the function containing addr.  Returns its name and stores the
  * offset of addr in it, or returns NULL when addr is outside the kernel's
  * text.
