@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Symbol lookup in the embedded table: from the entry the granule index
- * gives, a scan forward over the few entries of the granule; a binary
+ * Symbol lookup in the embedded table: the entry the granule index gives,
+ * scanned forward where another starts inside the granule; a binary
  * search where there is no index.
  */
 
@@ -28,7 +28,9 @@ symtab_find(uint64_t addr)
 
     /* Last entry whose address is <= addr. */
     if (granule < symtab_nr_granules) {
-        low = symtab_granules[granule];
+        unsigned int g = symtab_granules[granule] & ~SYMTAB_GRANULE_INSIDE;
+
+        low = (g >= high) ? 0 : g;
 
         while (low + 1 < high && symtab_entries[low + 1].addr <= addr) {
             low++;
@@ -66,8 +68,22 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
 uint64_t
 symtab_func_start(uint64_t addr)
 {
-    int i = symtab_find(addr);
+    uint64_t granule = (addr - (uint64_t)_text_start) >> SYMTAB_GRANULE_SHIFT;
+    int i;
 
+    /*
+     * Most granules: no function starts inside, one read (of the zero
+     * entry where no function starts before).
+     */
+    if (granule < symtab_nr_granules) {
+        unsigned int g = symtab_granules[granule];
+
+        if ((g & SYMTAB_GRANULE_INSIDE) == 0) {
+            return symtab_entries[g].addr;
+        }
+    }
+
+    i = symtab_find(addr);
     return (i < 0) ? 0 : symtab_entries[i].addr;
 }
 

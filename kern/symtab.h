@@ -22,15 +22,18 @@ extern const unsigned int symtab_nr_entries;
 extern const char symtab_names[];
 
 /*
- * An index into the entries, so that a lookup reads one or two of them
- * instead of searching: for the text's granules of SYMTAB_GRANULE_SIZE
+ * An index into the entries, so that finding a function's start is one
+ * read in most cases: for the text's granules of SYMTAB_GRANULE_SIZE
  * bytes from its start, the last entry at or before the granule's first
- * byte (0 when none).  Functions start 16-byte aligned, so a function
- * seldom starts inside a granule.  symtab_nr_granules may be 0 (the first
- * link's empty table).
+ * byte (none: the zero entry that ends them), with SYMTAB_GRANULE_INSIDE
+ * set when
+ * another entry starts inside the granule (then the entries are scanned).
+ * Functions start 16-byte aligned, so that is rare.  symtab_nr_granules
+ * may be 0 (the first link's empty table: the entries are searched).
  */
 #define SYMTAB_GRANULE_SHIFT    4
 #define SYMTAB_GRANULE_SIZE     (1 << SYMTAB_GRANULE_SHIFT)
+#define SYMTAB_GRANULE_INSIDE   0x8000
 
 extern const unsigned short symtab_granules[];
 extern const unsigned int symtab_nr_granules;

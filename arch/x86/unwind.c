@@ -112,11 +112,8 @@ unwind_call_operand_len(uint64_t addr)
     return len;
 }
 
-/*
- * Whether the code before ret is an indirect call, a call r/m64 of any
- * form: out of line, the frames of the common case are direct calls.
- */
-static enum unwind_call __attribute__((noinline))
+/* Whether the code before ret is an indirect call, a call r/m64 of any form. */
+static enum unwind_call
 unwind_call_indirect_before(const struct unwind_env *env, uint64_t ret)
 {
     /* An optional REX prefix comes before the opcode: it changes no end. */
@@ -137,7 +134,7 @@ unwind_call_indirect_before(const struct unwind_env *env, uint64_t ret)
 }
 
 /* What the code before ret says of it as a return from a call to callee. */
-static inline __attribute__((always_inline)) enum unwind_call
+static enum unwind_call __attribute__((noinline))
 unwind_call_before(const struct unwind_env *env, uint64_t ret,
                    uint64_t callee)
 {
@@ -167,26 +164,14 @@ unwind_func_start(const struct unwind_env *env, uint64_t addr)
     return unwind_in_text(env, addr) ? env->func_start(addr) : 0;
 }
 
-/*
- * The frames a walk may take on one stack: [lo, hi], 8-byte aligned, a
- * whole frame below the stack's end and above the newer frame.
- */
-struct unwind_range {
-    int stack;                          /* index in env->stacks, -1: none */
-    uint64_t lo;
-    uint64_t hi;
-};
-
-static void
-unwind_range_set(const struct unwind_env *env, struct unwind_range *r,
-                 int stack, uint64_t floor)
+/* The highest frame pointer a whole frame of stack fits above, or 0. */
+static uint64_t
+unwind_stack_top(const struct unwind_env *env, int stack)
 {
     const struct unwind_stack *s = &env->stacks[stack];
 
-    r->stack = stack;
-    r->lo = floor;
-    r->hi = (s->hi - s->lo >= UNWIND_FRAME_SIZE) ? s->hi - UNWIND_FRAME_SIZE
-                                                 : 0;
+    return (s->hi - s->lo >= UNWIND_FRAME_SIZE) ? s->hi - UNWIND_FRAME_SIZE
+                                                : 0;
 }
 
 /*
@@ -195,46 +180,67 @@ unwind_range_set(const struct unwind_env *env, struct unwind_range *r,
  * address came from): within a stack, older frames are at higher
  * addresses, and a chain that does not move up is corrupt, or loops.
  * Moving to another stack (out of an interrupt stack) is allowed; the
- * depth bound ends any cycle between stacks.  Each frame costs one range
- * check against the stack being walked; only a frame outside it looks
- * for another stack.
+ * depth bound ends any cycle between stacks.
+ *
+ * The common frame costs one range check against the stack being walked
+ * ([lo, hi]: above the newer frame, a whole frame below the end), and
+ * one check that its return address follows a direct call to the callee,
+ * the five bytes of the call inside the text.  Any other frame goes
+ * through the general checks: another stack, an indirect call.
  */
 static unsigned int
 unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
             int floor_stack, uint64_t callee, uint64_t *ips,
             unsigned int max)
 {
-    struct unwind_range r = { .stack = -1, .lo = 1, .hi = 0 };
-    unsigned int n = 0;
+    const uint64_t text_lo = env->text_lo;
+    const uint64_t text_len = env->text_hi - text_lo;
+    const uint64_t call_span = (text_len > 4) ? text_len - 4 : 0;
+    uint64_t lo = 1, hi = 0, *ip = ips, *end = ips + max;
 
+    /* Stacks are told apart by their tops (they do not overlap). */
     if (floor_stack >= 0) {
-        unwind_range_set(env, &r, floor_stack, floor + 8);
+        lo = floor + 8;
+        hi = unwind_stack_top(env, floor_stack);
     }
 
-    while (n < max) {
+    while (ip < end) {
         const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+        uint64_t ret;
+        int32_t rel;
 
-        if (fp < r.lo || fp > r.hi || (fp & 7) != 0) {
-            int stack = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
+        if (fp < lo || fp > hi || (fp & 7) != 0) {
+            int s = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
 
-            if (stack < 0 || stack == r.stack) {
+            if (s < 0 || unwind_stack_top(env, s) == hi) {
                 break;
             }
 
-            unwind_range_set(env, &r, stack, env->stacks[stack].lo);
+            lo = env->stacks[s].lo;
+            hi = unwind_stack_top(env, s);
         }
 
-        if (unwind_call_before(env, frame[1], callee) == UNWIND_CALL_NONE) {
+        ret = frame[1];
+
+        /* ret - 5 to ret - 1 in the text: a rel32 call may end at ret. */
+        if (ret - 5 - text_lo < call_span && callee != 0
+            && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
+            && (__builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
+                                 sizeof(rel)),
+                ret + (uint64_t)(int64_t)rel == callee)) {
+            /* A direct call to the callee. */
+        } else if (unwind_call_before(env, ret, callee) == UNWIND_CALL_NONE) {
             break;
         }
 
-        ips[n++] = frame[1] - 1;
-        callee = unwind_func_start(env, frame[1] - 1);
-        r.lo = fp + 8;
+        /* Either way ret - 1 is in the text. */
+        *ip++ = ret - 1;
+        callee = env->func_start(ret - 1);
+        lo = fp + 8;
         fp = frame[0];
     }
 
-    return n;
+    return (unsigned int)(ip - ips);
 }
 
 unsigned int
