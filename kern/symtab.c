@@ -65,11 +65,19 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
     return &symtab_names[symtab_entries[i].name_offset];
 }
 
+/* symtab_func_start() where the granule does not tell. */
+static uint64_t __attribute__((noinline))
+symtab_func_start_slow(uint64_t addr)
+{
+    int i = symtab_find(addr);
+
+    return (i < 0) ? 0 : symtab_entries[i].addr;
+}
+
 uint64_t
 symtab_func_start(uint64_t addr)
 {
     uint64_t granule = (addr - (uint64_t)_text_start) >> SYMTAB_GRANULE_SHIFT;
-    int i;
 
     /*
      * Most granules: no function starts inside, one read (of the zero
@@ -83,8 +91,7 @@ symtab_func_start(uint64_t addr)
         }
     }
 
-    i = symtab_find(addr);
-    return (i < 0) ? 0 : symtab_entries[i].addr;
+    return symtab_func_start_slow(addr);
 }
 
 void

@@ -205,39 +205,47 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
     }
 
     while (ip < end) {
-        const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
-        uint64_t ret;
-        int32_t rel;
+        int s;
 
-        if (fp < lo || fp > hi || (fp & 7) != 0) {
-            int s = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
+        /* The frames on this stack, each above the one before. */
+        while ((fp & 7) == 0 && fp >= lo && fp <= hi) {
+            const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+            uint64_t ret = frame[1];
+            int32_t rel;
 
-            if (s < 0 || unwind_stack_top(env, s) == hi) {
-                break;
+            /* ret - 5 to ret - 1 in the text: a rel32 call may end there. */
+            if (ret - 5 - text_lo < call_span && callee != 0
+                && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
+                && (__builtin_memcpy(&rel,
+                                     (const void *)(uintptr_t)(ret - 4),
+                                     sizeof(rel)),
+                    ret + (uint64_t)(int64_t)rel == callee)) {
+                /* A direct call to the callee. */
+            } else if (unwind_call_before(env, ret, callee)
+                       == UNWIND_CALL_NONE) {
+                return (unsigned int)(ip - ips);
             }
 
-            lo = env->stacks[s].lo;
-            hi = unwind_stack_top(env, s);
+            /* Either way ret - 1 is in the text. */
+            *ip++ = ret - 1;
+            callee = env->func_start(ret - 1);
+            lo = fp + 8;
+            fp = frame[0];
+
+            if (ip == end) {
+                return max;
+            }
         }
 
-        ret = frame[1];
+        /* Off this stack: onto another one, never back to it. */
+        s = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
 
-        /* ret - 5 to ret - 1 in the text: a rel32 call may end at ret. */
-        if (ret - 5 - text_lo < call_span && callee != 0
-            && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
-            && (__builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
-                                 sizeof(rel)),
-                ret + (uint64_t)(int64_t)rel == callee)) {
-            /* A direct call to the callee. */
-        } else if (unwind_call_before(env, ret, callee) == UNWIND_CALL_NONE) {
+        if (s < 0 || unwind_stack_top(env, s) == hi) {
             break;
         }
 
-        /* Either way ret - 1 is in the text. */
-        *ip++ = ret - 1;
-        callee = env->func_start(ret - 1);
-        lo = fp + 8;
-        fp = frame[0];
+        lo = env->stacks[s].lo;
+        hi = unwind_stack_top(env, s);
     }
 
     return (unsigned int)(ip - ips);
