@@ -162,6 +162,7 @@ perfmon_bench_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
  */
 struct perfmon_bench_walk {
     unsigned int depth;
+    bool walk;                          /* false: the calls alone */
     unsigned int nr_ips;
     uint64_t ips[PERFMON_MAX_CALLCHAIN];
 };
@@ -178,7 +179,8 @@ perfmon_bench_walk_here(struct perfmon_bench_walk *walk)
 
     walk->nr_ips = 0;
 
-    if (thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
+    if (walk->walk
+        && thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
         symtab_text_bounds(&env.text_lo, &env.text_hi);
         walk->nr_ips = unwind_fp(
             &env, (uint64_t)(uintptr_t)__builtin_frame_address(0),
@@ -211,27 +213,36 @@ perfmon_bench_op_walk(struct perfmon_bench_run *run, void *arg)
 /*
  * The instructions of each frame of a call chain: walks from
  * PERFMON_BENCH_CHAIN_LONG and PERFMON_BENCH_CHAIN_SHORT calls deep,
- * which must differ by as many frames.
+ * which must differ by as many frames, less the calls that made the
+ * frames (the same depths, not walked).
  */
 static uint64_t
 perfmon_bench_frame_insns(struct perfmon_bench_run *run)
 {
-    static struct perfmon_bench_walk shallow, deep;
-    uint64_t a, b;
+    static struct perfmon_bench_walk walks[2][2];
+    uint64_t insns[2][2];
 
-    shallow.depth = PERFMON_BENCH_CHAIN_SHORT;
-    deep.depth = PERFMON_BENCH_CHAIN_LONG;
-    a = perfmon_bench_insns(run, perfmon_bench_op_walk, &shallow, true,
-                            false);
-    b = perfmon_bench_insns(run, perfmon_bench_op_walk, &deep, true, false);
+    for (unsigned int w = 0; w < 2; w++) {
+        for (unsigned int d = 0; d < 2; d++) {
+            walks[w][d].walk = (w != 0);
+            walks[w][d].depth = (d != 0) ? PERFMON_BENCH_CHAIN_LONG
+                                         : PERFMON_BENCH_CHAIN_SHORT;
+            insns[w][d] = perfmon_bench_insns(run, perfmon_bench_op_walk,
+                                              &walks[w][d], true, false);
 
-    if (a == PERFMON_BENCH_NONE || b == PERFMON_BENCH_NONE
-        || deep.nr_ips - shallow.nr_ips
-               != PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT) {
+            if (insns[w][d] == PERFMON_BENCH_NONE) {
+                return PERFMON_BENCH_NONE;
+            }
+        }
+    }
+
+    if (walks[1][1].nr_ips - walks[1][0].nr_ips
+        != PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT) {
         return PERFMON_BENCH_NONE;
     }
 
-    return perfmon_bench_sub(b, a)
+    return perfmon_bench_sub(perfmon_bench_sub(insns[1][1], insns[1][0]),
+                             perfmon_bench_sub(insns[0][1], insns[0][0]))
            / (PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT);
 }
 
