@@ -947,6 +947,26 @@ ref_write_both(unsigned int fields, unsigned int depth,
 }
 
 /*
+ * Both writers on REF_CPU, in its overflow interrupt, for thread t with a
+ * stack of frames of ref_code: the buffer and the reference ring empty.
+ */
+static void
+ref_start(struct thread *t, struct fake_ctx *ctx)
+{
+    make_sampling(1000, 0, 0, REF_SIZE);
+    assert_int_equal(perfmon_ring_init(&ref_ring, ref_data, sizeof(ref_data)),
+                     0);
+    fake_cpu_set_tsc_freq(2994000000ULL);
+    fake_symtab_set("self", (uint64_t)ref_code,
+                    (uint64_t)ref_code + sizeof(ref_code));
+    fake_symtab_set_text(ref_code, sizeof(ref_code));
+    fake_thread_set_stack(t, (uint64_t)ref_stack,
+                          (uint64_t)&ref_stack[ARRAY_SIZE(ref_stack)]);
+    fake_thread_switch(REF_CPU, t);
+    fake_ctx_enter(ctx, REF_CPU);
+}
+
+/*
  * Every field combination, with call chains from 1 to past the longest
  * kept and branch stacks from none to the most, by the reference writer
  * and the new one into rings drained at different paces: the same records
@@ -960,20 +980,10 @@ test_records_match_reference(void **state)
     bool split[PERFMON_RING_MAX_REC / 8] = { false };
     struct fake_ctx ctx;
     uint64_t off, size;
-    unsigned int nr_split = 0, max_split = 0;
+    unsigned int max_split = 0;
 
     (void)state;
-    make_sampling(1000, 0, 0, REF_SIZE);
-    assert_int_equal(perfmon_ring_init(&ref_ring, ref_data, sizeof(ref_data)),
-                     0);
-    fake_cpu_set_tsc_freq(2994000000ULL);
-    fake_symtab_set("self", (uint64_t)ref_code,
-                    (uint64_t)ref_code + sizeof(ref_code));
-    fake_symtab_set_text(ref_code, sizeof(ref_code));
-    fake_thread_set_stack(t, (uint64_t)ref_stack,
-                          (uint64_t)&ref_stack[ARRAY_SIZE(ref_stack)]);
-    fake_thread_switch(REF_CPU, t);
-    fake_ctx_enter(&ctx, REF_CPU);
+    ref_start(t, &ctx);
 
     for (unsigned int seq = 0; seq < 20000; seq++) {
         unsigned int fields = seq % (PERFMON_SF_MASK + 1);
@@ -986,7 +996,6 @@ test_records_match_reference(void **state)
 
         if (ref_write_both(fields, depth, nr_branches, seq, &off, &size)
             && off + size > REF_SIZE) {
-            nr_split += !split[(REF_SIZE - off) / 8];
             split[(REF_SIZE - off) / 8] = true;
             max_split = MAX(max_split, (unsigned int)((REF_SIZE - off) / 8));
         }
@@ -1042,16 +1051,7 @@ test_records_match_reference_when_full(void **state)
     int depth;
 
     (void)state;
-    make_sampling(1000, 0, 0, REF_SIZE);
-    assert_int_equal(perfmon_ring_init(&ref_ring, ref_data, sizeof(ref_data)),
-                     0);
-    fake_symtab_set("self", (uint64_t)ref_code,
-                    (uint64_t)ref_code + sizeof(ref_code));
-    fake_symtab_set_text(ref_code, sizeof(ref_code));
-    fake_thread_set_stack(t, (uint64_t)ref_stack,
-                          (uint64_t)&ref_stack[ARRAY_SIZE(ref_stack)]);
-    fake_thread_switch(REF_CPU, t);
-    fake_ctx_enter(&ctx, REF_CPU);
+    ref_start(t, &ctx);
 
     for (unsigned int room_words = 3; room_words < 40; room_words++) {
         for (int extra = -1; extra <= 1; extra++) {
