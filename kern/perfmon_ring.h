@@ -43,8 +43,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kern/macros.h"
-
 #define PERFMON_RING_ALIGN      8
 #define PERFMON_RING_MAX_REC    65528   /* size is 16 bits, aligned */
 
@@ -126,23 +124,9 @@ perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
  * stores the record there, header included, then calls
  * perfmon_ring_close() with its size (a multiple of PERFMON_RING_ALIGN,
  * at most the room), or perfmon_ring_cancel() when it does not fit.
- * Inline: it starts every sample.
  */
-static inline void *
-perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
-{
-    uint64_t head, tail, off, room;
-
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
-    head = READ_ONCE(ring->head);
-    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    off = head & (ring->size - 1);
-    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
-    txn->pos = head;
-    txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
-    return &ring->data[off];
-}
+void *perfmon_ring_open(struct perfmon_ring *ring,
+                        struct perfmon_ring_txn *txn);
 
 /*
  * Claim the first size bytes written since perfmon_ring_open() and

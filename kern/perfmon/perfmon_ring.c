@@ -154,6 +154,22 @@ perfmon_ring_commit(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
     perfmon_ring_leave(ring);
 }
 
+void *
+perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
+{
+    uint64_t head, tail, off, room;
+
+    WRITE_ONCE(ring->nest, ring->nest + 1);
+    barrier();
+    head = READ_ONCE(ring->head);
+    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    off = head & (ring->size - 1);
+    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
+    txn->pos = head;
+    txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
+    return &ring->data[off];
+}
+
 /*
  * The words of a record that ran past the end of the data, moved to its
  * start: word stores, not a byte copy.
