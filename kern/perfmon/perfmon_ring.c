@@ -174,8 +174,7 @@ perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
  * The words of a record that ran past the end of the data, moved to its
  * start: word stores, not a byte copy.
  */
-static void __attribute__((noinline,
-                           optimize("no-tree-loop-distribute-patterns")))
+static void __attribute__((noinline)) __keep_loops
 perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
 {
     const uint64_t *src = (const uint64_t *)&ring->data[ring->size];

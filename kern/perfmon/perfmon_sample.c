@@ -276,8 +276,7 @@ perfmon_sample_put_fixed(uint64_t *w, unsigned int fields,
 }
 
 /* nr words from src to dst, as words (gcc would make a byte copy of it). */
-static uint64_t *
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
+static uint64_t * __keep_loops
 perfmon_sample_put_words(uint64_t *dst, const uint64_t *src, size_t nr)
 {
     for (size_t i = 0; i < nr; i++) {
