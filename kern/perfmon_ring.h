@@ -23,6 +23,17 @@
  * ring never overwrites or tears a record.  Records are whole multiples of
  * PERFMON_RING_ALIGN bytes, start with struct perfmon_rec_hdr and may wrap
  * around the end of the data.
+ *
+ * Two ways to write a record.  perfmon_ring_begin(), _put() and _commit()
+ * copy bytes in, wrapping where the data ends.  perfmon_ring_open() and
+ * _close() let the producer store words straight into the ring: the place
+ * is contiguous because the data has `spare` bytes past its end, and a
+ * record that runs into them is moved to the start of the data when it is
+ * closed (the ring's layout is the same either way).  The producer writes
+ * at the head before it claims the room, so that it may learn the record's
+ * size while writing it (a call chain): if an interrupting producer took
+ * the head meanwhile, its record overwrote the words, and the close fails:
+ * open again and write again.
  */
 
 #ifndef KERN_PERFMON_RING_H
@@ -43,7 +54,8 @@ struct perfmon_rec_hdr {
 };
 
 /*
- * A ring.  data and size are set once; size is a power of two.  head and
+ * A ring.  data, size and spare are set once; size is a power of two, and
+ * data holds size + spare bytes.  head and
  * nest are the producer CPU's; published is written by producers (release)
  * and read by the consumer (acquire); tail is written by the consumer
  * (release) and read by producers (acquire); lost is atomic.
@@ -51,6 +63,7 @@ struct perfmon_rec_hdr {
 struct perfmon_ring {
     char *data;
     uint64_t size;
+    uint64_t spare;                     /* bytes past size, for open() */
     uint64_t head;                      /* bytes reserved, ever */
     uint64_t published;                 /* bytes complete, ever */
     uint64_t tail;                      /* bytes consumed, ever */
@@ -65,10 +78,14 @@ struct perfmon_ring_txn {
 };
 
 /*
- * Set a ring up over data[0..size).  Returns 0, or -EINVAL when size is
- * not a power of two of at least PERFMON_RING_ALIGN bytes.
+ * Set a ring up over data[0..size), with spare bytes more after them for
+ * records written in place (perfmon_ring_init(): none).  Returns 0, or
+ * -EINVAL when size is not a power of two of at least PERFMON_RING_ALIGN
+ * bytes or spare is not a multiple of PERFMON_RING_ALIGN.
  */
 int perfmon_ring_init(struct perfmon_ring *ring, void *data, uint64_t size);
+int perfmon_ring_init_spare(struct perfmon_ring *ring, void *data,
+                            uint64_t size, uint64_t spare);
 
 /*
  * Start a record of type and misc with len bytes after its header (the
@@ -89,6 +106,40 @@ void perfmon_ring_put(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
 /* Finish the record; padding up to the reserved length is zeroed. */
 void perfmon_ring_commit(struct perfmon_ring *ring,
                          struct perfmon_ring_txn *txn);
+
+/*
+ * The first word of a record's header, as stored (little-endian).
+ */
+static inline uint64_t
+perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
+{
+    return (uint64_t)(uint16_t)type | (size << 16) | ((uint64_t)misc << 32);
+}
+
+/*
+ * Start a record in place: returns where it goes (8-byte aligned), and
+ * sets txn->end - txn->pos to the room there: the bytes free, contiguous,
+ * at most PERFMON_RING_MAX_REC (a ring without spare may give less than
+ * the free room near its end).  Producer CPU, any context.  The producer
+ * stores the record there, header included, then calls
+ * perfmon_ring_close() with its size (a multiple of PERFMON_RING_ALIGN,
+ * at most the room), or perfmon_ring_cancel() when it does not fit.
+ */
+void *perfmon_ring_open(struct perfmon_ring *ring,
+                        struct perfmon_ring_txn *txn);
+
+/*
+ * Claim the first size bytes written since perfmon_ring_open() and
+ * publish them (with the records of producers it interrupted, when it is
+ * the outermost).  Returns false, claiming nothing, when a producer that
+ * interrupted this one took the place first: then open again and write
+ * again.
+ */
+bool perfmon_ring_close(struct perfmon_ring *ring,
+                        struct perfmon_ring_txn *txn, uint64_t size);
+
+/* Give the record up: it did not fit, and is counted as lost. */
+void perfmon_ring_cancel(struct perfmon_ring *ring);
 
 /*
  * Consumer: copy the oldest complete record into dst and consume it.

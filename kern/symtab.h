@@ -22,6 +22,23 @@ extern const unsigned int symtab_nr_entries;
 extern const char symtab_names[];
 
 /*
+ * An index into the entries, so that finding a function's start is one
+ * read in most cases: for the text's granules of SYMTAB_GRANULE_SIZE
+ * bytes from its start, the last entry at or before the granule's first
+ * byte (none: the zero entry that ends them), with SYMTAB_GRANULE_INSIDE
+ * set when
+ * another entry starts inside the granule (then the entries are scanned).
+ * Functions start 16-byte aligned, so that is rare.  symtab_nr_granules
+ * may be 0 (the first link's empty table: the entries are searched).
+ */
+#define SYMTAB_GRANULE_SHIFT    4
+#define SYMTAB_GRANULE_SIZE     (1 << SYMTAB_GRANULE_SHIFT)
+#define SYMTAB_GRANULE_INSIDE   0x8000
+
+extern const unsigned short symtab_granules[];
+extern const unsigned int symtab_nr_granules;
+
+/*
  * Find the function containing addr.  Returns its name and stores the
  * offset of addr in it, or returns NULL when addr is outside the kernel's
  * text.

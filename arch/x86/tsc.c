@@ -26,8 +26,50 @@
 #define TSC_CALIB_MS        10
 #define TSC_CALIB_ROUNDS    3
 
+#define TSC_NS_PER_S        1000000000ULL
+
 static uint64_t tsc_hz;
 static uint64_t tsc_base;
+
+/*
+ * Cycles to nanoseconds, floor(cycles * 10^9 / hz), without a division:
+ * 10^9 / hz is whole_ns + frac_ns / hz, and mult is floor(2^64 * frac_ns
+ * / hz).  The high half of cycles * mult is floor(cycles * frac_ns / hz)
+ * or one less (mult is below the exact factor by less than 1, so the
+ * product by less than cycles < 2^64, that is less than 1 after the
+ * shift by 64); the remainder cycles * frac_ns - q * hz, in [0, 2 hz),
+ * says which.  Exact for every 64-bit cycle count, modulo 2^64 as the
+ * division was.  Before calibration every factor is 0 and hz 1: 0 ns.
+ * Set once by tsc_calibrate() at boot, before other CPUs start and any
+ * interrupt reads it; read anywhere, NMI included.
+ */
+struct tsc_conv {
+    uint64_t whole_ns;                  /* 10^9 / hz */
+    uint64_t frac_ns;                   /* 10^9 % hz */
+    uint64_t mult;                      /* 2^64 * frac_ns / hz */
+    uint64_t hz;
+};
+
+static struct tsc_conv tsc_conv = { .hz = 1 };
+
+/* floor((hi * 2^64) / d), for hi < d: the divide instruction's own form. */
+static uint64_t
+tsc_div_shifted(uint64_t hi, uint64_t d)
+{
+    uint64_t q, r;
+
+    __asm__("divq %4" : "=a"(q), "=d"(r) : "a"(0ULL), "d"(hi), "rm"(d));
+    return q;
+}
+
+static void
+tsc_conv_set(uint64_t hz)
+{
+    tsc_conv.whole_ns = TSC_NS_PER_S / hz;
+    tsc_conv.frac_ns = TSC_NS_PER_S % hz;
+    tsc_conv.mult = tsc_div_shifted(tsc_conv.frac_ns, hz);
+    tsc_conv.hz = hz;
+}
 
 /* One measurement: TSC cycles during TSC_CALIB_MS of PIT time. */
 static uint64_t
@@ -68,9 +110,29 @@ tsc_calibrate(void)
 
     cpu_intr_restore(flags);
     tsc_base = cpu_rdtsc();
-    __atomic_store_n(&tsc_hz, best * (1000 / TSC_CALIB_MS), __ATOMIC_RELEASE);
+    best *= 1000 / TSC_CALIB_MS;
+
+    if (best != 0) {
+        tsc_conv_set(best);
+    }
+
+    __atomic_store_n(&tsc_hz, best, __ATOMIC_RELEASE);
     return tsc_hz;
 }
+
+#ifdef TALLY_HOST_TEST
+void
+tsc_set_freq(uint64_t hz)
+{
+    if (hz == 0) {
+        tsc_conv = (struct tsc_conv){ .hz = 1 };
+    } else {
+        tsc_conv_set(hz);
+    }
+
+    tsc_hz = hz;
+}
+#endif /* TALLY_HOST_TEST */
 
 uint64_t
 tsc_freq(void)
@@ -87,14 +149,11 @@ cpu_tsc_freq(void)
 uint64_t
 tsc_cycles_to_ns(uint64_t cycles)
 {
-    uint64_t hz = tsc_freq();
+    const struct tsc_conv *c = &tsc_conv;
+    uint64_t q = (uint64_t)(((unsigned __int128)cycles * c->mult) >> 64);
 
-    if (hz == 0) {
-        return 0;
-    }
-
-    /* Split to keep the product within 64 bits. */
-    return cycles / hz * 1000000000UL + cycles % hz * 1000000000UL / hz;
+    q += (cycles * c->frac_ns - q * c->hz >= c->hz);
+    return cycles * c->whole_ns + q;
 }
 
 uint64_t

@@ -22,11 +22,20 @@ uint64_t tsc_freq(void);
 uint64_t tsc_ns(void);
 uint64_t tsc_us(void);
 
-/* Convert a TSC cycle count into nanoseconds, and back. */
+/*
+ * Convert a TSC cycle count into nanoseconds (exactly, floor(cycles *
+ * 10^9 / Hz) modulo 2^64, by multiplying: any context, NMI included), and
+ * back.
+ */
 uint64_t tsc_cycles_to_ns(uint64_t cycles);
 uint64_t tsc_ns_to_cycles(uint64_t ns);
 
 /* Busy-wait (for device timing before timers exist). */
 void tsc_delay_us(uint64_t us);
+
+#ifdef TALLY_HOST_TEST
+/* Take hz as the calibrated frequency (0: not calibrated). */
+void tsc_set_freq(uint64_t hz);
+#endif
 
 #endif /* ARCH_X86_TSC_H */

@@ -112,28 +112,10 @@ unwind_call_operand_len(uint64_t addr)
     return len;
 }
 
-/* What the code before ret says of it as a return from a call to callee. */
+/* Whether the code before ret is an indirect call, a call r/m64 of any form. */
 static enum unwind_call
-unwind_call_before(const struct unwind_env *env, uint64_t ret,
-                   uint64_t callee)
+unwind_call_indirect_before(const struct unwind_env *env, uint64_t ret)
 {
-    if (ret == 0 || !unwind_in_text(env, ret - 1)) {
-        return UNWIND_CALL_NONE;
-    }
-
-    if (callee != 0 && ret - 5 >= env->text_lo
-        && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
-        uint32_t rel = 0;
-
-        for (unsigned int i = 0; i < 4; i++) {
-            rel |= (uint32_t)unwind_code(ret - 4 + i) << (8 * i);
-        }
-
-        if (ret + (uint64_t)(int64_t)(int32_t)rel == callee) {
-            return UNWIND_CALL_DIRECT;
-        }
-    }
-
     /* An optional REX prefix comes before the opcode: it changes no end. */
     for (unsigned int len = 2; len < UNWIND_CALL_MAX_LEN; len++) {
         uint64_t op = ret - len;
@@ -151,10 +133,45 @@ unwind_call_before(const struct unwind_env *env, uint64_t ret,
     return UNWIND_CALL_NONE;
 }
 
+/* What the code before ret says of it as a return from a call to callee. */
+static enum unwind_call __attribute__((noinline))
+unwind_call_before(const struct unwind_env *env, uint64_t ret,
+                   uint64_t callee)
+{
+    if (ret == 0 || !unwind_in_text(env, ret - 1)) {
+        return UNWIND_CALL_NONE;
+    }
+
+    if (callee != 0 && ret - 5 >= env->text_lo
+        && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
+        int32_t rel;
+
+        /* One load (unaligned: x86 allows it). */
+        __builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
+                         sizeof(rel));
+
+        if (ret + (uint64_t)(int64_t)rel == callee) {
+            return UNWIND_CALL_DIRECT;
+        }
+    }
+
+    return unwind_call_indirect_before(env, ret);
+}
+
 static uint64_t
 unwind_func_start(const struct unwind_env *env, uint64_t addr)
 {
     return unwind_in_text(env, addr) ? env->func_start(addr) : 0;
+}
+
+/* The highest frame pointer a whole frame of stack fits above, or 0. */
+static uint64_t
+unwind_stack_top(const struct unwind_env *env, int stack)
+{
+    const struct unwind_stack *s = &env->stacks[stack];
+
+    return (s->hi - s->lo >= UNWIND_FRAME_SIZE) ? s->hi - UNWIND_FRAME_SIZE
+                                                : 0;
 }
 
 /*
@@ -164,31 +181,74 @@ unwind_func_start(const struct unwind_env *env, uint64_t addr)
  * addresses, and a chain that does not move up is corrupt, or loops.
  * Moving to another stack (out of an interrupt stack) is allowed; the
  * depth bound ends any cycle between stacks.
+ *
+ * The common frame costs one range check against the stack being walked
+ * ([lo, hi]: above the newer frame, a whole frame below the end), and
+ * one check that its return address follows a direct call to the callee,
+ * the five bytes of the call inside the text.  Any other frame goes
+ * through the general checks: another stack, an indirect call.
  */
 static unsigned int
 unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
             int floor_stack, uint64_t callee, uint64_t *ips,
             unsigned int max)
 {
-    unsigned int n = 0;
+    const uint64_t text_lo = env->text_lo;
+    const uint64_t text_len = env->text_hi - text_lo;
+    const uint64_t call_span = (text_len > 4) ? text_len - 4 : 0;
+    uint64_t lo = 1, hi = 0, *ip = ips, *end = ips + max;
 
-    while (n < max) {
-        int stack = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
-        const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+    /* Stacks are told apart by their tops (they do not overlap). */
+    if (floor_stack >= 0) {
+        lo = floor + 8;
+        hi = unwind_stack_top(env, floor_stack);
+    }
 
-        if (stack < 0 || (stack == floor_stack && fp <= floor)
-            || unwind_call_before(env, frame[1], callee) == UNWIND_CALL_NONE) {
+    while (ip < end) {
+        int s;
+
+        /* The frames on this stack, each above the one before. */
+        while ((fp & 7) == 0 && fp >= lo && fp <= hi) {
+            const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+            uint64_t ret = frame[1];
+            int32_t rel;
+
+            /* ret - 5 to ret - 1 in the text: a rel32 call may end there. */
+            if (ret - 5 - text_lo < call_span && callee != 0
+                && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
+                && (__builtin_memcpy(&rel,
+                                     (const void *)(uintptr_t)(ret - 4),
+                                     sizeof(rel)),
+                    ret + (uint64_t)(int64_t)rel == callee)) {
+                /* A direct call to the callee. */
+            } else if (unwind_call_before(env, ret, callee)
+                       == UNWIND_CALL_NONE) {
+                return (unsigned int)(ip - ips);
+            }
+
+            /* Either way ret - 1 is in the text. */
+            *ip++ = ret - 1;
+            callee = env->func_start(ret - 1);
+            lo = fp + 8;
+            fp = frame[0];
+
+            if (ip == end) {
+                return max;
+            }
+        }
+
+        /* Off this stack: onto another one, never back to it. */
+        s = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
+
+        if (s < 0 || unwind_stack_top(env, s) == hi) {
             break;
         }
 
-        ips[n++] = frame[1] - 1;
-        callee = unwind_func_start(env, frame[1] - 1);
-        floor = fp;
-        floor_stack = stack;
-        fp = frame[0];
+        lo = env->stacks[s].lo;
+        hi = unwind_stack_top(env, s);
     }
 
-    return n;
+    return (unsigned int)(ip - ips);
 }
 
 unsigned int

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon_ring.h"
@@ -46,17 +47,25 @@ perfmon_ring_copy_out(const struct perfmon_ring *ring, uint64_t pos,
 }
 
 int
-perfmon_ring_init(struct perfmon_ring *ring, void *data, uint64_t size)
+perfmon_ring_init_spare(struct perfmon_ring *ring, void *data, uint64_t size,
+                        uint64_t spare)
 {
     if (ring == NULL || data == NULL || size < PERFMON_RING_ALIGN
-        || (size & (size - 1)) != 0) {
+        || (size & (size - 1)) != 0 || (spare % PERFMON_RING_ALIGN) != 0) {
         return -EINVAL;
     }
 
     memset(ring, 0, sizeof(*ring));
     ring->data = data;
     ring->size = size;
+    ring->spare = spare;
     return 0;
+}
+
+int
+perfmon_ring_init(struct perfmon_ring *ring, void *data, uint64_t size)
+{
+    return perfmon_ring_init_spare(ring, data, size, 0);
 }
 
 /*
@@ -142,6 +151,69 @@ perfmon_ring_commit(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
     }
 
     barrier();
+    perfmon_ring_leave(ring);
+}
+
+void *
+perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
+{
+    uint64_t head, tail, off, room;
+
+    WRITE_ONCE(ring->nest, ring->nest + 1);
+    barrier();
+    head = READ_ONCE(ring->head);
+    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    off = head & (ring->size - 1);
+    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
+    txn->pos = head;
+    txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
+    return &ring->data[off];
+}
+
+/*
+ * The words of a record that ran past the end of the data, moved to its
+ * start: word stores, not a byte copy.
+ */
+static void __attribute__((noinline)) __keep_loops
+perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
+{
+    const uint64_t *src = (const uint64_t *)&ring->data[ring->size];
+    uint64_t *dst = (uint64_t *)ring->data;
+
+    for (uint64_t i = 0; i < n / sizeof(uint64_t); i++) {
+        dst[i] = src[i];
+    }
+}
+
+bool
+perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
+                   uint64_t size)
+{
+    uint64_t head = txn->pos, end;
+
+    assert(size <= txn->end - txn->pos && (size % PERFMON_RING_ALIGN) == 0);
+
+    if (!__atomic_compare_exchange_n(&ring->head, &head, head + size, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        perfmon_ring_leave(ring);
+        return false;
+    }
+
+    end = (txn->pos & (ring->size - 1)) + size;
+
+    if (end > ring->size) {
+        perfmon_ring_unspare(ring, end - ring->size);
+    }
+
+    barrier();
+    perfmon_ring_leave(ring);
+    return true;
+}
+
+void
+perfmon_ring_cancel(struct perfmon_ring *ring)
+{
+    __atomic_fetch_add(&ring->lost, 1, __ATOMIC_RELAXED);
     perfmon_ring_leave(ring);
 }
 

@@ -43,11 +43,21 @@ struct perfmon_sbuf {
     struct perfmon_ring rings[];
 };
 
-/* The payload of a PERFMON_REC_THROTTLE record. */
-struct perfmon_throttle_rec {
-    uint64_t time_ns;
-    uint64_t period;
-};
+/*
+ * The largest sample record: header, fields and id, the five words of IP
+ * to PERIOD, the longest call chain and branch stack with their counts.
+ * Each ring's data has as many bytes again past its end, so that a record
+ * is always written in one piece (kern/perfmon_ring.h).
+ */
+#define PERFMON_SAMPLE_MAX_SIZE                                             \
+    (sizeof(uint64_t) * (2 + 5 + 1 + PERFMON_MAX_CALLCHAIN + 1)            \
+     + sizeof(struct perfmon_branch) * PERFMON_MAX_BRANCHES)
+
+static size_t
+perfmon_sbuf_data_size(const struct perfmon_sbuf *sbuf)
+{
+    return sbuf->size + PERFMON_SAMPLE_MAX_SIZE;
+}
 
 /* ---- buffers -------------------------------------------------------------- */
 
@@ -66,7 +76,7 @@ perfmon_sbuf_destroy(struct perfmon_sbuf *sbuf)
     }
 
     for (unsigned int i = 0; i < sbuf->nr_cpus; i++) {
-        kmem_free(sbuf->rings[i].data, sbuf->size);
+        kmem_free(sbuf->rings[i].data, perfmon_sbuf_data_size(sbuf));
     }
 
     kmem_free(sbuf, perfmon_sbuf_struct_size(sbuf->nr_cpus));
@@ -92,14 +102,15 @@ perfmon_sbuf_create(struct perfmon_sbuf **sbufp, size_t size)
     sbuf->size = size;
 
     for (unsigned int i = 0; i < nr_cpus; i++) {
-        void *data = kmem_alloc(size);
+        void *data = kmem_alloc(perfmon_sbuf_data_size(sbuf));
 
         if (data == NULL) {
             perfmon_sbuf_destroy(sbuf);
             return -ENOMEM;
         }
 
-        perfmon_ring_init(&sbuf->rings[i], data, size);
+        perfmon_ring_init_spare(&sbuf->rings[i], data, size,
+                                PERFMON_SAMPLE_MAX_SIZE);
         sbuf->nr_cpus = i + 1;
     }
 
@@ -153,8 +164,8 @@ perfmon_sbuf_size(const struct perfmon_sbuf *sbuf)
 /* ---- writing samples (NMI context) ---------------------------------------- */
 
 /*
- * The TSC in nanoseconds: tsc_cycles_to_ns() takes no lock and divides in
- * hardware, a fixed number of instructions in the overflow interrupt.
+ * The TSC in nanoseconds: tsc_cycles_to_ns() takes no lock and multiplies
+ * by a factor set at calibration, a fixed number of instructions.
  */
 static uint64_t
 perfmon_sample_now_ns(void)
@@ -175,11 +186,13 @@ perfmon_sample_ring(const struct perfmon_sampling *sampling)
 }
 
 /*
- * The call chain of the interrupted code: its ip, then the callers found
- * on the current thread's stack (arch/x86/unwind.h).
+ * The call chain of the interrupted code, stored at ips: its ip, then the
+ * callers found on the current thread's stack (arch/x86/unwind.h), at most
+ * max of them.  Returns how many.
  */
 static unsigned int
-perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips)
+perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips,
+                         unsigned int max)
 {
     struct unwind_stack stack;
     struct unwind_env env = {
@@ -195,23 +208,82 @@ perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips)
 
     symtab_text_bounds(&env.text_lo, &env.text_hi);
     return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
-                              PERFMON_MAX_CALLCHAIN);
+                              max);
 }
 
-static void
-perfmon_sample_put_u64(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
-                       uint64_t v)
+/*
+ * The call chain stored at ips with room for max entries filled them: it
+ * fits only if it has no more (walked again, aside; a ring nearly full).
+ */
+static bool __attribute__((noinline))
+perfmon_sample_callchain_fits(const struct trap_frame *frame,
+                              unsigned int max)
 {
-    perfmon_ring_put(ring, txn, &v, sizeof(v));
+    uint64_t ips[PERFMON_MAX_CALLCHAIN];
+
+    return perfmon_sample_callchain(frame, ips, PERFMON_MAX_CALLCHAIN) <= max;
 }
 
-static void
-perfmon_sample_put_u32s(struct perfmon_ring *ring,
-                        struct perfmon_ring_txn *txn, uint32_t a, uint32_t b)
-{
-    uint32_t v[2] = { a, b };
+/*
+ * Words of a sample record up to its call chain, by its fields IP to
+ * PERIOD: the header, the fields and id word, one word each.
+ */
+#define PERFMON_SAMPLE_NR_WORDS(f)                                          \
+    (2 + ((f) & 1) + (((f) >> 1) & 1) + (((f) >> 2) & 1)                   \
+     + (((f) >> 3) & 1) + (((f) >> 4) & 1))
+#define PERFMON_SAMPLE_NR_WORDS4(f)                                         \
+    PERFMON_SAMPLE_NR_WORDS(f), PERFMON_SAMPLE_NR_WORDS((f) + 1),           \
+    PERFMON_SAMPLE_NR_WORDS((f) + 2), PERFMON_SAMPLE_NR_WORDS((f) + 3)
+#define PERFMON_SAMPLE_FIXED_MASK   0x1f
 
-    perfmon_ring_put(ring, txn, v, sizeof(v));
+static const uint8_t
+perfmon_sample_nr_words[PERFMON_SAMPLE_FIXED_MASK + 1] = {
+    PERFMON_SAMPLE_NR_WORDS4(0), PERFMON_SAMPLE_NR_WORDS4(4),
+    PERFMON_SAMPLE_NR_WORDS4(8), PERFMON_SAMPLE_NR_WORDS4(12),
+    PERFMON_SAMPLE_NR_WORDS4(16), PERFMON_SAMPLE_NR_WORDS4(20),
+    PERFMON_SAMPLE_NR_WORDS4(24), PERFMON_SAMPLE_NR_WORDS4(28),
+};
+
+/* The fields IP to PERIOD, stored from w on; returns the next word. */
+static uint64_t *
+perfmon_sample_put_fixed(uint64_t *w, unsigned int fields,
+                         const struct trap_frame *frame, uint64_t period)
+{
+    if (fields & PERFMON_SF_IP) {
+        *w++ = frame->rip;
+    }
+
+    if (fields & PERFMON_SF_TID) {
+        struct thread *thread = thread_self();
+
+        /* u32 0, then u32 the thread id. */
+        *w++ = (uint64_t)((thread != NULL) ? thread_id(thread) : 0) << 32;
+    }
+
+    if (fields & PERFMON_SF_TIME) {
+        *w++ = perfmon_sample_now_ns();
+    }
+
+    if (fields & PERFMON_SF_CPU) {
+        *w++ = cpu_id();                /* u32 cpu, then u32 0 */
+    }
+
+    if (fields & PERFMON_SF_PERIOD) {
+        *w++ = period;
+    }
+
+    return w;
+}
+
+/* nr words from src to dst, as words (gcc would make a byte copy of it). */
+static uint64_t * __keep_loops
+perfmon_sample_put_words(uint64_t *dst, const uint64_t *src, size_t nr)
+{
+    for (size_t i = 0; i < nr; i++) {
+        dst[i] = src[i];
+    }
+
+    return dst + nr;
 }
 
 bool
@@ -219,11 +291,10 @@ perfmon_sample_write(const struct perfmon_sampling *sampling,
                      const struct trap_frame *frame, uint64_t period)
 {
     struct perfmon_ring *ring = perfmon_sample_ring(sampling);
-    unsigned int fields = sampling->fields, nr_ips = 0, nr_branches = 0;
+    unsigned int fields = sampling->fields, nr_branches = 0, max_ips;
     const struct perfmon_branch *branches = NULL;
-    uint64_t ips[PERFMON_MAX_CALLCHAIN];
     struct perfmon_ring_txn txn;
-    size_t len = 2 * sizeof(uint32_t);
+    uint64_t fixed, room, *rec, *w;
 
     assert(!cpu_intr_enabled());
 
@@ -231,62 +302,55 @@ perfmon_sample_write(const struct perfmon_sampling *sampling,
         return false;
     }
 
-    /* IP, TID, TIME, CPU and PERIOD take 8 bytes each. */
-    for (unsigned int f = PERFMON_SF_IP; f <= PERFMON_SF_PERIOD; f <<= 1) {
-        len += (fields & f) ? sizeof(uint64_t) : 0;
-    }
-
-    if (fields & PERFMON_SF_CALLCHAIN) {
-        nr_ips = perfmon_sample_callchain(frame, ips);
-        len += sizeof(uint64_t) * (1 + nr_ips);
-    }
+    fixed = perfmon_sample_nr_words[fields & PERFMON_SAMPLE_FIXED_MASK]
+            * sizeof(uint64_t);
+    fixed += (fields & PERFMON_SF_CALLCHAIN) ? sizeof(uint64_t) : 0;
 
     if (fields & PERFMON_SF_BRANCH) {
         branches = perfmon_intr_branches(&nr_branches);
-        len += sizeof(uint64_t) + nr_branches * sizeof(*branches);
+        fixed += sizeof(uint64_t) + nr_branches * sizeof(*branches);
     }
 
-    if (!perfmon_ring_begin(ring, PERFMON_REC_SAMPLE, 0, len, &txn)) {
-        return false;
-    }
+    do {
+        rec = perfmon_ring_open(ring, &txn);
+        room = txn.end - txn.pos;
 
-    perfmon_sample_put_u32s(ring, &txn, fields, sampling->id);
+        if (fixed > room) {
+            perfmon_ring_cancel(ring);
+            return false;
+        }
 
-    if (fields & PERFMON_SF_IP) {
-        perfmon_sample_put_u64(ring, &txn, frame->rip);
-    }
+        rec[1] = fields | ((uint64_t)sampling->id << 32);
+        w = perfmon_sample_put_fixed(&rec[2], fields, frame, period);
 
-    if (fields & PERFMON_SF_TID) {
-        struct thread *thread = thread_self();
+        if (fields & PERFMON_SF_CALLCHAIN) {
+            max_ips = (unsigned int)MIN((room - fixed) / sizeof(uint64_t),
+                                        PERFMON_MAX_CALLCHAIN);
+            w[0] = (max_ips == 0) ? 0
+                                  : perfmon_sample_callchain(frame, &w[1],
+                                                             max_ips);
 
-        perfmon_sample_put_u32s(ring, &txn, 0,
-                                (thread != NULL) ? thread_id(thread) : 0);
-    }
+            if (w[0] == max_ips && max_ips < PERFMON_MAX_CALLCHAIN
+                && (max_ips == 0
+                    || !perfmon_sample_callchain_fits(frame, max_ips))) {
+                perfmon_ring_cancel(ring);
+                return false;
+            }
 
-    if (fields & PERFMON_SF_TIME) {
-        perfmon_sample_put_u64(ring, &txn, perfmon_sample_now_ns());
-    }
+            w += 1 + w[0];
+        }
 
-    if (fields & PERFMON_SF_CPU) {
-        perfmon_sample_put_u32s(ring, &txn, cpu_id(), 0);
-    }
+        if (fields & PERFMON_SF_BRANCH) {
+            *w++ = nr_branches;
+            w = perfmon_sample_put_words(w, (const uint64_t *)branches,
+                                         nr_branches * sizeof(*branches)
+                                         / sizeof(uint64_t));
+        }
 
-    if (fields & PERFMON_SF_PERIOD) {
-        perfmon_sample_put_u64(ring, &txn, period);
-    }
+        rec[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE,
+                                       (uint64_t)(w - rec) * sizeof(*w), 0);
+    } while (!perfmon_ring_close(ring, &txn, (uint64_t)(w - rec) * sizeof(*w)));
 
-    if (fields & PERFMON_SF_CALLCHAIN) {
-        perfmon_sample_put_u64(ring, &txn, nr_ips);
-        perfmon_ring_put(ring, &txn, ips, nr_ips * sizeof(ips[0]));
-    }
-
-    if (fields & PERFMON_SF_BRANCH) {
-        perfmon_sample_put_u64(ring, &txn, nr_branches);
-        perfmon_ring_put(ring, &txn, branches,
-                         nr_branches * sizeof(*branches));
-    }
-
-    perfmon_ring_commit(ring, &txn);
     return true;
 }
 
@@ -295,17 +359,28 @@ perfmon_sample_throttled(const struct perfmon_sampling *sampling,
                          uint64_t period)
 {
     struct perfmon_ring *ring = perfmon_sample_ring(sampling);
-    struct perfmon_throttle_rec rec = {
-        .time_ns = perfmon_sample_now_ns(),
-        .period = period,
-    };
+    const uint64_t size = 3 * sizeof(uint64_t);
     struct perfmon_ring_txn txn;
+    uint64_t *rec;
 
-    if (ring != NULL && perfmon_ring_begin(ring, PERFMON_REC_THROTTLE,
-                                           sampling->id, sizeof(rec), &txn)) {
-        perfmon_ring_put(ring, &txn, &rec, sizeof(rec));
-        perfmon_ring_commit(ring, &txn);
+    if (ring == NULL) {
+        return;
     }
+
+    /* The payload: u64 the time in ns, u64 the new period. */
+    do {
+        rec = perfmon_ring_open(ring, &txn);
+
+        if (txn.end - txn.pos < size) {
+            perfmon_ring_cancel(ring);
+            return;
+        }
+
+        rec[0] = perfmon_ring_hdr_word(PERFMON_REC_THROTTLE, size,
+                                       sampling->id);
+        rec[1] = perfmon_sample_now_ns();
+        rec[2] = period;
+    } while (!perfmon_ring_close(ring, &txn, size));
 }
 
 /* ---- reading samples ------------------------------------------------------- */

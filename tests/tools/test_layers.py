@@ -50,6 +50,10 @@ PRIVATE_ALLOWED = {
     # Host tests of the -j output (JSON strings, list and info) and of
     # the -t lists the command's shared part resolves.
     'tests/unit/perfmon_json_test.c',
+    # The sample tests compare the core's sample writer (private) with a
+    # reference copy of the byte-copy writer it replaced.
+    'tests/unit/perfmon_sample_test.c',
+    'tests/unit/perfmon_sample_ref.c',
     # Stand-ins for the subcommands the dispatcher test does not link.
     'tests/unit/fakes/perfmon_cmd_deps.c',
     # Fuzz targets of the option and event parsers.

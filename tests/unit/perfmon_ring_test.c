@@ -339,6 +339,169 @@ test_drop(void **state)
     assert_int_equal(perfmon_ring_used(&ring), 0);
 }
 
+/* ---- records written in place ---------------------------------------------- */
+
+/* 512 bytes and 128 spare, with a guard word after them. */
+static uint64_t place_data[64 + 16 + 1];
+
+static void
+place_setup(void)
+{
+    memset(place_data, 0xee, sizeof(place_data));
+    assert_int_equal(perfmon_ring_init_spare(&ring, place_data, 512, 128),
+                     0);
+}
+
+/*
+ * A record of payload n bytes (n a multiple of 8) written in place, every
+ * byte seq + its index as produce() writes them; false when it did not
+ * fit.  nested, when not NULL, runs after the words are stored and before
+ * the close, as an interrupting producer would, once.
+ */
+static bool
+produce_in_place(unsigned int seq, size_t n, void (*nested)(void))
+{
+    struct perfmon_ring_txn txn;
+    unsigned char *rec;
+    uint64_t size = 8 + n;
+
+    do {
+        rec = perfmon_ring_open(&ring, &txn);
+
+        if (txn.end - txn.pos < size) {
+            perfmon_ring_cancel(&ring);
+            return false;
+        }
+
+        *(uint64_t *)rec = perfmon_ring_hdr_word(TYPE_TEST, size, seq);
+
+        for (size_t i = 0; i < n; i++) {
+            rec[8 + i] = (unsigned char)(seq + i);
+        }
+
+        if (nested != NULL) {
+            nested();
+            nested = NULL;
+        }
+    } while (!perfmon_ring_close(&ring, &txn, size));
+
+    return true;
+}
+
+static void
+test_in_place_init(void **state)
+{
+    (void)state;
+    assert_int_equal(perfmon_ring_init_spare(&ring, place_data, 512, 12),
+                     -EINVAL);
+    assert_int_equal(perfmon_ring_init_spare(&ring, place_data, 500, 128),
+                     -EINVAL);
+    place_setup();
+    assert_true(ring.spare == 128);
+}
+
+/*
+ * Records written in place go round the ring, cut by its end at every
+ * 8-byte point, and come out as records copied in do (produce()): the
+ * words past the end are moved to the start.  The spare's end is never
+ * passed.
+ */
+static void
+test_in_place_across_end(void **state)
+{
+    bool cut[16] = { false };
+    uint32_t lcg = 1;
+
+    (void)state;
+    place_setup();
+
+    for (unsigned int seq = 0; seq < 600; seq++) {
+        size_t n;
+
+        lcg = lcg * 1103515245 + 12345;
+        n = 8 * (1 + (lcg >> 16) % 15);
+        uint64_t off = ring.head % 512;
+
+        assert_true(produce_in_place(seq, n, NULL));
+
+        if (off + 8 + n > 512) {
+            cut[(512 - off) / 8] = true;
+        }
+
+        consume(seq, n);
+    }
+
+    for (unsigned int w = 1; w < 16; w++) {
+        assert_true(cut[w]);
+    }
+
+    assert_true(place_data[64 + 16] == 0xeeeeeeeeeeeeeeeeULL);
+    assert_true(perfmon_ring_lost(&ring) == 0);
+}
+
+/* Full: a record is cancelled and counted, as a copied one is dropped. */
+static void
+test_in_place_full(void **state)
+{
+    (void)state;
+    place_setup();
+
+    for (unsigned int seq = 0; seq < 8; seq++) {
+        assert_true(produce_in_place(seq, 56, NULL));
+    }
+
+    assert_false(produce_in_place(8, 8, NULL));
+    assert_true(perfmon_ring_lost(&ring) == 1);
+    consume(0, 56);
+    assert_true(produce_in_place(9, 56, NULL));
+    assert_false(produce_in_place(10, 0, NULL));
+    assert_true(perfmon_ring_lost(&ring) == 2);
+}
+
+static void
+nested_copy(void)
+{
+    assert_true(produce(50, 20));
+}
+
+static void
+nested_in_place(void)
+{
+    assert_true(produce_in_place(60, 24, nested_copy));
+}
+
+/*
+ * An interrupting producer takes the place the outer one was writing:
+ * the outer close fails and it writes again after the interrupting
+ * record, which stays unpublished until the outer one is done.
+ */
+static void
+test_in_place_interrupted(void **state)
+{
+    (void)state;
+    place_setup();
+    assert_true(produce_in_place(1, 16, NULL));
+    consume(1, 16);
+
+    /* Two deep: the in-place one interrupted by a copied one. */
+    assert_true(produce_in_place(2, 40, nested_in_place));
+    consume(50, 20);
+    consume(60, 24);
+    consume(2, 40);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+
+    /* Near the end: the outer record moves over it, still whole. */
+    while (ring.head % 512 < 460) {
+        assert_true(produce(7, 8));
+        consume(7, 8);
+    }
+
+    assert_true(produce_in_place(3, 64, nested_copy));
+    consume(50, 20);
+    consume(3, 64);
+    assert_true(perfmon_ring_lost(&ring) == 0);
+}
+
 int
 main(void)
 {
@@ -353,6 +516,10 @@ main(void)
         cmocka_unit_test(test_pop_small_buffer),
         cmocka_unit_test(test_pop_exact_buffer),
         cmocka_unit_test(test_drop),
+        cmocka_unit_test(test_in_place_init),
+        cmocka_unit_test(test_in_place_across_end),
+        cmocka_unit_test(test_in_place_full),
+        cmocka_unit_test(test_in_place_interrupted),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,8 +34,10 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon_ring.h"
 #include "kern/syscnt.h"
+#include "perfmon_sample_ref.h"
 
 void fake_symtab_set(const char *name, uint64_t start, uint64_t end);
 void fake_symtab_set_text(const void *text, size_t size);
@@ -1167,6 +1169,261 @@ test_callchain_walks_the_stack(void **state)
     test_frame.rip = TEST_IP;
 }
 
+/* ---- records as the reference writer makes them ---------------------------- */
+
+/*
+ * A function calling itself (a direct call at 32, to its start): frames of
+ * it make call chains of any depth.
+ */
+static const uint8_t ref_code[64] = { 0x55, 0x48, 0x89, 0xe5,
+                                      [32] = 0xe8, 0xdb, 0xff, 0xff, 0xff };
+static uint64_t ref_stack[512];
+static uint64_t ref_data[4096 / 8];
+static struct perfmon_ring ref_ring;
+static uint64_t ref_out[PERFMON_RING_MAX_REC / 8];
+
+#define REF_CPU         1
+#define REF_SIZE        4096
+
+/* The interrupted frame: in the function's body, depth frames of it below. */
+static void
+ref_frame_set(struct trap_frame *frame, unsigned int depth)
+{
+    memset(ref_stack, 0, sizeof(ref_stack));
+
+    for (unsigned int j = 0; j < depth; j++) {
+        ref_stack[8 + 2 * j] =
+            (j + 1 < depth) ? (uint64_t)&ref_stack[8 + 2 * (j + 1)] : 0;
+        ref_stack[9 + 2 * j] = (uint64_t)&ref_code[37];
+    }
+
+    frame->rip = (uint64_t)&ref_code[8];
+    frame->rsp = (uint64_t)&ref_stack[4];
+    frame->rbp = (depth != 0) ? (uint64_t)&ref_stack[8] : 0;
+}
+
+/* Both rings hold the same records, byte for byte, and lost as many. */
+static void
+ref_assert_same(void)
+{
+    size_t size, ref_size;
+
+    assert_true(perfmon_sbuf_lost(sbuf, REF_CPU)
+                == perfmon_ring_lost(&ref_ring));
+
+    do {
+        size = perfmon_sbuf_read(sbuf, REF_CPU, rec_buf, sizeof(rec_buf));
+        ref_size = perfmon_ring_pop(&ref_ring, ref_out, sizeof(ref_out));
+        assert_int_equal(size, ref_size);
+        assert_memory_equal(rec_buf, ref_out, size);
+    } while (size != 0);
+}
+
+/*
+ * Branch stacks of nr entries, different for each seq, handed to the
+ * interrupt as the branch-record driver does.
+ */
+static void
+ref_branches_set(unsigned int nr, unsigned int seq)
+{
+    struct perfmon_branch b[PERFMON_MAX_BRANCHES];
+
+    for (unsigned int i = 0; i < nr; i++) {
+        b[i].from = 0xffffffff80100000ULL + seq * 64 + i;
+        b[i].to = 0xffffffff80200000ULL + seq;
+        b[i].flags = (uint64_t)(i % 3) | ((uint64_t)seq << 4);
+    }
+
+    perfmon_intr_set_branches(b, nr);
+}
+
+/*
+ * One sample of fields by both writers, on a thread with a stack (or none)
+ * depth frames deep, with nr_branches branch records; returns whether the
+ * reference wrote it (and checks the new writer agreed).  The record's
+ * place in the reference ring goes into *offp and its size into *sizep.
+ */
+static bool
+ref_write_both(unsigned int fields, unsigned int depth,
+               unsigned int nr_branches, unsigned int seq, uint64_t *offp,
+               uint64_t *sizep)
+{
+    struct perfmon_sampling s = {
+        .period = 1000, .fields = fields, .id = 100 + seq, .sbuf = sbuf,
+    };
+    struct trap_frame frame;
+    uint64_t head = ref_ring.head;
+    bool written;
+
+    ref_frame_set(&frame, depth);
+    ref_branches_set(nr_branches, seq);
+    fake_cpu_advance_tsc(123457 * (seq + 1));
+    written = ref_sample_write(&ref_ring, &s, &frame, 1000 + seq);
+    assert_int_equal(perfmon_sample_write(&s, &frame, 1000 + seq), written);
+    *offp = head & (REF_SIZE - 1);
+    *sizep = ref_ring.head - head;
+    return written;
+}
+
+/*
+ * Both writers on REF_CPU, in its overflow interrupt, for thread t with a
+ * stack of frames of ref_code: the buffer and the reference ring empty.
+ */
+static void
+ref_start(struct thread *t, struct fake_ctx *ctx)
+{
+    make_sampling(1000, 0, 0, REF_SIZE);
+    assert_int_equal(perfmon_ring_init(&ref_ring, ref_data, sizeof(ref_data)),
+                     0);
+    fake_cpu_set_tsc_freq(2994000000ULL);
+    fake_symtab_set("self", (uint64_t)ref_code,
+                    (uint64_t)ref_code + sizeof(ref_code));
+    fake_symtab_set_text(ref_code, sizeof(ref_code));
+    fake_thread_set_stack(t, (uint64_t)ref_stack,
+                          (uint64_t)&ref_stack[ARRAY_SIZE(ref_stack)]);
+    fake_thread_switch(REF_CPU, t);
+    fake_ctx_enter(ctx, REF_CPU);
+    /* Inside the interrupt, as perfmon_overflow_intr is: its first level. */
+    perfmon_cpu_get(REF_CPU)->intr_depth = 1;
+}
+
+/* Out of the interrupt ref_start entered. */
+static void
+ref_stop(const struct fake_ctx *ctx)
+{
+    perfmon_cpu_get(REF_CPU)->intr_depth = 0;
+    fake_ctx_exit(ctx);
+}
+
+/*
+ * Every field combination, with call chains from 1 to past the longest
+ * kept and branch stacks from none to the most, by the reference writer
+ * and the new one into rings drained at different paces: the same records
+ * come out, byte for byte, the same are lost when the ring is full, and
+ * records are cut by the end of the ring at every 8-byte point.
+ */
+static void
+test_records_match_reference(void **state)
+{
+    struct thread *t = fake_thread_create("sampled");
+    bool split[PERFMON_RING_MAX_REC / 8] = { false };
+    struct fake_ctx ctx;
+    uint64_t off, size;
+    unsigned int max_split = 0;
+
+    (void)state;
+    ref_start(t, &ctx);
+
+    for (unsigned int seq = 0; seq < 20000; seq++) {
+        unsigned int fields = seq % (PERFMON_SF_MASK + 1);
+        unsigned int depth = (seq * 7) % 23;
+        unsigned int nr_branches = (seq * 5) % (PERFMON_MAX_BRANCHES + 1);
+
+        if (seq % 97 == 0) {
+            depth = PERFMON_MAX_CALLCHAIN + seq % 5;
+        }
+
+        if (ref_write_both(fields, depth, nr_branches, seq, &off, &size)
+            && off + size > REF_SIZE) {
+            split[(REF_SIZE - off) / 8] = true;
+            max_split = MAX(max_split, (unsigned int)((REF_SIZE - off) / 8));
+        }
+
+        if (seq % 211 == 0) {
+            perfmon_sample_throttled(&(struct perfmon_sampling){
+                                         .id = seq, .sbuf = sbuf },
+                                     seq);
+            ref_sample_throttled(&ref_ring,
+                                 &(struct perfmon_sampling){ .id = seq },
+                                 seq);
+        }
+
+        /* Drained at three paces: often, seldom, when full. */
+        if (seq % ((seq / 1000) % 3 == 0 ? 3 : 17) == 0
+            || ((seq / 1000) % 3 == 2 && perfmon_ring_lost(&ref_ring) != 0
+                && seq % 50 == 0)) {
+            ref_assert_same();
+        }
+    }
+
+    ref_assert_same();
+    assert_true(perfmon_ring_lost(&ref_ring) != 0);
+
+    /* Every cut from one word into the record up to the longest seen. */
+    for (unsigned int w = 1; w <= 32; w++) {
+        if (!split[w]) {
+            fail_msg("no record was cut %u bytes into it", w * 8);
+        }
+    }
+
+    assert_true(max_split > PERFMON_MAX_CALLCHAIN);
+    ref_stop(&ctx);
+    fake_thread_switch(REF_CPU, NULL);
+    fake_symtab_set(NULL, 0, 0);
+    fake_symtab_set_text(NULL, 0);
+}
+
+/*
+ * A ring with just the room for a sample of a call chain of depth frames:
+ * it is written when the chain is that long, lost when one more frame
+ * would not fit, as the reference does; and a thread without a stack
+ * (or none at all) has the interrupted address alone for a chain.
+ */
+static void
+test_records_match_reference_when_full(void **state)
+{
+    struct thread *t = fake_thread_create("sampled");
+    unsigned int fields = PERFMON_SF_IP | PERFMON_SF_CALLCHAIN;
+    struct fake_ctx ctx;
+    uint64_t off, size;
+    unsigned int seq = 0;
+    int depth;
+
+    (void)state;
+    ref_start(t, &ctx);
+
+    for (unsigned int room_words = 3; room_words < 40; room_words++) {
+        for (int extra = -1; extra <= 1; extra++) {
+            /* Fill with 8-word records to room_words words free. */
+            ref_assert_same();
+
+            while (REF_SIZE - (ref_ring.head - ref_ring.tail)
+                   > room_words * 8 + 7 * 8) {
+                assert_true(ref_write_both(PERFMON_SF_MASK
+                                           & ~PERFMON_SF_CALLCHAIN
+                                           & ~PERFMON_SF_BRANCH, 0,
+                                           1, seq++, &off, &size));
+            }
+
+            while (REF_SIZE - (ref_ring.head - ref_ring.tail)
+                   > room_words * 8) {
+                assert_true(ref_write_both(0, 0, 0, seq++, &off, &size));
+            }
+
+            /* header, head, ip, nr, then room_words - 4 entries fit. */
+            depth = (int)room_words - 5 + extra;
+            ref_write_both(fields, (unsigned int)MAX(depth, 0), 0, seq++,
+                           &off, &size);
+            ref_assert_same();
+        }
+    }
+
+    assert_true(perfmon_ring_lost(&ref_ring) != 0);
+
+    /* No stack, then no thread: the address alone. */
+    fake_thread_set_stack(t, 0, 0);
+    ref_write_both(fields, 3, 0, seq++, &off, &size);
+    ref_stop(&ctx);
+    fake_thread_switch(REF_CPU, NULL);
+    fake_ctx_enter(&ctx, REF_CPU);
+    perfmon_cpu_get(REF_CPU)->intr_depth = 1;
+    ref_write_both(PERFMON_SF_MASK, 3, 2, seq++, &off, &size);
+    ref_assert_same();
+    ref_stop(&ctx);
+    fake_symtab_set(NULL, 0, 0);
+    fake_symtab_set_text(NULL, 0);
+}
+
 int
 main(void)
 {
@@ -1198,6 +1455,8 @@ main(void)
         T(test_decode_damaged),
         T(test_decode_bounds),
         T(test_callchain_walks_the_stack),
+        T(test_records_match_reference),
+        T(test_records_match_reference_when_full),
 #undef T
     };
 

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "arch/x86/unwind.h"
+#include "unwind_ref.h"
 
 #define POISON      0xdeadbeefdeadbeefULL
 
@@ -472,6 +473,88 @@ test_interrupted_unknown(void **state)
                                         addr(0, 30), ips, 8), 1);
 }
 
+/* ---- the same chains as the reference unwinder ------------------------------ */
+
+static uint64_t
+rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/*
+ * A word as frames hold them: a word of either stack (aligned or not,
+ * near its ends too), a return address after a call form or anywhere in
+ * the text, 0 or poison.
+ */
+static uint64_t
+rnd_word(uint64_t *s)
+{
+    static const unsigned int rets[] = { RET_A_B, RET_A_PTR, RET_A_SIB,
+                                         RET_A_RIP, RET_B_C, RET_D_C,
+                                         RET_D_PTR, 0, 1, 5 };
+    uint64_t r = rnd(s);
+
+    switch (r % 6) {
+    case 0:
+    case 1:
+        return addr((unsigned int)(r >> 8) % 2, (unsigned int)(r >> 16) % 64)
+               + ((r >> 24) % 8 == 0 ? (r >> 28) % 8 : 0);
+    case 2:
+    case 3:
+        return code(rets[(r >> 8) % 10]);
+    case 4:
+        return code((unsigned int)(r >> 8) % (sizeof(text) + 8));
+    default:
+        return (r & 0x100) ? 0 : POISON;
+    }
+}
+
+/*
+ * Random stacks over the fixture's code, one or two of them: from any
+ * interrupted place and frame pointer, the new walk gives the chain the
+ * reference gives, address for address, at every depth bound.
+ */
+static void
+test_random_same_as_reference(void **state)
+{
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+
+    (void)state;
+    setup();
+
+    for (unsigned int trial = 0; trial < 200000; trial++) {
+        uint64_t ips[12], ref[12], rip, rsp, fp, callee;
+        unsigned int max = (unsigned int)(rnd(&seed) % 13), n, ref_n;
+
+        for (unsigned int s = 0; s < 2; s++) {
+            for (unsigned int w = 8; w < 56; w++) {
+                mem[s][w] = rnd_word(&seed);
+            }
+        }
+
+        env.nr_stacks = 1 + (unsigned int)(rnd(&seed) % 2);
+        rip = code((unsigned int)(rnd(&seed) % sizeof(text)));
+        rsp = rnd_word(&seed);
+        fp = rnd_word(&seed);
+        callee = (rnd(&seed) % 4 == 0) ? 0 : fake_func_start(rip);
+
+        memset(ips, 0, sizeof(ips));
+        memset(ref, 0, sizeof(ref));
+        n = unwind_interrupted(&env, rip, rsp, fp, ips, max);
+        ref_n = ref_unwind_interrupted(&env, rip, rsp, fp, ref, max);
+        assert_int_equal(n, ref_n);
+        assert_memory_equal(ips, ref, sizeof(ips));
+
+        n = unwind_fp(&env, fp, callee, ips, max);
+        ref_n = ref_unwind_fp(&env, fp, callee, ref, max);
+        assert_int_equal(n, ref_n);
+        assert_memory_equal(ips, ref, sizeof(ips));
+    }
+}
+
 int
 main(void)
 {
@@ -489,6 +572,7 @@ main(void)
         cmocka_unit_test(test_interrupted_indirect),
         cmocka_unit_test(test_interrupted_direct_wins),
         cmocka_unit_test(test_interrupted_unknown),
+        cmocka_unit_test(test_random_same_as_reference),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,2 +1,3 @@
 UNIT_TESTS += unwind_test
-unwind_test_SRCS := tests/unit/unwind_test.c arch/x86/unwind.c
+unwind_test_SRCS := tests/unit/unwind_test.c arch/x86/unwind.c \
+	tests/unit/unwind_ref.c

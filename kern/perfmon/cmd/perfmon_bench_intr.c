@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/unwind.h"
 #include "kern/bench.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
@@ -20,6 +21,7 @@
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/printf.h"
 #include "kern/swevent.h"
+#include "kern/symtab.h"
 #include "kern/thread.h"
 
 /*
@@ -149,10 +151,105 @@ perfmon_bench_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
     return insns;
 }
 
+/*
+ * A call chain walked from depth calls deep, as the overflow interrupt
+ * walks it into a sample (the frames go straight into the record there):
+ * the per-frame row.  The interrupt itself cannot be used for it here:
+ * the step PMU steps the thread, the single-step trap is taken before the
+ * pending NMI (Intel SDM vol. 3A, 6.9, priorities), and the NMI lands on
+ * the #DB handler's first instruction, where no caller can be proven: its
+ * chain is that address alone, at any depth.
+ */
+struct perfmon_bench_walk {
+    unsigned int depth;
+    bool walk;                          /* false: the calls alone */
+    unsigned int nr_ips;
+    uint64_t ips[PERFMON_MAX_CALLCHAIN];
+};
+
+static void __attribute__((noinline))
+perfmon_bench_walk_here(struct perfmon_bench_walk *walk)
+{
+    struct unwind_stack stack;
+    struct unwind_env env = {
+        .stacks = &stack,
+        .nr_stacks = 1,
+        .func_start = symtab_func_start,
+    };
+
+    walk->nr_ips = 0;
+
+    if (walk->walk
+        && thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
+        symtab_text_bounds(&env.text_lo, &env.text_hi);
+        walk->nr_ips = unwind_fp(
+            &env, (uint64_t)(uintptr_t)__builtin_frame_address(0),
+            (uint64_t)(uintptr_t)perfmon_bench_walk_here, walk->ips,
+            PERFMON_MAX_CALLCHAIN);
+    }
+}
+
+static void __attribute__((noinline))
+perfmon_bench_walk_deep(struct perfmon_bench_walk *walk, unsigned int depth)
+{
+    if (depth == 0) {
+        perfmon_bench_walk_here(walk);
+    } else {
+        perfmon_bench_walk_deep(walk, depth - 1);
+    }
+
+    barrier();      /* not a tail call: the frame stays */
+}
+
+static void
+perfmon_bench_op_walk(struct perfmon_bench_run *run, void *arg)
+{
+    struct perfmon_bench_walk *walk = arg;
+
+    (void)run;
+    perfmon_bench_walk_deep(walk, walk->depth);
+}
+
+/*
+ * The instructions of each frame of a call chain: walks from
+ * PERFMON_BENCH_CHAIN_LONG and PERFMON_BENCH_CHAIN_SHORT calls deep,
+ * which must differ by as many frames, less the calls that made the
+ * frames (the same depths, not walked).
+ */
+static uint64_t
+perfmon_bench_frame_insns(struct perfmon_bench_run *run)
+{
+    static struct perfmon_bench_walk walks[2][2];
+    uint64_t insns[2][2];
+
+    for (unsigned int w = 0; w < 2; w++) {
+        for (unsigned int d = 0; d < 2; d++) {
+            walks[w][d].walk = (w != 0);
+            walks[w][d].depth = (d != 0) ? PERFMON_BENCH_CHAIN_LONG
+                                         : PERFMON_BENCH_CHAIN_SHORT;
+            insns[w][d] = perfmon_bench_insns(run, perfmon_bench_op_walk,
+                                              &walks[w][d], true, false);
+
+            if (insns[w][d] == PERFMON_BENCH_NONE) {
+                return PERFMON_BENCH_NONE;
+            }
+        }
+    }
+
+    if (walks[1][1].nr_ips - walks[1][0].nr_ips
+        != PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT) {
+        return PERFMON_BENCH_NONE;
+    }
+
+    return perfmon_bench_sub(perfmon_bench_sub(insns[1][1], insns[1][0]),
+                             perfmon_bench_sub(insns[0][1], insns[0][0]))
+           / (PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT);
+}
+
 static void
 perfmon_bench_rows_sample(struct perfmon_bench_run *run)
 {
-    uint64_t sample, shallow, deep, frame = PERFMON_BENCH_NONE;
+    uint64_t sample;
 
     sample = perfmon_bench_sample_nmi(run, PERFMON_BENCH_SAMPLE_FIELDS, 0);
     perfmon_bench_print(run, "6s", "sample written, no call chain (beyond 6n)",
@@ -160,19 +257,8 @@ perfmon_bench_rows_sample(struct perfmon_bench_run *run)
                         perfmon_bench_budget(PERFMON_BENCH_BUDGET_SAMPLE, 0),
                         NULL, NULL);
     perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SAMPLE);
-    shallow = perfmon_bench_sample_nmi(
-        run, PERFMON_BENCH_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
-        PERFMON_BENCH_CHAIN_SHORT);
-    deep = perfmon_bench_sample_nmi(
-        run, PERFMON_BENCH_SAMPLE_FIELDS | PERFMON_SF_CALLCHAIN,
-        PERFMON_BENCH_CHAIN_LONG);
-
-    if (shallow != PERFMON_BENCH_NONE && deep != PERFMON_BENCH_NONE) {
-        frame = perfmon_bench_sub(deep, shallow)
-                / (PERFMON_BENCH_CHAIN_LONG - PERFMON_BENCH_CHAIN_SHORT);
-    }
-
-    perfmon_bench_print(run, "6g", "each call-chain frame of a sample", frame,
+    perfmon_bench_print(run, "6g", "each call-chain frame of a sample",
+                        perfmon_bench_frame_insns(run),
                         perfmon_bench_budget(PERFMON_BENCH_BUDGET_FRAME, 0),
                         NULL, NULL);
     perfmon_bench_print_why(PERFMON_BENCH_BUDGET_FRAME);
