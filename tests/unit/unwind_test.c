@@ -52,10 +52,11 @@ addr(unsigned int s, unsigned int word)
     return (uint64_t)(uintptr_t)&mem[s][word];
 }
 
+/* An address in the text, or past its end: integer arithmetic, no index. */
 static uint64_t
 code(unsigned int offset)
 {
-    return (uint64_t)(uintptr_t)&text[offset];
+    return (uint64_t)(uintptr_t)text + offset;
 }
 
 static uint64_t
