@@ -7,7 +7,8 @@
 # named CPU models set the vendor, family and model but show no PMU: on
 # Skylake-Server (GenuineIntel 6-55-4) and EPYC-Milan (AuthenticAMD
 # 19h-01h) `perfmon list` shows that model's events with their encodings
-# and counters, `perfmon list --model` shows the other vendor's, an event
+# and counters (and `perfmon list -j` all of them, parsed as JSON),
+# `perfmon list --model` shows the other vendor's, an event
 # the list names (any case, with modifiers) or perf's cpu/.../ terms
 # parse and count as <not supported> rather than as unknown events, a
 # misspelt name gets the closest names of the model, a bad term is
@@ -59,12 +60,36 @@ def metric_json(out):
     return None
 
 
+def list_json(sh):
+    """perfmon list -j parses, and holds the model's events as perfmon
+    list shows them: all of them (the count of its heading), with their
+    topic, encoding and counters."""
+    out = sh.run('perfmon list -j')
+    try:
+        events = json.loads(out)
+    except ValueError as e:
+        return 'perfmon list -j: %s:\n%s' % (e, out[:2000])
+    model = [e for e in events if e['Unit'] == 'intel']
+    ev = {e['EventName']: e for e in model}.get('MEM_LOAD_RETIRED.L3_MISS')
+    want = {'Topic': 'MEM_LOAD_RETIRED', 'Encoding': 'event=0xd1,umask=0x20',
+            'Counters': '0-3', 'Notes': 'precise'}
+    if ev is None or any(ev.get(k) != v for k, v in want.items()):
+        return 'perfmon list -j: MEM_LOAD_RETIRED.L3_MISS is %r' % ev
+    m = re.search(r'skylakex events \(GenuineIntel\): (\d+)',
+                  sh.run('perfmon list INST_RETIRED.ANY'))
+    if m is None or int(m.group(1)) != len(model):
+        return 'perfmon list -j: %d model events, perfmon list says %s' \
+            % (len(model), m and m.group(1))
+    return None
+
+
 def session(t, cpu, checks):
     with t.shell(cpu, CMD_TIMEOUT, kvm=False, tcg_cpu=cpu) as sh:
         sh.step('%s: reaches the prompt' % cpu, sh.prompt)
         for desc, line, check in checks:
             sh.step('%s: %s' % (cpu, desc),
-                    lambda line=line, check=check: check(sh.run(line)))
+                    lambda line=line, check=check:
+                    check(sh) if line is None else check(sh.run(line)))
         sh.step('%s: no crash or fault reported' % cpu,
                 lambda: absent(sh.q.output, BAD_RE.pattern))
         sh.step('%s: poweroff exits with 33' % cpu, sh.poweroff)
@@ -86,6 +111,8 @@ def main():
              r'(?m)^ MEM_LOAD_RETIRED:$',
              r'MEM_LOAD_RETIRED\.L3_MISS +event=0xd1,umask=0x20 +0-3 +'
              r'precise')),
+        ('perfmon list -j has all the model\'s events, as perfmon list '
+         'shows them', None, list_json),
         ('fixed counters and extra MSRs are listed',
          'perfmon list OFFCORE_RESPONSE.ALL_DATA_RD.L3_MISS.ANY_SNOOP',
          lambda out: expect(out, r'msr 0x1a6\+=0x')),
