@@ -206,7 +206,7 @@ int perfmon_stat_add_events(struct perfmon_stat *stat, const char *list);
 int perfmon_stat_metrics_add(struct perfmon_stat *stat, const char *list);
 
 /*
- * The value of metric stats->metrics[i] on row, from the row's counts of
+ * The value of metric stat->metrics[i] on row, from the row's counts of
  * its events, as text in buf (two decimals): true, or false and why there
  * is none ("<not supported>": an event of it no device counts; "<not
  * counted>": one never ran on the row, or the formula is undefined there,
