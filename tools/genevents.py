@@ -102,9 +102,11 @@ def amd_needs_merge(e):
     """Whether an AMD list says the event needs a counter pair (a
     large-increment event, counted with the Merge event on the odd
     counter beside it; Zen PPRs, "Large Increment per Cycle Events").  The
-    lists say so only in their prose, which is read here and not kept."""
+    lists say so only in their prose, which is read here and not kept:
+    Zen 3's name the Merge event, Zen 1's and 2's say the event "can count
+    above 15" (per cycle, more than one counter's increment holds)."""
     text = e.get('BriefDescription', '') + e.get('PublicDescription', '')
-    return 'MergeEvent' in text
+    return 'MergeEvent' in text or 'count above 15' in text
 
 
 def amd_event(e, topic):

@@ -490,8 +490,34 @@ pmu_intel_status_drop(unsigned int hw_id)
 }
 
 /*
+ * The event select that counts raw_event in the modes of flags, enabled,
+ * with its interrupt where there is one, after loading on this CPU the
+ * extra MSR the event holds.
+ */
+static uint64_t
+pmu_intel_sel(uint64_t raw_event, unsigned int flags)
+{
+    uint64_t sel = pmu_intel_extra_load(raw_event) | PMU_EVTSEL_EN
+                   | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
+
+    return pmu_intel.nmi ? (sel | PMU_EVTSEL_INT) : sel;
+}
+
+/* This CPU's IA32_FIXED_CTR_CTRL with fixed counter hw_id's field bits. */
+static uint64_t
+pmu_intel_fixed_with(unsigned int hw_id, uint64_t bits)
+{
+    unsigned int i = hw_id - PMU_INTEL_FIXED_BASE;
+
+    return (pmu_intel_fixed_ctrl[cpu_id()] & ~PMU_FIXED_CTRL_FIELD(i))
+           | (bits << PMU_FIXED_CTRL_SHIFT(i));
+}
+
+/*
  * The counter is stopped (cpu_init and stop leave its enable clear): it
- * is loaded while disabled, as the SDM wants, then enabled.
+ * is loaded while disabled, as the SDM wants, then enabled.  It starts
+ * from 0 (armed, in top-bit mode) with its stale status dropped, so the
+ * core knows its value without reading it.
  */
 static void
 pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
@@ -502,28 +528,50 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
     assert(!(pmu_active_get() & (1ULL << hw_id)));
 
     if (pmu_intel_is_fixed(hw_id)) {
-        unsigned int i = hw_id - PMU_INTEL_FIXED_BASE;
-        uint64_t ctrl = pmu_intel_fixed_ctrl[cpu_id()];
+        uint64_t bits = pmu_intel_fixed_bits(flags);
 
-        assert(!(ctrl & PMU_FIXED_CTRL_FIELD(i)));
+        assert(!(pmu_intel_fixed_ctrl[cpu_id()]
+                 & PMU_FIXED_CTRL_FIELD(hw_id - PMU_INTEL_FIXED_BASE)));
         pmu_msr_write(pmu_intel_ctr_msr(hw_id), 0);
         pmu_intel_status_drop(hw_id);
-        ctrl |= pmu_intel_fixed_bits(flags) << PMU_FIXED_CTRL_SHIFT(i);
-        pmu_intel_fixed_ctrl_set(ctrl);
+        pmu_intel_fixed_ctrl_set(pmu_intel_fixed_with(hw_id, bits));
     } else {
-        uint64_t sel = pmu_intel_extra_load(raw_event) | PMU_EVTSEL_EN
-                       | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
-
-        if (pmu_intel.nmi) {
-            sel |= PMU_EVTSEL_INT;
-        }
-
         pmu_intel_ctr_write(hw_id, pmu_intel_armed(0));
         pmu_intel_status_drop(hw_id);
-        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, sel);
+        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id,
+                      pmu_intel_sel(raw_event, flags));
     }
 
     pmu_active_add(hw_id);
+}
+
+/*
+ * The counter goes on from the count it holds; only what it counts
+ * changes: one write of its event select (and of the extra MSR the new
+ * event asks for), or for a fixed counter, whose event is its own, one
+ * write of IA32_FIXED_CTR_CTRL when the modes differ and none when they
+ * do not.  An overflow status it holds belongs to that continuing count,
+ * which the core goes on folding: it is kept.
+ */
+static void
+pmu_intel_transfer(struct perfmon_dev *dev, unsigned int hw_id,
+                   uint64_t raw_event, unsigned int flags)
+{
+    (void)dev;
+    assert(pmu_intel_hw_id_valid(hw_id));
+    assert(pmu_active_get() & (1ULL << hw_id));
+
+    if (pmu_intel_is_fixed(hw_id)) {
+        uint64_t ctrl = pmu_intel_fixed_with(hw_id,
+                                             pmu_intel_fixed_bits(flags));
+
+        if (ctrl != pmu_intel_fixed_ctrl[cpu_id()]) {
+            pmu_intel_fixed_ctrl_set(ctrl);
+        }
+    } else {
+        pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id,
+                      pmu_intel_sel(raw_event, flags));
+    }
 }
 
 static void
@@ -533,9 +581,7 @@ pmu_intel_stop(struct perfmon_dev *dev, unsigned int hw_id)
     assert(pmu_intel_hw_id_valid(hw_id));
 
     if (pmu_intel_is_fixed(hw_id)) {
-        uint64_t field = PMU_FIXED_CTRL_FIELD(hw_id - PMU_INTEL_FIXED_BASE);
-
-        pmu_intel_fixed_ctrl_set(pmu_intel_fixed_ctrl[cpu_id()] & ~field);
+        pmu_intel_fixed_ctrl_set(pmu_intel_fixed_with(hw_id, 0));
     } else {
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id, 0);
     }
@@ -549,6 +595,17 @@ pmu_intel_read(struct perfmon_dev *dev, unsigned int hw_id)
     (void)dev;
     assert(pmu_intel_hw_id_valid(hw_id));
     return msr_rdpmc(pmu_intel_rdpmc_index(hw_id));
+}
+
+/* The core reads a started counter as read does: RDPMC, by its index. */
+static unsigned int
+pmu_intel_read_method(struct perfmon_dev *dev, unsigned int hw_id,
+                      uintptr_t *argp)
+{
+    (void)dev;
+    assert(pmu_intel_hw_id_valid(hw_id));
+    *argp = pmu_intel_rdpmc_index(hw_id);
+    return PERFMON_READ_RDPMC;
 }
 
 /* Arm a counter again after its top bit cleared (version 1). */
@@ -622,4 +679,6 @@ const struct perfmon_dev_ops pmu_intel_ops = {
     .hold = pmu_intel_hold,
     .release = pmu_intel_release,
     .selftest = pmu_selftest,
+    .read_method = pmu_intel_read_method,
+    .transfer = pmu_intel_transfer,
 };
