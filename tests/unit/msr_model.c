@@ -796,8 +796,7 @@ msr_model_event_code(const struct msr_model_config *c, unsigned int event)
         [MSR_MODEL_EV_FP_OPS] = 0x0003,
     };
     /* Family 17h on (PPR: L3 accesses 060h unit mask 0FFh, misses 064h
-       unit mask 09h; Zen 4 on: reference cycles 120h; retired SSE/AVX
-       FLOPs 003h unit mask 0FFh, Zen 1 to 3's lists). */
+       unit mask 09h; Zen 4 on: reference cycles 120h; FLOPs 003h/0FFh). */
     static const uint64_t amd_zen[MSR_MODEL_NR_EVENTS] = {
         [MSR_MODEL_EV_CYCLES] = 0x0076,
         [MSR_MODEL_EV_REF_CYCLES] = UINT64_MAX,
@@ -843,10 +842,6 @@ msr_model_event_code(const struct msr_model_config *c, unsigned int event)
 
     if (event == MSR_MODEL_EV_REF_CYCLES && model_amd_zen4(c)) {
         return PMU_AMD_RAW(0x120, 0);
-    }
-
-    if (event == MSR_MODEL_EV_FP_OPS && model_amd_zen4(c)) {
-        return UINT64_MAX;
     }
 
     return amd_zen[event];
