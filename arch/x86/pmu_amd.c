@@ -563,6 +563,17 @@ pmu_amd_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
     pmu_amd_ctr_load(hw_id, value);
 }
 
+/* A large-increment event counts only on a pair, which only alloc gives. */
+static const char *
+pmu_amd_why_not(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    (void)dev;
+    return pmu_amd_pairs(raw_event)
+           ? "a large-increment event counts on a counter pair, pinned "
+             "events only (:D)"
+           : NULL;
+}
+
 static const struct perfmon_dev_ops pmu_amd_ops = {
     .translate = pmu_amd_translate,
     .counters = pmu_amd_counters,
@@ -579,6 +590,7 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
      * harmless and keeps us working where a hypervisor does.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .why_not = pmu_amd_why_not,
     .selftest = pmu_selftest,
     .read_method = pmu_amd_read_method,
     .transfer = pmu_amd_transfer,

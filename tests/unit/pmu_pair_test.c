@@ -8,7 +8,8 @@
  * its odd neighbour, pairs are given lowest first and never from an odd
  * counter left alone, freeing gives both back, and the pair counts what a
  * lone counter cannot (more than 15 events a cycle), exactly across
- * overflows, with PerfMonV2 and without.
+ * overflows, with PerfMonV2 and without.  No lone counter is offered for
+ * such an event, and the device says why.
  */
 
 #include <setjmp.h>
@@ -54,12 +55,22 @@ boot_zen3(bool v2, uint64_t *flopsp)
 static void
 test_pair_alloc(void **state)
 {
+    uint64_t flops, counters, prefer;
     unsigned int hw, hw2, hw3;
+    struct perfmon_dev *dev;
     int h1, h2, ha, hb;
-    uint64_t flops;
 
     (void)state;
-    boot_zen3(true, &flops);
+    dev = boot_zen3(true, &flops);
+
+    /* No lone counter: the reason says where it counts. */
+    assert_int_equal(dev->ops->counters(dev, flops, KERN, &counters,
+                                        &prefer), -ENOENT);
+    assert_string_equal(dev->ops->why_not(dev, flops),
+                        "a large-increment event counts on a counter pair, "
+                        "pinned events only (:D)");
+    assert_null(dev->ops->why_not(dev, PMU_AMD_RAW(0x0c0, 0)));
+
     h1 = fake_perfmon_open_raw(flops, KERN, &hw);
     assert_true(h1 >= 0);
     assert_int_equal(hw, 0);
