@@ -10,6 +10,7 @@
  * whose modes are unchanged, one of IA32_FIXED_CTR_CTRL when they
  * change), keeps its count, the armed top bits of the drivers without an
  * overflow status register, and any overflow status the count raised.
+ * And start leaves a value the core knows: 0, no stale status.
  */
 
 #include <setjmp.h>
@@ -269,6 +270,54 @@ test_transfer_keeps_overflow(void **state)
     pmu_test_assert_no_fault();
 }
 
+/*
+ * The start contract: a started counter reads 0 within the device's
+ * width (armed above it where there is no status register), its stale
+ * overflow status dropped, so the core knows its value without a read.
+ */
+static void
+check_start_known(const struct pmu_driver *drv, struct msr_model_config c,
+                  uint32_t status_msr)
+{
+    struct perfmon_dev *dev = boot(drv, c);
+    uint64_t mask = (1ULL << dev->width) - 1, status;
+    unsigned int hw;
+    uintptr_t arg;
+    int h;
+
+    if (status_msr != 0) {
+        msr_model_set_status(1);
+    }
+
+    h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
+    assert_int_equal(hw, 0);
+    assert_int_equal(dev->ops->read_method(dev, hw, &arg),
+                     PERFMON_READ_RDPMC);
+    assert_int_equal(msr_rdpmc((uint32_t)arg) & mask, 0);
+
+    if (status_msr != 0) {
+        assert_true(msr_model_peek(status_msr, &status));
+        assert_int_equal(status & 1, 0);
+    }
+
+    fake_perfmon_close(h);
+    pmu_test_assert_no_fault();
+}
+
+static void
+test_start_known(void **state)
+{
+    (void)state;
+    check_start_known(&pmu_intel_driver, msr_model_intel(1), 0);
+    check_start_known(&pmu_intel_driver, msr_model_kvm_intel(),
+                      MSR_IA32_PERF_GLOBAL_STATUS);
+    check_start_known(&pmu_intel_driver, msr_model_intel(5),
+                      MSR_IA32_PERF_GLOBAL_STATUS);
+    check_start_known(&pmu_amd_driver, msr_model_amd(0x17, true, false), 0);
+    check_start_known(&pmu_amd_driver, msr_model_kvm_amd(),
+                      MSR_AMD_PERF_CNTR_GLOBAL_STATUS);
+}
+
 int
 main(void)
 {
@@ -279,6 +328,7 @@ main(void)
         cmocka_unit_test(test_amd_transfer),
         cmocka_unit_test(test_intel_transfer_fixed),
         cmocka_unit_test(test_transfer_keeps_overflow),
+        cmocka_unit_test(test_start_known),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
