@@ -108,6 +108,36 @@ test_pair_alloc(void **state)
 }
 
 /*
+ * Zen 4's list says nothing of the Merge event, but its FLOPs are the
+ * same event (PMCx003): they pair too.  Other events keep lone counters.
+ */
+static void
+test_pair_zen4(void **state)
+{
+    struct msr_model_config c = msr_model_kvm_amd();
+    const struct perfmon_evtab_model *m;
+    unsigned int hw;
+    uint64_t flops;
+    int h, hi;
+
+    (void)state;
+    pmu_test_boot(&pmu_amd_driver, &caps, &c, true);
+    pmu_evtab_setup(CPU_VENDOR_AMD, 0x19, 0x11, 1);
+    m = perfmon_evtab_host();
+    assert_string_equal(m->name, "amdzen4");
+    hi = fake_perfmon_open(PERFMON_EV_INSTRUCTION, KERN, &hw);
+    assert_int_equal(hw, 0);
+    flops = pmu_evtab_raw(m, perfmon_evtab_lookup(m,
+                                                   "fp_ret_sse_avx_ops.all"));
+    h = fake_perfmon_open_raw(flops, KERN, &hw);
+    assert_int_equal(hw, 2);
+    assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 6), MERGE_SEL);
+    fake_perfmon_close(h);
+    fake_perfmon_close(hi);
+    pmu_test_assert_no_fault();
+}
+
+/*
  * 64 FLOPs a cycle: the pair counts them all, a lone counter (without the
  * table, nothing marks the event) at most 15 a cycle.  The read is the
  * pair's 64-bit count, its bits 63:48 the ones the driver keeps set.
@@ -180,6 +210,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pair_alloc),
+        cmocka_unit_test(test_pair_zen4),
         cmocka_unit_test(test_pair_counts_what_one_cannot),
         cmocka_unit_test(test_pair_wraps_v2),
         cmocka_unit_test(test_pair_wraps_topbit),
