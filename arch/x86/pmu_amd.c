@@ -301,7 +301,11 @@ pmu_amd_counters(struct perfmon_dev *dev, uint64_t raw_event,
         return -EINVAL;
     }
 
-    /* The model's lists may restrict it (large-increment events). */
+    /*
+     * The model's lists may restrict it (large-increment events: none
+     * alone), and the odd counters of pairs given are not free: the core
+     * reserves only the even one it was given.
+     */
     *countersp = pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask
                  & pmu_evtab_constraint(perfmon_evtab_host(), raw_event)
                  & ~(pmu_amd.pair_mask << 1);
