@@ -77,6 +77,11 @@ test_pair_alloc(void **state)
     assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTL0 + 2), MERGE_SEL);
     assert_int_equal(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2), 0xffff);
 
+    /* Its odd counter is offered to no other event. */
+    assert_int_equal(dev->ops->counters(dev, PMU_AMD_RAW(0x0c0, 0), KERN,
+                                        &counters, &prefer), 0);
+    assert_int_equal(counters, 0x3d);
+
     /* The next pair. */
     h2 = fake_perfmon_open_raw(flops, KERN, &hw);
     assert_true(h2 >= 0);
