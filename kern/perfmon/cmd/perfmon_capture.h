@@ -97,6 +97,21 @@ void perfmon_capture_foreach(const struct perfmon_capture *cap, perfmon_capture_
                          void *arg);
 
 /*
+ * A walk of its own over the store, in order: perfmon_capture_next()
+ * returns the record at pos and moves pos past it, NULL at the end.  pos
+ * starts zeroed; the store must not change during the walk.
+ */
+struct perfmon_capture_pos {
+    const void *chunk;
+    size_t off;
+    bool started;
+};
+
+const struct perfmon_rec_hdr *
+perfmon_capture_next(const struct perfmon_capture *cap,
+                     struct perfmon_capture_pos *pos);
+
+/*
  * A sink sees each record as it enters the store, in the store's order
  * except that a COMM record comes before the sample that named its thread,
  * called by the capture's consumer: the drain thread while it runs, the
