@@ -67,7 +67,8 @@ struct perfmon_switch {
 
 /*
  * Decode the record hdr (hdr->size bytes, any input).  Returns 0, or
- * -EINVAL when it is not a well-formed switch record.
+ * -EINVAL when it is not a well-formed switch record
+ * (kern/perfmon/perfmon_switchrec_decode.c).
  */
 int perfmon_switch_decode(const struct perfmon_rec_hdr *hdr,
                           struct perfmon_switch *sw);
