@@ -23,7 +23,6 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
-#include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_offcpu.h"
 #include "kern/perfmon_switchrec.h"
 #include "kern/printf.h"
@@ -353,31 +352,23 @@ perfmon_offcpu_add_rec(const struct perfmon_rec_hdr *hdr, void *arg)
     return true;
 }
 
+/* One row, in one call: lines of other CPUs do not come between. */
 static void
 perfmon_offcpu_print_row(const struct perfmon_capture *cap,
                          const struct perfmon_offcpu_row *row,
                          uint64_t total_ns)
 {
     char pct[16], comm[PERFMON_REC_NAME_SIZE];
-    struct perfmon_cmd_line line;
     uint64_t offset;
     const char *name = symtab_lookup(row->func, &offset);
 
     num_fmt_percent(pct, sizeof(pct), row->ns, total_ns, false);
     perfmon_offcpu_comm(cap, row->tid, comm, sizeof(comm));
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "%8s%%  %10llu.%03llu  %8llu  %-15s  %6u  ",
-                         pct, (unsigned long long)(row->ns / 1000000),
-                         (unsigned long long)(row->ns / 1000 % 1000),
-                         (unsigned long long)row->nr_spans, comm, row->tid);
-
-    if (name != NULL) {
-        perfmon_cmd_line_add(&line, "[k] %s", name);
-    } else {
-        perfmon_cmd_line_add(&line, "[k] [unknown]");
-    }
-
-    perfmon_cmd_line_print(&line);
+    kprintf("%8s%%  %8llu.%03llu  %8llu  %-15s  %6u  [k] %s\n", pct,
+            (unsigned long long)(row->ns / 1000000),
+            (unsigned long long)(row->ns / 1000 % 1000),
+            (unsigned long long)row->nr_spans, comm, row->tid,
+            (name != NULL) ? name : "[unknown]");
 }
 
 int
