@@ -21,6 +21,8 @@
  *   perfmon_sample.c   sample buffers and records
  *   perfmon_ring.c     the per-CPU record rings (its interface is
  *                      kern/perfmon_ring.h)
+ *   perfmon_switchrec.c, perfmon_switchrec_decode.c
+ *                      switch records (kern/perfmon_switchrec.h)
  *
  * kern/perfmon/README.md describes how they fit together.
  */

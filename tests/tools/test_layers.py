@@ -44,6 +44,8 @@ PRIVATE_ALLOWED = {
     # The stream test drives a capture by hand and checks the core's
     # sample layout.
     'tests/unit/perfmon_stream_test.c',
+    # The off-CPU test fills a capture's rings with switch records by hand.
+    'tests/unit/perfmon_offcpu_test.c',
     # Host tests of the command's dispatcher, option and event parsers.
     'tests/unit/perfmon_cmd_test.c',
     'tests/unit/perfmon_parse_test.c',
