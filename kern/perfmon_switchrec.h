@@ -75,13 +75,13 @@ int perfmon_switch_decode(const struct perfmon_rec_hdr *hdr,
 
 /*
  * A watch: a recording's request for switch records, written into the
- * ring of the switching CPU in sampling->sbuf.  The caller owns the
- * storage; the fields are private.  cpus: the CPUs watched (every switch
- * there), or 0: slots, the counter slots of the recording's thread events
- * (a switch of a thread with one of them enabled).
+ * ring of the switching CPU in sbuf.  The caller owns the storage; the
+ * fields are private.  cpus: the CPUs watched (every switch there), or 0:
+ * slots, the counter slots of the recording's thread events (a switch of
+ * a thread with one of them enabled).
  */
 struct perfmon_switchrec {
-    const struct perfmon_sampling *sampling;
+    struct perfmon_sbuf *sbuf;
     uint64_t cpus;
     uint64_t slots;
     bool started;
@@ -92,14 +92,15 @@ struct perfmon_switchrec {
 
 /*
  * Start watching the switches of the events of a recording, nr events
- * attached with sampling (all CPU events or all thread events; inherited
- * children share their root's slot).  Returns 0, -EINVAL (no event, mixed
- * or unattached ones, another sampling's), -EBUSY (PERFMON_SWITCHREC_MAX
- * watches already).  Stop it before the events are detached: the stop
- * waits until no CPU writes for it any more.  Thread context.
+ * attached and sampling into sbuf, where the records go too (all CPU
+ * events or all thread events; inherited children share their root's
+ * slot).  Returns 0, -EINVAL (no event, mixed or unattached ones, one
+ * sampling elsewhere), -EBUSY (PERFMON_SWITCHREC_MAX watches already).
+ * Stop it before the events are detached: the stop waits until no CPU
+ * writes for it any more.  Thread context.
  */
 int perfmon_switchrec_start(struct perfmon_switchrec *sr,
-                            const struct perfmon_sampling *sampling,
+                            struct perfmon_sbuf *sbuf,
                             struct perfmon_event *const *events,
                             unsigned int nr);
 void perfmon_switchrec_stop(struct perfmon_switchrec *sr);

@@ -48,7 +48,7 @@ _Static_assert(sizeof(struct perfmon_switch_rec) == 32,
 /* The CPUs or slots of the events; false when they do not make a watch. */
 static bool
 perfmon_switchrec_targets(struct perfmon_switchrec *sr,
-                          const struct perfmon_sampling *sampling,
+                          const struct perfmon_sbuf *sbuf,
                           struct perfmon_event *const *events,
                           unsigned int nr)
 {
@@ -61,7 +61,7 @@ perfmon_switchrec_targets(struct perfmon_switchrec *sr,
         const struct perfmon_event *ev = events[i];
 
         if (ev == NULL || !perfmon_event_attached(ev)
-            || ev->sampling != sampling) {
+            || ev->sampling == NULL || ev->sampling->sbuf != sbuf) {
             return false;
         }
 
@@ -79,19 +79,19 @@ perfmon_switchrec_targets(struct perfmon_switchrec *sr,
 
 int
 perfmon_switchrec_start(struct perfmon_switchrec *sr,
-                        const struct perfmon_sampling *sampling,
+                        struct perfmon_sbuf *sbuf,
                         struct perfmon_event *const *events, unsigned int nr)
 {
     int error = -EBUSY;
 
     perfmon_assert_thread_context();
 
-    if (sr == NULL || sampling == NULL || sampling->sbuf == NULL
-        || !perfmon_switchrec_targets(sr, sampling, events, nr)) {
+    if (sr == NULL || sbuf == NULL
+        || !perfmon_switchrec_targets(sr, sbuf, events, nr)) {
         return -EINVAL;
     }
 
-    sr->sampling = sampling;
+    sr->sbuf = sbuf;
     sr->started = false;
     spinlock_lock(&perfmon_switchrec_lock);
 
@@ -189,7 +189,7 @@ perfmon_switchrec_put(const struct perfmon_switchrec *sr, unsigned int cpu,
                       struct thread *other, const uint64_t *ips,
                       unsigned int nr_ips)
 {
-    struct perfmon_ring *ring = perfmon_sbuf_ring(sr->sampling->sbuf, cpu);
+    struct perfmon_ring *ring = perfmon_sbuf_ring(sr->sbuf, cpu);
     struct perfmon_switch_rec rec;
     struct perfmon_ring_txn txn;
 

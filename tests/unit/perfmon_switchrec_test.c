@@ -151,7 +151,7 @@ test_record_bytes(void **state)
 
     (void)state;
     attach_cpu(&ev, &s, 2);
-    assert_int_equal(perfmon_switchrec_start(&sr, &s, set, 1), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr, s.sbuf, set, 1), 0);
     hook(2, a, b, true);
     size = perfmon_sbuf_read(sbuf, 2, rec_buf, sizeof(rec_buf));
     assert_int_equal(size, 32);
@@ -192,7 +192,7 @@ test_thread_watch(void **state)
     (void)state;
     attach_thread(&ev, &s, a);
     assert_int_equal(swevent_nr_active[SWEVENT_CONTEXT_SWITCH], 0);
-    assert_int_equal(perfmon_switchrec_start(&sr, &s, set, 1), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr, s.sbuf, set, 1), 0);
     assert_true(swevent_watched(SWEVENT_CONTEXT_SWITCH));
 
     /* a leaves, preempted: its OUT names b; b is not watched. */
@@ -245,7 +245,7 @@ test_out_chain_on_its_stack(void **state)
 
     (void)state;
     attach_thread(&ev, &s, a);
-    assert_int_equal(perfmon_switchrec_start(&sr, &s, set, 1), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr, s.sbuf, set, 1), 0);
 
     /* A stack that is not the one running: no frame of it is taken. */
     fake_thread_set_stack(a, (uintptr_t)stack, (uintptr_t)&stack[64]);
@@ -271,7 +271,7 @@ test_cpu_watch(void **state)
     (void)state;
     attach_cpu(&ev[0], &s, 1);
     attach_cpu(&ev[1], &s, 3);
-    assert_int_equal(perfmon_switchrec_start(&sr, &s, set, 2), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr, s.sbuf, set, 2), 0);
 
     hook(1, a, b, false);
     assert_switch(1, true, false, a, b);
@@ -316,8 +316,8 @@ test_two_watches(void **state)
     assert_int_equal(perfmon_sbuf_create(&s2.sbuf, 4096), 0);
     attach_cpu(&ev, &s, 0);
     attach_cpu(&ev2, &s2, 0);
-    assert_int_equal(perfmon_switchrec_start(&sr, &s, set, 1), 0);
-    assert_int_equal(perfmon_switchrec_start(&sr2, &s2, set2, 1), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr, s.sbuf, set, 1), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr2, s2.sbuf, set2, 1), 0);
     assert_int_equal(swevent_nr_active[SWEVENT_CONTEXT_SWITCH], 2);
     hook(0, a, b, true);
     assert_switch(0, true, true, a, b);
@@ -346,7 +346,7 @@ test_full_ring_loses(void **state)
 
     (void)state;
     attach_cpu(&ev, &s, 0);
-    assert_int_equal(perfmon_switchrec_start(&sr, &s, set, 1), 0);
+    assert_int_equal(perfmon_switchrec_start(&sr, s.sbuf, set, 1), 0);
 
     for (unsigned int i = 0; i < 65536 / 32 + 8; i++) {
         hook(0, a, b, true);
@@ -368,41 +368,50 @@ test_full_ring_loses(void **state)
 static void
 test_refusals(void **state)
 {
-    struct perfmon_sampling s = make_sampling(), other = make_sampling();
-    struct perfmon_event ev[2], loose, *set[2];
+    struct perfmon_sampling s = make_sampling(), s2 = make_sampling();
+    struct perfmon_event ev[3], loose, counting, *set[3];
     struct perfmon_switchrec sr[PERFMON_SWITCHREC_MAX + 1];
-    struct perfmon_sampling nobuf = make_sampling();
+    struct perfmon_sbuf *elsewhere;
 
     (void)state;
-    nobuf.sbuf = NULL;
+    assert_int_equal(perfmon_sbuf_create(&elsewhere, 4096), 0);
     attach_cpu(&ev[0], &s, 0);
     attach_thread(&ev[1], &s, self);
+    attach_cpu(&ev[2], &s2, 1);                         /* same buffer */
     init_ok(&loose, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&counting, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&counting, 2), 0);
     set[0] = &ev[0];
     set[1] = &ev[1];
 
-    assert_int_equal(perfmon_switchrec_start(NULL, &s, set, 1), -EINVAL);
+    assert_int_equal(perfmon_switchrec_start(NULL, sbuf, set, 1), -EINVAL);
     assert_int_equal(perfmon_switchrec_start(&sr[0], NULL, set, 1), -EINVAL);
-    assert_int_equal(perfmon_switchrec_start(&sr[0], &nobuf, set, 1),
+    assert_int_equal(perfmon_switchrec_start(&sr[0], sbuf, set, 0), -EINVAL);
+    assert_int_equal(perfmon_switchrec_start(&sr[0], sbuf, set, 2), -EINVAL);
+    assert_int_equal(perfmon_switchrec_start(&sr[0], elsewhere, set, 1),
                      -EINVAL);
-    assert_int_equal(perfmon_switchrec_start(&sr[0], &s, set, 0), -EINVAL);
-    assert_int_equal(perfmon_switchrec_start(&sr[0], &s, set, 2), -EINVAL);
-    assert_int_equal(perfmon_switchrec_start(&sr[0], &other, set, 1),
+    set[2] = &loose;
+    assert_int_equal(perfmon_switchrec_start(&sr[0], sbuf, &set[2], 1),
                      -EINVAL);
-    set[1] = &loose;
-    assert_int_equal(perfmon_switchrec_start(&sr[0], &s, &set[1], 1),
+    set[2] = &counting;
+    assert_int_equal(perfmon_switchrec_start(&sr[0], sbuf, &set[2], 1),
                      -EINVAL);
-    set[1] = NULL;
-    assert_int_equal(perfmon_switchrec_start(&sr[0], &s, &set[1], 1),
+    set[2] = NULL;
+    assert_int_equal(perfmon_switchrec_start(&sr[0], sbuf, &set[2], 1),
                      -EINVAL);
     assert_int_equal(swevent_nr_active[SWEVENT_CONTEXT_SWITCH], 0);
 
+    /* Events of two samplings into one buffer (several events) are one. */
+    set[1] = &ev[2];
+    assert_int_equal(perfmon_switchrec_start(&sr[0], sbuf, set, 2), 0);
+    perfmon_switchrec_stop(&sr[0]);
+
     for (unsigned int i = 0; i < PERFMON_SWITCHREC_MAX; i++) {
-        assert_int_equal(perfmon_switchrec_start(&sr[i], &s, set, 1), 0);
+        assert_int_equal(perfmon_switchrec_start(&sr[i], sbuf, set, 1), 0);
     }
 
-    assert_int_equal(perfmon_switchrec_start(&sr[PERFMON_SWITCHREC_MAX], &s,
-                                             set, 1), -EBUSY);
+    assert_int_equal(perfmon_switchrec_start(&sr[PERFMON_SWITCHREC_MAX],
+                                             sbuf, set, 1), -EBUSY);
     assert_int_equal(swevent_nr_active[SWEVENT_CONTEXT_SWITCH],
                      PERFMON_SWITCHREC_MAX);
     perfmon_switchrec_stop(&sr[PERFMON_SWITCHREC_MAX]);  /* never started */
@@ -413,8 +422,13 @@ test_refusals(void **state)
     }
 
     assert_int_equal(swevent_nr_active[SWEVENT_CONTEXT_SWITCH], 0);
-    perfmon_event_detach(&ev[0]);
-    perfmon_event_detach(&ev[1]);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        perfmon_event_detach(&ev[i]);
+    }
+
+    perfmon_event_detach(&counting);
+    perfmon_sbuf_destroy(elsewhere);
 }
 
 /* ---- decoding ----------------------------------------------------------------- */

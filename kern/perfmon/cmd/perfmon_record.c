@@ -538,8 +538,8 @@ perfmon_record_attach(struct perfmon_record *r)
 static int
 perfmon_record_switch_start(struct perfmon_record *r)
 {
-    int error = perfmon_switchrec_start(&r->switchrec, &r->sampling, r->set,
-                                        r->nr_events);
+    int error = perfmon_switchrec_start(&r->switchrec, r->sampling.sbuf,
+                                        r->set, r->nr_events);
 
     if (error) {
         perfmon_record_detach_all(r);
