@@ -71,40 +71,6 @@ thread_name_of(unsigned int tid, char *buf, size_t size)
     return 0;
 }
 
-struct thread *
-thread_self(void)
-{
-    fail_msg("thread_self: no sample is written here");
-    return NULL;
-}
-
-unsigned int
-thread_id(const struct thread *thread)
-{
-    (void)thread;
-    fail_msg("thread_id: no sample is written here");
-    return 0;
-}
-
-bool
-thread_stack_bounds(const struct thread *thread, uint64_t *lop,
-                    uint64_t *hip)
-{
-    (void)thread;
-    (void)lop;
-    (void)hip;
-    fail_msg("thread_stack_bounds: no sample is written here");
-    return false;
-}
-
-const struct perfmon_branch *
-perfmon_intr_branches(unsigned int *nrp)
-{
-    (void)nrp;
-    fail_msg("perfmon_intr_branches: no sample is written here");
-    return NULL;
-}
-
 /* ---- filling a capture ------------------------------------------------------ */
 
 /* A switch record into cpu's ring, as the switch hook writes it. */

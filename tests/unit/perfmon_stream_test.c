@@ -50,42 +50,6 @@ static const char test_text[] = "foobar";
 
 static char *test_argv[] = { "perfmon", "record", "-g", "--", "spin", "10" };
 
-/* ---- what writing samples needs, never called here ----------------------- */
-
-struct thread *
-thread_self(void)
-{
-    fail_msg("thread_self: the stream writes no sample");
-    return NULL;
-}
-
-unsigned int
-thread_id(const struct thread *thread)
-{
-    (void)thread;
-    fail_msg("thread_id: the stream writes no sample");
-    return 0;
-}
-
-bool
-thread_stack_bounds(const struct thread *thread, uint64_t *lop,
-                    uint64_t *hip)
-{
-    (void)thread;
-    (void)lop;
-    (void)hip;
-    fail_msg("thread_stack_bounds: the stream writes no sample");
-    return false;
-}
-
-const struct perfmon_branch *
-perfmon_intr_branches(unsigned int *nrp)
-{
-    (void)nrp;
-    fail_msg("perfmon_intr_branches: the stream writes no sample");
-    return NULL;
-}
-
 /* ---- reading the stream ------------------------------------------------- */
 
 /* A parsed perf record: its header, and where its payload starts. */
