@@ -38,12 +38,12 @@
  * context); read by the switch hook on any CPU without it.
  */
 static struct spinlock perfmon_switchrec_lock = SPINLOCK_INITIALIZER;
-static struct perfmon_switchrec *perfmon_switchrec_table[PERFMON_SWITCHREC_MAX];
+static struct perfmon_switchrec *perfmon_switchrecs[PERFMON_SWITCHREC_MAX];
 
 _Static_assert(sizeof(struct perfmon_switch_rec) == 32,
                "a switch record is four words before its chain");
 
-/* ---- starting and stopping ------------------------------------------------ */
+/* ---- starting and stopping ---------------------------------------------- */
 
 /* The CPUs or slots of the events; false when they do not make a watch. */
 static bool
@@ -95,9 +95,9 @@ perfmon_switchrec_start(struct perfmon_switchrec *sr,
     sr->started = false;
     spinlock_lock(&perfmon_switchrec_lock);
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrec_table); i++) {
-        if (perfmon_switchrec_table[i] == NULL) {
-            __atomic_store_n(&perfmon_switchrec_table[i], sr,
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrecs); i++) {
+        if (perfmon_switchrecs[i] == NULL) {
+            __atomic_store_n(&perfmon_switchrecs[i], sr,
                              __ATOMIC_RELEASE);
             sr->started = true;
             error = 0;
@@ -134,9 +134,9 @@ perfmon_switchrec_stop(struct perfmon_switchrec *sr)
 
     spinlock_lock(&perfmon_switchrec_lock);
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrec_table); i++) {
-        if (perfmon_switchrec_table[i] == sr) {
-            __atomic_store_n(&perfmon_switchrec_table[i], NULL,
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrecs); i++) {
+        if (perfmon_switchrecs[i] == sr) {
+            __atomic_store_n(&perfmon_switchrecs[i], NULL,
                              __ATOMIC_RELEASE);
         }
     }
@@ -150,7 +150,7 @@ perfmon_switchrec_stop(struct perfmon_switchrec *sr)
                     (nr_cpus >= 64) ? UINT64_MAX : (1ULL << nr_cpus) - 1);
 }
 
-/* ---- writing (the switch hook) -------------------------------------------- */
+/* ---- writing (the switch hook) ------------------------------------------ */
 
 /*
  * The callers of the thread leaving, from this function's frame (it is
@@ -225,9 +225,9 @@ perfmon_switchrec_write(struct thread *prev, struct thread *next,
     assert(!cpu_intr_enabled());
     assert(!thread_preempt_enabled());
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrec_table); i++) {
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrecs); i++) {
         const struct perfmon_switchrec *sr =
-            __atomic_load_n(&perfmon_switchrec_table[i], __ATOMIC_ACQUIRE);
+            __atomic_load_n(&perfmon_switchrecs[i], __ATOMIC_ACQUIRE);
         bool all;
 
         if (sr == NULL) {
@@ -256,9 +256,9 @@ perfmon_switchrec_write(struct thread *prev, struct thread *next,
 void
 perfmon_switchrec_reset(void)
 {
-    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrec_table); i++) {
-        if (perfmon_switchrec_table[i] != NULL) {
-            perfmon_switchrec_table[i] = NULL;
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_switchrecs); i++) {
+        if (perfmon_switchrecs[i] != NULL) {
+            perfmon_switchrecs[i] = NULL;
             swevent_deactivate(SWEVENT_CONTEXT_SWITCH);
         }
     }

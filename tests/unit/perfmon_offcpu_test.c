@@ -55,7 +55,7 @@ void fake_console_reset(void);
 
 static struct perfmon_capture *cap;
 
-/* ---- what the capture and the samples need --------------------------------- */
+/* ---- what the capture and the samples need ------------------------------ */
 
 int
 thread_name_of(unsigned int tid, char *buf, size_t size)
@@ -71,7 +71,7 @@ thread_name_of(unsigned int tid, char *buf, size_t size)
     return 0;
 }
 
-/* ---- filling a capture ------------------------------------------------------ */
+/* ---- filling a capture -------------------------------------------------- */
 
 /* A switch record into cpu's ring, as the switch hook writes it. */
 static void
@@ -139,7 +139,7 @@ teardown(void **state)
     return 0;
 }
 
-/* ---- the walk in time order ------------------------------------------------- */
+/* ---- the walk in time order --------------------------------------------- */
 
 struct seen {
     uint64_t times[32];
@@ -228,7 +228,7 @@ test_walk_merges_cpus(void **state)
     assert_int_equal(s.nr, 12);
 }
 
-/* ---- the off-CPU view -------------------------------------------------------- */
+/* ---- the off-CPU view --------------------------------------------------- */
 
 static struct perfmon_switch
 sw_out(unsigned int tid, uint64_t time_ns, const uint64_t *ips,
@@ -340,7 +340,7 @@ test_offcpu_full(void **state)
     perfmon_offcpu_destroy(o);
 }
 
-/* ---- what the user reads ------------------------------------------------------ */
+/* ---- what the user reads ------------------------------------------------ */
 
 static bool
 script(const struct perfmon_rec_hdr *hdr, void *arg)

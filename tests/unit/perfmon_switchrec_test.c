@@ -132,7 +132,7 @@ assert_no_switch(unsigned int cpu)
     assert_false(next_switch(cpu, &sw));
 }
 
-/* ---- the record ------------------------------------------------------------ */
+/* ---- the record --------------------------------------------------------- */
 
 /*
  * Byte for byte: header (type, size, misc: perf's SWITCH_OUT 1 << 13 and
@@ -176,7 +176,7 @@ test_record_bytes(void **state)
     perfmon_event_detach(&ev);
 }
 
-/* ---- thread watches -------------------------------------------------------- */
+/* ---- thread watches ----------------------------------------------------- */
 
 static void
 test_thread_watch(void **state)
@@ -257,7 +257,7 @@ test_out_chain_on_its_stack(void **state)
     perfmon_event_detach(&ev);
 }
 
-/* ---- CPU watches ------------------------------------------------------------ */
+/* ---- CPU watches -------------------------------------------------------- */
 
 static void
 test_cpu_watch(void **state)
@@ -363,7 +363,7 @@ test_full_ring_loses(void **state)
     perfmon_event_detach(&ev);
 }
 
-/* ---- refusals ------------------------------------------------------------------ */
+/* ---- refusals ----------------------------------------------------------- */
 
 static void
 test_refusals(void **state)
@@ -431,7 +431,7 @@ test_refusals(void **state)
     perfmon_sbuf_destroy(elsewhere);
 }
 
-/* ---- decoding ----------------------------------------------------------------- */
+/* ---- decoding ----------------------------------------------------------- */
 
 static size_t
 make_rec(uint32_t misc, uint32_t nr_ips)

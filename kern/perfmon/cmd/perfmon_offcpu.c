@@ -34,7 +34,7 @@
 #define PERFMON_OFFCPU_MAX_THREADS  256
 #define PERFMON_OFFCPU_MAX_ROWS     512
 
-/* ---- the records in time order --------------------------------------------- */
+/* ---- the records in time order ------------------------------------------ */
 
 /* A CPU's cursor: its next record, and that record's time (0: none). */
 struct perfmon_offcpu_cursor {
@@ -121,7 +121,7 @@ perfmon_offcpu_foreach_timed(const struct perfmon_capture *cap,
     kmem_free(cursors, size);
 }
 
-/* ---- perfmon script ----------------------------------------------------------- */
+/* ---- perfmon script ----------------------------------------------------- */
 
 /* A thread's name as recorded, or perf's ":tid" for one without. */
 static void
@@ -160,7 +160,7 @@ perfmon_offcpu_script(const struct perfmon_capture *cap,
             sw.out ? "next" : "prev", sw.other, sw.other);
 }
 
-/* ---- the off-CPU view ------------------------------------------------------------ */
+/* ---- the off-CPU view --------------------------------------------------- */
 
 /* A thread seen: out since when, in which function. */
 struct perfmon_offcpu_thread {
@@ -399,8 +399,9 @@ perfmon_offcpu_report(const struct perfmon_capture *cap, unsigned int limit_bp)
                 "switching out and back in (record with --switch-events)\n");
     } else {
         kprintf("# perfmon report of '%s': time switched out, by thread and "
-                "the function it left the CPU in\n# Off-CPU total: %llu.%03llu "
-                "ms over %u threads\n#\n", info.command,
+                "the function it left the CPU in\n"
+                "# Off-CPU total: %llu.%03llu ms over %u threads\n#\n",
+                info.command,
                 (unsigned long long)(o->total_ns / 1000000),
                 (unsigned long long)(o->total_ns / 1000 % 1000),
                 o->nr_threads);
