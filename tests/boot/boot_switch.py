@@ -98,6 +98,7 @@ class Session:
     def __init__(self):
         self.script = ''
         self.cpu_wide = ''
+        self.nr_switches = None
 
 
 def guest_session(t, com2):
@@ -107,9 +108,13 @@ def guest_session(t, com2):
 
         def record():
             out = cmd(RECORD)
-            if not re.search(r'captured [1-9]\d* samples', out) \
+            m = re.search(r'^perfmon: record: (\d+) switch records', out,
+                          re.M)
+            if not re.search(r'captured [1-9]\d* samples', out) or not m \
                     or "streamed to COM2 in perf's format" not in out:
-                return 'no samples, or not streamed:\n' + out
+                return 'no samples or switch records, or not streamed:\n' \
+                    + out
+            s.nr_switches = int(m.group(1))
             return None
 
         def script():
@@ -123,6 +128,9 @@ def guest_session(t, com2):
                                        s.script[:3000])
             if len(sw) == len(lines):
                 return 'no samples among the switches'
+            if len(sw) != s.nr_switches:
+                return 'record said %d switch records, script shows %d' \
+                    % (s.nr_switches, len(sw))
             times = [ln[0] for ln in lines]
             if times != sorted(times):
                 bad = next(i for i in range(1, len(times))

@@ -387,6 +387,7 @@ test_report(void **state)
 {
     static const uint64_t chain_a[] = { F_SCHED + 1, F_WORK_A + 1 };
     static const uint64_t chain_b[] = { 0x9999 };
+    struct perfmon_capture_info info;
     const char *out;
 
     (void)state;
@@ -401,6 +402,9 @@ test_report(void **state)
     put_switch(0, false, TID_B, TID_A, 3000101, NULL, 0);
     put_switch(1, false, TID_A, TID_B, 3000200, NULL, 0);
     perfmon_capture_drain(cap);
+    perfmon_capture_get_info(cap, &info);
+    assert_int_equal(info.nr_switches, 7);
+    assert_int_equal(info.nr_samples, 0);
     fake_console_reset();
     assert_int_equal(perfmon_offcpu_report(cap, 0), 0);
     out = fake_console_output();

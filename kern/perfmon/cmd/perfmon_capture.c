@@ -227,6 +227,7 @@ perfmon_capture_account(struct perfmon_capture *cap, const struct perfmon_rec_hd
     if (hdr->type == PERFMON_REC_THROTTLE) {
         cap->info.nr_throttles++;
     } else if (hdr->type == PERFMON_REC_SWITCH) {
+        cap->info.nr_switches++;
         perfmon_switch_see_threads(cap, hdr);
     } else if (hdr->type == PERFMON_REC_SAMPLE) {
         cap->info.nr_samples++;
@@ -392,6 +393,7 @@ perfmon_capture_clear(struct perfmon_capture *cap)
     cap->info.nr_samples = 0;
     cap->info.nr_lost = 0;
     cap->info.nr_throttles = 0;
+    cap->info.nr_switches = 0;
     cap->nr_comms = 0;
 }
 

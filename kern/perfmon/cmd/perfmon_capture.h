@@ -48,6 +48,7 @@ struct perfmon_capture_info {
     uint64_t nr_samples;                /* kept in the store */
     uint64_t nr_lost;                   /* lost: rings full, store full */
     uint64_t nr_throttles;
+    uint64_t nr_switches;               /* switch records kept */
     uint64_t store_bytes;
     uint64_t start_ns;                  /* TSC time of the start, the end */
     uint64_t end_ns;

@@ -630,6 +630,11 @@ perfmon_record_summary(const struct perfmon_record *r)
             (unsigned long long)info.nr_lost,
             (unsigned long long)((info.store_bytes + 1023) / 1024));
 
+    if (r->switch_events) {
+        kprintf("perfmon: record: %llu switch records (perfmon script shows "
+                "them)\n", (unsigned long long)info.nr_switches);
+    }
+
     if (info.nr_throttles != 0) {
         kprintf("perfmon: record: sampling was throttled %llu times (the "
                 "period was raised)\n",
