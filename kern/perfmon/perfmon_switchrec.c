@@ -206,7 +206,12 @@ perfmon_switchrec_put(const struct perfmon_switchrec *sr, unsigned int cpu,
     rec.cpu = cpu;
     rec.nr_ips = nr_ips;
     perfmon_ring_put(ring, &txn, &rec.tid, sizeof(rec) - sizeof(rec.hdr));
-    perfmon_ring_put(ring, &txn, ips, nr_ips * sizeof(*ips));
+
+    /* An IN record has no chain (and no array to copy from). */
+    if (nr_ips != 0) {
+        perfmon_ring_put(ring, &txn, ips, nr_ips * sizeof(*ips));
+    }
+
     perfmon_ring_commit(ring, &txn);
 }
 

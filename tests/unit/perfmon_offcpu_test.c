@@ -91,7 +91,11 @@ put_switch(unsigned int cpu, bool out, unsigned int tid, unsigned int other,
                                    sizeof(rec) - sizeof(rec.hdr)
                                    + nr_ips * sizeof(*ips), &txn));
     perfmon_ring_put(ring, &txn, &rec.tid, sizeof(rec) - sizeof(rec.hdr));
-    perfmon_ring_put(ring, &txn, ips, nr_ips * sizeof(*ips));
+
+    if (nr_ips != 0) {
+        perfmon_ring_put(ring, &txn, ips, nr_ips * sizeof(*ips));
+    }
+
     perfmon_ring_commit(ring, &txn);
 }
 
