@@ -486,11 +486,13 @@ struct perfmon_branch {
  * Record types in sample buffers (struct perfmon_rec_hdr of
  * kern/perfmon_ring.h).  The core writes SAMPLE (misc: 0; payload: u32
  * fields, u32 the sampling id, then the fields) and THROTTLE (misc: the
- * sampling id; payload: u64 time in ns, u64 the new period).  The other
- * types are free for consumers that store records in the same format.
+ * sampling id; payload: u64 time in ns, u64 the new period) and SWITCH
+ * (kern/perfmon_switchrec.h).  The other types are free for consumers
+ * that store records in the same format.
  */
 #define PERFMON_REC_SAMPLE      1
 #define PERFMON_REC_THROTTLE    2
+#define PERFMON_REC_SWITCH      3
 #define PERFMON_REC_USER        16
 
 /* A set of per-CPU sample rings (kern/perfmon/perfmon_sample.c). */
