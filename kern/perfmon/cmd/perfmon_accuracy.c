@@ -1,0 +1,998 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * `perfmon selftest --accuracy` (see kern/perfmon/cmd/perfmon_accuracy.h):
+ * the runs, and the counts and sample addresses they take; what the
+ * counts mean is computed and printed by perfmon_accuracy_calc.c.
+ *
+ * Every count here is of the run's own thread, pinned to one CPU.  The
+ * step PMU counts what the thread executes outside interrupt handlers,
+ * one trap an instruction, so its count of a span is the same on every
+ * run: the exact reference.  The clock tick makes flexible events take
+ * turns from its handler, which the step PMU does not count, so that the
+ * turns change no exact count.
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "kern/cmdline.h"
+#include "kern/console.h"
+#include "kern/error.h"
+#include "kern/kmem.h"
+#include "kern/macros.h"
+#include "kern/num.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_accuracy.h"
+#include "kern/perfmon/cmd/perfmon_cmd.h"
+#include "kern/printf.h"
+#include "kern/shell.h"
+#include "kern/string.h"
+#include "kern/thread.h"
+#include "kern/workload.h"
+
+/* Runs of each workload; flexible events at most per device. */
+#define PERFMON_ACCURACY_RUNS       5
+#define PERFMON_ACCURACY_MAX_FLEX   (PERFMON_DEV_MAX_PMCS - 2)
+
+/*
+ * Workload sizes: about a million stepped instructions each, which under
+ * TCG (a few hundred nanoseconds a stepped instruction) is some hundreds
+ * of milliseconds: about a hundred turns at the default perfmon.mux_ms.
+ */
+#define PERFMON_ACCURACY_SPIN       250000ULL
+#define PERFMON_ACCURACY_BRANCHY    80000ULL
+#define PERFMON_ACCURACY_YIELDS     150ULL
+#define PERFMON_ACCURACY_WALK_READS 160000ULL
+#define PERFMON_ACCURACY_WALK_SIZE  (256UL << 10)
+#define PERFMON_ACCURACY_WALK_LINE  64UL
+
+/*
+ * Over-count: calls of a spin of PERFMON_ACCURACY_OC_SPIN iterations.  The
+ * step PMU counts 1 and 11 calls (the region is the same each call, so
+ * its count is linear in them); the hardware the short and the long run,
+ * the long one some milliseconds, so that clock ticks arrive in it.
+ */
+#define PERFMON_ACCURACY_OC_SPIN    1000ULL
+#define PERFMON_ACCURACY_OC_SHORT   1ULL
+#define PERFMON_ACCURACY_OC_CAL     11ULL
+#define PERFMON_ACCURACY_OC_LONG    10001ULL
+#define PERFMON_ACCURACY_OC_ROUNDS  5
+
+/*
+ * Skid: samples every PERFMON_ACCURACY_SKID_PERIOD instructions (prime:
+ * they walk round the loop) of PERFMON_ACCURACY_SKID_ITERS iterations of
+ * the loop below, PERFMON_ACCURACY_SKID_LEN instructions long.
+ */
+#define PERFMON_ACCURACY_SKID_PERIOD    10007ULL
+#define PERFMON_ACCURACY_SKID_ITERS     5000ULL
+#define PERFMON_ACCURACY_SKID_LEN       130
+#define PERFMON_ACCURACY_SKID_MAX       128
+#define PERFMON_ACCURACY_SBUF_SIZE      65536
+
+/*
+ * The skid loop: 128 adds of 4 bytes, a sub of 4 bytes, the branch back;
+ * its instructions are at known addresses (perfmon_accuracy_skid_addrs()).
+ */
+void perfmon_accuracy_skid_loop(uint64_t n);
+extern const char perfmon_accuracy_skid_branch[];
+
+__asm__(".text\n"
+        ".globl perfmon_accuracy_skid_loop\n"
+        ".type perfmon_accuracy_skid_loop, @function\n"
+        "perfmon_accuracy_skid_loop:\n"
+        "1:\n"
+        ".rept 128\n"
+        "addq $1, %rax\n"
+        ".endr\n"
+        "subq $1, %rdi\n"
+        ".globl perfmon_accuracy_skid_branch\n"
+        "perfmon_accuracy_skid_branch:\n"
+        "jnz 1b\n"
+        "ret\n"
+        ".size perfmon_accuracy_skid_loop, . - perfmon_accuracy_skid_loop\n");
+
+/*
+ * A run: where lines go, the stop test, the CPU, and the workloads'
+ * state: the walk's buffer, the yield helper's stop flag.
+ */
+struct perfmon_accuracy {
+    const struct perfmon_accuracy_out *out;
+    bool (*stop)(void);
+    bool stopped;
+    unsigned int cpu;
+    struct perfmon_dev *step;
+    volatile uint8_t *walk;
+    bool yield_stop;                    /* READ_ONCE: set by the run */
+};
+
+/* The events of one measured span: up to two pinned ones, the rest not. */
+struct perfmon_accuracy_set {
+    struct perfmon_event ref;           /* step instructions, pinned */
+    struct perfmon_event dev_ref;       /* the device's own, pinned */
+    struct perfmon_event flex[PERFMON_ACCURACY_MAX_FLEX];
+    struct perfmon_event *all[PERFMON_ACCURACY_MAX_FLEX + 2];
+    unsigned int nr_all;
+};
+
+/* What the flexible events count: on which device, which event. */
+struct perfmon_accuracy_kind {
+    const char *dev;
+    const char *name;
+    unsigned int id;
+};
+
+static const struct perfmon_accuracy_kind perfmon_accuracy_kinds[] = {
+    { "step", "instructions", PERFMON_EV_INSTRUCTION },
+    { "soft", "interrupts", PERFMON_EV_INTERRUPT },
+};
+
+struct perfmon_accuracy_work {
+    const char *name;
+    void (*fn)(struct perfmon_accuracy *acc, uint64_t n);
+    uint64_t n;
+};
+
+static void
+perfmon_accuracy_printf(struct perfmon_accuracy *acc, const char *fmt, ...)
+    __format_printf(2, 3);
+
+static void
+perfmon_accuracy_printf(struct perfmon_accuracy *acc, const char *fmt, ...)
+{
+    char line[PERFMON_CMD_LINE_SIZE];
+    va_list ap;
+
+    va_start(ap, fmt);
+    kvsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    acc->out->print(acc->out->arg, line);
+}
+
+static bool
+perfmon_accuracy_text(const struct perfmon_accuracy *acc)
+{
+    return acc->out->sep == NULL && !acc->out->json;
+}
+
+static bool
+perfmon_accuracy_go(struct perfmon_accuracy *acc)
+{
+    if (!acc->stopped && acc->stop != NULL && acc->stop()) {
+        acc->stopped = true;
+    }
+
+    return !acc->stopped;
+}
+
+/* ---- workloads ------------------------------------------------------------ */
+
+static void
+perfmon_accuracy_spin(struct perfmon_accuracy *acc, uint64_t n)
+{
+    (void)acc;
+    workload_spin_loop(n);
+}
+
+static void
+perfmon_accuracy_branchy(struct perfmon_accuracy *acc, uint64_t n)
+{
+    uint64_t state = WORKLOAD_BRANCHY_SEED;
+
+    (void)acc;
+    workload_branchy_loop(n, &state);
+}
+
+/* n reads, a cache line apart, round the buffer. */
+static void
+perfmon_accuracy_memwalk(struct perfmon_accuracy *acc, uint64_t n)
+{
+    size_t off = 0;
+    uint8_t sum = 0;
+
+    for (uint64_t i = 0; i < n; i++) {
+        sum += acc->walk[off];
+        off = (off + PERFMON_ACCURACY_WALK_LINE)
+              & (PERFMON_ACCURACY_WALK_SIZE - 1);
+    }
+
+    (void)sum;
+}
+
+/* The helper yields straight back (pinned to the run's CPU). */
+static void
+perfmon_accuracy_yield_helper(void *arg)
+{
+    struct perfmon_accuracy *acc = arg;
+
+    while (!READ_ONCE(acc->yield_stop)) {
+        thread_yield();
+    }
+}
+
+static void
+perfmon_accuracy_yield(struct perfmon_accuracy *acc, uint64_t n)
+{
+    (void)acc;
+
+    for (uint64_t i = 0; i < n; i++) {
+        thread_yield();
+    }
+}
+
+static const struct perfmon_accuracy_work perfmon_accuracy_works[] = {
+    { "spin", perfmon_accuracy_spin, PERFMON_ACCURACY_SPIN },
+    { "branchy", perfmon_accuracy_branchy, PERFMON_ACCURACY_BRANCHY },
+    { "yield", perfmon_accuracy_yield, PERFMON_ACCURACY_YIELDS },
+    { "memwalk", perfmon_accuracy_memwalk, PERFMON_ACCURACY_WALK_READS },
+};
+
+/* ---- event sets ----------------------------------------------------------- */
+
+/* Attach event (initialised) to this thread on dev, its own group. */
+static int
+perfmon_accuracy_attach(struct perfmon_accuracy_set *set,
+                        struct perfmon_event *event, struct perfmon_dev *dev,
+                        unsigned int id, unsigned int flags, bool group)
+{
+    int error = perfmon_event_init(event, id, flags | PERFMON_EF_KERN
+                                   | PERFMON_EF_DISABLED);
+
+    if (!error) {
+        error = perfmon_event_set_dev(event, dev);
+    }
+
+    if (!error && group) {
+        error = perfmon_event_set_group(event, event);
+    }
+
+    if (!error) {
+        error = perfmon_event_attach(event, thread_self());
+    }
+
+    if (!error) {
+        set->all[set->nr_all++] = event;
+    }
+
+    return error;
+}
+
+static void
+perfmon_accuracy_detach(struct perfmon_accuracy_set *set)
+{
+    for (unsigned int i = 0; i < set->nr_all; i++) {
+        perfmon_event_detach(set->all[i]);
+    }
+
+    set->nr_all = 0;
+}
+
+/*
+ * The pinned step reference, then for dev other than the step PMU its
+ * own pinned reference, then nr_flex flexible events of id, each its own
+ * group (events of one kind in one group would share one counter).
+ */
+static int
+perfmon_accuracy_set_attach(struct perfmon_accuracy *acc,
+                            struct perfmon_accuracy_set *set,
+                            struct perfmon_dev *dev, unsigned int id,
+                            unsigned int nr_flex)
+{
+    int error;
+
+    set->nr_all = 0;
+    error = perfmon_accuracy_attach(set, &set->ref, acc->step,
+                                    PERFMON_EV_INSTRUCTION, PERFMON_EF_PINNED,
+                                    false);
+
+    if (!error && dev != acc->step) {
+        error = perfmon_accuracy_attach(set, &set->dev_ref, dev, id,
+                                        PERFMON_EF_PINNED, false);
+    }
+
+    for (unsigned int i = 0; !error && i < nr_flex; i++) {
+        error = perfmon_accuracy_attach(set, &set->flex[i], dev, id, 0, true);
+    }
+
+    if (error) {
+        perfmon_accuracy_detach(set);
+    }
+
+    return error;
+}
+
+/* ---- 1: multiplexing ------------------------------------------------------ */
+
+/* perfmon.mux_ms as the core takes it: 1..1000, else its default. */
+static unsigned int
+perfmon_accuracy_mux_ms(void)
+{
+    uint64_t ms;
+
+    if (cmdline_get_u64("perfmon.mux_ms", &ms) != 0 || ms < 1 || ms > 1000) {
+        return PERFMON_MUX_MS_DEFAULT;
+    }
+
+    return (unsigned int)ms;
+}
+
+/* The results of one kind and workload over its runs. */
+struct perfmon_accuracy_mux {
+    unsigned int nr_flex;
+    uint64_t exact_min;
+    uint64_t exact_max;
+    uint64_t share_sum;                 /* ppm, summed */
+    unsigned int nr_share;
+    struct perfmon_accuracy_err per_event[PERFMON_ACCURACY_MAX_FLEX];
+};
+
+/*
+ * One span: enable every event at once, run the workload, disable them
+ * at once, so that all count the same instructions.  Returns the exact
+ * count (the step reference, or the device's own), and adds each flexible
+ * event's error and share to mux when it is not NULL.
+ */
+static uint64_t
+perfmon_accuracy_mux_span(struct perfmon_accuracy *acc,
+                          struct perfmon_accuracy_set *set, bool dev_ref,
+                          unsigned int nr_flex,
+                          const struct perfmon_accuracy_work *work, uint64_t n,
+                          struct perfmon_accuracy_mux *mux)
+{
+    uint64_t exact;
+
+    perfmon_events_enable(set->all, set->nr_all);
+    work->fn(acc, n);
+    perfmon_events_disable(set->all, set->nr_all);
+    exact = perfmon_event_read(dev_ref ? &set->dev_ref : &set->ref);
+
+    for (unsigned int i = 0; mux != NULL && i < nr_flex; i++) {
+        uint64_t enabled, running, count;
+
+        count = perfmon_event_read_times(&set->flex[i], &enabled, &running);
+
+        if (running == 0) {
+            perfmon_accuracy_err_uncounted(&mux->per_event[i]);
+            continue;
+        }
+
+        perfmon_accuracy_err_add(&mux->per_event[i],
+                                 perfmon_accuracy_ppm(
+                                     perfmon_accuracy_scale(count, enabled,
+                                                            running),
+                                     exact));
+        mux->share_sum += num_muldiv(running, PERFMON_ACCURACY_PPM, enabled);
+        mux->nr_share++;
+    }
+
+    return exact;
+}
+
+/*
+ * One measured run: a fresh set attached, one span, the set detached (a
+ * run's turns start from the same state every time).
+ */
+static int
+perfmon_accuracy_mux_run(struct perfmon_accuracy *acc,
+                         struct perfmon_accuracy_set *set,
+                         struct perfmon_dev *dev, unsigned int id,
+                         unsigned int nr_flex,
+                         const struct perfmon_accuracy_work *work, uint64_t n,
+                         struct perfmon_accuracy_mux *mux, uint64_t *exactp)
+{
+    int error = perfmon_accuracy_set_attach(acc, set, dev, id, nr_flex);
+
+    if (error) {
+        return error;
+    }
+
+    *exactp = perfmon_accuracy_mux_span(acc, set, dev != acc->step, nr_flex,
+                                        work, n, mux);
+    perfmon_accuracy_detach(set);
+    return 0;
+}
+
+static void
+perfmon_accuracy_mux_rows(struct perfmon_accuracy *acc,
+                          const struct perfmon_accuracy_kind *kind,
+                          const struct perfmon_accuracy_work *work,
+                          unsigned int nr_counters,
+                          const struct perfmon_accuracy_mux *mux,
+                          uint64_t loop)
+{
+    struct perfmon_accuracy_mux_row row = {
+        .dev = kind->dev, .event_name = kind->name, .workload = work->name,
+        .event = -1, .mux_ms = perfmon_accuracy_mux_ms(),
+        .runs = PERFMON_ACCURACY_RUNS, .nr_events = mux->nr_flex,
+        .nr_counters = nr_counters, .exact_min = mux->exact_min,
+        .exact_max = mux->exact_max, .loop = loop,
+        .share_ppm = (mux->nr_share == 0) ? 0
+                     : mux->share_sum / mux->nr_share,
+    };
+
+    perfmon_accuracy_err_init(&row.err);
+
+    for (unsigned int i = 0; i < mux->nr_flex; i++) {
+        perfmon_accuracy_err_merge(&row.err, &mux->per_event[i]);
+    }
+
+    perfmon_accuracy_mux_print(acc->out, &row);
+
+    /* Each event's own line, for scripts. */
+    for (unsigned int i = 0; !perfmon_accuracy_text(acc) && i < mux->nr_flex;
+         i++) {
+        row.event = (int)i;
+        row.err = mux->per_event[i];
+        perfmon_accuracy_mux_print(acc->out, &row);
+    }
+}
+
+/*
+ * One kind of event on one workload: PERFMON_ACCURACY_RUNS runs, twice
+ * as many flexible events as the device has counters left beside its
+ * reference (each holds one about half the time).  For spin, one more
+ * run of a single iteration: the loop's own instructions are the
+ * difference.
+ */
+static int
+perfmon_accuracy_mux_work(struct perfmon_accuracy *acc,
+                          struct perfmon_accuracy_set *set,
+                          const struct perfmon_accuracy_kind *kind,
+                          const struct perfmon_accuracy_work *work)
+{
+    struct perfmon_dev *dev = perfmon_dev_find(kind->dev);
+    struct perfmon_accuracy_mux mux;
+    uint64_t exact, loop = 0;
+    unsigned int nr_counters;
+    int error;
+
+    if (dev == NULL || dev->nr_pmcs < 2) {
+        return -ENODEV;
+    }
+
+    nr_counters = dev->nr_pmcs - 1;
+    memset(&mux, 0, sizeof(mux));
+    mux.nr_flex = MIN(2 * nr_counters, PERFMON_ACCURACY_MAX_FLEX);
+    mux.exact_min = UINT64_MAX;
+
+    for (unsigned int i = 0; i < mux.nr_flex; i++) {
+        perfmon_accuracy_err_init(&mux.per_event[i]);
+    }
+
+    for (unsigned int run = 0; run < PERFMON_ACCURACY_RUNS; run++) {
+        if (!perfmon_accuracy_go(acc)) {
+            return -EINTR;
+        }
+
+        error = perfmon_accuracy_mux_run(acc, set, dev, kind->id,
+                                         mux.nr_flex, work, work->n, &mux,
+                                         &exact);
+
+        if (error) {
+            return error;
+        }
+
+        mux.exact_min = MIN(mux.exact_min, exact);
+        mux.exact_max = MAX(mux.exact_max, exact);
+    }
+
+    if (work->fn == perfmon_accuracy_spin && dev == acc->step) {
+        error = perfmon_accuracy_mux_run(acc, set, dev, kind->id,
+                                         mux.nr_flex, work, 1, NULL, &exact);
+
+        if (error) {
+            return error;
+        }
+
+        loop = mux.exact_min - exact;
+    }
+
+    perfmon_accuracy_mux_rows(acc, kind, work, nr_counters, &mux, loop);
+    return 0;
+}
+
+/*
+ * The yield workload's helper thread exists only while that workload
+ * runs: anywhere else a thread always ready on the run's CPU would take
+ * it away at ticks, and the run's side of those switches would count.
+ */
+static int
+perfmon_accuracy_mux_helped(struct perfmon_accuracy *acc,
+                            struct perfmon_accuracy_set *set,
+                            const struct perfmon_accuracy_kind *kind,
+                            const struct perfmon_accuracy_work *work)
+{
+    struct thread *helper;
+    int error;
+
+    if (work->fn != perfmon_accuracy_yield) {
+        return perfmon_accuracy_mux_work(acc, set, kind, work);
+    }
+
+    acc->yield_stop = false;
+    error = thread_create(&helper, "accuracy-yield",
+                          perfmon_accuracy_yield_helper, acc,
+                          THREAD_CPUMASK(acc->cpu));
+
+    if (error) {
+        return error;
+    }
+
+    error = perfmon_accuracy_mux_work(acc, set, kind, work);
+    WRITE_ONCE(acc->yield_stop, true);
+    thread_join(helper);
+    return error;
+}
+
+static int
+perfmon_accuracy_mux(struct perfmon_accuracy *acc,
+                     struct perfmon_accuracy_set *set)
+{
+    int error = 0;
+
+    perfmon_accuracy_mux_head(acc->out, perfmon_accuracy_mux_ms(),
+                              PERFMON_ACCURACY_RUNS);
+
+    for (unsigned int k = 0; !error && k < ARRAY_SIZE(perfmon_accuracy_kinds);
+         k++) {
+        for (unsigned int w = 0;
+             !error && w < ARRAY_SIZE(perfmon_accuracy_works); w++) {
+            error = perfmon_accuracy_mux_helped(acc, set,
+                                                &perfmon_accuracy_kinds[k],
+                                                &perfmon_accuracy_works[w]);
+
+            if (error == -ENODEV) {
+                perfmon_accuracy_printf(acc, "multiplexing on %s: no such "
+                                        "device with 2 counters or more",
+                                        perfmon_accuracy_kinds[k].dev);
+                error = 0;
+                break;
+            }
+        }
+    }
+
+    return error;
+}
+
+/* ---- 2: over-count -------------------------------------------------------- */
+
+static void
+perfmon_accuracy_oc_region(uint64_t calls)
+{
+    for (uint64_t i = 0; i < calls; i++) {
+        workload_spin_loop(PERFMON_ACCURACY_OC_SPIN);
+    }
+}
+
+/* The step PMU's count of calls calls of the region. */
+static int
+perfmon_accuracy_oc_exact(struct perfmon_accuracy *acc,
+                          struct perfmon_accuracy_set *set, uint64_t calls,
+                          uint64_t *countp)
+{
+    int error = perfmon_accuracy_set_attach(acc, set, acc->step,
+                                            PERFMON_EV_INSTRUCTION, 0);
+
+    if (error) {
+        return error;
+    }
+
+    perfmon_events_enable(set->all, set->nr_all);
+    perfmon_accuracy_oc_region(calls);
+    perfmon_events_disable(set->all, set->nr_all);
+    *countp = perfmon_event_read(&set->ref);
+    perfmon_accuracy_detach(set);
+    return 0;
+}
+
+/*
+ * The hardware's counts of calls calls, by two pinned instructions events
+ * at once (the first takes the fixed counter where there is one, the
+ * second a general-purpose one), interrupts on or off in the region.
+ */
+static void
+perfmon_accuracy_oc_hw(struct perfmon_accuracy_set *set, uint64_t calls,
+                       bool intr, uint64_t *counts)
+{
+    uint64_t before[2], flags = 0;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        before[i] = perfmon_event_read(&set->flex[i]);
+    }
+
+    perfmon_events_enable(set->all, 2);
+
+    if (!intr) {
+        flags = cpu_intr_save();
+    }
+
+    perfmon_accuracy_oc_region(calls);
+
+    if (!intr) {
+        cpu_intr_restore(flags);
+    }
+
+    perfmon_events_disable(set->all, 2);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        counts[i] = perfmon_event_read(&set->flex[i]) - before[i];
+    }
+}
+
+static int
+perfmon_accuracy_overcount_run(struct perfmon_accuracy *acc,
+                               struct perfmon_accuracy_set *set)
+{
+    static const char *const names[] = { "instructions, first counter",
+                                         "instructions, second counter" };
+    uint64_t hw_short[2][PERFMON_ACCURACY_OC_ROUNDS];
+    uint64_t hw_long[2][PERFMON_ACCURACY_OC_ROUNDS];
+    uint64_t e_short, e_cal, per_call, counts[2];
+    struct perfmon_accuracy_oc oc;
+    int error;
+
+    error = perfmon_accuracy_oc_exact(acc, set, PERFMON_ACCURACY_OC_SHORT,
+                                      &e_short);
+
+    if (!error) {
+        error = perfmon_accuracy_oc_exact(acc, set, PERFMON_ACCURACY_OC_CAL,
+                                          &e_cal);
+    }
+
+    if (error) {
+        return error;
+    }
+
+    per_call = (e_cal - e_short)
+               / (PERFMON_ACCURACY_OC_CAL - PERFMON_ACCURACY_OC_SHORT);
+    set->nr_all = 0;
+
+    for (unsigned int i = 0; !error && i < 2; i++) {
+        error = perfmon_accuracy_attach(set, &set->flex[i], NULL,
+                                        PERFMON_EV_INSTRUCTION,
+                                        PERFMON_EF_PINNED, true);
+    }
+
+    if (error) {
+        perfmon_accuracy_detach(set);
+        return error;
+    }
+
+    perfmon_accuracy_oc_head(acc->out);
+
+    for (unsigned int intr = 0; intr < 2; intr++) {
+        for (unsigned int r = 0; r < PERFMON_ACCURACY_OC_ROUNDS; r++) {
+            perfmon_accuracy_oc_hw(set, PERFMON_ACCURACY_OC_SHORT, intr,
+                                   counts);
+            hw_short[0][r] = counts[0];
+            hw_short[1][r] = counts[1];
+            perfmon_accuracy_oc_hw(set, PERFMON_ACCURACY_OC_LONG, intr,
+                                   counts);
+            hw_long[0][r] = counts[0];
+            hw_long[1][r] = counts[1];
+        }
+
+        for (unsigned int c = 0; c < 2; c++) {
+            struct perfmon_accuracy_oc_in in = {
+                .calls_short = PERFMON_ACCURACY_OC_SHORT,
+                .calls_long = PERFMON_ACCURACY_OC_LONG,
+                .exact_short = e_short,
+                .exact_long = e_short + per_call * (PERFMON_ACCURACY_OC_LONG
+                                                    - PERFMON_ACCURACY_OC_SHORT),
+                .hw_short = hw_short[c], .hw_long = hw_long[c],
+                .nr = PERFMON_ACCURACY_OC_ROUNDS,
+            };
+
+            if (perfmon_accuracy_overcount(&in, &oc) == 0) {
+                perfmon_accuracy_oc_print(acc->out, names[c],
+                                          intr ? "on" : "off", &oc);
+            }
+        }
+    }
+
+    perfmon_accuracy_detach(set);
+    return 0;
+}
+
+/* ---- 3: skid -------------------------------------------------------------- */
+
+static void
+perfmon_accuracy_skid_addrs(uint64_t *addrs)
+{
+    uint64_t top = (uintptr_t)perfmon_accuracy_skid_loop;
+
+    for (unsigned int i = 0; i < PERFMON_ACCURACY_SKID_LEN - 1; i++) {
+        addrs[i] = top + 4 * i;
+    }
+
+    addrs[PERFMON_ACCURACY_SKID_LEN - 1] = (uintptr_t)perfmon_accuracy_skid_branch;
+}
+
+/*
+ * Sample the loop on dev (NULL: the default device) every period
+ * instructions; the IPs of up to PERFMON_ACCURACY_SKID_MAX samples, in
+ * order, into ips, their number in *nrp.  With hold, a pinned counting
+ * instructions event holds the first counter meanwhile.
+ */
+static int
+perfmon_accuracy_skid_sample(struct perfmon_accuracy *acc,
+                             struct perfmon_accuracy_set *set,
+                             struct perfmon_dev *dev, bool hold,
+                             uint64_t *ips, unsigned int *nrp)
+{
+    struct perfmon_sampling sampling = {
+        .period = PERFMON_ACCURACY_SKID_PERIOD, .fields = PERFMON_SF_IP,
+    };
+    uint64_t rec[64];
+    size_t size;
+    int error;
+
+    *nrp = 0;
+    set->nr_all = 0;
+    error = perfmon_sbuf_create(&sampling.sbuf, PERFMON_ACCURACY_SBUF_SIZE);
+
+    if (error) {
+        return error;
+    }
+
+    if (hold) {
+        error = perfmon_accuracy_attach(set, &set->dev_ref, dev,
+                                        PERFMON_EV_INSTRUCTION,
+                                        PERFMON_EF_PINNED, false);
+    }
+
+    if (!error) {
+        error = perfmon_event_init(&set->ref, PERFMON_EV_INSTRUCTION,
+                                   PERFMON_EF_KERN | PERFMON_EF_DISABLED);
+    }
+
+    if (!error) {
+        error = perfmon_event_set_dev(&set->ref, dev);
+    }
+
+    if (!error) {
+        error = perfmon_event_set_sampling(&set->ref, &sampling);
+    }
+
+    if (!error) {
+        error = perfmon_event_attach(&set->ref, thread_self());
+    }
+
+    if (!error) {
+        set->all[set->nr_all++] = &set->ref;
+        perfmon_event_enable(&set->ref);
+        perfmon_accuracy_skid_loop(PERFMON_ACCURACY_SKID_ITERS);
+        perfmon_event_disable(&set->ref);
+    }
+
+    perfmon_accuracy_detach(set);
+
+    while (!error && (size = perfmon_sbuf_read(sampling.sbuf, acc->cpu, rec,
+                                               sizeof(rec))) != 0) {
+        struct perfmon_sample s;
+
+        if (perfmon_sample_decode(rec, size, &s) == 0
+            && *nrp < PERFMON_ACCURACY_SKID_MAX) {
+            ips[(*nrp)++] = s.ip;
+        }
+    }
+
+    perfmon_sbuf_destroy(sampling.sbuf);
+    return error;
+}
+
+static int
+perfmon_accuracy_skid_run(struct perfmon_accuracy *acc,
+                          struct perfmon_accuracy_set *set)
+{
+    static const char *const names[] = { "first counter",
+                                         "second counter" };
+    uint64_t addrs[PERFMON_ACCURACY_SKID_LEN];
+    uint64_t exact[PERFMON_ACCURACY_SKID_MAX], hw[PERFMON_ACCURACY_SKID_MAX];
+    unsigned int nr_exact, nr_hw;
+    struct perfmon_accuracy_skid skid;
+    int error;
+
+    perfmon_accuracy_skid_addrs(addrs);
+    error = perfmon_accuracy_skid_sample(acc, set, acc->step, false, exact,
+                                         &nr_exact);
+
+    for (unsigned int c = 0; !error && c < 2; c++) {
+        error = perfmon_accuracy_skid_sample(acc, set, NULL, c == 1, hw,
+                                             &nr_hw);
+
+        if (!error) {
+            perfmon_accuracy_skid(addrs, PERFMON_ACCURACY_SKID_LEN, exact, hw,
+                                  MIN(nr_exact, nr_hw), &skid);
+            perfmon_accuracy_skid_print(acc->out, names[c],
+                                        PERFMON_ACCURACY_SKID_PERIOD, &skid);
+        }
+    }
+
+    return error;
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+static int
+perfmon_accuracy_report(struct perfmon_accuracy *acc, const char *what,
+                        int error)
+{
+    if (error && error != -EINTR) {
+        perfmon_accuracy_printf(acc, "%s: cannot measure: %s", what,
+                                error_str(error));
+    }
+
+    return error;
+}
+
+static int
+perfmon_accuracy_all(struct perfmon_accuracy *acc,
+                     struct perfmon_accuracy_set *set)
+{
+    bool present;
+    const char *hw = perfmon_hw_status(&present);
+    int error;
+
+    error = perfmon_accuracy_report(acc, "multiplexing",
+                                    perfmon_accuracy_mux(acc, set));
+
+    if (error) {
+        return error;
+    }
+
+    if (!present) {
+        perfmon_accuracy_need_pmu(acc->out, "overcount", hw);
+        perfmon_accuracy_need_pmu(acc->out, "skid", hw);
+        return 0;
+    }
+
+    if (!perfmon_accuracy_go(acc)) {
+        return -EINTR;
+    }
+
+    error = perfmon_accuracy_report(acc, "overcount",
+                                    perfmon_accuracy_overcount_run(acc, set));
+
+    if (error || !perfmon_accuracy_go(acc)) {
+        return error ? error : -EINTR;
+    }
+
+    return perfmon_accuracy_report(acc, "skid",
+                                   perfmon_accuracy_skid_run(acc, set));
+}
+
+int
+perfmon_accuracy_run(const struct perfmon_accuracy_out *out,
+                     bool (*stop)(void))
+{
+    struct perfmon_accuracy acc = { .out = out, .stop = stop };
+    struct thread *self = thread_self();
+    uint64_t affinity = thread_get_affinity(self);
+    struct perfmon_accuracy_set *set;
+    int error;
+
+    acc.step = perfmon_dev_find("step");
+
+    if (acc.step == NULL) {
+        perfmon_accuracy_printf(&acc, "perfmon selftest --accuracy: needs "
+                                "the step PMU (boot with perfmon.step=on)");
+        return -ENODEV;
+    }
+
+    set = kmem_zalloc(sizeof(*set));
+    acc.walk = kmem_zalloc(PERFMON_ACCURACY_WALK_SIZE);
+
+    if (set == NULL || acc.walk == NULL) {
+        error = -ENOMEM;
+        perfmon_accuracy_report(&acc, "perfmon selftest --accuracy", error);
+    } else {
+        thread_set_affinity(self, THREAD_CPUMASK(thread_cpu(self)));
+        acc.cpu = thread_cpu(self);
+
+        if (perfmon_accuracy_text(&acc)) {
+            perfmon_accuracy_printf(&acc, "perfmon selftest --accuracy: on "
+                                    "cpu%u, against the step PMU's exact "
+                                    "count", acc.cpu);
+        }
+
+        error = perfmon_accuracy_all(&acc, set);
+        thread_set_affinity(self, affinity);
+    }
+
+    if (acc.walk != NULL) {
+        kmem_free((void *)acc.walk, PERFMON_ACCURACY_WALK_SIZE);
+    }
+
+    if (set != NULL) {
+        kmem_free(set, sizeof(*set));
+    }
+
+    return error;
+}
+
+/* ---- the shell ------------------------------------------------------------ */
+
+static void
+perfmon_accuracy_kprint(void *arg, const char *line)
+{
+    (void)arg;
+    kprintf("%s\n", line);
+}
+
+bool
+perfmon_accuracy_asked(int argc, char **argv)
+{
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--accuracy") == 0) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+static const struct perfmon_cmd_longopt perfmon_accuracy_longopts[] = {
+    { "accuracy", 'A', false },
+    { "field-separator", 'x', true },
+    { "json", 'j', false },
+    { NULL, 0, false },
+};
+
+static const char perfmon_accuracy_usage[] =
+    "usage: perfmon selftest --accuracy [-x SEP | -j]\n";
+
+static int
+perfmon_accuracy_option(void *arg, int opt, const char *val)
+{
+    struct perfmon_accuracy_out *out = arg;
+
+    if (opt == 'x') {
+        if (val[0] == '\0') {
+            return perfmon_cmd_error("selftest", perfmon_accuracy_usage,
+                                     "-x needs a separator");
+        }
+
+        out->sep = val;
+    } else if (opt == 'j') {
+        out->json = true;
+    }
+
+    return 0;
+}
+
+int
+perfmon_accuracy_main(int argc, char **argv)
+{
+    struct perfmon_accuracy_out out = { .print = perfmon_accuracy_kprint };
+    struct perfmon_cmd_opts opts;
+    int error;
+
+    perfmon_cmd_opts_init(&opts, argc, argv, 2, "jx:",
+                          perfmon_accuracy_longopts);
+    error = perfmon_cmd_options(&opts, "selftest", perfmon_accuracy_usage,
+                                perfmon_accuracy_option, &out);
+
+    if (error) {
+        return error;
+    }
+
+    if (out.sep != NULL && out.json) {
+        return perfmon_cmd_error("selftest", perfmon_accuracy_usage,
+                                 "-x and -j do not go together");
+    }
+
+    if (opts.index < argc) {
+        return perfmon_cmd_error("selftest", perfmon_accuracy_usage,
+                                 "no arguments expected, not '%s'",
+                                 argv[opts.index]);
+    }
+
+    error = perfmon_accuracy_run(&out, shell_interrupted);
+    return (error == -ENODEV || (error != 0 && error != -EINTR))
+           ? SHELL_ERR_REPORTED : error;
+}
