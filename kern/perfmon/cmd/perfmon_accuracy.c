@@ -28,6 +28,7 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_accuracy.h"
+#include "kern/perfmon/cmd/perfmon_accuracy_i.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -35,9 +36,8 @@
 #include "kern/thread.h"
 #include "kern/workload.h"
 
-/* Runs of each workload; flexible events at most per device. */
+/* Runs of each workload. */
 #define PERFMON_ACCURACY_RUNS       5
-#define PERFMON_ACCURACY_MAX_FLEX   (PERFMON_DEV_MAX_PMCS - 2)
 
 /*
  * Workload sizes: about a million stepped instructions each, which under
@@ -50,74 +50,6 @@
 #define PERFMON_ACCURACY_WALK_READS 160000ULL
 #define PERFMON_ACCURACY_WALK_SIZE  (256UL << 10)
 #define PERFMON_ACCURACY_WALK_LINE  64UL
-
-/*
- * Over-count: calls of a spin of PERFMON_ACCURACY_OC_SPIN iterations.  The
- * step PMU counts 1 and 11 calls (the region is the same each call, so
- * its count is linear in them); the hardware the short and the long run,
- * the long one some milliseconds, so that clock ticks arrive in it.
- */
-#define PERFMON_ACCURACY_OC_SPIN    1000ULL
-#define PERFMON_ACCURACY_OC_SHORT   1ULL
-#define PERFMON_ACCURACY_OC_CAL     11ULL
-#define PERFMON_ACCURACY_OC_LONG    10001ULL
-#define PERFMON_ACCURACY_OC_ROUNDS  5
-
-/*
- * Skid: samples every PERFMON_ACCURACY_SKID_PERIOD instructions (prime:
- * they walk round the loop) of PERFMON_ACCURACY_SKID_ITERS iterations of
- * the loop below, PERFMON_ACCURACY_SKID_LEN instructions long.
- */
-#define PERFMON_ACCURACY_SKID_PERIOD    10007ULL
-#define PERFMON_ACCURACY_SKID_ITERS     5000ULL
-#define PERFMON_ACCURACY_SKID_LEN       130
-#define PERFMON_ACCURACY_SKID_MAX       128
-#define PERFMON_ACCURACY_SBUF_SIZE      65536
-
-/*
- * The skid loop: 128 adds of 4 bytes, a sub of 4 bytes, the branch back;
- * its instructions are at known addresses (perfmon_accuracy_skid_addrs()).
- */
-void perfmon_accuracy_skid_loop(uint64_t n);
-extern const char perfmon_accuracy_skid_branch[];
-
-__asm__(".text\n"
-        ".globl perfmon_accuracy_skid_loop\n"
-        ".type perfmon_accuracy_skid_loop, @function\n"
-        "perfmon_accuracy_skid_loop:\n"
-        "1:\n"
-        ".rept 128\n"
-        "addq $1, %rax\n"
-        ".endr\n"
-        "subq $1, %rdi\n"
-        ".globl perfmon_accuracy_skid_branch\n"
-        "perfmon_accuracy_skid_branch:\n"
-        "jnz 1b\n"
-        "ret\n"
-        ".size perfmon_accuracy_skid_loop, . - perfmon_accuracy_skid_loop\n");
-
-/*
- * A run: where lines go, the stop test, the CPU, and the workloads'
- * state: the walk's buffer, the yield helper's stop flag.
- */
-struct perfmon_accuracy {
-    const struct perfmon_accuracy_out *out;
-    bool (*stop)(void);
-    bool stopped;
-    unsigned int cpu;
-    struct perfmon_dev *step;
-    volatile uint8_t *walk;
-    bool yield_stop;                    /* READ_ONCE: set by the run */
-};
-
-/* The events of one measured span: up to two pinned ones, the rest not. */
-struct perfmon_accuracy_set {
-    struct perfmon_event ref;           /* step instructions, pinned */
-    struct perfmon_event dev_ref;       /* the device's own, pinned */
-    struct perfmon_event flex[PERFMON_ACCURACY_MAX_FLEX];
-    struct perfmon_event *all[PERFMON_ACCURACY_MAX_FLEX + 2];
-    unsigned int nr_all;
-};
 
 /* What the flexible events count: on which device, which event. */
 struct perfmon_accuracy_kind {
@@ -137,11 +69,7 @@ struct perfmon_accuracy_work {
     uint64_t n;
 };
 
-static void
-perfmon_accuracy_printf(struct perfmon_accuracy *acc, const char *fmt, ...)
-    __format_printf(2, 3);
-
-static void
+void
 perfmon_accuracy_printf(struct perfmon_accuracy *acc, const char *fmt, ...)
 {
     char line[PERFMON_CMD_LINE_SIZE];
@@ -159,7 +87,7 @@ perfmon_accuracy_text(const struct perfmon_accuracy *acc)
     return acc->out->sep == NULL && !acc->out->json;
 }
 
-static bool
+bool
 perfmon_accuracy_go(struct perfmon_accuracy *acc)
 {
     if (!acc->stopped && acc->stop != NULL && acc->stop()) {
@@ -234,7 +162,7 @@ static const struct perfmon_accuracy_work perfmon_accuracy_works[] = {
 /* ---- event sets ----------------------------------------------------------- */
 
 /* Attach event (initialised) to this thread on dev, its own group. */
-static int
+int
 perfmon_accuracy_attach(struct perfmon_accuracy_set *set,
                         struct perfmon_event *event, struct perfmon_dev *dev,
                         unsigned int id, unsigned int flags, bool group)
@@ -261,7 +189,7 @@ perfmon_accuracy_attach(struct perfmon_accuracy_set *set,
     return error;
 }
 
-static void
+void
 perfmon_accuracy_detach(struct perfmon_accuracy_set *set)
 {
     for (unsigned int i = 0; i < set->nr_all; i++) {
@@ -276,7 +204,7 @@ perfmon_accuracy_detach(struct perfmon_accuracy_set *set)
  * own pinned reference, then nr_flex flexible events of id, each its own
  * group (events of one kind in one group would share one counter).
  */
-static int
+int
 perfmon_accuracy_set_attach(struct perfmon_accuracy *acc,
                             struct perfmon_accuracy_set *set,
                             struct perfmon_dev *dev, unsigned int id,
@@ -552,264 +480,6 @@ perfmon_accuracy_mux(struct perfmon_accuracy *acc,
                 error = 0;
                 break;
             }
-        }
-    }
-
-    return error;
-}
-
-/* ---- 2: over-count -------------------------------------------------------- */
-
-static void
-perfmon_accuracy_oc_region(uint64_t calls)
-{
-    for (uint64_t i = 0; i < calls; i++) {
-        workload_spin_loop(PERFMON_ACCURACY_OC_SPIN);
-    }
-}
-
-/* The step PMU's count of calls calls of the region. */
-static int
-perfmon_accuracy_oc_exact(struct perfmon_accuracy *acc,
-                          struct perfmon_accuracy_set *set, uint64_t calls,
-                          uint64_t *countp)
-{
-    int error = perfmon_accuracy_set_attach(acc, set, acc->step,
-                                            PERFMON_EV_INSTRUCTION, 0);
-
-    if (error) {
-        return error;
-    }
-
-    perfmon_events_enable(set->all, set->nr_all);
-    perfmon_accuracy_oc_region(calls);
-    perfmon_events_disable(set->all, set->nr_all);
-    *countp = perfmon_event_read(&set->ref);
-    perfmon_accuracy_detach(set);
-    return 0;
-}
-
-/*
- * The hardware's counts of calls calls, by two pinned instructions events
- * at once (the first takes the fixed counter where there is one, the
- * second a general-purpose one), interrupts on or off in the region.
- */
-static void
-perfmon_accuracy_oc_hw(struct perfmon_accuracy_set *set, uint64_t calls,
-                       bool intr, uint64_t *counts)
-{
-    uint64_t before[2], flags = 0;
-
-    for (unsigned int i = 0; i < 2; i++) {
-        before[i] = perfmon_event_read(&set->flex[i]);
-    }
-
-    perfmon_events_enable(set->all, 2);
-
-    if (!intr) {
-        flags = cpu_intr_save();
-    }
-
-    perfmon_accuracy_oc_region(calls);
-
-    if (!intr) {
-        cpu_intr_restore(flags);
-    }
-
-    perfmon_events_disable(set->all, 2);
-
-    for (unsigned int i = 0; i < 2; i++) {
-        counts[i] = perfmon_event_read(&set->flex[i]) - before[i];
-    }
-}
-
-static int
-perfmon_accuracy_overcount_run(struct perfmon_accuracy *acc,
-                               struct perfmon_accuracy_set *set)
-{
-    static const char *const names[] = { "instructions, first counter",
-                                         "instructions, second counter" };
-    uint64_t hw_short[2][PERFMON_ACCURACY_OC_ROUNDS];
-    uint64_t hw_long[2][PERFMON_ACCURACY_OC_ROUNDS];
-    uint64_t e_short, e_cal, per_call, counts[2];
-    struct perfmon_accuracy_oc oc;
-    int error;
-
-    error = perfmon_accuracy_oc_exact(acc, set, PERFMON_ACCURACY_OC_SHORT,
-                                      &e_short);
-
-    if (!error) {
-        error = perfmon_accuracy_oc_exact(acc, set, PERFMON_ACCURACY_OC_CAL,
-                                          &e_cal);
-    }
-
-    if (error) {
-        return error;
-    }
-
-    per_call = (e_cal - e_short)
-               / (PERFMON_ACCURACY_OC_CAL - PERFMON_ACCURACY_OC_SHORT);
-    set->nr_all = 0;
-
-    for (unsigned int i = 0; !error && i < 2; i++) {
-        error = perfmon_accuracy_attach(set, &set->flex[i], NULL,
-                                        PERFMON_EV_INSTRUCTION,
-                                        PERFMON_EF_PINNED, true);
-    }
-
-    if (error) {
-        perfmon_accuracy_detach(set);
-        return error;
-    }
-
-    perfmon_accuracy_oc_head(acc->out);
-
-    for (unsigned int intr = 0; intr < 2; intr++) {
-        for (unsigned int r = 0; r < PERFMON_ACCURACY_OC_ROUNDS; r++) {
-            perfmon_accuracy_oc_hw(set, PERFMON_ACCURACY_OC_SHORT, intr,
-                                   counts);
-            hw_short[0][r] = counts[0];
-            hw_short[1][r] = counts[1];
-            perfmon_accuracy_oc_hw(set, PERFMON_ACCURACY_OC_LONG, intr,
-                                   counts);
-            hw_long[0][r] = counts[0];
-            hw_long[1][r] = counts[1];
-        }
-
-        for (unsigned int c = 0; c < 2; c++) {
-            struct perfmon_accuracy_oc_in in = {
-                .calls_short = PERFMON_ACCURACY_OC_SHORT,
-                .calls_long = PERFMON_ACCURACY_OC_LONG,
-                .exact_short = e_short,
-                .exact_long = e_short + per_call * (PERFMON_ACCURACY_OC_LONG
-                                                    - PERFMON_ACCURACY_OC_SHORT),
-                .hw_short = hw_short[c], .hw_long = hw_long[c],
-                .nr = PERFMON_ACCURACY_OC_ROUNDS,
-            };
-
-            if (perfmon_accuracy_overcount(&in, &oc) == 0) {
-                perfmon_accuracy_oc_print(acc->out, names[c],
-                                          intr ? "on" : "off", &oc);
-            }
-        }
-    }
-
-    perfmon_accuracy_detach(set);
-    return 0;
-}
-
-/* ---- 3: skid -------------------------------------------------------------- */
-
-static void
-perfmon_accuracy_skid_addrs(uint64_t *addrs)
-{
-    uint64_t top = (uintptr_t)perfmon_accuracy_skid_loop;
-
-    for (unsigned int i = 0; i < PERFMON_ACCURACY_SKID_LEN - 1; i++) {
-        addrs[i] = top + 4 * i;
-    }
-
-    addrs[PERFMON_ACCURACY_SKID_LEN - 1] = (uintptr_t)perfmon_accuracy_skid_branch;
-}
-
-/*
- * Sample the loop on dev (NULL: the default device) every period
- * instructions; the IPs of up to PERFMON_ACCURACY_SKID_MAX samples, in
- * order, into ips, their number in *nrp.  With hold, a pinned counting
- * instructions event holds the first counter meanwhile.
- */
-static int
-perfmon_accuracy_skid_sample(struct perfmon_accuracy *acc,
-                             struct perfmon_accuracy_set *set,
-                             struct perfmon_dev *dev, bool hold,
-                             uint64_t *ips, unsigned int *nrp)
-{
-    struct perfmon_sampling sampling = {
-        .period = PERFMON_ACCURACY_SKID_PERIOD, .fields = PERFMON_SF_IP,
-    };
-    uint64_t rec[64];
-    size_t size;
-    int error;
-
-    *nrp = 0;
-    set->nr_all = 0;
-    error = perfmon_sbuf_create(&sampling.sbuf, PERFMON_ACCURACY_SBUF_SIZE);
-
-    if (error) {
-        return error;
-    }
-
-    if (hold) {
-        error = perfmon_accuracy_attach(set, &set->dev_ref, dev,
-                                        PERFMON_EV_INSTRUCTION,
-                                        PERFMON_EF_PINNED, false);
-    }
-
-    if (!error) {
-        error = perfmon_event_init(&set->ref, PERFMON_EV_INSTRUCTION,
-                                   PERFMON_EF_KERN | PERFMON_EF_DISABLED);
-    }
-
-    if (!error) {
-        error = perfmon_event_set_dev(&set->ref, dev);
-    }
-
-    if (!error) {
-        error = perfmon_event_set_sampling(&set->ref, &sampling);
-    }
-
-    if (!error) {
-        error = perfmon_event_attach(&set->ref, thread_self());
-    }
-
-    if (!error) {
-        set->all[set->nr_all++] = &set->ref;
-        perfmon_event_enable(&set->ref);
-        perfmon_accuracy_skid_loop(PERFMON_ACCURACY_SKID_ITERS);
-        perfmon_event_disable(&set->ref);
-    }
-
-    perfmon_accuracy_detach(set);
-
-    while (!error && (size = perfmon_sbuf_read(sampling.sbuf, acc->cpu, rec,
-                                               sizeof(rec))) != 0) {
-        struct perfmon_sample s;
-
-        if (perfmon_sample_decode(rec, size, &s) == 0
-            && *nrp < PERFMON_ACCURACY_SKID_MAX) {
-            ips[(*nrp)++] = s.ip;
-        }
-    }
-
-    perfmon_sbuf_destroy(sampling.sbuf);
-    return error;
-}
-
-static int
-perfmon_accuracy_skid_run(struct perfmon_accuracy *acc,
-                          struct perfmon_accuracy_set *set)
-{
-    static const char *const names[] = { "first counter",
-                                         "second counter" };
-    uint64_t addrs[PERFMON_ACCURACY_SKID_LEN];
-    uint64_t exact[PERFMON_ACCURACY_SKID_MAX], hw[PERFMON_ACCURACY_SKID_MAX];
-    unsigned int nr_exact, nr_hw;
-    struct perfmon_accuracy_skid skid;
-    int error;
-
-    perfmon_accuracy_skid_addrs(addrs);
-    error = perfmon_accuracy_skid_sample(acc, set, acc->step, false, exact,
-                                         &nr_exact);
-
-    for (unsigned int c = 0; !error && c < 2; c++) {
-        error = perfmon_accuracy_skid_sample(acc, set, NULL, c == 1, hw,
-                                             &nr_hw);
-
-        if (!error) {
-            perfmon_accuracy_skid(addrs, PERFMON_ACCURACY_SKID_LEN, exact, hw,
-                                  MIN(nr_exact, nr_hw), &skid);
-            perfmon_accuracy_skid_print(acc->out, names[c],
-                                        PERFMON_ACCURACY_SKID_PERIOD, &skid);
         }
     }
 
