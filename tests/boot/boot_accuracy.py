@@ -13,9 +13,11 @@
 # every event got turns (a share near half, never uncounted); and that
 # each event's error stays within the bounds the perfmon guide states
 # (kern/perfmon/cmd/README.md, "How far to trust a count"): on the steady
-# workloads a mean of at most 10% and a worst of at most 35%; on yield,
+# workloads a mean of at most 25% and a worst of at most 60%; on yield,
 # whose counts come in bursts at its switches, a mean of at most 50%, and
-# no estimate off by more than the arithmetic allows at that share.
+# no estimate off by more than the arithmetic allows at that share.  The
+# bounds are those of a loaded TCG host, whose guest runs in bursts: an
+# estimate assumes the event went on at the rate it had while counting.
 # Without a PMU the hardware measurements say they need one.  Bad options
 # are refused with one line, and nothing is left in use.  Prints TAP.
 #
@@ -40,8 +42,8 @@ STEADY = ('spin', 'branchy', 'memwalk')
 SPIN_N = 250000
 SPIN_INSNS = 4
 # The guide's bounds, in parts per million (see the header).
-STEADY_MEAN = 100000
-STEADY_WORST = 350000
+STEADY_MEAN = 250000
+STEADY_WORST = 600000
 YIELD_MEAN = 500000
 # Half the time on a counter: an estimate is between 0 and twice the
 # exact count, so no error beyond 100%, and a little for the share.

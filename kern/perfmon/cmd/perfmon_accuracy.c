@@ -37,7 +37,7 @@
 #include "kern/workload.h"
 
 /* Runs of each workload. */
-#define PERFMON_ACCURACY_RUNS       5
+#define PERFMON_ACCURACY_RUNS       3
 
 /*
  * Workload sizes: about a million stepped instructions each, which under
