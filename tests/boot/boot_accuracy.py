@@ -12,12 +12,14 @@
 # (a run of N iterations minus a run of 1) exactly 4 x (N - 1); that
 # every event got turns (a share near half, never uncounted); and that
 # each event's error stays within the bounds the perfmon guide states
-# (kern/perfmon/cmd/README.md, "How far to trust a count"): on the steady
-# workloads a mean of at most 25% and a worst of at most 60%; on yield,
-# whose counts come in bursts at its switches, a mean of at most 50%, and
-# no estimate off by more than the arithmetic allows at that share.  The
-# bounds are those of a loaded TCG host, whose guest runs in bursts: an
-# estimate assumes the event went on at the rate it had while counting.
+# (kern/perfmon/cmd/README.md, "How far to trust a count"): on the step
+# PMU's steady workloads a mean of at most 25% and a worst of at most
+# 60%; on the software PMU's tick counts a mean of at most 40%; on
+# yield, whose counts come in bursts at its switches, a mean of at most
+# 50%; and no estimate off by more than the arithmetic allows at that
+# share.  The bounds are those of a loaded TCG host, whose guest runs in
+# bursts: an estimate assumes the event went on at the rate it had while
+# counting.
 # Without a PMU the hardware measurements say they need one.  Bad options
 # are refused with one line, and nothing is left in use.  Prints TAP.
 #
@@ -44,6 +46,7 @@ SPIN_INSNS = 4
 # The guide's bounds, in parts per million (see the header).
 STEADY_MEAN = 250000
 STEADY_WORST = 600000
+SOFT_MEAN = 400000
 YIELD_MEAN = 500000
 # Half the time on a counter: an estimate is between 0 and twice the
 # exact count, so no error beyond 100%, and a little for the share.
@@ -85,10 +88,15 @@ def check_mux(objs):
                                 % (dev, work, o['share_ppm'], o['uncounted']))
             steady = work in STEADY
             mean, worst = o['mean_ppm'], abs(o['worst_ppm'])
-            if mean > (STEADY_MEAN if steady else YIELD_MEAN):
+            if not steady:
+                bound = YIELD_MEAN
+            else:
+                bound = STEADY_MEAN if dev == 'step' else SOFT_MEAN
+            if mean > bound:
                 problems.append('%s %s: mean error %d ppm over the bound'
                                 % (dev, work, mean))
-            if worst > (STEADY_WORST if steady else ANY_WORST):
+            if worst > (STEADY_WORST if steady and dev == 'step'
+                        else ANY_WORST):
                 problems.append('%s %s: worst error %d ppm over the bound'
                                 % (dev, work, worst))
             if dev == 'step' and steady and o['exact_min'] != o['exact_max']:

@@ -14,7 +14,6 @@
  * turns change no exact count.
  */
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,18 +67,6 @@ struct perfmon_accuracy_work {
     void (*fn)(struct perfmon_accuracy *acc, uint64_t n);
     uint64_t n;
 };
-
-void
-perfmon_accuracy_printf(struct perfmon_accuracy *acc, const char *fmt, ...)
-{
-    char line[PERFMON_CMD_LINE_SIZE];
-    va_list ap;
-
-    va_start(ap, fmt);
-    kvsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    acc->out->print(acc->out->arg, line);
-}
 
 static bool
 perfmon_accuracy_text(const struct perfmon_accuracy *acc)
@@ -474,7 +461,7 @@ perfmon_accuracy_mux(struct perfmon_accuracy *acc,
                                                 &perfmon_accuracy_works[w]);
 
             if (error == -ENODEV) {
-                perfmon_accuracy_printf(acc, "multiplexing on %s: no such "
+                perfmon_accuracy_printf(acc->out, "multiplexing on %s: no such "
                                         "device with 2 counters or more",
                                         perfmon_accuracy_kinds[k].dev);
                 error = 0;
@@ -493,7 +480,7 @@ perfmon_accuracy_report(struct perfmon_accuracy *acc, const char *what,
                         int error)
 {
     if (error && error != -EINTR) {
-        perfmon_accuracy_printf(acc, "%s: cannot measure: %s", what,
+        perfmon_accuracy_printf(acc->out, "%s: cannot measure: %s", what,
                                 error_str(error));
     }
 
@@ -549,7 +536,7 @@ perfmon_accuracy_run(const struct perfmon_accuracy_out *out,
     acc.step = perfmon_dev_find("step");
 
     if (acc.step == NULL) {
-        perfmon_accuracy_printf(&acc, "perfmon selftest --accuracy: needs "
+        perfmon_accuracy_printf(acc.out, "perfmon selftest --accuracy: needs "
                                 "the step PMU (boot with perfmon.step=on)");
         return -ENODEV;
     }
@@ -565,7 +552,7 @@ perfmon_accuracy_run(const struct perfmon_accuracy_out *out,
         acc.cpu = thread_cpu(self);
 
         if (perfmon_accuracy_text(&acc)) {
-            perfmon_accuracy_printf(&acc, "perfmon selftest --accuracy: on "
+            perfmon_accuracy_printf(acc.out, "perfmon selftest --accuracy: on "
                                     "cpu%u, against the step PMU's exact "
                                     "count", acc.cpu);
         }

@@ -25,7 +25,7 @@ static const char *const perfmon_accuracy_bin_names[] = {
     "<0", "0", "1", "2", "3", "4-7", "8-15", "16-31", ">=32",
 };
 
-static void __format_printf(2, 3)
+void
 perfmon_accuracy_printf(const struct perfmon_accuracy_out *out,
                         const char *fmt, ...)
 {

@@ -27,6 +27,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kern/macros.h"
+
 /* One million: errors are in parts per million. */
 #define PERFMON_ACCURACY_PPM        1000000
 
@@ -41,6 +43,10 @@ struct perfmon_accuracy_out {
     const char *sep;
     bool json;
 };
+
+/* Print one line, formatted as by ksnprintf(), through out. */
+void perfmon_accuracy_printf(const struct perfmon_accuracy_out *out,
+                             const char *fmt, ...) __format_printf(2, 3);
 
 /* ---- multiplexing -------------------------------------------------------- */
 

@@ -44,9 +44,6 @@ struct perfmon_accuracy_set {
     unsigned int nr_all;
 };
 
-void perfmon_accuracy_printf(struct perfmon_accuracy *acc, const char *fmt,
-                             ...) __format_printf(2, 3);
-
 /* Whether the run goes on: false once asked to stop. */
 bool perfmon_accuracy_go(struct perfmon_accuracy *acc);
 
