@@ -189,7 +189,7 @@ test_mux_estimates(void **state)
         .dev = "step", .event_name = "instructions", .workload = "spin",
         .event = -1, .mux_ms = 4, .runs = 1, .nr_events = 6,
         .nr_counters = 3, .exact_min = exact, .exact_max = exact,
-        .loop = 399996, .share_ppm = 500000,
+        .loop = 399996, .share_ppm = 500000, .cover_ppm = 1000300,
     };
 
     (void)state;
@@ -214,6 +214,7 @@ test_mux_estimates(void **state)
     assert_non_null(strstr(test_lines[3], "400,000"));
     assert_non_null(strstr(test_lines[3], "399,996"));
     assert_non_null(strstr(test_lines[3], "50.0%"));
+    assert_non_null(strstr(test_lines[3], "100.0%"));
     assert_non_null(strstr(test_lines[3], " 2166 "));
     assert_non_null(strstr(test_lines[3], " 5000"));
 
@@ -221,7 +222,7 @@ test_mux_estimates(void **state)
     perfmon_accuracy_mux_print(&test_csv, &row);
     assert_int_equal(test_nr_lines, 5);
     assert_string_equal(test_lines[4], "mux,step,instructions,spin,all,4,1,"
-                        "6,3,400000,400000,399996,500000,2166,5000,0");
+                        "6,3,400000,400000,399996,500000,1000300,2166,5000,0");
 
     row.event = 2;
     row.exact_max = exact + 3;
@@ -235,7 +236,8 @@ test_mux_estimates(void **state)
                         "\"mux_ms\" : 4, \"runs\" : 1, \"nr_events\" : 6, "
                         "\"nr_counters\" : 3, \"exact_min\" : 400000, "
                         "\"exact_max\" : 400003, \"loop\" : 399996, "
-                        "\"share_ppm\" : 500000, \"mean_ppm\" : 2166, "
+                        "\"share_ppm\" : 500000, \"cover_ppm\" : 1000300, "
+                        "\"mean_ppm\" : 2166, "
                         "\"worst_ppm\" : 5000, \"uncounted\" : 1}");
 
     /* Exact counts that differ show as a range; a never-counted event. */

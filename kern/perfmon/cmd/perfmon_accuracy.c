@@ -238,10 +238,13 @@ perfmon_accuracy_mux_ms(void)
 /* The results of one kind and workload over its runs. */
 struct perfmon_accuracy_mux {
     unsigned int nr_flex;
+    unsigned int nr_counters;
     uint64_t exact_min;
     uint64_t exact_max;
     uint64_t share_sum;                 /* ppm, summed */
     unsigned int nr_share;
+    uint64_t cover_sum;                 /* ppm a run, summed */
+    unsigned int nr_cover;
     struct perfmon_accuracy_err per_event[PERFMON_ACCURACY_MAX_FLEX];
 };
 
@@ -258,7 +261,7 @@ perfmon_accuracy_mux_span(struct perfmon_accuracy *acc,
                           const struct perfmon_accuracy_work *work, uint64_t n,
                           struct perfmon_accuracy_mux *mux)
 {
-    uint64_t exact;
+    uint64_t exact, total = 0;
 
     perfmon_events_enable(set->all, set->nr_all);
     work->fn(acc, n);
@@ -269,6 +272,7 @@ perfmon_accuracy_mux_span(struct perfmon_accuracy *acc,
         uint64_t enabled, running, count;
 
         count = perfmon_event_read_times(&set->flex[i], &enabled, &running);
+        total += count;
 
         if (running == 0) {
             perfmon_accuracy_err_uncounted(&mux->per_event[i]);
@@ -282,6 +286,12 @@ perfmon_accuracy_mux_span(struct perfmon_accuracy *acc,
                                      exact));
         mux->share_sum += num_muldiv(running, PERFMON_ACCURACY_PPM, enabled);
         mux->nr_share++;
+    }
+
+    if (mux != NULL) {
+        mux->cover_sum += num_muldiv(total, PERFMON_ACCURACY_PPM,
+                                     exact * mux->nr_counters);
+        mux->nr_cover++;
     }
 
     return exact;
@@ -327,6 +337,8 @@ perfmon_accuracy_mux_rows(struct perfmon_accuracy *acc,
         .exact_max = mux->exact_max, .loop = loop,
         .share_ppm = (mux->nr_share == 0) ? 0
                      : mux->share_sum / mux->nr_share,
+        .cover_ppm = (mux->nr_cover == 0) ? 0
+                     : mux->cover_sum / mux->nr_cover,
     };
 
     perfmon_accuracy_err_init(&row.err);
@@ -372,6 +384,7 @@ perfmon_accuracy_mux_work(struct perfmon_accuracy *acc,
     nr_counters = dev->nr_pmcs - 1;
     memset(&mux, 0, sizeof(mux));
     mux.nr_flex = MIN(2 * nr_counters, PERFMON_ACCURACY_MAX_FLEX);
+    mux.nr_counters = nr_counters;
     mux.exact_min = UINT64_MAX;
 
     for (unsigned int i = 0; i < mux.nr_flex; i++) {

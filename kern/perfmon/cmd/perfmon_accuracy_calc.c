@@ -136,10 +136,10 @@ perfmon_accuracy_mux_head(const struct perfmon_accuracy_out *out,
     perfmon_accuracy_printf(out, "(perfmon.mux_ms=%u, a boot option; %u runs "
                             "a workload; error in parts per million)",
                             mux_ms, runs);
-    perfmon_accuracy_printf(out, "%-6s %-13s %-8s %6s %-22s %10s %7s %9s "
-                            "%10s", "device", "events", "workload",
+    perfmon_accuracy_printf(out, "%-6s %-13s %-8s %6s %-22s %10s %6s %7s "
+                            "%9s %10s", "device", "events", "workload",
                             "ev/ctr", "exact count", "loop", "share",
-                            "mean ppm", "worst ppm");
+                            "cover", "mean ppm", "worst ppm");
 }
 
 /* "1,234" or "1,234..1,240": the exact counts of the runs. */
@@ -163,7 +163,7 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                            const struct perfmon_accuracy_mux_row *row)
 {
     const struct perfmon_accuracy_err *err = &row->err;
-    char range[64], loop[32], share[16], event[16];
+    char range[64], loop[32], share[16], cover[16], event[16];
     const char *s = out->sep;
 
     if (row->event >= 0) {
@@ -179,8 +179,9 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                                 "\"runs\" : %u, \"nr_events\" : %u, "
                                 "\"nr_counters\" : %u, \"exact_min\" : %llu, "
                                 "\"exact_max\" : %llu, \"loop\" : %llu, "
-                                "\"share_ppm\" : %llu, \"mean_ppm\" : %llu, "
-                                "\"worst_ppm\" : %lld, \"uncounted\" : %u}",
+                                "\"share_ppm\" : %llu, \"cover_ppm\" : %llu, "
+                                "\"mean_ppm\" : %llu, \"worst_ppm\" : %lld, "
+                                "\"uncounted\" : %u}",
                                 row->dev, row->event_name, row->workload,
                                 event, row->mux_ms, row->runs, row->nr_events,
                                 row->nr_counters,
@@ -188,6 +189,7 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                                 (unsigned long long)row->exact_max,
                                 (unsigned long long)row->loop,
                                 (unsigned long long)row->share_ppm,
+                                (unsigned long long)row->cover_ppm,
                                 (unsigned long long)perfmon_accuracy_err_mean(err),
                                 (long long)err->worst, err->nr_uncounted);
         return;
@@ -195,7 +197,8 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
 
     if (s != NULL) {
         perfmon_accuracy_printf(out, "mux%s%s%s%s%s%s%s%s%s%u%s%u%s%u%s%u%s"
-                                "%llu%s%llu%s%llu%s%llu%s%llu%s%lld%s%u",
+                                "%llu%s%llu%s%llu%s%llu%s%llu%s%llu%s%lld%s"
+                                "%u",
                                 s, row->dev, s, row->event_name, s,
                                 row->workload, s, event, s, row->mux_ms, s,
                                 row->runs, s, row->nr_events, s,
@@ -204,6 +207,7 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                                 (unsigned long long)row->exact_max, s,
                                 (unsigned long long)row->loop, s,
                                 (unsigned long long)row->share_ppm, s,
+                                (unsigned long long)row->cover_ppm, s,
                                 (unsigned long long)perfmon_accuracy_err_mean(err),
                                 s, (long long)err->worst, s,
                                 err->nr_uncounted);
@@ -220,10 +224,11 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
     }
 
     num_fmt_ratio(share, sizeof(share), row->share_ppm, 10000, 1, false);
-    perfmon_accuracy_printf(out, "%-6s %-13s %-8s %3u/%-2u %-22s %10s %6s%% "
-                            "%9llu %10lld%s", row->dev, row->event_name,
+    num_fmt_ratio(cover, sizeof(cover), row->cover_ppm, 10000, 1, false);
+    perfmon_accuracy_printf(out, "%-6s %-13s %-8s %3u/%-2u %-22s %10s %5s%% "
+                            "%6s%% %9llu %10lld%s", row->dev, row->event_name,
                             row->workload, row->nr_events, row->nr_counters,
-                            range, loop, share,
+                            range, loop, share, cover,
                             (unsigned long long)perfmon_accuracy_err_mean(err),
                             (long long)err->worst,
                             (err->nr_uncounted != 0) ? "  (some never "

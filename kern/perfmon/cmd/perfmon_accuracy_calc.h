@@ -91,7 +91,10 @@ uint64_t perfmon_accuracy_err_mean(const struct perfmon_accuracy_err *err);
  * nr_counters counters, beside an exact reference (pinned) whose counts
  * ranged exact_min..exact_max; loop, when not 0, the instructions of the
  * workload's loop alone (two references subtracted); share_ppm the mean
- * share of the time the events held a counter; err all events' errors;
+ * share of the time the events held a counter; cover_ppm the mean over
+ * runs of all the events' counts summed, against nr_counters x the exact
+ * count (a million: every counter counted all the time, nothing lost and
+ * nothing twice, however the turns fell); err all events' errors;
  * event, when not negative, says the row is that event's alone.
  */
 struct perfmon_accuracy_mux_row {
@@ -107,6 +110,7 @@ struct perfmon_accuracy_mux_row {
     uint64_t exact_max;
     uint64_t loop;
     uint64_t share_ppm;
+    uint64_t cover_ppm;
     struct perfmon_accuracy_err err;
 };
 
