@@ -10,18 +10,20 @@
 # error.  It checks that the reference is exact: the same count on every
 # run of spin, branchy and memwalk, and for spin the loop's instructions
 # (a run of N iterations minus a run of 1) exactly 4 x (N - 1); that
-# every event got turns (a share near half, never uncounted); that the
-# events' counts of a steady workload add up to the counters' worth of
-# the exact count within 2% (nothing lost or counted twice, however the
-# turns fell, which no load changes); and that each event's error stays
-# within the bounds the perfmon guide states (kern/perfmon/cmd/README.md,
-# "How far to trust a count"): on the step PMU's steady workloads a mean
-# of at most 35%; on the software PMU's tick counts and on yield, whose
-# counts come in bursts at its switches, a mean of at most 50%; and no
-# estimate off by more than the arithmetic allows at that share (100%).
-# The bounds are those of a loaded TCG host, whose guest runs in bursts:
-# an estimate assumes the event went on at the rate it had while
-# counting.
+# every event got turns (a share near half, never uncounted); and that
+# each event's error stays within the bounds the perfmon guide states
+# (kern/perfmon/cmd/README.md, "How far to trust a count"), which no load
+# on the host moves: on the steady workloads, the events' counts add up
+# to the counters' worth of the exact count within 2% (nothing lost or
+# counted twice, however the turns fell) and their errors' mean, sign
+# kept, is within 5% (a burst of the host's that one event's estimate
+# gains another's loses); on yield, whose counts come in bursts at its
+# switches, within 15%; and no estimate beyond the arithmetic's bound at
+# its share (at half the time, 0 to twice the exact count).  The mean
+# absolute error is only reported: under TCG it follows the host's load
+# (a few percent on a quiet host, 70% seen on a loaded one).
+# The skid's reference holds too: the step PMU's samples every 10,007
+# instructions of a loop of known addresses lie on that grid exactly.
 # Without a PMU the hardware measurements say they need one.  Bad options
 # are refused with one line, and nothing is left in use.  Prints TAP.
 #
@@ -46,14 +48,15 @@ STEADY = ('spin', 'branchy', 'memwalk')
 SPIN_N = 250000
 SPIN_INSNS = 4
 # The guide's bounds, in parts per million (see the header).
-STEADY_MEAN = 350000
-SOFT_MEAN = 500000
-YIELD_MEAN = 500000
 COVER_LO, COVER_HI = 980000, 1020000
+STEADY_BIAS = 50000
+YIELD_BIAS = 150000
 # Half the time on a counter: an estimate is between 0 and twice the
 # exact count, so no error beyond 100%, and a little for the share.
 SHARE_LO, SHARE_HI = 400000, 600000
 ANY_WORST = 1000000
+# 5,000 iterations of 130 instructions, a sample every 10,007: 64 in all.
+SKID_SAMPLES = 64
 
 
 def rows(out):
@@ -89,21 +92,17 @@ def check_mux(objs):
                 problems.append('%s %s: share %d ppm, %d never counted'
                                 % (dev, work, o['share_ppm'], o['uncounted']))
             steady = work in STEADY
-            mean, worst = o['mean_ppm'], abs(o['worst_ppm'])
-            if not steady:
-                bound = YIELD_MEAN
-            else:
-                bound = STEADY_MEAN if dev == 'step' else SOFT_MEAN
-            if mean > bound:
-                problems.append('%s %s: mean error %d ppm over the bound'
-                                % (dev, work, mean))
+            bias, worst = abs(o['bias_ppm']), abs(o['worst_ppm'])
             if steady and not COVER_LO <= o['cover_ppm'] <= COVER_HI:
                 problems.append('%s %s: the counts add up to %d ppm of the '
                                 'counters\' worth' % (dev, work,
                                                       o['cover_ppm']))
+            if bias > (STEADY_BIAS if steady else YIELD_BIAS):
+                problems.append('%s %s: the errors\' mean, sign kept, %d ppm '
+                                'over the bound' % (dev, work, o['bias_ppm']))
             if worst > ANY_WORST:
-                problems.append('%s %s: worst error %d ppm over the bound'
-                                % (dev, work, worst))
+                problems.append('%s %s: worst error %d ppm beyond the '
+                                'arithmetic\'s bound' % (dev, work, worst))
             if dev == 'step' and steady and o['exact_min'] != o['exact_max']:
                 problems.append('step %s: the exact count moved: %d..%d'
                                 % (work, o['exact_min'], o['exact_max']))
@@ -117,6 +116,20 @@ def check_mux(objs):
     if len(per_event) != want:
         problems.append('%d per-event rows, not %d' % (len(per_event), want))
     return '\n'.join(problems) or None
+
+
+def check_skid_reference(objs):
+    """What is wrong with the step PMU's samples against their grid."""
+    refs = [o for o in objs if o.get('measure') == 'skid'
+            and o.get('counter') == 'step PMU against its grid']
+    if len(refs) != 1:
+        return 'want one skid reference row, got %r' % refs
+    o = refs[0]
+    # The last sample may land past the loop, in the code that stops it.
+    if (o['samples'] - o['outside'] < SKID_SAMPLES - 1 or o['outside'] > 1
+            or o['min'] or o['max']):
+        return 'the step PMU\'s samples are off their grid: %r' % o
+    return None
 
 
 def main():
@@ -146,6 +159,9 @@ def main():
         sh.step('reaches the prompt with %s' % CMDLINE, sh.prompt)
         sh.step('-j: the reference is exact, every estimate within the '
                 'guide\'s bounds', accuracy)
+        sh.step('the step PMU\'s samples lie on the grid of every 10,007th '
+                'instruction', lambda: check_skid_reference(got.get('objs',
+                                                                    [])))
         sh.step('without a PMU, over-count and skid say they need one',
                 need_pmu)
         sh.step('-x and -j together are refused',

@@ -162,6 +162,7 @@ test_err(void **state)
     perfmon_accuracy_err_add(&a, 200);
     assert_int_equal(a.nr, 3);
     assert_int_equal(perfmon_accuracy_err_mean(&a), 200);
+    assert_int_equal(perfmon_accuracy_err_bias(&a), 0);
     assert_int_equal(a.worst, -300);
 
     perfmon_accuracy_err_init(&b);
@@ -171,7 +172,10 @@ test_err(void **state)
     assert_int_equal(a.nr, 4);
     assert_int_equal(a.nr_uncounted, 1);
     assert_int_equal(perfmon_accuracy_err_mean(&a), 250);
+    assert_int_equal(perfmon_accuracy_err_bias(&a), 100);
     assert_int_equal(a.worst, 400);
+    perfmon_accuracy_err_init(&b);
+    assert_int_equal(perfmon_accuracy_err_bias(&b), 0);
 }
 
 /*
@@ -201,8 +205,12 @@ test_mux_estimates(void **state)
         perfmon_accuracy_err_add(&row.err, perfmon_accuracy_ppm(est, exact));
     }
 
-    /* 0, 2000, 1000, 5000, 0, 5000 ppm: mean 2166, worst -5000 first. */
+    /*
+     * 0, 2000, -1000, 5000, 0, -5000 ppm: mean 2166, bias 166, the worst
+     * +5000 (the first of the two).
+     */
     assert_int_equal(perfmon_accuracy_err_mean(&row.err), 2166);
+    assert_int_equal(perfmon_accuracy_err_bias(&row.err), 166);
     assert_int_equal(row.err.worst, 5000);
 
     perfmon_accuracy_mux_head(&test_text, 4, 1);
@@ -215,6 +223,7 @@ test_mux_estimates(void **state)
     assert_non_null(strstr(test_lines[3], "399,996"));
     assert_non_null(strstr(test_lines[3], "50.0%"));
     assert_non_null(strstr(test_lines[3], "100.0%"));
+    assert_non_null(strstr(test_lines[3], " 166 "));
     assert_non_null(strstr(test_lines[3], " 2166 "));
     assert_non_null(strstr(test_lines[3], " 5000"));
 
@@ -222,7 +231,8 @@ test_mux_estimates(void **state)
     perfmon_accuracy_mux_print(&test_csv, &row);
     assert_int_equal(test_nr_lines, 5);
     assert_string_equal(test_lines[4], "mux,step,instructions,spin,all,4,1,"
-                        "6,3,400000,400000,399996,500000,1000300,2166,5000,0");
+                        "6,3,400000,400000,399996,500000,1000300,166,2166,"
+                        "5000,0");
 
     row.event = 2;
     row.exact_max = exact + 3;
@@ -237,7 +247,7 @@ test_mux_estimates(void **state)
                         "\"nr_counters\" : 3, \"exact_min\" : 400000, "
                         "\"exact_max\" : 400003, \"loop\" : 399996, "
                         "\"share_ppm\" : 500000, \"cover_ppm\" : 1000300, "
-                        "\"mean_ppm\" : 2166, "
+                        "\"bias_ppm\" : 166, \"mean_ppm\" : 2166, "
                         "\"worst_ppm\" : 5000, \"uncounted\" : 1}");
 
     /* Exact counts that differ show as a range; a never-counted event. */

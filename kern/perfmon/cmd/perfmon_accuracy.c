@@ -517,8 +517,11 @@ perfmon_accuracy_all(struct perfmon_accuracy *acc,
 
     if (!present) {
         perfmon_accuracy_need_pmu(acc->out, "overcount", hw);
+        error = perfmon_accuracy_report(acc, "skid",
+                                        perfmon_accuracy_skid_run(acc, set,
+                                                                  false));
         perfmon_accuracy_need_pmu(acc->out, "skid", hw);
-        return 0;
+        return error;
     }
 
     if (!perfmon_accuracy_go(acc)) {
@@ -533,7 +536,7 @@ perfmon_accuracy_all(struct perfmon_accuracy *acc,
     }
 
     return perfmon_accuracy_report(acc, "skid",
-                                   perfmon_accuracy_skid_run(acc, set));
+                                   perfmon_accuracy_skid_run(acc, set, true));
 }
 
 int

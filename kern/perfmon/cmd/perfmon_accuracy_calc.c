@@ -82,6 +82,7 @@ perfmon_accuracy_err_init(struct perfmon_accuracy_err *err)
 {
     err->nr = 0;
     err->nr_uncounted = 0;
+    err->sum = 0;
     err->sum_abs = 0;
     err->worst = 0;
 }
@@ -90,6 +91,7 @@ void
 perfmon_accuracy_err_add(struct perfmon_accuracy_err *err, int64_t ppm)
 {
     err->nr++;
+    err->sum += ppm;
     err->sum_abs += perfmon_accuracy_abs(ppm);
 
     if (perfmon_accuracy_abs(ppm) > perfmon_accuracy_abs(err->worst)) {
@@ -109,6 +111,7 @@ perfmon_accuracy_err_merge(struct perfmon_accuracy_err *err,
 {
     err->nr += other->nr;
     err->nr_uncounted += other->nr_uncounted;
+    err->sum += other->sum;
     err->sum_abs += other->sum_abs;
 
     if (perfmon_accuracy_abs(other->worst) > perfmon_accuracy_abs(err->worst)) {
@@ -120,6 +123,12 @@ uint64_t
 perfmon_accuracy_err_mean(const struct perfmon_accuracy_err *err)
 {
     return (err->nr == 0) ? 0 : err->sum_abs / err->nr;
+}
+
+int64_t
+perfmon_accuracy_err_bias(const struct perfmon_accuracy_err *err)
+{
+    return (err->nr == 0) ? 0 : err->sum / (int64_t)err->nr;
 }
 
 void
@@ -137,9 +146,9 @@ perfmon_accuracy_mux_head(const struct perfmon_accuracy_out *out,
                             "a workload; error in parts per million)",
                             mux_ms, runs);
     perfmon_accuracy_printf(out, "%-6s %-13s %-8s %6s %-22s %10s %6s %7s "
-                            "%9s %10s", "device", "events", "workload",
+                            "%8s %9s %10s", "device", "events", "workload",
                             "ev/ctr", "exact count", "loop", "share",
-                            "cover", "mean ppm", "worst ppm");
+                            "cover", "bias ppm", "mean ppm", "worst ppm");
 }
 
 /* "1,234" or "1,234..1,240": the exact counts of the runs. */
@@ -180,8 +189,8 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                                 "\"nr_counters\" : %u, \"exact_min\" : %llu, "
                                 "\"exact_max\" : %llu, \"loop\" : %llu, "
                                 "\"share_ppm\" : %llu, \"cover_ppm\" : %llu, "
-                                "\"mean_ppm\" : %llu, \"worst_ppm\" : %lld, "
-                                "\"uncounted\" : %u}",
+                                "\"bias_ppm\" : %lld, \"mean_ppm\" : %llu, "
+                                "\"worst_ppm\" : %lld, \"uncounted\" : %u}",
                                 row->dev, row->event_name, row->workload,
                                 event, row->mux_ms, row->runs, row->nr_events,
                                 row->nr_counters,
@@ -190,6 +199,7 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                                 (unsigned long long)row->loop,
                                 (unsigned long long)row->share_ppm,
                                 (unsigned long long)row->cover_ppm,
+                                (long long)perfmon_accuracy_err_bias(err),
                                 (unsigned long long)perfmon_accuracy_err_mean(err),
                                 (long long)err->worst, err->nr_uncounted);
         return;
@@ -197,8 +207,8 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
 
     if (s != NULL) {
         perfmon_accuracy_printf(out, "mux%s%s%s%s%s%s%s%s%s%u%s%u%s%u%s%u%s"
-                                "%llu%s%llu%s%llu%s%llu%s%llu%s%llu%s%lld%s"
-                                "%u",
+                                "%llu%s%llu%s%llu%s%llu%s%llu%s%lld%s%llu%s"
+                                "%lld%s%u",
                                 s, row->dev, s, row->event_name, s,
                                 row->workload, s, event, s, row->mux_ms, s,
                                 row->runs, s, row->nr_events, s,
@@ -208,6 +218,7 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
                                 (unsigned long long)row->loop, s,
                                 (unsigned long long)row->share_ppm, s,
                                 (unsigned long long)row->cover_ppm, s,
+                                (long long)perfmon_accuracy_err_bias(err), s,
                                 (unsigned long long)perfmon_accuracy_err_mean(err),
                                 s, (long long)err->worst, s,
                                 err->nr_uncounted);
@@ -226,9 +237,10 @@ perfmon_accuracy_mux_print(const struct perfmon_accuracy_out *out,
     num_fmt_ratio(share, sizeof(share), row->share_ppm, 10000, 1, false);
     num_fmt_ratio(cover, sizeof(cover), row->cover_ppm, 10000, 1, false);
     perfmon_accuracy_printf(out, "%-6s %-13s %-8s %3u/%-2u %-22s %10s %5s%% "
-                            "%6s%% %9llu %10lld%s", row->dev, row->event_name,
-                            row->workload, row->nr_events, row->nr_counters,
-                            range, loop, share, cover,
+                            "%6s%% %8lld %9llu %10lld%s", row->dev,
+                            row->event_name, row->workload, row->nr_events,
+                            row->nr_counters, range, loop, share, cover,
+                            (long long)perfmon_accuracy_err_bias(err),
                             (unsigned long long)perfmon_accuracy_err_mean(err),
                             (long long)err->worst,
                             (err->nr_uncounted != 0) ? "  (some never "

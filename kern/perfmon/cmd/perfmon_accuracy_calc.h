@@ -65,13 +65,15 @@ uint64_t perfmon_accuracy_scale(uint64_t count, uint64_t enabled,
 int64_t perfmon_accuracy_ppm(uint64_t value, uint64_t exact);
 
 /*
- * Errors of repeated estimates: how many, their absolute values summed,
- * the worst (largest absolute value, sign kept), and how many could not
- * be estimated (the event never held a counter: running 0).
+ * Errors of repeated estimates: how many, their values and their
+ * absolute values summed, the worst (largest absolute value, sign kept),
+ * and how many could not be estimated (the event never held a counter:
+ * running 0).
  */
 struct perfmon_accuracy_err {
     unsigned int nr;
     unsigned int nr_uncounted;
+    int64_t sum;
     uint64_t sum_abs;
     int64_t worst;
 };
@@ -82,8 +84,13 @@ void perfmon_accuracy_err_uncounted(struct perfmon_accuracy_err *err);
 void perfmon_accuracy_err_merge(struct perfmon_accuracy_err *err,
                                 const struct perfmon_accuracy_err *other);
 
-/* The mean absolute error (ppm, rounded down; 0 with none). */
+/*
+ * The mean absolute error (ppm, rounded down; 0 with none), and the mean
+ * error, sign kept (the bias: with equal shares, errors that only move
+ * counts from one event to another cancel in it).
+ */
 uint64_t perfmon_accuracy_err_mean(const struct perfmon_accuracy_err *err);
+int64_t perfmon_accuracy_err_bias(const struct perfmon_accuracy_err *err);
 
 /*
  * One row of the multiplexing table: a workload counted runs times on

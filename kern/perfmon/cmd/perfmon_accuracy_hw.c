@@ -228,7 +228,11 @@ perfmon_accuracy_skid_addrs(uint64_t *addrs)
  * Sample the loop on dev (NULL: the default device) every period
  * instructions; the IPs of up to PERFMON_ACCURACY_SKID_MAX samples, in
  * order, into ips, their number in *nrp.  With hold, a pinned counting
- * instructions event holds the first counter meanwhile.
+ * instructions event holds the first counter meanwhile.  The loop runs
+ * with interrupts disabled (the overflow comes as an NMI or a debug
+ * trap all the same): a switch away and back would be counted in the
+ * thread's progress to its next sample, moving the samples that follow
+ * round the loop.
  */
 static int
 perfmon_accuracy_skid_sample(struct perfmon_accuracy *acc,
@@ -239,6 +243,7 @@ perfmon_accuracy_skid_sample(struct perfmon_accuracy *acc,
     struct perfmon_sampling sampling = {
         .period = PERFMON_ACCURACY_SKID_PERIOD, .fields = PERFMON_SF_IP,
     };
+    unsigned long flags;
     uint64_t rec[64];
     size_t size;
     int error;
@@ -277,7 +282,9 @@ perfmon_accuracy_skid_sample(struct perfmon_accuracy *acc,
     if (!error) {
         set->all[set->nr_all++] = &set->ref;
         perfmon_event_enable(&set->ref);
+        flags = cpu_intr_save();
         perfmon_accuracy_skid_loop(PERFMON_ACCURACY_SKID_ITERS);
+        cpu_intr_restore(flags);
         perfmon_event_disable(&set->ref);
     }
 
@@ -297,9 +304,30 @@ perfmon_accuracy_skid_sample(struct perfmon_accuracy *acc,
     return error;
 }
 
+/*
+ * Where the step PMU's samples should be: every period instructions on
+ * from its first one, round the loop.  Its samples against it check the
+ * reference itself (every distance 0), on any machine.
+ */
+static void
+perfmon_accuracy_skid_grid(const uint64_t *addrs, const uint64_t *exact,
+                           unsigned int nr, uint64_t *grid)
+{
+    int first = (nr == 0) ? -1
+                : perfmon_accuracy_loop_index(addrs, PERFMON_ACCURACY_SKID_LEN,
+                                              exact[0]);
+
+    for (unsigned int k = 0; k < nr; k++) {
+        grid[k] = (first < 0) ? 0
+                  : addrs[((uint64_t)first
+                           + k * PERFMON_ACCURACY_SKID_PERIOD)
+                          % PERFMON_ACCURACY_SKID_LEN];
+    }
+}
+
 int
 perfmon_accuracy_skid_run(struct perfmon_accuracy *acc,
-                          struct perfmon_accuracy_set *set)
+                          struct perfmon_accuracy_set *set, bool hw_present)
 {
     static const char *const names[] = { "first counter",
                                          "second counter" };
@@ -313,7 +341,15 @@ perfmon_accuracy_skid_run(struct perfmon_accuracy *acc,
     error = perfmon_accuracy_skid_sample(acc, set, acc->step, false, exact,
                                          &nr_exact);
 
-    for (unsigned int c = 0; !error && c < 2; c++) {
+    if (!error) {
+        perfmon_accuracy_skid_grid(addrs, exact, nr_exact, hw);
+        perfmon_accuracy_skid(addrs, PERFMON_ACCURACY_SKID_LEN, hw, exact,
+                              nr_exact, &skid);
+        perfmon_accuracy_skid_print(acc->out, "step PMU against its grid",
+                                    PERFMON_ACCURACY_SKID_PERIOD, &skid);
+    }
+
+    for (unsigned int c = 0; !error && hw_present && c < 2; c++) {
         error = perfmon_accuracy_skid_sample(acc, set, NULL, c == 1, hw,
                                              &nr_hw);
 
@@ -327,4 +363,3 @@ perfmon_accuracy_skid_run(struct perfmon_accuracy *acc,
 
     return error;
 }
-

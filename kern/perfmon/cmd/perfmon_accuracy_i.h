@@ -70,13 +70,15 @@ int perfmon_accuracy_set_attach(struct perfmon_accuracy *acc,
                                 unsigned int nr_flex);
 
 /*
- * Measurements 2 and 3 (perfmon_accuracy_hw.c), where there is a
- * hardware PMU: each prints its table; returns 0 or why it could not
- * be set up.
+ * Measurements 2 and 3 (perfmon_accuracy_hw.c): each prints its table;
+ * returns 0 or why it could not be set up.  The over-count needs a
+ * hardware PMU; the skid checks its reference, the step PMU's samples,
+ * on any machine, and with hw_present measures the hardware's.
  */
 int perfmon_accuracy_overcount_run(struct perfmon_accuracy *acc,
                                    struct perfmon_accuracy_set *set);
 int perfmon_accuracy_skid_run(struct perfmon_accuracy *acc,
-                              struct perfmon_accuracy_set *set);
+                              struct perfmon_accuracy_set *set,
+                              bool hw_present);
 
 #endif /* KERN_PERFMON_CMD_ACCURACY_I_H */
