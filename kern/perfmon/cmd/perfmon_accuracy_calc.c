@@ -295,8 +295,9 @@ perfmon_accuracy_oc_head(const struct perfmon_accuracy_out *out)
         return;
     }
 
-    perfmon_accuracy_printf(out, "hardware over-count: the hardware's count "
-                            "of a region minus the step PMU's exact count");
+    perfmon_accuracy_printf(out, "hardware over-count: the hardware "
+                            "instructions event's count of a region minus "
+                            "the step PMU's exact count");
     perfmon_accuracy_printf(out, "%-28s %-10s %6s %12s %8s %8s %8s %18s",
                             "counter", "interrupts", "calls", "exact", "min",
                             "mean", "max", "per call min..max");

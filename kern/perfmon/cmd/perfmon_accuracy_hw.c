@@ -80,12 +80,16 @@ perfmon_accuracy_oc_region(uint64_t calls)
     }
 }
 
-/* The step PMU's count of calls calls of the region. */
+/*
+ * The step PMU's count of calls calls of the region, interrupts off: a
+ * switch in it would be counted (the debug trap steps on regardless).
+ */
 static int
 perfmon_accuracy_oc_exact(struct perfmon_accuracy *acc,
                           struct perfmon_accuracy_set *set, uint64_t calls,
                           uint64_t *countp)
 {
+    unsigned long flags;
     int error = perfmon_accuracy_set_attach(acc, set, acc->step,
                                             PERFMON_EV_INSTRUCTION, 0);
 
@@ -94,7 +98,9 @@ perfmon_accuracy_oc_exact(struct perfmon_accuracy *acc,
     }
 
     perfmon_events_enable(set->all, set->nr_all);
+    flags = cpu_intr_save();
     perfmon_accuracy_oc_region(calls);
+    cpu_intr_restore(flags);
     perfmon_events_disable(set->all, set->nr_all);
     *countp = perfmon_event_read(&set->ref);
     perfmon_accuracy_detach(set);
@@ -139,8 +145,8 @@ int
 perfmon_accuracy_overcount_run(struct perfmon_accuracy *acc,
                                struct perfmon_accuracy_set *set)
 {
-    static const char *const names[] = { "instructions, first counter",
-                                         "instructions, second counter" };
+    static const char *const names[] = { "first counter",
+                                         "second counter" };
     uint64_t hw_short[2][PERFMON_ACCURACY_OC_ROUNDS];
     uint64_t hw_long[2][PERFMON_ACCURACY_OC_ROUNDS];
     uint64_t e_short, e_cal, per_call, counts[2];
