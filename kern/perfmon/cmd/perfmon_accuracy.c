@@ -250,7 +250,11 @@ struct perfmon_accuracy_mux {
 
 /*
  * One span: enable every event at once, run the workload, disable them
- * at once, so that all count the same instructions.  Returns the exact
+ * at once, so that all count the same instructions.  The workloads that
+ * need no switch run with preemption disabled: a switch away and back
+ * is the run's own code, counted (some thousands of instructions with a
+ * set this size), when another thread wants the CPU; the tick still
+ * comes, and rotates the events from its handler.  Returns the exact
  * count (the step reference, or the device's own), and adds each flexible
  * event's error and share to mux when it is not NULL.
  */
@@ -264,7 +268,15 @@ perfmon_accuracy_mux_span(struct perfmon_accuracy *acc,
     uint64_t exact, total = 0;
 
     perfmon_events_enable(set->all, set->nr_all);
-    work->fn(acc, n);
+
+    if (work->fn == perfmon_accuracy_yield) {
+        work->fn(acc, n);
+    } else {
+        thread_preempt_disable();
+        work->fn(acc, n);
+        thread_preempt_enable();
+    }
+
     perfmon_events_disable(set->all, set->nr_all);
     exact = perfmon_event_read(dev_ref ? &set->dev_ref : &set->ref);
 
