@@ -509,6 +509,15 @@ test_need_pmu(void **state)
                         "none");
     assert_string_equal(test_lines[2], "{\"measure\" : \"overcount\", "
                         "\"skipped\" : \"needs a hardware PMU: none\"}");
+
+    /* A measurement that could not run says so in each form. */
+    perfmon_accuracy_fail(&test_text, "skid", "out of memory");
+    perfmon_accuracy_fail(&test_csv, "skid", "out of memory");
+    perfmon_accuracy_fail(&test_json, "skid", "out of memory");
+    assert_string_equal(test_lines[3], "skid: cannot measure: out of memory");
+    assert_string_equal(test_lines[4], "skid,failed,out of memory");
+    assert_string_equal(test_lines[5], "{\"measure\" : \"skid\", "
+                        "\"failed\" : \"out of memory\"}");
 }
 
 int

@@ -486,9 +486,9 @@ perfmon_accuracy_mux(struct perfmon_accuracy *acc,
                                                 &perfmon_accuracy_works[w]);
 
             if (error == -ENODEV) {
-                perfmon_accuracy_printf(acc->out, "multiplexing on %s: no such "
-                                        "device with 2 counters or more",
-                                        perfmon_accuracy_kinds[k].dev);
+                perfmon_accuracy_fail(acc->out, perfmon_accuracy_kinds[k].dev,
+                                      "no such device with 2 counters or "
+                                      "more");
                 error = 0;
                 break;
             }
@@ -505,8 +505,7 @@ perfmon_accuracy_report(struct perfmon_accuracy *acc, const char *what,
                         int error)
 {
     if (error && error != -EINTR) {
-        perfmon_accuracy_printf(acc->out, "%s: cannot measure: %s", what,
-                                error_str(error));
+        perfmon_accuracy_fail(acc->out, what, error_str(error));
     }
 
     return error;

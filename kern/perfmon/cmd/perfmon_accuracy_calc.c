@@ -503,3 +503,18 @@ perfmon_accuracy_need_pmu(const struct perfmon_accuracy_out *out,
                                 why);
     }
 }
+
+void
+perfmon_accuracy_fail(const struct perfmon_accuracy_out *out,
+                      const char *what, const char *why)
+{
+    if (out->json) {
+        perfmon_accuracy_printf(out, "{\"measure\" : \"%s\", \"failed\" : "
+                                "\"%s\"}", what, why);
+    } else if (out->sep != NULL) {
+        perfmon_accuracy_printf(out, "%s%sfailed%s%s", what, out->sep,
+                                out->sep, why);
+    } else {
+        perfmon_accuracy_printf(out, "%s: cannot measure: %s", what, why);
+    }
+}

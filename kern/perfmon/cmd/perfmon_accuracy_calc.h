@@ -226,4 +226,8 @@ void perfmon_accuracy_skid_print(const struct perfmon_accuracy_out *out,
 void perfmon_accuracy_need_pmu(const struct perfmon_accuracy_out *out,
                                const char *what, const char *why);
 
+/* A measurement that could not run: one line saying why, in out's form. */
+void perfmon_accuracy_fail(const struct perfmon_accuracy_out *out,
+                           const char *what, const char *why);
+
 #endif /* KERN_PERFMON_CMD_ACCURACY_CALC_H */
