@@ -26,6 +26,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon/cmd/perfmon_accuracy.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_selftest.h"
@@ -666,7 +667,9 @@ perfmon_selftest_print_json(void *arg, const char *verdict, const char *name,
     perfmon_cmd_line_print(&line);
 }
 
-const char perfmon_selftest_usage[] = "usage: perfmon selftest [-j]\n";
+const char perfmon_selftest_usage[] =
+    "usage: perfmon selftest [-j]\n"
+    "       perfmon selftest --accuracy [-x SEP | -j]\n";
 
 static const struct perfmon_cmd_longopt perfmon_selftest_longopts[] = {
     { "json", 'j', false },
@@ -698,6 +701,10 @@ perfmon_selftest_main(int argc, char **argv)
     struct perfmon_cmd_opts opts;
     unsigned int failed;
     int error;
+
+    if (perfmon_accuracy_asked(argc, argv)) {
+        return perfmon_accuracy_main(argc, argv);
+    }
 
     perfmon_cmd_opts_init(&opts, argc, argv, 2, "j",
                           perfmon_selftest_longopts);
