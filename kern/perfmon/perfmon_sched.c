@@ -13,12 +13,12 @@
  * tick calls perfmon_sched_rotate), and whenever a thread with slots
  * waiting is switched in, the flexible slots holding counters give them
  * up and all are placed again, those that so far ran the smallest share
- * of their enabled time first (perfmon_cpu_pmc_share: the loaded thread's
+ * of their enabled time first (perfmon_sched_share: the loaded thread's
  * share for its slots, which follows it across switches and migrations,
  * the CPU's for the others).  So N slots over K counters each run about
  * K/N of the time, however often their thread moves.  Every slot's times
  * say what it got: enabled while active, running while it held a counter
- * (kern/perfmon/perfmon.c).
+ * (perfmon_cpu.c).
  *
  * A group's slots active on a CPU (a unit) are placed all together or not
  * at all, and leave together; a unit's share is its first slot's.  Each
@@ -42,9 +42,12 @@
 #include "kern/error.h"
 #include "kern/log.h"
 #include "kern/macros.h"
+#include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/perfmon_sched.h"
 #include "kern/xcall.h"
 
 /* The longest multiplexing interval perfmon.mux_ms takes. */
@@ -276,6 +279,33 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
 }
 
 /*
+ * The share of its enabled time slot ran until now, in 2^-20ths: the
+ * loaded thread's, for its slots; the CPU's otherwise.
+ */
+static uint64_t
+perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_td *td = cpu->td;
+    uint64_t enabled, running;
+
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    enabled = pmc->enabled - pmc->share_enabled;
+    running = pmc->running - pmc->share_running;
+
+    if (td != NULL && (td->loaded_mask & perfmon_slot_bit(slot))) {
+        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+
+        enabled = tpmc->total.enabled - tpmc->share_base.enabled
+                  + (pmc->enabled - tpmc->snap.enabled);
+        running = tpmc->total.running - tpmc->share_base.running
+                  + (pmc->running - tpmc->snap.running);
+    }
+
+    return (enabled == 0) ? 0 : num_muldiv(running, 1ULL << 20, enabled);
+}
+
+/*
  * Place the waiting units of device d that fit, those that ran the
  * smallest share of their time first (ties: the lowest slot); those that
  * do not fit keep waiting.
@@ -292,7 +322,7 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
     for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-        shares[slot - base] = perfmon_cpu_pmc_share(cpu, slot, now);
+        shares[slot - base] = perfmon_sched_share(cpu, slot, now);
     }
 
     while (left != 0) {
@@ -388,7 +418,7 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
     }
 }
 
-void
+static void
 perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
@@ -429,7 +459,7 @@ perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
     }
 }
 
-void
+static void
 perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
@@ -493,6 +523,79 @@ perfmon_rotate_local(void)
     perfmon_sched_rotate(cpu, cpu->now);
     perfmon_cpu_leave(cpu);
     cpu_intr_restore(flags);
+}
+
+/* ---- users of a slot ------------------------------------------------------- */
+
+/*
+ * One more user of slot on this CPU; saved: the thread's sampling
+ * progress, when a thread loads a sampling slot.  The first makes it
+ * active here, and the scheduler gives it a counter if it can; then its
+ * counts are as of now already, and the caller may take them as they
+ * are (returns true), not fold them again.
+ */
+static bool
+perfmon_sched_ref(struct perfmon_cpu *cpu, unsigned int slot,
+                  const struct perfmon_td_pmc *saved, uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    if (pmc->nr_refs != 0) {
+        pmc->nr_refs++;
+        return false;
+    }
+
+    assert(perfmon_pmcs[slot].nr_refs != 0);
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    pmc->nr_refs = 1;
+    pmc->share_enabled = pmc->enabled;
+    pmc->share_running = pmc->running;
+
+    if (perfmon_pmcs[slot].sampling != NULL) {
+        perfmon_cpu_pmc_sample_init(cpu, slot, saved);
+    }
+
+    WRITE_ONCE(cpu->active_mask, cpu->active_mask | bit);
+    perfmon_sched_in(cpu, slot, now);
+    return true;
+}
+
+/* A slot's counts on this CPU after a ref: as they are, or folded. */
+void
+perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                         const struct perfmon_td_pmc *saved, uint64_t now,
+                         struct perfmon_counts *counts)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    if (perfmon_sched_ref(cpu, slot, saved, now)) {
+        counts->value = pmc->value;
+        counts->enabled = pmc->enabled;
+        counts->running = pmc->running;
+    } else {
+        perfmon_cpu_pmc_counts(cpu, slot, now, counts);
+    }
+}
+
+/*
+ * Drop a user of slot on this CPU; the caller took the counts first (the
+ * value is folded, the times counted to now).  The last one gives its
+ * counter back, to a slot waiting for one.
+ */
+void
+perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
+                    uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    assert(pmc->nr_refs != 0);
+
+    if (--pmc->nr_refs == 0) {
+        WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
+        perfmon_sched_out(cpu, slot, now);
+    }
 }
 
 /* ---- reserving a counter ---------------------------------------------------- */

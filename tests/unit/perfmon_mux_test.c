@@ -38,6 +38,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 
 #define TSC_PER_INTERVAL    30000       /* 10 us at the fake 3 GHz */

@@ -2045,6 +2045,42 @@ test_why_not_and_hw_status(void **state)
     assert_true(present);
 }
 
+/* The counters a device can count an event on, as its counters op says. */
+static void
+test_dev_counters(void **state)
+{
+    uint64_t counters = 0;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 3, true);
+    fd->fixed_cycles = true;
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES,
+                                          PERFMON_EF_KERN, &counters), 0);
+    assert_int_equal(counters, 0x7);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_INSNS,
+                                          PERFMON_EF_USER, &counters), 0);
+    assert_int_equal(counters, 0x3);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_ONLY0,
+                                          PERFMON_EF_KERN, &counters), 0);
+    assert_int_equal(counters, 0x1);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_UNCOUNTABLE,
+                                          PERFMON_EF_KERN, &counters),
+                     -ENOENT);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_REFUSED,
+                                          PERFMON_EF_KERN, &counters),
+                     -EINVAL);
+    assert_int_equal(perfmon_dev_counters(NULL, RAW_CYCLES, PERFMON_EF_KERN,
+                                          &counters), -EINVAL);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES, 0,
+                                          &counters), -EINVAL);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES,
+                                          PERFMON_EF_KERN | PERFMON_EF_PINNED,
+                                          &counters), -EINVAL);
+    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES,
+                                          PERFMON_EF_KERN, NULL), -EINVAL);
+}
+
 static void
 test_dev_alloc(void **state)
 {
@@ -2137,6 +2173,7 @@ main(void)
         cmocka_unit_test_setup(test_intr_register_full, setup),
         cmocka_unit_test_setup(test_intr_unregister_waits_for_cpus, setup),
         cmocka_unit_test_setup(test_syscnt_per_cpu, setup),
+        cmocka_unit_test_setup(test_dev_counters, setup),
         cmocka_unit_test_setup(test_dev_alloc, setup),
         cmocka_unit_test_setup(test_why_not_and_hw_status, setup),
     };
