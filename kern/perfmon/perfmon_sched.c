@@ -525,6 +525,40 @@ perfmon_rotate_local(void)
     cpu_intr_restore(flags);
 }
 
+unsigned int
+perfmon_rotate_local_moved(void)
+{
+    unsigned long flags = cpu_intr_save();
+    struct perfmon_cpu *cpu = perfmon_cpu_enter();
+    unsigned int hw_ids[PERFMON_MAX_PMCS], moved;
+    uint64_t before = cpu->sched_mask, changed, kept;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
+        hw_ids[i] = cpu->pmcs[i].hw_id;
+    }
+
+    perfmon_sched_rotate(cpu, cpu->now);
+    changed = before ^ cpu->sched_mask;
+    kept = before & cpu->sched_mask;
+    moved = 0;
+
+    /* No popcount: the kernel is built for any x86-64, without libgcc. */
+    for (; changed != 0; changed &= changed - 1) {
+        moved++;
+    }
+
+    while (kept != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(kept);
+
+        kept &= kept - 1;
+        moved += cpu->pmcs[slot].hw_id != hw_ids[slot];
+    }
+
+    perfmon_cpu_leave(cpu);
+    cpu_intr_restore(flags);
+    return moved;
+}
+
 /* ---- users of a slot ------------------------------------------------------- */
 
 /*
