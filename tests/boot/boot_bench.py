@@ -44,7 +44,7 @@ BUDGETED = tuple(TARGETS)
 VARYING = {'8': 0.01, '8m': 0.01}
 # Differences of two medians and of two minimums, or no cycles at all:
 # nothing orders their min and median.
-UNORDERED = ('4h', '4e', '4f', '4g', '6n', '6d', '6f', '6s', '6g')
+UNORDERED = ('4h', '4e', '4f', '4g', '6n', '6d', '6f', '6s', '6g', '8m')
 ROW = re.compile(r'^(\d[a-z]?)\s+(.+?)\s+(\d+|-)\s+(\d+|-)\s+(MET|MISSED|-)'
                  r'\s+(\d+|-)\s+(\d+|-)\s+(\S+)\s*$', re.M)
 SUMMARY = re.compile(r'^perfmon bench: instruction budgets: (\d+) met, '
