@@ -80,7 +80,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         consumed |= ovf;
 
         barrier();
-        raw = pmc->dev->ops->read(pmc->dev, pmc->hw_id) & mask;
+        raw = perfmon_cpu_pmc_raw(pmc) & mask;
         barrier();
         delta = (raw - pmc->prev) & mask;
         wrapped = raw < pmc->prev;
@@ -352,6 +352,19 @@ perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
     counts->running = pmc->running;
 }
 
+/* Ask the device how to read the counter pmc just started holds. */
+static void
+perfmon_cpu_pmc_read_method(struct perfmon_cpu_pmc *pmc)
+{
+    struct perfmon_dev *dev = pmc->dev;
+
+    pmc->read_arg = 0;
+    pmc->read_how = (dev->ops->read_method != NULL)
+                    ? dev->ops->read_method(dev, pmc->hw_id, &pmc->read_arg)
+                    : PERFMON_READ_OP;
+    assert(pmc->read_how <= PERFMON_READ_MEM);
+}
+
 /*
  * The scheduler gives slot the hardware counter hw_id on this CPU: start
  * it, and arm it when it samples.  It is marked running (sched_mask) only
@@ -373,7 +386,10 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
     pmc->dev = dev;
     pmc->mask = perfmon_width_mask(dev->width);
     dev->ops->start(dev, hw_id, gpmc->raw_event, gpmc->flags);
-    pmc->prev = dev->ops->read(dev, hw_id) & pmc->mask;
+    perfmon_cpu_pmc_read_method(pmc);
+
+    /* The device's start leaves the counter at 0 (kern/perfmon.h). */
+    pmc->prev = 0;
     pmc->wrap_seen = false;
 
     if (gpmc->sampling != NULL) {

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/msr.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/syscnt.h"
@@ -20,7 +21,9 @@
  * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
  * loaded threads needing the counter to run here; dev and mask (its
  * width's) are the slot's, kept here while it holds a counter for the
- * reads, which use nothing else of the slot's device.  value grows by the
+ * reads, which use nothing else of the slot's device, with how to read the
+ * counter (read_how and read_arg, the device's read_method at start).  The
+ * fields a read uses come first, in one cache line.  value grows by the
  * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
  * wrap must not add a period again.  enabled and running grow with the TSC
@@ -37,12 +40,14 @@
  * due in the current interrupt.
  */
 struct perfmon_cpu_pmc {
-    unsigned int nr_refs;
-    unsigned int hw_id;
-    struct perfmon_dev *dev;
-    uint64_t mask;
     uint64_t prev;
     uint64_t value;
+    uint64_t mask;
+    unsigned int read_how;              /* PERFMON_READ_*, from start */
+    unsigned int hw_id;
+    uintptr_t read_arg;
+    struct perfmon_dev *dev;
+    unsigned int nr_refs;
     bool wrap_seen;
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
@@ -121,6 +126,24 @@ perfmon_cpu_get(unsigned int cpu)
 {
     assert(cpu < CPU_MAX);
     return &perfmon_cpus[cpu];
+}
+
+/*
+ * The raw value of the counter a slot holds on this CPU, by the method the
+ * device gave at start: no call but for PERFMON_READ_OP.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
+{
+    if (pmc->read_how == PERFMON_READ_MEM) {
+        return *(const volatile uint64_t *)pmc->read_arg;
+    }
+
+    if (pmc->read_how == PERFMON_READ_RDPMC) {
+        return msr_rdpmc((uint32_t)pmc->read_arg);
+    }
+
+    return pmc->dev->ops->read(pmc->dev, pmc->hw_id);
 }
 
 /*

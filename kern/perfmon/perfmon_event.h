@@ -66,7 +66,7 @@ void perfmon_event_read_sync(struct perfmon_event *event,
 static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_peek(const struct perfmon_cpu_pmc *pmc, uint64_t *valuep)
 {
-    uint64_t raw = pmc->dev->ops->read(pmc->dev, pmc->hw_id), delta;
+    uint64_t raw = perfmon_cpu_pmc_raw(pmc), delta;
 
     barrier();
     delta = (raw - pmc->prev) & pmc->mask;

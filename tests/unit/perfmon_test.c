@@ -688,7 +688,6 @@ test_cpu_event_counts_its_cpu(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    fd->initial = 12345;            /* counters start anywhere */
     init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     init_ok(&local, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
@@ -733,7 +732,6 @@ test_thread_event_switches_and_migrations(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    fd->initial = 1ULL << 40;
     init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     init_ok(&cpu1, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
 
@@ -743,6 +741,9 @@ test_thread_event_switches_and_migrations(void **state)
     assert_int_equal(fake_thread_nr_remote_calls(), 0);
     assert_int_equal(perfmon_event_attach_cpu(&cpu1, 1), 0);
     assert_int_equal(fd->nr_start, 1);
+
+    /* A start leaves the counter at 0: the core reads nothing after it. */
+    assert_int_equal(fd->nr_read, 0);
 
     fake_thread_switch(1, t);
     fdev_count(fd, 1, RAW_INSNS, 100);
@@ -1127,8 +1128,8 @@ test_thread_attached_while_running_elsewhere(void **state)
 /*
  * Count total events on a CPU event and a thread event at a device width,
  * in steps below one period, folding by the poll timer (poll mode) or by
- * overflow NMIs (interrupt mode) between steps.  The counters start close
- * to their top to wrap early.
+ * overflow NMIs (interrupt mode) between steps.  The counters are taken
+ * close to their top first, to wrap early.
  */
 static void
 check_wraps(unsigned int width, bool intr, uint64_t step, unsigned int steps)
@@ -1140,13 +1141,15 @@ check_wraps(unsigned int width, bool intr, uint64_t step, unsigned int steps)
     uint64_t total = 0, before;
 
     fd = fdev_add(0, width, 4, intr);
-    fd->initial = fdev_mask(fd) - 2;
     assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
     init_ok(&cpu_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     init_ok(&thr_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach_cpu(&cpu_ev, 2), 0);
     fake_thread_switch(2, t);
     assert_int_equal(perfmon_event_attach(&thr_ev, t), 0);
+    fdev_count(fd, 2, RAW_CYCLES, fdev_mask(fd) - 2);
+    total = fdev_mask(fd) - 2;
+    assert_int_equal(perfmon_event_read(&cpu_ev), total);
     before = syscnt_value("perfmon_nr_overflows/2");
 
     for (unsigned int i = 0; i < steps; i++) {
@@ -2121,6 +2124,14 @@ test_dev_alloc(void **state)
     fdev_assert_idle(fd);
 }
 
+/* A test run with the fake devices giving the core a read method. */
+static const unsigned int read_by_rdpmc = PERFMON_READ_RDPMC;
+static const unsigned int read_in_mem = PERFMON_READ_MEM;
+#define BY_RDPMC(test)                                                      \
+    { #test " (RDPMC)", test, setup, NULL, (void *)&read_by_rdpmc }
+#define BY_MEM(test)                                                        \
+    { #test " (memory)", test, setup, NULL, (void *)&read_in_mem }
+
 int
 main(void)
 {
@@ -2158,6 +2169,22 @@ main(void)
         cmocka_unit_test_setup(test_wrap_width1, setup),
         cmocka_unit_test_setup(test_wrap_latency_intr, setup),
         cmocka_unit_test_setup(test_nmi_during_update, setup),
+        /* The same, the core reading by RDPMC, and in memory. */
+        BY_RDPMC(test_cpu_event_counts_its_cpu),
+        BY_RDPMC(test_thread_event_switches_and_migrations),
+        BY_RDPMC(test_wrap_width16_poll),
+        BY_RDPMC(test_wrap_width16_intr),
+        BY_RDPMC(test_wrap_width32),
+        BY_RDPMC(test_wrap_width48),
+        BY_RDPMC(test_wrap_width64),
+        BY_RDPMC(test_wrap_latency_intr),
+        BY_RDPMC(test_nmi_during_update),
+        BY_MEM(test_cpu_event_counts_its_cpu),
+        BY_MEM(test_thread_event_switches_and_migrations),
+        BY_MEM(test_wrap_width16_intr),
+        BY_MEM(test_wrap_width32),
+        BY_MEM(test_wrap_width64),
+        BY_MEM(test_wrap_latency_intr),
         cmocka_unit_test_setup(test_nmi_in_exit_fold, setup),
         cmocka_unit_test_setup(test_nmi_in_deadline_fold, setup),
         cmocka_unit_test_setup(test_local_read_hit_by_rearm, setup),
