@@ -595,6 +595,7 @@ struct perfmon_event {
     struct perfmon_dev *dev;            /* chosen device, or NULL */
     unsigned int slot;                  /* global counter slot */
     struct thread *thread;              /* attached thread, holds a ref */
+    struct perfmon_td *td;              /*   its perfmon state */
     unsigned int cpu;                   /* attached CPU */
     struct perfmon_counts start;        /* the thread's or CPU's, when
                                            enabled */

@@ -124,10 +124,18 @@ perfmon_event_detach(struct perfmon_event *event)
     return 0;
 }
 
-uint64_t
-perfmon_event_read(struct perfmon_event *event)
+/*
+ * Every read but the fast one: folding, remote, disabled, inherited.
+ * resched: the fast read left preemption disabled for a reschedule due.
+ */
+static uint64_t __attribute__((noinline))
+perfmon_event_read_slow(struct perfmon_event *event, bool resched)
 {
     struct perfmon_counts counts;
+
+    if (resched) {
+        thread_preempt_enable();
+    }
 
     if (event == NULL) {
         return 0;
@@ -140,6 +148,21 @@ perfmon_event_read(struct perfmon_event *event)
     }
 
     return counts.value;
+}
+
+uint64_t
+perfmon_event_read(struct perfmon_event *event)
+{
+    bool resched = false;
+    uint64_t value;
+
+    if (likely(event != NULL) && likely(event->enabled)
+        && likely(event->family == NULL)
+        && perfmon_event_read_fast(event, &value, &resched)) {
+        return value;
+    }
+
+    return perfmon_event_read_slow(event, resched);
 }
 
 uint64_t

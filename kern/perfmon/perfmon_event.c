@@ -380,6 +380,7 @@ perfmon_event_attach_thread(struct perfmon_event *event,
     /* Referenced while on the counter's user list (perfmon_pmc_foreach). */
     thread_ref(thread);
     event->thread = thread;
+    event->td = thread_get_perfmon_td(thread);
     event->cpu = 0;
     error = perfmon_event_get_pmc(event);
 

@@ -199,4 +199,88 @@ perfmon_event_read_counts_inline(struct perfmon_event *event, bool times,
     perfmon_event_read_sync(event, counts);
 }
 
+/*
+ * The count of an enabled event with no family whose counter runs on
+ * this CPU (a CPU event of this CPU, an event of the calling thread), as
+ * perfmon_event_read() returns it, in *valuep; false when the event is not
+ * local or its counter needs a fold (the caller takes the slow read).
+ * Thread context: its checks are the slow read's.  Nothing is called
+ * and nothing written but the preemption count, so the compiler saves no
+ * register for it: the read that runs most.  When a reschedule is due at
+ * its end, it leaves preemption disabled and sets *resched_dep: the
+ * caller enables it.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_event_read_fast(const struct perfmon_event *event, uint64_t *valuep,
+                        bool *resched_dep)
+{
+    const struct perfmon_td_pmc *tpmc = NULL;
+    const struct perfmon_cpu_pmc *pmc;
+    const struct perfmon_cpu *cpu;
+    unsigned int cpu_index, slot = event->slot;
+    uint64_t value = 0, raw, delta;
+    unsigned long gen;
+    bool ok;
+
+    thread_preempt_disable();
+    cpu_index = cpu_id();
+
+    if (event->state == PERFMON_EVENT_CPU) {
+        ok = (event->cpu == cpu_index);
+    } else {
+        ok = (event->thread == thread_self());
+        tpmc = &event->td->pmcs[slot];
+    }
+
+    cpu = &perfmon_cpus[cpu_index];
+    pmc = &cpu->pmcs[slot];
+
+    while (ok) {
+        gen = READ_ONCE(cpu->gen);
+        barrier();
+        value = pmc->value;
+
+        if (READ_ONCE(cpu->sched_mask) & perfmon_slot_bit(slot)) {
+            /* The op is the slow read's: no call here. */
+            if (pmc->read_how == PERFMON_READ_MEM) {
+                raw = *(const volatile uint64_t *)pmc->read_arg;
+            } else if (pmc->read_how == PERFMON_READ_RDPMC) {
+                raw = msr_rdpmc((uint32_t)pmc->read_arg);
+            } else {
+                ok = false;
+                break;
+            }
+
+            barrier();
+            delta = (raw - pmc->prev) & pmc->mask;
+
+            if (delta > (pmc->mask >> PERFMON_PEEK_SHIFT)) {
+                ok = false;
+                break;
+            }
+
+            value = pmc->value + delta;
+        }
+
+        if (tpmc != NULL) {
+            value = tpmc->total.value + (value - tpmc->snap.value);
+        }
+
+        barrier();
+
+        if (READ_ONCE(cpu->gen) == gen) {
+            break;
+        }
+    }
+
+    /* A reschedule due: the slow read's preemption enable does it. */
+    if (unlikely(!thread_preempt_enable_unless_resched())) {
+        *resched_dep = true;
+        return false;
+    }
+
+    *valuep = event->total.value + (value - event->start.value);
+    return ok;
+}
+
 #endif /* KERN_PERFMON_EVENT_H */

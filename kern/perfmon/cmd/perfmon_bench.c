@@ -592,7 +592,9 @@ perfmon_bench_op_rotate(struct perfmon_bench_run *run, void *arg)
  * its own group, so each its own slot): each turn one event waits, and
  * the counters go round.  Row 8 is the whole turn, judged; row 8m the
  * turn over the events it moved (those that lost their counter, got one
- * or changed counters, as a turn apart from the counted ones says).
+ * or changed counters, as a turn apart from the counted ones says).  How
+ * many a turn moves follows the shares of the moment, so 8m is printed,
+ * not counted: it is no path of its own.
  */
 static int
 perfmon_bench_row_rotation(struct perfmon_bench_run *run)
@@ -628,11 +630,13 @@ perfmon_bench_row_rotation(struct perfmon_bench_run *run)
                             perfmon_bench_budget(PERFMON_BENCH_BUDGET_TURN),
                             &r, NULL);
         moved = perfmon_rotate_local_moved();
-        ksnprintf(what, sizeof(what), "  per event moved (%u a turn)", moved);
-        perfmon_bench_print(run, "8m", what,
-                            (insns == PERFMON_BENCH_NONE || moved == 0)
-                            ? PERFMON_BENCH_NONE : insns / moved,
-                            PERFMON_BENCH_NONE, NULL, NULL);
+
+        if (insns != PERFMON_BENCH_NONE && moved != 0) {
+            ksnprintf(what, sizeof(what), "  per event moved: %lu (%u moved)",
+                      (unsigned long)(insns / moved), moved);
+            perfmon_bench_print(run, "8m", what, PERFMON_BENCH_NONE,
+                                PERFMON_BENCH_NONE, NULL, NULL);
+        }
     }
 
     while (nr > 0) {
