@@ -97,7 +97,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         }
 
         if (wrapped) {
-            syscnt_inc(&cpu->nr_overflows);
+            perfmon_syscnt_inc_local(&cpu->nr_overflows);
         }
 
         pmc->value += delta;
@@ -247,7 +247,7 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
             cpu->due |= perfmon_slot_bit(slot);
             pmc->due_period = pmc->period;
         } else {
-            syscnt_inc(&cpu->nr_unsampled);
+            perfmon_syscnt_inc_local(&cpu->nr_unsampled);
         }
 
         perfmon_cpu_pmc_adjust(pmc, sampling);
@@ -397,6 +397,7 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
         perfmon_cpu_pmc_arm(cpu, slot);
     }
 
+    WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[hw_id], slot + 1);
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | perfmon_slot_bit(slot));
 }
@@ -430,6 +431,7 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
 
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~perfmon_slot_bit(slot));
     barrier();
+    WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[pmc->hw_id], 0);
     __atomic_fetch_and(&cpu->pending, ~perfmon_slot_bit(slot),
                        __ATOMIC_RELAXED);
     dev->ops->stop(dev, pmc->hw_id);

@@ -68,11 +68,14 @@ struct perfmon_cpu_pmc {
  * A device's counters on one CPU, for the scheduler (kern/perfmon/perfmon_sched.c):
  * hw_used, the hardware counters started here (pinned and flexible
  * slots); waiting, the active flexible slots that have none (they take
- * turns).
+ * turns); slot_of_hw, which slot holds each hardware counter, for the
+ * overflow interrupt (set before the slot is marked running, cleared
+ * after it stops being: a stale entry is filtered by sched_mask).
  */
 struct perfmon_cpu_dev {
     uint64_t hw_used;
     uint64_t waiting;
+    uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
 };
 
 /*

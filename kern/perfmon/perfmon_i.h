@@ -213,6 +213,20 @@ perfmon_counts_add_delta(struct perfmon_counts *a,
     a->running += b->running - c->running;
 }
 
+/*
+ * One more on a per-CPU statistic, from its own CPU: one add instruction,
+ * which no interrupt or NMI on this CPU can split, so no lock prefix.
+ */
+static inline void
+perfmon_syscnt_inc_local(struct syscnt *syscnt)
+{
+#ifdef TALLY_HOST_TEST
+    syscnt_inc(syscnt);
+#else
+    __asm__ __volatile__("addq $1, %0" : "+m"(syscnt->value));
+#endif
+}
+
 /* The checks of thread context, for the entry points of every file. */
 static inline __attribute__((always_inline)) void
 perfmon_assert_thread_context(void)

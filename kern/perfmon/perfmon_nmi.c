@@ -100,7 +100,9 @@ perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, active, start, due;
+    uint64_t mask, slots, hw, start, due;
+    const struct perfmon_cpu_dev *cdev;
+    bool timed;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
 
@@ -120,7 +122,11 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
     barrier();
-    start = cpu_rdtsc();
+
+    /* Throttling times the interrupt, when a sample may be due in it. */
+    timed = (READ_ONCE(cpu->sched_mask) & READ_ONCE(perfmon_sampling_slots))
+            != 0;
+    start = timed ? cpu_rdtsc() : 0;
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
@@ -134,21 +140,24 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      * a callback stops them, and must not fill with the fold's branches.
      */
     perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
-    syscnt_inc(&cpu->nr_intrs);
+    perfmon_syscnt_inc_local(&cpu->nr_intrs);
 
-    /* The slots of the device running here whose counter overflowed. */
-    active = READ_ONCE(cpu->sched_mask) & perfmon_dev_slots(dev);
+    /*
+     * The slots running here whose counter overflowed, by the map from
+     * counter to slot: a counter no slot holds now maps to none.
+     */
+    cdev = &cpu->devs[dev->index];
     slots = 0;
 
-    while (active != 0) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(active);
+    for (hw = mask; hw != 0; hw &= hw - 1) {
+        unsigned int slot = READ_ONCE(cdev->slot_of_hw[__builtin_ctzll(hw)]);
 
-        active &= active - 1;
-
-        if (mask & (1ULL << cpu->pmcs[slot].hw_id)) {
-            slots |= perfmon_slot_bit(slot);
+        if (slot != 0) {
+            slots |= perfmon_slot_bit(slot - 1);
         }
     }
+
+    slots &= READ_ONCE(cpu->sched_mask);
 
     /*
      * Inside a section the fold waits for the section's end, where the
@@ -181,7 +190,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         if (due != 0) {
             perfmon_cpu_write_samples(cpu, due, frame);
 
-            if (cpu->intr_depth == 1) {
+            if (cpu->intr_depth == 1 && timed) {
                 perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
             }
         }
