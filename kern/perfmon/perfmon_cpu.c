@@ -64,7 +64,7 @@ static void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu,
  * during the read, it makes us read again, so that a user taking the value
  * just after (a thread being switched out, say) does not lose the wrap.
  */
-static void
+void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -310,46 +310,6 @@ perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
 
     tpmc->sample_period = pmc->period;
     tpmc->sample_min_period = pmc->min_period;
-}
-
-/*
- * Count the time since the slot's stamp into its times: enabled while it
- * has users here, running while it holds a counter.  Called before either
- * changes, and to read them.
- */
-void
-perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
-                      uint64_t now)
-{
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t dt = now - pmc->stamp;
-
-    if (pmc->nr_refs != 0) {
-        pmc->enabled += dt;
-
-        if (cpu->sched_mask & perfmon_slot_bit(slot)) {
-            pmc->running += dt;
-        }
-    }
-
-    pmc->stamp = now;
-}
-
-/* The slot's counts on this CPU at now, folded (entered). */
-void
-perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
-                       uint64_t now, struct perfmon_counts *counts)
-{
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-
-    if (cpu->sched_mask & perfmon_slot_bit(slot)) {
-        perfmon_cpu_pmc_update(cpu, slot, false);
-    }
-
-    perfmon_cpu_pmc_clock(cpu, slot, now);
-    counts->value = pmc->value;
-    counts->enabled = pmc->enabled;
-    counts->running = pmc->running;
 }
 
 /* Ask the device how to read the counter pmc just started holds. */

@@ -157,8 +157,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
- * perfmon_cpu_pmc_clock: count the time since the slot's stamp into its
- *   times; perfmon_cpu_pmc_counts: the slot's counts here at now, folded.
+ * perfmon_cpu_pmc_update: fold the counter slot holds here into its
+ *   64-bit value (ovf: the device's interrupt says it wrapped); the
+ *   inline perfmon_cpu_pmc_fold() below takes the common case itself.
  * perfmon_cpu_pmc_sample_init: a sampling slot becomes active here, with
  *   a thread's saved progress or afresh; perfmon_cpu_pmc_sample_save: a
  *   thread's sampling slot stops here, its progress kept in tpmc.
@@ -174,16 +175,86 @@ void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
                           uint64_t now, bool folded);
-void perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
-                           uint64_t now);
-void perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
-                            uint64_t now, struct perfmon_counts *counts);
+void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
+                            bool ovf);
 void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
                                  const struct perfmon_td_pmc *saved);
 void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
                                  struct perfmon_td_pmc *tpmc);
 void perfmon_cpu_poll_xcall(void *dev);
 uint64_t perfmon_cpu_active_slots(unsigned int cpu);
+
+/*
+ * Count the time since the slot's stamp into its times: enabled while it
+ * has users here, running while it holds a counter.  Called before either
+ * changes, and to read them.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
+                      uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t dt = now - pmc->stamp;
+
+    if (pmc->nr_refs != 0) {
+        pmc->enabled += dt;
+
+        if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+            pmc->running += dt;
+        }
+    }
+
+    pmc->stamp = now;
+}
+
+/*
+ * Fold the counter slot holds here (entered): inline when the device
+ * gave a read method, nothing is pending and the counter did not wrap;
+ * perfmon_cpu_pmc_update() otherwise.  An NMI that marks the slot
+ * pending after the read sends it there too, which reads again with the
+ * overflow, as its own loop would.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), raw;
+
+    if (likely(pmc->read_how != PERFMON_READ_OP)
+        && !(READ_ONCE(cpu->pending) & bit)) {
+        barrier();
+        raw = perfmon_cpu_pmc_raw(pmc) & pmc->mask;
+        barrier();
+
+        if (likely(raw >= pmc->prev)) {
+            pmc->value += raw - pmc->prev;
+            pmc->prev = raw;
+
+            if (likely(!(READ_ONCE(cpu->pending) & bit))) {
+                return;
+            }
+        }
+    }
+
+    perfmon_cpu_pmc_update(cpu, slot, false);
+}
+
+/* The slot's counts on this CPU at now, folded (entered). */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                       uint64_t now, struct perfmon_counts *counts)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+        perfmon_cpu_pmc_fold(cpu, slot);
+    }
+
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    counts->value = pmc->value;
+    counts->enabled = pmc->enabled;
+    counts->running = pmc->running;
+}
 
 #ifdef TALLY_HOST_TEST
 void perfmon_cpu_reset(void);
