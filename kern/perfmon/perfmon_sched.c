@@ -55,6 +55,14 @@
 
 uint64_t perfmon_mux_cpus;
 
+#ifdef TALLY_HOST_TEST
+/*
+ * Every turn places everything again (perfmon_sched_replace), as turns did
+ * before they moved only what changes: the host test's reference.
+ */
+bool perfmon_sched_full_turns;
+#endif
+
 /* Clock ticks between two rotations (perfmon.mux_ms), set at boot. */
 static unsigned int perfmon_mux_ticks;
 
@@ -347,8 +355,72 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 }
 
 /*
- * Everything on device d takes turns again: the flexible slots holding
- * counters give them up, then all are placed by share.
+ * Everything on device d takes turns again, all at once: the flexible
+ * slots holding counters give them up, then all are placed by share.
+ */
+static void
+perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
+                      uint64_t flexible)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+
+    perfmon_sched_remove(cpu, flexible, now, false);
+    cdev->waiting |= flexible;
+    perfmon_sched_fill(cpu, d, now);
+}
+
+/*
+ * Whether unit would fit on the counters of device d not in used: the
+ * test perfmon_sched_place() makes, on a copy of the counters in use,
+ * which takes the counters it would give.
+ */
+static bool
+perfmon_sched_fits(unsigned int d, uint64_t unit, uint64_t *used)
+{
+    uint64_t masks[PERFMON_DEV_MAX_PMCS], prefer[PERFMON_DEV_MAX_PMCS];
+    unsigned int hw_ids[PERFMON_DEV_MAX_PMCS], n = 0;
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
+
+    for (uint64_t slots = unit; slots != 0; slots &= slots - 1) {
+        const struct perfmon_pmc *pmc =
+            &perfmon_pmcs[__builtin_ctzll(slots)];
+        uint64_t free = pmc->counters & ~reserved & ~*used;
+
+        /* One slot: the counter perfmon_sched_pick() would give. */
+        if ((unit & (unit - 1)) == 0) {
+            if (free == 0) {
+                return false;
+            }
+
+            free = (free & pmc->prefer) ? (free & pmc->prefer) : free;
+            *used |= free & -free;
+            return true;
+        }
+
+        masks[n] = free;
+        prefer[n++] = pmc->prefer;
+    }
+
+    if (!perfmon_counters_assign(masks, prefer, n, hw_ids)) {
+        return false;
+    }
+
+    for (unsigned int i = 0; i < n; i++) {
+        *used |= 1ULL << hw_ids[i];
+    }
+
+    return true;
+}
+
+/*
+ * A turn on device d.  First the units a full placement by share would
+ * run (perfmon_sched_replace: the flexible units running here and those
+ * waiting, the smallest share first, each where it fits), computed on a
+ * copy of the counters in use; then only what changes moves: the units
+ * leaving stop, those arriving start on the counters freed, those
+ * staying keep theirs, counting on.  Should an arrival not fit where the
+ * stayers left room (counters cut up among groups), the turn places
+ * everything again.
  */
 static void
 perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
@@ -357,20 +429,76 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
     uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
+    uint64_t shares[PERFMON_DEV_MAX_PMCS], left, chosen = 0, order[64];
+    uint64_t used, arriving;
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
 
-    while (running != 0) {
+    used = cdev->hw_used;
+
+    for (; running != 0; running &= running - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(running);
-
-        running &= running - 1;
 
         if (!perfmon_pmcs[slot].pinned) {
             flexible |= perfmon_slot_bit(slot);
+            used &= ~(1ULL << cpu->pmcs[slot].hw_id);
         }
     }
 
-    perfmon_sched_remove(cpu, flexible, now, false);
-    cdev->waiting |= flexible;
-    perfmon_sched_fill(cpu, d, now);
+#ifdef TALLY_HOST_TEST
+    if (perfmon_sched_full_turns) {
+        perfmon_sched_replace(cpu, d, now, flexible);
+        return;
+    }
+#endif
+
+    left = flexible | cdev->waiting;
+
+    for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        shares[slot - base] = perfmon_sched_share(cpu, slot, now);
+    }
+
+    /* The selection, in the order the full placement takes the units. */
+    while (left != 0) {
+        unsigned int best = (unsigned int)__builtin_ctzll(left);
+        uint64_t unit;
+
+        for (uint64_t slots = left & (left - 1); slots != 0;
+             slots &= slots - 1) {
+            unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+            if (shares[slot - base] < shares[best - base]) {
+                best = slot;
+            }
+        }
+
+        unit = perfmon_sched_unit(cpu, best);
+        left &= ~unit;
+
+        if (perfmon_sched_fits(d, unit, &used)) {
+            chosen |= unit;
+            order[nr_order++] = unit;
+        }
+    }
+
+    /* Those leaving give their counters up; those arriving take them. */
+    perfmon_sched_remove(cpu, flexible & ~chosen, now, false);
+    cdev->waiting |= flexible & ~chosen;
+    arriving = chosen & ~flexible;
+
+    for (unsigned int i = 0; i < nr_order && arriving != 0; i++) {
+        if (!(order[i] & arriving)) {
+            continue;
+        }
+
+        arriving &= ~order[i];
+
+        if (!perfmon_sched_place(cpu, order[i], now)) {
+            perfmon_sched_replace(cpu, d, now, cpu->sched_mask & chosen);
+            return;
+        }
+    }
 }
 
 /*
@@ -704,5 +832,6 @@ void
 perfmon_sched_reset(void)
 {
     perfmon_mux_cpus = 0;
+    perfmon_sched_full_turns = false;
 }
 #endif

@@ -46,6 +46,7 @@ bool perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
 
 #ifdef TALLY_HOST_TEST
 void perfmon_sched_reset(void);
+extern bool perfmon_sched_full_turns;
 #endif
 
 #endif /* KERN_PERFMON_SCHED_H */
