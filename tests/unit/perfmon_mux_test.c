@@ -962,7 +962,23 @@ test_rotate_local(void **state)
 
     assert_true(cpu->sched_mask & waiting);
     assert_int_equal(syscnt_value("perfmon_nr_rotations/1"), 1);
-    detach_all(evs, 3);
+
+    /*
+     * The turn the benchmark counts events moved by: the one that ran
+     * least waited, so it comes in, and one of the others goes out.
+     */
+    fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+    fake_ctx_enter(&ctx, 1);
+    assert_int_equal(perfmon_rotate_local_moved(), 2);
+    fake_ctx_exit(&ctx);
+    assert_int_equal(__builtin_popcountll(cpu->sched_mask), 2);
+
+    /* Nothing waits: nothing moves. */
+    assert_int_equal(perfmon_event_detach(&evs[2]), 0);
+    fake_ctx_enter(&ctx, 1);
+    assert_int_equal(perfmon_rotate_local_moved(), 0);
+    fake_ctx_exit(&ctx);
+    detach_all(evs, 2);
 }
 
 /* Clock ticks on cpu until its first turn (at most 2000). */
