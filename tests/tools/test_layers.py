@@ -49,6 +49,8 @@ PRIVATE_ALLOWED = {
     # Host tests of the core that inspect its per-CPU and per-thread state.
     'tests/unit/perfmon_enable_test.c',
     'tests/unit/perfmon_mux_test.c',
+    # The turn's test, which sets the scheduler's reference mode.
+    'tests/unit/perfmon_turn_test.c',
     # The stream test drives a capture by hand and checks the core's
     # sample layout.
     'tests/unit/perfmon_stream_test.c',

@@ -150,13 +150,13 @@ void fdev_assert_idle(struct fdev *fd);
 /* The value of the system counter name, which must exist. */
 uint64_t syscnt_value(const char *name);
 
-/*
- * cmocka setup: 4 CPUs, fresh fakes and core, self current on CPU 0.  A
- * test's initial state may point to a PERFMON_READ_* method: the fake
- * devices it adds then give the core that one (fdev_read_how; a test
- * calling setup(NULL) keeps it).
- */
+/* cmocka setup: 4 CPUs, fresh fakes and core, self current on CPU 0. */
 int setup(void **state);
+
+/*
+ * The read method the fake devices give the core when added (each one's
+ * read_how after): the op, or in a program linking fdev_rdpmc.c, RDPMC.
+ */
 extern unsigned int fdev_read_how;
 
 void init_ok(struct perfmon_event *ev, uint64_t id, unsigned int flags);

@@ -742,9 +742,6 @@ test_thread_event_switches_and_migrations(void **state)
     assert_int_equal(perfmon_event_attach_cpu(&cpu1, 1), 0);
     assert_int_equal(fd->nr_start, 1);
 
-    /* A start leaves the counter at 0: the core reads nothing after it. */
-    assert_int_equal(fd->nr_read, 0);
-
     fake_thread_switch(1, t);
     fdev_count(fd, 1, RAW_INSNS, 100);
     fdev_count(fd, 0, RAW_INSNS, 50);           /* no counter there */
@@ -1179,170 +1176,6 @@ check_wraps(unsigned int width, bool intr, uint64_t step, unsigned int steps)
     assert_int_equal(perfmon_event_detach(&thr_ev), 0);
     assert_int_equal(perfmon_event_detach(&cpu_ev), 0);
     assert_int_equal(perfmon_event_read(&cpu_ev), total);
-}
-
-/*
- * The fold, inline or not, on random runs: counts of random sizes (under
- * a period between two folds: a second wrap before the overflow NMI would
- * be lost on hardware too), overflow NMIs taken
- * at once, late, or landing inside a read after the counter moved on
- * (the pending protocol), context switches folding a thread's count,
- * and reads.  Every read agrees with the events counted, at each width,
- * by each read method.
- */
-static uint64_t fold_rand_state;
-
-/* The raw value of the one counter of fd running on cpu. */
-static uint64_t
-fdev_raw(const struct fdev *fd, unsigned int cpu)
-{
-    for (unsigned int i = 0; i < fd->nr_hw; i++) {
-        if (fd->counters[cpu][i].running) {
-            return fd->counters[cpu][i].value & fdev_mask(fd);
-        }
-    }
-
-    fail();
-    return 0;
-}
-
-static uint64_t
-fold_rand(uint64_t bound)
-{
-    fold_rand_state = fold_rand_state * 6364136223846793005ULL
-                      + 1442695040888963407ULL;
-    return (bound == 0) ? 0 : (fold_rand_state >> 11) % bound;
-}
-
-static void
-check_fold_random(unsigned int width, unsigned int read_how)
-{
-    struct perfmon_event cpu_ev, thr_ev;
-    uint64_t total = 0, thr_total = 0, period, step, late;
-    struct thread *t;
-    struct fdev *fd;
-
-    setup(NULL);
-    t = fake_thread_create("t");
-    fd = fdev_add(0, width, 4, true);
-    fd->read_how = read_how;
-    period = fdev_mask(fd);
-    fold_rand_state = width * 31 + read_how;
-    init_ok(&cpu_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    init_ok(&thr_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
-    assert_int_equal(perfmon_event_attach_cpu(&cpu_ev, 0), 0);
-    assert_int_equal(perfmon_event_attach(&thr_ev, self), 0);
-
-    for (unsigned int i = 0; i < 3000; i++) {
-        step = (fold_rand(4) == 0) ? fold_rand(period)
-                                   : fold_rand(period >> 6);
-        late = 0;
-        fdev_count(fd, 0, RAW_CYCLES, step);
-        total += step;
-        thr_total += step;
-
-        switch (fold_rand(7)) {
-        case 0:
-            /*
-             * The NMI lands in the next read, the counter moved on (a read
-             * in memory has no hook to land in: the counter moves on).
-             */
-            late = fold_rand(period - step);
-
-            if (read_how == PERFMON_READ_MEM) {
-                fdev_count(fd, 0, RAW_CYCLES, late);
-            } else {
-                fd->nmi_advance = late;
-                fd->nmi_in_read = true;
-            }
-
-            total += late;
-            thr_total += late;
-            (void)perfmon_event_read(&cpu_ev);
-            break;
-        case 1:
-            /* A switch away and back folds the thread's count. */
-            fake_thread_switch(0, t);
-            fake_thread_switch(0, self);
-            break;
-        case 2:
-            /*
-             * The same, the counter moving on after the switch's read and
-             * its NMI landing there: the events after the read are the
-             * thread's only when they wrapped the counter, the NMI then
-             * making the fold read again (below).
-             */
-            if (read_how != PERFMON_READ_MEM) {
-                late = fold_rand(period - step);
-                fd->nmi_advance = late;
-                fd->nmi_in_read = true;
-                total += late;
-            }
-
-            fake_thread_switch(0, t);
-            fake_thread_switch(0, self);
-            break;
-        case 3:
-            /*
-             * A wrap the counter is already past its last value for (the
-             * NMI late), that NMI landing in the switch's fold: the fold
-             * reads again, adding the period for the thread switched out.
-             */
-            if (read_how != PERFMON_READ_MEM) {
-                fake_thread_switch(0, t);
-                fake_thread_switch(0, self);
-
-                if (fd->status[0] != 0) {
-                    assert_true(fdev_nmi(fd, 0));
-                }
-
-                late = period + 1 + fold_rand(period - fdev_raw(fd, 0));
-                fdev_count(fd, 0, RAW_CYCLES, late);
-                total += late;
-                thr_total += late;
-                late = 0;
-                fd->nmi_in_read = true;
-                fake_thread_switch(0, t);
-                fake_thread_switch(0, self);
-            }
-            break;
-        default:
-            break;
-        }
-
-        if (fd->status[0] != 0) {
-            assert_true(fdev_nmi(fd, 0));
-        }
-
-        fd->nmi_in_read = false;
-        assert_int_equal(perfmon_event_read(&cpu_ev), total);
-
-        if (perfmon_event_read(&thr_ev) == thr_total + late) {
-            thr_total += late;
-        }
-
-        assert_int_equal(perfmon_event_read(&thr_ev), thr_total);
-    }
-
-    assert_int_equal(perfmon_event_detach(&thr_ev), 0);
-    assert_int_equal(perfmon_event_detach(&cpu_ev), 0);
-}
-
-static void
-test_fold_random(void **state)
-{
-    static const unsigned int widths[] = { 16, 17, 24, 31, 32, 40, 48, 63, 64 };
-    static const unsigned int hows[] = {
-        PERFMON_READ_OP, PERFMON_READ_RDPMC, PERFMON_READ_MEM,
-    };
-
-    (void)state;
-
-    for (unsigned int w = 0; w < ARRAY_SIZE(widths); w++) {
-        for (unsigned int h = 0; h < ARRAY_SIZE(hows); h++) {
-            check_fold_random(widths[w], hows[h]);
-        }
-    }
 }
 
 static void
@@ -2212,42 +2045,6 @@ test_why_not_and_hw_status(void **state)
     assert_true(present);
 }
 
-/* The counters a device can count an event on, as its counters op says. */
-static void
-test_dev_counters(void **state)
-{
-    uint64_t counters = 0;
-    struct fdev *fd;
-
-    (void)state;
-    fd = fdev_add(0, 48, 3, true);
-    fd->fixed_cycles = true;
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES,
-                                          PERFMON_EF_KERN, &counters), 0);
-    assert_int_equal(counters, 0x7);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_INSNS,
-                                          PERFMON_EF_USER, &counters), 0);
-    assert_int_equal(counters, 0x3);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_ONLY0,
-                                          PERFMON_EF_KERN, &counters), 0);
-    assert_int_equal(counters, 0x1);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_UNCOUNTABLE,
-                                          PERFMON_EF_KERN, &counters),
-                     -ENOENT);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_REFUSED,
-                                          PERFMON_EF_KERN, &counters),
-                     -EINVAL);
-    assert_int_equal(perfmon_dev_counters(NULL, RAW_CYCLES, PERFMON_EF_KERN,
-                                          &counters), -EINVAL);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES, 0,
-                                          &counters), -EINVAL);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES,
-                                          PERFMON_EF_KERN | PERFMON_EF_PINNED,
-                                          &counters), -EINVAL);
-    assert_int_equal(perfmon_dev_counters(&fd->dev, RAW_CYCLES,
-                                          PERFMON_EF_KERN, NULL), -EINVAL);
-}
-
 static void
 test_dev_alloc(void **state)
 {
@@ -2288,14 +2085,6 @@ test_dev_alloc(void **state)
     fdev_assert_idle(fd);
 }
 
-/* A test run with the fake devices giving the core a read method. */
-static const unsigned int read_by_rdpmc = PERFMON_READ_RDPMC;
-static const unsigned int read_in_mem = PERFMON_READ_MEM;
-#define BY_RDPMC(test)                                                      \
-    { #test " (RDPMC)", test, setup, NULL, (void *)&read_by_rdpmc }
-#define BY_MEM(test)                                                        \
-    { #test " (memory)", test, setup, NULL, (void *)&read_in_mem }
-
 int
 main(void)
 {
@@ -2325,7 +2114,6 @@ main(void)
         cmocka_unit_test_setup(test_thread_exit_while_monitored, setup),
         cmocka_unit_test_setup(test_thread_attached_while_running_elsewhere,
                                setup),
-        cmocka_unit_test_setup(test_fold_random, setup),
         cmocka_unit_test_setup(test_wrap_width16_poll, setup),
         cmocka_unit_test_setup(test_wrap_width16_intr, setup),
         cmocka_unit_test_setup(test_wrap_width32, setup),
@@ -2334,22 +2122,6 @@ main(void)
         cmocka_unit_test_setup(test_wrap_width1, setup),
         cmocka_unit_test_setup(test_wrap_latency_intr, setup),
         cmocka_unit_test_setup(test_nmi_during_update, setup),
-        /* The same, the core reading by RDPMC, and in memory. */
-        BY_RDPMC(test_cpu_event_counts_its_cpu),
-        BY_RDPMC(test_thread_event_switches_and_migrations),
-        BY_RDPMC(test_wrap_width16_poll),
-        BY_RDPMC(test_wrap_width16_intr),
-        BY_RDPMC(test_wrap_width32),
-        BY_RDPMC(test_wrap_width48),
-        BY_RDPMC(test_wrap_width64),
-        BY_RDPMC(test_wrap_latency_intr),
-        BY_RDPMC(test_nmi_during_update),
-        BY_MEM(test_cpu_event_counts_its_cpu),
-        BY_MEM(test_thread_event_switches_and_migrations),
-        BY_MEM(test_wrap_width16_intr),
-        BY_MEM(test_wrap_width32),
-        BY_MEM(test_wrap_width64),
-        BY_MEM(test_wrap_latency_intr),
         cmocka_unit_test_setup(test_nmi_in_exit_fold, setup),
         cmocka_unit_test_setup(test_nmi_in_deadline_fold, setup),
         cmocka_unit_test_setup(test_local_read_hit_by_rearm, setup),
@@ -2365,7 +2137,6 @@ main(void)
         cmocka_unit_test_setup(test_intr_register_full, setup),
         cmocka_unit_test_setup(test_intr_unregister_waits_for_cpus, setup),
         cmocka_unit_test_setup(test_syscnt_per_cpu, setup),
-        cmocka_unit_test_setup(test_dev_counters, setup),
         cmocka_unit_test_setup(test_dev_alloc, setup),
         cmocka_unit_test_setup(test_why_not_and_hw_status, setup),
     };
