@@ -78,6 +78,8 @@ struct perfmon_cpu_dev {
     uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
 };
 
+_Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
+
 /*
  * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
  * a soft or step PMU's deadline call, which is no NMI.
