@@ -42,8 +42,9 @@ TARGETS = {'2a': 48, '2b': 56, '4h': 3, '4e': 60, '4f': 120, '4g': 160,
            '6f': 55, '6s': 130, '6g': 12, '8': 400}
 BUDGETED = tuple(TARGETS)
 # A turn (row 8) places events in the order of their shares of time,
-# which the TSC sets: its count may move between runs by this fraction.
-VARYING = {'8': 0.01}
+# which the TSC sets, and moves those whose place changes: its count may
+# move between runs by this fraction (tools/bench allows the same).
+VARYING = {'8': 0.05}
 # Differences of two medians and of two minimums, or no cycles at all:
 # nothing orders their min and median.
 UNORDERED = ('4h', '4e', '4f', '4g', '6n', '6d', '6f', '6s', '6g', '8m')
@@ -114,15 +115,15 @@ def main():
     for row in BUDGETED:
         fields = rows.get(row)
         counted = fields is not None and fields[1] != '-'
-        tap.result(fields is not None and fields[2] == str(TARGETS[row]),
-                   'row %s: its budget is the target, %d'
-                   % (row, TARGETS[row]), out)
+        target = fields is not None and fields[2] == str(TARGETS[row])
+        tap.result(target, 'row %s: its budget is the target, %d'
+                   % (row, TARGETS[row]), '' if target else out)
         consistent = counted and fields[3] == (
             'MET' if int(fields[1]) <= int(fields[2]) else 'MISSED')
         tap.result(consistent, 'row %s: the verdict agrees with the count%s'
                    % (row, ' (%s of %s: %s)' % (fields[1], fields[2],
                                                  fields[3])
-                      if fields else ''), out)
+                      if fields else ''), '' if consistent else out)
         if consistent and fields[3] == 'MISSED':
             missed.append('%s %s of %s' % (row, fields[1], fields[2]))
     m = SUMMARY.search(out)
