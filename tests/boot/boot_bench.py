@@ -42,9 +42,10 @@ TARGETS = {'2a': 48, '2b': 56, '4h': 3, '4e': 60, '4f': 120, '4g': 160,
            '6f': 55, '6s': 130, '6g': 12, '8': 400}
 BUDGETED = tuple(TARGETS)
 # A turn (row 8) places events in the order of their shares of time,
-# which the TSC sets, and moves those whose place changes: its count may
-# move between runs by this fraction (tools/bench allows the same).
-VARYING = {'8': 0.05}
+# which the TSC sets, and moves those whose place changes (two moved cost
+# some 500 more than none): its count may move between runs by this
+# fraction (tools/bench allows the same).
+VARYING = {'8': 0.15}
 # Differences of two medians and of two minimums, or no cycles at all:
 # nothing orders their min and median.
 UNORDERED = ('4h', '4e', '4f', '4g', '6n', '6d', '6f', '6s', '6g', '8m')
