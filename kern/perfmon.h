@@ -108,6 +108,14 @@ const struct perfmon_event_desc *perfmon_event_desc(unsigned int id);
 struct perfmon_dev;
 
 /*
+ * How the core may read a started counter on its CPU without calling read
+ * (the read_method operation).
+ */
+#define PERFMON_READ_OP     0   /* call ops->read */
+#define PERFMON_READ_RDPMC  1   /* rdpmc with ECX = arg (fixed counters: bit 30 set) */
+#define PERFMON_READ_MEM    2   /* a volatile uint64_t at address arg */
+
+/*
  * Device operations.  Each takes the device it was registered with, so
  * that one driver can serve several devices and find its state from it.
  *
@@ -134,15 +142,29 @@ struct perfmon_dev;
  *   raw_event, -EINVAL as for counters.  For pinned events (the core never
  *   gives a reserved counter to a flexible one).
  * free: release a counter reserved by alloc.
- * start: program and enable the counter on this CPU.  An overflow of the
- *   counter's previous run that the device has not reported yet (a status
- *   bit left set, its interrupt still on the way or lost) is dropped:
- *   from start on, handle_overflow_intr reports the counter only for
- *   overflows of the new run.  The core cannot tell whose run an
- *   overflow was, and would add a whole period to the new one.
+ * start: program and enable the counter on this CPU, from 0.  An overflow
+ *   of the counter's previous run that the device has not reported yet (a
+ *   status bit left set, its interrupt still on the way or lost) is
+ *   dropped: from start on, handle_overflow_intr reports the counter only
+ *   for overflows of the new run.  The core cannot tell whose run an
+ *   overflow was, and would add a whole period to the new one.  So the
+ *   core takes the counter's raw value after start as 0 (or, for a
+ *   sampling counter, the value its write arms) without reading it.
  * stop: disable the counter on this CPU.
  * read: the counter's raw value on this CPU (the core keeps the low width
  *   bits).
+ * read_method (optional; processor-local, after start): how the core may
+ *   read the started counter hw_id on this CPU without calling read, one
+ *   of the PERFMON_READ_* methods, its argument in *argp.  The method
+ *   holds until the counter is stopped or transferred.  Without the op,
+ *   or for PERFMON_READ_OP, the core calls read.
+ * transfer (optional; processor-local): reprogram the started counter
+ *   hw_id for raw_event in the mode flags in place, from one slot's event
+ *   to another's, leaving its count where it is: the counter keeps
+ *   counting, and the core folds what it counted before as the old
+ *   slot's.  One write of the event select where the device can.  It drops
+ *   a pending overflow as start does.  The read method may change: the
+ *   core asks read_method again.
  * write (optional: devices without it cannot sample): load a running
  *   counter on this CPU with value, within the device's width, so that it
  *   overflows after 2^width - value events.  Called by the core to arm a
@@ -189,6 +211,10 @@ struct perfmon_dev_ops {
                   uint64_t raw_event, unsigned int flags);
     void (*stop)(struct perfmon_dev *dev, unsigned int hw_id);
     uint64_t (*read)(struct perfmon_dev *dev, unsigned int hw_id);
+    unsigned int (*read_method)(struct perfmon_dev *dev, unsigned int hw_id,
+                                uintptr_t *argp);
+    void (*transfer)(struct perfmon_dev *dev, unsigned int hw_id,
+                     uint64_t raw_event, unsigned int flags);
     void (*write)(struct perfmon_dev *dev, unsigned int hw_id,
                   uint64_t value);
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);
@@ -580,6 +606,7 @@ struct perfmon_event {
     struct perfmon_dev *dev;            /* chosen device, or NULL */
     unsigned int slot;                  /* global counter slot */
     struct thread *thread;              /* attached thread, holds a ref */
+    struct perfmon_td *td;              /*   its perfmon state */
     unsigned int cpu;                   /* attached CPU */
     struct perfmon_counts start;        /* the thread's or CPU's, when
                                            enabled */

@@ -27,4 +27,12 @@ bool perfmon_switch_hook_enabled(void);
  */
 void perfmon_rotate_local(void);
 
+/*
+ * perfmon_rotate_local(), returning how many events it moved: those that
+ * lost their counter, got one, or changed counters.  For the benchmark,
+ * which counts the turn alone and divides by this; the comparison is not
+ * part of a turn.
+ */
+unsigned int perfmon_rotate_local_moved(void);
+
 #endif /* KERN_PERFMON_CONTROL_H */

@@ -5,7 +5,7 @@
  * Performance monitoring: the types other modules embed.  struct thread
  * embeds a struct perfmon_td, which thread creation clears with
  * perfmon_td_init() before the thread can run; everything else about it is
- * private to kern/perfmon/perfmon.c.
+ * private to kern/perfmon/perfmon_td.c.
  */
 
 #ifndef KERN_PERFMON_TYPES_H
@@ -73,7 +73,7 @@ struct perfmon_member;
  * it is current there, or with the run queue that holds the thread locked
  * (thread_call() provides both; the context switch hook runs in the first
  * case).  This exclusion is the "thread perfmon state" level of the lock
- * order in kern/perfmon/perfmon.c; no lock of its own is needed.
+ * order in kern/perfmon/perfmon_event.c; no lock of its own is needed.
  *
  * active_mask is the one word the context switch hook looks at: zero means
  * the thread has no event and load/unload do nothing else.

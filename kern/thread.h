@@ -153,6 +153,7 @@ void thread_msleep(uint64_t ms);
 
 void thread_preempt_disable(void);
 void thread_preempt_enable(void);
+bool thread_preempt_enable_unless_resched(void);
 bool thread_preempt_enabled(void);
 
 #else /* TALLY_HOST_TEST */
@@ -177,6 +178,26 @@ thread_preempt_enable(void)
     if (unlikely(cpu_local_read(need_resched) != 0)) {
         thread_preempt_enable_resched();
     }
+}
+
+/*
+ * thread_preempt_enable() for a path that must call nothing: when a
+ * reschedule is due, preemption stays disabled and it returns false; the
+ * caller then calls thread_preempt_enable(), which reschedules.
+ */
+static inline bool
+thread_preempt_enable_unless_resched(void)
+{
+    barrier();
+    assert(cpu_local_read(preempt_count) != 0);
+    cpu_local_add(preempt_count, -1);
+
+    if (unlikely(cpu_local_read(need_resched) != 0)) {
+        cpu_local_add(preempt_count, 1);
+        return false;
+    }
+
+    return true;
 }
 
 static inline bool

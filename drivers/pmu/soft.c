@@ -365,6 +365,26 @@ softpmu_read(struct perfmon_dev *dev, unsigned int hw_id)
 }
 
 /*
+ * The core reads an event counter's count in place; the clock's is
+ * computed from the TSC, by softpmu_read.
+ */
+static unsigned int
+softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
+                    uintptr_t *argp)
+{
+    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+
+    (void)dev;
+
+    if (c->raw_event == SWEVENT_CLOCK) {
+        return PERFMON_READ_OP;
+    }
+
+    *argp = (uintptr_t)&c->count;
+    return PERFMON_READ_MEM;
+}
+
+/*
  * Load a counter.  The clock's count is the TSC minus its start, so the
  * start moves instead; it raises no NMI of its own, so the clock is asked
  * for an interrupt when it wraps (see softpmu_clock_deadline), at least
@@ -441,6 +461,7 @@ static const struct perfmon_dev_ops softpmu_ops = {
     .start = softpmu_start,
     .stop = softpmu_stop,
     .read = softpmu_read,
+    .read_method = softpmu_read_method,
     .write = softpmu_write,
     .handle_overflow_intr = softpmu_handle_overflow_intr,
     .why_not = softpmu_why_not,

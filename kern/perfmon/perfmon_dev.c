@@ -26,6 +26,11 @@ struct spinlock perfmon_lock = SPINLOCK_INITIALIZER;
 struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 unsigned int perfmon_nr_devs_published;
 bool perfmon_ready;
+struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
+uint64_t perfmon_sampling_slots;
+uint64_t perfmon_branch_slots;
+uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
+unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 
 /*
  * The hardware status line, written once at boot (thread context) before
@@ -34,7 +39,35 @@ bool perfmon_ready;
 static char perfmon_hw_status_text[PERFMON_HW_STATUS_SIZE] = "not probed";
 static bool perfmon_hw_present;
 
+/*
+ * Poll interval of a device without overflow interrupt (perfmon_poll_ms()):
+ * from the time its counters take to wrap at PERFMON_POLL_RATE events per
+ * CPU cycle, more than any x86 event reaches, and at least
+ * PERFMON_POLL_MIN_MS.
+ */
+#define PERFMON_POLL_RATE           16
+#define PERFMON_POLL_MIN_MS         20
+
 /* ---- devices ------------------------------------------------------------- */
+
+/*
+ * The poll interval of a device being registered (perfmon_lock held):
+ * its own, or from the time its counters take to wrap when no interrupt
+ * says they did; 0 for none.
+ */
+static void
+perfmon_dev_set_poll(struct perfmon_dev *dev)
+{
+    if (dev->poll_ms != 0) {
+        dev->poll_interval_ms = dev->poll_ms;
+    } else if (!dev->overflow_intr) {
+        dev->poll_interval_ms = perfmon_poll_ms(
+            perfmon_wrap_ms(dev->width, PERFMON_POLL_RATE, cpu_tsc_freq()),
+            PERFMON_POLL_MIN_MS);
+    } else {
+        dev->poll_interval_ms = 0;
+    }
+}
 
 bool
 perfmon_dev_is_registered(const struct perfmon_dev *dev)
@@ -111,7 +144,7 @@ perfmon_register(struct perfmon_dev *dev)
     }
 
     dev->index = nr;
-    perfmon_poll_dev_add(dev);
+    perfmon_dev_set_poll(dev);
     perfmon_devs[nr] = dev;
     __atomic_store_n(&perfmon_nr_devs_published, nr + 1, __ATOMIC_RELEASE);
     spinlock_unlock(&perfmon_lock);
@@ -159,7 +192,7 @@ perfmon_dev_get_info(const struct perfmon_dev *dev,
     info->name = dev->name;
     info->width = dev->width;
     info->nr_pmcs = dev->nr_pmcs;
-    info->nr_pmcs_used = perfmon_dev_nr_used(dev);
+    info->nr_pmcs_used = READ_ONCE(perfmon_dev_nr_used_[dev->index]);
     info->overflow_intr = dev->overflow_intr;
     info->poll_ms = dev->poll_interval_ms;
     return 0;
@@ -252,37 +285,6 @@ perfmon_dev_unreserve_locked(struct perfmon_dev *dev, unsigned int hw_id)
 }
 
 int
-perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
-                  unsigned int flags, unsigned int *hw_idp)
-{
-    int error;
-
-    if (dev == NULL || hw_idp == NULL || !perfmon_dev_is_registered(dev)) {
-        return -EINVAL;
-    }
-
-    spinlock_lock(&perfmon_lock);
-    error = perfmon_dev_reserve_locked(dev, raw_event, flags, hw_idp);
-    spinlock_unlock(&perfmon_lock);
-
-    /* Flexible events move off it, wherever they run. */
-    if (error == 0) {
-        perfmon_sched_evict_all(dev);
-    }
-
-    return error;
-}
-
-void
-perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
-{
-    assert(dev != NULL && perfmon_dev_is_registered(dev));
-    spinlock_lock(&perfmon_lock);
-    perfmon_dev_unreserve_locked(dev, hw_id);
-    spinlock_unlock(&perfmon_lock);
-}
-
-int
 perfmon_lookup_event(struct perfmon_dev *dev, const char *name,
                      uint64_t *idp, unsigned int *flagsp)
 {
@@ -354,5 +356,10 @@ perfmon_dev_reset(void)
     strlcpy(perfmon_hw_status_text, "not probed",
             sizeof(perfmon_hw_status_text));
     perfmon_hw_present = false;
+    memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
+    perfmon_sampling_slots = 0;
+    perfmon_branch_slots = 0;
+    memset(perfmon_dev_reserved, 0, sizeof(perfmon_dev_reserved));
+    memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
 }
 #endif /* TALLY_HOST_TEST */

@@ -2,27 +2,39 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Private interface between the files of the perfmon core; nothing outside
- * kern/perfmon/ includes it but the host tests that look inside the core.
+ * Private interface of the perfmon core's lowest layer, which every file
+ * of the core may use; nothing outside kern/perfmon/ includes it but the
+ * host tests that look inside the core.  The files, from the bottom up:
+ * each uses only the files listed before it (tests/tools/test_layers.py
+ * checks the order, on every call and include).
  *
- *   perfmon.c          events, the per-CPU and per-thread counter state,
- *                      the context-switch hook, overflow folding, sampling
- *                      on the counters
- *   perfmon_dev.c      the device table and its lookups, the hardware
- *                      status line
  *   perfmon_events.c   the table of generic events
- *   perfmon_pmc.c      the global counter table (slot allocation), the
- *                      switch hook's flag, the poll timers
- *   perfmon_sched.c    which slot holds which counter on each CPU
- *                      (multiplexing)
- *   perfmon_inherit.c  inherited events and their children
+ *   perfmon_evtab.c    the CPU models' event tables
+ *   perfmon_selftest.c the drivers' self-test contract
+ *   perfmon_dev.c      the device table, the fixed part of its counter
+ *                      slots, the counters reserved on every CPU
+ *   perfmon_cpu.c      the per-CPU counter record: sections, folding,
+ *                      starting and stopping counters, arming sampling
+ *                      counters (perfmon_cpu.h)
  *   perfmon_intr.c     the overflow-interrupt callback registry
  *   perfmon_branch.c   the branch-record driver and its users
+ *   perfmon_ring.c     the per-CPU record rings (kern/perfmon_ring.h)
  *   perfmon_sample.c   sample buffers and records
- *   perfmon_ring.c     the per-CPU record rings (its interface is
- *                      kern/perfmon_ring.h)
+ *   perfmon_nmi.c      the overflow interrupt: fold, samples, throttling
+ *                      (perfmon_nmi.h)
+ *   perfmon_sched.c    a slot's users on each CPU, which slot holds which
+ *                      counter there, multiplexing (perfmon_sched.h)
+ *   perfmon_pmc.c      the counter allocator, the switch hook's flag,
+ *                      the poll timers (perfmon_pmc.h)
+ *   perfmon_td.c       per-thread counts and the context switch
+ *                      (perfmon_td.h)
+ *   perfmon_event.c    events: attach, enable, read (perfmon_event.h)
  *   perfmon_switchrec.c, perfmon_switchrec_decode.c
  *                      switch records (kern/perfmon_switchrec.h)
+ *   perfmon_inherit.c  inherited events and their children
+ *                      (perfmon_inherit.h)
+ *   perfmon.c          the entry points over events and their families,
+ *                      setup
  *
  * kern/perfmon/README.md describes how they fit together.
  */
@@ -45,9 +57,9 @@
 struct trap_frame;
 
 /*
- * The device table and the counter allocator (kern/perfmon/perfmon.c) share one
+ * The device table and the counter allocator (perfmon_pmc.c) share one
  * lock: taken alone, in thread context, never held across an xcall,
- * thread_call or timer call.  See the lock order in kern/perfmon/perfmon.c.
+ * thread_call or timer call.  See the lock order in perfmon_event.c.
  */
 extern struct spinlock perfmon_lock;
 
@@ -135,114 +147,7 @@ extern uint64_t perfmon_sampling_slots;
  */
 extern uint64_t perfmon_branch_slots;
 
-/*
- * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
- * loaded threads needing the counter to run here; dev and mask (its
- * width's) are the slot's, kept here while it holds a counter for the
- * reads, which use nothing else of the slot's device.  value grows by the
- * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
- * update saw the raw value go backwards, so the overflow interrupt of that
- * wrap must not add a period again.  enabled and running grow with the TSC
- * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
- * a hardware counter here (its bit in sched_mask).
- *
- * A sampling slot also keeps, while it runs here: the period, the events
- * still to count to the next sample from armed_value (the value when the
- * counter was last armed: it overflows after min(left, what the device can
- * arm) events; while the slot waits for a counter, left alone says it:
- * perfmon_cpu_pmc_stop charged what it had counted), the value and TSC at
- * the last sample (frequency mode),
- * the floor throttling put under the period, and the period of the sample
- * due in the current interrupt.
- */
-struct perfmon_cpu_pmc {
-    unsigned int nr_refs;
-    unsigned int hw_id;
-    struct perfmon_dev *dev;
-    uint64_t mask;
-    uint64_t prev;
-    uint64_t value;
-    bool wrap_seen;
-    uint64_t stamp;                     /* TSC the times are counted to */
-    uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
-    uint64_t running;                   /* and holding a counter */
-    uint64_t share_enabled;             /* enabled and running when it */
-    uint64_t share_running;             /*   last became active here */
-
-    uint64_t period;
-    int64_t left;
-    uint64_t armed_value;
-    uint64_t sample_value;
-    uint64_t sample_tsc;
-    uint64_t min_period;
-    uint64_t due_period;
-};
-
-/*
- * A device's counters on one CPU, for the scheduler (kern/perfmon/perfmon_sched.c):
- * hw_used, the hardware counters started here (pinned and flexible
- * slots); waiting, the active flexible slots that have none (they take
- * turns).
- */
-struct perfmon_cpu_dev {
-    uint64_t hw_used;
-    uint64_t waiting;
-};
-
-/*
- * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
- * a soft or step PMU's deadline call, which is no NMI.
- */
-#define PERFMON_INTR_MAX_DEPTH      2
-
-/*
- * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
- * (xcalls, thread_call, the context switch hook, the overflow interrupt).
- * active_mask (slots with nr_refs > 0) is also read by the poll timer on
- * other CPUs, as a hint.  sched_mask: the active slots that hold a
- * hardware counter here, the ones folded, polled and interrupted.
- *
- * gen grows by one in every section that may change the state (see
- * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
- * on the same CPU read the state without disabling interrupts: such a
- * section, when it interrupts the reader, completes before the reader
- * resumes, so an unchanged gen across the reads means nothing changed
- * under them (see perfmon_event_read_local).
- */
-struct perfmon_cpu {
-    bool busy;
-    unsigned long gen;
-    uint64_t pending;                   /* slots, set by the NMI while busy */
-    uint64_t active_mask;
-    uint64_t sched_mask;
-    uint64_t now;                       /* TSC at the section's start */
-    struct perfmon_td *td;              /* the thread loaded here, or NULL */
-    unsigned int intr_depth;            /* overflow interrupts running */
-    bool in_intr;                       /* the interrupt's own fold runs */
-    uint64_t due;                       /* slots with a sample due in it */
-    uint64_t window_start;              /* TSC, throttling window */
-    uint64_t window_cycles;             /* spent sampling in the window */
-    struct syscnt nr_overflows;
-    struct syscnt nr_intrs;
-    struct syscnt nr_polls;
-    struct syscnt nr_unsampled;
-    struct syscnt nr_throttles;
-    struct syscnt nr_rotations;
-    unsigned int mux_ticks;             /* clock ticks since a rotation */
-    struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
-    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
-} __aligned(CACHE_LINE_SIZE);
-
-extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
-
-static inline struct perfmon_cpu *
-perfmon_cpu_get(unsigned int cpu)
-{
-    assert(cpu < CPU_MAX);
-    return &perfmon_cpus[cpu];
-}
-
-/* The global counter table (kern/perfmon/perfmon_pmc.c), slot by slot. */
+/* The global counter table, slot by slot (perfmon_pmc.c allocates them). */
 extern struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 
 /* Slots of one device: a device owns PERFMON_DEV_MAX_PMCS consecutive ones. */
@@ -281,37 +186,62 @@ perfmon_slot_dev(unsigned int slot)
     return perfmon_devs[slot / PERFMON_DEV_MAX_PMCS];
 }
 
+/*
+ * Counters allocated on each device now (perfmon_pmc.c's allocator counts
+ * them), under perfmon_lock; read without it as a snapshot.
+ */
+extern unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
+
+/* Event states (event->state); anything else is an event never initialised. */
+#define PERFMON_EVENT_IDLE          0x5e1d      /* initialised or detached */
+#define PERFMON_EVENT_THREAD        0x5e1e
+#define PERFMON_EVENT_CPU           0x5e1f
+
+static inline bool
+perfmon_event_state_attached(const struct perfmon_event *event)
+{
+    return event->state == PERFMON_EVENT_THREAD
+           || event->state == PERFMON_EVENT_CPU;
+}
+
+/* a += b - c, field by field. */
+static inline void
+perfmon_counts_add_delta(struct perfmon_counts *a,
+                         const struct perfmon_counts *b,
+                         const struct perfmon_counts *c)
+{
+    a->value += b->value - c->value;
+    a->enabled += b->enabled - c->enabled;
+    a->running += b->running - c->running;
+}
+
+/*
+ * One more on a per-CPU statistic, from its own CPU: one add instruction,
+ * which no interrupt or NMI on this CPU can split, so no lock prefix.
+ */
+static inline void
+perfmon_syscnt_inc_local(struct syscnt *syscnt)
+{
+#ifdef TALLY_HOST_TEST
+    syscnt_inc(syscnt);
+#else
+    __asm__ __volatile__("addq $1, %0" : "+m"(syscnt->value));
+#endif
+}
+
+/* The checks of thread context, for the entry points of every file. */
+static inline __attribute__((always_inline)) void
+perfmon_assert_thread_context(void)
+{
+    assert(cpu_intr_enabled());
+    assert(thread_preempt_enabled());
+}
+
 /* The generic id named name or one of its aliases, or -1 (perfmon_events.c). */
 int perfmon_event_find(const char *name);
 
 /* Whether dev is registered (any context). */
 bool perfmon_dev_is_registered(const struct perfmon_dev *dev);
-
-/*
- * kern/perfmon/perfmon_pmc.c.
- *
- * perfmon_poll_dev_add: prepare polling of a device being registered
- *   (perfmon_lock held): its effective poll interval and timer.
- * perfmon_dev_nr_used: counters allocated on dev now (a snapshot).
- * perfmon_event_get_pmc: find or allocate the counter slot of an event
- *   being attached (event->thread or event->cpu set) and add the event to
- *   its users; 0 or the errors of perfmon_event_attach().  Thread context.
- * perfmon_event_put_pmc: the reverse, at detach.
- * perfmon_pmc_setup: the part of perfmon_setup for this file.
- */
-void perfmon_poll_dev_add(struct perfmon_dev *dev);
-unsigned int perfmon_dev_nr_used(const struct perfmon_dev *dev);
-int perfmon_event_get_pmc(struct perfmon_event *event);
-void perfmon_event_put_pmc(struct perfmon_event *event);
-void perfmon_pmc_setup(void);
-
-/*
- * kern/perfmon/perfmon.c, for the poll timer: the slots active on cpu (a hint,
- * any context), and the xcall function that folds dev's counters on the
- * calling CPU.
- */
-uint64_t perfmon_cpu_active_slots(unsigned int cpu);
-void perfmon_cpu_poll_xcall(void *dev);
 
 /*
  * kern/perfmon/perfmon_intr.c, for the overflow interrupt on cpu (the
@@ -365,21 +295,6 @@ void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
                               uint64_t period);
 
 /*
- * kern/perfmon/perfmon.c, for the other files: the checks of thread context, and
- * an event's own counts (its children's aside), the times only right with
- * times.
- */
-static inline __attribute__((always_inline)) void
-perfmon_assert_thread_context(void)
-{
-    assert(cpu_intr_enabled());
-    assert(thread_preempt_enabled());
-}
-
-void perfmon_event_read_counts(struct perfmon_event *event, bool times,
-                               struct perfmon_counts *counts);
-
-/*
  * kern/perfmon/perfmon_inherit.c: the family of an inherited event, the root (see
  * there for the protocol).  Under perfmon_family_lock (private to that
  * file), but for root, fixed while the family lives.
@@ -411,71 +326,10 @@ perfmon_event_is_root(const struct perfmon_event *event)
     return event->family != NULL && event->family->root == event;
 }
 
-/*
- * perfmon_family_create: give an attached thread event its family (the
- *   event's family set), before it is first enabled; 0 or -ENOMEM.
- * perfmon_family_destroy: release every child, add what they counted to
- *   the root's total, free the family (root->family NULL).
- * perfmon_family_set_enabled: the root was enabled or disabled: so are
- *   the children, now and those created from now on.
- * perfmon_family_add_counts: add the children's counts to counts.
- * Thread context, on behalf of the root's owner.
- */
-int perfmon_family_create(struct perfmon_event *root);
-void perfmon_family_destroy(struct perfmon_event *root);
-void perfmon_family_set_enabled(struct perfmon_family *family, bool enabled);
-void perfmon_family_add_counts(struct perfmon_family *family, bool times,
-                               struct perfmon_counts *counts);
-
-/*
- * kern/perfmon/perfmon.c, for the scheduler.  perfmon_cpu_enter/leave: a section
- * on the local CPU's state (interrupts disabled; cpu->now set).
- * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
- * start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
- * just taken at now), stop and take it back.
- * perfmon_cpu_pmc_share: the share of its enabled time slot ran until
- * now, in 2^-20ths (the loaded thread's, for its slots; the CPU's
- * otherwise).
- */
-struct perfmon_cpu *perfmon_cpu_enter(void);
-void perfmon_cpu_leave(struct perfmon_cpu *cpu);
-void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
-                           unsigned int hw_id, uint64_t now);
-void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
-                          uint64_t now, bool folded);
-uint64_t perfmon_cpu_pmc_share(struct perfmon_cpu *cpu, unsigned int slot,
-                               uint64_t now);
-
-/*
- * kern/perfmon/perfmon_sched.c (see there), in a section on cpu.
- * perfmon_sched_in: slot just became active here (in active_mask).
- * perfmon_sched_out: slot just stopped being active here.
- * perfmon_sched_rotate: one turn of the slots waiting for a counter
- *   (every device's).  Also after a thread with slots waiting was loaded.
- * perfmon_sched_evict_all: thread context, after a counter of dev was
- *   reserved: every CPU moves its flexible slots off it.
- * perfmon_sched_setup: the part of perfmon_setup for that file.
- * perfmon_counters_assign: a counter for each of n slots, slot i taking
- *   one of masks[i] (those of prefer[i] first), each its own, into
- *   hw_ids[] (may be NULL); false when there is no such assignment.
- *   Pure; any context (NMI included: no lock, no allocation).
- */
-bool perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
-                             unsigned int n, unsigned int *hw_ids);
-void perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot,
-                      uint64_t now);
-void perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot,
-                       uint64_t now);
-void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
-void perfmon_sched_evict_all(struct perfmon_dev *dev);
-void perfmon_sched_setup(void);
-
 #ifdef TALLY_HOST_TEST
 /* Forget the state of one file (perfmon_reset() calls them all). */
 void perfmon_dev_reset(void);
 void perfmon_intr_reset(void);
-void perfmon_pmc_reset(void);
-void perfmon_sched_reset(void);
 void perfmon_branch_reset(void);
 #endif
 

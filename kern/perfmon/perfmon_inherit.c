@@ -41,7 +41,9 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_event.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/perfmon_inherit.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -147,7 +149,7 @@ perfmon_child_release(struct perfmon_family *family,
                       struct perfmon_child *child)
 {
     perfmon_event_set_family(&child->event, NULL);
-    perfmon_event_detach(&child->event);
+    perfmon_event_release(&child->event);
     spinlock_lock(&perfmon_family_lock);
     perfmon_counts_add(&family->gone, &child->event.total);
     spinlock_unlock(&perfmon_family_lock);
@@ -285,11 +287,7 @@ perfmon_child_set_enabled(struct perfmon_child *child, void *arg,
 
     (void)counts;
 
-    if (*(const bool *)arg) {
-        perfmon_event_enable(event);
-    } else {
-        perfmon_event_disable(event);
-    }
+    perfmon_events_set_enabled(&event, 1, *(const bool *)arg);
 }
 
 void
@@ -347,13 +345,15 @@ perfmon_child_attach(struct perfmon_child *child, struct thread *thread,
      */
     event->family = child->member.family;
     event->group = root->group;
-    error = perfmon_event_attach(event, thread);
+    error = perfmon_event_attach_thread(event, thread);
 
     if (error) {
         event->family = NULL;
+        return error;
     }
 
-    return error;
+    perfmon_event_attach_end(event);
+    return 0;
 }
 
 int
@@ -424,7 +424,7 @@ perfmon_thread_fork(struct thread *thread)
 
             if (perfmon_event_attached(&child->event)) {
                 perfmon_event_set_family(&child->event, NULL);
-                perfmon_event_detach(&child->event);
+                perfmon_event_release(&child->event);
             }
 
             kmem_free(child, sizeof(*child));

@@ -8,7 +8,7 @@
  * perfmon_lock.  Also here: `perfmon info`'s view of the table, the
  * context-switch hook's flag (which refuses thread events while off), and
  * the poll timers of devices whose wraps raise no interrupt.  The per-CPU
- * and per-thread state of the counters is in kern/perfmon/perfmon.c.
+ * state of the counters is in perfmon_cpu.c, the per-thread in perfmon_td.c.
  */
 
 #include <stdbool.h>
@@ -25,21 +25,15 @@
 #include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/perfmon_pmc.h"
+#include "kern/perfmon/perfmon_sched.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/thread.h"
 #include "kern/timer.h"
 #include "kern/xcall.h"
-
-/*
- * Poll interval of a device without overflow interrupt (perfmon_poll_ms()):
- * from the time its counters take to wrap at PERFMON_POLL_RATE events per
- * CPU cycle, more than any x86 event reaches, and at least
- * PERFMON_POLL_MIN_MS.
- */
-#define PERFMON_POLL_RATE           16
-#define PERFMON_POLL_MIN_MS         20
 
 /*
  * The context-switch hook's flag (perfmon.hook=off clears it at boot).
@@ -54,17 +48,13 @@ static unsigned int perfmon_nr_thread_events;
 
 /* The last group id given to a leader (struct perfmon_pmc), perfmon_lock. */
 static uint64_t perfmon_last_group;
-struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
-uint64_t perfmon_sampling_slots;
-uint64_t perfmon_branch_slots;
-uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
-static unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 static struct timer perfmon_poll_timers[PERFMON_MAX_DEVS];
 static bool perfmon_poll_armed[PERFMON_MAX_DEVS];
 
 static void
 perfmon_poll_schedule(struct perfmon_dev *dev)
 {
+    perfmon_poll_timers[dev->index].arg = dev;
     timer_schedule(&perfmon_poll_timers[dev->index],
                    clock_get_time()
                    + clock_ticks_from_ms(dev->poll_interval_ms));
@@ -270,7 +260,7 @@ perfmon_pmc_check_group(const struct perfmon_event *event,
         return 0;
     }
 
-    if (!perfmon_event_attached(leader) || leader->dev != dev
+    if (!perfmon_event_state_attached(leader) || leader->dev != dev
         || leader->thread != event->thread
         || (event->thread == NULL && leader->cpu != event->cpu)
         || ((leader->flags ^ event->flags) & PERFMON_EF_PINNED)) {
@@ -501,6 +491,40 @@ perfmon_event_put_pmc(struct perfmon_event *event)
     spinlock_unlock(&perfmon_lock);
 }
 
+/*
+ * A counter reserved on every CPU for a driver's own use (kern/perfmon.h):
+ * flexible events move off it, wherever they run.
+ */
+int
+perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
+                  unsigned int flags, unsigned int *hw_idp)
+{
+    int error;
+
+    if (dev == NULL || hw_idp == NULL || !perfmon_dev_is_registered(dev)) {
+        return -EINVAL;
+    }
+
+    spinlock_lock(&perfmon_lock);
+    error = perfmon_dev_reserve_locked(dev, raw_event, flags, hw_idp);
+    spinlock_unlock(&perfmon_lock);
+
+    if (error == 0) {
+        perfmon_sched_evict_all(dev);
+    }
+
+    return error;
+}
+
+void
+perfmon_dev_free(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    assert(dev != NULL && perfmon_dev_is_registered(dev));
+    spinlock_lock(&perfmon_lock);
+    perfmon_dev_unreserve_locked(dev, hw_id);
+    spinlock_unlock(&perfmon_lock);
+}
+
 int
 perfmon_set_switch_hook(bool enabled)
 {
@@ -579,28 +603,6 @@ perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg)
     spinlock_unlock(&perfmon_lock);
 }
 
-void
-perfmon_poll_dev_add(struct perfmon_dev *dev)
-{
-    if (dev->poll_ms != 0) {
-        dev->poll_interval_ms = dev->poll_ms;
-    } else if (!dev->overflow_intr) {
-        dev->poll_interval_ms = perfmon_poll_ms(
-            perfmon_wrap_ms(dev->width, PERFMON_POLL_RATE, cpu_tsc_freq()),
-            PERFMON_POLL_MIN_MS);
-    } else {
-        dev->poll_interval_ms = 0;
-    }
-
-    perfmon_poll_timers[dev->index].arg = dev;
-}
-
-unsigned int
-perfmon_dev_nr_used(const struct perfmon_dev *dev)
-{
-    return READ_ONCE(perfmon_dev_nr_used_[dev->index]);
-}
-
 static void
 perfmon_setup_hook(void)
 {
@@ -632,11 +634,6 @@ perfmon_switch_hook_enabled(void)
 void
 perfmon_pmc_reset(void)
 {
-    memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
-    perfmon_sampling_slots = 0;
-    perfmon_branch_slots = 0;
-    memset(perfmon_dev_reserved, 0, sizeof(perfmon_dev_reserved));
-    memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
     memset(perfmon_poll_timers, 0, sizeof(perfmon_poll_timers));
     memset(perfmon_poll_armed, 0, sizeof(perfmon_poll_armed));
     perfmon_nr_thread_events = 0;

@@ -13,12 +13,12 @@
  * tick calls perfmon_sched_rotate), and whenever a thread with slots
  * waiting is switched in, the flexible slots holding counters give them
  * up and all are placed again, those that so far ran the smallest share
- * of their enabled time first (perfmon_cpu_pmc_share: the loaded thread's
+ * of their enabled time first (perfmon_sched_share: the loaded thread's
  * share for its slots, which follows it across switches and migrations,
  * the CPU's for the others).  So N slots over K counters each run about
  * K/N of the time, however often their thread moves.  Every slot's times
  * say what it got: enabled while active, running while it held a counter
- * (kern/perfmon/perfmon.c).
+ * (perfmon_cpu.c).
  *
  * A group's slots active on a CPU (a unit) are placed all together or not
  * at all, and leave together; a unit's share is its first slot's.  Each
@@ -42,15 +42,26 @@
 #include "kern/error.h"
 #include "kern/log.h"
 #include "kern/macros.h"
+#include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/perfmon_sched.h"
 #include "kern/xcall.h"
 
 /* The longest multiplexing interval perfmon.mux_ms takes. */
 #define PERFMON_MUX_MS_MAX          1000
 
 uint64_t perfmon_mux_cpus;
+
+#ifdef TALLY_HOST_TEST
+/*
+ * Every turn places everything again (perfmon_sched_replace), as turns did
+ * before they moved only what changes: the host test's reference.
+ */
+bool perfmon_sched_full_turns;
+#endif
 
 /* Clock ticks between two rotations (perfmon.mux_ms), set at boot. */
 static unsigned int perfmon_mux_ticks;
@@ -276,6 +287,33 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
 }
 
 /*
+ * The share of its enabled time slot ran until now, in 2^-20ths: the
+ * loaded thread's, for its slots; the CPU's otherwise.
+ */
+static uint64_t
+perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_td *td = cpu->td;
+    uint64_t enabled, running;
+
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    enabled = pmc->enabled - pmc->share_enabled;
+    running = pmc->running - pmc->share_running;
+
+    if (td != NULL && (td->loaded_mask & perfmon_slot_bit(slot))) {
+        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+
+        enabled = tpmc->total.enabled - tpmc->share_base.enabled
+                  + (pmc->enabled - tpmc->snap.enabled);
+        running = tpmc->total.running - tpmc->share_base.running
+                  + (pmc->running - tpmc->snap.running);
+    }
+
+    return (enabled == 0) ? 0 : num_muldiv(running, 1ULL << 20, enabled);
+}
+
+/*
  * Place the waiting units of device d that fit, those that ran the
  * smallest share of their time first (ties: the lowest slot); those that
  * do not fit keep waiting.
@@ -292,7 +330,7 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
     for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-        shares[slot - base] = perfmon_cpu_pmc_share(cpu, slot, now);
+        shares[slot - base] = perfmon_sched_share(cpu, slot, now);
     }
 
     while (left != 0) {
@@ -317,8 +355,72 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 }
 
 /*
- * Everything on device d takes turns again: the flexible slots holding
- * counters give them up, then all are placed by share.
+ * Everything on device d takes turns again, all at once: the flexible
+ * slots holding counters give them up, then all are placed by share.
+ */
+static void
+perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
+                      uint64_t flexible)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+
+    perfmon_sched_remove(cpu, flexible, now, false);
+    cdev->waiting |= flexible;
+    perfmon_sched_fill(cpu, d, now);
+}
+
+/*
+ * Whether unit would fit on the counters of device d not in used: the
+ * test perfmon_sched_place() makes, on a copy of the counters in use,
+ * which takes the counters it would give.
+ */
+static bool
+perfmon_sched_fits(unsigned int d, uint64_t unit, uint64_t *used)
+{
+    uint64_t masks[PERFMON_DEV_MAX_PMCS], prefer[PERFMON_DEV_MAX_PMCS];
+    unsigned int hw_ids[PERFMON_DEV_MAX_PMCS], n = 0;
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
+
+    for (uint64_t slots = unit; slots != 0; slots &= slots - 1) {
+        const struct perfmon_pmc *pmc =
+            &perfmon_pmcs[__builtin_ctzll(slots)];
+        uint64_t free = pmc->counters & ~reserved & ~*used;
+
+        /* One slot: the counter perfmon_sched_pick() would give. */
+        if ((unit & (unit - 1)) == 0) {
+            if (free == 0) {
+                return false;
+            }
+
+            free = (free & pmc->prefer) ? (free & pmc->prefer) : free;
+            *used |= free & -free;
+            return true;
+        }
+
+        masks[n] = free;
+        prefer[n++] = pmc->prefer;
+    }
+
+    if (!perfmon_counters_assign(masks, prefer, n, hw_ids)) {
+        return false;
+    }
+
+    for (unsigned int i = 0; i < n; i++) {
+        *used |= 1ULL << hw_ids[i];
+    }
+
+    return true;
+}
+
+/*
+ * A turn on device d.  First the units a full placement by share would
+ * run (perfmon_sched_replace: the flexible units running here and those
+ * waiting, the smallest share first, each where it fits), computed on a
+ * copy of the counters in use; then only what changes moves: the units
+ * leaving stop, those arriving start on the counters freed, those
+ * staying keep theirs, counting on.  Should an arrival not fit where the
+ * stayers left room (counters cut up among groups), the turn places
+ * everything again.
  */
 static void
 perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
@@ -327,20 +429,76 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
     uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
+    uint64_t shares[PERFMON_DEV_MAX_PMCS], left, chosen = 0, order[64];
+    uint64_t used, arriving;
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
 
-    while (running != 0) {
+    used = cdev->hw_used;
+
+    for (; running != 0; running &= running - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(running);
-
-        running &= running - 1;
 
         if (!perfmon_pmcs[slot].pinned) {
             flexible |= perfmon_slot_bit(slot);
+            used &= ~(1ULL << cpu->pmcs[slot].hw_id);
         }
     }
 
-    perfmon_sched_remove(cpu, flexible, now, false);
-    cdev->waiting |= flexible;
-    perfmon_sched_fill(cpu, d, now);
+#ifdef TALLY_HOST_TEST
+    if (perfmon_sched_full_turns) {
+        perfmon_sched_replace(cpu, d, now, flexible);
+        return;
+    }
+#endif
+
+    left = flexible | cdev->waiting;
+
+    for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        shares[slot - base] = perfmon_sched_share(cpu, slot, now);
+    }
+
+    /* The selection, in the order the full placement takes the units. */
+    while (left != 0) {
+        unsigned int best = (unsigned int)__builtin_ctzll(left);
+        uint64_t unit;
+
+        for (uint64_t slots = left & (left - 1); slots != 0;
+             slots &= slots - 1) {
+            unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+            if (shares[slot - base] < shares[best - base]) {
+                best = slot;
+            }
+        }
+
+        unit = perfmon_sched_unit(cpu, best);
+        left &= ~unit;
+
+        if (perfmon_sched_fits(d, unit, &used)) {
+            chosen |= unit;
+            order[nr_order++] = unit;
+        }
+    }
+
+    /* Those leaving give their counters up; those arriving take them. */
+    perfmon_sched_remove(cpu, flexible & ~chosen, now, false);
+    cdev->waiting |= flexible & ~chosen;
+    arriving = chosen & ~flexible;
+
+    for (unsigned int i = 0; i < nr_order && arriving != 0; i++) {
+        if (!(order[i] & arriving)) {
+            continue;
+        }
+
+        arriving &= ~order[i];
+
+        if (!perfmon_sched_place(cpu, order[i], now)) {
+            perfmon_sched_replace(cpu, d, now, cpu->sched_mask & chosen);
+            return;
+        }
+    }
 }
 
 /*
@@ -388,7 +546,7 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
     }
 }
 
-void
+static void
 perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
@@ -429,7 +587,7 @@ perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
     }
 }
 
-void
+static void
 perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
@@ -493,6 +651,113 @@ perfmon_rotate_local(void)
     perfmon_sched_rotate(cpu, cpu->now);
     perfmon_cpu_leave(cpu);
     cpu_intr_restore(flags);
+}
+
+unsigned int
+perfmon_rotate_local_moved(void)
+{
+    unsigned long flags = cpu_intr_save();
+    struct perfmon_cpu *cpu = perfmon_cpu_enter();
+    unsigned int hw_ids[PERFMON_MAX_PMCS], moved;
+    uint64_t before = cpu->sched_mask, changed, kept;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
+        hw_ids[i] = cpu->pmcs[i].hw_id;
+    }
+
+    perfmon_sched_rotate(cpu, cpu->now);
+    changed = before ^ cpu->sched_mask;
+    kept = before & cpu->sched_mask;
+    moved = 0;
+
+    /* No popcount: the kernel is built for any x86-64, without libgcc. */
+    for (; changed != 0; changed &= changed - 1) {
+        moved++;
+    }
+
+    while (kept != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(kept);
+
+        kept &= kept - 1;
+        moved += cpu->pmcs[slot].hw_id != hw_ids[slot];
+    }
+
+    perfmon_cpu_leave(cpu);
+    cpu_intr_restore(flags);
+    return moved;
+}
+
+/* ---- users of a slot ------------------------------------------------------- */
+
+/*
+ * One more user of slot on this CPU; saved: the thread's sampling
+ * progress, when a thread loads a sampling slot.  The first makes it
+ * active here, and the scheduler gives it a counter if it can; then its
+ * counts are as of now already, and the caller may take them as they
+ * are (returns true), not fold them again.
+ */
+static bool
+perfmon_sched_ref(struct perfmon_cpu *cpu, unsigned int slot,
+                  const struct perfmon_td_pmc *saved, uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    if (pmc->nr_refs != 0) {
+        pmc->nr_refs++;
+        return false;
+    }
+
+    assert(perfmon_pmcs[slot].nr_refs != 0);
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    pmc->nr_refs = 1;
+    pmc->share_enabled = pmc->enabled;
+    pmc->share_running = pmc->running;
+
+    if (perfmon_pmcs[slot].sampling != NULL) {
+        perfmon_cpu_pmc_sample_init(cpu, slot, saved);
+    }
+
+    WRITE_ONCE(cpu->active_mask, cpu->active_mask | bit);
+    perfmon_sched_in(cpu, slot, now);
+    return true;
+}
+
+/* A slot's counts on this CPU after a ref: as they are, or folded. */
+void
+perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                         const struct perfmon_td_pmc *saved, uint64_t now,
+                         struct perfmon_counts *counts)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    if (perfmon_sched_ref(cpu, slot, saved, now)) {
+        counts->value = pmc->value;
+        counts->enabled = pmc->enabled;
+        counts->running = pmc->running;
+    } else {
+        perfmon_cpu_pmc_counts(cpu, slot, now, counts);
+    }
+}
+
+/*
+ * Drop a user of slot on this CPU; the caller took the counts first (the
+ * value is folded, the times counted to now).  The last one gives its
+ * counter back, to a slot waiting for one.
+ */
+void
+perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
+                    uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    assert(pmc->nr_refs != 0);
+
+    if (--pmc->nr_refs == 0) {
+        WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
+        perfmon_sched_out(cpu, slot, now);
+    }
 }
 
 /* ---- reserving a counter ---------------------------------------------------- */
@@ -567,5 +832,6 @@ void
 perfmon_sched_reset(void)
 {
     perfmon_mux_cpus = 0;
+    perfmon_sched_full_turns = false;
 }
 #endif

@@ -17,6 +17,14 @@
 # kern/perfmon/ are private to that folder; the tests that open them up
 # are listed below, each with why.
 #
+# Inside the core the files stack too, in the order of CORE_ORDER (bottom
+# first): a file includes the private headers (perfmon_NAME.h, of
+# perfmon_NAME.c) of its own file or of files below it only, and uses no
+# function or variable that a file above it defines.  perfmon_i.h, the
+# base every file shares, counts as the bottom.  Both are read from the
+# sources: the includes, and each core file's external definitions
+# matched against the names the other files use.
+#
 # A last rule checks the build itself: shell commands, init operations and
 # in-kernel tests register through linker sections, so a .c file that no
 # source pattern of the Makefile matches vanishes without a link error.
@@ -41,6 +49,8 @@ PRIVATE_ALLOWED = {
     # Host tests of the core that inspect its per-CPU and per-thread state.
     'tests/unit/perfmon_enable_test.c',
     'tests/unit/perfmon_mux_test.c',
+    # The turn's test, which sets the scheduler's reference mode.
+    'tests/unit/perfmon_turn_test.c',
     # The stream test drives a capture by hand and checks the core's
     # sample layout.
     'tests/unit/perfmon_stream_test.c',
@@ -80,6 +90,43 @@ PRIVATE_ALLOWED = {
     'tests/kernel/pmu_accuracy_test.c',
     'tests/unit/perfmon_accuracy_test.c',
 }
+
+# The core's files from the bottom up; each may use only those before it.
+# A new file of the core goes in here, where its calls put it.
+CORE_ORDER = [
+    'perfmon_events',       # the table of generic events
+    'perfmon_evtab',        # the CPU models' event tables
+    'perfmon_selftest',     # the drivers' self-test contract
+    'perfmon_dev',          # devices, the fixed part of the slots
+    'perfmon_cpu',          # the per-CPU counter record
+    'perfmon_intr',         # overflow-interrupt callbacks
+    'perfmon_branch',       # branch-record users
+    'perfmon_ring',         # sample rings
+    'perfmon_sample',       # sample buffers and records
+    'perfmon_nmi',          # the overflow interrupt
+    'perfmon_sched',        # a slot's users per CPU, multiplexing
+    'perfmon_pmc',          # the counter allocator, poll timers
+    'perfmon_td',           # per-thread counts, the context switch
+    'perfmon_event',        # events
+    'perfmon_switchrec_decode',  # reading switch records
+    'perfmon_switchrec',    # switch records of events' threads and CPUs
+    'perfmon_inherit',      # inherited events
+    'perfmon',              # entry points over events and families
+]
+
+# The private header every file of the core shares: the bottom.
+CORE_BASE_HEADER = CORE + 'perfmon_i.h'
+
+# A definition at file scope that other files can use: a function (its
+# name at the start of a line, the return type on the line above) or a
+# variable, neither static.
+DEFINITION = re.compile(
+    r'^(?!static\b)(?:[A-Za-z_][^\n;(){}=]*\n|'
+    r'(?:struct |unsigned |const )*[A-Za-z_]\w*[\s*]+)'
+    r'(perfmon_\w*)\s*(\(|\[|=|;)', re.M)
+# Comments and attributes, dropped before either is looked for.
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*'
+                     r'|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)', re.S)
 
 # Hardware a kern/ file may not include: the x86 PMU and LBR drivers and
 # the drivers/ tree.  kern/ reaches them through the core's device ops.
@@ -132,6 +179,47 @@ def is_core(path):
     return path.startswith(CORE) and not path.startswith(CMD)
 
 
+def core_module(path):
+    """The CORE_ORDER name of a core file or private header, else None."""
+    if not is_core(path) or path == CORE_BASE_HEADER:
+        return None
+    name = os.path.basename(path)
+    return re.sub(r'\.(c|h)$', '', name)
+
+
+def core_rank(path):
+    """Where a core file stands in CORE_ORDER; the base header is -1."""
+    if path == CORE_BASE_HEADER:
+        return -1
+    return CORE_ORDER.index(core_module(path))
+
+
+def core_definitions(root, sources):
+    """{name: file} for what each core .c file defines for the others."""
+    out = {}
+    for path in sources:
+        with open(os.path.join(root, path), encoding='utf-8') as f:
+            text = COMMENT.sub('', f.read())
+        for m in DEFINITION.finditer(text):
+            out.setdefault(m.group(1), path)
+    return out
+
+
+def upward_uses(root, sources):
+    """'file: uses name (defined in upper)' for each use against the order."""
+    defs = core_definitions(root, sources)
+    word = re.compile(r'\b[a-z_]\w*\b')
+    bad = []
+    for path in sources:
+        with open(os.path.join(root, path), encoding='utf-8') as f:
+            used = set(word.findall(COMMENT.sub('', f.read())))
+        for name in sorted(used):
+            where = defs.get(name)
+            if where is not None and core_rank(where) > core_rank(path):
+                bad.append('%s: uses %s (defined in %s)' % (path, name, where))
+    return bad
+
+
 class LayersTest(unittest.TestCase):
 
     root = ROOT
@@ -179,6 +267,30 @@ class LayersTest(unittest.TestCase):
         self.check(lambda p, i: p.startswith('kern/') and HARDWARE.match(i),
                    'kern/ includes no arch/x86/pmu*, arch/x86/lbr* or '
                    'drivers/ header')
+
+    def core_sources(self):
+        return sorted(p for p in self.files
+                      if is_core(p) and p.endswith('.c'))
+
+    def test_core_order_lists_every_file(self):
+        names = sorted(core_module(p) for p in self.core_sources())
+        self.assertEqual(names, sorted(CORE_ORDER),
+                         'CORE_ORDER lists the files of kern/perfmon/, each '
+                         'once, where its calls put it')
+
+    def test_core_includes_only_below(self):
+        self.check(lambda p, i: (is_core(p) and is_core(i)
+                                 and p != CORE_BASE_HEADER
+                                 and core_module(i) in CORE_ORDER
+                                 and core_rank(i) > core_rank(p)),
+                   'a file of the core includes the private headers of '
+                   'files below it only (CORE_ORDER)')
+
+    def test_core_uses_only_below(self):
+        bad = upward_uses(self.root, self.core_sources())
+        self.assertEqual(bad, [], 'a file of the core uses only what files '
+                         'below it define (CORE_ORDER):\n  '
+                         + '\n  '.join(bad))
 
     def test_every_kernel_source_is_built(self):
         built = build_sources(self.root)

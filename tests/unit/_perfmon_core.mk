@@ -2,7 +2,8 @@
 # of the core and of what sits on it link it (perfmon_test,
 # perfmon_sample_test, perfmon_cmd_test, the perfmon_opts fuzz target).
 # The leading '_' sorts it before the .mk files that use it.
-PERFMON_CORE_SRCS := kern/perfmon/perfmon.c \
+PERFMON_CORE_SRCS := kern/perfmon/perfmon.c kern/perfmon/perfmon_event.c \
+	kern/perfmon/perfmon_cpu.c kern/perfmon/perfmon_td.c kern/perfmon/perfmon_nmi.c \
 	kern/perfmon/perfmon_dev.c kern/perfmon/perfmon_events.c kern/perfmon/perfmon_intr.c \
 	kern/perfmon/perfmon_branch.c \
 	kern/perfmon/perfmon_pmc.c \

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "arch/x86/cpu.h"
+#include "arch/x86/msr.h"
 #include "arch/x86/trap.h"
 #include "fakes/fake_kmem.h"
 #include "fakes/fake_log.h"
@@ -171,8 +172,11 @@ fdev_start(struct fdev *fd, unsigned int hw_id, uint64_t raw,
     c->running = true;
     c->raw_event = raw;
     c->flags = flags;
-    c->value = fd->initial;
-    /* The start contract: the previous run's unreported overflow goes. */
+    /*
+     * The start contract: the counter starts from 0, and the previous
+     * run's unreported overflow goes.
+     */
+    c->value = 0;
     fd->status[cpu_id()] &= ~(1ULL << hw_id);
     fd->nr_start++;
 }
@@ -300,6 +304,35 @@ fdev_op_ovf(struct perfmon_dev *dev)
     return fdev_ovf(fdev_of(dev));
 }
 
+static unsigned int
+fdev_op_read_method(struct perfmon_dev *dev, unsigned int hw_id,
+                    uintptr_t *argp)
+{
+    struct fdev *fd = fdev_of(dev);
+
+    assert_false(cpu_intr_enabled());
+    assert_true(fd->counters[cpu_id()][hw_id].running);
+
+    if (fd->read_how == PERFMON_READ_RDPMC) {
+        *argp = dev->index * 256 + hw_id;
+    } else if (fd->read_how == PERFMON_READ_MEM) {
+        *argp = (uintptr_t)&fd->counters[cpu_id()][hw_id].value;
+    }
+
+    return fd->read_how;
+}
+
+/* RDPMC on the fake devices: the index names the device and counter. */
+uint64_t
+msr_rdpmc(uint32_t index)
+{
+    struct perfmon_dev *dev = perfmon_dev_get(index / 256);
+
+    assert_non_null(dev);
+    assert_int_equal(fdev_of(dev)->read_how, PERFMON_READ_RDPMC);
+    return fdev_read(fdev_of(dev), index % 256);
+}
+
 /* Load a running counter; an armed one is what sampling writes. */
 static void
 fdev_op_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
@@ -359,7 +392,8 @@ static const struct perfmon_dev_ops fdev_ops = {
     .translate = fdev_op_translate, .counters = fdev_op_counters,
     .alloc = fdev_op_alloc,
     .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
-    .read = fdev_op_read, .write = fdev_op_write,
+    .read = fdev_op_read, .read_method = fdev_op_read_method,
+    .write = fdev_op_write,
     .handle_overflow_intr = fdev_op_ovf,
     .hold = fdev_op_hold, .release = fdev_op_release,
 };
@@ -384,6 +418,7 @@ fdev_init(unsigned int i, unsigned int width, unsigned int nr_pmcs,
 
     memset(fd, 0, sizeof(*fd));
     fd->ops = fdev_ops;
+    fd->read_how = fdev_read_how;
     fd->dev.overflow_intr = intr;
 
     if (i == 1) {
@@ -546,6 +581,9 @@ syscnt_value(const char *name)
 
 /* The thread the test runs as, current on CPU 0. */
 struct thread *self;
+
+/* A program linking tests/unit/fdev_rdpmc.c reads by RDPMC instead. */
+__attribute__((weak)) unsigned int fdev_read_how = PERFMON_READ_OP;
 
 int
 setup(void **state)

@@ -63,15 +63,21 @@ struct fdev_counter {
     uint64_t value;
 };
 
+/*
+ * How a fake device lets the core read its counters (fdev->read_how):
+ * through its read op (the default), by RDPMC (msr_rdpmc(), index: the
+ * device's index times 256 plus the hw id, which runs the read op's
+ * checks and hook), or in memory (the counter's value itself: no hook).
+ */
 struct fdev {
     struct perfmon_dev dev;
     struct perfmon_dev_ops ops;
     bool can[PERFMON_NR_EVENTS];
     uint64_t code[PERFMON_NR_EVENTS];
     unsigned int nr_hw;                 /* hardware counters */
+    unsigned int read_how;              /* PERFMON_READ_*, see above */
     bool fixed_cycles;                  /* the last counts cycles only */
     uint64_t hw_used;                   /* reserved by alloc (pinned) */
-    uint64_t initial;                   /* counter value at start */
     struct fdev_counter counters[CPU_MAX][FDEV_MAX_HW];
     uint64_t status[CPU_MAX];
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
@@ -146,6 +152,12 @@ uint64_t syscnt_value(const char *name);
 
 /* cmocka setup: 4 CPUs, fresh fakes and core, self current on CPU 0. */
 int setup(void **state);
+
+/*
+ * The read method the fake devices give the core when added (each one's
+ * read_how after): the op, or in a program linking fdev_rdpmc.c, RDPMC.
+ */
+extern unsigned int fdev_read_how;
 
 void init_ok(struct perfmon_event *ev, uint64_t id, unsigned int flags);
 

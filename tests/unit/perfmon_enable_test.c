@@ -30,6 +30,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 
 /* The fake TSC runs at 3 GHz: 3 cycles a nanosecond. */

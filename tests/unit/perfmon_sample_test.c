@@ -34,6 +34,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon_ring.h"
 #include "kern/syscnt.h"

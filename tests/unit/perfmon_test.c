@@ -688,7 +688,6 @@ test_cpu_event_counts_its_cpu(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    fd->initial = 12345;            /* counters start anywhere */
     init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     init_ok(&local, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
@@ -733,7 +732,6 @@ test_thread_event_switches_and_migrations(void **state)
 
     (void)state;
     fd = fdev_add(0, 48, 4, true);
-    fd->initial = 1ULL << 40;
     init_ok(&ev, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     init_ok(&cpu1, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
 
@@ -1127,8 +1125,8 @@ test_thread_attached_while_running_elsewhere(void **state)
 /*
  * Count total events on a CPU event and a thread event at a device width,
  * in steps below one period, folding by the poll timer (poll mode) or by
- * overflow NMIs (interrupt mode) between steps.  The counters start close
- * to their top to wrap early.
+ * overflow NMIs (interrupt mode) between steps.  The counters are taken
+ * close to their top first, to wrap early.
  */
 static void
 check_wraps(unsigned int width, bool intr, uint64_t step, unsigned int steps)
@@ -1140,13 +1138,15 @@ check_wraps(unsigned int width, bool intr, uint64_t step, unsigned int steps)
     uint64_t total = 0, before;
 
     fd = fdev_add(0, width, 4, intr);
-    fd->initial = fdev_mask(fd) - 2;
     assert_int_equal(perfmon_dev_get_info(&fd->dev, &info), 0);
     init_ok(&cpu_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     init_ok(&thr_ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     assert_int_equal(perfmon_event_attach_cpu(&cpu_ev, 2), 0);
     fake_thread_switch(2, t);
     assert_int_equal(perfmon_event_attach(&thr_ev, t), 0);
+    fdev_count(fd, 2, RAW_CYCLES, fdev_mask(fd) - 2);
+    total = fdev_mask(fd) - 2;
+    assert_int_equal(perfmon_event_read(&cpu_ev), total);
     before = syscnt_value("perfmon_nr_overflows/2");
 
     for (unsigned int i = 0; i < steps; i++) {

@@ -60,32 +60,21 @@
 
 /*
  * Instruction budgets, in perfmon_bench_budgets[]
- * (kern/perfmon/cmd/perfmon_bench.c): what a row may run beyond times its
- * part, the raw device operations it contains (rows 1 and 4r count those; the
- * fold and sample rows leave the device out already: times 0).  target is
- * the allowance the row was designed to; where today's path needs more,
- * allowed is more, and why, printed under the row, names where the
- * instructions go.
+ * (kern/perfmon/cmd/perfmon_bench.c): the whole row's count, the target
+ * the path was designed to.
  */
 enum {
-    PERFMON_BENCH_BUDGET_READ_CPU,     /* 2a, 2h: raw read + 30 */
-    PERFMON_BENCH_BUDGET_READ_THREAD,  /* 2b: raw read + 40 */
-    PERFMON_BENCH_BUDGET_HOOK,         /* 4h: the hook, no event: 4 */
-    PERFMON_BENCH_BUDGET_SWITCH_1,     /* 4e: raw read + 40 */
-    PERFMON_BENCH_BUDGET_SWITCH_4,     /* 4f: 4 raw reads + 100 */
-    PERFMON_BENCH_BUDGET_SWITCH_SPLIT, /* 4g: raw stop+read+start + 50 */
-    PERFMON_BENCH_BUDGET_FOLD,         /* 6f: the device's handler + 60 */
-    PERFMON_BENCH_BUDGET_SAMPLE,       /* 6s: a sample, no call chain: 150 */
-    PERFMON_BENCH_BUDGET_FRAME,        /* 6g: a call-chain frame: 12 */
-    PERFMON_BENCH_BUDGET_TURN,         /* 8: a turn, per event moved */
+    PERFMON_BENCH_BUDGET_READ_CPU,     /* 2a: a local CPU-event read */
+    PERFMON_BENCH_BUDGET_READ_THREAD,  /* 2b: an own-thread event read */
+    PERFMON_BENCH_BUDGET_HOOK,         /* 4h: the hook, no event */
+    PERFMON_BENCH_BUDGET_SWITCH_1,     /* 4e: added, 1 shared event */
+    PERFMON_BENCH_BUDGET_SWITCH_4,     /* 4f: added, 4 shared events */
+    PERFMON_BENCH_BUDGET_SWITCH_SPLIT, /* 4g: added, 1 unshared each side */
+    PERFMON_BENCH_BUDGET_FOLD,         /* 6f: the NMI's fold, beyond 6d */
+    PERFMON_BENCH_BUDGET_SAMPLE,       /* 6s: a sample, no call chain */
+    PERFMON_BENCH_BUDGET_FRAME,        /* 6g: a call-chain frame */
+    PERFMON_BENCH_BUDGET_TURN,         /* 8: a multiplexing turn */
     PERFMON_BENCH_NR_BUDGETS,
-};
-
-struct perfmon_bench_budget {
-    unsigned int times;
-    unsigned int target;
-    unsigned int allowed;
-    const char *why;
 };
 
 /* A counter read raw: the one behind an event of the benchmark's own. */
@@ -136,13 +125,8 @@ void perfmon_bench_print(struct perfmon_bench_run *run, const char *id,
                          const struct bench_result *cycles,
                          const struct bench_result *base);
 
-/*
- * The budget of a row with budget (PERFMON_BENCH_BUDGET_*) containing part
- * (PERFMON_BENCH_NONE when that was not counted: no budget either), and the
- * line under the row that says why it is over its target, if it is.
- */
-uint64_t perfmon_bench_budget(unsigned int budget, uint64_t part);
-void perfmon_bench_print_why(unsigned int budget);
+/* The budget of a row (PERFMON_BENCH_BUDGET_*). */
+uint64_t perfmon_bench_budget(unsigned int budget);
 
 /* a - b, PERFMON_BENCH_NONE when either is. */
 uint64_t perfmon_bench_sub(uint64_t a, uint64_t b);

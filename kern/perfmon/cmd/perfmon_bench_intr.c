@@ -78,8 +78,7 @@ perfmon_bench_rows_overflow(struct perfmon_bench_run *run, uint64_t period)
     perfmon_bench_print(
         run, "6f", "  fold of one counter, beyond 6d",
         perfmon_bench_sub(run->insns_overflow, device),
-        perfmon_bench_budget(PERFMON_BENCH_BUDGET_FOLD, device), NULL, NULL);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_FOLD);
+        perfmon_bench_budget(PERFMON_BENCH_BUDGET_FOLD), NULL, NULL);
 }
 
 /* Events added depth calls deep: frames for the call chain to walk. */
@@ -254,14 +253,12 @@ perfmon_bench_rows_sample(struct perfmon_bench_run *run)
     sample = perfmon_bench_sample_nmi(run, PERFMON_BENCH_SAMPLE_FIELDS, 0);
     perfmon_bench_print(run, "6s", "sample written, no call chain (beyond 6n)",
                         perfmon_bench_sub(sample, run->insns_overflow),
-                        perfmon_bench_budget(PERFMON_BENCH_BUDGET_SAMPLE, 0),
+                        perfmon_bench_budget(PERFMON_BENCH_BUDGET_SAMPLE),
                         NULL, NULL);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SAMPLE);
     perfmon_bench_print(run, "6g", "each call-chain frame of a sample",
                         perfmon_bench_frame_insns(run),
-                        perfmon_bench_budget(PERFMON_BENCH_BUDGET_FRAME, 0),
+                        perfmon_bench_budget(PERFMON_BENCH_BUDGET_FRAME),
                         NULL, NULL);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_FRAME);
 }
 
 int

@@ -445,28 +445,21 @@ perfmon_bench_rows_switch(struct perfmon_bench_run *run)
     perfmon_bench_print_added(
         run, "4h", "added by the hook, no event anywhere",
         PERFMON_BENCH_SWITCH_NONE, r, totals, PERFMON_BENCH_SWITCH_OFF,
-        perfmon_bench_budget(PERFMON_BENCH_BUDGET_HOOK, 0), 0);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_HOOK);
-    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_1,
-                                  run->insns_raw_read);
+        perfmon_bench_budget(PERFMON_BENCH_BUDGET_HOOK), 0);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_1);
     perfmon_bench_print_added(run, "4e", "added per switch, 1 event",
                               PERFMON_BENCH_SWITCH_ONE, r, totals,
                               PERFMON_BENCH_SWITCH_NONE, budget, 1);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SWITCH_1);
-    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_4,
-                                  run->insns_raw_read);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_4);
     perfmon_bench_print_added(run, "4f", "added per switch, 4 events",
                               PERFMON_BENCH_SWITCH_FOUR, r, totals,
                               PERFMON_BENCH_SWITCH_NONE, budget,
                               PERFMON_BENCH_SWITCH_MAX_EVS);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SWITCH_4);
-    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_SPLIT,
-                                  run->insns_raw_switch_ops);
+    budget = perfmon_bench_budget(PERFMON_BENCH_BUDGET_SWITCH_SPLIT);
     perfmon_bench_print_added(run, "4g",
                               "added per switch, 1 event, not shared",
                               PERFMON_BENCH_SWITCH_SPLIT, r, totals,
                               PERFMON_BENCH_SWITCH_NONE, budget, 1);
-    perfmon_bench_print_why(PERFMON_BENCH_BUDGET_SWITCH_SPLIT);
     return 0;
 }
 

@@ -247,6 +247,14 @@ thread_preempt_enable(void)
     fake_preempt[cpu_id()]--;
 }
 
+/* No reschedule is ever due here. */
+bool
+thread_preempt_enable_unless_resched(void)
+{
+    thread_preempt_enable();
+    return true;
+}
+
 bool
 thread_preempt_enabled(void)
 {

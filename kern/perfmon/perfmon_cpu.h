@@ -1,0 +1,265 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The per-CPU counter record (perfmon_cpu.c): private to the core, for
+ * the files above it (see perfmon_i.h for the order).
+ */
+
+#ifndef KERN_PERFMON_CPU_H
+#define KERN_PERFMON_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/msr.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/syscnt.h"
+
+/*
+ * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
+ * loaded threads needing the counter to run here; dev and mask (its
+ * width's) are the slot's, kept here while it holds a counter for the
+ * reads, which use nothing else of the slot's device, with how to read the
+ * counter (read_how and read_arg, the device's read_method at start).  The
+ * fields a read uses come first, in one cache line.  value grows by the
+ * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
+ * update saw the raw value go backwards, so the overflow interrupt of that
+ * wrap must not add a period again.  enabled and running grow with the TSC
+ * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
+ * a hardware counter here (its bit in sched_mask).
+ *
+ * A sampling slot also keeps, while it runs here: the period, the events
+ * still to count to the next sample from armed_value (the value when the
+ * counter was last armed: it overflows after min(left, what the device can
+ * arm) events; while the slot waits for a counter, left alone says it:
+ * perfmon_cpu_pmc_stop charged what it had counted), the value and TSC at
+ * the last sample (frequency mode),
+ * the floor throttling put under the period, and the period of the sample
+ * due in the current interrupt.
+ */
+struct perfmon_cpu_pmc {
+    uint64_t prev;
+    uint64_t value;
+    uint64_t mask;
+    unsigned int read_how;              /* PERFMON_READ_*, from start */
+    unsigned int hw_id;
+    uintptr_t read_arg;
+    struct perfmon_dev *dev;
+    unsigned int nr_refs;
+    bool wrap_seen;
+    uint64_t stamp;                     /* TSC the times are counted to */
+    uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
+    uint64_t running;                   /* and holding a counter */
+    uint64_t share_enabled;             /* enabled and running when it */
+    uint64_t share_running;             /*   last became active here */
+
+    uint64_t period;
+    int64_t left;
+    uint64_t armed_value;
+    uint64_t sample_value;
+    uint64_t sample_tsc;
+    uint64_t min_period;
+    uint64_t due_period;
+};
+
+/*
+ * A device's counters on one CPU, for the scheduler (kern/perfmon/perfmon_sched.c):
+ * hw_used, the hardware counters started here (pinned and flexible
+ * slots); waiting, the active flexible slots that have none (they take
+ * turns); slot_of_hw, which slot holds each hardware counter, for the
+ * overflow interrupt (set before the slot is marked running, cleared
+ * after it stops being: a stale entry is filtered by sched_mask).
+ */
+struct perfmon_cpu_dev {
+    uint64_t hw_used;
+    uint64_t waiting;
+    uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
+};
+
+_Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
+
+/*
+ * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
+ * a soft or step PMU's deadline call, which is no NMI.
+ */
+#define PERFMON_INTR_MAX_DEPTH      2
+
+/*
+ * Per-CPU PMU state, changed by its own CPU only, with interrupts disabled
+ * (xcalls, thread_call, the context switch hook, the overflow interrupt).
+ * active_mask (slots with nr_refs > 0) is also read by the poll timer on
+ * other CPUs, as a hint.  sched_mask: the active slots that hold a
+ * hardware counter here, the ones folded, polled and interrupted.
+ *
+ * gen grows by one in every section that may change the state (see
+ * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
+ * on the same CPU read the state without disabling interrupts: such a
+ * section, when it interrupts the reader, completes before the reader
+ * resumes, so an unchanged gen across the reads means nothing changed
+ * under them (see perfmon_event_read_local).
+ */
+struct perfmon_cpu {
+    bool busy;
+    unsigned long gen;
+    uint64_t pending;                   /* slots, set by the NMI while busy */
+    uint64_t active_mask;
+    uint64_t sched_mask;
+    uint64_t now;                       /* TSC at the section's start */
+    struct perfmon_td *td;              /* the thread loaded here, or NULL */
+    unsigned int intr_depth;            /* overflow interrupts running */
+    bool in_intr;                       /* the interrupt's own fold runs */
+    uint64_t due;                       /* slots with a sample due in it */
+    uint64_t window_start;              /* TSC, throttling window */
+    uint64_t window_cycles;             /* spent sampling in the window */
+    struct syscnt nr_overflows;
+    struct syscnt nr_intrs;
+    struct syscnt nr_polls;
+    struct syscnt nr_unsampled;
+    struct syscnt nr_throttles;
+    struct syscnt nr_rotations;
+    unsigned int mux_ticks;             /* clock ticks since a rotation */
+    struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
+    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
+} __aligned(CACHE_LINE_SIZE);
+
+extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
+
+static inline struct perfmon_cpu *
+perfmon_cpu_get(unsigned int cpu)
+{
+    assert(cpu < CPU_MAX);
+    return &perfmon_cpus[cpu];
+}
+
+/*
+ * The raw value of the counter a slot holds on this CPU, by the method the
+ * device gave at start: no call but for PERFMON_READ_OP.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
+{
+    if (pmc->read_how == PERFMON_READ_MEM) {
+        return *(const volatile uint64_t *)pmc->read_arg;
+    }
+
+    if (pmc->read_how == PERFMON_READ_RDPMC) {
+        return msr_rdpmc((uint32_t)pmc->read_arg);
+    }
+
+    return pmc->dev->ops->read(pmc->dev, pmc->hw_id);
+}
+
+/*
+ * perfmon_cpu_enter/leave: a section on the local CPU's state (interrupts
+ *   disabled; cpu->now set).  The leave folds what an NMI left pending.
+ * perfmon_cpu_fold: fold slots (those holding a counter here); ovf: the
+ *   overflow interrupt says they wrapped.
+ * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
+ *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
+ *   just taken at now), stop and take it back.
+ * perfmon_cpu_pmc_update: fold the counter slot holds here into its
+ *   64-bit value (ovf: the device's interrupt says it wrapped); the
+ *   inline perfmon_cpu_pmc_fold() below takes the common case itself.
+ * perfmon_cpu_pmc_sample_init: a sampling slot becomes active here, with
+ *   a thread's saved progress or afresh; perfmon_cpu_pmc_sample_save: a
+ *   thread's sampling slot stops here, its progress kept in tpmc.
+ * perfmon_cpu_poll_xcall: fold dev's counters on the calling CPU (the
+ *   poll timer's xcall); perfmon_cpu_active_slots: the slots holding a
+ *   counter on cpu (a hint, any context).
+ * All in a section on cpu but the last two.
+ */
+struct perfmon_cpu *perfmon_cpu_enter(void);
+void perfmon_cpu_leave(struct perfmon_cpu *cpu);
+void perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf);
+void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
+                           unsigned int hw_id, uint64_t now);
+void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
+                          uint64_t now, bool folded);
+void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
+                            bool ovf);
+void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
+                                 const struct perfmon_td_pmc *saved);
+void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
+                                 struct perfmon_td_pmc *tpmc);
+void perfmon_cpu_poll_xcall(void *dev);
+uint64_t perfmon_cpu_active_slots(unsigned int cpu);
+
+/*
+ * Count the time since the slot's stamp into its times: enabled while it
+ * has users here, running while it holds a counter.  Called before either
+ * changes, and to read them.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
+                      uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t dt = now - pmc->stamp;
+
+    if (pmc->nr_refs != 0) {
+        pmc->enabled += dt;
+
+        if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+            pmc->running += dt;
+        }
+    }
+
+    pmc->stamp = now;
+}
+
+/*
+ * Fold the counter slot holds here (entered): inline when the device
+ * gave a read method, nothing is pending and the counter did not wrap;
+ * perfmon_cpu_pmc_update() otherwise.  An NMI that marks the slot
+ * pending after the read sends it there too, which reads again with the
+ * overflow, as its own loop would.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), raw;
+
+    if (likely(pmc->read_how != PERFMON_READ_OP)
+        && !(READ_ONCE(cpu->pending) & bit)) {
+        barrier();
+        raw = perfmon_cpu_pmc_raw(pmc) & pmc->mask;
+        barrier();
+
+        if (likely(raw >= pmc->prev)) {
+            pmc->value += raw - pmc->prev;
+            pmc->prev = raw;
+
+            if (likely(!(READ_ONCE(cpu->pending) & bit))) {
+                return;
+            }
+        }
+    }
+
+    perfmon_cpu_pmc_update(cpu, slot, false);
+}
+
+/* The slot's counts on this CPU at now, folded (entered). */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                       uint64_t now, struct perfmon_counts *counts)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+        perfmon_cpu_pmc_fold(cpu, slot);
+    }
+
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    counts->value = pmc->value;
+    counts->enabled = pmc->enabled;
+    counts->running = pmc->running;
+}
+
+#ifdef TALLY_HOST_TEST
+void perfmon_cpu_reset(void);
+#endif
+
+#endif /* KERN_PERFMON_CPU_H */

@@ -1,0 +1,232 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Performance monitoring core: the overflow interrupt.  A device's
+ * interrupt handler calls perfmon_overflow_intr() (NMI context, or a soft
+ * PMU's deadline call): the callbacks run, the counters that overflowed
+ * are folded (or left pending for the section the interrupt landed in,
+ * perfmon_cpu.c), the samples due are written and sampling is throttled
+ * when it takes more than its share of the CPU.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/trap.h"
+#include "kern/assert.h"
+#include "kern/cmdline.h"
+#include "kern/error.h"
+#include "kern/log.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_cpu.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/perfmon_nmi.h"
+#include "kern/syscnt.h"
+
+/*
+ * Throttling: the window over which a CPU's sampling time is measured,
+ * and the most one interrupt may count for, as a fraction of the window:
+ * under a hypervisor a vCPU may be preempted in the middle of a handler,
+ * and one such stall must not pass for a storm of interrupts.
+ */
+#define PERFMON_THROTTLE_WINDOW_MS  100
+#define PERFMON_THROTTLE_MAX_SHARE  64
+#define PERFMON_SAMPLE_SHARE_DEFAULT 25
+
+/* Most percent of a CPU's time sampling may take (perfmon.max_sample_share). */
+static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
+
+/*
+ * Throttling, after an interrupt that wrote samples and took cycles: when
+ * the window's sampling time passes the share allowed, double the period
+ * of every sampling counter running here, and say so in their buffers.
+ * The window starts again then, so the next doubling needs as much again.
+ */
+static void
+perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
+{
+    uint64_t now = cpu_rdtsc(), freq_hz = cpu_tsc_freq(), window, slots;
+
+    if (freq_hz == 0) {
+        return;
+    }
+
+    window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
+
+    if (now - cpu->window_start > window) {
+        cpu->window_start = now;
+        cpu->window_cycles = 0;
+    }
+
+    cpu->window_cycles += MIN(cycles, window / PERFMON_THROTTLE_MAX_SHARE);
+
+    if (cpu->window_cycles * 100 <= window * perfmon_sample_share) {
+        return;
+    }
+
+    cpu->window_cycles = 0;
+    syscnt_inc(&cpu->nr_throttles);
+    slots = cpu->sched_mask & perfmon_sampling_slots;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+        slots &= slots - 1;
+        pmc->period = MIN(pmc->period * 2, PERFMON_MAX_PERIOD);
+        pmc->min_period = pmc->period;
+        perfmon_sample_throttled(perfmon_pmcs[slot].sampling, pmc->period);
+    }
+}
+
+/* Write the samples due in this interrupt (NMI context). */
+static void
+perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
+                          const struct trap_frame *frame)
+{
+    while (due != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(due);
+
+        due &= due - 1;
+        perfmon_sample_write(perfmon_pmcs[slot].sampling, frame,
+                             cpu->pmcs[slot].due_period);
+    }
+}
+
+bool
+perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
+{
+    uint64_t mask, slots, hw, start, due;
+    const struct perfmon_cpu_dev *cdev;
+    bool timed;
+    struct perfmon_cpu *cpu;
+    unsigned int cpu_index;
+
+    assert(!cpu_intr_enabled());
+
+    if (!perfmon_dev_is_registered(dev) || !dev->overflow_intr) {
+        return false;
+    }
+
+    /*
+     * The nesting level first: an NMI landing in a deadline call of the
+     * soft or step PMU from here on is nested in it, and its time part of
+     * this one's.
+     */
+    cpu_index = cpu_id();
+    cpu = perfmon_cpu_get(cpu_index);
+    assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
+    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
+    barrier();
+
+    /* Throttling times the interrupt, when a sample may be due in it. */
+    timed = (READ_ONCE(cpu->sched_mask) & READ_ONCE(perfmon_sampling_slots))
+            != 0;
+    start = timed ? cpu_rdtsc() : 0;
+    mask = dev->ops->handle_overflow_intr(dev);
+
+    if (mask == 0) {
+        WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
+        return false;
+    }
+
+    /*
+     * The callbacks first (branch records may add a branch stack to the
+     * samples): records that do not freeze on the interrupt run on until
+     * a callback stops them, and must not fill with the fold's branches.
+     */
+    perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    perfmon_syscnt_inc_local(&cpu->nr_intrs);
+
+    /*
+     * The slots running here whose counter overflowed, by the map from
+     * counter to slot: a counter no slot holds now maps to none.
+     */
+    cdev = &cpu->devs[dev->index];
+    slots = 0;
+
+    for (hw = mask; hw != 0; hw &= hw - 1) {
+        unsigned int slot = READ_ONCE(cdev->slot_of_hw[__builtin_ctzll(hw)]);
+
+        if (slot != 0) {
+            slots |= perfmon_slot_bit(slot - 1);
+        }
+    }
+
+    slots &= READ_ONCE(cpu->sched_mask);
+
+    /*
+     * Inside a section the fold waits for the section's end, where the
+     * frame is gone: such overflows are counted, re-armed, not sampled.
+     * The samples and the throttle are part of the section: an NMI landing
+     * in this handler when it is no NMI itself (the soft and step PMUs'
+     * deadline calls) then leaves its overflow pending instead of changing
+     * periods and the throttle's window under it.
+     */
+    if (READ_ONCE(cpu->busy)) {
+        __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
+    } else {
+        WRITE_ONCE(cpu->busy, true);
+        WRITE_ONCE(cpu->gen, cpu->gen + 1);
+        barrier();
+        cpu->in_intr = true;
+        cpu->due = 0;
+        perfmon_cpu_fold(cpu, slots, true);
+        cpu->in_intr = false;
+
+        due = cpu->due;
+
+        /*
+         * Only the outermost interrupt throttles, for all the time it
+         * took: a nested one that sampled before this one's section is
+         * part of it, and would count twice on its own.  (One nested in
+         * an interrupt that samples nothing is not counted: rare, as
+         * nesting is, and never a storm on its own.)
+         */
+        if (due != 0) {
+            perfmon_cpu_write_samples(cpu, due, frame);
+
+            if (cpu->intr_depth == 1 && timed) {
+                perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+            }
+        }
+
+        /* Also folds what an NMI left pending, when this is not one. */
+        perfmon_cpu_leave(cpu);
+    }
+
+    if (dev->ops->overflow_intr_end != NULL) {
+        dev->ops->overflow_intr_end(dev);
+    }
+
+    barrier();
+    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
+    return true;
+}
+
+/* perfmon.max_sample_share=PERCENT, 1 to 100. */
+void
+perfmon_nmi_setup(void)
+{
+    uint64_t share;
+    int error = cmdline_get_u64("perfmon.max_sample_share", &share);
+
+    if (error == 0 && share >= 1 && share <= 100) {
+        perfmon_sample_share = (unsigned int)share;
+    } else if (error != -ENOENT) {
+        log_warning("perfmon: perfmon.max_sample_share must be 1..100, "
+                    "using %u", PERFMON_SAMPLE_SHARE_DEFAULT);
+    }
+}
+
+#ifdef TALLY_HOST_TEST
+void
+perfmon_nmi_reset(void)
+{
+    perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
+}
+#endif /* TALLY_HOST_TEST */

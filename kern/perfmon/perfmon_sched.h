@@ -1,0 +1,52 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * The scheduler of counters (perfmon_sched.c), private to the core, for
+ * the files above it (see perfmon_i.h for the order).
+ *
+ * In a section on cpu (perfmon_cpu_enter):
+ * perfmon_sched_ref_counts: one more user of slot on this CPU (saved: the
+ *   thread's sampling progress, when a thread loads a sampling slot); the
+ *   first makes it active here and gives it a counter if one is free.
+ *   counts: the slot's counts here at now.
+ * perfmon_sched_unref: drop a user of slot on this CPU; the caller took
+ *   the counts first.  The last one gives its counter back.
+ * perfmon_sched_rotate: one turn of the slots waiting for a counter
+ *   (every device's).  Also after a thread with slots waiting was loaded.
+ *
+ * perfmon_sched_evict_all: thread context, after a counter of dev was
+ *   reserved: every CPU moves its flexible slots off it.
+ * perfmon_sched_setup: the part of perfmon_setup for that file.
+ * perfmon_counters_assign: a counter for each of n slots, slot i taking
+ *   one of masks[i] (those of prefer[i] first), each its own, into
+ *   hw_ids[] (may be NULL); false when there is no such assignment.
+ *   Pure; any context (NMI included: no lock, no allocation).
+ */
+
+#ifndef KERN_PERFMON_SCHED_H
+#define KERN_PERFMON_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_cpu.h"
+
+void perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
+                              const struct perfmon_td_pmc *saved,
+                              uint64_t now, struct perfmon_counts *counts);
+void perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
+                         uint64_t now);
+void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
+void perfmon_sched_evict_all(struct perfmon_dev *dev);
+void perfmon_sched_setup(void);
+bool perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
+                             unsigned int n, unsigned int *hw_ids);
+
+#ifdef TALLY_HOST_TEST
+void perfmon_sched_reset(void);
+extern bool perfmon_sched_full_turns;
+#endif
+
+#endif /* KERN_PERFMON_SCHED_H */

@@ -1,0 +1,190 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * Host tests of a multiplexing turn (kern/perfmon/perfmon_sched.c): it
+ * moves only what changes, and runs the same events as a turn that places
+ * everything again would; perfmon_rotate_local_moved() counts what it
+ * moved.  The rest of multiplexing is in perfmon_mux_test.c.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <cmocka.h>
+
+#include "arch/x86/cpu.h"
+#include "fakes/fake_smp.h"
+#include "fdev.h"
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
+#include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon/perfmon_sched.h"
+
+#define TSC_PER_INTERVAL    30000       /* 10 us at the fake 3 GHz */
+
+/* One multiplexing interval of clock ticks on cpu. */
+static void
+interval(unsigned int cpu)
+{
+    struct fake_ctx ctx;
+
+    fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+    fake_ctx_enter(&ctx, cpu);
+
+    for (unsigned int i = 0; i < PERFMON_MUX_MS_DEFAULT; i++) {
+        perfmon_tick(cpu);
+    }
+
+    fake_ctx_exit(&ctx);
+}
+
+/*
+ * A turn computes the units a full placement would run, then moves only
+ * what changes.  On random sets of events (groups among them, events one
+ * counter only can count, more than the counters) over random intervals
+ * and counts, the runs through every turn are the same as with turns that
+ * place everything again (the reference), turn after turn.
+ */
+static uint64_t turn_rand_state;
+
+static uint64_t
+turn_rand(uint64_t bound)
+{
+    turn_rand_state = turn_rand_state * 6364136223846793005ULL
+                      + 1442695040888963407ULL;
+    return (turn_rand_state >> 11) % bound;
+}
+
+#define TURN_MAX_EVS        12
+#define TURN_NR_TURNS       40
+
+static unsigned int
+run_turns(bool full, uint64_t seed, uint64_t *sets)
+{
+    struct perfmon_event evs[TURN_MAX_EVS];
+    unsigned int nr, attached = 0;
+    struct fdev *fd;
+
+    setup(NULL);
+    perfmon_sched_full_turns = full;
+    turn_rand_state = seed;
+    fd = fdev_add(0, 48, 2 + (unsigned int)turn_rand(4), true);
+    nr = 3 + (unsigned int)turn_rand(TURN_MAX_EVS - 2);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        uint64_t raw = (turn_rand(5) == 0) ? (RAW_ONLY0 | (i + 1) << 8)
+                                           : 0x1000 + i;
+        unsigned int leader = (unsigned int)turn_rand(i + 1);
+
+        init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+        /* Its own group, or one of an earlier leader's (or none). */
+        if (leader == i || turn_rand(3) == 0) {
+            assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
+        } else if (evs[leader].group == &evs[leader]
+                   && perfmon_event_attached(&evs[leader])) {
+            assert_int_equal(perfmon_event_set_group(&evs[i], &evs[leader]),
+                             0);
+        }
+
+        if (perfmon_event_attach_cpu(&evs[i], 1) != 0) {
+            evs[i].state = 0;
+            continue;
+        }
+
+        attached |= 1U << i;
+    }
+
+    for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
+        fdev_count(fd, 1, 0x1000 + turn_rand(nr), turn_rand(1000));
+
+        for (unsigned int i = 0, n = 1 + (unsigned int)turn_rand(3); i < n;
+             i++) {
+            interval(1);
+        }
+
+        sets[t] = perfmon_cpus[1].sched_mask;
+    }
+
+    for (unsigned int i = nr; i-- > 0;) {
+        if (attached & (1U << i)) {
+            assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+        }
+    }
+
+    return nr;
+}
+
+static void
+test_turn_moves_what_changes(void **state)
+{
+    uint64_t full[TURN_NR_TURNS], incremental[TURN_NR_TURNS];
+    unsigned int changes = 0;
+
+    (void)state;
+
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        run_turns(true, seed, full);
+        run_turns(false, seed, incremental);
+
+        for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
+            assert_int_equal(incremental[t], full[t]);
+            changes += (t != 0 && full[t] != full[t - 1]);
+        }
+    }
+
+    /* The runs did take turns. */
+    assert_true(changes > 100);
+}
+
+/*
+ * The turn the benchmark counts events moved by: of 3 events on 2
+ * counters, the one that waited comes in and one of the others goes out;
+ * with nothing waiting, nothing moves.
+ */
+static void
+test_rotate_local_moved(void **state)
+{
+    struct perfmon_event evs[3];
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    struct fake_ctx ctx;
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], 0x1000 + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    assert_false(cpu->sched_mask & perfmon_slot_bit(evs[2].slot));
+    fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+    fake_ctx_enter(&ctx, 1);
+    assert_int_equal(perfmon_rotate_local_moved(), 2);
+    fake_ctx_exit(&ctx);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[2].slot));
+    assert_int_equal(__builtin_popcountll(cpu->sched_mask), 2);
+
+    assert_int_equal(perfmon_event_detach(&evs[2]), 0);
+    fake_ctx_enter(&ctx, 1);
+    assert_int_equal(perfmon_rotate_local_moved(), 0);
+    fake_ctx_exit(&ctx);
+    assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+    assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
+        cmocka_unit_test_setup(test_rotate_local_moved, setup),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
