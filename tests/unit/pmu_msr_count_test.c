@@ -476,7 +476,7 @@ static void
 test_core_switch_unshared(void **state)
 {
     static const unsigned int expected[][3] = {
-        { 1, 3, 2 }, { 1, 3, 2 }, { 1, 3, 2 }, { 0, 3, 2 },
+        { 1, 3, 1 }, { 1, 3, 1 }, { 1, 3, 1 }, { 0, 3, 1 },
     };
 
     (void)state;
