@@ -51,6 +51,7 @@
 #include "kern/panic.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_types.h"
+#include "kern/perfmon_region.h"
 #include "kern/printf.h"
 #include "kern/runq.h"
 #include "kern/shell.h"
@@ -563,6 +564,9 @@ thread_put_prev(struct thread_runq *runq, struct thread *prev,
     }
 }
 
+/* A context switch, from the hook to the thread switched in. */
+PERFMON_REGION_DEFINE(switch, "switch");
+
 static void
 thread_schedule(bool sleep)
 {
@@ -600,6 +604,7 @@ thread_schedule(bool sleep)
         return;
     }
 
+    PERFMON_REGION_BEGIN(switch);
     thread_switch_hook(prev, next, cpu);
     next->cpu = cpu;
     next->last_cpu = cpu;
@@ -616,6 +621,7 @@ thread_schedule(bool sleep)
     runq = thread_runq_local();
     prev = runq->switch_prev;
     runq->switch_prev = NULL;
+    PERFMON_REGION_END(switch);
     action = thread_switch_finish(prev);
     spinlock_unlock_intr_restore(&runq->lock, flags);
     thread_switch_tail(prev, action);
@@ -657,6 +663,7 @@ thread_start(void)
     unsigned int action;
 
     runq->switch_prev = NULL;
+    PERFMON_REGION_END(switch);
     action = thread_switch_finish(prev);
     spinlock_unlock(&runq->lock);
     cpu_intr_enable();

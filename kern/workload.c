@@ -19,6 +19,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/num.h"
+#include "kern/perfmon_region.h"
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -164,11 +165,14 @@ workload_finish(bool interrupted)
  * n iterations (n > 0) of exactly WORKLOAD_SPIN_INSNS instructions: the
  * counts in `perfmon stat -e instructions -- spin N` are then predictable.
  */
+PERFMON_REGION_DEFINE(spin, "spin");
+
 void __attribute__((noinline))
 workload_spin_loop(uint64_t n)
 {
     uint64_t acc = 0;
 
+    PERFMON_REGION_BEGIN(spin);
     __asm__ __volatile__("1:\n\t"
                          "addq $1, %[acc]\n\t"
                          "xorq %[n], %[acc]\n\t"
@@ -177,6 +181,7 @@ workload_spin_loop(uint64_t n)
                          : [acc] "+r"(acc), [n] "+r"(n)
                          :
                          : "cc");
+    PERFMON_REGION_END(spin);
 }
 
 static int

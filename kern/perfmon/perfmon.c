@@ -77,6 +77,7 @@
 #include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon_region.h"
 #include "kern/string.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
@@ -1544,6 +1545,39 @@ perfmon_event_read(struct perfmon_event *event)
     return counts.value;
 }
 
+/*
+ * The in-place read above for any context, NMI included: interrupts off
+ * so that no section starts under it but an NMI's, which completes first.
+ * A section of this CPU that the caller interrupted (busy) may be half
+ * done: refused, unless the caller runs inside that section itself.
+ */
+bool
+perfmon_event_read_here(const struct perfmon_event *event, bool in_section,
+                        uint64_t *valuep)
+{
+    struct perfmon_counts now;
+    unsigned long flags;
+    bool local = false;
+
+    if (event->state != PERFMON_EVENT_CPU || !READ_ONCE(event->enabled)) {
+        return false;
+    }
+
+    flags = cpu_intr_save();
+
+    if (in_section || !READ_ONCE(perfmon_cpu_get(cpu_id())->busy)) {
+        local = perfmon_event_read_local(event, false, &now);
+    }
+
+    cpu_intr_restore(flags);
+
+    if (local) {
+        *valuep = event->total.value + now.value - event->start.value;
+    }
+
+    return local;
+}
+
 uint64_t
 perfmon_event_read_times(struct perfmon_event *event, uint64_t *enabled_nsp,
                          uint64_t *running_nsp)
@@ -1571,6 +1605,8 @@ perfmon_event_read_times(struct perfmon_event *event, uint64_t *enabled_nsp,
 
 /* ---- overflow interrupt and callbacks ----------------------------------- */
 
+PERFMON_REGION_DEFINE(pmi, "pmi");
+
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
@@ -1579,6 +1615,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     unsigned int cpu_index;
 
     assert(!cpu_intr_enabled());
+    PERFMON_REGION_SCOPE(pmi);
 
     if (!perfmon_dev_is_registered(dev) || !dev->overflow_intr) {
         return false;
