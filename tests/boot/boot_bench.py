@@ -27,11 +27,11 @@ import tallyqemu  # noqa: E402
 # Every row, and which have an instruction count (rows 3 and 7 wait on
 # another CPU, rows 9 time a loop against sampling interrupts: cycles only)
 # and which a budget.
-ROWS = ('1', '2a', '2b', '3a', '3b', '3c', '4r', '4a', '4b', '4c', '4d',
+ROWS = ('1', '2a', '2b', '2m', '2n', '3a', '3b', '3c', '4r', '4a', '4b', '4c', '4d',
         '4s', '4h', '4e', '4f', '4g', '5a', '5b', '6a', '6', '6n', '6d',
         '6f', '6s', '6g', '7', '8', '9', '9a', '9b')
 CYCLES_ONLY = ('3a', '3b', '3c', '7', '9', '9a', '9b')
-BUDGETED = ('2a', '2b', '4h', '4e', '4f', '4g', '6f', '6s', '6g', '8')
+BUDGETED = ('2a', '2b', '2m', '2n', '4h', '4e', '4f', '4g', '6f', '6s', '6g', '8')
 # Differences of two medians and of two minimums, or no cycles at all:
 # nothing orders their min and median.
 UNORDERED = ('4h', '4e', '4f', '4g', '6n', '6d', '6f', '6s', '6g')

@@ -124,6 +124,10 @@ perfmon_bench_budgets[PERFMON_BENCH_NR_BUDGETS] = {
      * start (row 4r, about 115) and its share of the turn's sort.
      */
     [PERFMON_BENCH_BUDGET_TURN] = { 0, 900, 900, NULL },
+    /* A marker with nothing armed: a compare and a branch, begin and end. */
+    [PERFMON_BENCH_BUDGET_REGION_OFF] = { 0, 4, 4, NULL },
+    /* Armed with one event: two local reads of a CPU event (48 each). */
+    [PERFMON_BENCH_BUDGET_REGION_ARMED] = { 0, 96, 96, NULL },
 };
 
 uint64_t
@@ -861,7 +865,8 @@ perfmon_bench_footer(const struct perfmon_bench_run *run)
 
 /* The rows of `perfmon bench` and of `perfmon bench remote`, in order. */
 static int (*const perfmon_bench_rows_all[])(struct perfmon_bench_run *) = {
-    perfmon_bench_rows_local,     perfmon_bench_rows_hardware,
+    perfmon_bench_rows_local,     perfmon_bench_rows_region,
+    perfmon_bench_rows_hardware,
     perfmon_bench_rows_remote,    perfmon_bench_rows_switch,
     perfmon_bench_rows_attach,    perfmon_bench_rows_intr,
     perfmon_bench_row_scaling,    perfmon_bench_row_rotation,

@@ -78,6 +78,8 @@ enum {
     PERFMON_BENCH_BUDGET_SAMPLE,       /* 6s: a sample, no call chain: 150 */
     PERFMON_BENCH_BUDGET_FRAME,        /* 6g: a call-chain frame: 12 */
     PERFMON_BENCH_BUDGET_TURN,         /* 8: a turn, per event moved */
+    PERFMON_BENCH_BUDGET_REGION_OFF,   /* 2m: region markers, idle: 4 */
+    PERFMON_BENCH_BUDGET_REGION_ARMED, /* 2n: armed, 1 event: 2 x 48 */
     PERFMON_BENCH_NR_BUDGETS,
 };
 
@@ -180,5 +182,8 @@ uint64_t perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
  * kern/perfmon/cmd/perfmon_bench_intr.c. */
 int perfmon_bench_rows_switch(struct perfmon_bench_run *run);
 int perfmon_bench_rows_intr(struct perfmon_bench_run *run);
+
+/* Rows 2m, 2n: kern/perfmon/cmd/perfmon_bench_region.c. */
+int perfmon_bench_rows_region(struct perfmon_bench_run *run);
 
 #endif /* KERN_PERFMON_BENCH_I_H */

@@ -58,19 +58,20 @@ static char perfmon_regions_specs[PERFMON_REGION_MAX_EVENTS]
 #define perfmon_regions_error(...)                                          \
     perfmon_cmd_error(perfmon_regions_who, perfmon_regions_usage, __VA_ARGS__)
 
-/* The names of the regions, on one line, after prefix. */
+/* One line: the prefix (a format with one string), the region names. */
 static void
-perfmon_regions_print_names(const char *prefix)
+perfmon_regions_print_names(const char *prefix, const char *arg)
 {
     struct perfmon_cmd_line line;
 
     perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "%s", prefix);
+    perfmon_cmd_line_add(&line, prefix, arg);
 
     for (unsigned int i = 0; i < perfmon_region_count(); i++) {
         perfmon_cmd_line_add(&line, " %s", perfmon_region_get(i)->name);
     }
 
+    perfmon_cmd_line_add(&line, ")");
     perfmon_cmd_line_print(&line);
 }
 
@@ -244,22 +245,22 @@ perfmon_regions_arm_main(int argc, char **argv)
 
     for (int i = opts.index; i < argc; i++) {
         if (perfmon_region_find(argv[i]) == NULL) {
-            kprintf("perfmon: regions: no region '%s'\n", argv[i]);
-            perfmon_regions_print_names("regions:");
+            perfmon_regions_print_names("perfmon: regions: no region '%s' "
+                                        "(regions:", argv[i]);
             return SHELL_ERR_REPORTED;
         }
-    }
-
-    if (perfmon_region_armed() != NULL) {
-        kprintf("perfmon: regions: already armed ('perfmon regions off' "
-                "first)\n");
-        return SHELL_ERR_REPORTED;
     }
 
     error = perfmon_regions_resolve(&arm);
 
     if (error) {
         return error;
+    }
+
+    if (perfmon_region_armed() != NULL) {
+        kprintf("perfmon: regions: already armed ('perfmon regions off' "
+                "first)\n");
+        return SHELL_ERR_REPORTED;
     }
 
     config.events = arm.evs;
