@@ -165,14 +165,11 @@ workload_finish(bool interrupted)
  * n iterations (n > 0) of exactly WORKLOAD_SPIN_INSNS instructions: the
  * counts in `perfmon stat -e instructions -- spin N` are then predictable.
  */
-PERFMON_REGION_DEFINE(spin, "spin");
-
 void __attribute__((noinline))
 workload_spin_loop(uint64_t n)
 {
     uint64_t acc = 0;
 
-    PERFMON_REGION_BEGIN(spin);
     __asm__ __volatile__("1:\n\t"
                          "addq $1, %[acc]\n\t"
                          "xorq %[n], %[acc]\n\t"
@@ -181,8 +178,10 @@ workload_spin_loop(uint64_t n)
                          : [acc] "+r"(acc), [n] "+r"(n)
                          :
                          : "cc");
-    PERFMON_REGION_END(spin);
 }
+
+/* spin's loop: a call of workload_spin_loop() (chunks of the count). */
+PERFMON_REGION_DEFINE(spin, "spin");
 
 static int
 workload_spin_cmd(int argc, char **argv)
@@ -205,7 +204,9 @@ workload_spin_cmd(int argc, char **argv)
     while (done < n) {
         uint64_t chunk = MIN(n - done, (uint64_t)WORKLOAD_POLL_ITERS * 16);
 
+        PERFMON_REGION_BEGIN(spin);
         workload_spin_loop(chunk);
+        PERFMON_REGION_END(spin);
         done += chunk;
 
         if ((done < n) && shell_interrupted()) {

@@ -12,9 +12,9 @@
  *     an xcall's handler (interrupts disabled), each counted on its CPU,
  *     and nothing on the others;
  *   - reset: counts back to zero, the regions still armed;
- *   - with the step PMU (perfmon.step=on; skipped without it): the spin
- *     loop's region counts 4 instructions an iteration plus one constant,
- *     the same for several lengths and on every repeat.
+ *   - with the step PMU (perfmon.step=on; skipped without it): a region
+ *     around spin's loop counts 4 instructions an iteration plus one
+ *     constant, the same for several lengths and on every repeat.
  */
 
 #include <stdbool.h>
@@ -227,14 +227,21 @@ out:
 KTEST_DEFINE(region, reset, rt_reset);
 
 /*
- * The spin loop's region under the step PMU: 4n plus one constant for
- * every n, on every call.  The smallest of a few calls is kept per n (a
- * switch in the middle only adds), and the calls must mostly agree.
+ * A region around spin's loop under the step PMU: 4n plus one constant
+ * for every n, on every call.  The smallest of a few calls is kept per n
+ * (a switch in the middle only adds), and the calls must mostly agree.
  */
+static void
+rt_spin(uint64_t n)
+{
+    PERFMON_REGION_BEGIN(rt_outer);
+    workload_spin_loop(n);
+    PERFMON_REGION_END(rt_outer);
+}
+
 static int
 rt_step_spin(void)
 {
-    static const char *const names[] = { "spin" };
     static const uint64_t lengths[] = { 100, 1000, 3000 };
     struct perfmon_dev *step = perfmon_dev_find("step");
     const struct perfmon_region_event event = {
@@ -252,16 +259,16 @@ rt_step_spin(void)
     }
 
     affinity = ktest_pin_self(&cpu);
-    KTEST_CHECK_EQ(rt_arm(&event, names, 1), 0);
+    KTEST_CHECK_EQ(rt_arm(&event, rt_names, 1), 0);
 
     for (unsigned int i = 0; i < ARRAY_SIZE(lengths); i++) {
         KTEST_CHECK_EQ(perfmon_region_reset(), 0);
 
         for (unsigned int k = 0; k < 3; k++) {
-            workload_spin_loop(lengths[i]);
+            rt_spin(lengths[i]);
         }
 
-        KTEST_CHECK_EQ(rt_stats(perfmon_region_find("spin"), cpu, &st), 0);
+        KTEST_CHECK_EQ(rt_stats(&perfmon_region_rt_outer, cpu, &st), 0);
         KTEST_CHECK_EQ(st.calls, 3);
         KTEST_CHECK(st.min > 4 * lengths[i]);
 
