@@ -172,15 +172,17 @@ perfmon_region_begin_slow(struct perfmon_region *region)
     frame->state = PERFMON_REGION_MEASURED;
 
     /* A lost update from an NMI only moves which call is measured. */
-    left = &pc->every_left[perfmon_region_index(region)];
+    if (set->config.every != 1) {
+        left = &pc->every_left[perfmon_region_index(region)];
 
-    if (*left > 1) {
-        (*left)--;
-        frame->state = PERFMON_REGION_SKIPPED;
-        goto out;
+        if (*left > 1) {
+            (*left)--;
+            frame->state = PERFMON_REGION_SKIPPED;
+            goto out;
+        }
+
+        *left = set->config.every;
     }
-
-    *left = set->config.every;
 
     /* The reads last: what comes before them is not counted. */
     for (unsigned int e = 0; e < set->config.nr_events; e++) {
@@ -200,6 +202,10 @@ out:
 static void
 perfmon_region_worst_add(uint64_t *worst, uint64_t count)
 {
+    if (count <= worst[PERFMON_REGION_NR_WORST - 1]) {
+        return;
+    }
+
     for (unsigned int i = 0; i < PERFMON_REGION_NR_WORST; i++) {
         if (count > worst[i]) {
             uint64_t tmp = worst[i];
@@ -210,7 +216,7 @@ perfmon_region_worst_add(uint64_t *worst, uint64_t count)
     }
 }
 
-static void
+static inline __attribute__((always_inline)) void
 perfmon_region_stats_add(struct perfmon_region_stats *st, uint64_t count,
                          uint64_t self)
 {
@@ -228,14 +234,16 @@ perfmon_region_stats_add(struct perfmon_region_stats *st, uint64_t count,
  * Close frame, stack[index], with the counts now (valid unless the end's
  * reads failed: read false), under the busy flag.
  */
-static void
+static inline __attribute__((always_inline)) void
 perfmon_region_close(const struct perfmon_region_set *set,
                      struct perfmon_region_cpu *pc, unsigned int index,
                      const uint64_t *now, bool read)
 {
-    struct perfmon_region_frame *frame = &pc->stack[index];
+    const struct perfmon_region_frame *frame = &pc->stack[index];
+    uint64_t *parent = (index > 0) ? pc->stack[index - 1].child : NULL;
     unsigned int nr = set->config.nr_events;
-    struct perfmon_region_stats *stats;
+    struct perfmon_region_stats *st;
+    bool measured;
 
     if (READ_ONCE(pc->busy)) {
         perfmon_region_lose(&pc->losses.dropped);
@@ -244,30 +252,57 @@ perfmon_region_close(const struct perfmon_region_set *set,
 
     WRITE_ONCE(pc->busy, true);
     barrier();
-    stats = &pc->stats[perfmon_region_index(frame->region) * nr];
+    measured = (frame->state == PERFMON_REGION_MEASURED) && read;
 
-    for (unsigned int e = 0; e < nr; e++) {
-        stats[e].seen++;
+    if (!measured && frame->state != PERFMON_REGION_SKIPPED) {
+        pc->losses.unread++;
     }
 
-    if (frame->state == PERFMON_REGION_MEASURED && read) {
-        for (unsigned int e = 0; e < nr; e++) {
-            uint64_t count = now[e] - frame->start[e];
-            uint64_t self = (count > frame->child[e])
-                            ? count - frame->child[e] : 0;
+    st = &pc->stats[perfmon_region_index(frame->region) * nr];
 
-            perfmon_region_stats_add(&stats[e], count, self);
+    for (unsigned int e = 0; e < nr; e++, st++) {
+        uint64_t count = now[e] - frame->start[e], child = frame->child[e];
 
-            if (index > 0) {
-                pc->stack[index - 1].child[e] += count;
-            }
+        st->seen++;
+
+        if (!measured) {
+            continue;
         }
-    } else if (frame->state != PERFMON_REGION_SKIPPED) {
-        pc->losses.unread++;
+
+        perfmon_region_stats_add(st, count, (count > child) ? count - child
+                                                            : 0);
+
+        if (parent != NULL) {
+            parent[e] += count;
+        }
     }
 
     barrier();
     WRITE_ONCE(pc->busy, false);
+}
+
+/* The open frame of region, under stack[depth - 1]: 0 when there is none. */
+static unsigned int __attribute__((noinline))
+perfmon_region_find_frame(struct perfmon_region_cpu *pc,
+                          const struct perfmon_region *region)
+{
+    unsigned int depth = pc->depth, i;
+
+    for (i = depth; i > 0 && pc->stack[i - 1].region != region; i--) {
+        continue;
+    }
+
+    if (i == 0) {
+        perfmon_region_lose(&pc->losses.unmatched);
+        return 0;
+    }
+
+    /* Frames above it were opened by begins whose end never came here. */
+    for (unsigned int k = i; k < depth; k++) {
+        perfmon_region_lose(&pc->losses.abandoned);
+    }
+
+    return i;
 }
 
 void
@@ -277,7 +312,7 @@ perfmon_region_end_slow(struct perfmon_region *region)
     const struct perfmon_region_set *set;
     struct perfmon_region_cpu *pc;
     unsigned long flags = cpu_intr_save();
-    unsigned int depth, i;
+    unsigned int depth;
     bool read = true;
 
     pc = perfmon_region_cpu_local(&set);
@@ -286,33 +321,28 @@ perfmon_region_end_slow(struct perfmon_region *region)
         goto out;
     }
 
+    /* Most often the region on top; otherwise search, and count why. */
     depth = pc->depth;
 
-    for (i = depth; i > 0 && pc->stack[i - 1].region != region; i--) {
-        continue;
-    }
+    if (unlikely(depth == 0 || pc->stack[depth - 1].region != region)) {
+        depth = perfmon_region_find_frame(pc, region);
 
-    if (i == 0) {
-        perfmon_region_lose(&pc->losses.unmatched);
-        goto out;
+        if (depth == 0) {
+            goto out;
+        }
     }
 
     /* The reads first: what comes after them is not counted. */
-    if (pc->stack[i - 1].state == PERFMON_REGION_MEASURED) {
+    if (pc->stack[depth - 1].state == PERFMON_REGION_MEASURED) {
         for (unsigned int e = 0; e < set->config.nr_events; e++) {
             read &= perfmon_event_read_here(&pc->events[e],
                                             region->in_section, &now[e]);
         }
     }
 
-    /* Frames above it were opened by begins whose end never came here. */
-    for (unsigned int k = i; k < depth; k++) {
-        perfmon_region_lose(&pc->losses.abandoned);
-    }
-
-    perfmon_region_close(set, pc, i - 1, now, read);
+    perfmon_region_close(set, pc, depth - 1, now, read);
     barrier();
-    WRITE_ONCE(pc->depth, i - 1);
+    WRITE_ONCE(pc->depth, depth - 1);
 
 out:
     cpu_intr_restore(flags);

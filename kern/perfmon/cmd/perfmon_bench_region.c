@@ -27,12 +27,43 @@
 
 PERFMON_REGION_DEFINE(bench, "bench");
 
+/*
+ * The code a region's markers go around in rows 2m and 2n: a call, as in
+ * any function that has markers (it has a frame then, markers or not).
+ * The rows are what the markers add to perfmon_bench_op_plain().
+ */
+static void __attribute__((noinline))
+perfmon_bench_leaf(void)
+{
+    barrier();
+}
+
+static void
+perfmon_bench_op_plain(struct perfmon_bench_run *run, void *arg)
+{
+    (void)run;
+    (void)arg;
+    perfmon_bench_leaf();
+}
+
+/* Two local reads of the event row 2n's region counts. */
+static void
+perfmon_bench_op_reads(struct perfmon_bench_run *run, void *arg)
+{
+    uint64_t value;
+
+    (void)run;
+    perfmon_event_read_here(arg, false, &value);
+    perfmon_event_read_here(arg, false, &value);
+}
+
 static void
 perfmon_bench_op_region(struct perfmon_bench_run *run, void *arg)
 {
     (void)run;
     (void)arg;
     PERFMON_REGION_BEGIN(bench);
+    perfmon_bench_leaf();
     PERFMON_REGION_END(bench);
 }
 
@@ -45,8 +76,9 @@ perfmon_bench_row_region(struct perfmon_bench_run *run, const char *id,
 
     perfmon_bench_measure(run, perfmon_bench_op_region, NULL,
                           PERFMON_BENCH_BATCH, false, &r);
-    insns = perfmon_bench_insns(run, perfmon_bench_op_region, NULL, false,
-                                false);
+    insns = perfmon_bench_sub(
+        perfmon_bench_insns(run, perfmon_bench_op_region, NULL, false, false),
+        perfmon_bench_insns(run, perfmon_bench_op_plain, NULL, false, false));
     perfmon_bench_print(run, id, what, insns,
                         perfmon_bench_budget(budget, 0), &r, NULL);
     perfmon_bench_print_why(budget);
@@ -86,5 +118,17 @@ perfmon_bench_rows_region(struct perfmon_bench_run *run)
     perfmon_bench_row_region(run, "2n", "region begin + end, 1 event armed",
                              PERFMON_BENCH_BUDGET_REGION_ARMED);
     perfmon_region_disarm();
+
+    /* What the pair's two reads take of it: the benchmark's own CPU
+     * event of `test`, read as the markers read theirs. */
+    if (run->step != NULL) {
+        kprintf("     of which its 2 reads of the event in place: %lu\n",
+                perfmon_bench_sub(
+                    perfmon_bench_insns(run, perfmon_bench_op_reads,
+                                        &run->cpu_event, false, false),
+                    perfmon_bench_insns(run, perfmon_bench_op_plain, NULL,
+                                        false, false)));
+    }
+
     return 0;
 }
