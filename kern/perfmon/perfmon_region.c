@@ -83,6 +83,7 @@ struct perfmon_region_set {
     struct perfmon_region_config config;    /* names: none kept */
     struct perfmon_region_event events[PERFMON_REGION_MAX_EVENTS];
     unsigned int nr_regions;
+    bool fast;                          /* one event, every call */
     struct perfmon_region_cpu *cpus[CPU_MAX];
 };
 
@@ -143,32 +144,18 @@ perfmon_region_lose(uint64_t *counter)
 /* The marker path ----------------------------------------------------------
  */
 
-void
-perfmon_region_begin_slow(struct perfmon_region *region)
+/*
+ * A frame's opening beyond the common case (one event, every call):
+ * every N, several events.
+ */
+static void __attribute__((noinline))
+perfmon_region_open(const struct perfmon_region_set *set,
+                    struct perfmon_region_cpu *pc,
+                    struct perfmon_region_frame *frame)
 {
-    const struct perfmon_region_set *set;
-    struct perfmon_region_frame *frame;
-    struct perfmon_region_cpu *pc;
-    unsigned long flags = cpu_intr_save();
-    unsigned int depth, *left;
+    const struct perfmon_region *region = frame->region;
+    unsigned int *left;
 
-    pc = perfmon_region_cpu_local(&set);
-
-    if (pc == NULL) {
-        goto out;
-    }
-
-    depth = pc->depth;
-
-    if (depth == PERFMON_REGION_MAX_DEPTH) {
-        perfmon_region_lose(&pc->losses.too_deep);
-        goto out;
-    }
-
-    WRITE_ONCE(pc->depth, depth + 1);
-    barrier();
-    frame = &pc->stack[depth];
-    frame->region = region;
     frame->state = PERFMON_REGION_MEASURED;
 
     /* A lost update from an NMI only moves which call is measured. */
@@ -178,7 +165,7 @@ perfmon_region_begin_slow(struct perfmon_region *region)
         if (*left > 1) {
             (*left)--;
             frame->state = PERFMON_REGION_SKIPPED;
-            goto out;
+            return;
         }
 
         *left = set->config.every;
@@ -193,6 +180,44 @@ perfmon_region_begin_slow(struct perfmon_region *region)
             frame->state = PERFMON_REGION_UNREAD;
         }
     }
+}
+
+void
+perfmon_region_begin_slow(struct perfmon_region *region)
+{
+    const struct perfmon_region_set *set;
+    struct perfmon_region_frame *frame;
+    struct perfmon_region_cpu *pc;
+    unsigned long flags = cpu_intr_save();
+    unsigned int depth;
+
+    pc = perfmon_region_cpu_local(&set);
+
+    if (pc == NULL) {
+        goto out;
+    }
+
+    depth = pc->depth;
+
+    if (unlikely(depth == PERFMON_REGION_MAX_DEPTH)) {
+        perfmon_region_lose(&pc->losses.too_deep);
+        goto out;
+    }
+
+    WRITE_ONCE(pc->depth, depth + 1);
+    barrier();
+    frame = &pc->stack[depth];
+    frame->region = region;
+
+    if (unlikely(set->fast == 0)) {
+        perfmon_region_open(set, pc, frame);
+        goto out;
+    }
+
+    frame->child[0] = 0;
+    frame->state = perfmon_event_read_here(&pc->events[0], region->in_section,
+                                           &frame->start[0])
+                   ? PERFMON_REGION_MEASURED : PERFMON_REGION_UNREAD;
 
 out:
     cpu_intr_restore(flags);
@@ -231,17 +256,15 @@ perfmon_region_stats_add(struct perfmon_region_stats *st, uint64_t count,
 }
 
 /*
- * Close frame, stack[index], with the counts now (valid unless the end's
- * reads failed: read false), under the busy flag.
+ * Close frame, stack[index], of nr events, with the counts now (valid
+ * unless the end's reads failed: read false), under the busy flag.
  */
 static inline __attribute__((always_inline)) void
-perfmon_region_close(const struct perfmon_region_set *set,
-                     struct perfmon_region_cpu *pc, unsigned int index,
-                     const uint64_t *now, bool read)
+perfmon_region_close(struct perfmon_region_cpu *pc, unsigned int nr,
+                     unsigned int index, const uint64_t *now, bool read)
 {
     const struct perfmon_region_frame *frame = &pc->stack[index];
     uint64_t *parent = (index > 0) ? pc->stack[index - 1].child : NULL;
-    unsigned int nr = set->config.nr_events;
     struct perfmon_region_stats *st;
     bool measured;
 
@@ -305,30 +328,21 @@ perfmon_region_find_frame(struct perfmon_region_cpu *pc,
     return i;
 }
 
-void
-perfmon_region_end_slow(struct perfmon_region *region)
+/* An end beyond the common case: searched, several events, not read. */
+static void __attribute__((noinline))
+perfmon_region_end_general(const struct perfmon_region_set *set,
+                           struct perfmon_region_cpu *pc,
+                           const struct perfmon_region *region)
 {
     uint64_t now[PERFMON_REGION_MAX_EVENTS];
-    const struct perfmon_region_set *set;
-    struct perfmon_region_cpu *pc;
-    unsigned long flags = cpu_intr_save();
-    unsigned int depth;
+    unsigned int depth = pc->depth;
     bool read = true;
 
-    pc = perfmon_region_cpu_local(&set);
-
-    if (pc == NULL) {
-        goto out;
-    }
-
-    /* Most often the region on top; otherwise search, and count why. */
-    depth = pc->depth;
-
-    if (unlikely(depth == 0 || pc->stack[depth - 1].region != region)) {
+    if (depth == 0 || pc->stack[depth - 1].region != region) {
         depth = perfmon_region_find_frame(pc, region);
 
         if (depth == 0) {
-            goto out;
+            return;
         }
     }
 
@@ -340,7 +354,40 @@ perfmon_region_end_slow(struct perfmon_region *region)
         }
     }
 
-    perfmon_region_close(set, pc, depth - 1, now, read);
+    perfmon_region_close(pc, set->config.nr_events, depth - 1, now, read);
+    barrier();
+    WRITE_ONCE(pc->depth, depth - 1);
+}
+
+void
+perfmon_region_end_slow(struct perfmon_region *region)
+{
+    const struct perfmon_region_set *set;
+    struct perfmon_region_cpu *pc;
+    unsigned long flags = cpu_intr_save();
+    unsigned int depth;
+    uint64_t now;
+    bool read;
+
+    pc = perfmon_region_cpu_local(&set);
+
+    if (pc == NULL) {
+        goto out;
+    }
+
+    /* The common case: one event, the region on top, its begin read. */
+    depth = pc->depth;
+
+    if (unlikely(set->fast == 0 || depth == 0
+                 || pc->stack[depth - 1].region != region
+                 || pc->stack[depth - 1].state != PERFMON_REGION_MEASURED)) {
+        perfmon_region_end_general(set, pc, region);
+        goto out;
+    }
+
+    /* The read first: what comes after it is not counted. */
+    read = perfmon_event_read_here(&pc->events[0], region->in_section, &now);
+    perfmon_region_close(pc, 1, depth - 1, &now, read);
     barrier();
     WRITE_ONCE(pc->depth, depth - 1);
 
@@ -525,6 +572,7 @@ perfmon_region_arm(const struct perfmon_region_config *config,
     set->config.names = NULL;
     set->config.nr_names = 0;
     set->nr_regions = perfmon_region_count();
+    set->fast = (config->nr_events == 1 && config->every == 1);
     memcpy(set->events, config->events,
            config->nr_events * sizeof(*config->events));
 

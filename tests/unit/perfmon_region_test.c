@@ -423,6 +423,17 @@ test_unread_calls(void **state)
     assert_int_equal(st.calls, 0);
     assert_int_equal(losses.unread, 2);
     assert_int_equal(perfmon_region_disarm(), 0);
+
+    /* The same at the begin of the general path (one call in 2). */
+    assert_int_equal(arm(0x1, 2, NULL, 0), 0);
+    fdev_count(fd, 0, RAW_INSNS, 1ULL << 46);
+    PERFMON_REGION_BEGIN(outer);
+    PERFMON_REGION_END(outer);
+    st = stats_of(&perfmon_region_outer, 0, &losses);
+    assert_int_equal(st.calls, 0);
+    assert_int_equal(st.seen, 1);
+    assert_int_equal(losses.unread, 1);
+    assert_int_equal(perfmon_region_disarm(), 0);
 }
 
 /*
