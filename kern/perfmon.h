@@ -710,14 +710,15 @@ uint64_t perfmon_event_read_times(struct perfmon_event *event,
 /*
  * The count of an enabled CPU event of the calling CPU, read in place in
  * any context (preemption or interrupts disabled, interrupt and NMI
- * handlers: code regions, kern/perfmon_region.h), into *valuep.  False,
- * nothing read, for another CPU's or a thread event, a disabled one, a
- * counter due for a fold, or a caller that interrupted a perfmon section
- * of its CPU (an NMI), unless in_section says that the caller runs inside
- * the overflow interrupt's own section, after its fold.  Takes no lock.
+ * handlers: code regions, kern/perfmon_region.h), into *valuep; a
+ * counter due for a fold is folded on the spot.  False, nothing read, for
+ * another CPU's or a thread event, a disabled one, or a caller that
+ * interrupted a perfmon section of its CPU (an NMI), unless in_section
+ * says that the caller runs inside the overflow interrupt's own section,
+ * after its fold (no fold is possible there).  Takes no lock.
  */
-bool perfmon_event_read_here(const struct perfmon_event *event,
-                             bool in_section, uint64_t *valuep);
+bool perfmon_event_read_here(struct perfmon_event *event, bool in_section,
+                             uint64_t *valuep);
 
 bool perfmon_event_attached(const struct perfmon_event *event);
 bool perfmon_event_enabled(const struct perfmon_event *event);

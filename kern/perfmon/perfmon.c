@@ -1549,30 +1549,38 @@ perfmon_event_read(struct perfmon_event *event)
  * The in-place read above for any context, NMI included: interrupts off
  * so that no section starts under it but an NMI's, which completes first.
  * A section of this CPU that the caller interrupted (busy) may be half
- * done: refused, unless the caller runs inside that section itself.
+ * done: refused, unless the caller runs inside that section itself.  A
+ * counter due for a fold is folded here, in a section of its own, as
+ * the general read's xcall would on this CPU (not inside a section).
  */
 bool
-perfmon_event_read_here(const struct perfmon_event *event, bool in_section,
+perfmon_event_read_here(struct perfmon_event *event, bool in_section,
                         uint64_t *valuep)
 {
-    struct perfmon_counts now;
+    struct perfmon_call call = { .events = &event, .nr = 1 };
+    bool busy, local = false;
     unsigned long flags;
-    bool local = false;
 
     if (event->state != PERFMON_EVENT_CPU || !READ_ONCE(event->enabled)) {
         return false;
     }
 
     flags = cpu_intr_save();
+    busy = READ_ONCE(perfmon_cpu_get(cpu_id())->busy);
 
-    if (in_section || !READ_ONCE(perfmon_cpu_get(cpu_id())->busy)) {
-        local = perfmon_event_read_local(event, false, &now);
+    if (in_section || !busy) {
+        local = perfmon_event_read_local(event, false, &call.counts);
+    }
+
+    if (!local && !busy && event->cpu == cpu_id()) {
+        perfmon_cpu_read_xcall(&call);
+        local = true;
     }
 
     cpu_intr_restore(flags);
 
     if (local) {
-        *valuep = event->total.value + now.value - event->start.value;
+        *valuep = event->total.value + call.counts.value - event->start.value;
     }
 
     return local;

@@ -90,22 +90,31 @@ arm(uint64_t cpus, unsigned int every, const char *const *names,
     return perfmon_region_arm(&config, &bad, &bad_event);
 }
 
-/* The counts of region on cpu (one event armed). */
+/* The counts of region's event e on cpu, nr events armed. */
 static struct perfmon_region_stats
-stats_of(const struct perfmon_region *region, unsigned int cpu,
-         struct perfmon_region_losses *lossesp)
+stats_of_event(const struct perfmon_region *region, unsigned int cpu,
+               unsigned int nr, unsigned int e,
+               struct perfmon_region_losses *lossesp)
 {
-    struct perfmon_region_stats st[64];
+    struct perfmon_region_stats st[128];
     struct perfmon_region_losses losses;
 
-    assert_true(perfmon_region_count() <= 64);
-    assert_int_equal(perfmon_region_snapshot(cpu, st, 64, &losses), 0);
+    assert_true(perfmon_region_count() * nr <= 128);
+    assert_int_equal(perfmon_region_snapshot(cpu, st, 128, &losses), 0);
 
     if (lossesp != NULL) {
         *lossesp = losses;
     }
 
-    return st[index_of(region)];
+    return st[index_of(region) * nr + e];
+}
+
+/* The counts of region on cpu (one event armed). */
+static struct perfmon_region_stats
+stats_of(const struct perfmon_region *region, unsigned int cpu,
+         struct perfmon_region_losses *lossesp)
+{
+    return stats_of_event(region, cpu, 1, 0, lossesp);
 }
 
 /* A call of outer on the calling CPU that counts n events. */
@@ -398,9 +407,12 @@ test_losses(void **state)
     assert_int_equal(perfmon_region_disarm(), 0);
 }
 
-/* A read that would need a fold (a counter far past its last) fails. */
+/*
+ * A counter far past its last fold: the local read cannot take it, the
+ * marker's read folds it on the spot, and the count stays exact.
+ */
 static void
-test_unread_calls(void **state)
+test_fold_in_place(void **state)
 {
     struct perfmon_region_losses losses;
     struct perfmon_region_stats st;
@@ -408,31 +420,14 @@ test_unread_calls(void **state)
     (void)state;
 
     assert_int_equal(arm(0x1, 1, NULL, 0), 0);
-
-    /* At the end. */
     call_outer(0, 1ULL << 46);
-    st = stats_of(&perfmon_region_outer, 0, &losses);
-    assert_int_equal(st.calls, 0);
-    assert_int_equal(st.seen, 1);
-    assert_int_equal(losses.unread, 1);
-
-    /* At the begin. */
-    PERFMON_REGION_BEGIN(outer);
-    PERFMON_REGION_END(outer);
-    st = stats_of(&perfmon_region_outer, 0, &losses);
-    assert_int_equal(st.calls, 0);
-    assert_int_equal(losses.unread, 2);
-    assert_int_equal(perfmon_region_disarm(), 0);
-
-    /* The same at the begin of the general path (one call in 2). */
-    assert_int_equal(arm(0x1, 2, NULL, 0), 0);
     fdev_count(fd, 0, RAW_INSNS, 1ULL << 46);
-    PERFMON_REGION_BEGIN(outer);
-    PERFMON_REGION_END(outer);
+    call_outer(0, 3);
     st = stats_of(&perfmon_region_outer, 0, &losses);
-    assert_int_equal(st.calls, 0);
-    assert_int_equal(st.seen, 1);
-    assert_int_equal(losses.unread, 1);
+    assert_int_equal(st.calls, 2);
+    assert_int_equal(st.sum, (1ULL << 46) + 3);
+    assert_int_equal(st.max, 1ULL << 46);
+    assert_int_equal(losses.unread, 0);
     assert_int_equal(perfmon_region_disarm(), 0);
 }
 
@@ -459,15 +454,18 @@ markers_in_section(struct fdev *dev, enum fdev_step step, unsigned int hw_id)
     PERFMON_REGION_END(insec);
 }
 
+/* Once with one event (the markers' common path), once with two. */
 static void
-test_markers_inside_a_section(void **state)
+markers_inside_a_section(unsigned int nr_events)
 {
+    const struct perfmon_region_event evs[2] = { ev_insns, ev_insns };
+    const struct perfmon_region_config config = {
+        .events = evs, .nr_events = nr_events, .cpus = 1, .every = 1,
+    };
     struct perfmon_region_losses losses;
     struct perfmon_event other;
 
-    (void)state;
-
-    assert_int_equal(arm(0x1, 1, NULL, 0), 0);
+    assert_int_equal(perfmon_region_arm(&config, &bad, &bad_event), 0);
     hook_calls = 0;
     fd->step_hook = markers_in_section;
 
@@ -480,11 +478,25 @@ test_markers_inside_a_section(void **state)
     fd->step_hook = NULL;
     assert_true(hook_calls > 0);
 
-    assert_int_equal(stats_of(&perfmon_region_outer, 0, &losses).calls, 0);
-    assert_int_equal(losses.unread, 1);
-    assert_int_equal(stats_of(&perfmon_region_insec, 0, NULL).calls, 1);
+    for (unsigned int e = 0; e < nr_events; e++) {
+        assert_int_equal(stats_of_event(&perfmon_region_outer, 0, nr_events,
+                                        e, &losses).calls, 0);
+        assert_int_equal(losses.unread, 1);
+        assert_int_equal(stats_of_event(&perfmon_region_insec, 0, nr_events,
+                                        e, NULL).calls, 1);
+    }
+
     assert_int_equal(perfmon_event_detach(&other), 0);
     assert_int_equal(perfmon_region_disarm(), 0);
+}
+
+static void
+test_markers_inside_a_section(void **state)
+{
+    (void)state;
+
+    markers_inside_a_section(1);
+    markers_inside_a_section(2);
 }
 
 /* Arming, disarming or resetting while another one runs: -EBUSY. */
@@ -654,7 +666,7 @@ main(void)
         cmocka_unit_test_setup(test_named_regions_only, region_setup),
         cmocka_unit_test_setup(test_reset_keeps_armed, region_setup),
         cmocka_unit_test_setup(test_losses, region_setup),
-        cmocka_unit_test_setup(test_unread_calls, region_setup),
+        cmocka_unit_test_setup(test_fold_in_place, region_setup),
         cmocka_unit_test_setup(test_markers_inside_a_section, region_setup),
         cmocka_unit_test_setup(test_one_arming_at_a_time, region_setup),
         cmocka_unit_test_setup(test_arm_errors_leave_nothing, region_setup),
