@@ -1553,11 +1553,22 @@ perfmon_event_read(struct perfmon_event *event)
  * counter due for a fold is folded here, in a section of its own, as
  * the general read's xcall would on this CPU (not inside a section).
  */
+/* The fold of perfmon_event_read_here(), out of its way. */
+static void __attribute__((noinline))
+perfmon_event_fold_here(struct perfmon_event *event,
+                        struct perfmon_counts *counts)
+{
+    struct perfmon_call call = { .events = &event, .nr = 1 };
+
+    perfmon_cpu_read_xcall(&call);
+    *counts = call.counts;
+}
+
 bool
 perfmon_event_read_here(struct perfmon_event *event, bool in_section,
                         uint64_t *valuep)
 {
-    struct perfmon_call call = { .events = &event, .nr = 1 };
+    struct perfmon_counts now;
     bool busy, local = false;
     unsigned long flags;
 
@@ -1569,18 +1580,18 @@ perfmon_event_read_here(struct perfmon_event *event, bool in_section,
     busy = READ_ONCE(perfmon_cpu_get(cpu_id())->busy);
 
     if (in_section || !busy) {
-        local = perfmon_event_read_local(event, false, &call.counts);
+        local = perfmon_event_read_local(event, false, &now);
     }
 
-    if (!local && !busy && event->cpu == cpu_id()) {
-        perfmon_cpu_read_xcall(&call);
+    if (unlikely(!local) && !busy && event->cpu == cpu_id()) {
+        perfmon_event_fold_here(event, &now);
         local = true;
     }
 
     cpu_intr_restore(flags);
 
     if (local) {
-        *valuep = event->total.value + call.counts.value - event->start.value;
+        *valuep = event->total.value + now.value - event->start.value;
     }
 
     return local;
