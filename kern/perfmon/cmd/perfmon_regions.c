@@ -214,6 +214,18 @@ perfmon_regions_fmt_cpus(char *buf, size_t size, uint64_t cpus)
     }
 }
 
+static unsigned int
+perfmon_regions_nr_armed(void)
+{
+    unsigned int nr = 0;
+
+    for (unsigned int i = 0; i < perfmon_region_count(); i++) {
+        nr += (READ_ONCE(perfmon_region_get(i)->armed) != 0);
+    }
+
+    return nr;
+}
+
 static int
 perfmon_regions_arm_main(int argc, char **argv)
 {
@@ -280,10 +292,8 @@ perfmon_regions_arm_main(int argc, char **argv)
     memcpy(perfmon_regions_specs, arm.specs, sizeof(arm.specs));
     perfmon_regions_fmt_cpus(cpus, sizeof(cpus), config.cpus);
     kprintf("perfmon regions: %u armed on CPUs %s, %u event%s, one call in "
-            "%u\n", (config.nr_names != 0) ? config.nr_names
-                                           : perfmon_region_count(),
-            cpus, arm.nr_events, (arm.nr_events > 1) ? "s" : "",
-            config.every);
+            "%u\n", perfmon_regions_nr_armed(), cpus, arm.nr_events,
+            (arm.nr_events > 1) ? "s" : "", config.every);
     return 0;
 }
 
