@@ -24,6 +24,7 @@
 #ifndef KERN_SWEVENT_H
 #define KERN_SWEVENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kern/macros.h"
@@ -44,17 +45,27 @@
 #define SWEVENT_XCALL_SENT      8
 #define SWEVENT_NR              9
 
-/* Counters of each id running now, on all CPUs (atomic). */
+/*
+ * Counters of each id running now, on all CPUs (atomic).  The context
+ * switch's entry also counts the switch recordings
+ * (kern/perfmon_switchrec.h): both watch the switch, one test serves them.
+ */
 extern unsigned int swevent_nr_active[SWEVENT_NR];
 
 /* Slow path of swevent_add(): an id is counted somewhere. */
 void swevent_count(unsigned int id, uint64_t n);
 
+/* Whether anything counts id now: swevent_add()'s one test. */
+static inline bool
+swevent_watched(unsigned int id)
+{
+    return __atomic_load_n(&swevent_nr_active[id], __ATOMIC_RELAXED) != 0;
+}
+
 static inline void
 swevent_add(unsigned int id, uint64_t n)
 {
-    if (likely(__atomic_load_n(&swevent_nr_active[id], __ATOMIC_RELAXED)
-               == 0)) {
+    if (likely(!swevent_watched(id))) {
         return;
     }
 

@@ -50,6 +50,7 @@
 #include "kern/macros.h"
 #include "kern/panic.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_switchrec.h"
 #include "kern/perfmon_types.h"
 #include "kern/perfmon_region.h"
 #include "kern/printf.h"
@@ -468,8 +469,15 @@ thread_enqueue_on(struct thread *thread)
 static void
 thread_switch_hook(struct thread *prev, struct thread *next, unsigned int cpu)
 {
-    /* Counted for prev: its events are still loaded. */
-    swevent_add(SWEVENT_CONTEXT_SWITCH, 1);
+    /*
+     * Counted for prev: its events are still loaded.  The same test
+     * covers switch recordings (kern/perfmon_switchrec.h).
+     */
+    if (unlikely(swevent_watched(SWEVENT_CONTEXT_SWITCH))) {
+        swevent_count(SWEVENT_CONTEXT_SWITCH, 1);
+        perfmon_switchrec_write(prev, next, !prev->idle
+                                && prev->state == THREAD_STATE_RUNNING);
+    }
 
     perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
 

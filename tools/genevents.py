@@ -98,13 +98,24 @@ def intel_event(e):
     }
 
 
+# Retired SSE/AVX FLOPs (PMCx003) count up to 64 a cycle on every Zen, so
+# need the pair there too where a list's prose does not say so (Zen 4 on):
+# the PPRs count it with the Merge event, and Linux pairs it on all of
+# family 17h on (arch/x86/events/amd/core.c, amd_is_pair_event_code).
+AMD_PAIR_CODES = (0x003,)
+
+
 def amd_needs_merge(e):
     """Whether an AMD list says the event needs a counter pair (a
     large-increment event, counted with the Merge event on the odd
     counter beside it; Zen PPRs, "Large Increment per Cycle Events").  The
-    lists say so only in their prose, which is read here and not kept."""
+    lists say so only in their prose, which is read here and not kept:
+    Zen 3's name the Merge event, Zen 1's and 2's say the event "can count
+    above 15" (per cycle, more than one counter's increment holds); the
+    codes of AMD_PAIR_CODES everywhere."""
     text = e.get('BriefDescription', '') + e.get('PublicDescription', '')
-    return 'MergeEvent' in text
+    return ('MergeEvent' in text or 'count above 15' in text
+            or num(e['EventCode']) in AMD_PAIR_CODES)
 
 
 def amd_event(e, topic):

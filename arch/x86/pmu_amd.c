@@ -16,6 +16,13 @@
  * interrupt, exactly when the 47 bits the core sees wrap; an active counter
  * whose bit 47 is clear has overflowed.
  *
+ * From family 17h (Zen) on, an event that counts more than a counter's
+ * increment takes per cycle (a large-increment event, as the model's
+ * event lists mark it) counts on a pair: the even counter programmed with
+ * the event, its odd neighbour with the Merge event, which makes the two
+ * one 64-bit counter (PPR for AMD family 19h, "Large Increment per Cycle
+ * Events").  Pairs are for pinned events: alloc takes both counters.
+ *
  * Locking: as for the Intel driver, alloc and free run under the core's
  * allocator lock, everything else on the calling CPU with interrupts
  * disabled; the per-CPU active masks are written by their CPU only.
@@ -53,6 +60,19 @@
 #define PMU_AMD_TOP_BIT         (1ULL << (PMU_AMD_WIDTH - 1))
 
 /*
+ * Counter pairs (PPR, "Large Increment per Cycle Events"): the Merge
+ * event, 0FFFh, on the odd counter makes its bits 15:0 bits 63:48 of the
+ * even counter's count.  The driver keeps them all ones (PMU_AMD_PAIR_HIGH)
+ * whenever it loads the even counter, so that the pair overflows, with the
+ * even counter's status bit and interrupt, exactly when the bits the core
+ * sees wrap, as a lone counter does.
+ */
+#define PMU_AMD_MERGE_EVENT     PMU_AMD_RAW(0xfff, 0)
+#define PMU_AMD_PAIR_HIGH       0xffffULL
+#define PMU_AMD_PAIR_SHIFT      48
+#define PMU_AMD_FAMILY_ZEN      0x17
+
+/*
  * The probed PMU, written at boot by probe and commit (cpu_probe only
  * reads it) and constant afterwards except alloc_mask (core lock).  Until
  * commit, nr counts the boot CPU's candidates; after, the counters in use
@@ -70,6 +90,10 @@ struct pmu_amd {
     uint64_t cand_mask;         /* hw ids the boot CPU offers */
     uint64_t exist_mask;
     uint64_t alloc_mask;
+    uint64_t pair_mask;         /* even hw ids alloc gave as pairs (core
+                                   lock; read by the per-CPU operations
+                                   of the pair's slot, which cannot run
+                                   before its alloc nor after its free) */
 };
 
 static struct pmu_amd pmu_amd;
@@ -277,50 +301,134 @@ pmu_amd_counters(struct perfmon_dev *dev, uint64_t raw_event,
         return -EINVAL;
     }
 
-    /* The model's lists may restrict it (large-increment events). */
+    /*
+     * The model's lists may restrict it (large-increment events: none
+     * alone), and the odd counters of pairs given are not free: the core
+     * reserves only the even one it was given.
+     */
     *countersp = pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask
-                 & pmu_evtab_constraint(perfmon_evtab_host(), raw_event);
+                 & pmu_evtab_constraint(perfmon_evtab_host(), raw_event)
+                 & ~(pmu_amd.pair_mask << 1);
     *preferp = 0;
     return (*countersp == 0) ? -ENOENT : 0;
+}
+
+/* Whether raw_event counts on a counter pair (see the top of the file). */
+static bool
+pmu_amd_pairs(uint64_t raw_event)
+{
+    return pmu_amd.family >= PMU_AMD_FAMILY_ZEN
+           && (raw_event & ~PMU_AMD_RAW_MASK) == 0
+           && pmu_evtab_pairs(perfmon_evtab_host(), raw_event);
+}
+
+static bool
+pmu_amd_is_pair(unsigned int hw_id)
+{
+    return (pmu_amd.pair_mask & (1ULL << hw_id)) != 0;
+}
+
+/*
+ * The lowest even counter free with its odd neighbour, both ours, both
+ * reserved; -ENOENT when the device has no such pair, -EAGAIN when every
+ * pair has a counter taken.  An odd counter left alone is no pair.
+ */
+static int
+pmu_amd_alloc_pair(unsigned int *hw_idp, unsigned int flags)
+{
+    bool any = false;
+
+    if (!pmu_flags_valid(flags)) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i + 1 < PMU_MAX_GP; i += 2) {
+        uint64_t pair = 3ULL << i;
+
+        if ((pmu_amd.exist_mask & pair) != pair) {
+            continue;
+        }
+
+        any = true;
+
+        if ((pmu_amd.alloc_mask & pair) == 0) {
+            pmu_amd.alloc_mask |= pair;
+            pmu_amd.pair_mask |= 1ULL << i;
+            *hw_idp = i;
+            return 0;
+        }
+    }
+
+    return any ? -EAGAIN : -ENOENT;
 }
 
 static int
 pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
               uint64_t raw_event, unsigned int flags)
 {
+    if (hw_idp != NULL && pmu_amd_pairs(raw_event)) {
+        return pmu_amd_alloc_pair(hw_idp, flags);
+    }
+
     return pmu_alloc(dev, &pmu_amd.alloc_mask, hw_idp, raw_event, flags);
 }
 
+/* A pair's two counters go back together. */
 static void
 pmu_amd_free(struct perfmon_dev *dev, unsigned int hw_id)
 {
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
+
+    if (pmu_amd_is_pair(hw_id)) {
+        pmu_amd.pair_mask &= ~(1ULL << hw_id);
+        pmu_free(&pmu_amd.alloc_mask, hw_id + 1);
+    }
+
     pmu_free(&pmu_amd.alloc_mask, hw_id);
 }
 
+/*
+ * The event select that counts raw_event in the modes of flags, enabled,
+ * with its interrupt where there is one.  Neither HostOnly nor GuestOnly:
+ * count in both (APM vol. 2, section 13.2.1); the mode comes from OS and
+ * USR.
+ */
+static uint64_t
+pmu_amd_sel(uint64_t raw_event, unsigned int flags)
+{
+    uint64_t sel = raw_event | PMU_EVTSEL_EN
+                   | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
+
+    return pmu_amd.nmi ? (sel | PMU_EVTSEL_INT) : sel;
+}
+
+/* Load counter hw_id with value (within the bits the core sees), armed. */
+static void
+pmu_amd_ctr_load(unsigned int hw_id, uint64_t value)
+{
+    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
+
+    if (pmu_amd_is_pair(hw_id)) {
+        pmu_msr_write(pmu_amd_ctr_msr(hw_id + 1), PMU_AMD_PAIR_HIGH);
+    }
+}
+
+/*
+ * The counter starts from 0 (armed, without PerfMonV2) with no stale
+ * status, so the core knows its value without reading it.  A pair's
+ * Merge event is enabled before the event, as its counters are loaded.
+ */
 static void
 pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
               uint64_t raw_event, unsigned int flags)
 {
-    /*
-     * Neither HostOnly nor GuestOnly: count in both (APM vol. 2, section
-     * 13.2.1); the mode comes from OS and USR.
-     */
-    uint64_t sel = raw_event | PMU_EVTSEL_EN
-                   | pmu_mode_bits(flags, PMU_EVTSEL_OS, PMU_EVTSEL_USR);
-
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
 
     /* Stopped (cpu_init and stop clear its enable): loaded disabled. */
     assert(!(pmu_active_get() & (1ULL << hw_id)));
-
-    if (pmu_amd.nmi) {
-        sel |= PMU_EVTSEL_INT;
-    }
-
-    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(0));
+    pmu_amd_ctr_load(hw_id, 0);
 
     /*
      * The start contract (kern/perfmon.h): with PerfMonV2 an overflow the
@@ -331,8 +439,28 @@ pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
         pmu_status_drop(&pmu_amd_driver, hw_id);
     }
 
-    pmu_msr_write(pmu_amd_ctl_msr(hw_id), sel);
+    if (pmu_amd_is_pair(hw_id)) {
+        pmu_msr_write(pmu_amd_ctl_msr(hw_id + 1),
+                      PMU_AMD_MERGE_EVENT | PMU_EVTSEL_EN);
+    }
+
+    pmu_msr_write(pmu_amd_ctl_msr(hw_id), pmu_amd_sel(raw_event, flags));
     pmu_active_add(hw_id);
+}
+
+/*
+ * One write of the event select; the counter goes on from its count, and
+ * an overflow status it holds is that count's, kept for the core to fold.
+ * A pair never passes on: it is a pinned slot's own.
+ */
+static void
+pmu_amd_transfer(struct perfmon_dev *dev, unsigned int hw_id,
+                 uint64_t raw_event, unsigned int flags)
+{
+    (void)dev;
+    assert(pmu_amd_hw_id_valid(hw_id) && !pmu_amd_is_pair(hw_id));
+    assert(pmu_active_get() & (1ULL << hw_id));
+    pmu_msr_write(pmu_amd_ctl_msr(hw_id), pmu_amd_sel(raw_event, flags));
 }
 
 static void
@@ -341,24 +469,56 @@ pmu_amd_stop(struct perfmon_dev *dev, unsigned int hw_id)
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), 0);
+
+    if (pmu_amd_is_pair(hw_id)) {
+        pmu_msr_write(pmu_amd_ctl_msr(hw_id + 1), 0);
+    }
+
     pmu_active_remove(hw_id);
 }
 
+/*
+ * RDPMC numbers the counters as the driver does (APM vol. 3).  A pair
+ * reads as its 64-bit count: the even counter's 48 bits, the odd one's
+ * bits 15:0 above them.
+ */
 static uint64_t
 pmu_amd_read(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    uint64_t value;
+
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
+    value = msr_rdpmc(hw_id);
 
-    /* RDPMC numbers the counters as the driver does (APM vol. 3). */
-    return msr_rdpmc(hw_id);
+    if (pmu_amd_is_pair(hw_id)) {
+        value = (value & PMU_AMD_CNT_MASK)
+                | ((msr_rdpmc(hw_id + 1) & PMU_AMD_PAIR_HIGH)
+                   << PMU_AMD_PAIR_SHIFT);
+    }
+
+    return value;
+}
+
+/*
+ * RDPMC of the counter, a pair's even one: it holds every bit the core
+ * keeps (the device's width), the same as read's within them.
+ */
+static unsigned int
+pmu_amd_read_method(struct perfmon_dev *dev, unsigned int hw_id,
+                    uintptr_t *argp)
+{
+    (void)dev;
+    assert(pmu_amd_hw_id_valid(hw_id));
+    *argp = hw_id;
+    return PERFMON_READ_RDPMC;
 }
 
 /* Arm a counter again after bit 47 cleared (without PerfMonV2). */
 static void
 pmu_amd_rearm(unsigned int hw_id, uint64_t value)
 {
-    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
+    pmu_amd_ctr_load(hw_id, value);
 }
 
 /*
@@ -375,9 +535,27 @@ pmu_amd_rearm(unsigned int hw_id, uint64_t value)
 static uint64_t
 pmu_amd_handle_overflow_intr(struct perfmon_dev *dev)
 {
-    return pmu_handle_overflow_intr(dev, &pmu_amd_driver, pmu_amd.topbit,
+    uint64_t mask, pairs;
+
+    mask = pmu_handle_overflow_intr(dev, &pmu_amd_driver, pmu_amd.topbit,
                                     PMU_AMD_TOP_BIT, pmu_amd_rearm,
                                     pmu_amd.exist_mask);
+
+    /*
+     * A pair that wrapped holds 0 in its high bits: set them again, while
+     * frozen, for its next wrap to overflow too (the re-arm did it in
+     * top-bit mode).
+     */
+    pairs = pmu_amd.topbit ? 0 : mask & pmu_amd.pair_mask;
+
+    while (pairs != 0) {
+        unsigned int hw_id = (unsigned int)__builtin_ctzll(pairs);
+
+        pairs &= pairs - 1;
+        pmu_msr_write(pmu_amd_ctr_msr(hw_id + 1), PMU_AMD_PAIR_HIGH);
+    }
+
+    return mask;
 }
 
 static void
@@ -386,7 +564,18 @@ pmu_amd_write(struct perfmon_dev *dev, unsigned int hw_id, uint64_t value)
     (void)dev;
     assert(pmu_amd_hw_id_valid(hw_id));
     assert((value & ~pmu_amd.val_mask) == 0);
-    pmu_msr_write(pmu_amd_ctr_msr(hw_id), pmu_amd_armed(value));
+    pmu_amd_ctr_load(hw_id, value);
+}
+
+/* A large-increment event counts only on a pair, which only alloc gives. */
+static const char *
+pmu_amd_why_not(struct perfmon_dev *dev, uint64_t raw_event)
+{
+    (void)dev;
+    return pmu_amd_pairs(raw_event)
+           ? "a large-increment event counts on a counter pair, pinned "
+             "events only (:D)"
+           : NULL;
 }
 
 static const struct perfmon_dev_ops pmu_amd_ops = {
@@ -405,7 +594,10 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
      * harmless and keeps us working where a hypervisor does.
      */
     .overflow_intr_end = pmu_overflow_intr_end,
+    .why_not = pmu_amd_why_not,
     .selftest = pmu_selftest,
+    .read_method = pmu_amd_read_method,
+    .transfer = pmu_amd_transfer,
 };
 
 /* ---- probe -------------------------------------------------------------- */

@@ -80,6 +80,21 @@ pmu_evtab_constraint(const struct perfmon_evtab_model *m, uint64_t raw_event)
     return found ? (counters | ~PMU_EVTAB_GP_COUNTERS) : UINT64_MAX;
 }
 
+bool
+pmu_evtab_pairs(const struct perfmon_evtab_model *m, uint64_t raw_event)
+{
+    for (unsigned int i = 0; m != NULL && i < m->nr_events; i++) {
+        const struct perfmon_evtab_event *ev = perfmon_evtab_event(m, i);
+
+        if ((ev->flags & PERFMON_EVTAB_F_MERGE)
+            && pmu_evtab_raw(m, ev) == raw_event) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
 void
 pmu_evtab_setup(unsigned int cpu_vendor, unsigned int family,
                 unsigned int model, unsigned int stepping)

@@ -57,12 +57,19 @@ const struct perfmon_evtab_extra *pmu_evtab_raw_extra(uint64_t raw_event,
  * The counters model m lets raw_event use, for a driver's counters
  * operation: the general-purpose ones the lists give for the events of
  * that encoding (all of them when the list has none; none for an AMD
- * large-increment event, which needs a counter pair with the Merge event
- * that the driver does not program), every other bit set (the fixed
- * counters are the driver's business).  A scan of the model's
- * events: for the core's counter setup, not for a hot path.
+ * large-increment event, which counts only on the counter pair the
+ * driver's alloc takes for it), every other bit set (the fixed counters
+ * are the driver's business).  A scan of the model's events: for the
+ * core's counter setup, not for a hot path.
  */
 uint64_t pmu_evtab_constraint(const struct perfmon_evtab_model *m,
                               uint64_t raw_event);
+
+/*
+ * Whether model m's lists mark raw_event as a large-increment event
+ * (PERFMON_EVTAB_F_MERGE: counted on a pair with the Merge event); a
+ * scan, as above.
+ */
+bool pmu_evtab_pairs(const struct perfmon_evtab_model *m, uint64_t raw_event);
 
 #endif /* ARCH_X86_PMU_EVTAB_H */

@@ -18,7 +18,9 @@
  *   32 bits sign-extended, the full-width alias where PERF_CAPABILITIES
  *   says so, nothing beyond the width (#GP); AMD's take all 48 bits;
  * - the global enable gates counting;
- * - the counter-mask and edge fields of an event select behave.
+ * - the counter-mask and edge fields of an event select behave;
+ * - a counter reprogrammed in place (transfer) keeps its count and counts
+ *   its new event.
  *
  * The counters are reserved with perfmon_dev_alloc() and driven with the
  * device's own operations; what is measured runs with interrupts disabled
@@ -605,6 +607,55 @@ pmu_selftest_fields(struct pmu_selftest *t)
     pmu_selftest_range(t, hw_id, "edges of cmask 1", counts[2], 0, counts[0]);
 }
 
+/*
+ * A general-purpose counter passed on in place, as the core passes one
+ * from an outgoing thread's event to an incoming one's (the device's
+ * transfer): from instructions to an event that counts nothing (cmask
+ * 255), it keeps the count it had, with no reset and none of the new
+ * event; passed back, it counts instructions exactly again.
+ */
+static void
+pmu_selftest_transfer(struct pmu_selftest *t)
+{
+    static const char what[] = "transfer in place";
+    struct pmu_selftest_set set;
+    uint64_t before, after;
+    unsigned long flags;
+    unsigned int hw_id;
+
+    if (pmu_selftest_take(t, PERFMON_EV_INSTRUCTION, &set) != 0) {
+        perfmon_selftest_skip(t->st, what, "no counter free");
+        return;
+    }
+
+    hw_id = pmu_selftest_keep(t, &set, set.nr - 1);
+
+    if (t->driver->ctl_msr(hw_id) == 0) {
+        pmu_selftest_give(t, &set);
+        perfmon_selftest_skip(t->st, what, "no general-purpose counter free");
+        return;
+    }
+
+    pmu_selftest_start(t, hw_id, set.raw);
+    flags = cpu_intr_save();
+    perfmon_selftest_spin(PMU_SELFTEST_SHORT);
+    before = t->dev->ops->read(t->dev, hw_id);
+    t->dev->ops->transfer(t->dev, hw_id, set.raw | (255ULL << 24),
+                          PERFMON_EF_KERN);
+    perfmon_selftest_spin(PMU_SELFTEST_SHORT);
+    after = t->dev->ops->read(t->dev, hw_id);
+    t->dev->ops->transfer(t->dev, hw_id, set.raw, PERFMON_EF_KERN);
+    cpu_intr_restore(flags);
+
+    /* What retires between the read and the write, a few instructions. */
+    pmu_selftest_range(t, hw_id, "count kept by a transfer",
+                       (after - before) & t->mask, 0, 100);
+    pmu_selftest_per_iter(t, &set, "instructions/iter, transferred",
+                          3960, 4040);
+    pmu_selftest_stop(t, hw_id);
+    pmu_selftest_give(t, &set);
+}
+
 /* ---- the operation ------------------------------------------------------ */
 
 void
@@ -641,4 +692,5 @@ pmu_selftest(struct perfmon_dev *dev, struct perfmon_selftest *st)
     pmu_selftest_writes(&t);
     pmu_selftest_gate(&t);
     pmu_selftest_fields(&t);
+    pmu_selftest_transfer(&t);
 }

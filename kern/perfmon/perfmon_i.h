@@ -21,6 +21,8 @@
  *   perfmon_sample.c   sample buffers and records
  *   perfmon_ring.c     the per-CPU record rings (its interface is
  *                      kern/perfmon_ring.h)
+ *   perfmon_switchrec.c, perfmon_switchrec_decode.c
+ *                      switch records (kern/perfmon_switchrec.h)
  *
  * kern/perfmon/README.md describes how they fit together.
  */
@@ -352,7 +354,11 @@ void perfmon_branch_sched_in(void);
  * perfmon_sample_throttled: record that sampling's period went up to
  *   period on the calling CPU (NMI context).
  * perfmon_sample_setup: the part of perfmon_setup for that file.
+ * perfmon_sbuf_ring: the ring of cpu in sbuf, or NULL (no such CPU), for
+ *   the other producers of records (kern/perfmon/perfmon_switchrec.c).
  */
+struct perfmon_ring *perfmon_sbuf_ring(struct perfmon_sbuf *sbuf,
+                                       unsigned int cpu);
 bool perfmon_sample_write(const struct perfmon_sampling *sampling,
                           const struct trap_frame *frame, uint64_t period);
 void perfmon_sample_throttled(const struct perfmon_sampling *sampling,

@@ -159,10 +159,16 @@ perfmon_pmc_matches(const struct perfmon_pmc *pmc,
                || pmc->thread_events == (event->thread != NULL));
 }
 
-/* Whether an event is an inherited event's child (kern/perfmon/perfmon_inherit.c). */
+/*
+ * Whether an event on a slot's users list is an inherited event's child
+ * (kern/perfmon/perfmon_inherit.c).  Its family pointer, and the family
+ * it points to, change only under perfmon_lock while it is on the list:
+ * a reader without the lock could follow a freed family.
+ */
 static bool
 perfmon_event_is_child(const struct perfmon_event *event)
 {
+    assert(spinlock_held(&perfmon_lock));
     return event->family != NULL && !perfmon_event_is_root(event);
 }
 

@@ -130,6 +130,12 @@ perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu, void *dst,
     return perfmon_ring_pop(&sbuf->rings[cpu], dst, cap);
 }
 
+struct perfmon_ring *
+perfmon_sbuf_ring(struct perfmon_sbuf *sbuf, unsigned int cpu)
+{
+    return (sbuf == NULL || cpu >= sbuf->nr_cpus) ? NULL : &sbuf->rings[cpu];
+}
+
 size_t
 perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu)
 {

@@ -7,7 +7,8 @@
 # named CPU models set the vendor, family and model but show no PMU: on
 # Skylake-Server (GenuineIntel 6-55-4) and EPYC-Milan (AuthenticAMD
 # 19h-01h) `perfmon list` shows that model's events with their encodings
-# and counters, `perfmon list --model` shows the other vendor's, an event
+# and counters (and `perfmon list -j` all of them, parsed as JSON),
+# `perfmon list --model` shows the other vendor's, an event
 # the list names (any case, with modifiers) or perf's cpu/.../ terms
 # parse and count as <not supported> rather than as unknown events, a
 # misspelt name gets the closest names of the model, a bad term is
@@ -15,6 +16,7 @@
 # the model's metrics (TopDown level 1 on Skylake-SP).  Prints TAP; exits 1 on any failure.
 #
 
+import json
 import os
 import re
 import sys
@@ -43,12 +45,51 @@ def absent(out, *patterns):
     return None
 
 
+def metric_json(out):
+    """-j -M frontend_bound: each object parses, the metric is its first
+    event's, with no value (no PMU under TCG)."""
+    objs = [json.loads(line) for line in out.splitlines()
+            if line.startswith('{')]
+    by_event = {o.get('event'): o for o in objs}
+    first = by_event.get('IDQ_UOPS_NOT_DELIVERED.CORE')
+    if first is None or len(objs) != 2:
+        return 'want the metric\'s two events in:\n%s' % out
+    if first['metric-unit'] != 'frontend_bound' \
+            or first['metric-value'] is not None:
+        return 'metric not in its first event\'s object: %r' % first
+    return None
+
+
+def list_json(sh):
+    """perfmon list -j parses, and holds the model's events as perfmon
+    list shows them: all of them (the count of its heading), with their
+    topic, encoding and counters."""
+    out = sh.run('perfmon list -j')
+    try:
+        events = json.loads(out)
+    except ValueError as e:
+        return 'perfmon list -j: %s:\n%s' % (e, out[:2000])
+    model = [e for e in events if e['Unit'] == 'intel']
+    ev = {e['EventName']: e for e in model}.get('MEM_LOAD_RETIRED.L3_MISS')
+    want = {'Topic': 'MEM_LOAD_RETIRED', 'Encoding': 'event=0xd1,umask=0x20',
+            'Counters': '0-3', 'Notes': 'precise'}
+    if ev is None or any(ev.get(k) != v for k, v in want.items()):
+        return 'perfmon list -j: MEM_LOAD_RETIRED.L3_MISS is %r' % ev
+    m = re.search(r'skylakex events \(GenuineIntel\): (\d+)',
+                  sh.run('perfmon list INST_RETIRED.ANY'))
+    if m is None or int(m.group(1)) != len(model):
+        return 'perfmon list -j: %d model events, perfmon list says %s' \
+            % (len(model), m and m.group(1))
+    return None
+
+
 def session(t, cpu, checks):
     with t.shell(cpu, CMD_TIMEOUT, kvm=False, tcg_cpu=cpu) as sh:
         sh.step('%s: reaches the prompt' % cpu, sh.prompt)
         for desc, line, check in checks:
             sh.step('%s: %s' % (cpu, desc),
-                    lambda line=line, check=check: check(sh.run(line)))
+                    lambda line=line, check=check:
+                    check(sh) if line is None else check(sh.run(line)))
         sh.step('%s: no crash or fault reported' % cpu,
                 lambda: absent(sh.q.output, BAD_RE.pattern))
         sh.step('%s: poweroff exits with 33' % cpu, sh.poweroff)
@@ -70,6 +111,8 @@ def main():
              r'(?m)^ MEM_LOAD_RETIRED:$',
              r'MEM_LOAD_RETIRED\.L3_MISS +event=0xd1,umask=0x20 +0-3 +'
              r'precise')),
+        ('perfmon list -j has all the model\'s events, as perfmon list '
+         'shows them', None, list_json),
         ('fixed counters and extra MSRs are listed',
          'perfmon list OFFCORE_RESPONSE.ALL_DATA_RD.L3_MISS.ANY_SNOOP',
          lambda out: expect(out, r'msr 0x1a6\+=0x')),
@@ -102,12 +145,25 @@ def main():
                             r'\(IDQ_UOPS_NOT_DELIVERED\.CORE /',
                             r'(?m)^  retiring ', r'(?m)^  bad_speculation ',
                             r'(?m)^  backend_bound ')),
-        ('-M names the model\'s metric, its events <not supported>',
+        ('-M names the model\'s metric beside its first event, '
+         '<not supported>',
          'perfmon stat -M frontend_bound,ipc spin 1',
-         lambda out: expect(out, r'<not supported> +IDQ_UOPS_NOT_DELIVERED'
-                                 r'\.CORE',
-                            r'<not supported> +#  frontend_bound',
-                            r'<not supported> +#  ipc')),
+         lambda out: expect(out, r'(?m)^ +<not supported> +'
+                                 r'IDQ_UOPS_NOT_DELIVERED\.CORE +'
+                                 r'# <not supported> frontend_bound$',
+                            r'(?m)^ +<not supported> +CPU_CLK_UNHALTED\.'
+                            r'THREAD$',
+                            r'(?m)^ +<not supported> +instructions +'
+                            r'# <not supported> ipc$')),
+        ('-M -x: the metric in perf\'s metric-value and metric-unit fields',
+         'perfmon stat -x, -M frontend_bound spin 1',
+         lambda out: expect(out, r'(?m)^<not supported>,,IDQ_UOPS_NOT_'
+                                 r'DELIVERED\.CORE,0,[\d.]+,,frontend_bound$',
+                            r'(?m)^<not supported>,,CPU_CLK_UNHALTED\.THREAD,'
+                            r'0,[\d.]+,,$')),
+        ('-M -j: the metric in the first event\'s object, null without '
+         'a value',
+         'perfmon stat -j -M frontend_bound spin 1', metric_json),
         ('-M refuses a metric the model does not have, by name',
          'perfmon stat -M tma_info_nonesuch spin 1',
          lambda out: expect(out, r"unknown metric 'tma_info_nonesuch' on "
@@ -140,9 +196,9 @@ def main():
          or absent(out, 'unknown event')),
         ('-M names Zen 3\'s metrics',
          'perfmon stat -M branch_misprediction_ratio spin 1',
-         lambda out: expect(out, r'<not supported> +ex_ret_brn_misp',
-                            r'<not supported> +#  '
-                            r'branch_misprediction_ratio')),
+         lambda out: expect(out, r'(?m)^ +<not supported> +ex_ret_brn_misp '
+                                 r'+# <not supported> '
+                                 r'branch_misprediction_ratio$')),
         ('another vendor\'s name stays unknown',
          'perfmon stat -e MEM_LOAD_RETIRED.L3_MISS spin 1',
          lambda out: expect(out, r"unknown event 'MEM_LOAD_RETIRED")),

@@ -9,7 +9,9 @@
 # valid and invalid -e lists (names, aliases, raw codes, modifiers), CPU
 # lists, -r, -x, -a, -A, -j, -I, --interval-count, --timeout, -t,
 # --per-thread, around small workloads or none (ending by themselves or at
-# Ctrl-C); `perfmon list`, `info`, `report`, `script`, `bench` with bad
+# Ctrl-C); short `perfmon record`s with and without --switch-events and
+# bad values; `perfmon list`, `info`, `report` (--sort offcpu too),
+# `script`, `bench` with bad
 # options; workloads with bad arguments; short background commands,
 # `jobs` and `kill` with bad arguments; overlong lines, too many words, open quotes, control
 # characters and bytes >= 0x80; `perfmon regions` arming, show, reset
@@ -89,17 +91,40 @@ def stat_line(rnd):
     return ' '.join(words)
 
 
+# What a fuzzed recording may be: short, on one CPU or a small workload,
+# default rings, so that the capture it keeps is the size of the one kept
+# before the first line (the heap check compares them).
+RECORD_OPTS = ('--switch-events', '--switch-events', '--switch-events=1',
+               '-F 100', '-F 0', '-c 0', '-t x', '-m 3K', '-g', '-i',
+               '--bogus')
+RECORD_PRIME = 'perfmon record --switch-events -C 1 -F 100 --timeout 20'
+
+
+def record_line(rnd):
+    words = ['perfmon', 'record']
+    words += [rnd.choice(RECORD_OPTS) for _ in range(rnd.randint(0, 3))]
+    if rnd.random() < 0.5:
+        words += ['-C', rnd.choice(('0', '1')), '--timeout',
+                  rnd.choice(('10', '20', '0', 'x'))]
+    else:
+        words += ['--', rnd.choice(('yield 5', 'sleep 5', 'spin 2000',
+                                    'nosuchcommand'))]
+    return ' '.join(words)
+
+
 def other_line(rnd):
     return rnd.choice((
         'perfmon', 'perfmon list', 'perfmon info', 'perfmon bogus',
         'perfmon report', 'perfmon report --sort nothing', 'perfmon script',
+        'perfmon report --sort offcpu', 'perfmon report --sort offcpu -g',
+        'perfmon report --sort offcpu --percent-limit 5',
         'perfmon bench -n x', 'perfmon top -F 0', 'perfmon stat',
         'perfmon stat -e', 'perfmon stat -C', 'cpus', 'threads', 'syscnt perf',
         'help perfmon', 'cmdline', 'log',
         # With no command: each ends by itself.
         'perfmon stat -a --timeout 50', 'perfmon stat -C 1 -j --timeout 20',
         'perfmon stat -a -A -I 10 --interval-count 3 -x ,',
-        # (No record: the recording it keeps would stay on the heap.)
+        # (Records: record_line, which keeps the heap's shape.)
         'perfmon stat -t 0,1 --per-thread --timeout 20',
         'jobs', 'kill', 'kill 1',
         'kill x', '&', 'spin 1000 &', 'nosuchcommand &',
@@ -158,9 +183,11 @@ def make_line(rnd):
     r = rnd.random()
     if r < 0.5:
         return stat_line(rnd)
-    if r < 0.62:
+    if r < 0.58:
+        return record_line(rnd)
+    if r < 0.68:
         return regions_line(rnd)
-    if r < 0.78:
+    if r < 0.8:
         return other_line(rnd)
     return hostile_line(rnd)
 
@@ -181,7 +208,8 @@ def send_and_wait(q, rnd, line):
     elif how < 0.16:
         # Ctrl-C while the command runs (the long ones stop for it).
         q.send(rnd.choice(('perfmon stat -- spin 300000000\r',
-                           'perfmon stat -a -I 20\r', 'perfmon stat -C 0\r')))
+                           'perfmon stat -a -I 20\r', 'perfmon stat -C 0\r',
+                           'perfmon record --switch-events -C 1 -F 100\r')))
         time.sleep(rnd.uniform(0.05, 0.5))
         q.send('\x03')
     else:
@@ -205,6 +233,9 @@ def main():
         q = sh.q
         try:
             q.wait_prompt()
+            # A recording kept from the start: those the lines make replace
+            # it with one of its size.
+            q.command(RECORD_PRIME, CMD_TIMEOUT)
             before = heap_line(q)
             start = time.monotonic()
             for _ in range(NR_LINES):

@@ -34,6 +34,7 @@ static const struct perfmon_cmd_longopt opts_fuzz_longopts[] = {
     { "stdio", 'S', false },
     { "interval-count", 0x100, true },
     { "per-thread", 0x101, false },
+    { "switch-events", 0x102, false },
     { NULL, 0, false },
 };
 

@@ -1,3 +1,3 @@
 UNIT_TESTS += lbr_arch_test
-lbr_arch_test_SRCS := tests/unit/lbr_arch_test.c arch/x86/pmu_intel.c \
+lbr_arch_test_SRCS := tests/unit/lbr_arch_test.c $(PMU_INTEL_SRCS) \
 	$(LBR_TEST_SRCS)

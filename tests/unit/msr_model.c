@@ -194,13 +194,13 @@ model_width_mask(unsigned int width)
     return (width >= 64) ? UINT64_MAX : (1ULL << width) - 1;
 }
 
-static uint64_t
+uint64_t
 model_gp_mask(const struct msr_model_config *c)
 {
     return model_width_mask(model_is_intel(c) ? c->gp_width : 48);
 }
 
-static unsigned int
+unsigned int
 model_nr_gp(const struct msr_model_config *c)
 {
     if (model_is_intel(c)) {
@@ -796,7 +796,7 @@ msr_model_event_code(const struct msr_model_config *c, unsigned int event)
         [MSR_MODEL_EV_FP_OPS] = 0x0003,
     };
     /* Family 17h on (PPR: L3 accesses 060h unit mask 0FFh, misses 064h
-       unit mask 09h; Zen 4 on: reference cycles 120h). */
+       unit mask 09h; Zen 4 on: reference cycles 120h; FLOPs 003h/0FFh). */
     static const uint64_t amd_zen[MSR_MODEL_NR_EVENTS] = {
         [MSR_MODEL_EV_CYCLES] = 0x0076,
         [MSR_MODEL_EV_REF_CYCLES] = UINT64_MAX,
@@ -805,7 +805,7 @@ msr_model_event_code(const struct msr_model_config *c, unsigned int event)
         [MSR_MODEL_EV_LLC_MISS] = 0x0964,
         [MSR_MODEL_EV_BRANCH] = 0x00c2,
         [MSR_MODEL_EV_BRANCH_MISS] = 0x00c3,
-        [MSR_MODEL_EV_FP_OPS] = UINT64_MAX,
+        [MSR_MODEL_EV_FP_OPS] = 0xff03,
     };
 
     if (event >= MSR_MODEL_NR_EVENTS) {
@@ -927,7 +927,7 @@ model_skid_advance(struct model_cpu *mc, uint64_t count)
  * 3B, "Architectural Performance Monitoring Version 2"; APM vol. 2,
  * section 13.2.1, PerfEvtSel Int bit).
  */
-static void
+void
 model_count(struct model_cpu *mc, uint64_t *ctr, unsigned int idx,
             uint64_t mask, uint64_t count, unsigned int bit, bool intr)
 {
@@ -1054,9 +1054,8 @@ model_inject_gp(struct model_cpu *mc, unsigned int event, uint64_t count,
             continue;
         }
 
-        model_count(mc, &mc->pmc[i], i, model_gp_mask(c),
-                    model_masked_count(mc, i, e, count, cycles), i,
-                    (e & PMU_EVTSEL_INT) != 0);
+        model_merge_count(mc, i, model_masked_count(mc, i, e, count, cycles),
+                          cycles, (e & PMU_EVTSEL_INT) != 0);
     }
 }
 

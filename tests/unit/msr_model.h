@@ -41,7 +41,10 @@
  *   the LVT entries come up masked.  config.fw_running says which counters
  *   the firmware left counting.
  * - AMD family 15h counts its constrained events only on the counters that
- *   can count them, and each family knows only its own event codes.
+ *   can count them, and each family knows only its own event codes.  From
+ *   family 17h on a lone counter adds at most 15 events a cycle; an even
+ *   counter merged with its odd neighbour by the Merge event counts them
+ *   all (msr_model_merge.c).
  * - Branch records (Intel legacy LBR in every format, Architectural LBR,
  *   AMD LbrExtV2: msr_model_lbr.c) record what the test injects, filtered
  *   as programmed, and the driver's own branches between its accesses
@@ -173,7 +176,10 @@ struct msr_model_config {
 #define MSR_MODEL_EV_LLC_MISS       4
 #define MSR_MODEL_EV_BRANCH         5
 #define MSR_MODEL_EV_BRANCH_MISS    6
-#define MSR_MODEL_EV_FP_OPS         7   /* AMD family 15h PMCx003 only */
+#define MSR_MODEL_EV_FP_OPS         7   /* AMD PMCx003: family 15h's FP
+                                           ops; from 17h, retired FLOPs
+                                           (unit mask FFh), up to 64 a
+                                           cycle: msr_model_merge.c */
 #define MSR_MODEL_NR_EVENTS         8
 
 /* The model's code of event on config's CPU, or UINT64_MAX for none. */

@@ -84,6 +84,25 @@ struct model_cpu {
 /* This CPU's state (msr_model.c). */
 struct model_cpu *model_cpu(void);
 
+/* The general-purpose counters of c: their width, and how many. */
+uint64_t model_gp_mask(const struct msr_model_config *c);
+unsigned int model_nr_gp(const struct msr_model_config *c);
+
+/*
+ * Add count to counter ctr (index idx in since_read; mask: its width) and
+ * on a wrap set status bit bit and raise the PMI when intr (msr_model.c).
+ */
+void model_count(struct model_cpu *mc, uint64_t *ctr, unsigned int idx,
+                 uint64_t mask, uint64_t count, unsigned int bit, bool intr);
+
+/*
+ * General-purpose counter i counts count events that came over cycles
+ * cycles, raising its interrupt when intr: as a lone counter, or as the
+ * low half of a pair the Merge event made (msr_model_merge.c).
+ */
+void model_merge_count(struct model_cpu *mc, unsigned int i, uint64_t count,
+                       uint64_t cycles, bool intr);
+
 /*
  * msr_model_lbr.c, for msr_model.c.
  *

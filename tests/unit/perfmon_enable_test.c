@@ -10,7 +10,8 @@
  * only while an event is enabled (for a thread event: while its thread
  * runs); inherited events count the threads their thread creates, and
  * theirs, across switches, migrations and exits, and release everything
- * when detached.
+ * when detached, changing nothing `perfmon info` reads before it has the
+ * lock that reader holds.
  */
 
 #include <stdarg.h>
@@ -699,6 +700,66 @@ test_inherit_children_shown(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * `perfmon info` (perfmon_pmc_foreach) tells children from roots by their
+ * family pointers, under perfmon_lock, while the root may be detached on
+ * another CPU.  The walk holds the lock on CPU 2 when CPU 0 detaches the
+ * root; where the detach first waits for the lock the walk runs, holding
+ * it throughout, and must still see the family whole: nothing it reads
+ * changes before the detach has the lock.
+ */
+static struct thread *walked_child;
+static bool walked;
+
+static void
+walk_while_detaching(struct spinlock *lock)
+{
+    unsigned int cpu = cpu_id();
+
+    assert_ptr_equal(lock, &perfmon_lock);
+    fake_cpu_set_id(2);
+
+    /* The walk's own hold, taken up by perfmon_pmc_foreach at once. */
+    spinlock_unlock(&perfmon_lock);
+    perfmon_pmc_foreach(show_fn, NULL);
+    fake_cpu_set_id(cpu);
+    assert_int_equal(shown.nr_users, 2);
+    assert_ptr_equal(shown.users[0].thread, walked_child);
+    assert_true(shown.users[0].inherited);
+    assert_false(shown.users[1].inherited);
+    walked = true;
+}
+
+static void
+test_inherit_detach_waits_for_info(void **state)
+{
+    struct perfmon_event ev;
+    struct thread *p = fake_thread_create("p");
+
+    (void)state;
+    fdev_add(0, 48, 4, true);
+    attach_inherited(&ev, p);
+    fake_thread_switch(1, p);
+    fork_ok(p, "c", &walked_child);
+    walked = false;
+
+    fake_cpu_set_id(2);
+    spinlock_lock(&perfmon_lock);
+    fake_cpu_set_id(0);
+    fake_spinlock_set_contended_hook(walk_while_detaching);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    fake_spinlock_set_contended_hook(NULL);
+    assert_true(walked);
+    assert_false(perfmon_lock.locked);
+
+    /* After the walk, the detach took the family and its slot away. */
+    memset(&shown, 0, sizeof(shown));
+    perfmon_pmc_foreach(show_fn, NULL);
+    assert_int_equal(shown.nr_users, 0);
+    fake_thread_switch(1, NULL);
+    assert_int_equal(fake_kmem_live(), 0);
+}
+
 int
 main(void)
 {
@@ -719,6 +780,7 @@ main(void)
         cmocka_unit_test_setup(test_inherit_fork_out_of_memory, setup),
         cmocka_unit_test_setup(test_inherit_children_shown, setup),
         cmocka_unit_test_setup(test_inherit_two_families, setup),
+        cmocka_unit_test_setup(test_inherit_detach_waits_for_info, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,10 @@
  * cut before an escape, never inside one, with its closing quote kept;
  * `perfmon list -j` and `perfmon info -j` on the fake devices of fdev.c
  * (an array whose last object has no comma; a counter in use with its
- * CPU).  The boot test tests/boot/boot_shapes.py parses them with
+ * CPU), and with a CPU model's table (Skylake-SP) its events too, with
+ * their topic, encoding, counters and notes as `perfmon list` shows them.
+ * The boot tests tests/boot/boot_shapes.py and boot_events.py parse them
+ * with
  * Python's json.  And the -t lists of stat and record
  * (perfmon_cmd_threads()): ids resolved with a reference each, every bad
  * list refused in one line with no reference left.
@@ -22,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "arch/x86/cpu.h"
+#include "arch/x86/pmu_evtab.h"
 #include "fakes/fake_smp.h"
 #include "fdev.h"
 #include "kern/perfmon.h"
@@ -178,6 +183,46 @@ test_thread_lists(void **state)
     }
 }
 
+/* Last: a host model's table, once chosen, stays for the program. */
+static void
+test_list_model(void **state)
+{
+    const char *out, *ev, *end;
+
+    (void)state;
+    fdev_add(0, 48, 4, true);
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon list -j mem_load_retired.l3"),
+                     SHELL_ERR_REPORTED);
+    assert_null(strstr(fake_console_output(), "MEM_LOAD_RETIRED"));
+
+    pmu_evtab_setup(CPU_VENDOR_INTEL, 6, 0x55, 4);
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon list -j mem_load_retired.l3"), 0);
+    out = fake_console_output();
+    ev = strstr(out, "{\"Unit\" : \"intel\", \"Topic\" : ");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev, "\"EventName\" : \"MEM_LOAD_RETIRED.L3_MISS\", "
+                           "\"EventAlias\" : \"\", \"Encoding\" : "
+                           "\"event=0xd1,umask=0x20\", \"Modes\" : \"u,k\", "
+                           "\"BriefDescription\" : \"skylakex\", "
+                           "\"Counters\" : \"0-3\", \"Notes\" : \"precise\", "
+                           "\"Status\" : \"not supported: no hardware "
+                           "PMU\"}"));
+    end = strstr(out, "\n]\n");
+    assert_non_null(end);
+    assert_int_equal(end[-1], '}');
+
+    /* Unfiltered: the devices' events, then the model's, one array. */
+    fake_console_reset();
+    assert_int_equal(shell_exec("perfmon list -j"), 0);
+    out = fake_console_output();
+    ev = strstr(out, "\"EventName\" : \"INST_RETIRED.ANY\"");
+    assert_non_null(ev);
+    assert_true(strstr(out, "\"EventName\" : \"cycles\"") < ev);
+    assert_non_null(strstr(ev, "\"Counters\" : \"fixed 0\""));
+}
+
 int
 main(void)
 {
@@ -186,6 +231,7 @@ main(void)
         cmocka_unit_test(test_long_string),
         cmocka_unit_test_setup(test_list_and_info, setup),
         cmocka_unit_test_setup(test_thread_lists, setup),
+        cmocka_unit_test_setup(test_list_model, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

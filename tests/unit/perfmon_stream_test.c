@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <linux/perf_event.h>
 
 #include "fakes/fake_smp.h"
 #include "fakes/fake_uart.h"
@@ -36,6 +37,7 @@
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
+#include "kern/perfmon_switchrec.h"
 #include "kern/thread.h"
 
 void fake_symtab_set_text(const void *text, size_t size);
@@ -47,42 +49,6 @@ static const char test_text[] = "foobar";
 #define TEST_TEXT_HASH      "85944171f73967e8"
 
 static char *test_argv[] = { "perfmon", "record", "-g", "--", "spin", "10" };
-
-/* ---- what writing samples needs, never called here ----------------------- */
-
-struct thread *
-thread_self(void)
-{
-    fail_msg("thread_self: the stream writes no sample");
-    return NULL;
-}
-
-unsigned int
-thread_id(const struct thread *thread)
-{
-    (void)thread;
-    fail_msg("thread_id: the stream writes no sample");
-    return 0;
-}
-
-bool
-thread_stack_bounds(const struct thread *thread, uint64_t *lop,
-                    uint64_t *hip)
-{
-    (void)thread;
-    (void)lop;
-    (void)hip;
-    fail_msg("thread_stack_bounds: the stream writes no sample");
-    return false;
-}
-
-const struct perfmon_branch *
-perfmon_intr_branches(unsigned int *nrp)
-{
-    (void)nrp;
-    fail_msg("perfmon_intr_branches: the stream writes no sample");
-    return NULL;
-}
 
 /* ---- reading the stream ------------------------------------------------- */
 
@@ -646,6 +612,97 @@ test_lost_and_end(void **state)
     assert_true(u64_at(r->p, 16) == 3000);
 }
 
+/*
+ * PERF_RECORD_SWITCH_CPU_WIDE as include/uapi/linux/perf_event.h lays it
+ * out, with the sample_id of an attr whose sample_type has TID, TIME and
+ * CPU (the stream's).
+ */
+struct perf_switch_cpu_wide {
+    struct perf_event_header header;
+    uint32_t next_prev_pid;
+    uint32_t next_prev_tid;
+    struct {
+        uint32_t pid, tid;
+        uint64_t time;
+        uint32_t cpu, res;
+    } sample_id;
+};
+
+/* The word of perf_event_attr's flag bits (after read_format). */
+static uint64_t
+perf_flag_word(const struct perf_event_attr *attr)
+{
+    uint64_t word;
+
+    memcpy(&word, (const char *)attr + offsetof(struct perf_event_attr,
+                                                read_format) + 8,
+           sizeof(word));
+    return word;
+}
+
+/*
+ * With switch events the attr sets perf's context_switch bit, and a
+ * switch record becomes perf's PERF_RECORD_SWITCH_CPU_WIDE byte for byte
+ * (checked against the host's linux/perf_event.h): misc SWITCH_OUT and
+ * SWITCH_OUT_PREEMPT as given, the thread switched to, the sample_id of
+ * the thread it is about; the chain stays behind, and a damaged record is
+ * left out.
+ */
+static void
+test_switch_cpu_wide(void **state)
+{
+    struct perfmon_stream_desc desc = desc_default();
+    uint64_t buf[8] = { 0 };
+    struct perfmon_switch_rec *rec = (void *)buf;
+    struct perf_event_attr cs = { .context_switch = 1 };
+    struct perf_switch_cpu_wide want = {
+        .header = { .type = PERF_RECORD_SWITCH_CPU_WIDE,
+                    .misc = PERF_RECORD_MISC_SWITCH_OUT
+                            | PERF_RECORD_MISC_SWITCH_OUT_PREEMPT,
+                    .size = sizeof(want) },
+        .next_prev_pid = 10, .next_prev_tid = 10,
+        .sample_id = { .pid = 9, .tid = 9, .time = 5000, .cpu = 1 },
+    };
+    struct perfmon_stream *stream;
+    struct rec recs[32];
+    const struct rec *r;
+    unsigned int n;
+
+    (void)state;
+    desc.switch_events = true;
+    assert_int_equal(perfmon_stream_open(&stream, &desc), 0);
+    rec->hdr.type = PERFMON_REC_SWITCH;
+    rec->hdr.size = sizeof(*rec) + 2 * sizeof(uint64_t);
+    rec->hdr.misc = PERFMON_SWITCH_OUT | PERFMON_SWITCH_PREEMPT;
+    rec->tid = 9;
+    rec->other = 10;
+    rec->time_ns = 5000;
+    rec->cpu = 1;
+    rec->nr_ips = 2;
+    rec->ips[0] = 0xffffffff80201000ULL;
+    rec->ips[1] = 0xffffffff80202000ULL;
+    perfmon_stream_rec(&rec->hdr, stream);
+    rec->hdr.size -= 8;                                 /* torn */
+    perfmon_stream_rec(&rec->hdr, stream);
+    n = stream_records(recs, 32);
+    r = find(recs, n, 64, 0);
+    assert_true((u64_at(r->p, 40) & perf_flag_word(&cs))
+                == perf_flag_word(&cs));
+    r = find(recs, n, PERF_RECORD_SWITCH_CPU_WIDE, 0);
+    assert_int_equal(r->size, sizeof(want));
+    assert_memory_equal(r->p - 8, &want, sizeof(want));
+    assert_int_equal(r, &recs[n - 1]);
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
+
+    /* Without them, the attr says none. */
+    fake_uart_reset(true);
+    stream = open_default();
+    n = stream_records(recs, 32);
+    r = find(recs, n, 64, 0);
+    assert_false(u64_at(r->p, 40) & perf_flag_word(&cs));
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
+}
+
 /* Throttle records and damaged samples do not reach perf. */
 static void
 test_other_records_left_out(void **state)
@@ -760,6 +817,8 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_branch_stack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_branch_filter_type, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_switch_cpu_wide, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_comm_with_trailer, setup,
                                         teardown),

@@ -59,8 +59,8 @@ boot_amd(unsigned int family, bool core_ext, bool v2)
 /*
  * Zen 3's lists (EPYC-Milan, family 19h model 01h): ordinary events count
  * on every core counter; a large-increment event (retired FLOPs, which
- * needs the Merge event on a counter pair) is refused rather than counted
- * wrong on one counter.  Without a table nothing is refused.
+ * needs the Merge event on a counter pair) gets no lone counter: only
+ * alloc's pairs (pmu_pair_test.c).  Without a table nothing is refused.
  */
 static void
 test_model_large_increment(void **state)

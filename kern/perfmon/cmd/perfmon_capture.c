@@ -19,6 +19,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
+#include "kern/perfmon_switchrec.h"
 #include "kern/string.h"
 #include "kern/thread.h"
 
@@ -204,6 +205,19 @@ perfmon_capture_see_thread(struct perfmon_capture *cap, unsigned int tid)
     }
 }
 
+/* Both threads of a switch record are named, as perf shows them. */
+static void
+perfmon_switch_see_threads(struct perfmon_capture *cap,
+                           const struct perfmon_rec_hdr *hdr)
+{
+    struct perfmon_switch sw;
+
+    if (perfmon_switch_decode(hdr, &sw) == 0) {
+        perfmon_capture_see_thread(cap, sw.tid);
+        perfmon_capture_see_thread(cap, sw.other);
+    }
+}
+
 /* What a record just drained says to the store's bookkeeping. */
 static void
 perfmon_capture_account(struct perfmon_capture *cap, const struct perfmon_rec_hdr *hdr)
@@ -212,6 +226,9 @@ perfmon_capture_account(struct perfmon_capture *cap, const struct perfmon_rec_hd
 
     if (hdr->type == PERFMON_REC_THROTTLE) {
         cap->info.nr_throttles++;
+    } else if (hdr->type == PERFMON_REC_SWITCH) {
+        cap->info.nr_switches++;
+        perfmon_switch_see_threads(cap, hdr);
     } else if (hdr->type == PERFMON_REC_SAMPLE) {
         cap->info.nr_samples++;
 
@@ -376,6 +393,7 @@ perfmon_capture_clear(struct perfmon_capture *cap)
     cap->info.nr_samples = 0;
     cap->info.nr_lost = 0;
     cap->info.nr_throttles = 0;
+    cap->info.nr_switches = 0;
     cap->nr_comms = 0;
 }
 
@@ -405,6 +423,36 @@ perfmon_capture_foreach(const struct perfmon_capture *cap, perfmon_capture_fn_t 
             off += hdr->size;
         }
     }
+}
+
+const struct perfmon_rec_hdr *
+perfmon_capture_next(const struct perfmon_capture *cap,
+                     struct perfmon_capture_pos *pos)
+{
+    const struct perfmon_capture_chunk *c = pos->chunk;
+    const struct perfmon_rec_hdr *hdr;
+
+    if (!pos->started) {
+        pos->started = true;
+        c = cap->head;
+        pos->off = 0;
+    }
+
+    while (c != NULL && pos->off >= c->used) {
+        c = c->next;
+        pos->off = 0;
+    }
+
+    pos->chunk = c;
+
+    if (c == NULL) {
+        return NULL;
+    }
+
+    hdr = (const void *)((const char *)c->data + pos->off);
+    assert(hdr->size >= sizeof(*hdr));
+    pos->off += hdr->size;
+    return hdr;
 }
 
 void

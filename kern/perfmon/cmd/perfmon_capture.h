@@ -48,6 +48,7 @@ struct perfmon_capture_info {
     uint64_t nr_samples;                /* kept in the store */
     uint64_t nr_lost;                   /* lost: rings full, store full */
     uint64_t nr_throttles;
+    uint64_t nr_switches;               /* switch records kept */
     uint64_t store_bytes;
     uint64_t start_ns;                  /* TSC time of the start, the end */
     uint64_t end_ns;
@@ -95,6 +96,21 @@ typedef bool (*perfmon_capture_fn_t)(const struct perfmon_rec_hdr *hdr,
 
 void perfmon_capture_foreach(const struct perfmon_capture *cap, perfmon_capture_fn_t fn,
                          void *arg);
+
+/*
+ * A walk of its own over the store, in order: perfmon_capture_next()
+ * returns the record at pos and moves pos past it, NULL at the end.  pos
+ * starts zeroed; the store must not change during the walk.
+ */
+struct perfmon_capture_pos {
+    const void *chunk;
+    size_t off;
+    bool started;
+};
+
+const struct perfmon_rec_hdr *
+perfmon_capture_next(const struct perfmon_capture *cap,
+                     struct perfmon_capture_pos *pos);
 
 /*
  * A sink sees each record as it enters the store, in the store's order

@@ -287,14 +287,18 @@ perfmon_list_model(const struct perfmon_evtab_model *m, const char *filter,
     return n;
 }
 
+/* The driver that counts a model's events. */
+static const char *
+perfmon_list_model_driver(const struct perfmon_evtab_model *m)
+{
+    return (m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd" : "intel";
+}
+
 /* Why the host's model events cannot be counted here, or NULL. */
 static const char *
 perfmon_list_model_why(const struct perfmon_evtab_model *m)
 {
-    const char *driver = (m->vendor == PERFMON_EVTAB_VENDOR_AMD) ? "amd"
-                                                            : "intel";
-
-    return (perfmon_dev_find(driver) == NULL)
+    return (perfmon_dev_find(perfmon_list_model_driver(m)) == NULL)
            ? "<not supported> here: no hardware PMU" : NULL;
 }
 
@@ -397,7 +401,8 @@ const char perfmon_list_usage[] =
     "VENDOR-FAMILY-MODEL[-STEPPING] [FILTER] | metrics [FILTER]\n"
     "  FILTER     events whose name, alias, description or topic contains "
     "it\n"
-    "  -j         as JSON: an array of the devices' events, one a line\n"
+    "  -j         as JSON: an array of the devices' and the model's events, "
+    "one a line\n"
     "  --model    another CPU model's events, without its hardware "
     "(GenuineIntel-6-55-4,\n"
     "             AuthenticAMD-25-1, or a table name such as skylakex)\n"
@@ -528,36 +533,68 @@ perfmon_list_main(int argc, char **argv)
 /* ---- -j ----------------------------------------------------------------- */
 
 /*
- * One event of `perfmon list -j`, in the field names of perf list's JSON
- * (Unit: the device; EventName, EventAlias, Encoding, BriefDescription),
- * plus the modes it tells apart and why it cannot count now (Status);
- * last says whether a comma follows.
+ * An event of `perfmon list -j`: each generic event each device counts,
+ * each device event, the generic events no device counts (Unit "",
+ * Status "not available"), and the CPU model's events (their topic,
+ * counters and notes as `perfmon list` shows them; empty for the
+ * others).
+ */
+struct perfmon_list_json_item {
+    const char *dev;
+    const char *name;
+    char aliases[64];
+    char encoding[64];
+    unsigned int modes;
+    const char *desc;
+    const char *status;
+    char topic[64];
+    char counters[32];
+    char notes[96];
+};
+
+/*
+ * One event, in the field names of perf list's JSON (Unit: the device;
+ * Topic, EventName, EventAlias, Encoding, BriefDescription), plus the
+ * modes it tells apart, a model event's counters and notes, and why it
+ * cannot count now (Status); last says whether a comma follows.
  */
 static void
-perfmon_list_json_event(const char *dev, const char *name,
-                        const char *aliases, const char *encoding,
-                        unsigned int modes, const char *desc,
-                        const char *status, bool last)
+perfmon_list_json_event(const struct perfmon_list_json_item *item,
+                        bool last)
 {
     struct perfmon_cmd_line line;
 
     perfmon_cmd_line_init(&line);
     perfmon_cmd_line_add(&line, "{\"Unit\" : ");
-    perfmon_json_add_string(&line, dev);
+    perfmon_json_add_string(&line, item->dev);
+
+    if (item->topic[0] != '\0') {
+        perfmon_cmd_line_add(&line, ", \"Topic\" : ");
+        perfmon_json_add_string(&line, item->topic);
+    }
+
     perfmon_cmd_line_add(&line, ", \"EventName\" : ");
-    perfmon_json_add_string(&line, name);
+    perfmon_json_add_string(&line, item->name);
     perfmon_cmd_line_add(&line, ", \"EventAlias\" : ");
-    perfmon_json_add_string(&line, aliases);
+    perfmon_json_add_string(&line, item->aliases);
     perfmon_cmd_line_add(&line, ", \"Encoding\" : ");
-    perfmon_json_add_string(&line, encoding);
+    perfmon_json_add_string(&line, item->encoding);
     perfmon_cmd_line_add(&line, ", \"Modes\" : \"%s\", "
                          "\"BriefDescription\" : ",
-                         perfmon_list_modes(modes));
-    perfmon_json_add_string(&line, desc);
+                         perfmon_list_modes(item->modes));
+    perfmon_json_add_string(&line, item->desc);
 
-    if (status != NULL) {
+    if (item->counters[0] != '\0') {
+        perfmon_cmd_line_add(&line, ", \"Counters\" : ");
+        perfmon_json_add_string(&line, item->counters);
+        perfmon_cmd_line_add(&line, ", \"Notes\" : ");
+        perfmon_json_add_string(&line, (item->notes[0] == ' ')
+                                       ? &item->notes[1] : item->notes);
+    }
+
+    if (item->status != NULL) {
         perfmon_cmd_line_add(&line, ", \"Status\" : ");
-        perfmon_json_add_string(&line, status);
+        perfmon_json_add_string(&line, item->status);
     }
 
     perfmon_cmd_line_add(&line, "}%s", last ? "" : ",");
@@ -565,22 +602,9 @@ perfmon_list_json_event(const char *dev, const char *name,
 }
 
 /*
- * Which events of `perfmon list -j` match: each generic event each device
- * counts, each device event, and the generic events no device counts
- * (Unit null-like "", Status "not available").  The array is printed in
- * one pass that holds back each object until the next is known, so that
- * the last has no comma.
+ * The array is printed in one pass that holds back each object until the
+ * next is known, so that the last has no comma.
  */
-struct perfmon_list_json_item {
-    const char *dev;
-    const char *name;
-    char aliases[64];
-    char encoding[24];
-    unsigned int modes;
-    const char *desc;
-    const char *status;
-};
-
 struct perfmon_list_json_out {
     struct perfmon_list_json_item held;
     bool holding;
@@ -592,10 +616,7 @@ perfmon_list_json_emit(struct perfmon_list_json_out *out,
                        const struct perfmon_list_json_item *item)
 {
     if (out->holding) {
-        const struct perfmon_list_json_item *h = &out->held;
-
-        perfmon_list_json_event(h->dev, h->name, h->aliases, h->encoding,
-                                h->modes, h->desc, h->status, item == NULL);
+        perfmon_list_json_event(&out->held, item == NULL);
     }
 
     out->holding = (item != NULL);
@@ -606,12 +627,43 @@ perfmon_list_json_emit(struct perfmon_list_json_out *out,
     }
 }
 
+/* The model's events that match filter (name or topic, case aside). */
+static void
+perfmon_list_json_model(const struct perfmon_evtab_model *m,
+                        const char *filter, struct perfmon_list_json_out *out)
+{
+    struct perfmon_list_json_item item = {
+        .dev = perfmon_list_model_driver(m), .aliases = "",
+        .modes = PERFMON_EF_MODE, .desc = m->name,
+        .status = (perfmon_list_model_why(m) != NULL)
+                  ? "not supported: no hardware PMU" : NULL,
+    };
+
+    for (unsigned int i = 0; i < m->nr_events; i++) {
+        const struct perfmon_evtab_event *ev = perfmon_evtab_event(m, i);
+
+        item.name = perfmon_evtab_name(ev);
+        perfmon_evtab_topic(ev, item.topic, sizeof(item.topic));
+
+        if (filter != NULL && !perfmon_list_contains(item.name, filter)
+            && !perfmon_list_contains(item.topic, filter)) {
+            continue;
+        }
+
+        perfmon_evtab_format(ev, item.encoding, sizeof(item.encoding));
+        perfmon_evtab_format_counters(ev, item.counters,
+                                      sizeof(item.counters));
+        perfmon_list_model_notes(ev, item.notes, sizeof(item.notes));
+        perfmon_list_json_emit(out, &item);
+    }
+}
+
 static int
 perfmon_list_json(const char *filter)
 {
     bool counted[PERFMON_NR_EVENTS] = { false };
     struct perfmon_list_json_out out = { .holding = false, .n = 0 };
-    struct perfmon_list_json_item item;
+    struct perfmon_list_json_item item = { .topic = "", .counters = "" };
 
     kprintf("[\n");
 
@@ -679,6 +731,10 @@ perfmon_list_json(const char *filter)
         item.desc = desc->desc;
         item.status = "not available";
         perfmon_list_json_emit(&out, &item);
+    }
+
+    if (perfmon_evtab_host() != NULL) {
+        perfmon_list_json_model(perfmon_evtab_host(), filter, &out);
     }
 
     perfmon_list_json_emit(&out, NULL);

@@ -30,6 +30,7 @@
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
+#include "kern/perfmon_switchrec.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -39,7 +40,8 @@
 
 const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
-    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] [--] "
+    "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] "
+    "[--switch-events] [--] "
     "[COMMAND [ARGS...]]\n"
     "  (no COMMAND: sample the CPUs or threads until Ctrl-C or --timeout "
     "MS)\n"
@@ -50,10 +52,13 @@ const char perfmon_record_usage[] =
     "  -g         with call chains; -m SIZE: buffer per CPU, 4K to 16M "
     "(default 256K)\n"
     "  -b         with branch stacks (LBR); -j any,any_call,any_ret,ind_call,"
-    "call,cond,ind_jmp,u,k: filtered\n";
+    "call,cond,ind_jmp,u,k: filtered\n"
+    "  --switch-events  also a record at every context switch (perfmon "
+    "script shows them; perfmon report --sort offcpu)\n";
 
 /* --timeout, a long option without a letter of its own. */
 #define PERFMON_RECORD_OPT_TIMEOUT      0x100
+#define PERFMON_RECORD_OPT_SWITCH       0x101
 
 /* How often sampling -t threads without a command looks for their exit. */
 #define PERFMON_RECORD_EXIT_POLL_MS     20
@@ -78,6 +83,7 @@ struct perfmon_record {
     bool no_inherit;                    /* -i */
     uint64_t ring_size;                 /* -m */
     uint64_t timeout_ms;                /* --timeout, without a command */
+    bool switch_events;                 /* --switch-events */
     int cmd_argc;                       /* 0: none, the CPUs until Ctrl-C */
     char **cmd_argv;
     int argc;                           /* the whole perfmon command */
@@ -89,6 +95,7 @@ struct perfmon_record {
     struct perfmon_event *set[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
     unsigned int nr_events;
     struct perfmon_cmd_runner runner;
+    struct perfmon_switchrec switchrec; /* with --switch-events */
     struct perfmon_stream *stream;      /* NULL: not streamed (why: */
     int stream_error;                   /*   this error) */
 };
@@ -104,6 +111,7 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
     { "no-inherit", 'i', false },
     { "timeout", PERFMON_RECORD_OPT_TIMEOUT, true },
     { "tid", 't', true },
+    { "switch-events", PERFMON_RECORD_OPT_SWITCH, false },
     { NULL, 0, false },
 };
 
@@ -288,6 +296,9 @@ perfmon_record_option(void *arg, int opt, const char *val)
     case 't':
         r->tid_list = val;
         return 0;
+    case PERFMON_RECORD_OPT_SWITCH:
+        r->switch_events = true;
+        return 0;
     case PERFMON_RECORD_OPT_TIMEOUT:
         return perfmon_record_number("--timeout", val, PERFMON_CMD_TIME_MAX_MS,
                                      &r->timeout_ms);
@@ -415,6 +426,8 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 static void
 perfmon_record_detach_all(struct perfmon_record *r)
 {
+    perfmon_switchrec_stop(&r->switchrec);
+
     for (unsigned int i = 0; i < r->nr_events; i++) {
         if (perfmon_event_attached(&r->events[i])) {
             perfmon_event_detach(&r->events[i]);
@@ -521,6 +534,24 @@ perfmon_record_attach(struct perfmon_record *r)
     return 0;
 }
 
+/* --switch-events: watch the switches of what the events sample. */
+static int
+perfmon_record_switch_start(struct perfmon_record *r)
+{
+    int error = perfmon_switchrec_start(&r->switchrec, r->sampling.sbuf,
+                                        r->set, r->nr_events);
+
+    if (error) {
+        perfmon_record_detach_all(r);
+        kprintf("perfmon: record: --switch-events: %s\n",
+                (error == -EBUSY) ? "too many recordings take switch records "
+                                    "now" : error_str(error));
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
 /* ---- the stream on COM2 ------------------------------------------------- */
 
 /* Stream the recording out from its first record on, if there is a COM2. */
@@ -536,6 +567,7 @@ perfmon_record_stream_open(struct perfmon_record *r)
         .freq = r->sampling.freq,
         .fields = r->sampling.fields,
         .branch_filter = r->sampling.branch_filter,
+        .switch_events = r->switch_events,
         .argc = r->argc,
         .argv = r->argv,
     };
@@ -597,6 +629,11 @@ perfmon_record_summary(const struct perfmon_record *r)
             (unsigned long long)info.nr_samples,
             (unsigned long long)info.nr_lost,
             (unsigned long long)((info.store_bytes + 1023) / 1024));
+
+    if (r->switch_events) {
+        kprintf("perfmon: record: %llu switch records (perfmon script shows "
+                "them)\n", (unsigned long long)info.nr_switches);
+    }
 
     if (info.nr_throttles != 0) {
         kprintf("perfmon: record: sampling was throttled %llu times (the "
@@ -698,6 +735,10 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     error = perfmon_record_attach(r);
+
+    if (error == 0 && r->switch_events) {
+        error = perfmon_record_switch_start(r);
+    }
 
     if (error == 0) {
         perfmon_record_stream_open(r);

@@ -26,6 +26,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
+#include "kern/perfmon/cmd/perfmon_offcpu.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_report.h"
 #include "kern/printf.h"
@@ -41,7 +42,8 @@ const char perfmon_report_usage[] =
     "usage: perfmon report [--sort KEYS] [-g] [--folded] "
     "[--percent-limit P]\n"
     "       perfmon report --branch [--percent-limit P]\n"
-    "       KEYS: comm,sym (default), sym, comm, cpu\n";
+    "       KEYS: comm,sym (default), sym, comm, cpu; offcpu: time switched "
+    "out (record --switch-events)\n";
 
 const char perfmon_script_usage[] = "usage: perfmon script\n";
 
@@ -583,6 +585,7 @@ struct perfmon_report_opts {
     unsigned int keys;                  /* PERFMON_PROFILE_KEY_* */
     unsigned int limit_bp;              /* --percent-limit, hundredths */
     bool chains, folded, branches, sorted;
+    bool offcpu;                        /* --sort offcpu */
 };
 
 static int
@@ -602,8 +605,9 @@ perfmon_report_option(void *ctx, int letter, const char *val)
         break;
     case 's':
         o->sorted = true;
+        o->offcpu = (strcmp(val, "offcpu") == 0);
 
-        if (perfmon_report_parse_sort(val, &o->keys) != 0) {
+        if (!o->offcpu && perfmon_report_parse_sort(val, &o->keys) != 0) {
             return perfmon_report_error("--sort: unknown keys '%s'", val);
         }
 
@@ -666,6 +670,13 @@ perfmon_report_main(int argc, char **argv)
 
     if (o.branches) {
         return perfmon_report_branches(cap, o.limit_bp);
+    }
+
+    if (o.offcpu) {
+        return (o.chains || o.folded)
+               ? perfmon_report_error("--sort offcpu goes with "
+                                      "--percent-limit alone")
+               : perfmon_offcpu_report(cap, o.limit_bp);
     }
 
     error = perfmon_profile_create(&p, o.keys, o.chains || o.folded);
@@ -766,6 +777,11 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
         return true;
     }
 
+    if (hdr->type == PERFMON_REC_SWITCH) {
+        perfmon_offcpu_script(script->cap, hdr);
+        return true;
+    }
+
     if (hdr->type != PERFMON_REC_SAMPLE
         || perfmon_sample_decode(hdr, hdr->size, &s) != 0) {
         return true;
@@ -825,6 +841,6 @@ perfmon_script_main(int argc, char **argv)
 
     perfmon_capture_get_info(script.cap, &info);
     script.event = info.event;
-    perfmon_capture_foreach(script.cap, perfmon_script_rec, &script);
+    perfmon_offcpu_foreach_timed(script.cap, perfmon_script_rec, &script);
     return 0;
 }

@@ -964,7 +964,6 @@ perfmon_stat_main(int argc, char **argv)
 
     if (stat->runs_done > 0) {
         perfmon_stat_print(stat, interrupted);
-        perfmon_stat_metrics_print(stat);
     }
 
     if ((error == 0) && (interrupted || (stat->cmd_result != 0))) {

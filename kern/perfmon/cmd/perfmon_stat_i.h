@@ -158,6 +158,31 @@ perfmon_stat_value(struct perfmon_stat *stat, unsigned int run,
 }
 
 /*
+ * Every event on one output row: the mean of its counts over the runs
+ * (each the sum over the row's slots of count * enabled / running, perf's
+ * estimate for an event that took turns on a counter), their relative
+ * deviation, and the share of its enabled time it really counted, in
+ * hundredths of a percent (10000: all of it; 0: it never ran).  Computed
+ * once by the printer, which owns it; the metrics read it.
+ */
+struct perfmon_stat_row {
+    int slot;                           /* -1: the sum over the slots */
+    uint64_t mean[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t rsd[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t share[PERFMON_PARSE_MAX_EVENTS];
+    uint64_t running_ns[PERFMON_PARSE_MAX_EVENTS];  /* mean over runs */
+    uint64_t elapsed_ns;
+};
+
+/* Whether event e counted at all on a row: it ran some of its time. */
+static inline bool
+perfmon_stat_counted(const struct perfmon_stat *stat,
+                     const struct perfmon_stat_row *row, unsigned int e)
+{
+    return stat->evs[e].state == PERFMON_STAT_EV_OK && row->share[e] != 0;
+}
+
+/*
  * Print the counts of the runs done, as perf stat does (the -x format when
  * a separator was given), then "interrupted" when the runs were.  Returns 0
  * or SHELL_ERR_REPORTED (out of memory, said).
@@ -176,11 +201,20 @@ int perfmon_stat_add_events(struct perfmon_stat *stat, const char *list);
 /*
  * -M: add the metrics of a comma-separated list (the CPU model's, then
  * the generic ones), each one's events as a group; unknown or too many
- * are refused in one line.  perfmon_stat_metrics_print(): after the
- * counts, each metric's value in perf's layout or the -x format, or why
- * there is none (perfmon_stat_metric.c).
+ * are refused in one line (perfmon_stat_metric.c).
  */
 int perfmon_stat_metrics_add(struct perfmon_stat *stat, const char *list);
-void perfmon_stat_metrics_print(struct perfmon_stat *stat);
+
+/*
+ * The value of metric stat->metrics[i] on row, from the row's counts of
+ * its events, as text in buf (two decimals): true, or false and why there
+ * is none ("<not supported>": an event of it no device counts; "<not
+ * counted>": one never ran on the row, or the formula is undefined there,
+ * a division by zero).  The printer shows it beside the metric's first
+ * event (perfmon_stat_print.c).
+ */
+bool perfmon_stat_metric_value(struct perfmon_stat *stat, unsigned int i,
+                               const struct perfmon_stat_row *row, char *buf,
+                               size_t size);
 
 #endif /* KERN_PERFMON_STAT_I_H */

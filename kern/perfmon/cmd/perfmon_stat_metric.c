@@ -4,9 +4,10 @@
  *
  * `perfmon stat -M`: metrics over the counts.  Each metric's events are
  * added as one group (equal running times, so their ratio holds however
- * the counters are shared), and after the counts its value is printed
- * as perf prints a metric, from the means of the runs, by the fixed-point
- * evaluator (kern/perfmon/cmd/perfmon_metric.h).
+ * the counters are shared); its value on each output row is computed
+ * from that row's counts by the fixed-point evaluator
+ * (kern/perfmon/cmd/perfmon_metric.h), and the printer shows it beside
+ * the metric's first event, as perf does.
  */
 
 #include <stdbool.h>
@@ -14,11 +15,10 @@
 #include <stdint.h>
 
 #include "kern/perfmon_evtab.h"
-#include "kern/console.h"
+#include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
-#include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_metric.h"
 #include "kern/perfmon/cmd/perfmon_stat.h"
 #include "kern/perfmon/cmd/perfmon_stat_i.h"
@@ -162,84 +162,63 @@ perfmon_stat_metrics_add(struct perfmon_stat *stat, const char *list)
 struct perfmon_stat_metric_eval {
     struct perfmon_stat *stat;
     const struct perfmon_stat_asked *m;
-    bool missing;
+    const struct perfmon_stat_row *row;
+    const char *missing;                /* why there is no value, or NULL */
 };
 
-/* The mean count of the metric's event named name, over slots and runs. */
+/* The row's count of the metric's event named name[0..len). */
 static int
-perfmon_stat_metric_value(void *arg, const char *name, size_t len,
+perfmon_stat_metric_count(void *arg, const char *name, size_t len,
                           uint64_t *countp)
 {
     struct perfmon_stat_metric_eval *ev = arg;
-    struct perfmon_stat *stat = ev->stat;
+    const struct perfmon_stat *stat = ev->stat;
 
     for (unsigned int e = ev->m->first; e < ev->m->first + ev->m->nr; e++) {
-        const struct perfmon_stat_ev *sev = &stat->evs[e];
-        uint64_t sum = 0;
+        const char *ename = stat->evs[e].parsed.name;
 
-        if (strlen(sev->parsed.name) != len
-            || memcmp(sev->parsed.name, name, len) != 0) {
+        if (strlen(ename) != len || memcmp(ename, name, len) != 0) {
             continue;
         }
 
-        if (sev->state != PERFMON_STAT_EV_OK) {
-            ev->missing = true;
+        if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
+            ev->missing = "<not supported>";
+        } else if (!perfmon_stat_counted(stat, ev->row, e)
+                   && ev->missing == NULL) {
+            ev->missing = "<not counted>";
         }
 
-        for (unsigned int r = 0; r < stat->runs_done; r++) {
-            for (unsigned int s = 0; s < stat->nr_slots; s++) {
-                sum += perfmon_stat_value(stat, r, e, s)->value;
-            }
-        }
-
-        *countp = sum / MAX(stat->runs_done, 1U);
+        *countp = ev->row->mean[e];
         return 0;
     }
 
     return -ENOENT;
 }
 
-void
-perfmon_stat_metrics_print(struct perfmon_stat *stat)
+bool
+perfmon_stat_metric_value(struct perfmon_stat *stat, unsigned int i,
+                          const struct perfmon_stat_row *row, char *buf,
+                          size_t size)
 {
-    for (unsigned int i = 0; i < stat->nr_metrics; i++) {
-        struct perfmon_stat_metric_eval ev = {
-            .stat = stat, .m = &stat->metrics[i], .missing = false,
-        };
-        struct perfmon_cmd_line line;
-        char value[32];
-        int64_t v = 0;
-        int error;
+    struct perfmon_stat_metric_eval ev = {
+        .stat = stat, .m = &stat->metrics[i], .row = row, .missing = NULL,
+    };
+    int64_t v = 0;
+    int error;
 
-        error = perfmon_metric_eval(ev.m->formula, perfmon_stat_metric_value,
-                                    &ev, &v, NULL);
+    assert(i < stat->nr_metrics);
+    error = perfmon_metric_eval(ev.m->formula, perfmon_stat_metric_count,
+                                &ev, &v, NULL);
 
-        if (ev.missing) {
-            strlcpy(value, "<not supported>", sizeof(value));
-        } else if (error) {
-            strlcpy(value, "<not counted>", sizeof(value));
-        } else {
-            perfmon_metric_format(v, value, sizeof(value));
-        }
-
-        perfmon_cmd_line_init(&line);
-
-        /* -j: as perf prints a metric alone; null when there is none. */
-        if (stat->json) {
-            perfmon_cmd_line_add(&line, "{\"metric-value\" : %s, "
-                                 "\"metric-unit\" : ",
-                                 ev.missing || error ? "null" : value);
-            perfmon_json_add_string(&line, ev.m->name);
-            perfmon_cmd_line_add(&line, "}");
-        } else if (stat->sep[0] != '\0') {
-            perfmon_cmd_line_add(&line, "%s%s%s%s%s", ev.missing || error
-                                 ? "" : value, stat->sep, stat->sep,
-                                 ev.m->name, stat->sep);
-        } else {
-            perfmon_cmd_line_add(&line, "%18s      #  %s (metric: %s)",
-                                 value, ev.m->name, ev.m->formula);
-        }
-
-        perfmon_cmd_line_print(&line);
+    if (ev.missing == NULL && error) {
+        ev.missing = "<not counted>";
     }
+
+    if (ev.missing != NULL) {
+        strlcpy(buf, ev.missing, size);
+        return false;
+    }
+
+    perfmon_metric_format(v, buf, size);
+    return true;
 }

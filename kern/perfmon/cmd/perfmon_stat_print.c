@@ -27,22 +27,6 @@
 #include "kern/string.h"
 #include "kern/thread.h"
 
-/*
- * Every event on one output row: the mean of its counts over the runs
- * (each the sum over the row's slots of count * enabled / running, perf's
- * estimate for an event that took turns on a counter), their relative
- * deviation, and the share of its enabled time it really counted, in
- * hundredths of a percent (10000: all of it; 0: it never ran).
- */
-struct perfmon_stat_row {
-    int slot;                           /* -1: the sum over the slots */
-    uint64_t mean[PERFMON_PARSE_MAX_EVENTS];
-    uint64_t rsd[PERFMON_PARSE_MAX_EVENTS];
-    uint64_t share[PERFMON_PARSE_MAX_EVENTS];
-    uint64_t running_ns[PERFMON_PARSE_MAX_EVENTS];  /* mean over runs */
-    uint64_t elapsed_ns;
-};
-
 /* count * enabled / running: what the event would have counted. */
 static uint64_t
 perfmon_stat_scaled(const struct perfmon_stat_count *c)
@@ -92,14 +76,6 @@ perfmon_stat_row_compute(struct perfmon_stat *stat,
     num_stats(stat->elapsed_ns, stat->runs_done, &row->elapsed_ns, &rsd);
 }
 
-/* Whether an event counted at all on a row: it ran some of its time. */
-static bool
-perfmon_stat_counted(const struct perfmon_stat_ev *cev,
-                     const struct perfmon_stat_row *row, unsigned int e)
-{
-    return cev->state == PERFMON_STAT_EV_OK && row->share[e] != 0;
-}
-
 /* The first counted event of generic id, or -1. */
 static int
 perfmon_stat_find(const struct perfmon_stat *stat, unsigned int id)
@@ -115,12 +91,18 @@ perfmon_stat_find(const struct perfmon_stat *stat, unsigned int id)
 }
 
 /*
- * A derived metric: value (text) and unit, as perf shows after '#'.
- * Empty value when there is none.
+ * A metric shown beside a count, as perf shows it after '#': its value
+ * (text; empty when there is none), unit, and the character perf's
+ * format puts after the number inside the 8 columns of the value (' '
+ * for the instructions per cycle, '%' for a percentage; 0: none), which
+ * perf's -x and -j leave out.  none: value says why there is no value
+ * ("<not supported>"): -x leaves the field empty, -j writes null.
  */
 struct perfmon_stat_metric {
     char value[40];
     const char *unit;
+    char tail;
+    bool none;
 };
 
 static void
@@ -150,6 +132,7 @@ perfmon_stat_percent(struct perfmon_stat_metric *m, uint64_t part,
 {
     num_fmt_percent(m->value, sizeof(m->value), part, whole, group);
     m->unit = unit;
+    m->tail = '%';
 }
 
 /* Counts grouped in thousands: in perf's default format only. */
@@ -171,8 +154,7 @@ perfmon_stat_metric(struct perfmon_stat *stat,
     bool group = perfmon_stat_grouped(stat);
     uint64_t v = row->mean[e], clock_ns = 0;
 
-    m->value[0] = '\0';
-    m->unit = "";
+    *m = (struct perfmon_stat_metric){ .value = "", .unit = "" };
 
     if (clock >= 0) {
         clock_ns = tsc_cycles_to_ns(row->mean[clock]);
@@ -197,6 +179,7 @@ perfmon_stat_metric(struct perfmon_stat *stat,
             num_fmt_ratio(m->value, sizeof(m->value), v,
                               row->mean[cycles], 2, group);
             m->unit = "insn per cycle";
+            m->tail = ' ';
         }
 
         break;
@@ -276,50 +259,118 @@ perfmon_stat_add_thread(const struct perfmon_stat *stat,
 }
 
 /*
- * -j: one JSON object, with perf stat's field names: the interval and the
- * CPU where they apply, the count (a string: it may be "<not counted>"),
- * its unit, the event, the relative deviation of -r ("variance", as perf
- * names it), the time it counted and the share of its enabled time, and
- * the derived metric (0 and "" without one).
+ * What begins every line of a row, in the format chosen: -I's time, then
+ * the row's CPU (-A) or thread (--per-thread), as perf writes them: its
+ * columns ("CPU%-7d" and a blank), -x's fields or -j's members.
  */
 static void
-perfmon_stat_print_json(struct perfmon_stat *stat,
-                        const struct perfmon_stat_row *row, unsigned int e)
+perfmon_stat_add_prefix(const struct perfmon_stat *stat,
+                        const struct perfmon_stat_row *row,
+                        struct perfmon_cmd_line *line)
 {
-    const struct perfmon_stat_ev *cev = &stat->evs[e];
-    struct perfmon_stat_metric m = { .value = "0", .unit = "" };
-    bool counted = perfmon_stat_counted(cev, row, e);
-    struct perfmon_cmd_line line;
-    char value[40], share[16], rsd[16];
-    const char *unit = "";
+    const char *sep = (stat->sep[0] != '\0') ? stat->sep : " ";
+    bool thread = row->slot >= 0 && perfmon_stat_thread_mode(stat);
 
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "{");
+    if (!stat->json) {
+        perfmon_stat_add_time(stat, line);
+
+        if (thread) {
+            perfmon_stat_add_thread(stat, line, row->slot,
+                                    (stat->sep[0] != '\0') ? 0 : 20, "", sep);
+        } else if (row->slot >= 0) {
+            perfmon_cmd_line_add(line, (stat->sep[0] != '\0') ? "CPU%u%s"
+                                 : "CPU%-7u%s", stat->cpus[row->slot], sep);
+        }
+
+        return;
+    }
 
     if (stat->interval_ms != 0) {
-        perfmon_cmd_line_add(&line, "\"interval\" : %llu.%09llu, ",
+        perfmon_cmd_line_add(line, "\"interval\" : %llu.%09llu, ",
                              (unsigned long long)(stat->time_ns
                                                   / 1000000000ULL),
                              (unsigned long long)(stat->time_ns
                                                   % 1000000000ULL));
     }
 
-    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
-        perfmon_cmd_line_add(&line, "\"thread\" : ");
-        perfmon_stat_add_thread(stat, &line, row->slot, 0, "\"", "\", ");
+    if (thread) {
+        perfmon_cmd_line_add(line, "\"thread\" : ");
+        perfmon_stat_add_thread(stat, line, row->slot, 0, "\"", "\", ");
     } else if (row->slot >= 0) {
-        perfmon_cmd_line_add(&line, "\"cpu\" : \"%u\", ",
+        perfmon_cmd_line_add(line, "\"cpu\" : \"%u\", ",
                              stat->cpus[row->slot]);
     }
+}
+
+/*
+ * The n-th metric shown beside event e on row, in perf's order: the one
+ * its count derives (perfmon_stat_metric, when it counted), then each of
+ * -M's whose first event it is.  False past the last.
+ */
+static bool
+perfmon_stat_metric_nth(struct perfmon_stat *stat,
+                        const struct perfmon_stat_row *row, unsigned int e,
+                        unsigned int n, struct perfmon_stat_metric *m)
+{
+    if (perfmon_stat_counted(stat, row, e)) {
+        perfmon_stat_metric(stat, row, e, m);
+
+        if (m->value[0] != '\0' && n-- == 0) {
+            return true;
+        }
+    }
+
+    for (unsigned int i = 0; i < stat->nr_metrics; i++) {
+        if (stat->metrics[i].first != e || n-- != 0) {
+            continue;
+        }
+
+        *m = (struct perfmon_stat_metric){ .unit = stat->metrics[i].name };
+        m->none = !perfmon_stat_metric_value(stat, i, row, m->value,
+                                             sizeof(m->value));
+        return true;
+    }
+
+    return false;
+}
+
+/* -j: a metric's members, as perf writes them (null: no value). */
+static void
+perfmon_stat_add_metric_json(struct perfmon_cmd_line *line,
+                             const struct perfmon_stat_metric *m)
+{
+    perfmon_cmd_line_add(line, "\"metric-value\" : %s, \"metric-unit\" : ",
+                         m->none ? "null" : m->value);
+    perfmon_json_add_string(line, m->unit);
+}
+
+/*
+ * -j: one JSON object, with perf stat's field names: the interval and the
+ * CPU where they apply, the count (a string: it may be "<not counted>"),
+ * its unit, the event, the relative deviation of -r ("variance", as perf
+ * names it), the time it counted and the share of its enabled time, and
+ * its first metric (0 and "" without one); each further metric in an
+ * object of its own after it, as perf prints one: the interval and CPU,
+ * the metric's value and unit.
+ */
+static void
+perfmon_stat_print_json(struct perfmon_stat *stat,
+                        const struct perfmon_stat_row *row, unsigned int e)
+{
+    const struct perfmon_stat_ev *cev = &stat->evs[e];
+    bool counted = perfmon_stat_counted(stat, row, e);
+    struct perfmon_stat_metric m;
+    struct perfmon_cmd_line line;
+    char value[40], share[16], rsd[16];
+    const char *unit = "";
+
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "{");
+    perfmon_stat_add_prefix(stat, row, &line);
 
     if (counted) {
         perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value),
                                &unit);
-        perfmon_stat_metric(stat, row, e, &m);
-
-        if (m.value[0] == '\0') {
-            strlcpy(m.value, "0", sizeof(m.value));
-        }
     } else {
         strlcpy(value, (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED)
                        ? "<not supported>" : "<not counted>", sizeof(value));
@@ -340,15 +391,33 @@ perfmon_stat_print_json(struct perfmon_stat *stat,
     num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
                   false);
     perfmon_cmd_line_add(&line, ", \"event-runtime\" : %llu, "
-                         "\"pcnt-running\" : %s, \"metric-value\" : %s, "
-                         "\"metric-unit\" : ",
+                         "\"pcnt-running\" : %s, ",
                          counted ? (unsigned long long)row->running_ns[e]
-                                 : 0ULL, share, m.value);
-    perfmon_json_add_string(&line, m.unit);
+                                 : 0ULL, share);
+    if (!perfmon_stat_metric_nth(stat, row, e, 0, &m)) {
+        m = (struct perfmon_stat_metric){ .value = "0", .unit = "" };
+    }
+
+    perfmon_stat_add_metric_json(&line, &m);
     perfmon_cmd_line_add(&line, "}");
     perfmon_cmd_line_print(&line);
+
+    for (unsigned int n = 1; perfmon_stat_metric_nth(stat, row, e, n, &m);
+         n++) {
+        perfmon_cmd_line_add(&line, "{");
+        perfmon_stat_add_prefix(stat, row, &line);
+        perfmon_stat_add_metric_json(&line, &m);
+        perfmon_cmd_line_add(&line, "}");
+        perfmon_cmd_line_print(&line);
+    }
 }
 
+/*
+ * -x: perf's fields, counter,unit,event[,variance],runtime,pcnt,
+ * metric-value,metric-unit after the time and CPU; each further metric on
+ * a line of its own after it, with the same fields, empty but the
+ * metric's (a metric without a value: its value empty).
+ */
 static void
 perfmon_stat_print_csv(struct perfmon_stat *stat,
                        const struct perfmon_stat_row *row, unsigned int e)
@@ -358,21 +427,14 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
     const char *sep = stat->sep, *unit = "";
     struct perfmon_cmd_line line;
     char value[40], rsd[16], share[16];
-    bool counted = perfmon_stat_counted(cev, row, e);
+    bool counted = perfmon_stat_counted(stat, row, e);
 
     perfmon_cmd_line_init(&line);
-    perfmon_stat_add_time(stat, &line);
-
-    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
-        perfmon_stat_add_thread(stat, &line, row->slot, 0, "", sep);
-    } else if (row->slot >= 0) {
-        perfmon_cmd_line_add(&line, "CPU%u%s", stat->cpus[row->slot], sep);
-    }
+    perfmon_stat_add_prefix(stat, row, &line);
 
     if (counted) {
         perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value),
                                &unit);
-        perfmon_stat_metric(stat, row, e, &m);
     } else {
         strlcpy(value, (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED)
                        ? "<not supported>" : "<not counted>", sizeof(value));
@@ -388,45 +450,78 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
 
     num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
                   false);
-    perfmon_cmd_line_add(&line, "%s%llu%s%s%s%s%s%s", sep,
+    perfmon_cmd_line_add(&line, "%s%llu%s%s%s", sep,
                          counted ? (unsigned long long)row->running_ns[e]
-                                 : 0ULL,
-                         sep, share, sep, m.value, sep, m.unit);
+                                 : 0ULL, sep, share, sep);
+
+    for (unsigned int n = 0; perfmon_stat_metric_nth(stat, row, e, n, &m)
+                             || n == 0; n++) {
+        if (n > 0) {
+            perfmon_cmd_line_print(&line);
+            perfmon_stat_add_prefix(stat, row, &line);
+
+            for (unsigned int f = (stat->repeat > 1) ? 6 : 5; f > 0; f--) {
+                perfmon_cmd_line_add(&line, "%s", sep);
+            }
+        }
+
+        perfmon_cmd_line_add(&line, "%s%s%s", m.none ? "" : m.value, sep,
+                             m.unit);
+    }
+
     perfmon_cmd_line_print(&line);
 }
 
+/*
+ * A metric in perf's columns: " # ", the value right-aligned in 8, a
+ * blank, the unit in 23.
+ */
+static void
+perfmon_stat_add_metric_human(struct perfmon_cmd_line *line,
+                              const struct perfmon_stat_metric *m)
+{
+    if (m->tail != '\0') {
+        perfmon_cmd_line_add(line, " # %7s%c %-23s", m->value, m->tail,
+                             m->unit);
+    } else {
+        perfmon_cmd_line_add(line, " # %8s %-23s", m->value, m->unit);
+    }
+}
+
+/*
+ * perf's default layout: the count in 18 columns, its unit in 4, the event
+ * in 32 (25 when it has no count), then its first metric (or 35 blanks
+ * before what follows), the relative deviation of -r, and the share of
+ * its time it held a counter; each further metric on a line of its own,
+ * under the first.
+ */
 static void
 perfmon_stat_print_human(struct perfmon_stat *stat,
                          const struct perfmon_stat_row *row, unsigned int e)
 {
     const struct perfmon_stat_ev *cev = &stat->evs[e];
+    bool counted = perfmon_stat_counted(stat, row, e);
+    bool metric, trailer = counted && (stat->repeat > 1
+                                       || row->share[e] < 10000);
     struct perfmon_cmd_line line;
     struct perfmon_stat_metric m;
-    char value[40], rsd[16];
+    char value[40], rsd[16], share[16];
     const char *unit;
+    size_t col;
 
     perfmon_cmd_line_init(&line);
-    perfmon_stat_add_time(stat, &line);
+    perfmon_stat_add_prefix(stat, row, &line);
 
-    if (row->slot >= 0 && perfmon_stat_thread_mode(stat)) {
-        perfmon_stat_add_thread(stat, &line, row->slot, 20, "", " ");
-    } else if (row->slot >= 0) {
-        perfmon_cmd_line_add(&line, "CPU%-4u", stat->cpus[row->slot]);
-    }
-
-    if (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED) {
-        perfmon_cmd_line_add(&line, "%18s      %s", "<not supported>",
+    if (counted) {
+        perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value),
+                               &unit);
+        perfmon_cmd_line_add(&line, "%18s %-4s %-32s", value, unit,
                              cev->parsed.spec);
-        perfmon_cmd_line_print(&line);
-        return;
-    }
-
-    if (cev->state == PERFMON_STAT_EV_OK && !perfmon_stat_counted(cev, row,
-                                                                  e)) {
-        perfmon_cmd_line_add(&line, "%18s      %s", "<not counted>",
+    } else {
+        perfmon_cmd_line_add(&line, "%18s      %-25s",
+                             (cev->state == PERFMON_STAT_EV_NOT_SUPPORTED)
+                             ? "<not supported>" : "<not counted>",
                              cev->parsed.spec);
-        perfmon_cmd_line_print(&line);
-        return;
     }
 
     if (cev->state == PERFMON_STAT_EV_NOT_COUNTED) {
@@ -436,41 +531,40 @@ perfmon_stat_print_human(struct perfmon_stat *stat,
             perfmon_dev_get_info(cev->full_dev, &info);
         }
 
-        perfmon_cmd_line_add(&line, "%18s      %-25s (all %u counters of %s "
-                             "are reserved)", "<not counted>",
-                             cev->parsed.spec,
-                             info.nr_pmcs,
-                             (cev->full_dev != NULL) ? cev->full_dev->name
-                                                     : "the device");
-        perfmon_cmd_line_print(&line);
-        return;
+        perfmon_cmd_line_add(&line, " (all %u counters of %s are reserved)",
+                             info.nr_pmcs, (cev->full_dev != NULL)
+                                           ? cev->full_dev->name
+                                           : "the device");
     }
 
-    perfmon_stat_fmt_value(stat, e, row->mean[e], value, sizeof(value), &unit);
-    perfmon_stat_metric(stat, row, e, &m);
-    perfmon_cmd_line_add(&line, "%18s %-4s %-25s", value, unit,
-                         cev->parsed.spec);
+    col = line.len;
+    metric = perfmon_stat_metric_nth(stat, row, e, 0, &m);
 
-    if (m.value[0] != '\0') {
-        perfmon_cmd_line_add(&line, " #  %8s %-18s", m.value, m.unit);
-    } else if (stat->repeat > 1) {
-        perfmon_cmd_line_add(&line, "    %8s %-18s", "", "");
+    if (metric) {
+        perfmon_stat_add_metric_human(&line, &m);
+    } else if (trailer) {
+        perfmon_cmd_line_add(&line, "%35s", "");
     }
 
-    if (stat->repeat > 1) {
+    if (counted && stat->repeat > 1) {
         num_fmt_ratio(rsd, sizeof(rsd), row->rsd[e], 100, 2, true);
-        perfmon_cmd_line_add(&line, " ( +- %5s%% )", rsd);
+        perfmon_cmd_line_add(&line, "  ( +-%6s%% )", rsd);
     }
 
-    /* The share of its time it held a counter, as perf shows it. */
-    if (row->share[e] < 10000) {
-        char share[16];
-
+    if (counted && row->share[e] < 10000) {
         num_fmt_ratio(share, sizeof(share), row->share[e], 100, 2, true);
         perfmon_cmd_line_add(&line, "  (%s%%)", share);
     }
 
     perfmon_cmd_line_print(&line);
+
+    for (unsigned int n = 1; metric
+         && perfmon_stat_metric_nth(stat, row, e, n, &m); n++) {
+        perfmon_stat_add_prefix(stat, row, &line);
+        perfmon_cmd_line_add(&line, "%*s", (int)(col - line.len), "");
+        perfmon_stat_add_metric_human(&line, &m);
+        perfmon_cmd_line_print(&line);
+    }
 }
 
 /*
@@ -786,7 +880,7 @@ perfmon_stat_print(struct perfmon_stat *stat, bool interrupted)
         if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
             perfmon_stat_print_reason(stat, &stat->evs[e]);
             hook_off |= (stat->evs[e].error == -EBUSY);
-        } else if (!perfmon_stat_counted(&stat->evs[e], row, e)
+        } else if (!perfmon_stat_counted(stat, row, e)
                    && stat->evs[e].state == PERFMON_STAT_EV_OK) {
             perfmon_stat_print_never_ran(stat, e);
         }

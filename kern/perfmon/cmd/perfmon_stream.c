@@ -23,6 +23,7 @@
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
+#include "kern/perfmon_switchrec.h"
 #include "kern/printf.h"
 #include "kern/string.h"
 #include "kern/symtab.h"
@@ -33,6 +34,7 @@
 #define PERFMON_STREAM_REC_COMM             3
 #define PERFMON_STREAM_REC_SAMPLE           9
 #define PERFMON_STREAM_REC_LOST_SAMPLES     13
+#define PERFMON_STREAM_REC_SWITCH_CPU_WIDE  15
 #define PERFMON_STREAM_REC_HEADER_ATTR      64
 #define PERFMON_STREAM_REC_EVENT_UPDATE     78
 #define PERFMON_STREAM_REC_HEADER_FEATURE   80
@@ -60,6 +62,7 @@
 #define PERFMON_STREAM_AF_FREQ              (1ULL << 10)
 #define PERFMON_STREAM_AF_SAMPLE_ID_ALL     (1ULL << 18)
 #define PERFMON_STREAM_AF_EXCLUDE_GUEST     (1ULL << 20)
+#define PERFMON_STREAM_AF_CONTEXT_SWITCH    (1ULL << 26)
 
 /*
  * branch_sample_type bits (perf's PERF_SAMPLE_BRANCH_*), one per
@@ -352,7 +355,9 @@ perfmon_stream_attr_init(struct perfmon_stream_attr *attr,
                   | ((desc->flags & PERFMON_EF_USER)
                      ? 0 : PERFMON_STREAM_AF_EXCLUDE_USER)
                   | ((desc->flags & PERFMON_EF_KERN)
-                     ? 0 : PERFMON_STREAM_AF_EXCLUDE_KERNEL);
+                     ? 0 : PERFMON_STREAM_AF_EXCLUDE_KERNEL)
+                  | (desc->switch_events ? PERFMON_STREAM_AF_CONTEXT_SWITCH
+                                         : 0);
 
     if (desc->fields & PERFMON_SF_BRANCH) {
         attr->sample_type |= PERFMON_STREAM_ST_BRANCH_STACK;
@@ -582,6 +587,29 @@ perfmon_stream_lost(struct perfmon_stream *s, uint64_t nr, uint32_t cpu)
     s->nr_lost += nr;
 }
 
+/*
+ * A switch record as perf's CPU-wide one: u32 next_prev_pid, u32
+ * next_prev_tid (the thread switched to, or from), the sample_id trailer
+ * of the thread it is about; perf's misc bits are ours.  The chain of a
+ * switch out has no place in it: perfmon report --sort offcpu reads it.
+ */
+static void
+perfmon_stream_switch(struct perfmon_stream *s,
+                      const struct perfmon_rec_hdr *hdr)
+{
+    struct perfmon_switch sw;
+
+    if (perfmon_switch_decode(hdr, &sw) != 0) {
+        return;
+    }
+
+    perfmon_stream_begin(s, PERFMON_STREAM_REC_SWITCH_CPU_WIDE,
+                         (uint16_t)hdr->misc);
+    perfmon_stream_put_u32s(s, sw.other, sw.other);
+    perfmon_stream_put_id(s, sw.tid, sw.tid, sw.time_ns, sw.cpu);
+    perfmon_stream_end(s);
+}
+
 void
 perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 {
@@ -594,6 +622,9 @@ perfmon_stream_rec(const struct perfmon_rec_hdr *hdr, void *arg)
         break;
     case PERFMON_REC_COMM:
         perfmon_stream_comm(s, hdr);
+        break;
+    case PERFMON_REC_SWITCH:
+        perfmon_stream_switch(s, hdr);
         break;
     case PERFMON_REC_LOST:
         if (hdr->size >= sizeof(*hdr) + sizeof(nr)) {

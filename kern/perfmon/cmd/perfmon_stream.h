@@ -28,6 +28,8 @@
  *                    [PERF_CONTEXT_KERNEL, ip, callers...], and
  *                    BRANCH_STACK when recorded
  *   LOST_SAMPLES     samples a CPU's ring had no room for
+ *   SWITCH_CPU_WIDE  with --switch-events: a thread leaving or coming in,
+ *                    the other thread (attr.context_switch set)
  *   and at the end:
  *   LOST_SAMPLES     what the store had no room for, if anything
  *   HEADER_FEATURE   SAMPLE_TIME (first, last): the recording's end; a
@@ -67,6 +69,7 @@ struct perfmon_stream_desc {
     unsigned int freq;                  /*   freq, samples per second */
     unsigned int fields;                /* PERFMON_SF_* of the samples */
     unsigned int branch_filter;         /* PERFMON_BRF_*, with branches */
+    bool switch_events;                 /* switch records come too */
     int argc;                           /* the command that records */
     char *const *argv;
 };

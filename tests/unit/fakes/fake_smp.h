@@ -35,6 +35,18 @@ void fake_cpu_advance_tsc(uint64_t cycles);
  */
 void fake_cpu_set_pause_hook(void (*fn)(void));
 
+/* ---- spinlock.c ---- */
+
+struct spinlock;
+
+/*
+ * The next time a CPU takes a lock another fake CPU holds, call fn with
+ * it first, once: fn plays the holder up to its unlock (the taker would
+ * spin until then), and must leave the lock free.  NULL: none (taking a
+ * held lock is an assertion failure).
+ */
+void fake_spinlock_set_contended_hook(void (*fn)(struct spinlock *lock));
+
 /* ---- thread.c ---- */
 
 /*

@@ -11,12 +11,15 @@
  * failures.  spinlock_held() answers for this CPU, so code that asserts
  * it holds a lock, and fakes that check their callers hold one
  * (tests/unit/fdev.c for the perfmon allocator lock), catch a lock that
- * was dropped.
+ * was dropped.  A test may let a lock held by another fake CPU be waited
+ * for instead (fake_spinlock_set_contended_hook(), fakes/fake_smp.h): its
+ * hook runs that CPU to its unlock, as the waiter would spin until then.
  */
 
 #include "arch/x86/cpu.h"
 #include "kern/assert.h"
 #include "kern/spinlock.h"
+#include "fakes/fake_smp.h"
 
 /* Tests without the CPU fake have one CPU: a weak reference, NULL then. */
 unsigned int cpu_id(void) __attribute__((weak));
@@ -34,9 +37,26 @@ spinlock_init(struct spinlock *lock)
     lock->owner = SPINLOCK_OWNER_NONE;
 }
 
+/* Called once, at the next lock found held by another CPU; or NULL. */
+static void (*fake_spinlock_contended)(struct spinlock *lock);
+
+void
+fake_spinlock_set_contended_hook(void (*fn)(struct spinlock *lock))
+{
+    fake_spinlock_contended = fn;
+}
+
 void
 spinlock_lock(struct spinlock *lock)
 {
+    if (lock->locked && lock->owner != fake_spinlock_cpu()
+        && fake_spinlock_contended != NULL) {
+        void (*fn)(struct spinlock *lock) = fake_spinlock_contended;
+
+        fake_spinlock_contended = NULL;
+        fn(lock);
+    }
+
     assert(!lock->locked);
     lock->locked = 1;
     lock->owner = fake_spinlock_cpu();

@@ -3,42 +3,66 @@
  *
  *
  * Fake of the kernel's embedded symbol table for host tests: no symbol at
- * all, unless a test gives one function (fake_symtab_set()), and no text
- * unless a test points it at a buffer (fake_symtab_set_text()).
+ * all, unless a test gives one function (fake_symtab_set()) or a few
+ * (fake_symtab_add()), and no text unless a test points it at a buffer
+ * (fake_symtab_set_text()).
  */
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kern/symtab.h"
 
-static const char *fake_symtab_name;
-static uint64_t fake_symtab_start;
-static uint64_t fake_symtab_end;
+#define FAKE_SYMTAB_MAX     8
+
+static struct {
+    const char *name;
+    uint64_t start;
+    uint64_t end;
+} fake_symtab_syms[FAKE_SYMTAB_MAX];
+static unsigned int fake_symtab_nr;
 static uint64_t fake_symtab_text_start;
 static uint64_t fake_symtab_text_end;
 
 void fake_symtab_set(const char *name, uint64_t start, uint64_t end);
+void fake_symtab_add(const char *name, uint64_t start, uint64_t end);
 void fake_symtab_set_text(const void *text, size_t size);
 
+/* One function only (NULL: none). */
 void
 fake_symtab_set(const char *name, uint64_t start, uint64_t end)
 {
-    fake_symtab_name = name;
-    fake_symtab_start = start;
-    fake_symtab_end = end;
+    fake_symtab_nr = 0;
+
+    if (name != NULL) {
+        fake_symtab_add(name, start, end);
+    }
+}
+
+/* One more function, [start, end). */
+void
+fake_symtab_add(const char *name, uint64_t start, uint64_t end)
+{
+    assert(fake_symtab_nr < FAKE_SYMTAB_MAX);
+    fake_symtab_syms[fake_symtab_nr].name = name;
+    fake_symtab_syms[fake_symtab_nr].start = start;
+    fake_symtab_syms[fake_symtab_nr].end = end;
+    fake_symtab_nr++;
 }
 
 const char *
 symtab_lookup(uint64_t addr, uint64_t *offsetp)
 {
-    if (fake_symtab_name == NULL || addr < fake_symtab_start
-        || addr >= fake_symtab_end) {
-        return NULL;
+    for (unsigned int i = 0; i < fake_symtab_nr; i++) {
+        if (addr >= fake_symtab_syms[i].start
+            && addr < fake_symtab_syms[i].end) {
+            *offsetp = addr - fake_symtab_syms[i].start;
+            return fake_symtab_syms[i].name;
+        }
     }
 
-    *offsetp = addr - fake_symtab_start;
-    return fake_symtab_name;
+    return NULL;
 }
 
 uint64_t
