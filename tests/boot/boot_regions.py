@@ -53,9 +53,9 @@ def suite(t):
     results = dict(run.leaves())
     problems = run.problems()
     step = results.get('region.step_spin')
-    t.tap.result(not problems and len(results) == 4
+    t.tap.result(not problems and len(results) == 5
                  and step is not None and not step.skip,
-                 'the region suite runs its 4 tests, step_spin not skipped, '
+                 'the region suite runs its 5 tests, step_spin not skipped, '
                  'and exits with 33',
                  '\n'.join(problems + ['tests: %r' % sorted(results)]))
 

@@ -12,6 +12,9 @@
  *     an xcall's handler (interrupts disabled), each counted on its CPU,
  *     and nothing on the others;
  *   - reset: counts back to zero, the regions still armed;
+ *   - in an NMI: the overflow interrupt's region (pmi) and the sample's
+ *     write inside it, counted with the clock, for overflows of the
+ *     software PMU's self-NMI, and nothing lost;
  *   - with the step PMU (perfmon.step=on; skipped without it): a region
  *     around spin's loop counts 4 instructions an iteration plus one
  *     constant, the same for several lengths and on every repeat.
@@ -27,6 +30,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_region.h"
+#include "kern/perfmon_ring.h"
 #include "kern/swevent.h"
 #include "kern/workload.h"
 #include "kern/xcall.h"
@@ -288,3 +292,78 @@ out:
 }
 
 KTEST_DEFINE(region, step_spin, rt_step_spin);
+
+/*
+ * The kernel's own regions in an NMI: a `test` event sampling on this
+ * CPU wraps on every add of its period, and the software PMU's self-NMI
+ * runs the overflow interrupt (pmi) and writes a sample (sample) inside
+ * it.  Counted with task-clock: each call takes some time.
+ */
+#define RT_NMI_CALLS    10
+#define RT_NMI_PERIOD   100
+
+static int
+rt_nmi(void)
+{
+    static const char *const names[] = { "pmi", "sample" };
+    struct perfmon_sampling s = {
+        .period = RT_NMI_PERIOD, .fields = PERFMON_SF_IP,
+    };
+    const struct perfmon_region_event event = {
+        .id = PERFMON_EV_TASK_CLOCK,
+        .flags = PERFMON_EF_KERN,
+    };
+    struct perfmon_dev *soft = perfmon_dev_find("soft");
+    struct perfmon_region_stats pmi, sample;
+    struct perfmon_dev_info info;
+    struct perfmon_event ev = { .state = 0 };
+    uint64_t affinity;
+    unsigned int cpu;
+
+    if (soft == NULL || perfmon_dev_get_info(soft, &info) != 0
+        || !info.overflow_intr) {
+        ktest_skip_reason("the soft PMU is polled (softpmu.overflow=poll)");
+        return KTEST_SKIP;
+    }
+
+    affinity = ktest_pin_self(&cpu);
+    s.sbuf = NULL;
+    KTEST_CHECK_EQ(perfmon_sbuf_create(&s.sbuf, PERFMON_SBUF_MIN), 0);
+    KTEST_CHECK_EQ(perfmon_event_init(&ev, PERFMON_EV_TEST, PERFMON_EF_KERN),
+                   0);
+    KTEST_CHECK_EQ(perfmon_event_set_sampling(&ev, &s), 0);
+    KTEST_CHECK_EQ(perfmon_event_attach_cpu(&ev, cpu), 0);
+    KTEST_CHECK_EQ(rt_arm(&event, names, ARRAY_SIZE(names)), 0);
+
+    for (unsigned int i = 0; i < RT_NMI_CALLS; i++) {
+        swevent_add(SWEVENT_TEST, RT_NMI_PERIOD);
+    }
+
+    KTEST_CHECK_EQ(rt_stats(perfmon_region_find("pmi"), cpu, &pmi), 0);
+    KTEST_CHECK_EQ(rt_stats(perfmon_region_find("sample"), cpu, &sample), 0);
+    KTEST_CHECK(pmi.calls >= RT_NMI_CALLS);
+    KTEST_CHECK(sample.calls >= RT_NMI_CALLS);
+    KTEST_CHECK(pmi.min > 0);
+    /* A sample's write is inside its interrupt: pmi's self is less. */
+    KTEST_CHECK(pmi.self_sum < pmi.sum);
+    KTEST_CHECK(pmi.sum >= sample.sum);
+    /* Every call that began was measured: no read refused in the NMI. */
+    KTEST_CHECK_EQ(pmi.seen, pmi.calls);
+    KTEST_CHECK_EQ(sample.seen, sample.calls);
+
+out:
+    perfmon_region_disarm();
+
+    if (perfmon_event_attached(&ev)) {
+        perfmon_event_detach(&ev);
+    }
+
+    if (s.sbuf != NULL) {
+        perfmon_sbuf_destroy(s.sbuf);
+    }
+
+    ktest_unpin_self(affinity);
+    return ktest_result();
+}
+
+KTEST_DEFINE(region, nmi, rt_nmi);
