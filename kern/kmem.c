@@ -17,6 +17,7 @@
 #include "kern/assert.h"
 #include "kern/kmem.h"
 #include "kern/macros.h"
+#include "kern/perfmon_region.h"
 #include "kern/param.h"
 #include "kern/pmem.h"
 #include "kern/spinlock.h"
@@ -295,9 +296,13 @@ kmem_zalloc(size_t size)
     return ptr;
 }
 
+PERFMON_REGION_DEFINE(kmem_alloc, "kmem_alloc");
+PERFMON_REGION_DEFINE(kmem_free, "kmem_free");
+
 void *
 kmem_alloc_aligned(size_t size, size_t align)
 {
+    PERFMON_REGION_SCOPE(kmem_alloc);
     size_t rounded;
 
     if ((size == 0) || (align == 0) || !P2ALIGNED(align, align)
@@ -427,6 +432,8 @@ kmem_large_free(void *ptr, size_t size)
 void
 kmem_free(void *ptr, size_t size)
 {
+    PERFMON_REGION_SCOPE(kmem_free);
+
     if (ptr == NULL) {
         return;
     }

@@ -223,15 +223,6 @@ struct perfmon_dev_ops {
     int (*hold)(struct perfmon_dev *dev, uint64_t raw_event);
     void (*release)(struct perfmon_dev *dev, uint64_t raw_event);
     void (*selftest)(struct perfmon_dev *dev, struct perfmon_selftest *st);
-
-    /* How the core may read a started counter on its CPU without calling read. */
-#define PERFMON_READ_OP     0   /* call ops->read */
-#define PERFMON_READ_RDPMC  1   /* rdpmc with ECX = arg (fixed counters: bit 30 set) */
-#define PERFMON_READ_MEM    2   /* a volatile uint64_t at address arg */
-    /* optional op: */ unsigned int (*read_method)(struct perfmon_dev *dev, unsigned int hw_id, uintptr_t *argp);
-    /* optional op: reprogram started counter hw_id for raw_event/flags in place (the counter keeps its count;
-       one WRMSR of the event select where the device can). */
-    void (*transfer)(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event, unsigned int flags);
 };
 
 /* A named raw event a device offers (for perfmon_lookup_event()). */
@@ -744,6 +735,19 @@ uint64_t perfmon_event_read(struct perfmon_event *event);
 uint64_t perfmon_event_read_times(struct perfmon_event *event,
                                   uint64_t *enabled_nsp,
                                   uint64_t *running_nsp);
+
+/*
+ * The count of an enabled CPU event of the calling CPU, read in place in
+ * any context (preemption or interrupts disabled, interrupt and NMI
+ * handlers: code regions, kern/perfmon_region.h), into *valuep; a
+ * counter due for a fold is folded on the spot.  False, nothing read, for
+ * another CPU's or a thread event, a disabled one, or a caller that
+ * interrupted a perfmon section of its CPU (an NMI), unless in_section
+ * says that the caller runs inside the overflow interrupt's own section,
+ * after its fold (no fold is possible there).  Takes no lock.
+ */
+bool perfmon_event_read_here(struct perfmon_event *event, bool in_section,
+                             uint64_t *valuep);
 
 bool perfmon_event_attached(const struct perfmon_event *event);
 bool perfmon_event_enabled(const struct perfmon_event *event);

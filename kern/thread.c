@@ -52,6 +52,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon_switchrec.h"
 #include "kern/perfmon_types.h"
+#include "kern/perfmon_region.h"
 #include "kern/printf.h"
 #include "kern/runq.h"
 #include "kern/shell.h"
@@ -571,6 +572,9 @@ thread_put_prev(struct thread_runq *runq, struct thread *prev,
     }
 }
 
+/* A context switch, from the hook to the thread switched in. */
+PERFMON_REGION_DEFINE(switch, "switch");
+
 static void
 thread_schedule(bool sleep)
 {
@@ -608,6 +612,7 @@ thread_schedule(bool sleep)
         return;
     }
 
+    PERFMON_REGION_BEGIN(switch);
     thread_switch_hook(prev, next, cpu);
     next->cpu = cpu;
     next->last_cpu = cpu;
@@ -624,6 +629,7 @@ thread_schedule(bool sleep)
     runq = thread_runq_local();
     prev = runq->switch_prev;
     runq->switch_prev = NULL;
+    PERFMON_REGION_END(switch);
     action = thread_switch_finish(prev);
     spinlock_unlock_intr_restore(&runq->lock, flags);
     thread_switch_tail(prev, action);
@@ -665,6 +671,7 @@ thread_start(void)
     unsigned int action;
 
     runq->switch_prev = NULL;
+    PERFMON_REGION_END(switch);
     action = thread_switch_finish(prev);
     spinlock_unlock(&runq->lock);
     cpu_intr_enable();

@@ -19,6 +19,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/num.h"
+#include "kern/perfmon_region.h"
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -179,6 +180,9 @@ workload_spin_loop(uint64_t n)
                          : "cc");
 }
 
+/* spin's loop: a call of workload_spin_loop() (chunks of the count). */
+PERFMON_REGION_DEFINE(spin, "spin");
+
 static int
 workload_spin_cmd(int argc, char **argv)
 {
@@ -200,7 +204,9 @@ workload_spin_cmd(int argc, char **argv)
     while (done < n) {
         uint64_t chunk = MIN(n - done, (uint64_t)WORKLOAD_POLL_ITERS * 16);
 
+        PERFMON_REGION_BEGIN(spin);
         workload_spin_loop(chunk);
+        PERFMON_REGION_END(spin);
         done += chunk;
 
         if ((done < n) && shell_interrupted()) {

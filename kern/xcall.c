@@ -28,6 +28,7 @@
 #include "kern/error.h"
 #include "kern/init.h"
 #include "kern/macros.h"
+#include "kern/perfmon_region.h"
 #include "kern/printf.h"
 #include "kern/swevent.h"
 #include "kern/syscnt.h"
@@ -93,6 +94,9 @@ xcall_wait(unsigned int self, unsigned int cpu)
     }
 }
 
+/* The sender's side of a call, from its posting to the last answer. */
+PERFMON_REGION_DEFINE(xcall, "xcall");
+
 int
 xcall_call_many(xcall_fn_t fn, void *arg, uint64_t cpus)
 {
@@ -114,6 +118,7 @@ xcall_call_many(xcall_fn_t fn, void *arg, uint64_t cpus)
 
     thread_preempt_disable();
     self = cpu_id();
+    PERFMON_REGION_BEGIN(xcall);
 
     for (left = cpus & ~(1ULL << self); left != 0; left &= left - 1) {
         xcall_post(fn, arg, self, (unsigned int)__builtin_ctzll(left));
@@ -127,6 +132,7 @@ xcall_call_many(xcall_fn_t fn, void *arg, uint64_t cpus)
         xcall_wait(self, (unsigned int)__builtin_ctzll(left));
     }
 
+    PERFMON_REGION_END(xcall);
     thread_preempt_enable();
     return 0;
 }

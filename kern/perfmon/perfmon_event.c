@@ -483,3 +483,55 @@ perfmon_event_read_counts(struct perfmon_event *event, bool times,
 {
     perfmon_event_read_counts_inline(event, times, counts);
 }
+
+/*
+ * The in-place read for any context, NMI included: interrupts off so that
+ * no section starts under it but an NMI's, which completes first.  A
+ * section of this CPU that the caller interrupted (busy) may be half
+ * done: refused, unless the caller runs inside that section itself.  A
+ * counter due for a fold is folded here, in a section of its own, as the
+ * general read's xcall would on this CPU (not inside a section).
+ */
+/* The fold of perfmon_event_read_here(), out of its way. */
+static void __attribute__((noinline))
+perfmon_event_fold_here(struct perfmon_event *event,
+                        struct perfmon_counts *counts)
+{
+    struct perfmon_call call = { .events = &event, .nr = 1 };
+
+    perfmon_cpu_read_xcall(&call);
+    *counts = call.counts;
+}
+
+bool
+perfmon_event_read_here(struct perfmon_event *event, bool in_section,
+                        uint64_t *valuep)
+{
+    struct perfmon_counts now;
+    bool busy, local = false;
+    unsigned long flags;
+
+    if (event->state != PERFMON_EVENT_CPU || !READ_ONCE(event->enabled)) {
+        return false;
+    }
+
+    flags = cpu_intr_save();
+    busy = READ_ONCE(perfmon_cpu_get(cpu_id())->busy);
+
+    if (in_section || !busy) {
+        local = perfmon_event_read_local(event, false, &now);
+    }
+
+    if (unlikely(!local) && !busy && event->cpu == cpu_id()) {
+        perfmon_event_fold_here(event, &now);
+        local = true;
+    }
+
+    cpu_intr_restore(flags);
+
+    if (local) {
+        *valuep = event->total.value + now.value - event->start.value;
+    }
+
+    return local;
+}

@@ -35,6 +35,8 @@
  *                      (perfmon_inherit.h)
  *   perfmon.c          the entry points over events and their families,
  *                      setup
+ *   perfmon_region.c   code regions, counted by CPU events
+ *                      (kern/perfmon_region.h)
  *
  * kern/perfmon/README.md describes how they fit together.
  */

@@ -25,6 +25,7 @@
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_nmi.h"
+#include "kern/perfmon_region.h"
 #include "kern/syscnt.h"
 
 /*
@@ -97,6 +98,8 @@ perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
     }
 }
 
+PERFMON_REGION_DEFINE(pmi, "pmi");
+
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
@@ -107,6 +110,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     unsigned int cpu_index;
 
     assert(!cpu_intr_enabled());
+    PERFMON_REGION_SCOPE(pmi);
 
     if (!perfmon_dev_is_registered(dev) || !dev->overflow_intr) {
         return false;

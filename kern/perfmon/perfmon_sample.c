@@ -28,6 +28,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon_region.h"
 #include "kern/perfmon_ring.h"
 #include "kern/string.h"
 #include "kern/symtab.h"
@@ -292,6 +293,9 @@ perfmon_sample_put_words(uint64_t *dst, const uint64_t *src, size_t nr)
     return dst + nr;
 }
 
+/* Inside the overflow interrupt's section: its reads are the section's. */
+PERFMON_REGION_DEFINE_FLAGS(sample, "sample", true);
+
 bool
 perfmon_sample_write(const struct perfmon_sampling *sampling,
                      const struct trap_frame *frame, uint64_t period)
@@ -303,6 +307,7 @@ perfmon_sample_write(const struct perfmon_sampling *sampling,
     uint64_t fixed, room, *rec, *w;
 
     assert(!cpu_intr_enabled());
+    PERFMON_REGION_SCOPE(sample);
 
     if (ring == NULL) {
         return false;

@@ -14,8 +14,9 @@
 # `script`, `bench` with bad
 # options; workloads with bad arguments; short background commands,
 # `jobs` and `kill` with bad arguments; overlong lines, too many words, open quotes, control
-# characters and bytes >= 0x80; Ctrl-C while typing and while a command
-# runs.  The seed is printed first; TALLY_FUZZ_SEED=N replays a run.
+# characters and bytes >= 0x80; `perfmon regions` arming, show, reset
+# and off with valid and invalid options, names and events; Ctrl-C while
+# typing and while a command runs.  The seed is printed first; TALLY_FUZZ_SEED=N replays a run.
 #
 # Checked: every line gets the prompt back (no hang), the kernel never
 # panics or fails an assertion, and afterwards no counter is in use and
@@ -130,6 +131,40 @@ def other_line(rnd):
     ))
 
 
+REGION_NAMES = ('spin', 'xcall', 'switch', 'kmem_alloc', 'kmem_free', 'pmi',
+                'sample', 'bench', 'nope', 'SPIN', '')
+
+
+def regions_line(rnd):
+    kind = rnd.randrange(3)
+    if kind == 0:
+        words = ['perfmon', 'regions']
+        for _ in range(rnd.randint(0, 3)):
+            opt = rnd.choice(('-e', '-C', '--every', '--bogus', '-x'))
+            words.append(opt)
+            if opt == '-e':
+                words.append(event_list(rnd))
+            elif opt == '-C':
+                words.append(cpu_list(rnd))
+            elif opt == '--every':
+                words.append(rnd.choice(('1', '3', '0', '1000001', 'x',
+                                         '-1', '')))
+        words += [rnd.choice(REGION_NAMES) for _ in range(rnd.randint(0, 2))]
+        return ' '.join(words)
+    if kind == 1:
+        words = ['perfmon', 'regions', 'show']
+        for _ in range(rnd.randint(0, 3)):
+            opt = rnd.choice(('--self', '-x', '-j', '-e', 'extra'))
+            words.append(opt)
+            if opt == '-x':
+                words.append(rnd.choice((',', ';', '""', 'toolongsep')))
+        return ' '.join(words)
+    return rnd.choice(('perfmon regions reset', 'perfmon regions off',
+                       'perfmon regions list', 'perfmon regions off x',
+                       'perfmon regions reset x', 'perfmon help regions',
+                       'xcall 3', 'yield 3', 'spin 100'))
+
+
 def hostile_line(rnd):
     kind = rnd.randrange(5)
     if kind == 0:
@@ -148,9 +183,11 @@ def make_line(rnd):
     r = rnd.random()
     if r < 0.5:
         return stat_line(rnd)
-    if r < 0.6:
+    if r < 0.58:
         return record_line(rnd)
-    if r < 0.75:
+    if r < 0.68:
+        return regions_line(rnd)
+    if r < 0.8:
         return other_line(rnd)
     return hostile_line(rnd)
 
@@ -227,6 +264,8 @@ def main():
             return None if after == before \
                 else 'before %s, after %s' % (before, after)
 
+        # Armed regions hold their events and counts until turned off.
+        q.command('perfmon regions off', CMD_TIMEOUT)
         sh.step('no counter in use afterwards', sh.no_leak)
         sh.step('heap back to where it started', heap_back)
         sh.step('poweroff', sh.poweroff)

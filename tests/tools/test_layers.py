@@ -112,6 +112,7 @@ CORE_ORDER = [
     'perfmon_switchrec',    # switch records of events' threads and CPUs
     'perfmon_inherit',      # inherited events
     'perfmon',              # entry points over events and families
+    'perfmon_region',       # code regions, counted by CPU events
 ]
 
 # The private header every file of the core shares: the bottom.

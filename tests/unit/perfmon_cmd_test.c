@@ -116,7 +116,8 @@ static void
 test_dispatch(void **state)
 {
     static const char *const subs[] = {
-        "stat", "record", "report", "script", "top", "bench", "selftest",
+        "stat", "record", "report", "script", "top", "regions", "bench",
+        "selftest",
     };
     char line[64];
     const char *out;

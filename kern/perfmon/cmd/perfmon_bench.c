@@ -90,6 +90,10 @@ static const unsigned int perfmon_bench_budgets[PERFMON_BENCH_NR_BUDGETS] = {
     [PERFMON_BENCH_BUDGET_SAMPLE] = 130,
     [PERFMON_BENCH_BUDGET_FRAME] = 12,
     [PERFMON_BENCH_BUDGET_TURN] = 400,
+    /* A marker with nothing armed: a compare and a branch, begin and end. */
+    [PERFMON_BENCH_BUDGET_REGION_OFF] = 4,
+    /* Armed with one event: two local reads of a CPU event (2a's 48 each). */
+    [PERFMON_BENCH_BUDGET_REGION_ARMED] = 96,
 };
 
 uint64_t
@@ -810,7 +814,8 @@ perfmon_bench_footer(const struct perfmon_bench_run *run)
 
 /* The rows of `perfmon bench` and of `perfmon bench remote`, in order. */
 static int (*const perfmon_bench_rows_all[])(struct perfmon_bench_run *) = {
-    perfmon_bench_rows_local,     perfmon_bench_rows_hardware,
+    perfmon_bench_rows_local,     perfmon_bench_rows_region,
+    perfmon_bench_rows_hardware,
     perfmon_bench_rows_remote,    perfmon_bench_rows_switch,
     perfmon_bench_rows_attach,    perfmon_bench_rows_intr,
     perfmon_bench_row_scaling,    perfmon_bench_row_rotation,

@@ -74,6 +74,8 @@ enum {
     PERFMON_BENCH_BUDGET_SAMPLE,       /* 6s: a sample, no call chain */
     PERFMON_BENCH_BUDGET_FRAME,        /* 6g: a call-chain frame */
     PERFMON_BENCH_BUDGET_TURN,         /* 8: a multiplexing turn */
+    PERFMON_BENCH_BUDGET_REGION_OFF,   /* 2m: region markers, idle */
+    PERFMON_BENCH_BUDGET_REGION_ARMED, /* 2n: region markers, 1 event armed */
     PERFMON_BENCH_NR_BUDGETS,
 };
 
@@ -164,5 +166,8 @@ uint64_t perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
  * kern/perfmon/cmd/perfmon_bench_intr.c. */
 int perfmon_bench_rows_switch(struct perfmon_bench_run *run);
 int perfmon_bench_rows_intr(struct perfmon_bench_run *run);
+
+/* Rows 2m, 2n: kern/perfmon/cmd/perfmon_bench_region.c. */
+int perfmon_bench_rows_region(struct perfmon_bench_run *run);
 
 #endif /* KERN_PERFMON_BENCH_I_H */

@@ -35,6 +35,7 @@
 #include "kern/perfmon/cmd/perfmon_list.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
+#include "kern/perfmon/cmd/perfmon_regions.h"
 #include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/perfmon/cmd/perfmon_stat.h"
 #include "kern/printf.h"
@@ -915,6 +916,8 @@ static const struct perfmon_cmd_sub perfmon_cmd_subs[] = {
       "the last recording, one sample a line" },
     { "top", perfmon_top_main, perfmon_top_usage,
       "the hottest symbols of the machine, until Ctrl-C" },
+    { "regions", perfmon_regions_main, perfmon_regions_usage,
+      "what the kernel's code regions cost, per CPU, exactly" },
     { "bench", perfmon_bench_main, perfmon_bench_usage,
       "microbenchmarks of the perfmon layer" },
     { "selftest", perfmon_selftest_main, perfmon_selftest_usage,

@@ -12,6 +12,7 @@
 #include "kern/error.h"
 #include "kern/perfmon/cmd/perfmon_bench.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
+#include "kern/perfmon/cmd/perfmon_regions.h"
 #include "kern/perfmon/cmd/perfmon_selftest.h"
 #include "kern/perfmon/cmd/perfmon_stat.h"
 
@@ -52,4 +53,5 @@ FAKE_PERFMON_SUBCMD(record)
 FAKE_PERFMON_SUBCMD(report)
 FAKE_PERFMON_SUBCMD(script)
 FAKE_PERFMON_SUBCMD(top)
+FAKE_PERFMON_SUBCMD(regions)
 FAKE_PERFMON_SUBCMD(selftest)
