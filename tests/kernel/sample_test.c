@@ -17,8 +17,9 @@
  *     whole;
  *   - sampling on all CPUs while threads migrate: counts stay exact, no
  *     assertion, no deadlock;
- *   - a pathological period (a sample per clock cycle): throttled, and a
- *     sleeping thread still wakes in time.
+ *   - a pathological period (a sample per clock cycle): throttled once
+ *     the host ran the CPU for a window (the throttle's share is of TSC
+ *     time), and a sleeping thread still wakes in time.
  */
 
 #include <stdbool.h>
