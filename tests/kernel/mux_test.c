@@ -4,8 +4,9 @@
  *
  * In-kernel tests of multiplexing with the software PMU limited to 2
  * counters (boot with softpmu.counters=2; they skip otherwise): six
- * events on the test event stream, added at a steady rate, each estimate
- * within 10% of the true total; two events of a group always with equal
+ * events on the test event stream, which count each event twice between
+ * them, and whose estimates are each within 5% of the true total over
+ * the time the host ran the CPU; two events of a group always with equal
  * running times; a pinned event exact while four others take turns; and
  * threads attaching, reading, detaching and migrating while their events
  * take turns, with counts that never go back.
@@ -29,13 +30,7 @@
 #include "tests/kernel/ktest_util.h"
 
 #define MT_COUNTERS     2
-/*
- * To add events for, per test: 250 turns at the default perfmon.mux_ms.
- * The estimates are only as good as the rate is steady in TSC time, and a
- * busy host stalls a virtual CPU now and then in one event's turn; more
- * turns spread that over all of them (at 400 ms, 1 run in 5 on a loaded
- * 2-core machine missed the 10%).
- */
+/* To add events for, per test: 250 turns at the default perfmon.mux_ms. */
 #define MT_RUN_MS       1000
 #define MT_BATCH        10              /* events added at a time */
 #define MT_TORTURE_MS   1500
@@ -164,22 +159,117 @@ mt_detach(struct perfmon_event *evs, unsigned int nr)
     }
 }
 
+/* The estimate of what an event counted for running ns of enabled ns. */
 static uint64_t
-mt_scaled(struct perfmon_event *ev, uint64_t *enabledp, uint64_t *runningp)
+mt_estimate(uint64_t count, uint64_t enabled, uint64_t running)
 {
-    uint64_t count = perfmon_event_read_times(ev, enabledp, runningp);
-
-    return (*runningp == 0) ? 0 : count * (*enabledp / 1000)
-                                  / MAX(*runningp / 1000, 1);
+    return (running == 0) ? 0 : count * (enabled / 1000)
+                                / MAX(running / 1000, 1);
 }
 
-/* Six events over two counters: each estimates the total within 10%. */
+/*
+ * What the six events of mt_six_estimates counted, ran and were enabled
+ * for, summed over the steps the host ran this CPU through.  A step adds
+ * test events for the TSC time since the last (MT_RATE_PER_US a
+ * microsecond: a stream as steady as the time the events run by, however
+ * fast the host runs the CPU), then reads the six.  A step that took
+ * longer than MT_STALL_US is left out, with the step after it (whose
+ * reads began in it): the host held the virtual CPU, nothing was added
+ * while the events in their turn ran, and their estimates would fall
+ * short however right the kernel is.
+ */
+struct mt_six {
+    uint64_t count[6], enabled[6], running[6];
+    uint64_t last_count[6], last_enabled[6], last_running[6];
+    uint64_t added;                     /* in the steps kept */
+    unsigned int nr_steps, nr_left_out;
+};
+
+#define MT_RATE_PER_US  2
+
+/* Far longer than a step when the CPU runs (a few us under TCG). */
+#define MT_STALL_US     20
+
+/* Read the six events. */
+static void
+mt_six_read(struct perfmon_event *evs, uint64_t count[6], uint64_t enabled[6],
+            uint64_t running[6])
+{
+    for (unsigned int i = 0; i < 6; i++) {
+        count[i] = perfmon_event_read_times(&evs[i], &enabled[i], &running[i]);
+    }
+}
+
+/* The step read into count, enabled and running, adding n: kept or not. */
+static void
+mt_six_step(struct mt_six *six, const uint64_t count[6],
+            const uint64_t enabled[6], const uint64_t running[6], uint64_t n,
+            bool keep)
+{
+    for (unsigned int i = 0; i < 6; i++) {
+        if (keep) {
+            six->count[i] += count[i] - six->last_count[i];
+            six->enabled[i] += enabled[i] - six->last_enabled[i];
+            six->running[i] += running[i] - six->last_running[i];
+        }
+
+        six->last_count[i] = count[i];
+        six->last_enabled[i] = enabled[i];
+        six->last_running[i] = running[i];
+    }
+
+    six->added += keep ? n : 0;
+    six->nr_left_out += !keep;
+    six->nr_steps++;
+}
+
+/* Add test events a step at a time for MT_RUN_MS; the number added. */
+static uint64_t
+mt_six_add(struct perfmon_event *evs, struct mt_six *six)
+{
+    uint64_t deadline = ktest_deadline(MT_RUN_MS), added = 0;
+    uint64_t stall = cpu_tsc_freq() / 1000000 * MT_STALL_US;
+    uint64_t unit = MAX(cpu_tsc_freq() / 1000000 / MT_RATE_PER_US, 1);
+    uint64_t count[6], enabled[6], running[6], last, now, end, owed = 0;
+
+    mt_six_read(evs, six->last_count, six->last_enabled, six->last_running);
+    last = cpu_rdtsc();
+
+    while (!ktest_expired(deadline)) {
+        uint64_t n;
+
+        /* The events for the time since the last step, if it ran. */
+        now = cpu_rdtsc();
+        owed += (now - last <= stall) ? now - last : 0;
+        n = owed / unit;
+        owed %= unit;
+        swevent_add(SWEVENT_TEST, n);
+        added += n;
+        mt_six_read(evs, count, enabled, running);
+
+        /* The reads span this step and the last: both ran, or left out. */
+        end = cpu_rdtsc();
+        mt_six_step(six, count, enabled, running, n,
+                    end - last <= 2 * stall);
+        last = now;
+    }
+
+    return added;
+}
+
+/*
+ * Six events over two counters.  Exactly two count at any time: together
+ * they counted each event added twice, and ran twice as long as they
+ * were enabled.  Each estimates the total within 5% over the steps the
+ * host let run steadily.
+ */
 static int
 mt_six_estimates(void)
 {
     struct perfmon_event evs[6] = { 0 };
     struct perfmon_event *set[6];
-    uint64_t saved, added, enabled, running;
+    struct mt_six six = { .added = 0 };
+    uint64_t saved, added, enabled, running, counted = 0, ran = 0;
     unsigned int cpu, n = 0;
 
     if (!mt_ready()) {
@@ -188,18 +278,36 @@ mt_six_estimates(void)
 
     saved = ktest_pin_self(&cpu);
     KTEST_CHECK_EQ(mt_attach_set(evs, 6, cpu, set, &n), 0);
-    KTEST_CHECK_EQ(mt_run(set, n, &added), 0);
+    KTEST_CHECK_EQ(perfmon_events_enable(set, n), 0);
+    added = mt_six_add(evs, &six);
+    KTEST_CHECK_EQ(perfmon_events_disable(set, n), 0);
+    ktest_diag("%u steps, %u left out for a stall of the CPU",
+               six.nr_steps, six.nr_left_out);
 
     for (unsigned int i = 0; i < 6; i++) {
-        uint64_t estimate = mt_scaled(&evs[i], &enabled, &running);
+        uint64_t count = perfmon_event_read_times(&evs[i], &enabled,
+                                                  &running);
+        uint64_t steady = mt_estimate(six.count[i], six.enabled[i],
+                                      six.running[i]);
 
-        ktest_diag("event %u: %llu of %llu added, ran %llu%% of its time",
-                   i, (unsigned long long)estimate,
+        ktest_diag("event %u: %llu of %llu added, ran %llu%% of its time; "
+                   "steadily: %llu of %llu", i,
+                   (unsigned long long)mt_estimate(count, enabled, running),
                    (unsigned long long)added,
-                   (unsigned long long)(running * 100 / MAX(enabled, 1)));
+                   (unsigned long long)(running * 100 / MAX(enabled, 1)),
+                   (unsigned long long)steady,
+                   (unsigned long long)six.added);
         KTEST_CHECK(running < enabled);
-        KTEST_CHECK(estimate * 10 >= added * 9 && estimate * 10 <= added * 11);
+        KTEST_CHECK(steady * 20 >= six.added * 19
+                    && steady * 20 <= six.added * 21);
+        counted += count;
+        ran += running;
     }
+
+    KTEST_CHECK_EQ(counted, MT_COUNTERS * added);
+    KTEST_CHECK(ran <= MT_COUNTERS * enabled + 6);
+    KTEST_CHECK(ran + 6 >= MT_COUNTERS * enabled * 99 / 100);
+    KTEST_CHECK(six.added * 2 >= added);
 
 out:
     mt_detach(evs, 6);
