@@ -101,6 +101,12 @@ clock_deadline_from_ms(uint64_t ms)
     return now + clock_ticks_from_ms(ms) + 1;
 }
 
+uint64_t
+clock_cpu_ticks(void)
+{
+    return syscnt_read(&clock_sc_ticks[cpu_id()]);
+}
+
 static void
 clock_tick(void)
 {

@@ -20,6 +20,14 @@
 uint64_t clock_get_time(void);
 
 /*
+ * The ticks the calling CPU has taken since its tick started: it grows
+ * with the time the CPU runs, and by one tick only over a stretch the
+ * host held a virtual CPU (the interrupts that would have come meanwhile
+ * arrive as one).  Any context, NMI included: one load.
+ */
+uint64_t clock_cpu_ticks(void);
+
+/*
  * The first tick at which at least ms milliseconds of real time will have
  * passed since the call, however late the current tick was taken: a wait
  * that ends there lasts at least ms.  Safe from any context.

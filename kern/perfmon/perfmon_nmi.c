@@ -17,6 +17,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/trap.h"
 #include "kern/assert.h"
+#include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/error.h"
 #include "kern/log.h"
@@ -32,7 +33,10 @@
  * Throttling: the window over which a CPU's sampling time is measured,
  * and the most one interrupt may count for, as a fraction of the window:
  * under a hypervisor a vCPU may be preempted in the middle of a handler,
- * and one such stall must not pass for a storm of interrupts.
+ * and one such stall must not pass for a storm of interrupts.  The window
+ * is counted in the ticks the CPU took, not in TSC time: time the host
+ * held the vCPU is no time free of sampling, and counted so, a storm on a
+ * host that runs the vCPU a tenth of the time was never throttled.
  */
 #define PERFMON_THROTTLE_WINDOW_MS  100
 #define PERFMON_THROTTLE_MAX_SHARE  64
@@ -50,7 +54,8 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 static void
 perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
 {
-    uint64_t now = cpu_rdtsc(), freq_hz = cpu_tsc_freq(), window, slots;
+    uint64_t tick = clock_cpu_ticks(), freq_hz = cpu_tsc_freq();
+    uint64_t window, slots;
 
     if (freq_hz == 0) {
         return;
@@ -58,8 +63,9 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
 
     window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
 
-    if (now - cpu->window_start > window) {
-        cpu->window_start = now;
+    if (tick - cpu->window_tick
+        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)) {
+        cpu->window_tick = tick;
         cpu->window_cycles = 0;
     }
 

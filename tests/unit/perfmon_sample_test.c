@@ -348,7 +348,7 @@ test_period_split_at_device_max(void **state)
  * Frequency mode under throttling: once throttling doubled the period,
  * the adjustments to the frequency keep it at least there, even when the
  * event gets a thousand times rarer (which alone would take it down to
- * 300).
+ * 300); long enough for a few periods of the floor.
  */
 static void
 test_freq_keeps_throttled_floor(void **state)
@@ -371,7 +371,7 @@ test_freq_keeps_throttled_floor(void **state)
     floor = d.throttle_period;
 
     fd->ovf_cycles = 0;
-    run(fd, 1, RAW_INSNS, 300000, 100, 1000000);
+    run(fd, 1, RAW_INSNS, 3000000, 100, 1000000);
     drain(1, &d);
     assert_true(d.nr_samples > 0);
     assert_true(d.nr_throttles == 0);
@@ -763,6 +763,38 @@ test_throttle(void **state)
     run(fd, 1, RAW_CYCLES, 100000, 100, 300);
     drain(1, &d);
     assert_true(d.last_period >= 200);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * A host that runs the CPU a tenth of the time: between interrupts of
+ * 1 ms each the vCPU is held for a second.  The CPU spends nearly all its
+ * own time sampling, so it must be throttled; against the TSC's window
+ * (a second free of sampling each time) it never was.
+ */
+static void
+test_throttle_host_stalls(void **state)
+{
+    struct perfmon_sampling s = make_sampling(100, 0, PERFMON_SF_PERIOD,
+                                              1 << 20);
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    current_on(1);
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    fd->ovf_cycles = 3000000;
+    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 1);
+
+    for (unsigned int i = 0; i < 40; i++) {
+        run(fd, 1, RAW_CYCLES, 100, 100, 0);
+        fake_cpu_stall(3000000000ULL);
+    }
+
+    drain(1, &d);
+    assert_true(d.nr_throttles >= 1);
+    assert_true(d.nr_samples < 40);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
@@ -1447,6 +1479,7 @@ main(void)
         T(test_freq_first_period),
         T(test_time_exact),
         T(test_throttle),
+        T(test_throttle_host_stalls),
         T(test_overflow_in_section),
         T(test_ring_full),
         T(test_set_sampling_errors),

@@ -15,6 +15,7 @@
 #include "arch/x86/msr.h"
 #include "fakes/fake_smp.h"
 #include "kern/assert.h"
+#include "kern/clock.h"
 #include "kern/param.h"
 
 struct cpu_info cpu_info = {
@@ -26,6 +27,7 @@ static unsigned int fake_cpu_nr = 1;
 static bool fake_cpu_intr = true;
 static uint64_t fake_cpu_tsc_freq = 3000000000ULL;
 static uint64_t fake_cpu_tsc;
+static uint64_t fake_cpu_stalled;       /* of fake_cpu_tsc, the host's */
 static struct cpu fake_cpus[CPU_MAX];
 static void (*fake_cpu_pause_hook)(void);
 
@@ -38,6 +40,7 @@ fake_cpu_reset(unsigned int nr_cpus)
     fake_cpu_intr = true;
     fake_cpu_tsc_freq = 3000000000ULL;
     fake_cpu_tsc = 0;
+    fake_cpu_stalled = 0;
     memset(fake_cpus, 0, sizeof(fake_cpus));
     fake_cpu_pause_hook = NULL;
 }
@@ -65,6 +68,30 @@ void
 fake_cpu_advance_tsc(uint64_t cycles)
 {
     fake_cpu_tsc += cycles;
+}
+
+void
+fake_cpu_stall(uint64_t cycles)
+{
+    fake_cpu_tsc += cycles;
+    fake_cpu_stalled += cycles;
+}
+
+uint64_t
+fake_cpu_run_tsc(void)
+{
+    return fake_cpu_tsc - fake_cpu_stalled;
+}
+
+/*
+ * kern/clock.h's per-CPU ticks: one each 1/CLOCK_HZ s of the TSC that
+ * the CPU ran (not stalled), so they follow the TSC the tests move.
+ */
+uint64_t
+clock_cpu_ticks(void)
+{
+    return (fake_cpu_tsc_freq == 0) ? 0
+           : fake_cpu_run_tsc() / (fake_cpu_tsc_freq / CLOCK_HZ);
 }
 
 /* The TSC stands still unless a test moves it. */

@@ -29,6 +29,14 @@ void fake_cpu_set_id(unsigned int cpu);
 void fake_cpu_set_intr(bool enabled);
 void fake_cpu_set_tsc_freq(uint64_t hz);
 void fake_cpu_advance_tsc(uint64_t cycles);
+
+/*
+ * The host holds the virtual CPUs for cycles: the TSC moves on, the
+ * clock's per-CPU ticks (clock_cpu_ticks) do not.  fake_cpu_run_tsc(): the
+ * TSC less the cycles stalled, which the ticks follow.
+ */
+void fake_cpu_stall(uint64_t cycles);
+uint64_t fake_cpu_run_tsc(void);
 /*
  * Called by every cpu_pause(), the spin-wait hint: lets a test deliver
  * what the code is spinning for (an NMI it sent itself, say).  NULL: none.
