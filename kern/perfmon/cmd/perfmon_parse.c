@@ -100,12 +100,15 @@ perfmon_parse_raw(const char *name, size_t len, uint64_t *codep,
 
 /*
  * Modifiers: u and k (the modes; both when neither is given), D (pinned),
+ * and for a group S (the leader's samples read the members: *samplep),
  * each at most once: cs:uu is a typo, not a request.
  */
 static int
-perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
+perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp,
+                        bool *samplep)
 {
     unsigned int flags = 0;
+    bool sample = false;
 
     if (len == 0) {
         return -EINVAL;
@@ -114,7 +117,10 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
     for (size_t i = 0; i < len; i++) {
         unsigned int flag;
 
-        if (mods[i] == 'u') {
+        if (mods[i] == 'S' && samplep != NULL && !sample) {
+            sample = true;
+            continue;
+        } else if (mods[i] == 'u') {
             flag = PERFMON_EF_USER;
         } else if (mods[i] == 'k') {
             flag = PERFMON_EF_KERN;
@@ -136,6 +142,11 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
     }
 
     *flagsp = flags;
+
+    if (samplep != NULL) {
+        *samplep = sample;
+    }
+
     return 0;
 }
 
@@ -151,6 +162,7 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
 #define PERFMON_PARSE_TERM_PERIOD   2
 #define PERFMON_PARSE_TERM_NAME     3
 #define PERFMON_PARSE_TERM_FIELD    4
+#define PERFMON_PARSE_TERM_FREQ     5
 
 static const struct perfmon_parse_term {
     const char *key;
@@ -167,7 +179,12 @@ static const struct perfmon_parse_term {
     { "inv", PERFMON_PARSE_TERM_FIELD, 23, 0 },
     { "period", PERFMON_PARSE_TERM_PERIOD, 0, UINT64_MAX >> 1 },
     { "name", PERFMON_PARSE_TERM_NAME, 0, 0 },
+    { "freq", PERFMON_PARSE_TERM_FREQ, 0, UINT32_MAX },
 };
+
+/* The terms of perf's `EVENT/TERMS/`: how it samples, and its name. */
+#define PERFMON_PARSE_SAMPLING_TERMS                                        \
+    ((1U << 7) | (1U << 8) | (1U << 9))
 
 /* A number of a term: decimal, or hex after 0x. */
 static bool
@@ -236,7 +253,8 @@ perfmon_parse_term(const char *item, const char *term, size_t len,
 
     if (t == NULL) {
         perfmon_parse_term_error(errp, "unknown term (config, event, umask, "
-                                 "cmask, inv, edge, any, period, name)",
+                                 "cmask, inv, edge, any, period, freq, "
+                                 "name)",
                                  item, term, len);
         return -EINVAL;
     }
@@ -292,13 +310,21 @@ perfmon_parse_term(const char *item, const char *term, size_t len,
         event->raw_code |= (number & 0xff) | ((number & 0xf00) << 24);
         break;
     case PERFMON_PARSE_TERM_PERIOD:
+    case PERFMON_PARSE_TERM_FREQ:
         if (number == 0) {
-            perfmon_parse_term_error(errp, "period must be above 0", item,
+            perfmon_parse_term_error(errp, (t->kind == PERFMON_PARSE_TERM_FREQ)
+                                     ? "freq must be above 0"
+                                     : "period must be above 0", item,
                                      term, len);
             return -EINVAL;
         }
 
-        event->period = number;
+        if (t->kind == PERFMON_PARSE_TERM_FREQ) {
+            event->freq = number;
+        } else {
+            event->period = number;
+        }
+
         break;
     default:
         event->raw_code |= number << t->shift;
@@ -311,6 +337,8 @@ perfmon_parse_term(const char *item, const char *term, size_t len,
 /*
  * Terms between a PMU's slashes (`cpu/event=0xd1,umask=0x20,cmask=1/`):
  * comma-separated, each at most once; the event becomes a raw code.
+ * Returns 1 when the terms only say how to sample (period, freq, name):
+ * then what stands before the slash is an event's name (`cycles/period=N/`).
  */
 static int
 perfmon_parse_terms_list(const char *item, const char *terms, size_t len,
@@ -340,6 +368,10 @@ perfmon_parse_terms_list(const char *item, const char *terms, size_t len,
         }
 
         term += term_len + 1;
+    }
+
+    if ((seen & ~PERFMON_PARSE_SAMPLING_TERMS) == 0) {
+        return 1;
     }
 
     if (!(seen & ((1U << PERFMON_PARSE_TERM_RAW)
@@ -385,6 +417,7 @@ perfmon_parse_pmu(const char *item, size_t len,
     const char *slash = memchr(item, '/', len), *close;
     size_t pmu_len = (size_t)(slash - item), ev_len;
     bool terms;
+    int error;
 
     close = memchr(slash + 1, '/', len - pmu_len - 1);
     ev_len = (close == NULL) ? 0 : (size_t)(close - slash - 1);
@@ -403,8 +436,28 @@ perfmon_parse_pmu(const char *item, size_t len,
     }
 
     if (close == NULL || pmu_len == 0 || ev_len == 0
-        || pmu_len >= sizeof(event->pmu)
         || (close + 1 < item + len && close[1] != ':')) {
+        close = NULL;
+    }
+
+    error = (close != NULL && terms)
+            ? perfmon_parse_terms_list(item, slash + 1, ev_len, event, errp)
+            : 0;
+
+    if (error < 0) {
+        return error;
+    }
+
+    /* `EVENT/period=N/`: no device named, the event before the slash. */
+    if (error == 1) {
+        event->pmu[0] = '\0';
+        *namep = item;
+        *name_lenp = pmu_len;
+        *restp = close + 1;
+        return 0;
+    }
+
+    if (close == NULL || pmu_len >= sizeof(event->pmu)) {
         perfmon_parse_set_error(errp, "bad PMU item (PMU/EVENT/ or "
                                 "PMU/event=0xNN,umask=0xNN,.../)", item, len);
         return -EINVAL;
@@ -415,9 +468,7 @@ perfmon_parse_pmu(const char *item, size_t len,
     *namep = terms ? NULL : slash + 1;
     *name_lenp = ev_len;
     *restp = close + 1;
-    return terms ? perfmon_parse_terms_list(item, slash + 1, ev_len, event,
-                                            errp)
-                 : 0;
+    return 0;
 }
 
 static int
@@ -454,6 +505,8 @@ perfmon_parse_item(const char *item, size_t len,
     event->pmu[0] = '\0';
     event->spec[0] = '\0';
     event->period = 0;
+    event->freq = 0;
+    event->leader_sample = false;
 
     if (memchr(item, '/', len) != NULL) {
         error = perfmon_parse_pmu(item, len, event, &name, &name_len, &rest,
@@ -489,7 +542,7 @@ perfmon_parse_item(const char *item, size_t len,
 
     if (rest < end
         && perfmon_parse_modifiers(rest + 1, (size_t)(end - rest - 1),
-                                   &flags) != 0) {
+                                   &flags, NULL) != 0) {
         perfmon_parse_set_error(errp, "bad modifier (u, k and D, each at "
                                 "most once)", item, len);
         return -EINVAL;
@@ -571,7 +624,10 @@ perfmon_parse_group_end(const char *item, size_t len, const char **modsp,
     return i - 1;
 }
 
-/* The group modifiers (u, k, D) apply to every member without its own. */
+/*
+ * The group modifiers (u, k, D) apply to every member without its own; S
+ * marks every member as read by the leader's samples.
+ */
 static int
 perfmon_parse_group_close(struct perfmon_parse_event *events,
                           unsigned int first, unsigned int nr,
@@ -580,19 +636,21 @@ perfmon_parse_group_close(struct perfmon_parse_event *events,
                           struct perfmon_parse_error *errp)
 {
     unsigned int flags;
+    bool sample;
 
     if (mods == NULL) {
         return 0;
     }
 
-    if (perfmon_parse_modifiers(mods, mods_len, &flags) != 0) {
-        perfmon_parse_set_error(errp, "bad group modifier (u, k and D, each "
-                                "at most once)", item, item_len);
+    if (perfmon_parse_modifiers(mods, mods_len, &flags, &sample) != 0) {
+        perfmon_parse_set_error(errp, "bad group modifier (u, k, D and S, "
+                                "each at most once)", item, item_len);
         return -EINVAL;
     }
 
     for (unsigned int i = first; i < nr; i++) {
         events[i].flags |= flags & PERFMON_EF_PINNED;
+        events[i].leader_sample = sample;
 
         if (!events[i].own_modes) {
             events[i].flags = (events[i].flags & ~PERFMON_EF_MODE)
