@@ -443,6 +443,27 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
     }
 }
 
+/*
+ * For PERFMON_SF_READ, in the overflow interrupt's section (NMI context):
+ * the value of event's counter slot on this CPU, a counting slot folded
+ * now (a sampling one was, by the interrupt).
+ */
+uint64_t
+perfmon_intr_read_value(const struct perfmon_event *event)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
+    unsigned int slot = event->slot;
+
+    assert(READ_ONCE(cpu->busy));
+
+    if ((cpu->sched_mask & perfmon_slot_bit(slot))
+        && perfmon_pmcs[slot].sampling == NULL) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+    }
+
+    return cpu->pmcs[slot].value;
+}
+
 /* Write the samples due in this interrupt (NMI context). */
 static void
 perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
@@ -1058,7 +1079,9 @@ perfmon_event_set_sampling(struct perfmon_event *event,
             || (sampling->fields & ~PERFMON_SF_MASK) != 0
             || sampling->sbuf == NULL
             || ((sampling->fields & PERFMON_SF_BRANCH)
-                && !perfmon_branch_filter_valid(sampling->branch_filter)))) {
+                && !perfmon_branch_filter_valid(sampling->branch_filter))
+            || ((sampling->fields & PERFMON_SF_READ)
+                && !perfmon_sample_reads_valid(sampling)))) {
         return -EINVAL;
     }
 
