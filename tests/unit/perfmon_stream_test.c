@@ -84,6 +84,14 @@ perfmon_intr_branches(unsigned int *nrp)
     return NULL;
 }
 
+uint64_t
+perfmon_intr_read_value(const struct perfmon_event *event)
+{
+    (void)event;
+    fail_msg("perfmon_intr_read_value: the stream writes no sample");
+    return 0;
+}
+
 /* ---- reading the stream ------------------------------------------------- */
 
 /* A parsed perf record: its header, and where its payload starts. */

@@ -53,6 +53,20 @@ struct perfmon_capture_info {
     uint64_t end_ns;
 };
 
+/*
+ * The events of a capture, by the id their samples carry (struct
+ * perfmon_sampling's id): its name, and for a leader whose samples read its
+ * group (PERFMON_SF_READ) the ids of the events read, in the samples'
+ * order (the leader first).
+ */
+#define PERFMON_CAPTURE_MAX_EVENTS      8
+
+struct perfmon_capture_event {
+    char name[32];
+    unsigned int nr_reads;
+    uint32_t reads[PERFMON_MAX_READS];
+};
+
 struct perfmon_capture;
 
 /*
@@ -85,6 +99,20 @@ void perfmon_capture_clear(struct perfmon_capture *cap);
 
 void perfmon_capture_get_info(const struct perfmon_capture *cap,
                           struct perfmon_capture_info *info);
+
+/*
+ * Say what the samples of id (the next one: ids count from 0 in the order
+ * of the calls) stand for, before the capture starts.  Returns 0, or
+ * -ENOSPC past PERFMON_CAPTURE_MAX_EVENTS.  A capture without any calls has
+ * one event, id 0, named as at its creation.
+ */
+int perfmon_capture_add_event(struct perfmon_capture *cap,
+                              const struct perfmon_capture_event *event);
+
+/* How many events, and the one of id (NULL when there is no such id). */
+unsigned int perfmon_capture_nr_events(const struct perfmon_capture *cap);
+const struct perfmon_capture_event *
+perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id);
 
 /*
  * Call fn for each stored record, in order, until it returns false.

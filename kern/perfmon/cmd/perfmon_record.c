@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/assert.h"
 #include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
@@ -37,12 +38,21 @@
 
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
 
+/* Most events one recording samples (each on every CPU or thread). */
+#define PERFMON_RECORD_MAX_EVENTS       PERFMON_CAPTURE_MAX_EVENTS
+
+/* Most threads or CPUs one recording attaches to. */
+#define PERFMON_RECORD_MAX_SLOTS        MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)
+
 const char perfmon_record_usage[] =
-    "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
+    "usage: perfmon record [-e EVENTS] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
     "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] [--] "
     "[COMMAND [ARGS...]]\n"
     "  (no COMMAND: sample the CPUs or threads until Ctrl-C or --timeout "
     "MS)\n"
+    "  -e EVENTS  up to " STRINGIFY(PERFMON_RECORD_MAX_EVENTS) " events, "
+    "each EVENT/period=N/ or EVENT/freq=HZ/ (default -c, -F); "
+    "{LEADER,...}:S: the leader's samples read the group\n"
     "  -t TIDS    sample these running threads (ids as 'threads' shows "
     "them, e.g. 9,12)\n"
     "  -c N       a sample every N events; -F HZ: HZ samples a second per "
@@ -58,11 +68,32 @@ const char perfmon_record_usage[] =
 /* How often sampling -t threads without a command looks for their exit. */
 #define PERFMON_RECORD_EXIT_POLL_MS     20
 
-/* A `perfmon record` invocation, on the heap. */
-struct perfmon_record {
-    char event_name[PERFMON_PARSE_NAME_SIZE];
+/*
+ * One event of a recording, on every thread or CPU it samples (its slots).
+ * A member of a group read by its leader's samples (`{...}:S`) counts and
+ * does not sample; the leader then has one sampling per slot, each reading
+ * the events of its slot's group.  Its arrays are on the heap.
+ */
+struct perfmon_record_ev {
+    char name[PERFMON_PARSE_NAME_SIZE];
     struct perfmon_cmd_event event;
     struct perfmon_dev *dev;            /* the device counting it */
+    uint64_t period;                    /* its own, or -c */
+    uint64_t freq;                      /*   or -F */
+    int group;                          /* its leader, -1: none */
+    bool leader_sample;                 /* in a group written {...}:S */
+    struct perfmon_sampling sampling;   /* its slots', but a :S leader's */
+    struct perfmon_sampling *slot_sampling;     /* :S leader: per slot */
+    struct perfmon_event *(*slot_reads)[PERFMON_MAX_READS];
+    struct perfmon_event *events;       /* one per slot */
+};
+
+/* A `perfmon record` invocation, on the heap. */
+struct perfmon_record {
+    const char *event_list;             /* -e */
+    struct perfmon_record_ev evs[PERFMON_RECORD_MAX_EVENTS];
+    unsigned int nr_evs;
+    unsigned int nr_slots;              /* threads or CPUs attached to */
     uint64_t period;                    /* -c */
     uint64_t freq;                      /* -F */
     bool callchain;                     /* -g */
@@ -84,10 +115,8 @@ struct perfmon_record {
     char **argv;
 
     struct perfmon_capture *cap;
-    struct perfmon_sampling sampling;
-    struct perfmon_event events[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
-    struct perfmon_event *set[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
-    unsigned int nr_events;
+    struct perfmon_event **set;         /* every event attached, on the */
+    unsigned int nr_events;             /*   heap */
     struct perfmon_cmd_runner runner;
     struct perfmon_stream *stream;      /* NULL: not streamed (why: */
     int stream_error;                   /*   this error) */
@@ -113,17 +142,69 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
 
 /* ---- options ---------------------------------------------------------------- */
 
+/* One event of -e, resolved, with what its terms say of its sampling. */
 static int
-perfmon_record_set_event(struct perfmon_record *r, const char *list)
+perfmon_record_add_event(struct perfmon_record *r,
+                         const struct perfmon_parse_event *parsed,
+                         unsigned int index)
 {
-    struct perfmon_parse_event parsed;
+    struct perfmon_record_ev *ev = &r->evs[index];
+    int error;
+
+    error = perfmon_cmd_resolve("record", parsed, &ev->event);
+
+    if (error) {
+        return error;
+    }
+
+    if (!ev->event.supported) {
+        kprintf("perfmon: record: %s: no device here counts it (see "
+                "'perfmon list')\n", parsed->spec);
+        return SHELL_ERR_REPORTED;
+    }
+
+    if (parsed->period != 0 && parsed->freq != 0) {
+        return perfmon_record_error("%s: period= and freq= exclude each "
+                                    "other", parsed->spec);
+    }
+
+    if (parsed->freq > PERFMON_MAX_FREQ
+        || parsed->period > PERFMON_MAX_PERIOD) {
+        return perfmon_record_error("%s: %s= above %llu", parsed->spec,
+                                    (parsed->freq != 0) ? "freq" : "period",
+                                    (parsed->freq != 0)
+                                    ? (unsigned long long)PERFMON_MAX_FREQ
+                                    : (unsigned long long)
+                                      PERFMON_MAX_PERIOD);
+    }
+
+    strlcpy(ev->name, parsed->spec, sizeof(ev->name));
+    ev->dev = perfmon_cmd_event_dev(ev->event.dev, parsed->flags,
+                                    parsed->name);
+    ev->period = parsed->period;
+    ev->freq = parsed->freq;
+    ev->group = parsed->group;
+    ev->leader_sample = parsed->leader_sample;
+    return 0;
+}
+
+/*
+ * The events of -e.  A group read by its leader (:S) must fit the
+ * samples' reads, and its members are counted on the leader's device.
+ */
+static int
+perfmon_record_set_events(struct perfmon_record *r, const char *list)
+{
+    struct perfmon_parse_event parsed[PERFMON_RECORD_MAX_EVENTS];
     struct perfmon_parse_error err;
-    int nr, error;
+    int nr, error = 0;
 
-    nr = perfmon_parse_events(list, &parsed, 1, &err);
+    nr = perfmon_parse_events(list, parsed, ARRAY_SIZE(parsed), &err);
 
-    if (nr == -E2BIG && strchr(list, ',') != NULL) {
-        return perfmon_record_error("one event at a time ('%s')", list);
+    if (nr == -E2BIG && err.reason != NULL
+        && strstr(err.reason, "too many") != NULL) {
+        return perfmon_record_error("-e: at most %u events in one "
+                                    "recording", PERFMON_RECORD_MAX_EVENTS);
     }
 
     if (nr < 0) {
@@ -133,23 +214,27 @@ perfmon_record_set_event(struct perfmon_record *r, const char *list)
                                     (err.item[0] != '\0') ? "')" : "");
     }
 
-    error = perfmon_cmd_resolve("record", &parsed, &r->event);
+    r->event_list = list;
+    r->nr_evs = 0;
 
-    if (error) {
-        return error;
+    for (int i = 0; error == 0 && i < nr; i++) {
+        error = perfmon_record_add_event(r, &parsed[i], (unsigned int)i);
+        r->nr_evs += (error == 0);
     }
 
-    if (!r->event.supported) {
-        kprintf("perfmon: record: %s: no device here counts it (see "
-                "'perfmon list')\n", parsed.spec);
-        return SHELL_ERR_REPORTED;
+    for (unsigned int i = 0; error == 0 && i < r->nr_evs; i++) {
+        const struct perfmon_record_ev *ev = &r->evs[i];
+
+        if (ev->group >= 0 && ev->group != (int)i
+            && ev->dev != r->evs[ev->group].dev) {
+            error = perfmon_record_error("a group's events are counted by "
+                                         "one device: '%s' and '%s' are "
+                                         "not", r->evs[ev->group].name,
+                                         ev->name);
+        }
     }
 
-    strlcpy(r->event_name, parsed.spec, sizeof(r->event_name));
-
-    r->dev = perfmon_cmd_event_dev(r->event.dev, parsed.flags, parsed.name);
-
-    return 0;
+    return error;
 }
 
 static int
@@ -211,28 +296,33 @@ perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
 
 /*
  * The filter completed as perf completes it (any kind of branch; the
- * event's own modes), then asked of the branch-record driver: no driver,
- * one that cannot filter so, an event whose interrupt does not freeze the
- * records, another recording's filter, each says so in one line.
+ * first event's own modes), then asked of the branch-record driver for
+ * each event: no driver, one that cannot filter so, an event whose
+ * interrupt does not freeze the records, another recording's filter, each
+ * says so in one line.
  */
 static int
 perfmon_record_check_branches(struct perfmon_record *r)
 {
+    const struct perfmon_record_ev *ev = &r->evs[0];
     struct perfmon_branch_info info;
-    const char *why;
+    const char *why = NULL;
 
     if (!(r->branch_filter & PERFMON_BRF_KINDS)) {
         r->branch_filter |= PERFMON_BRF_ANY;
     }
 
     if (!(r->branch_filter & PERFMON_BRF_MODE)) {
-        r->branch_filter |= ((r->event.flags & PERFMON_EF_USER)
+        r->branch_filter |= ((ev->event.flags & PERFMON_EF_USER)
                              ? PERFMON_BRF_USER : 0)
-                            | ((r->event.flags & PERFMON_EF_KERN)
+                            | ((ev->event.flags & PERFMON_EF_KERN)
                                ? PERFMON_BRF_KERN : 0);
     }
 
-    why = perfmon_branch_why_not(r->dev, r->branch_filter);
+    for (unsigned int i = 0; why == NULL && i < r->nr_evs; i++) {
+        ev = &r->evs[i];
+        why = perfmon_branch_why_not(ev->dev, r->branch_filter);
+    }
 
     if (why == NULL) {
         return 0;
@@ -245,9 +335,9 @@ perfmon_record_check_branches(struct perfmon_record *r)
                 "(%s)\n", (r->branch_list != NULL) ? "-j" : "-b", why);
     } else if (r->branch_list != NULL) {
         kprintf("perfmon: record: -j %s with %s: %s\n", r->branch_list,
-                r->event_name, why);
+                ev->name, why);
     } else {
-        kprintf("perfmon: record: -b with %s: %s\n", r->event_name, why);
+        kprintf("perfmon: record: -b with %s: %s\n", ev->name, why);
     }
 
     return SHELL_ERR_REPORTED;
@@ -260,7 +350,7 @@ perfmon_record_option(void *arg, int opt, const char *val)
 
     switch (opt) {
     case 'e':
-        return perfmon_record_set_event(r, val);
+        return perfmon_record_set_events(r, val);
     case 'c':
         return perfmon_record_number("-c", val, PERFMON_MAX_PERIOD,
                                      &r->period);
@@ -353,6 +443,57 @@ perfmon_record_threads_gone(const struct perfmon_record *r)
     return true;
 }
 
+/* Whether ev's samples read its group: the leader of a {...}:S group. */
+static bool
+perfmon_record_ev_reads(const struct perfmon_record *r, unsigned int i)
+{
+    return r->evs[i].leader_sample && r->evs[i].group == (int)i;
+}
+
+/* Whether ev samples: all but the members of a {...}:S group. */
+static bool
+perfmon_record_ev_samples(const struct perfmon_record *r, unsigned int i)
+{
+    return !r->evs[i].leader_sample || r->evs[i].group == (int)i;
+}
+
+/* How each event samples: its own period or frequency, -c or -F else. */
+static void
+perfmon_record_set_periods(struct perfmon_record *r)
+{
+    for (unsigned int i = 0; i < r->nr_evs; i++) {
+        struct perfmon_record_ev *ev = &r->evs[i];
+
+        if (ev->period == 0 && ev->freq == 0) {
+            ev->period = r->period;
+            ev->freq = r->freq;
+        }
+    }
+}
+
+/* The group read by a {...}:S leader, too large for its samples' reads. */
+static int
+perfmon_record_check_reads(const struct perfmon_record *r)
+{
+    for (unsigned int l = 0; l < r->nr_evs; l++) {
+        unsigned int nr = 0;
+
+        for (unsigned int i = l; perfmon_record_ev_reads(r, l)
+                                 && i < r->nr_evs; i++) {
+            nr += (r->evs[i].group == (int)l);
+        }
+
+        if (nr > PERFMON_MAX_READS) {
+            return perfmon_record_error("the group of '%s' has %u events: "
+                                        "its samples read at most %u",
+                                        r->evs[l].name, nr,
+                                        PERFMON_MAX_READS);
+        }
+    }
+
+    return 0;
+}
+
 static int
 perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 {
@@ -398,13 +539,18 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
                                     "command ends itself, or on Ctrl-C)");
     }
 
-    if (error == 0 && r->event_name[0] == '\0') {
-        error = perfmon_record_set_event(r,
+    if (error == 0 && r->nr_evs == 0) {
+        error = perfmon_record_set_events(r,
                                          perfmon_cmd_default_sample_event());
     }
 
     if (error == 0 && r->branches) {
         error = perfmon_record_check_branches(r);
+    }
+
+    if (error == 0) {
+        perfmon_record_set_periods(r);
+        error = perfmon_record_check_reads(r);
     }
 
     return error;
@@ -413,29 +559,130 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 /* ---- running ------------------------------------------------------------------ */
 
 static void
+perfmon_record_free_slots(struct perfmon_record *r)
+{
+    for (unsigned int i = 0; i < r->nr_evs; i++) {
+        struct perfmon_record_ev *ev = &r->evs[i];
+
+        kmem_free(ev->events, r->nr_slots * sizeof(*ev->events));
+        kmem_free(ev->slot_sampling, r->nr_slots * sizeof(*ev->slot_sampling));
+        kmem_free(ev->slot_reads, r->nr_slots * sizeof(*ev->slot_reads));
+        ev->events = NULL;
+        ev->slot_sampling = NULL;
+        ev->slot_reads = NULL;
+    }
+
+    kmem_free(r->set, r->nr_slots * r->nr_evs * sizeof(*r->set));
+    r->set = NULL;
+}
+
+/* The events of every slot, and a :S leader's samplings, on the heap. */
+static int
+perfmon_record_alloc_slots(struct perfmon_record *r)
+{
+    bool ok;
+
+    r->nr_slots = (r->nr_threads != 0) ? r->nr_threads : cpu_count();
+    r->set = kmem_zalloc(r->nr_slots * r->nr_evs * sizeof(*r->set));
+    ok = (r->set != NULL);
+
+    for (unsigned int i = 0; ok && i < r->nr_evs; i++) {
+        struct perfmon_record_ev *ev = &r->evs[i];
+
+        ev->events = kmem_zalloc(r->nr_slots * sizeof(*ev->events));
+        ok = (ev->events != NULL);
+
+        if (ok && perfmon_record_ev_reads(r, i)) {
+            ev->slot_sampling = kmem_zalloc(r->nr_slots
+                                            * sizeof(*ev->slot_sampling));
+            ev->slot_reads = kmem_zalloc(r->nr_slots
+                                         * sizeof(*ev->slot_reads));
+            ok = (ev->slot_sampling != NULL && ev->slot_reads != NULL);
+        }
+    }
+
+    if (!ok) {
+        perfmon_record_free_slots(r);
+        kprintf("perfmon: record: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    return 0;
+}
+
+/*
+ * The sampling of each event: the capture's buffer, the id of the event
+ * (its index, the capture's id for it); a {...}:S leader's reads its
+ * group, one per slot, and says so to the capture.
+ */
+static int
+perfmon_record_set_samplings(struct perfmon_record *r)
+{
+    unsigned int fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
+                          | PERFMON_SF_CPU | PERFMON_SF_PERIOD
+                          | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
+                          | (r->branches ? PERFMON_SF_BRANCH : 0);
+    int error = 0;
+
+    for (unsigned int i = 0; error == 0 && i < r->nr_evs; i++) {
+        struct perfmon_record_ev *ev = &r->evs[i];
+        struct perfmon_capture_event cev = { .nr_reads = 0 };
+
+        ev->sampling = (struct perfmon_sampling){
+            .period = (ev->period != 0) ? ev->period
+                      : perfmon_cmd_first_period(ev->event.generic, ev->freq),
+            .freq = (unsigned int)ev->freq,
+            .fields = fields,
+            .id = i,
+            .sbuf = perfmon_capture_sbuf(r->cap),
+            .branch_filter = r->branch_filter,
+        };
+
+        for (unsigned int m = i; perfmon_record_ev_reads(r, i)
+                                 && m < r->nr_evs; m++) {
+            if (r->evs[m].group == (int)i) {
+                cev.reads[cev.nr_reads++] = m;
+            }
+        }
+
+        if (cev.nr_reads != 0) {
+            ev->sampling.fields |= PERFMON_SF_READ;
+            ev->sampling.nr_reads = cev.nr_reads;
+        }
+
+        strlcpy(cev.name, ev->name, sizeof(cev.name));
+        error = perfmon_capture_add_event(r->cap, &cev);
+    }
+
+    return error;
+}
+
+static void
 perfmon_record_detach_all(struct perfmon_record *r)
 {
-    for (unsigned int i = 0; i < r->nr_events; i++) {
-        if (perfmon_event_attached(&r->events[i])) {
-            perfmon_event_detach(&r->events[i]);
+    /* Members before their leaders: the last attached first. */
+    for (unsigned int i = r->nr_events; i-- > 0;) {
+        if (perfmon_event_attached(r->set[i])) {
+            perfmon_event_detach(r->set[i]);
         }
     }
 }
 
-/* Explain an attach failure in one line. */
+/* Explain an attach failure of ev in one line. */
 static int
-perfmon_record_attach_error(struct perfmon_record *r, int error)
+perfmon_record_attach_error(const struct perfmon_record *r,
+                            const struct perfmon_record_ev *ev, int error)
 {
     const char *why = NULL;
 
     /* The branch driver refused, or another filter came first. */
     if (r->branches && (error == -EOPNOTSUPP || error == -EBUSY)) {
-        why = perfmon_branch_why_not(r->dev, r->branch_filter);
+        why = perfmon_branch_why_not(ev->dev, r->branch_filter);
     }
 
     if (why != NULL) {
-        kprintf("perfmon: record: branch stacks with %s: %s\n",
-                r->event_name, why);
+        kprintf("perfmon: record: branch stacks with %s: %s\n", ev->name,
+                why);
         return SHELL_ERR_REPORTED;
     }
 
@@ -443,19 +690,22 @@ perfmon_record_attach_error(struct perfmon_record *r, int error)
     case -EOPNOTSUPP:
         kprintf("perfmon: record: %s: its device cannot sample (no overflow "
                 "interrupt: boot without softpmu.overflow=poll, or "
-                "perfmon.nmi=off)\n", r->event_name);
+                "perfmon.nmi=off)\n", ev->name);
         break;
     case -EAGAIN:
         kprintf("perfmon: record: %s: every counter of its device is in "
-                "use\n", r->event_name);
+                "use\n", ev->name);
         break;
     case -EBUSY:
         kprintf("perfmon: record: %s: the context-switch hook is off "
-                "(perfmon.hook=off): use -a\n", r->event_name);
+                "(perfmon.hook=off): use -a\n", ev->name);
+        break;
+    case -ENOSPC:
+        kprintf("perfmon: record: %s: its group has more events than its "
+                "device has counters\n", ev->name);
         break;
     default:
-        kprintf("perfmon: record: %s: %s\n", r->event_name,
-                error_str(error));
+        kprintf("perfmon: record: %s: %s\n", ev->name, error_str(error));
         break;
     }
 
@@ -463,54 +713,86 @@ perfmon_record_attach_error(struct perfmon_record *r, int error)
 }
 
 /*
- * The events: one on the command's thread, one per selected CPU, or one
- * per thread of -t.
+ * Event i in slot: disabled until the command starts; a thread event also
+ * samples the threads the command creates, unless -i.  A group's members
+ * follow their leader, attached before them (it comes first in -e).
+ */
+static int
+perfmon_record_attach_one(struct perfmon_record *r, unsigned int i,
+                          unsigned int slot)
+{
+    struct perfmon_record_ev *ev = &r->evs[i];
+    struct perfmon_event *pev = &ev->events[slot];
+    const struct perfmon_sampling *sampling = &ev->sampling;
+    int error;
+
+    if (perfmon_record_ev_reads(r, i)) {
+        struct perfmon_sampling *own = &ev->slot_sampling[slot];
+        const struct perfmon_capture_event *cev;
+
+        cev = perfmon_capture_event(r->cap, i);
+        *own = ev->sampling;
+
+        for (unsigned int k = 0; k < cev->nr_reads; k++) {
+            ev->slot_reads[slot][k] = &r->evs[cev->reads[k]].events[slot];
+        }
+
+        own->reads = ev->slot_reads[slot];
+        sampling = own;
+    }
+
+    error = perfmon_event_init(pev, ev->event.id,
+                               ev->event.flags | PERFMON_EF_DISABLED
+                               | ((r->cpu_mask == 0 && !r->no_inherit)
+                                  ? PERFMON_EF_INHERIT : 0));
+
+    if (error == 0 && ev->event.dev != NULL) {
+        error = perfmon_event_set_dev(pev, ev->event.dev);
+    }
+
+    if (error == 0 && perfmon_record_ev_samples(r, i)) {
+        error = perfmon_event_set_sampling(pev, sampling);
+    }
+
+    if (error == 0 && ev->group >= 0) {
+        error = perfmon_event_set_group(pev,
+                                        &r->evs[ev->group].events[slot]);
+    }
+
+    if (error == 0) {
+        error = (r->cpu_mask != 0)
+                ? perfmon_event_attach_cpu(pev, slot)
+                : perfmon_event_attach(pev, (r->nr_threads != 0)
+                                            ? r->threads[slot]
+                                            : r->runner.thread);
+    }
+
+    if (error == 0) {
+        r->set[r->nr_events++] = pev;
+    }
+
+    return error;
+}
+
+/*
+ * The events: on the command's thread, on each selected CPU, or on each
+ * thread of -t.
  */
 static int
 perfmon_record_attach(struct perfmon_record *r)
 {
-    unsigned int nr_slots = (r->nr_threads != 0) ? r->nr_threads
-                                                 : cpu_count();
-
-    for (unsigned int cpu = 0; cpu < nr_slots; cpu++) {
-        struct perfmon_event *ev;
-        int error;
-
-        if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << cpu))) {
+    for (unsigned int slot = 0; slot < r->nr_slots; slot++) {
+        if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << slot))) {
             continue;
         }
 
-        ev = &r->events[r->nr_events];
-        r->set[r->nr_events++] = ev;
+        for (unsigned int i = 0; i < r->nr_evs; i++) {
+            int error = perfmon_record_attach_one(r, i, slot);
 
-        /*
-         * Disabled until the command starts; a thread event also samples
-         * the threads the command creates, unless -i.
-         */
-        error = perfmon_event_init(ev, r->event.id,
-                                   r->event.flags | PERFMON_EF_DISABLED
-                                   | ((r->cpu_mask == 0 && !r->no_inherit)
-                                      ? PERFMON_EF_INHERIT : 0));
-
-        if (error == 0 && r->event.dev != NULL) {
-            error = perfmon_event_set_dev(ev, r->event.dev);
-        }
-
-        if (error == 0) {
-            error = perfmon_event_set_sampling(ev, &r->sampling);
-        }
-
-        if (error == 0) {
-            error = (r->cpu_mask != 0)
-                    ? perfmon_event_attach_cpu(ev, cpu)
-                    : perfmon_event_attach(ev, (r->nr_threads != 0)
-                                               ? r->threads[cpu]
-                                               : r->runner.thread);
-        }
-
-        if (error) {
-            perfmon_record_detach_all(r);
-            return perfmon_record_attach_error(r, error);
+            if (error) {
+                perfmon_record_detach_all(r);
+                return perfmon_record_attach_error(r, &r->evs[i], error);
+            }
         }
 
         if (!perfmon_record_enables(r)) {
@@ -523,24 +805,38 @@ perfmon_record_attach(struct perfmon_record *r)
 
 /* ---- the stream on COM2 ------------------------------------------------- */
 
-/* Stream the recording out from its first record on, if there is a COM2. */
+/*
+ * Stream the recording out from its first record on, if there is a COM2:
+ * one description per event, in the order of their ids.
+ */
 static void
 perfmon_record_stream_open(struct perfmon_record *r)
 {
-    struct perfmon_stream_desc desc = {
-        .event = r->event_name,
-        .generic = r->event.generic,
-        .raw_code = r->event.id,
-        .flags = r->event.flags & PERFMON_EF_MODE,
-        .period = r->sampling.period,
-        .freq = r->sampling.freq,
-        .fields = r->sampling.fields,
-        .branch_filter = r->sampling.branch_filter,
-        .argc = r->argc,
-        .argv = r->argv,
-    };
+    struct perfmon_stream_desc descs[PERFMON_RECORD_MAX_EVENTS];
 
-    r->stream_error = perfmon_stream_open(&r->stream, &desc);
+    for (unsigned int i = 0; i < r->nr_evs; i++) {
+        const struct perfmon_record_ev *ev = &r->evs[i];
+        const struct perfmon_capture_event *cev;
+
+        cev = perfmon_capture_event(r->cap, i);
+        descs[i] = (struct perfmon_stream_desc){
+            .event = ev->name,
+            .generic = ev->event.generic,
+            .raw_code = ev->event.id,
+            .flags = ev->event.flags & PERFMON_EF_MODE,
+            .period = ev->sampling.period,
+            .freq = ev->sampling.freq,
+            .fields = ev->sampling.fields,
+            .branch_filter = ev->sampling.branch_filter,
+            .argc = r->argc,
+            .argv = r->argv,
+            .next = (i + 1 < r->nr_evs) ? &descs[i + 1] : NULL,
+            .nr_reads = cev->nr_reads,
+            .reads = cev->reads,
+        };
+    }
+
+    r->stream_error = perfmon_stream_open(&r->stream, &descs[0]);
 
     if (r->stream_error) {
         r->stream = NULL;
@@ -663,7 +959,7 @@ perfmon_record_run(struct perfmon_record *r)
 
     perfmon_record_command_line(r, command, sizeof(command));
     error = perfmon_capture_create(&r->cap, r->ring_size,
-                               PERFMON_CAPTURE_STORE_DEFAULT, r->event_name,
+                               PERFMON_CAPTURE_STORE_DEFAULT, r->event_list,
                                command);
 
     if (error) {
@@ -673,17 +969,17 @@ perfmon_record_run(struct perfmon_record *r)
         return SHELL_ERR_REPORTED;
     }
 
-    r->sampling = (struct perfmon_sampling){
-        .period = (r->period != 0) ? r->period
-                  : perfmon_cmd_first_period(r->event.generic, r->freq),
-        .freq = (unsigned int)r->freq,
-        .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
-                  | PERFMON_SF_CPU | PERFMON_SF_PERIOD
-                  | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
-                  | (r->branches ? PERFMON_SF_BRANCH : 0),
-        .sbuf = perfmon_capture_sbuf(r->cap),
-        .branch_filter = r->branch_filter,
-    };
+    error = perfmon_record_alloc_slots(r);
+
+    if (error == 0) {
+        error = perfmon_record_set_samplings(r);
+        assert(error == 0);
+    }
+
+    if (error) {
+        perfmon_capture_destroy(r->cap);
+        return error;
+    }
 
     /* The thread is named after the command, as perf shows its comm. */
     error = (r->cmd_argc == 0) ? 0
@@ -693,6 +989,7 @@ perfmon_record_run(struct perfmon_record *r)
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
                 error_str(error));
+        perfmon_record_free_slots(r);
         perfmon_capture_destroy(r->cap);
         return SHELL_ERR_REPORTED;
     }
@@ -717,6 +1014,7 @@ perfmon_record_run(struct perfmon_record *r)
             perfmon_cmd_runner_cancel(&r->runner);
         }
 
+        perfmon_record_free_slots(r);
         perfmon_capture_destroy(r->cap);
         return error;
     }
@@ -736,6 +1034,7 @@ perfmon_record_run(struct perfmon_record *r)
     }
 
     perfmon_record_detach_all(r);
+    perfmon_record_free_slots(r);
     perfmon_capture_stop(r->cap);
     perfmon_record_stream_close(r);
     perfmon_record_summary(r);
