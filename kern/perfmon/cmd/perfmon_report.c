@@ -23,6 +23,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/num.h"
+#include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
@@ -41,7 +42,9 @@ const char perfmon_report_usage[] =
     "usage: perfmon report [--sort KEYS] [-g] [--folded] "
     "[--percent-limit P]\n"
     "       perfmon report --branch [--percent-limit P]\n"
-    "       KEYS: comm,sym (default), sym, comm, cpu\n";
+    "       KEYS: comm,sym (default), sym, comm, cpu, cpu,sym, event, "
+    "event,sym\n"
+    "       (several events: a section each, or --sort event)\n";
 
 const char perfmon_script_usage[] = "usage: perfmon script\n";
 
@@ -55,6 +58,7 @@ struct perfmon_profile_row {
     unsigned int tid;                   /* for a thread without a name */
     const char *sym;                    /* NULL when not a key */
     int cpu;                            /* -1 when not a key */
+    int event;                          /* the capture's id */
     uint64_t weight;
     uint64_t nr_samples;
 };
@@ -78,6 +82,9 @@ struct perfmon_profile {
     uint64_t total;
     uint64_t nr_samples;
     uint64_t nr_dropped;                /* tables full */
+    uint64_t ev_total[PERFMON_CAPTURE_MAX_EVENTS];      /* by event */
+    uint64_t ev_samples[PERFMON_CAPTURE_MAX_EVENTS];
+    uint64_t prev[PERFMON_CAPTURE_MAX_EVENTS][CPU_MAX]; /* reads seen */
 };
 
 static uint64_t
@@ -150,7 +157,7 @@ perfmon_profile_destroy(struct perfmon_profile *p)
 /* The row of a sample's key, created if needed; NULL when the table is full. */
 static struct perfmon_profile_row *
 perfmon_profile_row(struct perfmon_profile *p, const char *comm,
-                    unsigned int tid, const char *sym, int cpu)
+                    unsigned int tid, const char *sym, int cpu, int event)
 {
     uint64_t h = 0;
 
@@ -169,6 +176,7 @@ perfmon_profile_row(struct perfmon_profile *p, const char *comm,
         cpu = -1;
     }
 
+    h = perfmon_profile_mix(h, (uint64_t)event);
     h = perfmon_profile_mix(h, (uintptr_t)comm);
     h = perfmon_profile_mix(h, tid);
     h = perfmon_profile_mix(h, (uintptr_t)sym);
@@ -189,12 +197,13 @@ perfmon_profile_row(struct perfmon_profile *p, const char *comm,
             row->tid = tid;
             row->sym = sym;
             row->cpu = cpu;
+            row->event = event;
             p->nr_rows++;
             return row;
         }
 
         if (row->comm == comm && row->tid == tid && row->sym == sym
-            && row->cpu == cpu) {
+            && row->cpu == cpu && row->event == event) {
             return row;
         }
     }
@@ -252,19 +261,18 @@ perfmon_profile_add_stack(struct perfmon_profile *p, unsigned int row,
     p->nr_dropped++;
 }
 
-void
-perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap,
-                    const struct perfmon_sample *sample)
+/* Weight for event at sample's place (every event is a key: sections). */
+static void
+perfmon_profile_add_event(struct perfmon_profile *p,
+                          const struct perfmon_sample *sample,
+                          uint32_t event, uint64_t weight)
 {
-    uint64_t weight = (sample->fields & PERFMON_SF_PERIOD) ? sample->period
-                                                            : 1;
-    const char *comm = perfmon_capture_comm(cap, sample->tid);
+    const char *comm = perfmon_capture_comm(p->cap, sample->tid);
     struct perfmon_profile_row *row;
 
-    p->cap = cap;
     row = perfmon_profile_row(p, comm, sample->tid,
                               perfmon_profile_sym(sample->ip),
-                              (int)sample->cpu);
+                              (int)sample->cpu, (int)event);
 
     if (row == NULL) {
         p->nr_dropped++;
@@ -275,10 +283,67 @@ perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap
     row->nr_samples++;
     p->total += weight;
     p->nr_samples++;
+    p->ev_total[event] += weight;
+    p->ev_samples[event]++;
 
     if (p->stacks) {
         perfmon_profile_add_stack(p, (unsigned int)(row - p->rows), sample,
                                   weight);
+    }
+}
+
+/*
+ * Read i of a sample that reads its leader's group: the event read, and
+ * what it counted since the last sample of its CPU (prev, by event and
+ * CPU, keeps the values seen), as perf takes them.  False when it counted
+ * nothing (perf shows no such sample) or the sample is not the capture's.
+ */
+static bool
+perfmon_report_read_delta(const struct perfmon_capture *cap,
+                          const struct perfmon_sample *sample,
+                          uint64_t (*prev)[CPU_MAX], unsigned int i,
+                          uint32_t *eventp, uint64_t *deltap)
+{
+    const struct perfmon_capture_event *ev;
+
+    ev = perfmon_capture_event(cap, sample->id);
+
+    if (ev == NULL || ev->nr_reads != sample->nr_reads
+        || sample->cpu >= CPU_MAX || ev->reads[i] >= PERFMON_CAPTURE_MAX_EVENTS) {
+        return false;
+    }
+
+    *eventp = ev->reads[i];
+    *deltap = sample->reads[i] - prev[*eventp][sample->cpu];
+    prev[*eventp][sample->cpu] = sample->reads[i];
+    return *deltap != 0;
+}
+
+void
+perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap,
+                    const struct perfmon_sample *sample)
+{
+    uint64_t weight = (sample->fields & PERFMON_SF_PERIOD) ? sample->period
+                                                            : 1;
+    uint64_t delta;
+    uint32_t event;
+
+    p->cap = cap;
+
+    if (sample->nr_reads == 0) {
+        if (perfmon_capture_event(cap, sample->id) != NULL) {
+            perfmon_profile_add_event(p, sample, sample->id, weight);
+        }
+
+        return;
+    }
+
+    /* A leader's sample stands for what each event read counted since. */
+    for (unsigned int i = 0; i < sample->nr_reads; i++) {
+        if (perfmon_report_read_delta(cap, sample, p->prev, i, &event,
+                                      &delta)) {
+            perfmon_profile_add_event(p, sample, event, delta);
+        }
     }
 }
 
@@ -405,12 +470,30 @@ perfmon_profile_print_chains(const struct perfmon_profile *p,
     }
 }
 
-void
-perfmon_profile_print(const struct perfmon_profile *p, const char *event,
-                      unsigned int limit_bp, unsigned int max_rows,
-                      bool chains)
+/* The name of a row's event, as the capture says it. */
+static const char *
+perfmon_profile_event_name(const struct perfmon_profile *p, int event)
 {
-    unsigned int *order, n;
+    const struct perfmon_capture_event *ev;
+
+    ev = (p->cap == NULL) ? NULL : perfmon_capture_event(p->cap,
+                                                         (uint32_t)event);
+    return (ev == NULL) ? "?" : ev->name;
+}
+
+/*
+ * The rows of event (-1: every event), as perf prints one event's section:
+ * the percentages of that event's total.
+ */
+static void
+perfmon_profile_print_section(const struct perfmon_profile *p, int event,
+                              const char *name, unsigned int limit_bp,
+                              unsigned int max_rows, bool chains)
+{
+    uint64_t total = (event < 0) ? p->total : p->ev_total[event];
+    uint64_t nr_samples = (event < 0) ? p->nr_samples
+                                      : p->ev_samples[event];
+    unsigned int *order, n, shown = 0;
     size_t size = PERFMON_REPORT_MAX_ROWS * sizeof(*order);
 
     order = kmem_alloc(size);
@@ -422,29 +505,43 @@ perfmon_profile_print(const struct perfmon_profile *p, const char *event,
 
     n = perfmon_profile_sorted(p, order, PERFMON_REPORT_MAX_ROWS);
     kprintf("# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n#\n",
-            (unsigned long long)p->nr_samples, event,
-            (unsigned long long)p->total);
-    kprintf("# Overhead  %s%s%s\n# ........  %s%s%s\n#\n",
+            (unsigned long long)nr_samples, name,
+            (unsigned long long)total);
+    kprintf("# Overhead  %s%s%s%s\n# ........  %s%s%s%s\n#\n",
+            (p->keys & PERFMON_PROFILE_KEY_EVENT) ? "Event                "
+                                                  : "",
             (p->keys & PERFMON_PROFILE_KEY_COMM) ? "Command          " : "",
             (p->keys & PERFMON_PROFILE_KEY_CPU) ? "CPU  " : "",
             (p->keys & PERFMON_PROFILE_KEY_SYM) ? "Symbol" : "",
+            (p->keys & PERFMON_PROFILE_KEY_EVENT) ? "...................  "
+                                                  : "",
             (p->keys & PERFMON_PROFILE_KEY_COMM) ? "...............  " : "",
             (p->keys & PERFMON_PROFILE_KEY_CPU) ? "...  " : "",
             (p->keys & PERFMON_PROFILE_KEY_SYM) ? "......................"
                                                 : "");
 
-    for (unsigned int i = 0; i < n && i < max_rows; i++) {
+    for (unsigned int i = 0; i < n && shown < max_rows; i++) {
         const struct perfmon_profile_row *row = &p->rows[order[i]];
         struct perfmon_cmd_line line;
         char pct[16], comm[PERFMON_REC_NAME_SIZE];
 
-        if (num_muldiv(row->weight, 10000, p->total) < limit_bp) {
+        if (event >= 0 && row->event != event) {
+            continue;
+        }
+
+        if (num_muldiv(row->weight, 10000, total) < limit_bp) {
             break;
         }
 
-        num_fmt_percent(pct, sizeof(pct), row->weight, p->total, false);
+        shown++;
+        num_fmt_percent(pct, sizeof(pct), row->weight, total, false);
         perfmon_cmd_line_init(&line);
         perfmon_cmd_line_add(&line, "%8s%%  ", pct);
+
+        if (p->keys & PERFMON_PROFILE_KEY_EVENT) {
+            perfmon_cmd_line_add(&line, "%-19s  ",
+                                 perfmon_profile_event_name(p, row->event));
+        }
 
         if (p->keys & PERFMON_PROFILE_KEY_COMM) {
             perfmon_profile_comm(row, comm, sizeof(comm));
@@ -472,6 +569,41 @@ perfmon_profile_print(const struct perfmon_profile *p, const char *event,
     }
 
     kmem_free(order, size);
+}
+
+void
+perfmon_profile_print(const struct perfmon_profile *p, const char *event,
+                      unsigned int limit_bp, unsigned int max_rows,
+                      bool chains)
+{
+    perfmon_profile_print_section(p, -1, event, limit_bp, max_rows, chains);
+}
+
+/*
+ * The report of a capture of several events, as perf's: a section per
+ * event that has samples, or one table with --sort event.
+ */
+static void
+perfmon_profile_print_events(const struct perfmon_profile *p,
+                             const struct perfmon_capture *cap,
+                             unsigned int limit_bp, bool chains)
+{
+    unsigned int nr = perfmon_capture_nr_events(cap);
+
+    if (nr == 1 || (p->keys & PERFMON_PROFILE_KEY_EVENT)) {
+        perfmon_profile_print_section(p, -1, (nr == 1)
+                                      ? perfmon_capture_event(cap, 0)->name
+                                      : "all events", limit_bp, UINT32_MAX,
+                                      chains);
+        return;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        kprintf("%s", (i == 0) ? "" : "\n");
+        perfmon_profile_print_section(p, (int)i,
+                                      perfmon_capture_event(cap, i)->name,
+                                      limit_bp, UINT32_MAX, chains);
+    }
 }
 
 /* Folded stacks, "comm;root;...;leaf weight", one line per stack. */
@@ -520,6 +652,8 @@ perfmon_report_parse_sort(const char *val, unsigned int *keysp)
         { "comm", PERFMON_PROFILE_KEY_COMM },
         { "cpu", PERFMON_PROFILE_KEY_CPU },
         { "cpu,sym", PERFMON_PROFILE_KEY_CPU | PERFMON_PROFILE_KEY_SYM },
+        { "event", PERFMON_PROFILE_KEY_EVENT },
+        { "event,sym", PERFMON_PROFILE_KEY_EVENT | PERFMON_PROFILE_KEY_SYM },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(sorts); i++) {
@@ -683,7 +817,7 @@ perfmon_report_main(int argc, char **argv)
     } else {
         kprintf("# perfmon report of '%s', %llu lost\n", info.command,
                 (unsigned long long)info.nr_lost);
-        perfmon_profile_print(p, info.event, o.limit_bp, UINT32_MAX, o.chains);
+        perfmon_profile_print_events(p, cap, o.limit_bp, o.chains);
     }
 
     perfmon_profile_destroy(p);
@@ -710,7 +844,7 @@ perfmon_script_sym(struct perfmon_cmd_line *line, uint64_t addr)
 
 struct perfmon_script {
     const struct perfmon_capture *cap;
-    const char *event;
+    uint64_t prev[PERFMON_CAPTURE_MAX_EVENTS][CPU_MAX]; /* reads seen */
 };
 
 /*
@@ -747,14 +881,37 @@ perfmon_script_branch(const struct perfmon_branch *b)
     perfmon_cmd_line_print(&line);
 }
 
+/* A sample's first line, for event with period. */
+static void
+perfmon_script_head(const struct perfmon_script *script,
+                    const struct perfmon_sample *s, const char *comm,
+                    uint32_t event, uint64_t period)
+{
+    const struct perfmon_capture_event *ev;
+    struct perfmon_cmd_line line;
+
+    ev = perfmon_capture_event(script->cap, event);
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "%16s %6u [%03u] %6llu.%06llu: %10llu %s: ",
+                         comm, s->tid, s->cpu,
+                         (unsigned long long)(s->time_ns / 1000000000),
+                         (unsigned long long)(s->time_ns / 1000 % 1000000),
+                         (unsigned long long)period,
+                         (ev != NULL) ? ev->name : "?");
+    perfmon_script_sym(&line, s->ip);
+    perfmon_cmd_line_print(&line);
+}
+
 static bool
 perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 {
-    const struct perfmon_script *script = arg;
+    struct perfmon_script *script = arg;
     struct perfmon_sample s;
     struct perfmon_cmd_line line;
     const char *comm;
     char name[PERFMON_REC_NAME_SIZE];
+    uint64_t delta;
+    uint32_t event;
 
     if (shell_interrupted()) {
         return false;
@@ -778,14 +935,17 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
         comm = name;
     }
 
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "%16s %6u [%03u] %6llu.%06llu: %10llu %s: ",
-                         comm, s.tid, s.cpu,
-                         (unsigned long long)(s.time_ns / 1000000000),
-                         (unsigned long long)(s.time_ns / 1000 % 1000000),
-                         (unsigned long long)s.period, script->event);
-    perfmon_script_sym(&line, s.ip);
-    perfmon_cmd_line_print(&line);
+    /* A sample reading its group: a line per event that counted, as perf. */
+    if (s.nr_reads == 0) {
+        perfmon_script_head(script, &s, comm, s.id, s.period);
+    }
+
+    for (unsigned int i = 0; i < s.nr_reads; i++) {
+        if (perfmon_report_read_delta(script->cap, &s, script->prev, i,
+                                      &event, &delta)) {
+            perfmon_script_head(script, &s, comm, event, delta);
+        }
+    }
 
     for (unsigned int i = 0; i < s.nr_ips; i++) {
         perfmon_cmd_line_init(&line);
@@ -808,8 +968,8 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 int
 perfmon_script_main(int argc, char **argv)
 {
-    struct perfmon_script script;
-    struct perfmon_capture_info info;
+    struct perfmon_script *script;
+    const struct perfmon_capture *cap;
 
     if (argc > 2) {
         return perfmon_cmd_error("script", perfmon_script_usage,
@@ -817,14 +977,21 @@ perfmon_script_main(int argc, char **argv)
                                     argv[2]);
     }
 
-    script.cap = perfmon_report_last("script");
+    cap = perfmon_report_last("script");
 
-    if (script.cap == NULL) {
+    if (cap == NULL) {
         return SHELL_ERR_REPORTED;
     }
 
-    perfmon_capture_get_info(script.cap, &info);
-    script.event = info.event;
-    perfmon_capture_foreach(script.cap, perfmon_script_rec, &script);
+    script = kmem_zalloc(sizeof(*script));
+
+    if (script == NULL) {
+        kprintf("perfmon: script: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    script->cap = cap;
+    perfmon_capture_foreach(cap, perfmon_script_rec, script);
+    kmem_free(script, sizeof(*script));
     return 0;
 }
