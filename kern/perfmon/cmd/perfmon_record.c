@@ -30,6 +30,7 @@
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
+#include "kern/perfmon/cmd/perfmon_record_events.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -37,12 +38,6 @@
 #include "kern/thread.h"
 
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
-
-/* Most events one recording samples (each on every CPU or thread). */
-#define PERFMON_RECORD_MAX_EVENTS       PERFMON_CAPTURE_MAX_EVENTS
-
-/* Most threads or CPUs one recording attaches to. */
-#define PERFMON_RECORD_MAX_SLOTS        MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)
 
 const char perfmon_record_usage[] =
     "usage: perfmon record [-e EVENTS] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
@@ -68,32 +63,10 @@ const char perfmon_record_usage[] =
 /* How often sampling -t threads without a command looks for their exit. */
 #define PERFMON_RECORD_EXIT_POLL_MS     20
 
-/*
- * One event of a recording, on every thread or CPU it samples (its slots).
- * A member of a group read by its leader's samples (`{...}:S`) counts and
- * does not sample; the leader then has one sampling per slot, each reading
- * the events of its slot's group.  Its arrays are on the heap.
- */
-struct perfmon_record_ev {
-    char name[PERFMON_PARSE_NAME_SIZE];
-    struct perfmon_cmd_event event;
-    struct perfmon_dev *dev;            /* the device counting it */
-    uint64_t period;                    /* its own, or -c */
-    uint64_t freq;                      /*   or -F */
-    int group;                          /* its leader, -1: none */
-    bool leader_sample;                 /* in a group written {...}:S */
-    struct perfmon_sampling sampling;   /* its slots', but a :S leader's */
-    struct perfmon_sampling *slot_sampling;     /* :S leader: per slot */
-    struct perfmon_event *(*slot_reads)[PERFMON_MAX_READS];
-    struct perfmon_event *events;       /* one per slot */
-};
-
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
     const char *event_list;             /* -e */
-    struct perfmon_record_ev evs[PERFMON_RECORD_MAX_EVENTS];
-    unsigned int nr_evs;
-    unsigned int nr_slots;              /* threads or CPUs attached to */
+    struct perfmon_record_events events;
     uint64_t period;                    /* -c */
     uint64_t freq;                      /* -F */
     bool callchain;                     /* -g */
@@ -115,8 +88,6 @@ struct perfmon_record {
     char **argv;
 
     struct perfmon_capture *cap;
-    struct perfmon_event **set;         /* every event attached, on the */
-    unsigned int nr_events;             /*   heap */
     struct perfmon_cmd_runner runner;
     struct perfmon_stream *stream;      /* NULL: not streamed (why: */
     int stream_error;                   /*   this error) */
@@ -141,101 +112,6 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
     perfmon_cmd_error("record", perfmon_record_usage, __VA_ARGS__)
 
 /* ---- options ---------------------------------------------------------------- */
-
-/* One event of -e, resolved, with what its terms say of its sampling. */
-static int
-perfmon_record_add_event(struct perfmon_record *r,
-                         const struct perfmon_parse_event *parsed,
-                         unsigned int index)
-{
-    struct perfmon_record_ev *ev = &r->evs[index];
-    int error;
-
-    error = perfmon_cmd_resolve("record", parsed, &ev->event);
-
-    if (error) {
-        return error;
-    }
-
-    if (!ev->event.supported) {
-        kprintf("perfmon: record: %s: no device here counts it (see "
-                "'perfmon list')\n", parsed->spec);
-        return SHELL_ERR_REPORTED;
-    }
-
-    if (parsed->period != 0 && parsed->freq != 0) {
-        return perfmon_record_error("%s: period= and freq= exclude each "
-                                    "other", parsed->spec);
-    }
-
-    if (parsed->freq > PERFMON_MAX_FREQ
-        || parsed->period > PERFMON_MAX_PERIOD) {
-        return perfmon_record_error("%s: %s= above %llu", parsed->spec,
-                                    (parsed->freq != 0) ? "freq" : "period",
-                                    (parsed->freq != 0)
-                                    ? (unsigned long long)PERFMON_MAX_FREQ
-                                    : (unsigned long long)
-                                      PERFMON_MAX_PERIOD);
-    }
-
-    strlcpy(ev->name, parsed->spec, sizeof(ev->name));
-    ev->dev = perfmon_cmd_event_dev(ev->event.dev, parsed->flags,
-                                    parsed->name);
-    ev->period = parsed->period;
-    ev->freq = parsed->freq;
-    ev->group = parsed->group;
-    ev->leader_sample = parsed->leader_sample;
-    return 0;
-}
-
-/*
- * The events of -e.  A group read by its leader (:S) must fit the
- * samples' reads, and its members are counted on the leader's device.
- */
-static int
-perfmon_record_set_events(struct perfmon_record *r, const char *list)
-{
-    struct perfmon_parse_event parsed[PERFMON_RECORD_MAX_EVENTS];
-    struct perfmon_parse_error err;
-    int nr, error = 0;
-
-    nr = perfmon_parse_events(list, parsed, ARRAY_SIZE(parsed), &err);
-
-    if (nr == -E2BIG && err.reason != NULL
-        && strstr(err.reason, "too many") != NULL) {
-        return perfmon_record_error("-e: at most %u events in one "
-                                    "recording", PERFMON_RECORD_MAX_EVENTS);
-    }
-
-    if (nr < 0) {
-        return perfmon_record_error("bad event: %s%s%s%s", err.reason,
-                                    (err.item[0] != '\0') ? " ('" : "",
-                                    err.item,
-                                    (err.item[0] != '\0') ? "')" : "");
-    }
-
-    r->event_list = list;
-    r->nr_evs = 0;
-
-    for (int i = 0; error == 0 && i < nr; i++) {
-        error = perfmon_record_add_event(r, &parsed[i], (unsigned int)i);
-        r->nr_evs += (error == 0);
-    }
-
-    for (unsigned int i = 0; error == 0 && i < r->nr_evs; i++) {
-        const struct perfmon_record_ev *ev = &r->evs[i];
-
-        if (ev->group >= 0 && ev->group != (int)i
-            && ev->dev != r->evs[ev->group].dev) {
-            error = perfmon_record_error("a group's events are counted by "
-                                         "one device: '%s' and '%s' are "
-                                         "not", r->evs[ev->group].name,
-                                         ev->name);
-        }
-    }
-
-    return error;
-}
 
 static int
 perfmon_record_number(const char *opt, const char *val, uint64_t max,
@@ -304,7 +180,7 @@ perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
 static int
 perfmon_record_check_branches(struct perfmon_record *r)
 {
-    const struct perfmon_record_ev *ev = &r->evs[0];
+    const struct perfmon_record_ev *ev = &r->events.evs[0];
     struct perfmon_branch_info info;
     const char *why = NULL;
 
@@ -319,8 +195,8 @@ perfmon_record_check_branches(struct perfmon_record *r)
                                ? PERFMON_BRF_KERN : 0);
     }
 
-    for (unsigned int i = 0; why == NULL && i < r->nr_evs; i++) {
-        ev = &r->evs[i];
+    for (unsigned int i = 0; why == NULL && i < r->events.nr_evs; i++) {
+        ev = &r->events.evs[i];
         why = perfmon_branch_why_not(ev->dev, r->branch_filter);
     }
 
@@ -350,7 +226,8 @@ perfmon_record_option(void *arg, int opt, const char *val)
 
     switch (opt) {
     case 'e':
-        return perfmon_record_set_events(r, val);
+        r->event_list = val;
+        return perfmon_record_events_parse(&r->events, val);
     case 'c':
         return perfmon_record_number("-c", val, PERFMON_MAX_PERIOD,
                                      &r->period);
@@ -443,57 +320,6 @@ perfmon_record_threads_gone(const struct perfmon_record *r)
     return true;
 }
 
-/* Whether ev's samples read its group: the leader of a {...}:S group. */
-static bool
-perfmon_record_ev_reads(const struct perfmon_record *r, unsigned int i)
-{
-    return r->evs[i].leader_sample && r->evs[i].group == (int)i;
-}
-
-/* Whether ev samples: all but the members of a {...}:S group. */
-static bool
-perfmon_record_ev_samples(const struct perfmon_record *r, unsigned int i)
-{
-    return !r->evs[i].leader_sample || r->evs[i].group == (int)i;
-}
-
-/* How each event samples: its own period or frequency, -c or -F else. */
-static void
-perfmon_record_set_periods(struct perfmon_record *r)
-{
-    for (unsigned int i = 0; i < r->nr_evs; i++) {
-        struct perfmon_record_ev *ev = &r->evs[i];
-
-        if (ev->period == 0 && ev->freq == 0) {
-            ev->period = r->period;
-            ev->freq = r->freq;
-        }
-    }
-}
-
-/* The group read by a {...}:S leader, too large for its samples' reads. */
-static int
-perfmon_record_check_reads(const struct perfmon_record *r)
-{
-    for (unsigned int l = 0; l < r->nr_evs; l++) {
-        unsigned int nr = 0;
-
-        for (unsigned int i = l; perfmon_record_ev_reads(r, l)
-                                 && i < r->nr_evs; i++) {
-            nr += (r->evs[i].group == (int)l);
-        }
-
-        if (nr > PERFMON_MAX_READS) {
-            return perfmon_record_error("the group of '%s' has %u events: "
-                                        "its samples read at most %u",
-                                        r->evs[l].name, nr,
-                                        PERFMON_MAX_READS);
-        }
-    }
-
-    return 0;
-}
-
 static int
 perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 {
@@ -539,9 +365,9 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
                                     "command ends itself, or on Ctrl-C)");
     }
 
-    if (error == 0 && r->nr_evs == 0) {
-        error = perfmon_record_set_events(r,
-                                         perfmon_cmd_default_sample_event());
+    if (error == 0 && r->events.nr_evs == 0) {
+        r->event_list = perfmon_cmd_default_sample_event();
+        error = perfmon_record_events_parse(&r->events, r->event_list);
     }
 
     if (error == 0 && r->branches) {
@@ -549,124 +375,13 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
     }
 
     if (error == 0) {
-        perfmon_record_set_periods(r);
-        error = perfmon_record_check_reads(r);
+        error = perfmon_record_events_finish(&r->events, r->period, r->freq);
     }
 
     return error;
 }
 
 /* ---- running ------------------------------------------------------------------ */
-
-static void
-perfmon_record_free_slots(struct perfmon_record *r)
-{
-    for (unsigned int i = 0; i < r->nr_evs; i++) {
-        struct perfmon_record_ev *ev = &r->evs[i];
-
-        kmem_free(ev->events, r->nr_slots * sizeof(*ev->events));
-        kmem_free(ev->slot_sampling, r->nr_slots * sizeof(*ev->slot_sampling));
-        kmem_free(ev->slot_reads, r->nr_slots * sizeof(*ev->slot_reads));
-        ev->events = NULL;
-        ev->slot_sampling = NULL;
-        ev->slot_reads = NULL;
-    }
-
-    kmem_free(r->set, r->nr_slots * r->nr_evs * sizeof(*r->set));
-    r->set = NULL;
-}
-
-/* The events of every slot, and a :S leader's samplings, on the heap. */
-static int
-perfmon_record_alloc_slots(struct perfmon_record *r)
-{
-    bool ok;
-
-    r->nr_slots = (r->nr_threads != 0) ? r->nr_threads : cpu_count();
-    r->set = kmem_zalloc(r->nr_slots * r->nr_evs * sizeof(*r->set));
-    ok = (r->set != NULL);
-
-    for (unsigned int i = 0; ok && i < r->nr_evs; i++) {
-        struct perfmon_record_ev *ev = &r->evs[i];
-
-        ev->events = kmem_zalloc(r->nr_slots * sizeof(*ev->events));
-        ok = (ev->events != NULL);
-
-        if (ok && perfmon_record_ev_reads(r, i)) {
-            ev->slot_sampling = kmem_zalloc(r->nr_slots
-                                            * sizeof(*ev->slot_sampling));
-            ev->slot_reads = kmem_zalloc(r->nr_slots
-                                         * sizeof(*ev->slot_reads));
-            ok = (ev->slot_sampling != NULL && ev->slot_reads != NULL);
-        }
-    }
-
-    if (!ok) {
-        perfmon_record_free_slots(r);
-        kprintf("perfmon: record: out of memory\n");
-        return SHELL_ERR_REPORTED;
-    }
-
-    return 0;
-}
-
-/*
- * The sampling of each event: the capture's buffer, the id of the event
- * (its index, the capture's id for it); a {...}:S leader's reads its
- * group, one per slot, and says so to the capture.
- */
-static int
-perfmon_record_set_samplings(struct perfmon_record *r)
-{
-    unsigned int fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
-                          | PERFMON_SF_CPU | PERFMON_SF_PERIOD
-                          | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
-                          | (r->branches ? PERFMON_SF_BRANCH : 0);
-    int error = 0;
-
-    for (unsigned int i = 0; error == 0 && i < r->nr_evs; i++) {
-        struct perfmon_record_ev *ev = &r->evs[i];
-        struct perfmon_capture_event cev = { .nr_reads = 0 };
-
-        ev->sampling = (struct perfmon_sampling){
-            .period = (ev->period != 0) ? ev->period
-                      : perfmon_cmd_first_period(ev->event.generic, ev->freq),
-            .freq = (unsigned int)ev->freq,
-            .fields = fields,
-            .id = i,
-            .sbuf = perfmon_capture_sbuf(r->cap),
-            .branch_filter = r->branch_filter,
-        };
-
-        for (unsigned int m = i; perfmon_record_ev_reads(r, i)
-                                 && m < r->nr_evs; m++) {
-            if (r->evs[m].group == (int)i) {
-                cev.reads[cev.nr_reads++] = m;
-            }
-        }
-
-        if (cev.nr_reads != 0) {
-            ev->sampling.fields |= PERFMON_SF_READ;
-            ev->sampling.nr_reads = cev.nr_reads;
-        }
-
-        strlcpy(cev.name, ev->name, sizeof(cev.name));
-        error = perfmon_capture_add_event(r->cap, &cev);
-    }
-
-    return error;
-}
-
-static void
-perfmon_record_detach_all(struct perfmon_record *r)
-{
-    /* Members before their leaders: the last attached first. */
-    for (unsigned int i = r->nr_events; i-- > 0;) {
-        if (perfmon_event_attached(r->set[i])) {
-            perfmon_event_detach(r->set[i]);
-        }
-    }
-}
 
 /* Explain an attach failure of ev in one line. */
 static int
@@ -713,90 +428,33 @@ perfmon_record_attach_error(const struct perfmon_record *r,
 }
 
 /*
- * Event i in slot: disabled until the command starts; a thread event also
- * samples the threads the command creates, unless -i.  A group's members
- * follow their leader, attached before them (it comes first in -e).
- */
-static int
-perfmon_record_attach_one(struct perfmon_record *r, unsigned int i,
-                          unsigned int slot)
-{
-    struct perfmon_record_ev *ev = &r->evs[i];
-    struct perfmon_event *pev = &ev->events[slot];
-    const struct perfmon_sampling *sampling = &ev->sampling;
-    int error;
-
-    if (perfmon_record_ev_reads(r, i)) {
-        struct perfmon_sampling *own = &ev->slot_sampling[slot];
-        const struct perfmon_capture_event *cev;
-
-        cev = perfmon_capture_event(r->cap, i);
-        *own = ev->sampling;
-
-        for (unsigned int k = 0; k < cev->nr_reads; k++) {
-            ev->slot_reads[slot][k] = &r->evs[cev->reads[k]].events[slot];
-        }
-
-        own->reads = ev->slot_reads[slot];
-        sampling = own;
-    }
-
-    error = perfmon_event_init(pev, ev->event.id,
-                               ev->event.flags | PERFMON_EF_DISABLED
-                               | ((r->cpu_mask == 0 && !r->no_inherit)
-                                  ? PERFMON_EF_INHERIT : 0));
-
-    if (error == 0 && ev->event.dev != NULL) {
-        error = perfmon_event_set_dev(pev, ev->event.dev);
-    }
-
-    if (error == 0 && perfmon_record_ev_samples(r, i)) {
-        error = perfmon_event_set_sampling(pev, sampling);
-    }
-
-    if (error == 0 && ev->group >= 0) {
-        error = perfmon_event_set_group(pev,
-                                        &r->evs[ev->group].events[slot]);
-    }
-
-    if (error == 0) {
-        error = (r->cpu_mask != 0)
-                ? perfmon_event_attach_cpu(pev, slot)
-                : perfmon_event_attach(pev, (r->nr_threads != 0)
-                                            ? r->threads[slot]
-                                            : r->runner.thread);
-    }
-
-    if (error == 0) {
-        r->set[r->nr_events++] = pev;
-    }
-
-    return error;
-}
-
-/*
  * The events: on the command's thread, on each selected CPU, or on each
- * thread of -t.
+ * thread of -t; a thread event also samples the threads the command
+ * creates, unless -i.
  */
 static int
 perfmon_record_attach(struct perfmon_record *r)
 {
-    for (unsigned int slot = 0; slot < r->nr_slots; slot++) {
+    unsigned int flags = (r->cpu_mask == 0 && !r->no_inherit)
+                         ? PERFMON_EF_INHERIT : 0;
+    const struct perfmon_record_ev *failed;
+
+    for (unsigned int slot = 0; slot < r->events.nr_slots; slot++) {
+        int error;
+
         if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << slot))) {
             continue;
         }
 
-        for (unsigned int i = 0; i < r->nr_evs; i++) {
-            int error = perfmon_record_attach_one(r, i, slot);
+        error = perfmon_record_events_attach(&r->events, slot, flags, slot,
+                                             (r->cpu_mask != 0) ? NULL
+                                             : (r->nr_threads != 0)
+                                             ? r->threads[slot]
+                                             : r->runner.thread, &failed);
 
-            if (error) {
-                perfmon_record_detach_all(r);
-                return perfmon_record_attach_error(r, &r->evs[i], error);
-            }
-        }
-
-        if (!perfmon_record_enables(r)) {
-            break;
+        if (error) {
+            perfmon_record_events_detach(&r->events);
+            return perfmon_record_attach_error(r, failed, error);
         }
     }
 
@@ -814,28 +472,8 @@ perfmon_record_stream_open(struct perfmon_record *r)
 {
     struct perfmon_stream_desc descs[PERFMON_RECORD_MAX_EVENTS];
 
-    for (unsigned int i = 0; i < r->nr_evs; i++) {
-        const struct perfmon_record_ev *ev = &r->evs[i];
-        const struct perfmon_capture_event *cev;
-
-        cev = perfmon_capture_event(r->cap, i);
-        descs[i] = (struct perfmon_stream_desc){
-            .event = ev->name,
-            .generic = ev->event.generic,
-            .raw_code = ev->event.id,
-            .flags = ev->event.flags & PERFMON_EF_MODE,
-            .period = ev->sampling.period,
-            .freq = ev->sampling.freq,
-            .fields = ev->sampling.fields,
-            .branch_filter = ev->sampling.branch_filter,
-            .argc = r->argc,
-            .argv = r->argv,
-            .next = (i + 1 < r->nr_evs) ? &descs[i + 1] : NULL,
-            .nr_reads = cev->nr_reads,
-            .reads = cev->reads,
-        };
-    }
-
+    perfmon_record_events_describe(&r->events, r->cap, r->argc, r->argv,
+                                   descs);
     r->stream_error = perfmon_stream_open(&r->stream, &descs[0]);
 
     if (r->stream_error) {
@@ -951,6 +589,15 @@ perfmon_record_wait(const struct perfmon_record *r)
     }
 }
 
+/* What the samples carry. */
+static unsigned int
+perfmon_record_fields(const struct perfmon_record *r)
+{
+    return PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME | PERFMON_SF_CPU
+           | PERFMON_SF_PERIOD | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
+           | (r->branches ? PERFMON_SF_BRANCH : 0);
+}
+
 static int
 perfmon_record_run(struct perfmon_record *r)
 {
@@ -969,14 +616,17 @@ perfmon_record_run(struct perfmon_record *r)
         return SHELL_ERR_REPORTED;
     }
 
-    error = perfmon_record_alloc_slots(r);
+    /* A slot per thread of -t, per CPU, or the command's thread. */
+    error = perfmon_record_events_alloc(&r->events, (r->nr_threads != 0)
+                                                    ? r->nr_threads
+                                                    : (r->cpu_mask != 0)
+                                                    ? cpu_count() : 1);
 
     if (error == 0) {
-        error = perfmon_record_set_samplings(r);
-        assert(error == 0);
-    }
-
-    if (error) {
+        perfmon_record_events_set_samplings(&r->events, r->cap,
+                                            perfmon_record_fields(r),
+                                            r->branch_filter);
+    } else {
         perfmon_capture_destroy(r->cap);
         return error;
     }
@@ -989,7 +639,7 @@ perfmon_record_run(struct perfmon_record *r)
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
                 error_str(error));
-        perfmon_record_free_slots(r);
+        perfmon_record_events_free(&r->events);
         perfmon_capture_destroy(r->cap);
         return SHELL_ERR_REPORTED;
     }
@@ -1003,7 +653,7 @@ perfmon_record_run(struct perfmon_record *r)
         if (error) {
             kprintf("perfmon: record: cannot start draining: %s\n",
                     error_str(error));
-            perfmon_record_detach_all(r);
+            perfmon_record_events_detach(&r->events);
             perfmon_record_stream_close(r);
             error = SHELL_ERR_REPORTED;
         }
@@ -1014,27 +664,27 @@ perfmon_record_run(struct perfmon_record *r)
             perfmon_cmd_runner_cancel(&r->runner);
         }
 
-        perfmon_record_free_slots(r);
+        perfmon_record_events_free(&r->events);
         perfmon_capture_destroy(r->cap);
         return error;
     }
 
     if (r->cmd_argc == 0) {
-        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_events_enable(r->events.set, r->events.nr_set);
         perfmon_record_wait(r);
-        perfmon_events_disable(r->set, r->nr_events);
+        perfmon_events_disable(r->events.set, r->events.nr_set);
     } else if (perfmon_record_enables(r)) {
-        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_events_enable(r->events.set, r->events.nr_set);
         perfmon_cmd_runner_go(&r->runner, NULL, 0);
         perfmon_cmd_runner_join(&r->runner);
-        perfmon_events_disable(r->set, r->nr_events);
+        perfmon_events_disable(r->events.set, r->events.nr_set);
     } else {
-        perfmon_cmd_runner_go(&r->runner, r->set, r->nr_events);
+        perfmon_cmd_runner_go(&r->runner, r->events.set, r->events.nr_set);
         perfmon_cmd_runner_join(&r->runner);
     }
 
-    perfmon_record_detach_all(r);
-    perfmon_record_free_slots(r);
+    perfmon_record_events_detach(&r->events);
+    perfmon_record_events_free(&r->events);
     perfmon_capture_stop(r->cap);
     perfmon_record_stream_close(r);
     perfmon_record_summary(r);

@@ -371,7 +371,19 @@ perfmon_profile_add_all(struct perfmon_profile *p,
 
 /* ---- printing -------------------------------------------------------------------- */
 
-/* Rows by weight, heaviest first (a selection sort over an index). */
+/*
+ * What a row's overhead is a share of: its weight, but across events
+ * (--sort event), whose counts do not add up, its number of samples.
+ */
+static uint64_t
+perfmon_profile_share(const struct perfmon_profile *p,
+                      const struct perfmon_profile_row *row)
+{
+    return (p->keys & PERFMON_PROFILE_KEY_EVENT) ? row->nr_samples
+                                                 : row->weight;
+}
+
+/* Rows by share, heaviest first (a selection sort over an index). */
 static unsigned int
 perfmon_profile_sorted(const struct perfmon_profile *p, unsigned int *order,
                        unsigned int max)
@@ -388,7 +400,8 @@ perfmon_profile_sorted(const struct perfmon_profile *p, unsigned int *order,
         unsigned int best = i;
 
         for (unsigned int j = i + 1; j < n; j++) {
-            if (p->rows[order[j]].weight > p->rows[order[best]].weight) {
+            if (perfmon_profile_share(p, &p->rows[order[j]])
+                > perfmon_profile_share(p, &p->rows[order[best]])) {
                 best = j;
             }
         }
@@ -490,9 +503,11 @@ perfmon_profile_print_section(const struct perfmon_profile *p, int event,
                               const char *name, unsigned int limit_bp,
                               unsigned int max_rows, bool chains)
 {
-    uint64_t total = (event < 0) ? p->total : p->ev_total[event];
     uint64_t nr_samples = (event < 0) ? p->nr_samples
                                       : p->ev_samples[event];
+    uint64_t total = (event >= 0) ? p->ev_total[event]
+                     : (p->keys & PERFMON_PROFILE_KEY_EVENT) ? nr_samples
+                                                             : p->total;
     unsigned int *order, n, shown = 0;
     size_t size = PERFMON_REPORT_MAX_ROWS * sizeof(*order);
 
@@ -508,13 +523,13 @@ perfmon_profile_print_section(const struct perfmon_profile *p, int event,
             (unsigned long long)nr_samples, name,
             (unsigned long long)total);
     kprintf("# Overhead  %s%s%s%s\n# ........  %s%s%s%s\n#\n",
-            (p->keys & PERFMON_PROFILE_KEY_EVENT) ? "Event                "
-                                                  : "",
+            (p->keys & PERFMON_PROFILE_KEY_EVENT)
+            ? "Samples  Event                " : "",
             (p->keys & PERFMON_PROFILE_KEY_COMM) ? "Command          " : "",
             (p->keys & PERFMON_PROFILE_KEY_CPU) ? "CPU  " : "",
             (p->keys & PERFMON_PROFILE_KEY_SYM) ? "Symbol" : "",
-            (p->keys & PERFMON_PROFILE_KEY_EVENT) ? "...................  "
-                                                  : "",
+            (p->keys & PERFMON_PROFILE_KEY_EVENT)
+            ? ".......  ...................  " : "",
             (p->keys & PERFMON_PROFILE_KEY_COMM) ? "...............  " : "",
             (p->keys & PERFMON_PROFILE_KEY_CPU) ? "...  " : "",
             (p->keys & PERFMON_PROFILE_KEY_SYM) ? "......................"
@@ -529,17 +544,20 @@ perfmon_profile_print_section(const struct perfmon_profile *p, int event,
             continue;
         }
 
-        if (num_muldiv(row->weight, 10000, total) < limit_bp) {
+        if (num_muldiv(perfmon_profile_share(p, row), 10000, total)
+            < limit_bp) {
             break;
         }
 
         shown++;
-        num_fmt_percent(pct, sizeof(pct), row->weight, total, false);
+        num_fmt_percent(pct, sizeof(pct), perfmon_profile_share(p, row),
+                        total, false);
         perfmon_cmd_line_init(&line);
         perfmon_cmd_line_add(&line, "%8s%%  ", pct);
 
         if (p->keys & PERFMON_PROFILE_KEY_EVENT) {
-            perfmon_cmd_line_add(&line, "%-19s  ",
+            perfmon_cmd_line_add(&line, "%7llu  %-19s  ",
+                                 (unsigned long long)row->nr_samples,
                                  perfmon_profile_event_name(p, row->event));
         }
 
@@ -593,8 +611,8 @@ perfmon_profile_print_events(const struct perfmon_profile *p,
     if (nr == 1 || (p->keys & PERFMON_PROFILE_KEY_EVENT)) {
         perfmon_profile_print_section(p, -1, (nr == 1)
                                       ? perfmon_capture_event(cap, 0)->name
-                                      : "all events", limit_bp, UINT32_MAX,
-                                      chains);
+                                      : "each, by samples", limit_bp,
+                                      UINT32_MAX, chains);
         return;
     }
 
