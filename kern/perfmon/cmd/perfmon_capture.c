@@ -392,6 +392,16 @@ perfmon_capture_add_event(struct perfmon_capture *cap,
         return -ENOSPC;
     }
 
+    if (event->nr_reads > PERFMON_MAX_READS) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i < event->nr_reads; i++) {
+        if (event->reads[i] >= PERFMON_CAPTURE_MAX_EVENTS) {
+            return -EINVAL;
+        }
+    }
+
     cap->events[cap->nr_events++] = *event;
     return 0;
 }
@@ -406,6 +416,27 @@ const struct perfmon_capture_event *
 perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id)
 {
     return (id < perfmon_capture_nr_events(cap)) ? &cap->events[id] : NULL;
+}
+
+bool
+perfmon_capture_read_delta(const struct perfmon_capture *cap,
+                           const struct perfmon_sample *sample,
+                           uint64_t (*prev)[CPU_MAX], unsigned int i,
+                           uint32_t *eventp, uint64_t *deltap)
+{
+    const struct perfmon_capture_event *ev;
+
+    ev = perfmon_capture_event(cap, sample->id);
+
+    if (ev == NULL || ev->nr_reads != sample->nr_reads
+        || i >= sample->nr_reads || sample->cpu >= CPU_MAX) {
+        return false;
+    }
+
+    *eventp = ev->reads[i];
+    *deltap = sample->reads[i] - prev[*eventp][sample->cpu];
+    prev[*eventp][sample->cpu] = sample->reads[i];
+    return *deltap != 0;
 }
 
 void

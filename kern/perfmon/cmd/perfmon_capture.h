@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_ring.h"
 
@@ -104,7 +105,8 @@ void perfmon_capture_get_info(const struct perfmon_capture *cap,
  * Say what the samples of id (the next one: ids count from 0 in the order
  * of the calls) stand for, before the capture starts.  Returns 0, or
  * -ENOSPC past PERFMON_CAPTURE_MAX_EVENTS.  A capture without any calls has
- * one event, id 0, named as at its creation.
+ * one event, id 0, named as at its creation.  -EINVAL: more reads than
+ * PERFMON_MAX_READS, or one past PERFMON_CAPTURE_MAX_EVENTS.
  */
 int perfmon_capture_add_event(struct perfmon_capture *cap,
                               const struct perfmon_capture_event *event);
@@ -113,6 +115,18 @@ int perfmon_capture_add_event(struct perfmon_capture *cap,
 unsigned int perfmon_capture_nr_events(const struct perfmon_capture *cap);
 const struct perfmon_capture_event *
 perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id);
+
+/*
+ * Read i of a sample that reads its leader's group: in *eventp the event
+ * read, in *deltap what it counted since the previous sample of its CPU
+ * (prev, by event and CPU, zeroed at first, keeps the values seen), as
+ * perf takes them.  Returns false when it counted nothing (perf shows no
+ * such sample) or the sample's reads are not those of its event.
+ */
+bool perfmon_capture_read_delta(const struct perfmon_capture *cap,
+                                const struct perfmon_sample *sample,
+                                uint64_t (*prev)[CPU_MAX], unsigned int i,
+                                uint32_t *eventp, uint64_t *deltap);
 
 /*
  * Call fn for each stored record, in order, until it returns false.

@@ -292,33 +292,6 @@ perfmon_profile_add_event(struct perfmon_profile *p,
     }
 }
 
-/*
- * Read i of a sample that reads its leader's group: the event read, and
- * what it counted since the last sample of its CPU (prev, by event and
- * CPU, keeps the values seen), as perf takes them.  False when it counted
- * nothing (perf shows no such sample) or the sample is not the capture's.
- */
-static bool
-perfmon_report_read_delta(const struct perfmon_capture *cap,
-                          const struct perfmon_sample *sample,
-                          uint64_t (*prev)[CPU_MAX], unsigned int i,
-                          uint32_t *eventp, uint64_t *deltap)
-{
-    const struct perfmon_capture_event *ev;
-
-    ev = perfmon_capture_event(cap, sample->id);
-
-    if (ev == NULL || ev->nr_reads != sample->nr_reads
-        || sample->cpu >= CPU_MAX || ev->reads[i] >= PERFMON_CAPTURE_MAX_EVENTS) {
-        return false;
-    }
-
-    *eventp = ev->reads[i];
-    *deltap = sample->reads[i] - prev[*eventp][sample->cpu];
-    prev[*eventp][sample->cpu] = sample->reads[i];
-    return *deltap != 0;
-}
-
 void
 perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap,
                     const struct perfmon_sample *sample)
@@ -340,7 +313,7 @@ perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap
 
     /* A leader's sample stands for what each event read counted since. */
     for (unsigned int i = 0; i < sample->nr_reads; i++) {
-        if (perfmon_report_read_delta(cap, sample, p->prev, i, &event,
+        if (perfmon_capture_read_delta(cap, sample, p->prev, i, &event,
                                       &delta)) {
             perfmon_profile_add_event(p, sample, event, delta);
         }
@@ -519,9 +492,15 @@ perfmon_profile_print_section(const struct perfmon_profile *p, int event,
     }
 
     n = perfmon_profile_sorted(p, order, PERFMON_REPORT_MAX_ROWS);
-    kprintf("# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n#\n",
-            (unsigned long long)nr_samples, name,
-            (unsigned long long)total);
+    kprintf("# Samples: %llu of event '%s'\n", (unsigned long long)nr_samples,
+            name);
+
+    /* Across events (--sort event) the counts do not add up. */
+    if (event >= 0 || !(p->keys & PERFMON_PROFILE_KEY_EVENT)) {
+        kprintf("# Event count (approx.): %llu\n", (unsigned long long)total);
+    }
+
+    kprintf("#\n");
     kprintf("# Overhead  %s%s%s%s\n# ........  %s%s%s%s\n#\n",
             (p->keys & PERFMON_PROFILE_KEY_EVENT)
             ? "Samples  Event                " : "",
@@ -959,7 +938,7 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
     }
 
     for (unsigned int i = 0; i < s.nr_reads; i++) {
-        if (perfmon_report_read_delta(script->cap, &s, script->prev, i,
+        if (perfmon_capture_read_delta(script->cap, &s, script->prev, i,
                                       &event, &delta)) {
             perfmon_script_head(script, &s, comm, event, delta);
         }
