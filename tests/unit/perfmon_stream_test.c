@@ -694,7 +694,8 @@ test_several_events_attrs_and_ids(void **state)
 /*
  * A leader's sample reading its group, byte for byte as perf 6.1 parses
  * it: the identifier first, PERF_SAMPLE_READ (nr, then value and id of
- * each event) between PERIOD and CALLCHAIN; another event's sample with
+ * each event, counted from the event's base on that CPU) between PERIOD
+ * and CALLCHAIN; another event's sample with
  * its own id; a sample whose reads are not its event's is left out.
  */
 static void
@@ -731,9 +732,9 @@ test_several_events_samples(void **state)
     want[5] = 1;
     want[6] = 1000;
     want[7] = 2;                                        /* the group */
-    want[8] = 123456;
+    want[8] = 1000;                     /* from the base: the period */
     want[9] = 1 + 0 * 2 + 1;
-    want[10] = 77;
+    want[10] = 0;                       /* a member's: nothing yet */
     want[11] = 1 + 1 * 2 + 1;
     want[12] = 2;                                       /* the chain */
     want[13] = CONTEXT_KERNEL;
@@ -742,6 +743,15 @@ test_several_events_samples(void **state)
     r = find(recs, n, 9, 0);
     assert_int_equal(r->size, sizeof(want));
     assert_memory_equal(r->p - 8, want, sizeof(want));
+
+    /* The next, on the same CPU: values from the same base. */
+    buf[8] = 123456 + 2500;
+    buf[9] = 77 + 6;
+    perfmon_stream_rec(hdr, stream);
+    n = stream_records(recs, 40);
+    r = find(recs, n, 9, 1);
+    assert_true(u64_at(r->p, 56) == 3500);
+    assert_true(u64_at(r->p, 72) == 6);
 
     /* Event 2 on CPU 0: its own id, no reads. */
     tally_sample(buf, desc_default().fields, 42, 6000, 0, &ip, 1);
@@ -755,7 +765,7 @@ test_several_events_samples(void **state)
     ((uint32_t *)&buf[1])[1] = 3;
     perfmon_stream_rec(hdr, stream);
     n = stream_records(recs, 40);
-    r = find(recs, n, 9, 1);
+    r = find(recs, n, 9, 2);
     assert_true(u64_at(r->p, 0) == 1 + 2 * 2 + 0);
     assert_int_equal(r->size, 8 + 8 + 5 * 8 + 3 * 8);
     assert_int_equal(r, &recs[n - 1]);

@@ -421,10 +421,12 @@ perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id)
 bool
 perfmon_capture_read_delta(const struct perfmon_capture *cap,
                            const struct perfmon_sample *sample,
-                           uint64_t (*prev)[CPU_MAX], unsigned int i,
-                           uint32_t *eventp, uint64_t *deltap)
+                           struct perfmon_reads *reads,
+                           unsigned int i, uint32_t *eventp,
+                           uint64_t *deltap)
 {
     const struct perfmon_capture_event *ev;
+    uint64_t value;
 
     ev = perfmon_capture_event(cap, sample->id);
 
@@ -434,8 +436,9 @@ perfmon_capture_read_delta(const struct perfmon_capture *cap,
     }
 
     *eventp = ev->reads[i];
-    *deltap = sample->reads[i] - prev[*eventp][sample->cpu];
-    prev[*eventp][sample->cpu] = sample->reads[i];
+    value = perfmon_reads_value(reads, sample, i, *eventp);
+    *deltap = value - reads->last[*eventp][sample->cpu];
+    reads->last[*eventp][sample->cpu] = value;
     return *deltap != 0;
 }
 

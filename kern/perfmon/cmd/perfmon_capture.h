@@ -31,6 +31,7 @@
 #include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_ring.h"
+#include "kern/perfmon/cmd/perfmon_reads.h"
 
 /* Records the drain thread adds (payloads below). */
 #define PERFMON_REC_COMM        (PERFMON_REC_USER + 0)  /* misc: tid */
@@ -60,7 +61,7 @@ struct perfmon_capture_info {
  * group (PERFMON_SF_READ) the ids of the events read, in the samples'
  * order (the leader first).
  */
-#define PERFMON_CAPTURE_MAX_EVENTS      8
+#define PERFMON_CAPTURE_MAX_EVENTS      PERFMON_READS_MAX_EVENTS
 
 struct perfmon_capture_event {
     char name[32];
@@ -118,15 +119,16 @@ perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id);
 
 /*
  * Read i of a sample that reads its leader's group: in *eventp the event
- * read, in *deltap what it counted since the previous sample of its CPU
- * (prev, by event and CPU, zeroed at first, keeps the values seen), as
- * perf takes them.  Returns false when it counted nothing (perf shows no
- * such sample) or the sample's reads are not those of its event.
+ * read, in *deltap what it counted since the previous sample of its CPU,
+ * as perf takes the values the stream gives it.  Returns false when it
+ * counted nothing (perf shows no such sample) or the sample's reads are
+ * not those of its event.
  */
 bool perfmon_capture_read_delta(const struct perfmon_capture *cap,
                                 const struct perfmon_sample *sample,
-                                uint64_t (*prev)[CPU_MAX], unsigned int i,
-                                uint32_t *eventp, uint64_t *deltap);
+                                struct perfmon_reads *reads,
+                                unsigned int i, uint32_t *eventp,
+                                uint64_t *deltap);
 
 /*
  * Call fn for each stored record, in order, until it returns false.

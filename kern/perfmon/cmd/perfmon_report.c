@@ -84,7 +84,7 @@ struct perfmon_profile {
     uint64_t nr_dropped;                /* tables full */
     uint64_t ev_total[PERFMON_CAPTURE_MAX_EVENTS];      /* by event */
     uint64_t ev_samples[PERFMON_CAPTURE_MAX_EVENTS];
-    uint64_t prev[PERFMON_CAPTURE_MAX_EVENTS][CPU_MAX]; /* reads seen */
+    struct perfmon_reads reads;
 };
 
 static uint64_t
@@ -313,7 +313,7 @@ perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap
 
     /* A leader's sample stands for what each event read counted since. */
     for (unsigned int i = 0; i < sample->nr_reads; i++) {
-        if (perfmon_capture_read_delta(cap, sample, p->prev, i, &event,
+        if (perfmon_capture_read_delta(cap, sample, &p->reads, i, &event,
                                       &delta)) {
             perfmon_profile_add_event(p, sample, event, delta);
         }
@@ -841,7 +841,7 @@ perfmon_script_sym(struct perfmon_cmd_line *line, uint64_t addr)
 
 struct perfmon_script {
     const struct perfmon_capture *cap;
-    uint64_t prev[PERFMON_CAPTURE_MAX_EVENTS][CPU_MAX]; /* reads seen */
+    struct perfmon_reads reads;
 };
 
 /*
@@ -938,7 +938,7 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
     }
 
     for (unsigned int i = 0; i < s.nr_reads; i++) {
-        if (perfmon_capture_read_delta(script->cap, &s, script->prev, i,
+        if (perfmon_capture_read_delta(script->cap, &s, &script->reads, i,
                                       &event, &delta)) {
             perfmon_script_head(script, &s, comm, event, delta);
         }

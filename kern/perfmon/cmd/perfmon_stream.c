@@ -173,6 +173,7 @@ struct perfmon_stream {
     unsigned int nr_cpus;
     unsigned int nr_events;
     struct perfmon_stream_ev events[PERFMON_STREAM_MAX_EVENTS];
+    struct perfmon_reads reads; /* the groups' values */
     int error;                          /* the port failed: write no more */
     uint64_t nr_lost;                   /* lost samples said so far */
     uint64_t nr_samples;
@@ -631,7 +632,9 @@ perfmon_stream_put_reads(struct perfmon_stream *s,
     perfmon_stream_put_u64(s, sample->nr_reads);
 
     for (unsigned int i = 0; i < sample->nr_reads; i++) {
-        perfmon_stream_put_u64(s, sample->reads[i]);
+        perfmon_stream_put_u64(s, perfmon_reads_value(
+                                      &s->reads, sample, i,
+                                      ev->read_events[i]));
         perfmon_stream_put_u64(s, perfmon_stream_id(s, ev->read_events[i],
                                                     sample->cpu));
     }
