@@ -26,7 +26,6 @@
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -34,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
 import tallyqemu  # noqa: E402
+from boot_perfdata import clean_run  # noqa: E402
 
 SMP = 2
 CMD_TIMEOUT = 120
@@ -61,20 +61,6 @@ def script_counts(text, regex):
     for name in regex.findall(text):
         counts[name] = counts.get(name, 0) + 1
     return counts
-
-
-def run(argv):
-    r = subprocess.run(argv, capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL, cwd=tallyqemu.ROOT)
-    return r.returncode, r.stdout, r.stderr
-
-
-def clean_run(argv):
-    code, out, err = run(argv)
-    if code != 0 or err.strip():
-        raise AssertionError('%s: status %d, stderr:\n%s'
-                             % (' '.join(argv), code, err))
-    return out
 
 
 class Session:
@@ -112,13 +98,13 @@ def guest_session(t, com2):
                     'captured' % (sum(s.two.values()), s.captured)
             return err
 
-        def two_counts():
-            # The summary's samples are the sections' together.
-            out = cmd('perfmon script')
-            counts = script_counts(out, SCRIPT_EVENT_RE)
-            if counts != s.two:
+        def script_names(want):
+            """Check: perfmon script's lines name the events as often as
+            the report's sections count them."""
+            counts = script_counts(cmd('perfmon script'), SCRIPT_EVENT_RE)
+            if counts != want:
                 return 'script names %r, the report counted %r' \
-                    % (counts, s.two)
+                    % (counts, want)
             return None
 
         def sort_event():
@@ -136,14 +122,7 @@ def guest_session(t, com2):
             if err is None and (s.group['cpu-clock'] != s.captured
                                 or s.group['interrupts'] > s.captured):
                 err = '%r of %d samples captured' % (s.group, s.captured)
-            if err:
-                return err
-            out = cmd('perfmon script')
-            counts = script_counts(out, SCRIPT_EVENT_RE)
-            if counts != s.group:
-                return 'script names %r, the report counted %r' \
-                    % (counts, s.group)
-            return None
+            return err or script_names(s.group)
 
         def wide_interrupted():
             out = sh.interrupt(WIDE, 1.5)
@@ -155,7 +134,7 @@ def guest_session(t, com2):
         sh.step('record -e cpu-clock,interrupts/period=2/: a report section '
                 'per event', two)
         sh.step('script names each sample\'s event, as many as the report',
-                two_counts)
+                lambda: script_names(s.two))
         sh.step('report --sort event: a row per event', sort_event)
         sh.step('record -e {cpu-clock,interrupts}:S: both events in report '
                 'and script', group)

@@ -95,9 +95,10 @@ struct perfmon_stream;
 /*
  * Open the stream of a new recording of desc's events (desc, desc->next,
  * ...: at most PERFMON_STREAM_MAX_EVENTS, ids their places; the command is
- * the first's) and write everything up to the kernel's MMAP.  Returns 0, -ENODEV when there is no COM2, -EBUSY while
- * another stream is open, -EIO when the port takes no bytes, and then
- * leaves nothing open.
+ * the first's) and write everything up to the kernel's MMAP.  Returns 0,
+ * -ENODEV when there is no COM2, -EBUSY while another stream is open, -EIO
+ * when the port takes no bytes, -EINVAL for more events than that or reads
+ * of an event not in the list, and then leaves nothing open.
  */
 int perfmon_stream_open(struct perfmon_stream **streamp,
                         const struct perfmon_stream_desc *desc);
