@@ -12,7 +12,8 @@
 # (leader sampling) samples cpu-clock alone and each sample reads the
 # group: the report shows interrupts counted with the samples of the
 # leader, and script names both.  A system-wide two-event recording is
-# stopped by Ctrl-C and leaves no counter in use.  Bad period and freq
+# stopped by Ctrl-C and leaves no counter in use; a second one leaves the
+# heap as the first did (each keeps its recording, the last one alone).  Bad period and freq
 # terms, and a bad group modifier, are refused in one line.  On the host,
 # tools/perfdata lists each recording with its events, and the real perf
 # reads them: `perf report --stdio` has a section per event with the
@@ -45,6 +46,7 @@ WIDE = 'perfmon record -a -e cpu-clock/freq=500/,cs'
 PERFDATA = os.path.join(tallyqemu.ROOT, 'tools', 'perfdata')
 SUMMARY_RE = re.compile(r'\[ perfmon record: captured (\d+) samples, '
                         r'(\d+) lost, \d+ KiB \]')
+HEAP_RE = re.compile(r'^heap:\s+(\d+) objects, (\d+) bytes', re.M)
 SECTION_RE = re.compile(r"^# Samples: (\d+)\s+of event '([^']+)'", re.M)
 # perfmon script's and perf script -F event,ip,sym's event field.
 SCRIPT_EVENT_RE = re.compile(r':\s+\d+ (\S+): [0-9a-f]{16} ')
@@ -107,6 +109,15 @@ def guest_session(t, com2):
                     % (counts, want)
             return None
 
+        def own_period():
+            # interrupts samples every 2 (its term), cpu-clock at -F's
+            # default frequency (periods of about a 4000th of a second).
+            out = cmd('perfmon script')
+            periods = re.findall(r':\s+(\d+) interrupts/period=2/: ', out)
+            if not periods or set(periods) != {'2'}:
+                return 'interrupts/period=2/ periods: %r' % set(periods)
+            return None
+
         def sort_event():
             out = cmd('perfmon report --sort event')
             rows = re.findall(r'^\s*\d+\.\d+%\s+(\d+)\s+(\S+)\s*$', out, re.M)
@@ -124,10 +135,21 @@ def guest_session(t, com2):
                 err = '%r of %d samples captured' % (s.group, s.captured)
             return err or script_names(s.group)
 
+        def heap():
+            m = HEAP_RE.search(cmd('mem'))
+            return m.groups() if m else None
+
         def wide_interrupted():
-            out = sh.interrupt(WIDE, 1.5)
-            if SUMMARY_RE.search(out) is None:
-                return 'no summary after Ctrl-C:\n' + out
+            # Twice: the second recording replaces the first one kept, so
+            # the heap holds as much after it as after the first.
+            held = []
+            for _ in range(2):
+                out = sh.interrupt(WIDE, 1.5)
+                if SUMMARY_RE.search(out) is None:
+                    return 'no summary after Ctrl-C:\n' + out
+                held.append(heap())
+            if None in held or held[0] != held[1]:
+                return 'the heap held %r, then %r' % tuple(held)
             return sh.no_leak()
 
         sh.step('reaches the prompt', sh.prompt)
@@ -135,11 +157,13 @@ def guest_session(t, com2):
                 'per event', two)
         sh.step('script names each sample\'s event, as many as the report',
                 lambda: script_names(s.two))
+        sh.step('interrupts/period=2/ samples every 2 interrupts',
+                own_period)
         sh.step('report --sort event: a row per event', sort_event)
         sh.step('record -e {cpu-clock,interrupts}:S: both events in report '
                 'and script', group)
-        sh.step('record -a of two events, Ctrl-C: nothing left in use',
-                wide_interrupted)
+        sh.step('record -a of two events, Ctrl-C: nothing left in use, the '
+                'heap as before', wide_interrupted)
         sh.step('period= and freq= together are refused', sh.expect(
             'perfmon record -e cs/period=1,freq=2/ -- spin 1',
             ['period= and freq= exclude each other', 'usage: perfmon record']))
