@@ -417,9 +417,10 @@ void perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg);
 /*
  * PERFMON_SF_READ comes after PERIOD, in perf's place for PERF_SAMPLE_READ:
  * the values of sampling->reads (the leader of a group and its members,
- * perf's leader sampling), each its counter's value on the sample's CPU.
- * That value only grows while the recording lasts, so the difference
- * between two samples of one CPU is what an event counted between them.
+ * perf's leader sampling), each its counter slot's value on the sample's
+ * CPU.  That value only grows (it may hold what the slot counted for users
+ * before), so the difference between two samples of one CPU is what the
+ * event counted between them.
  */
 #define PERFMON_MAX_READS       8
 

@@ -357,6 +357,8 @@ void perfmon_branch_sched_in(void);
  */
 bool perfmon_sample_write(const struct perfmon_sampling *sampling,
                           const struct trap_frame *frame, uint64_t period);
+void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
+                              uint64_t period);
 bool perfmon_sample_reads_valid(const struct perfmon_sampling *sampling);
 
 /*
@@ -365,8 +367,6 @@ bool perfmon_sample_reads_valid(const struct perfmon_sampling *sampling);
  * overflow interrupt's section).
  */
 uint64_t perfmon_intr_read_value(const struct perfmon_event *event);
-void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
-                              uint64_t period);
 
 /*
  * kern/perfmon/perfmon.c, for the other files: the checks of thread context, and
