@@ -38,11 +38,12 @@ from boot_perfdata import clean_run  # noqa: E402
 
 SMP = 2
 CMD_TIMEOUT = 120
-TWO = 'perfmon record -e cpu-clock,interrupts/period=2/ -- spin 40000000'
+TWO = 'perfmon record -e cpu-clock,interrupts/period=2/ -- spin 100000000'
 TWO_EVENTS = ('cpu-clock', 'interrupts/period=2/')
-GROUP = 'perfmon record -e {cpu-clock,interrupts}:S -- spin 40000000'
+GROUP = 'perfmon record -e {cpu-clock,interrupts}:S -- spin 100000000'
 GROUP_EVENTS = ('cpu-clock', 'interrupts')
 WIDE = 'perfmon record -a -e cpu-clock/freq=500/,cs'
+MIN_SAMPLES = 20
 PERFDATA = os.path.join(tallyqemu.ROOT, 'tools', 'perfdata')
 SUMMARY_RE = re.compile(r'\[ perfmon record: captured (\d+) samples, '
                         r'(\d+) lost, \d+ KiB \]')
@@ -82,7 +83,9 @@ def guest_session(t, com2):
             captured, or what is wrong."""
             out = cmd(line)
             m = SUMMARY_RE.search(out)
-            if m is None or int(m.group(1)) < 50:
+            # Under TCG on a loaded host the clock interrupt behind
+            # cpu-clock comes late: a few dozen samples, not thousands.
+            if m is None or int(m.group(1)) < MIN_SAMPLES:
                 return 'no or too few samples:\n' + out
             rep = cmd('perfmon report')
             secs = sections(rep)
