@@ -636,8 +636,8 @@ class ToolTest(Workspace):
                 got[';'.join(path + [name])] = n
             # As wide as its samples, drawn so.
             self.assertAlmostEqual(w, n / 6, places=6)
-            self.assertAlmostEqual(pw, w * pd.FLAME_WIDTH - 0.5, places=1)
-            self.assertAlmostEqual(px, pd.FLAME_PAD + x * pd.FLAME_WIDTH,
+            self.assertAlmostEqual(pw, w * pd.flamegraph.FLAME_WIDTH - 0.5, places=1)
+            self.assertAlmostEqual(px, pd.flamegraph.FLAME_PAD + x * pd.flamegraph.FLAME_WIDTH,
                                    places=1)
             self.assertTrue(title.startswith('%s (%d sample' % (name, n)),
                             title)
