@@ -137,6 +137,8 @@ unsigned int perfmon_parse_suggest(const char *name, const char *const *cands,
                                    unsigned int max_out);
 
 /*
+ * -j (kern/perfmon/cmd/perfmon_parse_branch.c).
+ *
  * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
  * filter as perf's -j list would give it ("any,u,k"), in buf.
  */
