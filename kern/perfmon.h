@@ -437,7 +437,18 @@ void perfmon_pmc_foreach(perfmon_pmc_fn_t fn, void *arg);
 #define PERFMON_SF_PERIOD       0x10    /* u64 events this sample stands for */
 #define PERFMON_SF_CALLCHAIN    0x20    /* u64 nr, u64 ips[nr]: ip, callers */
 #define PERFMON_SF_BRANCH       0x40    /* u64 nr, struct perfmon_branch[nr] */
-#define PERFMON_SF_MASK         0x7f
+#define PERFMON_SF_READ         0x80    /* u64 nr, u64 values[nr] */
+#define PERFMON_SF_MASK         0xff
+
+/*
+ * PERFMON_SF_READ comes after PERIOD, in perf's place for PERF_SAMPLE_READ:
+ * the values of sampling->reads (the leader of a group and its members,
+ * perf's leader sampling), each its counter slot's value on the sample's
+ * CPU.  That value only grows (it may hold what the slot counted for users
+ * before), so the difference between two samples of one CPU is what the
+ * event counted between them.
+ */
+#define PERFMON_MAX_READS       8
 
 /* Most call-chain entries (the interrupted ip included). */
 #define PERFMON_MAX_CALLCHAIN   128
@@ -556,6 +567,8 @@ struct perfmon_sample {
     const uint64_t *ips;                /* into the record */
     unsigned int nr_branches;
     const struct perfmon_branch *branches;      /* into the record */
+    unsigned int nr_reads;
+    const uint64_t *reads;              /* into the record */
 };
 
 /*
@@ -580,6 +593,9 @@ struct perfmon_sampling {
     struct perfmon_sbuf *sbuf;          /* where they go */
     unsigned int branch_filter;         /* PERFMON_BRF_*, for
                                            PERFMON_SF_BRANCH */
+    struct perfmon_event *const *reads; /* PERFMON_SF_READ: 1 to */
+    unsigned int nr_reads;              /*   PERFMON_MAX_READS events of
+                                           the group, attached with it */
 };
 
 struct perfmon_family;

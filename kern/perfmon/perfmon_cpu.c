@@ -421,3 +421,24 @@ perfmon_cpu_reset(void)
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
 }
 #endif /* TALLY_HOST_TEST */
+
+/*
+ * For PERFMON_SF_READ, in the overflow interrupt's section (NMI context):
+ * the value of event's counter slot on this CPU, a counting slot folded
+ * now (a sampling one was, by the interrupt).
+ */
+uint64_t
+perfmon_intr_read_value(const struct perfmon_event *event)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_id());
+    unsigned int slot = event->slot;
+
+    assert(READ_ONCE(cpu->busy));
+
+    if ((cpu->sched_mask & perfmon_slot_bit(slot))
+        && perfmon_pmcs[slot].sampling == NULL) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+    }
+
+    return cpu->pmcs[slot].value;
+}

@@ -234,7 +234,9 @@ perfmon_event_set_sampling(struct perfmon_event *event,
             || (sampling->fields & ~PERFMON_SF_MASK) != 0
             || sampling->sbuf == NULL
             || ((sampling->fields & PERFMON_SF_BRANCH)
-                && !perfmon_branch_filter_valid(sampling->branch_filter)))) {
+                && !perfmon_branch_filter_valid(sampling->branch_filter))
+            || ((sampling->fields & PERFMON_SF_READ)
+                && !perfmon_sample_reads_valid(sampling)))) {
         return -EINVAL;
     }
 

@@ -285,6 +285,8 @@ void perfmon_branch_sched_in(void);
  *   sample is counted as lost there).
  * perfmon_sample_throttled: record that sampling's period went up to
  *   period on the calling CPU (NMI context).
+ * perfmon_sample_reads_valid: whether sampling's reads are usable for
+ *   PERFMON_SF_READ (1 to PERFMON_MAX_READS events, none NULL).
  * perfmon_sample_setup: the part of perfmon_setup for that file.
  * perfmon_sbuf_ring: the ring of cpu in sbuf, or NULL (no such CPU), for
  *   the other producers of records (kern/perfmon/perfmon_switchrec.c).
@@ -295,6 +297,14 @@ bool perfmon_sample_write(const struct perfmon_sampling *sampling,
                           const struct trap_frame *frame, uint64_t period);
 void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
                               uint64_t period);
+bool perfmon_sample_reads_valid(const struct perfmon_sampling *sampling);
+
+/*
+ * kern/perfmon/perfmon_cpu.c: the value PERFMON_SF_READ carries for
+ * event, an event of the sampling group interrupting here (NMI context,
+ * inside the overflow interrupt's section).
+ */
+uint64_t perfmon_intr_read_value(const struct perfmon_event *event);
 
 /*
  * kern/perfmon/perfmon_inherit.c: the family of an inherited event, the root (see

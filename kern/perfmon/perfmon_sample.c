@@ -9,9 +9,9 @@
  * interrupt of a CPU writes only into that CPU's ring, without a lock, and
  * a consumer thread drains the rings.  A sample record holds, after its
  * header, u32 fields and u32 the sampling id, then the fields asked for, in
- * the order of PERFMON_SF_* (perf's order).  The call chain is walked by
- * frame pointers over the interrupted thread's stack only, so a corrupt
- * stack ends the chain and never faults.
+ * the order of PERFMON_SF_* (perf's order: READ after PERIOD).  The call
+ * chain is walked by frame pointers over the interrupted thread's stack
+ * only, so a corrupt stack ends the chain and never faults.
  */
 
 #include <stdbool.h>
@@ -51,7 +51,8 @@ struct perfmon_sbuf {
  * is always written in one piece (kern/perfmon_ring.h).
  */
 #define PERFMON_SAMPLE_MAX_SIZE                                             \
-    (sizeof(uint64_t) * (2 + 5 + 1 + PERFMON_MAX_CALLCHAIN + 1)            \
+    (sizeof(uint64_t) * (2 + 5 + 1 + PERFMON_MAX_READS + 1                 \
+                         + PERFMON_MAX_CALLCHAIN + 1)                       \
      + sizeof(struct perfmon_branch) * PERFMON_MAX_BRANCHES)
 
 static size_t
@@ -297,6 +298,36 @@ perfmon_sample_put_words(uint64_t *dst, const uint64_t *src, size_t nr)
 PERFMON_REGION_DEFINE_FLAGS(sample, "sample", true);
 
 bool
+perfmon_sample_reads_valid(const struct perfmon_sampling *sampling)
+{
+    if (sampling->reads == NULL || sampling->nr_reads == 0
+        || sampling->nr_reads > PERFMON_MAX_READS) {
+        return false;
+    }
+
+    for (unsigned int i = 0; i < sampling->nr_reads; i++) {
+        if (sampling->reads[i] == NULL) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
+/* PERFMON_SF_READ: the values of the group, from w on; the next word. */
+static uint64_t * __attribute__((noinline))
+perfmon_sample_put_reads(uint64_t *w, const struct perfmon_sampling *sampling)
+{
+    *w++ = sampling->nr_reads;
+
+    for (unsigned int i = 0; i < sampling->nr_reads; i++) {
+        *w++ = perfmon_intr_read_value(sampling->reads[i]);
+    }
+
+    return w;
+}
+
+bool
 perfmon_sample_write(const struct perfmon_sampling *sampling,
                      const struct trap_frame *frame, uint64_t period)
 {
@@ -317,6 +348,10 @@ perfmon_sample_write(const struct perfmon_sampling *sampling,
             * sizeof(uint64_t);
     fixed += (fields & PERFMON_SF_CALLCHAIN) ? sizeof(uint64_t) : 0;
 
+    if (fields & PERFMON_SF_READ) {
+        fixed += (1 + sampling->nr_reads) * sizeof(uint64_t);
+    }
+
     if (fields & PERFMON_SF_BRANCH) {
         branches = perfmon_intr_branches(&nr_branches);
         fixed += sizeof(uint64_t) + nr_branches * sizeof(*branches);
@@ -333,6 +368,10 @@ perfmon_sample_write(const struct perfmon_sampling *sampling,
 
         rec[1] = fields | ((uint64_t)sampling->id << 32);
         w = perfmon_sample_put_fixed(&rec[2], fields, frame, period);
+
+        if (fields & PERFMON_SF_READ) {
+            w = perfmon_sample_put_reads(w, sampling);
+        }
 
         if (fields & PERFMON_SF_CALLCHAIN) {
             max_ips = (unsigned int)MIN((room - fixed) / sizeof(uint64_t),
@@ -480,6 +519,16 @@ perfmon_sample_decode(const void *rec, size_t size,
     if ((sample->fields & PERFMON_SF_PERIOD)
         && !perfmon_sample_take(&c, &sample->period, sizeof(sample->period))) {
         return -EINVAL;
+    }
+
+    if (sample->fields & PERFMON_SF_READ) {
+        if (!perfmon_sample_take_array(&c, sizeof(uint64_t),
+                                       PERFMON_MAX_READS, &sample->nr_reads,
+                                       &array)) {
+            return -EINVAL;
+        }
+
+        sample->reads = array;
     }
 
     if (sample->fields & PERFMON_SF_CALLCHAIN) {

@@ -256,8 +256,11 @@ def main():
             ('event no device counts',
              'perfmon record -e branch-misses -- spin 1',
              ['no device here counts it']),
-            ('two events', 'perfmon record -e cs,test -- spin 1',
-             ['one event at a time']),
+            ('a group with an event no device counts',
+             'perfmon record -e {cs,branch-misses}:S -- spin 1',
+             ['branch-misses: no device here counts it']),
+            ('nine events', 'perfmon record -e cs,cs,cs,cs,cs,cs,cs,cs,cs '
+             '-- spin 1', ['-e: at most 8 events in one recording']),
             ('-b without branch records', 'perfmon record -b -- spin 1',
              ['-b: no branch records on this machine (no LBR: ']),
             ('-j with an unknown filter',

@@ -44,7 +44,9 @@ EVENTS = ('cycles', 'instructions', 'task-clock', 'cpu-clock', 'cs',
           'context-switches', 'cpu-migrations', 'migrations', 'interrupts',
           'xcalls', 'nmis', 'test', 'branches', 'branch-misses', 'cyclez',
           'r2', 'r7', 'r01c2', 'rffffffffffffffffff', 'r', 'r-1', '', 'x' * 40,
-          '{cycles}', 'cpu/event=1/')
+          '{cycles}', 'cpu/event=1/', 'cs/period=3/', 'cs/freq=0/',
+          'task-clock/freq=99,period=1/', '{cs,interrupts}:S', '{cs}:SS',
+          'cycles/period=99999999999999999999/', 'cs:S')
 MODS = ('', '', '', ':u', ':k', ':uk', ':ku', ':', ':x', ':uu', ':p')
 WORKLOADS = ('spin 2000', 'spin 0', 'spin -1', 'spin 99999999999999999999',
              'yield 5', 'hop 3', 'xcall 3', 'sleep 5', 'branchy 1000',

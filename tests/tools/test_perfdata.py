@@ -194,6 +194,60 @@ def recording(samples=SAMPLES, build=None, end=True, lost_samples=0,
     return out
 
 
+# Several events (kern/perfmon/cmd/perfmon_stream.h): on 2 CPUs, event E
+# on CPU C has id 1 + 2 * E + C.  cpu-clock leads {cpu-clock,cs}:S, its
+# samples reading both; interrupts samples on its own.
+GROUP_EVENTS = (('cpu-clock', 1, 0, 0xc), ('cs', 1, 3, 0xc),
+                ('interrupts', 4, 4, 0))
+ST_GROUP = 0x1a7 | 0x10 | 0x10000
+ST_ALONE = 0x1a7 | 0x10000
+# (id, cpu, period, reads [(value, id)]) of each sample, in stream order.
+GROUP_SAMPLES = [(1, 0, 1000, [(1000, 1), (3, 3)]),
+                 (5, 0, 3, []),
+                 (1, 0, 2000, [(3000, 1), (3, 3)]),     # cs counted nothing
+                 (2, 1, 500, [(500, 2), (2, 4)]),
+                 (5, 0, 3, [])]
+# What perf and the tool deliver: (samples, event count) per event.
+GROUP_DELIVERED = {'cpu-clock': (3, 3500), 'cs': (2, 5),
+                   'interrupts': (2, 6)}
+
+
+def group_attr(etype, config, sample_type, read_format):
+    a = struct.pack('<IIQQQQQ', etype, 128, config, 2000, sample_type,
+                    read_format, 0x140701)
+    return a + b'\0' * (128 - len(a))
+
+
+def group_recording():
+    """A recording of three events, one group read by its leader."""
+    out = b'PERFILE2' + struct.pack('<Q', 16)
+    for e, (name, etype, config, fmt) in enumerate(GROUP_EVENTS):
+        out += record(64, 0, group_attr(etype, config, ST_GROUP if fmt
+                                         else ST_ALONE, fmt)
+                      + struct.pack('<QQ', 1 + 2 * e, 2 + 2 * e))
+        out += record(78, 0, struct.pack('<QQ', 2, 1 + 2 * e)
+                      + padded(name, 8))
+    out += feature(5, string('tally 0.1 (build %s)' % fnv(TEXT)))
+    out += feature(7, struct.pack('<II', 2, 2))
+    out += record(1, 1, struct.pack('<IIQQQ', 0xffffffff, 0,
+                                    0xffffffff80000000, 0x7fffffff, TEXT_ADDR)
+                  + padded('[kernel.kallsyms]_text_start', 8)
+                  + trailer(0xffffffff, 0, 0, 0) + struct.pack('<Q', 0))
+    out += record(3, 0, struct.pack('<II', 3, 3) + padded('work', 8)
+                  + trailer(3, 3, 0, 0) + struct.pack('<Q', 0))
+    for i, (sid, cpu, period, reads) in enumerate(GROUP_SAMPLES):
+        p = struct.pack('<QQIIQIIQ', sid, LEAF + 4, 3, 3, 1000 + i, cpu, 0,
+                        period)
+        if reads:
+            p += struct.pack('<Q', len(reads))
+            p += b''.join(struct.pack('<QQ', *v) for v in reads)
+        chain = [CONTEXT_KERNEL, LEAF + 4, MIDDLE + 8, OUTER + 8]
+        p += struct.pack('<Q%dQ' % len(chain), len(chain), *chain)
+        out += record(9, 1, p)
+    out += feature(21, struct.pack('<QQ', 1000, 1004))
+    return out
+
+
 class Workspace(unittest.TestCase):
     """A folder with the small kernel in it; helpers to run the tool."""
 
@@ -520,6 +574,31 @@ class ToolTest(Workspace):
         self.assertEqual(got, FOLDED)
         self.assertEqual(sum(got.values()), sum(s[3] for s in SAMPLES))
 
+    def test_folded_of_one_event(self):
+        cap = self.write('c', group_recording())
+        for name, (_, count) in GROUP_DELIVERED.items():
+            r = self.run_tool('folded', '--event', name, capture=cap)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout, 'work;outer;middle;leaf %d\n' % count)
+        r = self.run_tool('folded', '--event', 'nope', capture=cap)
+        self.assert_one_line_error(r, "no event 'nope'",
+                                   'cpu-clock,cs,interrupts')
+
+    def test_flamegraph_per_event(self):
+        cap = self.write('c', group_recording())
+        r = self.run_tool('flamegraph', '-o', self.path('f.svg'),
+                          capture=cap)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name, (nr, _) in GROUP_DELIVERED.items():
+            self.assertIn(', %s -> f-%s.svg (%d samples, 1 stacks)'
+                          % (name, name, nr), r.stdout)
+            _, boxes = self.flame_boxes(self.path('f-%s.svg' % name))
+            self.assertEqual(max(b[3] for b in boxes), nr)
+        self.assertFalse(os.path.exists(self.path('f.svg')))
+        r = self.run_tool('flamegraph', '--event', 'cs', '-o',
+                          self.path('one.svg'), capture=cap)
+        self.assertIn('-> one.svg (2 samples, 1 stacks)', r.stdout)
+
     def flame_boxes(self, path):
         """The boxes of a flame graph: (depth, x, w, samples, name, rect
         x, rect width), as its SVG holds them."""
@@ -557,8 +636,8 @@ class ToolTest(Workspace):
                 got[';'.join(path + [name])] = n
             # As wide as its samples, drawn so.
             self.assertAlmostEqual(w, n / 6, places=6)
-            self.assertAlmostEqual(pw, w * pd.FLAME_WIDTH - 0.5, places=1)
-            self.assertAlmostEqual(px, pd.FLAME_PAD + x * pd.FLAME_WIDTH,
+            self.assertAlmostEqual(pw, w * pd.flamegraph.FLAME_WIDTH - 0.5, places=1)
+            self.assertAlmostEqual(px, pd.flamegraph.FLAME_PAD + x * pd.flamegraph.FLAME_WIDTH,
                                    places=1)
             self.assertTrue(title.startswith('%s (%d sample' % (name, n)),
                             title)
@@ -651,6 +730,22 @@ class PerfReadsItTest(Workspace):
         self.assertEqual(script.count(' cpu-clock:'), 120)
         self.assertIn('leaf+0x4 ([kernel.kallsyms])', script)
         self.assertIn('middle+0x8 ([kernel.kallsyms])', script)
+
+    def test_several_events_and_a_group_read(self):
+        out = self.convert(group_recording())
+        rep = self.report(out, '--no-children')
+        for name, (nr, count) in GROUP_DELIVERED.items():
+            self.assertIn("# Samples: %d  of event '%s'\n"
+                          "# Event count (approx.): %d\n" % (nr, name, count),
+                          rep)
+        script = self.perf('script', '-i', out, '-k', self.elf, '-F',
+                           'event,period,sym')
+        got = [(e, n) for n, e in re.findall(r'^\s*(\d+)\s+(\S+):', script,
+                                             re.M)]
+        self.assertEqual(got, [('cpu-clock', '1000'), ('cs', '3'),
+                               ('interrupts', '3'), ('cpu-clock', '2000'),
+                               ('cpu-clock', '500'), ('cs', '2'),
+                               ('interrupts', '3')])
 
     def test_header_features(self):
         out = self.convert(recording())

@@ -288,8 +288,55 @@ test_terms(void **state)
     check_bad_term("cpu/event=1,period=0/", "above 0", "period=0", 13);
     check_bad_term("cpu/event=1,name=a b/", "bad name=", "name=a b", 13);
     check_bad_term("cpu/umask=1/", "without event=", "umask=1", 5);
+    check_bad_term("cycles/freq=0/", "freq must be above 0", "freq=0", 8);
+    check_bad_term("cycles/period=1,period=2/", "twice", "period=2", 17);
     check_bad_term("cpu/event=99999999999999999999/", "too large",
                    "event=99999999999999999999", 5);
+}
+
+/* perf's `EVENT/period=N/` and `EVENT/freq=N/`, and `{...}:S`. */
+static void
+test_sampling_terms(void **state)
+{
+    struct perfmon_parse_error err;
+
+    (void)state;
+    assert_int_equal(perfmon_parse_events("cycles/period=5000/,"
+                                          "branch-misses/freq=99/:k,"
+                                          "cache-references/name=refs/,"
+                                          "cpu/event=0xc0,freq=7/", events,
+                                          MAXEV, &err), 4);
+    assert_string_equal(events[0].name, "cycles");
+    assert_string_equal(events[0].pmu, "");
+    assert_string_equal(events[0].spec, "cycles/period=5000/");
+    assert_int_equal(events[0].period, 5000);
+    assert_int_equal(events[0].freq, 0);
+    assert_string_equal(events[1].name, "branch-misses");
+    assert_int_equal(events[1].freq, 99);
+    assert_int_equal(events[1].flags, PERFMON_EF_KERN);
+    assert_string_equal(events[2].name, "cache-references");
+    assert_string_equal(events[2].spec, "refs");
+    assert_string_equal(events[3].pmu, "cpu");
+    assert_int_equal(events[3].raw_code, 0xc0);
+    assert_int_equal(events[3].freq, 7);
+    assert_false(events[0].leader_sample);
+
+    assert_int_equal(perfmon_parse_events("{cycles,branch-misses}:S,"
+                                          "instructions", events, MAXEV,
+                                          &err), 3);
+    assert_true(events[0].leader_sample);
+    assert_true(events[1].leader_sample);
+    assert_false(events[2].leader_sample);
+    assert_int_equal(events[1].group, 0);
+    assert_int_equal(perfmon_parse_events("{cycles,cs}:uS", events, MAXEV,
+                                          &err), 2);
+    assert_true(events[0].leader_sample);
+    assert_int_equal(events[0].flags, PERFMON_EF_USER);
+
+    /* S reads a group: on an item, or twice, it is a typo. */
+    check_bad("cycles:S", "bad modifier", "cycles:S");
+    check_bad("{cycles,cs}:SS", "bad group modifier", "cs}:SS");
+    check_bad("a/b/c/period=1/", "bad PMU item", "a/b/c/period=1/");
 }
 
 static void
@@ -556,6 +603,7 @@ main(void)
         cmocka_unit_test(test_names_and_modifiers),
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_terms),
+        cmocka_unit_test(test_sampling_terms),
         cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_raw_codes),
         cmocka_unit_test(test_pmu_names),

@@ -1202,6 +1202,77 @@ test_callchain_walks_the_stack(void **state)
     test_frame.rip = TEST_IP;
 }
 
+/* ---- leader sampling: the group's counts in the samples ------------------ */
+
+/*
+ * A group led by a sampling cycles event, with a counting instructions
+ * member: each sample reads both counters on its CPU, leader first, and
+ * its record is laid out word for word as kern/perfmon.h says.
+ */
+static void
+test_read_group_layout(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_IP
+                                              | PERFMON_SF_PERIOD
+                                              | PERFMON_SF_READ, 65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct perfmon_event lead, member;
+    struct perfmon_event *reads[2] = { &lead, &member };
+    struct perfmon_event *both[2] = { &lead, &member };
+    struct perfmon_sample sample;
+    uint64_t expect[7];
+    size_t size;
+
+    (void)state;
+    current_on(1);
+    s.reads = reads;
+    s.nr_reads = 2;
+    init_ok(&lead, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_DISABLED);
+    init_ok(&member, PERFMON_EV_INSTRUCTION,
+            PERFMON_EF_KERN | PERFMON_EF_DISABLED);
+    assert_int_equal(perfmon_event_set_sampling(&lead, &s), 0);
+    assert_int_equal(perfmon_event_set_group(&lead, &lead), 0);
+    assert_int_equal(perfmon_event_set_group(&member, &lead), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&lead, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&member, 1), 0);
+    assert_int_equal(perfmon_events_enable(both, 2), 0);
+
+    for (unsigned int i = 1; i <= 2; i++) {
+        run(fd, 1, RAW_INSNS, 300 * i, 300 * i, 0);
+        run(fd, 1, RAW_CYCLES, 1000, 1000, 0);
+        size = perfmon_sbuf_read(sbuf, 1, rec_buf, sizeof(rec_buf));
+        expect[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, sizeof(expect),
+                                          0);
+        expect[1] = (PERFMON_SF_IP | PERFMON_SF_PERIOD | PERFMON_SF_READ)
+                    | (7ULL << 32);
+        expect[2] = TEST_IP;
+        expect[3] = 1000;
+        expect[4] = 2;
+        expect[5] = 1000 * i;
+        expect[6] = (i == 1) ? 300 : 900;
+        assert_int_equal(size, sizeof(expect));
+        assert_memory_equal(rec_buf, expect, sizeof(expect));
+        assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+        assert_int_equal(sample.nr_reads, 2);
+        assert_true(sample.reads[1] == expect[6]);
+        assert_every_prefix_refused(size);
+    }
+
+    assert_int_equal(perfmon_event_detach(&member), 0);
+    assert_int_equal(perfmon_event_detach(&lead), 0);
+
+    /* Reads without events, or too many, are refused. */
+    s.nr_reads = 0;
+    assert_int_equal(perfmon_event_set_sampling(&lead, &s), -EINVAL);
+    s.nr_reads = PERFMON_MAX_READS + 1;
+    assert_int_equal(perfmon_event_set_sampling(&lead, &s), -EINVAL);
+    reads[1] = NULL;
+    s.nr_reads = 2;
+    assert_int_equal(perfmon_event_set_sampling(&lead, &s), -EINVAL);
+    s.reads = NULL;
+    assert_int_equal(perfmon_event_set_sampling(&lead, &s), -EINVAL);
+}
+
 /* ---- records as the reference writer makes them ---------------------------- */
 
 /*
@@ -1282,7 +1353,9 @@ ref_write_both(unsigned int fields, unsigned int depth,
                uint64_t *sizep)
 {
     struct perfmon_sampling s = {
-        .period = 1000, .fields = fields, .id = 100 + seq, .sbuf = sbuf,
+        /* The reference writer knows no READ: its test is its own. */
+        .period = 1000, .fields = fields & ~PERFMON_SF_READ, .id = 100 + seq,
+        .sbuf = sbuf,
     };
     struct trap_frame frame;
     uint64_t head = ref_ring.head;
@@ -1489,6 +1562,7 @@ main(void)
         T(test_decode_damaged),
         T(test_decode_bounds),
         T(test_callchain_walks_the_stack),
+        T(test_read_group_layout),
         T(test_records_match_reference),
         T(test_records_match_reference_when_full),
 #undef T

@@ -576,6 +576,180 @@ test_comm_with_trailer(void **state)
     perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
 }
 
+/* ---- several events ----------------------------------------------------- */
+
+/*
+ * Three events: cpu-clock leads {cpu-clock,cs}:S (its samples read both),
+ * interrupts samples on its own.  On 2 CPUs, event E on CPU C is id
+ * 1 + E * 2 + C.
+ */
+static const uint32_t test_reads[2] = { 0, 1 };
+
+static struct perfmon_stream *
+open_three(void)
+{
+    static struct perfmon_stream_desc descs[3];
+    struct perfmon_stream *stream;
+
+    descs[0] = desc_default();
+    descs[0].fields |= PERFMON_SF_READ;
+    descs[0].next = &descs[1];
+    descs[0].nr_reads = 2;
+    descs[0].reads = test_reads;
+    descs[1] = desc_default();
+    descs[1].event = "cs";
+    descs[1].generic = PERFMON_EV_CONTEXT_SWITCH;
+    descs[1].next = &descs[2];
+    descs[2] = desc_default();
+    descs[2].event = "interrupts/period=3/";
+    descs[2].generic = -1;
+    descs[2].raw_code = 4;
+    descs[2].freq = 0;
+    descs[2].period = 3;
+    assert_int_equal(perfmon_stream_open(&stream, &descs[0]), 0);
+    return stream;
+}
+
+/* An attr per event with an id per CPU, each named by its first id. */
+static void
+test_several_events_attrs_and_ids(void **state)
+{
+    static const uint64_t want_type[3] = { 0x101b7, 0x101b7, 0x101a7 };
+    static const uint64_t want_format[3] = { 0xc, 0xc, 0 };
+    static const char *const want_name[3] = { "cpu-clock", "cs",
+                                              "interrupts/period=3/" };
+    struct perfmon_stream *stream = open_three();
+    struct rec recs[40];
+    unsigned int n = stream_records(recs, 40);
+
+    (void)state;
+
+    for (unsigned int e = 0; e < 3; e++) {
+        const struct rec *attr = &recs[2 * e], *name = &recs[2 * e + 1];
+
+        assert_int_equal(attr->type, 64);
+        assert_int_equal(attr->size, 8 + 128 + 2 * 8);
+        assert_true(u64_at(attr->p, 24) == want_type[e]);
+        assert_true(u64_at(attr->p, 32) == want_format[e]);
+        assert_true(u64_at(attr->p, 128) == 1 + e * 2);
+        assert_true(u64_at(attr->p, 136) == 2 + e * 2);
+        assert_int_equal(name->type, 78);
+        assert_true(u64_at(name->p, 8) == 1 + e * 2);
+        assert_string_equal((const char *)name->p + 16, want_name[e]);
+    }
+
+    assert_true(u64_at(recs[4].p, 16) == 3);            /* its period */
+
+    /* Records other than samples end with the identifier 0. */
+    stream_comm(stream, 9, "spin");
+    n = stream_records(recs, 40);
+    assert_int_equal(find(recs, n, 3, 0)->size, 8 + 8 + 8 + 24 + 8);
+    assert_true(u64_at(find(recs, n, 3, 0)->p, 40) == 0);
+    assert_int_equal(find(recs, n, 1, 0)->size, 8 + 8 + 24 + 32 + 24 + 8);
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
+}
+
+/*
+ * A leader's sample reading its group, byte for byte as perf 6.1 parses
+ * it: the identifier first, PERF_SAMPLE_READ (nr, then value and id of
+ * each event, counted from the event's base on that CPU) between PERIOD
+ * and CALLCHAIN; another event's sample with
+ * its own id; a sample whose reads are not its event's is left out.
+ */
+static void
+test_several_events_samples(void **state)
+{
+    static const uint64_t ip = 0xffffffff80201234ULL;
+    struct perfmon_stream *stream = open_three();
+    uint64_t buf[32], want[15];
+    struct perfmon_rec_hdr *hdr = (void *)buf;
+    struct rec recs[40];
+    const struct rec *r;
+    unsigned int n;
+    size_t size;
+
+    (void)state;
+    size = tally_sample(buf, desc_default().fields | PERFMON_SF_READ, 42,
+                        5000, 1, &ip, 1);
+    assert_int_equal(size, 9 * 8);
+
+    /* Tally's READ field after PERIOD: nr, then the values. */
+    memmove(&buf[10], &buf[7], 2 * 8);
+    buf[7] = 2;
+    buf[8] = 123456;
+    buf[9] = 77;
+    hdr->size = 12 * 8;
+    ((uint32_t *)&buf[1])[1] = 0;                       /* event 0 */
+    perfmon_stream_rec(hdr, stream);
+
+    want[0] = 9 | (1ULL << 32) | ((uint64_t)sizeof(want) << 48);
+    want[1] = 1 + 0 * 2 + 1;                            /* identifier */
+    want[2] = ip;
+    want[3] = 42 | (42ULL << 32);
+    want[4] = 5000;
+    want[5] = 1;
+    want[6] = 1000;
+    want[7] = 2;                                        /* the group */
+    want[8] = 1000;                     /* from the base: the period */
+    want[9] = 1 + 0 * 2 + 1;
+    want[10] = 0;                       /* a member's: nothing yet */
+    want[11] = 1 + 1 * 2 + 1;
+    want[12] = 2;                                       /* the chain */
+    want[13] = CONTEXT_KERNEL;
+    want[14] = ip;
+    n = stream_records(recs, 40);
+    r = find(recs, n, 9, 0);
+    assert_int_equal(r->size, sizeof(want));
+    assert_memory_equal(r->p - 8, want, sizeof(want));
+
+    /* The next, on the same CPU: values from the same base. */
+    buf[8] = 123456 + 2500;
+    buf[9] = 77 + 6;
+    perfmon_stream_rec(hdr, stream);
+    n = stream_records(recs, 40);
+    r = find(recs, n, 9, 1);
+    assert_true(u64_at(r->p, 56) == 3500);
+    assert_true(u64_at(r->p, 72) == 6);
+
+    /* Event 2 on CPU 0: its own id, no reads. */
+    tally_sample(buf, desc_default().fields, 42, 6000, 0, &ip, 1);
+    ((uint32_t *)&buf[1])[1] = 2;
+    perfmon_stream_rec(hdr, stream);
+
+    /* Reads that are not event 0's, and an event past the last. */
+    tally_sample(buf, desc_default().fields, 42, 7000, 0, &ip, 1);
+    ((uint32_t *)&buf[1])[1] = 0;
+    perfmon_stream_rec(hdr, stream);
+    ((uint32_t *)&buf[1])[1] = 3;
+    perfmon_stream_rec(hdr, stream);
+    n = stream_records(recs, 40);
+    r = find(recs, n, 9, 2);
+    assert_true(u64_at(r->p, 0) == 1 + 2 * 2 + 0);
+    assert_int_equal(r->size, 8 + 8 + 5 * 8 + 3 * 8);
+    assert_int_equal(r, &recs[n - 1]);
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
+}
+
+/* Reads of an event the recording does not have: nothing is opened. */
+static void
+test_several_events_bad_reads(void **state)
+{
+    static const uint32_t bad[1] = { 1 };
+    struct perfmon_stream_desc desc = desc_default();
+    struct perfmon_stream *stream;
+
+    (void)state;
+    desc.nr_reads = 1;
+    desc.reads = bad;
+    assert_int_equal(perfmon_stream_open(&stream, &desc), -EINVAL);
+    desc.nr_reads = PERFMON_MAX_READS + 1;
+    assert_int_equal(perfmon_stream_open(&stream, &desc), -EINVAL);
+    assert_int_equal(perfmon_stream_open(&stream, &(struct perfmon_stream_desc){
+        .event = "x", .generic = -1, .period = 1, .argc = 0, .argv = NULL,
+    }), 0);
+    perfmon_stream_close(stream, &(struct perfmon_capture_info){ 0 });
+}
+
 /*
  * Lost samples as perf's LOST_SAMPLES; at the end, the losses the drain
  * never saw (the store was full), then SAMPLE_TIME with the first and last
@@ -799,6 +973,12 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_several_events_attrs_and_ids,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_several_events_samples, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_several_events_bad_reads, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_hash_is_fnv1a_64, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_header_names_the_event, setup,

@@ -59,6 +59,8 @@ struct perfmon_capture {
     struct perfmon_capture_comm comms[PERFMON_CAPTURE_MAX_COMMS];
     unsigned int nr_comms;
     struct thread *drainer;
+    struct perfmon_capture_event events[PERFMON_CAPTURE_MAX_EVENTS];
+    unsigned int nr_events;             /* set before the start */
     bool stop;                          /* atomic */
     perfmon_capture_sink_fn_t sink;         /* may be NULL */
     void *sink_arg;
@@ -335,6 +337,7 @@ perfmon_capture_create(struct perfmon_capture **recp, size_t ring_size,
 
     cap->store_max = store_max;
     strlcpy(cap->info.event, event, sizeof(cap->info.event));
+    strlcpy(cap->events[0].name, event, sizeof(cap->events[0].name));
     strlcpy(cap->info.command, command, sizeof(cap->info.command));
     cap->info.start_ns = perfmon_capture_now_ns();
     *recp = cap;
@@ -395,6 +398,66 @@ perfmon_capture_clear(struct perfmon_capture *cap)
     cap->info.nr_throttles = 0;
     cap->info.nr_switches = 0;
     cap->nr_comms = 0;
+}
+
+int
+perfmon_capture_add_event(struct perfmon_capture *cap,
+                          const struct perfmon_capture_event *event)
+{
+    assert(cap->drainer == NULL);
+
+    if (cap->nr_events == PERFMON_CAPTURE_MAX_EVENTS) {
+        return -ENOSPC;
+    }
+
+    if (event->nr_reads > PERFMON_MAX_READS) {
+        return -EINVAL;
+    }
+
+    for (unsigned int i = 0; i < event->nr_reads; i++) {
+        if (event->reads[i] >= PERFMON_CAPTURE_MAX_EVENTS) {
+            return -EINVAL;
+        }
+    }
+
+    cap->events[cap->nr_events++] = *event;
+    return 0;
+}
+
+unsigned int
+perfmon_capture_nr_events(const struct perfmon_capture *cap)
+{
+    return MAX(cap->nr_events, 1);
+}
+
+const struct perfmon_capture_event *
+perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id)
+{
+    return (id < perfmon_capture_nr_events(cap)) ? &cap->events[id] : NULL;
+}
+
+bool
+perfmon_capture_read_delta(const struct perfmon_capture *cap,
+                           const struct perfmon_sample *sample,
+                           struct perfmon_reads *reads,
+                           unsigned int i, uint32_t *eventp,
+                           uint64_t *deltap)
+{
+    const struct perfmon_capture_event *ev;
+    uint64_t value;
+
+    ev = perfmon_capture_event(cap, sample->id);
+
+    if (ev == NULL || ev->nr_reads != sample->nr_reads
+        || i >= sample->nr_reads || sample->cpu >= CPU_MAX) {
+        return false;
+    }
+
+    *eventp = ev->reads[i];
+    value = perfmon_reads_value(reads, sample, i, *eventp);
+    *deltap = value - reads->last[*eventp][sample->cpu];
+    reads->last[*eventp][sample->cpu] = value;
+    return *deltap != 0;
 }
 
 void

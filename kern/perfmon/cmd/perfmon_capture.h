@@ -28,8 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_ring.h"
+#include "kern/perfmon/cmd/perfmon_reads.h"
 
 /* Records the drain thread adds (payloads below). */
 #define PERFMON_REC_COMM        (PERFMON_REC_USER + 0)  /* misc: tid */
@@ -52,6 +54,20 @@ struct perfmon_capture_info {
     uint64_t store_bytes;
     uint64_t start_ns;                  /* TSC time of the start, the end */
     uint64_t end_ns;
+};
+
+/*
+ * The events of a capture, by the id their samples carry (struct
+ * perfmon_sampling's id): its name, and for a leader whose samples read its
+ * group (PERFMON_SF_READ) the ids of the events read, in the samples'
+ * order (the leader first).
+ */
+#define PERFMON_CAPTURE_MAX_EVENTS      PERFMON_READS_MAX_EVENTS
+
+struct perfmon_capture_event {
+    char name[32];
+    unsigned int nr_reads;
+    uint32_t reads[PERFMON_MAX_READS];
 };
 
 struct perfmon_capture;
@@ -86,6 +102,34 @@ void perfmon_capture_clear(struct perfmon_capture *cap);
 
 void perfmon_capture_get_info(const struct perfmon_capture *cap,
                           struct perfmon_capture_info *info);
+
+/*
+ * Say what the samples of id (the next one: ids count from 0 in the order
+ * of the calls) stand for, before the capture starts.  Returns 0, or
+ * -ENOSPC past PERFMON_CAPTURE_MAX_EVENTS.  A capture without any calls has
+ * one event, id 0, named as at its creation.  -EINVAL: more reads than
+ * PERFMON_MAX_READS, or one past PERFMON_CAPTURE_MAX_EVENTS.
+ */
+int perfmon_capture_add_event(struct perfmon_capture *cap,
+                              const struct perfmon_capture_event *event);
+
+/* How many events, and the one of id (NULL when there is no such id). */
+unsigned int perfmon_capture_nr_events(const struct perfmon_capture *cap);
+const struct perfmon_capture_event *
+perfmon_capture_event(const struct perfmon_capture *cap, uint32_t id);
+
+/*
+ * Read i of a sample that reads its leader's group: in *eventp the event
+ * read, in *deltap what it counted since the previous sample of its CPU,
+ * as perf takes the values the stream gives it.  Returns false when it
+ * counted nothing (perf shows no such sample) or the sample's reads are
+ * not those of its event.
+ */
+bool perfmon_capture_read_delta(const struct perfmon_capture *cap,
+                                const struct perfmon_sample *sample,
+                                struct perfmon_reads *reads,
+                                unsigned int i, uint32_t *eventp,
+                                uint64_t *deltap);
 
 /*
  * Call fn for each stored record, in order, until it returns false.

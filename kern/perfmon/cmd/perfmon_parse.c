@@ -2,8 +2,10 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * The pure parts of the `perfmon` shell command: event-list (-e), CPU-list
- * and branch-filter (-j) parsing, and name suggestions.  See kern/perfmon/cmd/perfmon_parse.h.
+ * The pure parts of the `perfmon` shell command: event-list (-e) and
+ * CPU-list parsing, and name suggestions (-j's branch filters are in
+ * kern/perfmon/cmd/perfmon_parse_branch.c).  See
+ * kern/perfmon/cmd/perfmon_parse.h.
  */
 
 #include <stdbool.h>
@@ -100,12 +102,15 @@ perfmon_parse_raw(const char *name, size_t len, uint64_t *codep,
 
 /*
  * Modifiers: u and k (the modes; both when neither is given), D (pinned),
+ * and for a group S (the leader's samples read the members: *samplep),
  * each at most once: cs:uu is a typo, not a request.
  */
 static int
-perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
+perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp,
+                        bool *samplep)
 {
     unsigned int flags = 0;
+    bool sample = false;
 
     if (len == 0) {
         return -EINVAL;
@@ -114,7 +119,10 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
     for (size_t i = 0; i < len; i++) {
         unsigned int flag;
 
-        if (mods[i] == 'u') {
+        if (mods[i] == 'S' && samplep != NULL && !sample) {
+            sample = true;
+            continue;
+        } else if (mods[i] == 'u') {
             flag = PERFMON_EF_USER;
         } else if (mods[i] == 'k') {
             flag = PERFMON_EF_KERN;
@@ -136,6 +144,11 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
     }
 
     *flagsp = flags;
+
+    if (samplep != NULL) {
+        *samplep = sample;
+    }
+
     return 0;
 }
 
@@ -151,6 +164,7 @@ perfmon_parse_modifiers(const char *mods, size_t len, unsigned int *flagsp)
 #define PERFMON_PARSE_TERM_PERIOD   2
 #define PERFMON_PARSE_TERM_NAME     3
 #define PERFMON_PARSE_TERM_FIELD    4
+#define PERFMON_PARSE_TERM_FREQ     5
 
 static const struct perfmon_parse_term {
     const char *key;
@@ -167,7 +181,12 @@ static const struct perfmon_parse_term {
     { "inv", PERFMON_PARSE_TERM_FIELD, 23, 0 },
     { "period", PERFMON_PARSE_TERM_PERIOD, 0, UINT64_MAX >> 1 },
     { "name", PERFMON_PARSE_TERM_NAME, 0, 0 },
+    { "freq", PERFMON_PARSE_TERM_FREQ, 0, UINT32_MAX },
 };
+
+/* The terms of perf's `EVENT/TERMS/`: how it samples, and its name. */
+#define PERFMON_PARSE_SAMPLING_TERMS                                        \
+    ((1U << 7) | (1U << 8) | (1U << 9))
 
 /* A number of a term: decimal, or hex after 0x. */
 static bool
@@ -236,7 +255,8 @@ perfmon_parse_term(const char *item, const char *term, size_t len,
 
     if (t == NULL) {
         perfmon_parse_term_error(errp, "unknown term (config, event, umask, "
-                                 "cmask, inv, edge, any, period, name)",
+                                 "cmask, inv, edge, any, period, freq, "
+                                 "name)",
                                  item, term, len);
         return -EINVAL;
     }
@@ -292,13 +312,21 @@ perfmon_parse_term(const char *item, const char *term, size_t len,
         event->raw_code |= (number & 0xff) | ((number & 0xf00) << 24);
         break;
     case PERFMON_PARSE_TERM_PERIOD:
+    case PERFMON_PARSE_TERM_FREQ:
         if (number == 0) {
-            perfmon_parse_term_error(errp, "period must be above 0", item,
+            perfmon_parse_term_error(errp, (t->kind == PERFMON_PARSE_TERM_FREQ)
+                                     ? "freq must be above 0"
+                                     : "period must be above 0", item,
                                      term, len);
             return -EINVAL;
         }
 
-        event->period = number;
+        if (t->kind == PERFMON_PARSE_TERM_FREQ) {
+            event->freq = number;
+        } else {
+            event->period = number;
+        }
+
         break;
     default:
         event->raw_code |= number << t->shift;
@@ -311,6 +339,8 @@ perfmon_parse_term(const char *item, const char *term, size_t len,
 /*
  * Terms between a PMU's slashes (`cpu/event=0xd1,umask=0x20,cmask=1/`):
  * comma-separated, each at most once; the event becomes a raw code.
+ * Returns 1 when the terms only say how to sample (period, freq, name):
+ * then what stands before the slash is an event's name (`cycles/period=N/`).
  */
 static int
 perfmon_parse_terms_list(const char *item, const char *terms, size_t len,
@@ -340,6 +370,10 @@ perfmon_parse_terms_list(const char *item, const char *terms, size_t len,
         }
 
         term += term_len + 1;
+    }
+
+    if ((seen & ~PERFMON_PARSE_SAMPLING_TERMS) == 0) {
+        return 1;
     }
 
     if (!(seen & ((1U << PERFMON_PARSE_TERM_RAW)
@@ -385,6 +419,7 @@ perfmon_parse_pmu(const char *item, size_t len,
     const char *slash = memchr(item, '/', len), *close;
     size_t pmu_len = (size_t)(slash - item), ev_len;
     bool terms;
+    int error;
 
     close = memchr(slash + 1, '/', len - pmu_len - 1);
     ev_len = (close == NULL) ? 0 : (size_t)(close - slash - 1);
@@ -403,8 +438,28 @@ perfmon_parse_pmu(const char *item, size_t len,
     }
 
     if (close == NULL || pmu_len == 0 || ev_len == 0
-        || pmu_len >= sizeof(event->pmu)
         || (close + 1 < item + len && close[1] != ':')) {
+        close = NULL;
+    }
+
+    error = (close != NULL && terms)
+            ? perfmon_parse_terms_list(item, slash + 1, ev_len, event, errp)
+            : 0;
+
+    if (error < 0) {
+        return error;
+    }
+
+    /* `EVENT/period=N/`: no device named, the event before the slash. */
+    if (error == 1) {
+        event->pmu[0] = '\0';
+        *namep = item;
+        *name_lenp = pmu_len;
+        *restp = close + 1;
+        return 0;
+    }
+
+    if (close == NULL || pmu_len >= sizeof(event->pmu)) {
         perfmon_parse_set_error(errp, "bad PMU item (PMU/EVENT/ or "
                                 "PMU/event=0xNN,umask=0xNN,.../)", item, len);
         return -EINVAL;
@@ -415,9 +470,7 @@ perfmon_parse_pmu(const char *item, size_t len,
     *namep = terms ? NULL : slash + 1;
     *name_lenp = ev_len;
     *restp = close + 1;
-    return terms ? perfmon_parse_terms_list(item, slash + 1, ev_len, event,
-                                            errp)
-                 : 0;
+    return 0;
 }
 
 static int
@@ -454,6 +507,8 @@ perfmon_parse_item(const char *item, size_t len,
     event->pmu[0] = '\0';
     event->spec[0] = '\0';
     event->period = 0;
+    event->freq = 0;
+    event->leader_sample = false;
 
     if (memchr(item, '/', len) != NULL) {
         error = perfmon_parse_pmu(item, len, event, &name, &name_len, &rest,
@@ -489,7 +544,7 @@ perfmon_parse_item(const char *item, size_t len,
 
     if (rest < end
         && perfmon_parse_modifiers(rest + 1, (size_t)(end - rest - 1),
-                                   &flags) != 0) {
+                                   &flags, NULL) != 0) {
         perfmon_parse_set_error(errp, "bad modifier (u, k and D, each at "
                                 "most once)", item, len);
         return -EINVAL;
@@ -571,7 +626,10 @@ perfmon_parse_group_end(const char *item, size_t len, const char **modsp,
     return i - 1;
 }
 
-/* The group modifiers (u, k, D) apply to every member without its own. */
+/*
+ * The group modifiers (u, k, D) apply to every member without its own; S
+ * marks every member as read by the leader's samples.
+ */
 static int
 perfmon_parse_group_close(struct perfmon_parse_event *events,
                           unsigned int first, unsigned int nr,
@@ -580,19 +638,21 @@ perfmon_parse_group_close(struct perfmon_parse_event *events,
                           struct perfmon_parse_error *errp)
 {
     unsigned int flags;
+    bool sample;
 
     if (mods == NULL) {
         return 0;
     }
 
-    if (perfmon_parse_modifiers(mods, mods_len, &flags) != 0) {
-        perfmon_parse_set_error(errp, "bad group modifier (u, k and D, each "
-                                "at most once)", item, item_len);
+    if (perfmon_parse_modifiers(mods, mods_len, &flags, &sample) != 0) {
+        perfmon_parse_set_error(errp, "bad group modifier (u, k, D and S, "
+                                "each at most once)", item, item_len);
         return -EINVAL;
     }
 
     for (unsigned int i = first; i < nr; i++) {
         events[i].flags |= flags & PERFMON_EF_PINNED;
+        events[i].leader_sample = sample;
 
         if (!events[i].own_modes) {
             events[i].flags = (events[i].flags & ~PERFMON_EF_MODE)
@@ -903,126 +963,4 @@ perfmon_parse_suggest(const char *name, const char *const *cands,
     }
 
     return nr;
-}
-
-/* ---- -j: branch filters ------------------------------------------------ */
-
-/* perf's --branch-filter names, in the order -j lists print them. */
-static const struct {
-    unsigned int bit;
-    const char *name;
-} perfmon_parse_branch_names[] = {
-    { PERFMON_BRF_ANY, "any" },
-    { PERFMON_BRF_ANY_CALL, "any_call" },
-    { PERFMON_BRF_ANY_RET, "any_ret" },
-    { PERFMON_BRF_IND_CALL, "ind_call" },
-    { PERFMON_BRF_CALL, "call" },
-    { PERFMON_BRF_COND, "cond" },
-    { PERFMON_BRF_IND_JMP, "ind_jmp" },
-    { PERFMON_BRF_USER, "u" },
-    { PERFMON_BRF_KERN, "k" },
-};
-
-const char *
-perfmon_parse_branch_name(unsigned int bit)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_parse_branch_names); i++) {
-        if (perfmon_parse_branch_names[i].bit == bit) {
-            return perfmon_parse_branch_names[i].name;
-        }
-    }
-
-    return NULL;
-}
-
-/* perf's names Tally refuses: no hypervisor, no TSX, no call-stack mode. */
-static const char *const perfmon_parse_branch_unsupported[] = {
-    "hv", "abort_tx", "in_tx", "no_tx", "call_stack", "save_type", "stack",
-    "hw_index", "priv", "counter", "no_flags", "no_cycles",
-};
-
-/* One name of a -j list, len characters at item. */
-static int
-perfmon_parse_branch_item(const char *item, size_t len, unsigned int *bitp)
-{
-    if (len == 3 && memcmp(item, "ret", 3) == 0) {
-        *bitp = PERFMON_BRF_ANY_RET;
-        return 0;
-    }
-
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_parse_branch_names); i++) {
-        const char *name = perfmon_parse_branch_names[i].name;
-
-        if (strlen(name) == len && memcmp(item, name, len) == 0) {
-            *bitp = perfmon_parse_branch_names[i].bit;
-            return 0;
-        }
-    }
-
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_parse_branch_unsupported); i++) {
-        const char *name = perfmon_parse_branch_unsupported[i];
-
-        if (strlen(name) == len && memcmp(item, name, len) == 0) {
-            return -EOPNOTSUPP;
-        }
-    }
-
-    return -EINVAL;
-}
-
-int
-perfmon_parse_branch_filter(const char *list, unsigned int *filterp,
-                            char *bad, size_t bad_size)
-{
-    unsigned int filter = 0, bit;
-    const char *item = list;
-    int error;
-
-    assert(bad != NULL && bad_size > 0);
-    bad[0] = '\0';
-
-    if (list == NULL || filterp == NULL) {
-        return -EINVAL;
-    }
-
-    for (;;) {
-        const char *end = strchr(item, ',');
-        size_t len = (end != NULL) ? (size_t)(end - item) : strlen(item);
-
-        error = (len == 0) ? -EINVAL : perfmon_parse_branch_item(item, len,
-                                                                   &bit);
-
-        if (error) {
-            ksnprintf(bad, bad_size, "%.*s", (int)len, item);
-            return error;
-        }
-
-        filter |= bit;
-
-        if (end == NULL) {
-            break;
-        }
-
-        item = end + 1;
-    }
-
-    *filterp = filter;
-    return 0;
-}
-
-void
-perfmon_parse_branch_fmt(char *buf, size_t size, unsigned int filter)
-{
-    size_t len = 0;
-
-    assert(size > 0);
-    buf[0] = '\0';
-
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_parse_branch_names); i++) {
-        if ((filter & perfmon_parse_branch_names[i].bit) && len < size) {
-            len += (size_t)ksnprintf(&buf[len], size - len, "%s%s",
-                                     (len == 0) ? "" : ",",
-                                     perfmon_parse_branch_names[i].name);
-        }
-    }
 }

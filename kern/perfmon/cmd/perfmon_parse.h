@@ -44,7 +44,10 @@
  * event name without its modifiers (empty for a raw event); pmu the
  * device an item of the form `PMU/EVENT/` or `PMU/TERMS/` names (empty
  * otherwise).  An item of terms is raw: raw_code holds what they set, and
- * period what period= asked for (0: nothing), name= replaces spec.
+ * period and freq what period= and freq= asked for (0: nothing), name=
+ * replaces spec; `EVENT/TERMS/` with only those three terms names EVENT
+ * (perf's `cycles/period=1000/`).  leader_sample: the item is in a group
+ * written `{...}:S`, whose leader's samples read the other members.
  * flags holds the PERFMON_EF_MODE bits the modifiers asked for (both when
  * there were none; own_modes: the item named some itself),
  * PERFMON_EF_PINNED for :D, and PERFMON_EF_RAW for an rNNNN item, whose
@@ -57,6 +60,8 @@ struct perfmon_parse_event {
     char pmu[PERFMON_PARSE_PMU_SIZE];
     uint64_t raw_code;
     uint64_t period;
+    uint64_t freq;
+    bool leader_sample;
     unsigned int flags;
     bool own_modes;
     int group;
@@ -80,12 +85,14 @@ struct perfmon_parse_error {
  * followed only by hex digits is a raw code, as in perf), or either of
  * them as `PMU/name/[:mods]`, naming the device, or perf's terms
  * `PMU/event=0xd1,umask=0x20,cmask=1,inv,edge,any,period=N,name=NAME/`
+ * (and freq=N)
  * (also config=0xN; numbers decimal or 0x hex; event up to 0xfff, umask
  * and cmask up to 0xff; each term at most once); mods being `u`, `k` and
  * `D` (pinned), each at most once.  Names may hold letters, digits, '-',
  * '_' and '.'.  Items between `{` and `}` form a group, as in perf
  * (`{cycles,instructions}`); modifiers after the brace (`{...}:uD`) apply
- * to every member, a member's own `u`/`k` winning.  The names are not
+ * to every member, a member's own `u`/`k` winning; `{...}:S` is perf's
+ * leader sampling.  The names are not
  * looked up: that is the caller's job.  Returns the number of events (at
  * least 1), or:
  *   -EINVAL  NULL argument, empty list or item, bad character, bad or
@@ -130,6 +137,8 @@ unsigned int perfmon_parse_suggest(const char *name, const char *const *cands,
                                    unsigned int max_out);
 
 /*
+ * -j (kern/perfmon/cmd/perfmon_parse_branch.c).
+ *
  * perf's name of one PERFMON_BRF_* bit ("any_call", "u"), or NULL; and a
  * filter as perf's -j list would give it ("any,u,k"), in buf.
  */

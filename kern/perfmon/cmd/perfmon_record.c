@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "arch/x86/cpu.h"
+#include "kern/assert.h"
 #include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/console.h"
@@ -29,6 +30,7 @@
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
+#include "kern/perfmon/cmd/perfmon_record_events.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/perfmon_switchrec.h"
 #include "kern/printf.h"
@@ -39,12 +41,16 @@
 #define PERFMON_RECORD_RING_DEFAULT     (256 * 1024)
 
 const char perfmon_record_usage[] =
-    "usage: perfmon record [-e EVENT] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
+    "usage: perfmon record [-e EVENTS] [-c N | -F HZ] [-g] [-b | -j FILTERS] "
     "[-a | -C CPUS | -t TIDS] [-i] [-m SIZE] [--timeout MS] "
     "[--switch-events] [--] "
     "[COMMAND [ARGS...]]\n"
     "  (no COMMAND: sample the CPUs or threads until Ctrl-C or --timeout "
     "MS)\n"
+    "  -e EVENTS  up to " STRINGIFY(PERFMON_RECORD_MAX_EVENTS) " events, "
+    "each at -c or -F, or its own EVENT/period=N/ or EVENT/freq=HZ/\n"
+    "             {LEADER,...}:S: only the leader samples, reading the "
+    "group\n"
     "  -t TIDS    sample these running threads (ids as 'threads' shows "
     "them, e.g. 9,12)\n"
     "  -c N       a sample every N events; -F HZ: HZ samples a second per "
@@ -65,9 +71,8 @@ const char perfmon_record_usage[] =
 
 /* A `perfmon record` invocation, on the heap. */
 struct perfmon_record {
-    char event_name[PERFMON_PARSE_NAME_SIZE];
-    struct perfmon_cmd_event event;
-    struct perfmon_dev *dev;            /* the device counting it */
+    const char *event_list;             /* -e */
+    struct perfmon_record_events events;
     uint64_t period;                    /* -c */
     uint64_t freq;                      /* -F */
     bool callchain;                     /* -g */
@@ -90,10 +95,6 @@ struct perfmon_record {
     char **argv;
 
     struct perfmon_capture *cap;
-    struct perfmon_sampling sampling;
-    struct perfmon_event events[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
-    struct perfmon_event *set[MAX(CPU_MAX, PERFMON_CMD_MAX_THREADS)];
-    unsigned int nr_events;
     struct perfmon_cmd_runner runner;
     struct perfmon_switchrec switchrec; /* with --switch-events */
     struct perfmon_stream *stream;      /* NULL: not streamed (why: */
@@ -120,45 +121,6 @@ static const struct perfmon_cmd_longopt perfmon_record_longopts[] = {
     perfmon_cmd_error("record", perfmon_record_usage, __VA_ARGS__)
 
 /* ---- options ---------------------------------------------------------------- */
-
-static int
-perfmon_record_set_event(struct perfmon_record *r, const char *list)
-{
-    struct perfmon_parse_event parsed;
-    struct perfmon_parse_error err;
-    int nr, error;
-
-    nr = perfmon_parse_events(list, &parsed, 1, &err);
-
-    if (nr == -E2BIG && strchr(list, ',') != NULL) {
-        return perfmon_record_error("one event at a time ('%s')", list);
-    }
-
-    if (nr < 0) {
-        return perfmon_record_error("bad event: %s%s%s%s", err.reason,
-                                    (err.item[0] != '\0') ? " ('" : "",
-                                    err.item,
-                                    (err.item[0] != '\0') ? "')" : "");
-    }
-
-    error = perfmon_cmd_resolve("record", &parsed, &r->event);
-
-    if (error) {
-        return error;
-    }
-
-    if (!r->event.supported) {
-        kprintf("perfmon: record: %s: no device here counts it (see "
-                "'perfmon list')\n", parsed.spec);
-        return SHELL_ERR_REPORTED;
-    }
-
-    strlcpy(r->event_name, parsed.spec, sizeof(r->event_name));
-
-    r->dev = perfmon_cmd_event_dev(r->event.dev, parsed.flags, parsed.name);
-
-    return 0;
-}
 
 static int
 perfmon_record_number(const char *opt, const char *val, uint64_t max,
@@ -219,28 +181,33 @@ perfmon_record_branch_filter(struct perfmon_record *r, const char *list)
 
 /*
  * The filter completed as perf completes it (any kind of branch; the
- * event's own modes), then asked of the branch-record driver: no driver,
- * one that cannot filter so, an event whose interrupt does not freeze the
- * records, another recording's filter, each says so in one line.
+ * first event's own modes), then asked of the branch-record driver for
+ * each event: no driver, one that cannot filter so, an event whose
+ * interrupt does not freeze the records, another recording's filter, each
+ * says so in one line.
  */
 static int
 perfmon_record_check_branches(struct perfmon_record *r)
 {
+    const struct perfmon_record_ev *ev = &r->events.evs[0];
     struct perfmon_branch_info info;
-    const char *why;
+    const char *why = NULL;
 
     if (!(r->branch_filter & PERFMON_BRF_KINDS)) {
         r->branch_filter |= PERFMON_BRF_ANY;
     }
 
     if (!(r->branch_filter & PERFMON_BRF_MODE)) {
-        r->branch_filter |= ((r->event.flags & PERFMON_EF_USER)
+        r->branch_filter |= ((ev->event.flags & PERFMON_EF_USER)
                              ? PERFMON_BRF_USER : 0)
-                            | ((r->event.flags & PERFMON_EF_KERN)
+                            | ((ev->event.flags & PERFMON_EF_KERN)
                                ? PERFMON_BRF_KERN : 0);
     }
 
-    why = perfmon_branch_why_not(r->dev, r->branch_filter);
+    for (unsigned int i = 0; why == NULL && i < r->events.nr_evs; i++) {
+        ev = &r->events.evs[i];
+        why = perfmon_branch_why_not(ev->dev, r->branch_filter);
+    }
 
     if (why == NULL) {
         return 0;
@@ -253,9 +220,9 @@ perfmon_record_check_branches(struct perfmon_record *r)
                 "(%s)\n", (r->branch_list != NULL) ? "-j" : "-b", why);
     } else if (r->branch_list != NULL) {
         kprintf("perfmon: record: -j %s with %s: %s\n", r->branch_list,
-                r->event_name, why);
+                ev->name, why);
     } else {
-        kprintf("perfmon: record: -b with %s: %s\n", r->event_name, why);
+        kprintf("perfmon: record: -b with %s: %s\n", ev->name, why);
     }
 
     return SHELL_ERR_REPORTED;
@@ -268,7 +235,8 @@ perfmon_record_option(void *arg, int opt, const char *val)
 
     switch (opt) {
     case 'e':
-        return perfmon_record_set_event(r, val);
+        r->event_list = val;
+        return perfmon_record_events_parse(&r->events, val);
     case 'c':
         return perfmon_record_number("-c", val, PERFMON_MAX_PERIOD,
                                      &r->period);
@@ -409,13 +377,17 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
                                     "command ends itself, or on Ctrl-C)");
     }
 
-    if (error == 0 && r->event_name[0] == '\0') {
-        error = perfmon_record_set_event(r,
-                                         perfmon_cmd_default_sample_event());
+    if (error == 0 && r->events.nr_evs == 0) {
+        r->event_list = perfmon_cmd_default_sample_event();
+        error = perfmon_record_events_parse(&r->events, r->event_list);
     }
 
     if (error == 0 && r->branches) {
         error = perfmon_record_check_branches(r);
+    }
+
+    if (error == 0) {
+        error = perfmon_record_events_finish(&r->events, r->period, r->freq);
     }
 
     return error;
@@ -423,32 +395,29 @@ perfmon_record_parse(struct perfmon_record *r, int argc, char **argv)
 
 /* ---- running ------------------------------------------------------------------ */
 
+/* Stop the switch records, then detach every event. */
 static void
 perfmon_record_detach_all(struct perfmon_record *r)
 {
     perfmon_switchrec_stop(&r->switchrec);
-
-    for (unsigned int i = 0; i < r->nr_events; i++) {
-        if (perfmon_event_attached(&r->events[i])) {
-            perfmon_event_detach(&r->events[i]);
-        }
-    }
+    perfmon_record_events_detach(&r->events);
 }
 
-/* Explain an attach failure in one line. */
+/* Explain an attach failure of ev in one line. */
 static int
-perfmon_record_attach_error(struct perfmon_record *r, int error)
+perfmon_record_attach_error(const struct perfmon_record *r,
+                            const struct perfmon_record_ev *ev, int error)
 {
     const char *why = NULL;
 
     /* The branch driver refused, or another filter came first. */
     if (r->branches && (error == -EOPNOTSUPP || error == -EBUSY)) {
-        why = perfmon_branch_why_not(r->dev, r->branch_filter);
+        why = perfmon_branch_why_not(ev->dev, r->branch_filter);
     }
 
     if (why != NULL) {
-        kprintf("perfmon: record: branch stacks with %s: %s\n",
-                r->event_name, why);
+        kprintf("perfmon: record: branch stacks with %s: %s\n", ev->name,
+                why);
         return SHELL_ERR_REPORTED;
     }
 
@@ -456,19 +425,22 @@ perfmon_record_attach_error(struct perfmon_record *r, int error)
     case -EOPNOTSUPP:
         kprintf("perfmon: record: %s: its device cannot sample (no overflow "
                 "interrupt: boot without softpmu.overflow=poll, or "
-                "perfmon.nmi=off)\n", r->event_name);
+                "perfmon.nmi=off)\n", ev->name);
         break;
     case -EAGAIN:
         kprintf("perfmon: record: %s: every counter of its device is in "
-                "use\n", r->event_name);
+                "use\n", ev->name);
         break;
     case -EBUSY:
         kprintf("perfmon: record: %s: the context-switch hook is off "
-                "(perfmon.hook=off): use -a\n", r->event_name);
+                "(perfmon.hook=off): use -a\n", ev->name);
+        break;
+    case -ENOSPC:
+        kprintf("perfmon: record: %s: its group has more events than its "
+                "device has counters\n", ev->name);
         break;
     default:
-        kprintf("perfmon: record: %s: %s\n", r->event_name,
-                error_str(error));
+        kprintf("perfmon: record: %s: %s\n", ev->name, error_str(error));
         break;
     }
 
@@ -476,58 +448,33 @@ perfmon_record_attach_error(struct perfmon_record *r, int error)
 }
 
 /*
- * The events: one on the command's thread, one per selected CPU, or one
- * per thread of -t.
+ * The events: on the command's thread, on each selected CPU, or on each
+ * thread of -t; a thread event also samples the threads the command
+ * creates, unless -i.
  */
 static int
 perfmon_record_attach(struct perfmon_record *r)
 {
-    unsigned int nr_slots = (r->nr_threads != 0) ? r->nr_threads
-                                                 : cpu_count();
+    unsigned int flags = (r->cpu_mask == 0 && !r->no_inherit)
+                         ? PERFMON_EF_INHERIT : 0;
+    const struct perfmon_record_ev *failed;
 
-    for (unsigned int cpu = 0; cpu < nr_slots; cpu++) {
-        struct perfmon_event *ev;
+    for (unsigned int slot = 0; slot < r->events.nr_slots; slot++) {
         int error;
 
-        if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << cpu))) {
+        if (r->cpu_mask != 0 && !(r->cpu_mask & (1ULL << slot))) {
             continue;
         }
 
-        ev = &r->events[r->nr_events];
-        r->set[r->nr_events++] = ev;
-
-        /*
-         * Disabled until the command starts; a thread event also samples
-         * the threads the command creates, unless -i.
-         */
-        error = perfmon_event_init(ev, r->event.id,
-                                   r->event.flags | PERFMON_EF_DISABLED
-                                   | ((r->cpu_mask == 0 && !r->no_inherit)
-                                      ? PERFMON_EF_INHERIT : 0));
-
-        if (error == 0 && r->event.dev != NULL) {
-            error = perfmon_event_set_dev(ev, r->event.dev);
-        }
-
-        if (error == 0) {
-            error = perfmon_event_set_sampling(ev, &r->sampling);
-        }
-
-        if (error == 0) {
-            error = (r->cpu_mask != 0)
-                    ? perfmon_event_attach_cpu(ev, cpu)
-                    : perfmon_event_attach(ev, (r->nr_threads != 0)
-                                               ? r->threads[cpu]
-                                               : r->runner.thread);
-        }
+        error = perfmon_record_events_attach(&r->events, slot, flags, slot,
+                                             (r->cpu_mask != 0) ? NULL
+                                             : (r->nr_threads != 0)
+                                             ? r->threads[slot]
+                                             : r->runner.thread, &failed);
 
         if (error) {
-            perfmon_record_detach_all(r);
-            return perfmon_record_attach_error(r, error);
-        }
-
-        if (!perfmon_record_enables(r)) {
-            break;
+            perfmon_record_events_detach(&r->events);
+            return perfmon_record_attach_error(r, failed, error);
         }
     }
 
@@ -538,8 +485,9 @@ perfmon_record_attach(struct perfmon_record *r)
 static int
 perfmon_record_switch_start(struct perfmon_record *r)
 {
-    int error = perfmon_switchrec_start(&r->switchrec, r->sampling.sbuf,
-                                        r->set, r->nr_events);
+    int error = perfmon_switchrec_start(&r->switchrec,
+                                        perfmon_capture_sbuf(r->cap),
+                                        r->events.set, r->events.nr_set);
 
     if (error) {
         perfmon_record_detach_all(r);
@@ -554,25 +502,19 @@ perfmon_record_switch_start(struct perfmon_record *r)
 
 /* ---- the stream on COM2 ------------------------------------------------- */
 
-/* Stream the recording out from its first record on, if there is a COM2. */
+/*
+ * Stream the recording out from its first record on, if there is a COM2:
+ * one description per event, in the order of their ids.
+ */
 static void
 perfmon_record_stream_open(struct perfmon_record *r)
 {
-    struct perfmon_stream_desc desc = {
-        .event = r->event_name,
-        .generic = r->event.generic,
-        .raw_code = r->event.id,
-        .flags = r->event.flags & PERFMON_EF_MODE,
-        .period = r->sampling.period,
-        .freq = r->sampling.freq,
-        .fields = r->sampling.fields,
-        .branch_filter = r->sampling.branch_filter,
-        .switch_events = r->switch_events,
-        .argc = r->argc,
-        .argv = r->argv,
-    };
+    struct perfmon_stream_desc descs[PERFMON_RECORD_MAX_EVENTS];
 
-    r->stream_error = perfmon_stream_open(&r->stream, &desc);
+    perfmon_record_events_describe(&r->events, r->cap, r->argc, r->argv,
+                                   descs);
+    descs[0].switch_events = r->switch_events;  /* the tracking event's */
+    r->stream_error = perfmon_stream_open(&r->stream, &descs[0]);
 
     if (r->stream_error) {
         r->stream = NULL;
@@ -692,6 +634,15 @@ perfmon_record_wait(const struct perfmon_record *r)
     }
 }
 
+/* What the samples carry. */
+static unsigned int
+perfmon_record_fields(const struct perfmon_record *r)
+{
+    return PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME | PERFMON_SF_CPU
+           | PERFMON_SF_PERIOD | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
+           | (r->branches ? PERFMON_SF_BRANCH : 0);
+}
+
 static int
 perfmon_record_run(struct perfmon_record *r)
 {
@@ -700,7 +651,7 @@ perfmon_record_run(struct perfmon_record *r)
 
     perfmon_record_command_line(r, command, sizeof(command));
     error = perfmon_capture_create(&r->cap, r->ring_size,
-                               PERFMON_CAPTURE_STORE_DEFAULT, r->event_name,
+                               PERFMON_CAPTURE_STORE_DEFAULT, r->event_list,
                                command);
 
     if (error) {
@@ -710,17 +661,20 @@ perfmon_record_run(struct perfmon_record *r)
         return SHELL_ERR_REPORTED;
     }
 
-    r->sampling = (struct perfmon_sampling){
-        .period = (r->period != 0) ? r->period
-                  : perfmon_cmd_first_period(r->event.generic, r->freq),
-        .freq = (unsigned int)r->freq,
-        .fields = PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
-                  | PERFMON_SF_CPU | PERFMON_SF_PERIOD
-                  | (r->callchain ? PERFMON_SF_CALLCHAIN : 0)
-                  | (r->branches ? PERFMON_SF_BRANCH : 0),
-        .sbuf = perfmon_capture_sbuf(r->cap),
-        .branch_filter = r->branch_filter,
-    };
+    /* A slot per thread of -t, per CPU, or the command's thread. */
+    error = perfmon_record_events_alloc(&r->events, (r->nr_threads != 0)
+                                                    ? r->nr_threads
+                                                    : (r->cpu_mask != 0)
+                                                    ? cpu_count() : 1);
+
+    if (error == 0) {
+        perfmon_record_events_set_samplings(&r->events, r->cap,
+                                            perfmon_record_fields(r),
+                                            r->branch_filter);
+    } else {
+        perfmon_capture_destroy(r->cap);
+        return error;
+    }
 
     /* The thread is named after the command, as perf shows its comm. */
     error = (r->cmd_argc == 0) ? 0
@@ -730,6 +684,7 @@ perfmon_record_run(struct perfmon_record *r)
     if (error) {
         kprintf("perfmon: record: cannot create a thread: %s\n",
                 error_str(error));
+        perfmon_record_events_free(&r->events);
         perfmon_capture_destroy(r->cap);
         return SHELL_ERR_REPORTED;
     }
@@ -758,25 +713,27 @@ perfmon_record_run(struct perfmon_record *r)
             perfmon_cmd_runner_cancel(&r->runner);
         }
 
+        perfmon_record_events_free(&r->events);
         perfmon_capture_destroy(r->cap);
         return error;
     }
 
     if (r->cmd_argc == 0) {
-        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_events_enable(r->events.set, r->events.nr_set);
         perfmon_record_wait(r);
-        perfmon_events_disable(r->set, r->nr_events);
+        perfmon_events_disable(r->events.set, r->events.nr_set);
     } else if (perfmon_record_enables(r)) {
-        perfmon_events_enable(r->set, r->nr_events);
+        perfmon_events_enable(r->events.set, r->events.nr_set);
         perfmon_cmd_runner_go(&r->runner, NULL, 0);
         perfmon_cmd_runner_join(&r->runner);
-        perfmon_events_disable(r->set, r->nr_events);
+        perfmon_events_disable(r->events.set, r->events.nr_set);
     } else {
-        perfmon_cmd_runner_go(&r->runner, r->set, r->nr_events);
+        perfmon_cmd_runner_go(&r->runner, r->events.set, r->events.nr_set);
         perfmon_cmd_runner_join(&r->runner);
     }
 
     perfmon_record_detach_all(r);
+    perfmon_record_events_free(&r->events);
     perfmon_capture_stop(r->cap);
     perfmon_record_stream_close(r);
     perfmon_record_summary(r);

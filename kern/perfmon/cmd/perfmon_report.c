@@ -23,6 +23,7 @@
 #include "kern/kmem.h"
 #include "kern/macros.h"
 #include "kern/num.h"
+#include "kern/param.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_capture.h"
@@ -42,8 +43,10 @@ const char perfmon_report_usage[] =
     "usage: perfmon report [--sort KEYS] [-g] [--folded] "
     "[--percent-limit P]\n"
     "       perfmon report --branch [--percent-limit P]\n"
-    "       KEYS: comm,sym (default), sym, comm, cpu; offcpu: time switched "
-    "out (record --switch-events)\n";
+    "       KEYS: comm,sym (default), sym, comm, cpu, cpu,sym, event, "
+    "event,sym\n"
+    "       (several events: a section each, or --sort event)\n"
+    "       offcpu: time switched out (record --switch-events)\n";
 
 const char perfmon_script_usage[] = "usage: perfmon script\n";
 
@@ -57,6 +60,7 @@ struct perfmon_profile_row {
     unsigned int tid;                   /* for a thread without a name */
     const char *sym;                    /* NULL when not a key */
     int cpu;                            /* -1 when not a key */
+    int event;                          /* the capture's id */
     uint64_t weight;
     uint64_t nr_samples;
 };
@@ -80,6 +84,9 @@ struct perfmon_profile {
     uint64_t total;
     uint64_t nr_samples;
     uint64_t nr_dropped;                /* tables full */
+    uint64_t ev_total[PERFMON_CAPTURE_MAX_EVENTS];      /* by event */
+    uint64_t ev_samples[PERFMON_CAPTURE_MAX_EVENTS];
+    struct perfmon_reads reads;
 };
 
 static uint64_t
@@ -152,7 +159,7 @@ perfmon_profile_destroy(struct perfmon_profile *p)
 /* The row of a sample's key, created if needed; NULL when the table is full. */
 static struct perfmon_profile_row *
 perfmon_profile_row(struct perfmon_profile *p, const char *comm,
-                    unsigned int tid, const char *sym, int cpu)
+                    unsigned int tid, const char *sym, int cpu, int event)
 {
     uint64_t h = 0;
 
@@ -171,6 +178,7 @@ perfmon_profile_row(struct perfmon_profile *p, const char *comm,
         cpu = -1;
     }
 
+    h = perfmon_profile_mix(h, (uint64_t)event);
     h = perfmon_profile_mix(h, (uintptr_t)comm);
     h = perfmon_profile_mix(h, tid);
     h = perfmon_profile_mix(h, (uintptr_t)sym);
@@ -191,12 +199,13 @@ perfmon_profile_row(struct perfmon_profile *p, const char *comm,
             row->tid = tid;
             row->sym = sym;
             row->cpu = cpu;
+            row->event = event;
             p->nr_rows++;
             return row;
         }
 
         if (row->comm == comm && row->tid == tid && row->sym == sym
-            && row->cpu == cpu) {
+            && row->cpu == cpu && row->event == event) {
             return row;
         }
     }
@@ -254,19 +263,18 @@ perfmon_profile_add_stack(struct perfmon_profile *p, unsigned int row,
     p->nr_dropped++;
 }
 
-void
-perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap,
-                    const struct perfmon_sample *sample)
+/* Weight for event at sample's place (every event is a key: sections). */
+static void
+perfmon_profile_add_event(struct perfmon_profile *p,
+                          const struct perfmon_sample *sample,
+                          uint32_t event, uint64_t weight)
 {
-    uint64_t weight = (sample->fields & PERFMON_SF_PERIOD) ? sample->period
-                                                            : 1;
-    const char *comm = perfmon_capture_comm(cap, sample->tid);
+    const char *comm = perfmon_capture_comm(p->cap, sample->tid);
     struct perfmon_profile_row *row;
 
-    p->cap = cap;
     row = perfmon_profile_row(p, comm, sample->tid,
                               perfmon_profile_sym(sample->ip),
-                              (int)sample->cpu);
+                              (int)sample->cpu, (int)event);
 
     if (row == NULL) {
         p->nr_dropped++;
@@ -277,10 +285,40 @@ perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap
     row->nr_samples++;
     p->total += weight;
     p->nr_samples++;
+    p->ev_total[event] += weight;
+    p->ev_samples[event]++;
 
     if (p->stacks) {
         perfmon_profile_add_stack(p, (unsigned int)(row - p->rows), sample,
                                   weight);
+    }
+}
+
+void
+perfmon_profile_add(struct perfmon_profile *p, const struct perfmon_capture *cap,
+                    const struct perfmon_sample *sample)
+{
+    uint64_t weight = (sample->fields & PERFMON_SF_PERIOD) ? sample->period
+                                                            : 1;
+    uint64_t delta;
+    uint32_t event;
+
+    p->cap = cap;
+
+    if (sample->nr_reads == 0) {
+        if (perfmon_capture_event(cap, sample->id) != NULL) {
+            perfmon_profile_add_event(p, sample, sample->id, weight);
+        }
+
+        return;
+    }
+
+    /* A leader's sample stands for what each event read counted since. */
+    for (unsigned int i = 0; i < sample->nr_reads; i++) {
+        if (perfmon_capture_read_delta(cap, sample, &p->reads, i, &event,
+                                      &delta)) {
+            perfmon_profile_add_event(p, sample, event, delta);
+        }
     }
 }
 
@@ -308,7 +346,19 @@ perfmon_profile_add_all(struct perfmon_profile *p,
 
 /* ---- printing -------------------------------------------------------------------- */
 
-/* Rows by weight, heaviest first (a selection sort over an index). */
+/*
+ * What a row's overhead is a share of: its weight, but across events
+ * (--sort event), whose counts do not add up, its number of samples.
+ */
+static uint64_t
+perfmon_profile_share(const struct perfmon_profile *p,
+                      const struct perfmon_profile_row *row)
+{
+    return (p->keys & PERFMON_PROFILE_KEY_EVENT) ? row->nr_samples
+                                                 : row->weight;
+}
+
+/* Rows by share, heaviest first (a selection sort over an index). */
 static unsigned int
 perfmon_profile_sorted(const struct perfmon_profile *p, unsigned int *order,
                        unsigned int max)
@@ -325,7 +375,8 @@ perfmon_profile_sorted(const struct perfmon_profile *p, unsigned int *order,
         unsigned int best = i;
 
         for (unsigned int j = i + 1; j < n; j++) {
-            if (p->rows[order[j]].weight > p->rows[order[best]].weight) {
+            if (perfmon_profile_share(p, &p->rows[order[j]])
+                > perfmon_profile_share(p, &p->rows[order[best]])) {
                 best = j;
             }
         }
@@ -407,12 +458,32 @@ perfmon_profile_print_chains(const struct perfmon_profile *p,
     }
 }
 
-void
-perfmon_profile_print(const struct perfmon_profile *p, const char *event,
-                      unsigned int limit_bp, unsigned int max_rows,
-                      bool chains)
+/* The name of a row's event, as the capture says it. */
+static const char *
+perfmon_profile_event_name(const struct perfmon_profile *p, int event)
 {
-    unsigned int *order, n;
+    const struct perfmon_capture_event *ev;
+
+    ev = (p->cap == NULL) ? NULL : perfmon_capture_event(p->cap,
+                                                         (uint32_t)event);
+    return (ev == NULL) ? "?" : ev->name;
+}
+
+/*
+ * The rows of event (-1: every event), as perf prints one event's section:
+ * the percentages of that event's total.
+ */
+static void
+perfmon_profile_print_section(const struct perfmon_profile *p, int event,
+                              const char *name, unsigned int limit_bp,
+                              unsigned int max_rows, bool chains)
+{
+    uint64_t nr_samples = (event < 0) ? p->nr_samples
+                                      : p->ev_samples[event];
+    uint64_t total = (event >= 0) ? p->ev_total[event]
+                     : (p->keys & PERFMON_PROFILE_KEY_EVENT) ? nr_samples
+                                                             : p->total;
+    unsigned int *order, n, shown = 0;
     size_t size = PERFMON_REPORT_MAX_ROWS * sizeof(*order);
 
     order = kmem_alloc(size);
@@ -423,30 +494,53 @@ perfmon_profile_print(const struct perfmon_profile *p, const char *event,
     }
 
     n = perfmon_profile_sorted(p, order, PERFMON_REPORT_MAX_ROWS);
-    kprintf("# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n#\n",
-            (unsigned long long)p->nr_samples, event,
-            (unsigned long long)p->total);
-    kprintf("# Overhead  %s%s%s\n# ........  %s%s%s\n#\n",
+    kprintf("# Samples: %llu of event '%s'\n", (unsigned long long)nr_samples,
+            name);
+
+    /* Across events (--sort event) the counts do not add up. */
+    if (event >= 0 || !(p->keys & PERFMON_PROFILE_KEY_EVENT)) {
+        kprintf("# Event count (approx.): %llu\n", (unsigned long long)total);
+    }
+
+    kprintf("#\n");
+    kprintf("# Overhead  %s%s%s%s\n# ........  %s%s%s%s\n#\n",
+            (p->keys & PERFMON_PROFILE_KEY_EVENT)
+            ? "Samples  Event                " : "",
             (p->keys & PERFMON_PROFILE_KEY_COMM) ? "Command          " : "",
             (p->keys & PERFMON_PROFILE_KEY_CPU) ? "CPU  " : "",
             (p->keys & PERFMON_PROFILE_KEY_SYM) ? "Symbol" : "",
+            (p->keys & PERFMON_PROFILE_KEY_EVENT)
+            ? ".......  ...................  " : "",
             (p->keys & PERFMON_PROFILE_KEY_COMM) ? "...............  " : "",
             (p->keys & PERFMON_PROFILE_KEY_CPU) ? "...  " : "",
             (p->keys & PERFMON_PROFILE_KEY_SYM) ? "......................"
                                                 : "");
 
-    for (unsigned int i = 0; i < n && i < max_rows; i++) {
+    for (unsigned int i = 0; i < n && shown < max_rows; i++) {
         const struct perfmon_profile_row *row = &p->rows[order[i]];
         struct perfmon_cmd_line line;
         char pct[16], comm[PERFMON_REC_NAME_SIZE];
 
-        if (num_muldiv(row->weight, 10000, p->total) < limit_bp) {
+        if (event >= 0 && row->event != event) {
+            continue;
+        }
+
+        if (num_muldiv(perfmon_profile_share(p, row), 10000, total)
+            < limit_bp) {
             break;
         }
 
-        num_fmt_percent(pct, sizeof(pct), row->weight, p->total, false);
+        shown++;
+        num_fmt_percent(pct, sizeof(pct), perfmon_profile_share(p, row),
+                        total, false);
         perfmon_cmd_line_init(&line);
         perfmon_cmd_line_add(&line, "%8s%%  ", pct);
+
+        if (p->keys & PERFMON_PROFILE_KEY_EVENT) {
+            perfmon_cmd_line_add(&line, "%7llu  %-19s  ",
+                                 (unsigned long long)row->nr_samples,
+                                 perfmon_profile_event_name(p, row->event));
+        }
 
         if (p->keys & PERFMON_PROFILE_KEY_COMM) {
             perfmon_profile_comm(row, comm, sizeof(comm));
@@ -474,6 +568,41 @@ perfmon_profile_print(const struct perfmon_profile *p, const char *event,
     }
 
     kmem_free(order, size);
+}
+
+void
+perfmon_profile_print(const struct perfmon_profile *p, const char *event,
+                      unsigned int limit_bp, unsigned int max_rows,
+                      bool chains)
+{
+    perfmon_profile_print_section(p, -1, event, limit_bp, max_rows, chains);
+}
+
+/*
+ * The report of a capture of several events, as perf's: a section per
+ * event that has samples, or one table with --sort event.
+ */
+static void
+perfmon_profile_print_events(const struct perfmon_profile *p,
+                             const struct perfmon_capture *cap,
+                             unsigned int limit_bp, bool chains)
+{
+    unsigned int nr = perfmon_capture_nr_events(cap);
+
+    if (nr == 1 || (p->keys & PERFMON_PROFILE_KEY_EVENT)) {
+        perfmon_profile_print_section(p, -1, (nr == 1)
+                                      ? perfmon_capture_event(cap, 0)->name
+                                      : "each, by samples", limit_bp,
+                                      UINT32_MAX, chains);
+        return;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        kprintf("%s", (i == 0) ? "" : "\n");
+        perfmon_profile_print_section(p, (int)i,
+                                      perfmon_capture_event(cap, i)->name,
+                                      limit_bp, UINT32_MAX, chains);
+    }
 }
 
 /* Folded stacks, "comm;root;...;leaf weight", one line per stack. */
@@ -522,6 +651,8 @@ perfmon_report_parse_sort(const char *val, unsigned int *keysp)
         { "comm", PERFMON_PROFILE_KEY_COMM },
         { "cpu", PERFMON_PROFILE_KEY_CPU },
         { "cpu,sym", PERFMON_PROFILE_KEY_CPU | PERFMON_PROFILE_KEY_SYM },
+        { "event", PERFMON_PROFILE_KEY_EVENT },
+        { "event,sym", PERFMON_PROFILE_KEY_EVENT | PERFMON_PROFILE_KEY_SYM },
     };
 
     for (size_t i = 0; i < ARRAY_SIZE(sorts); i++) {
@@ -694,7 +825,7 @@ perfmon_report_main(int argc, char **argv)
     } else {
         kprintf("# perfmon report of '%s', %llu lost\n", info.command,
                 (unsigned long long)info.nr_lost);
-        perfmon_profile_print(p, info.event, o.limit_bp, UINT32_MAX, o.chains);
+        perfmon_profile_print_events(p, cap, o.limit_bp, o.chains);
     }
 
     perfmon_profile_destroy(p);
@@ -721,7 +852,7 @@ perfmon_script_sym(struct perfmon_cmd_line *line, uint64_t addr)
 
 struct perfmon_script {
     const struct perfmon_capture *cap;
-    const char *event;
+    struct perfmon_reads reads;
 };
 
 /*
@@ -758,14 +889,37 @@ perfmon_script_branch(const struct perfmon_branch *b)
     perfmon_cmd_line_print(&line);
 }
 
+/* A sample's first line, for event with period. */
+static void
+perfmon_script_head(const struct perfmon_script *script,
+                    const struct perfmon_sample *s, const char *comm,
+                    uint32_t event, uint64_t period)
+{
+    const struct perfmon_capture_event *ev;
+    struct perfmon_cmd_line line;
+
+    ev = perfmon_capture_event(script->cap, event);
+    perfmon_cmd_line_init(&line);
+    perfmon_cmd_line_add(&line, "%16s %6u [%03u] %6llu.%06llu: %10llu %s: ",
+                         comm, s->tid, s->cpu,
+                         (unsigned long long)(s->time_ns / 1000000000),
+                         (unsigned long long)(s->time_ns / 1000 % 1000000),
+                         (unsigned long long)period,
+                         (ev != NULL) ? ev->name : "?");
+    perfmon_script_sym(&line, s->ip);
+    perfmon_cmd_line_print(&line);
+}
+
 static bool
 perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 {
-    const struct perfmon_script *script = arg;
+    struct perfmon_script *script = arg;
     struct perfmon_sample s;
     struct perfmon_cmd_line line;
     const char *comm;
     char name[PERFMON_REC_NAME_SIZE];
+    uint64_t delta;
+    uint32_t event;
 
     if (shell_interrupted()) {
         return false;
@@ -794,14 +948,17 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
         comm = name;
     }
 
-    perfmon_cmd_line_init(&line);
-    perfmon_cmd_line_add(&line, "%16s %6u [%03u] %6llu.%06llu: %10llu %s: ",
-                         comm, s.tid, s.cpu,
-                         (unsigned long long)(s.time_ns / 1000000000),
-                         (unsigned long long)(s.time_ns / 1000 % 1000000),
-                         (unsigned long long)s.period, script->event);
-    perfmon_script_sym(&line, s.ip);
-    perfmon_cmd_line_print(&line);
+    /* A sample reading its group: a line per event that counted, as perf. */
+    if (s.nr_reads == 0) {
+        perfmon_script_head(script, &s, comm, s.id, s.period);
+    }
+
+    for (unsigned int i = 0; i < s.nr_reads; i++) {
+        if (perfmon_capture_read_delta(script->cap, &s, &script->reads, i,
+                                      &event, &delta)) {
+            perfmon_script_head(script, &s, comm, event, delta);
+        }
+    }
 
     for (unsigned int i = 0; i < s.nr_ips; i++) {
         perfmon_cmd_line_init(&line);
@@ -824,8 +981,8 @@ perfmon_script_rec(const struct perfmon_rec_hdr *hdr, void *arg)
 int
 perfmon_script_main(int argc, char **argv)
 {
-    struct perfmon_script script;
-    struct perfmon_capture_info info;
+    struct perfmon_script *script;
+    const struct perfmon_capture *cap;
 
     if (argc > 2) {
         return perfmon_cmd_error("script", perfmon_script_usage,
@@ -833,14 +990,22 @@ perfmon_script_main(int argc, char **argv)
                                     argv[2]);
     }
 
-    script.cap = perfmon_report_last("script");
+    cap = perfmon_report_last("script");
 
-    if (script.cap == NULL) {
+    if (cap == NULL) {
         return SHELL_ERR_REPORTED;
     }
 
-    perfmon_capture_get_info(script.cap, &info);
-    script.event = info.event;
-    perfmon_offcpu_foreach_timed(script.cap, perfmon_script_rec, &script);
+    script = kmem_zalloc(sizeof(*script));
+
+    if (script == NULL) {
+        kprintf("perfmon: script: out of memory\n");
+        return SHELL_ERR_REPORTED;
+    }
+
+    /* In time order across the CPUs, each CPU's records in their order. */
+    script->cap = cap;
+    perfmon_offcpu_foreach_timed(cap, perfmon_script_rec, script);
+    kmem_free(script, sizeof(*script));
     return 0;
 }

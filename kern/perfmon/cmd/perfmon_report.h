@@ -24,6 +24,7 @@ struct perfmon_capture;
 #define PERFMON_PROFILE_KEY_COMM    0x1
 #define PERFMON_PROFILE_KEY_SYM     0x2
 #define PERFMON_PROFILE_KEY_CPU     0x4
+#define PERFMON_PROFILE_KEY_EVENT   0x8
 
 struct perfmon_profile;
 

@@ -51,7 +51,13 @@
 #define PERFMON_STREAM_ST_CALLCHAIN         0x20
 #define PERFMON_STREAM_ST_CPU               0x80
 #define PERFMON_STREAM_ST_PERIOD            0x100
+#define PERFMON_STREAM_ST_READ              0x10
 #define PERFMON_STREAM_ST_BRANCH_STACK      0x800
+#define PERFMON_STREAM_ST_IDENTIFIER        0x10000
+
+/* read_format: a group's values, each with its id. */
+#define PERFMON_STREAM_FORMAT_ID            0x4
+#define PERFMON_STREAM_FORMAT_GROUP         0x8
 
 /* perf_event_attr's flag word (offset 40). */
 #define PERFMON_STREAM_AF_DISABLED          (1ULL << 0)
@@ -151,6 +157,13 @@ perfmon_stream_events[PERFMON_NR_EVENTS] = {
     [PERFMON_EV_MIGRATION] = { true, PERFMON_STREAM_TYPE_SOFTWARE, 4 },
 };
 
+/* What the samples of one event of a recording carry. */
+struct perfmon_stream_ev {
+    bool reads;                         /* PERF_SAMPLE_READ */
+    unsigned int nr_reads;
+    uint32_t read_events[PERFMON_MAX_READS];
+};
+
 /*
  * The stream.  There is one COM2, so one stream: busy says it is open
  * (atomic).  The rest belongs to whoever writes the recording at the time
@@ -158,6 +171,12 @@ perfmon_stream_events[PERFMON_NR_EVENTS] = {
  */
 struct perfmon_stream {
     bool branches;                      /* samples carry a branch stack */
+    bool ids;                           /* PERF_SAMPLE_IDENTIFIER: ids per
+                                           event and CPU */
+    unsigned int nr_cpus;
+    unsigned int nr_events;
+    struct perfmon_stream_ev events[PERFMON_STREAM_MAX_EVENTS];
+    struct perfmon_reads reads; /* the groups' values */
     int error;                          /* the port failed: write no more */
     uint64_t nr_lost;                   /* lost samples said so far */
     uint64_t nr_samples;
@@ -171,7 +190,8 @@ struct perfmon_stream {
 };
 
 /* The largest sample fits the buffer. */
-_Static_assert(8 + 6 * 8 + (2 + PERFMON_MAX_CALLCHAIN) * 8
+_Static_assert(8 + 7 * 8 + (1 + 2 * PERFMON_MAX_READS) * 8
+               + (2 + PERFMON_MAX_CALLCHAIN) * 8
                + 8 + PERFMON_MAX_BRANCHES * sizeof(struct perfmon_branch)
                <= PERFMON_STREAM_BUF_SIZE, "stream buffer too small");
 _Static_assert(sizeof(struct perfmon_stream_attr) == 128, "perf attr size");
@@ -279,7 +299,10 @@ perfmon_stream_put_str(struct perfmon_stream *s, const char *str)
     perfmon_stream_put_padded(s, str, PERFMON_STREAM_STR_ALIGN);
 }
 
-/* The sample_id trailer of records other than samples. */
+/*
+ * The sample_id trailer of records other than samples; with ids, the
+ * identifier 0 ends it (perf takes it for the first event).
+ */
 static void
 perfmon_stream_put_id(struct perfmon_stream *s, uint32_t pid, uint32_t tid,
                       uint64_t time_ns, uint32_t cpu)
@@ -287,6 +310,19 @@ perfmon_stream_put_id(struct perfmon_stream *s, uint32_t pid, uint32_t tid,
     perfmon_stream_put_u32s(s, pid, tid);
     perfmon_stream_put_u64(s, time_ns);
     perfmon_stream_put_u32s(s, cpu, 0);
+
+    if (s->ids) {
+        perfmon_stream_put_u64(s, 0);
+    }
+}
+
+/* perf's id of event's samples on cpu. */
+static uint64_t
+perfmon_stream_id(const struct perfmon_stream *s, uint32_t event,
+                  uint32_t cpu)
+{
+    return s->ids ? 1 + (uint64_t)event * s->nr_cpus + cpu
+                  : PERFMON_STREAM_EVENT_ID;
 }
 
 /* Start a record: its header is filled in by perfmon_stream_end(). */
@@ -323,6 +359,26 @@ perfmon_stream_branch_type(unsigned int filter)
     }
 
     return type;
+}
+
+/*
+ * A group read by its leader's samples, as perf writes it: read_format
+ * GROUP | ID on the leader and each member (which samples as the leader).
+ */
+static void
+perfmon_stream_attr_reads(const struct perfmon_stream *s,
+                          struct perfmon_stream_attr *attr,
+                          unsigned int event)
+{
+    for (unsigned int l = 0; l < s->nr_events; l++) {
+        for (unsigned int i = 0; i < s->events[l].nr_reads; i++) {
+            if (s->events[l].read_events[i] == event) {
+                attr->sample_type |= PERFMON_STREAM_ST_READ;
+                attr->read_format = PERFMON_STREAM_FORMAT_GROUP
+                                    | PERFMON_STREAM_FORMAT_ID;
+            }
+        }
+    }
 }
 
 static void
@@ -366,23 +422,79 @@ perfmon_stream_attr_init(struct perfmon_stream_attr *attr,
     }
 }
 
+/* Event's attribute with its ids, and its name. */
 static void
 perfmon_stream_write_event(struct perfmon_stream *s,
-                           const struct perfmon_stream_desc *desc)
+                           const struct perfmon_stream_desc *desc,
+                           unsigned int event)
 {
     struct perfmon_stream_attr attr;
 
     perfmon_stream_attr_init(&attr, desc);
+
+    if (s->ids) {
+        attr.sample_type |= PERFMON_STREAM_ST_IDENTIFIER;
+        perfmon_stream_attr_reads(s, &attr, event);
+    }
+
     perfmon_stream_begin(s, PERFMON_STREAM_REC_HEADER_ATTR, 0);
     perfmon_stream_put(s, &attr, sizeof(attr));
-    perfmon_stream_put_u64(s, PERFMON_STREAM_EVENT_ID);
+
+    for (unsigned int cpu = 0; cpu < (s->ids ? s->nr_cpus : 1); cpu++) {
+        perfmon_stream_put_u64(s, perfmon_stream_id(s, event, cpu));
+    }
+
     perfmon_stream_end(s);
 
     perfmon_stream_begin(s, PERFMON_STREAM_REC_EVENT_UPDATE, 0);
     perfmon_stream_put_u64(s, PERFMON_STREAM_UPDATE_NAME);
-    perfmon_stream_put_u64(s, PERFMON_STREAM_EVENT_ID);
+    perfmon_stream_put_u64(s, perfmon_stream_id(s, event, 0));
     perfmon_stream_put_padded(s, desc->event, 8);
     perfmon_stream_end(s);
+}
+
+/*
+ * What the stream keeps of the events: how many, which read their group.
+ * Returns 0, or -EINVAL for too many events or reads of no event.
+ */
+static int
+perfmon_stream_set_events(struct perfmon_stream *s,
+                          const struct perfmon_stream_desc *desc)
+{
+    unsigned int nr = 0;
+
+    for (const struct perfmon_stream_desc *d = desc; d != NULL; d = d->next) {
+        nr++;
+    }
+
+    if (nr > PERFMON_STREAM_MAX_EVENTS) {
+        return -EINVAL;
+    }
+
+    s->nr_events = 0;
+
+    for (const struct perfmon_stream_desc *d = desc; d != NULL; d = d->next) {
+        struct perfmon_stream_ev *ev = &s->events[s->nr_events++];
+
+        if (d->nr_reads > PERFMON_MAX_READS) {
+            return -EINVAL;
+        }
+
+        ev->reads = (d->nr_reads != 0);
+        ev->nr_reads = d->nr_reads;
+
+        for (unsigned int i = 0; i < d->nr_reads; i++) {
+            if (d->reads[i] >= nr) {
+                return -EINVAL;
+            }
+
+            ev->read_events[i] = d->reads[i];
+        }
+
+        s->ids |= (nr > 1) || ev->reads;
+    }
+
+    return 0;
 }
 
 static void
@@ -475,6 +587,7 @@ perfmon_stream_open(struct perfmon_stream **streamp,
 {
     static const char pipe_header[16] = "PERFILE2\x10";
     struct perfmon_stream *s = &perfmon_stream;
+    const struct perfmon_stream_desc *first = desc;
 
     if (__atomic_exchange_n(&perfmon_stream_busy, true, __ATOMIC_ACQUIRE)) {
         return -EBUSY;
@@ -487,9 +600,20 @@ perfmon_stream_open(struct perfmon_stream **streamp,
 
     memset(s, 0, sizeof(*s));
     s->branches = (desc->fields & PERFMON_SF_BRANCH) != 0;
+    s->nr_cpus = cpu_count();
+
+    if (perfmon_stream_set_events(s, desc) != 0) {
+        __atomic_store_n(&perfmon_stream_busy, false, __ATOMIC_RELEASE);
+        return -EINVAL;
+    }
+
     perfmon_stream_send(s, pipe_header, sizeof(pipe_header));
-    perfmon_stream_write_event(s, desc);
-    perfmon_stream_write_features(s, desc);
+
+    for (unsigned int i = 0; i < s->nr_events; i++, desc = desc->next) {
+        perfmon_stream_write_event(s, desc, i);
+    }
+
+    perfmon_stream_write_features(s, first);
     perfmon_stream_write_kmap(s);
 
     if (s->error) {
@@ -503,6 +627,24 @@ perfmon_stream_open(struct perfmon_stream **streamp,
 
 /* ---- the records of a recording ----------------------------------------- */
 
+/* PERF_SAMPLE_READ of a group: nr, then each value with its id. */
+static void
+perfmon_stream_put_reads(struct perfmon_stream *s,
+                         const struct perfmon_sample *sample)
+{
+    const struct perfmon_stream_ev *ev = &s->events[sample->id];
+
+    perfmon_stream_put_u64(s, sample->nr_reads);
+
+    for (unsigned int i = 0; i < sample->nr_reads; i++) {
+        perfmon_stream_put_u64(s, perfmon_reads_value(
+                                      &s->reads, sample, i,
+                                      ev->read_events[i]));
+        perfmon_stream_put_u64(s, perfmon_stream_id(s, ev->read_events[i],
+                                                    sample->cpu));
+    }
+}
+
 static void
 perfmon_stream_sample(struct perfmon_stream *s,
                       const struct perfmon_rec_hdr *hdr)
@@ -514,13 +656,29 @@ perfmon_stream_sample(struct perfmon_stream *s,
         return;
     }
 
+    if (s->ids && (sample.id >= s->nr_events || sample.cpu >= s->nr_cpus
+                   || (sample.nr_reads
+                       != s->events[sample.id].nr_reads))) {
+        return;
+    }
+
     perfmon_stream_begin(s, PERFMON_STREAM_REC_SAMPLE,
                          PERFMON_STREAM_MISC_KERNEL);
+
+    if (s->ids) {
+        perfmon_stream_put_u64(s, perfmon_stream_id(s, sample.id,
+                                                    sample.cpu));
+    }
+
     perfmon_stream_put_u64(s, sample.ip);
     perfmon_stream_put_u32s(s, sample.tid, sample.tid);
     perfmon_stream_put_u64(s, sample.time_ns);
     perfmon_stream_put_u32s(s, sample.cpu, 0);
     perfmon_stream_put_u64(s, sample.period);
+
+    if (s->ids && s->events[sample.id].reads) {
+        perfmon_stream_put_reads(s, &sample);
+    }
 
     /* Always a chain: stack collapsers drop samples without one. */
     if (sample.nr_ips != 0) {

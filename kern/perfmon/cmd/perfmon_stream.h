@@ -16,6 +16,7 @@
  *   "PERFILE2", u64 16                      the pipe header
  *   HEADER_ATTR      the event's perf_event_attr (128 bytes), u64 id 1
  *   EVENT_UPDATE     NAME of id 1: the event as the user named it
+ *                    (several events: an attr and a name each, below)
  *   HEADER_FEATURE   HOSTNAME "tally", OSRELEASE "tally VERSION",
  *                    VERSION "tally VERSION (build ID)", ARCH "x86_64",
  *                    NRCPUS, CMDLINE (the perfmon command), and
@@ -38,6 +39,19 @@
  * Records other than samples end with perf's sample_id trailer (u32 pid,
  * u32 tid, u64 time, u32 cpu, u32 0).  A thread is its own process for
  * perf (pid = tid).  Times are ns since boot, as in the samples.
+ *
+ * A recording of several events (or of a group its leader's samples read)
+ * has one attribute per event, each with one id per CPU, as perf's own
+ * recordings have one per CPU and event: event E (counting from 0) on CPU
+ * C has id 1 + E * NRCPUS + C.  Every attribute then asks for
+ * PERF_SAMPLE_IDENTIFIER: each sample starts with the id of its event and
+ * CPU, and each trailer ends with u64 0 (perf takes 0 for the first
+ * event).  A leader's samples that read its group carry PERF_SAMPLE_READ
+ * (read_format GROUP | ID, on every attribute of the group): after PERIOD,
+ * u64 nr, then nr times u64 value, u64 id (the leader first).  perf takes
+ * the difference between two values of one id as what that event counted
+ * between the two samples; a value is the event's count on that CPU.
+ * A recording of one event keeps the layout above, id 1 alone.
  *
  * ID, the build identity, is 16 hex digits: the 64-bit FNV-1a hash of the
  * kernel's text as loaded (symtab_text_bounds()), which equals the .text
@@ -72,15 +86,22 @@ struct perfmon_stream_desc {
     bool switch_events;                 /* switch records come too */
     int argc;                           /* the command that records */
     char *const *argv;
+    const struct perfmon_stream_desc *next;     /* the next event, or NULL */
+    unsigned int nr_reads;              /* a leader's samples read these */
+    const uint32_t *reads;              /*   events (places in the list) */
 };
 
 struct perfmon_stream;
 
+#define PERFMON_STREAM_MAX_EVENTS       8
+
 /*
- * Open the stream of a new recording and write everything up to the
- * kernel's MMAP.  Returns 0, -ENODEV when there is no COM2, -EBUSY while
- * another stream is open, -EIO when the port takes no bytes, and then
- * leaves nothing open.
+ * Open the stream of a new recording of desc's events (desc, desc->next,
+ * ...: at most PERFMON_STREAM_MAX_EVENTS, ids their places; the command is
+ * the first's) and write everything up to the kernel's MMAP.  Returns 0,
+ * -ENODEV when there is no COM2, -EBUSY while another stream is open, -EIO
+ * when the port takes no bytes, -EINVAL for more events than that or reads
+ * of an event not in the list, and then leaves nothing open.
  */
 int perfmon_stream_open(struct perfmon_stream **streamp,
                         const struct perfmon_stream_desc *desc);

@@ -52,3 +52,11 @@ perfmon_intr_branches(unsigned int *nrp)
     fail_msg("perfmon_intr_branches: no sample is written here");
     return NULL;
 }
+
+uint64_t
+perfmon_intr_read_value(const struct perfmon_event *event)
+{
+    (void)event;
+    fail_msg("perfmon_intr_read_value: no sample is written here");
+    return 0;
+}
