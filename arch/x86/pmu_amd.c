@@ -21,7 +21,8 @@
  * event lists mark it) counts on a pair: the even counter programmed with
  * the event, its odd neighbour with the Merge event, which makes the two
  * one 64-bit counter (PPR for AMD family 19h, "Large Increment per Cycle
- * Events").  Pairs are for pinned events: alloc takes both counters.
+ * Events").  Pairs are for pinned events: alloc takes both counters, and
+ * alloc_counters names both, for the core to reserve and evict from.
  *
  * Locking: as for the Intel driver, alloc and free run under the core's
  * allocator lock, everything else on the calling CPU with interrupts

@@ -120,7 +120,8 @@ struct perfmon_pmc {
 
 /*
  * The hardware counters of each device reserved on every CPU: those of
- * pinned slots and those perfmon_dev_alloc() handed out.  Written under
+ * pinned slots and those perfmon_dev_alloc() handed out, with all each
+ * took besides (its alloc_counters operation).  Written under
  * perfmon_lock, read without it by the scheduler (a flexible slot placed
  * on a counter just reserved is moved off it: perfmon_cpu_evict_xcall).
  */

@@ -24,17 +24,15 @@
 #include <cmocka.h>
 
 #include "arch/x86/cpu.h"
-#include "arch/x86/lapic.h"
 #include "arch/x86/msr.h"
 #include "arch/x86/pmu.h"
 #include "arch/x86/pmu_evtab.h"
-#include "fakes/fake_kmem.h"
-#include "fakes/fake_log.h"
 #include "fakes/fake_smp.h"
 #include "kern/error.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_evtab.h"
 #include "msr_model.h"
+#include "pmu_core_boot.h"
 
 #define KERN            PERFMON_EF_KERN
 #define NR_COUNTERS     6
@@ -54,26 +52,6 @@ static const struct {
     { PERFMON_EV_CACHE_MISS, MSR_MODEL_EV_LLC_MISS },
 };
 
-/* The drivers' self-test is not linked; nothing here runs it. */
-void
-pmu_selftest(struct perfmon_dev *dev, struct perfmon_selftest *st)
-{
-    (void)dev;
-    (void)st;
-    fail_msg("pmu_selftest is not part of this test");
-}
-
-static int
-run_on(void (*fn)(void *arg), void *arg, unsigned int cpu)
-{
-    struct fake_ctx saved;
-
-    fake_ctx_enter(&saved, cpu);
-    fn(arg);
-    fake_ctx_exit(&saved);
-    return 0;
-}
-
 /*
  * A one-CPU Zen 3 with PerfMonV2 and its event table, the core fresh, the
  * driver registered as the boot glue does it; its FLOPs code in *flopsp.
@@ -83,34 +61,18 @@ boot_zen3(uint64_t *flopsp)
 {
     struct msr_model_config config = msr_model_amd(0x19, true, true);
     const struct perfmon_evtab_model *m;
-    struct fake_ctx saved;
+    struct perfmon_dev *dev;
     struct pmu_caps caps;
 
-    fake_cpu_reset(1);
-    fake_thread_reset();
-    fake_xcall_reset();
-    fake_timer_reset();
-    fake_syscnt_reset();
-    fake_kmem_reset();
-    fake_log_reset();
-    fake_clock_set(1000);
-    perfmon_reset();
-    fake_thread_switch(0, fake_thread_create("self"));
-    msr_model_init(&config);
+    dev = pmu_core_boot(&pmu_amd_driver, &config, &caps);
     msr_model_set_drift(0);
-    assert_int_equal(pmu_probe_cpus(&pmu_amd_driver, &caps, true, run_on), 0);
-    fake_ctx_enter(&saved, 0);
-    pmu_amd_driver.cpu_init();
-    lapic_pmc_setup();
-    fake_ctx_exit(&saved);
-    assert_int_equal(perfmon_register(pmu_amd_driver.dev), 0);
     pmu_evtab_setup(CPU_VENDOR_AMD, 0x19, 0x01, 1);
     m = perfmon_evtab_host();
     *flopsp = pmu_evtab_raw(m, perfmon_evtab_lookup(m,
                                                     "fp_ret_sse_avx_ops.all"));
     assert_int_equal(*flopsp,
                      msr_model_event_code(&config, MSR_MODEL_EV_FP_OPS));
-    return pmu_amd_driver.dev;
+    return dev;
 }
 
 /* The event select of counter hw_id. */
