@@ -141,10 +141,8 @@ struct perfmon_dev;
  *   suitable counter is reserved, -ENOENT when the device cannot count
  *   raw_event, -EINVAL as for counters.  For pinned events (the core never
  *   gives a reserved counter to a flexible one).
- * alloc_counters (optional; global, between alloc and free): the mask of
- *   the hw ids the counter alloc gave as hw_id takes, hw_id's included
- *   (an even/odd counter pair); the core reserves them all.  Without it,
- *   hw_id alone.
+ * alloc_counters (optional; global): the mask of every hw id the counter
+ *   alloc gave as hw_id takes until freed (a pair's two; without it, hw_id).
  * free: release a counter reserved by alloc, and all it took.
  * start: program and enable the counter on this CPU, from 0.  An overflow
  *   of the counter's previous run that the device has not reported yet (a
