@@ -141,7 +141,9 @@ struct perfmon_dev;
  *   suitable counter is reserved, -ENOENT when the device cannot count
  *   raw_event, -EINVAL as for counters.  For pinned events (the core never
  *   gives a reserved counter to a flexible one).
- * free: release a counter reserved by alloc.
+ * alloc_counters (optional; global): the mask of every hw id the counter
+ *   alloc gave as hw_id takes until freed (a pair's two; without it, hw_id).
+ * free: release a counter reserved by alloc, and all it took.
  * start: program and enable the counter on this CPU, from 0.  An overflow
  *   of the counter's previous run that the device has not reported yet (a
  *   status bit left set, its interrupt still on the way or lost) is
@@ -206,6 +208,7 @@ struct perfmon_dev_ops {
                     uint64_t *preferp);
     int (*alloc)(struct perfmon_dev *dev, unsigned int *hw_idp,
                  uint64_t raw_event, unsigned int flags);
+    uint64_t (*alloc_counters)(struct perfmon_dev *dev, unsigned int hw_id);
     void (*free)(struct perfmon_dev *dev, unsigned int hw_id);
     void (*start)(struct perfmon_dev *dev, unsigned int hw_id,
                   uint64_t raw_event, unsigned int flags);

@@ -21,7 +21,8 @@
  * event lists mark it) counts on a pair: the even counter programmed with
  * the event, its odd neighbour with the Merge event, which makes the two
  * one 64-bit counter (PPR for AMD family 19h, "Large Increment per Cycle
- * Events").  Pairs are for pinned events: alloc takes both counters.
+ * Events").  Pairs are for pinned events: alloc takes both counters, and
+ * alloc_counters names both, for the core to reserve and evict from.
  *
  * Locking: as for the Intel driver, alloc and free run under the core's
  * allocator lock, everything else on the calling CPU with interrupts
@@ -303,12 +304,11 @@ pmu_amd_counters(struct perfmon_dev *dev, uint64_t raw_event,
 
     /*
      * The model's lists may restrict it (large-increment events: none
-     * alone), and the odd counters of pairs given are not free: the core
-     * reserves only the even one it was given.
+     * alone).  The odd counters of pairs given stay in: the core reserves
+     * them with the even ones (pmu_amd_alloc_counters).
      */
     *countersp = pmu_amd_counters_for(raw_event) & pmu_amd.exist_mask
-                 & pmu_evtab_constraint(perfmon_evtab_host(), raw_event)
-                 & ~(pmu_amd.pair_mask << 1);
+                 & pmu_evtab_constraint(perfmon_evtab_host(), raw_event);
     *preferp = 0;
     return (*countersp == 0) ? -ENOENT : 0;
 }
@@ -371,6 +371,15 @@ pmu_amd_alloc(struct perfmon_dev *dev, unsigned int *hw_idp,
     }
 
     return pmu_alloc(dev, &pmu_amd.alloc_mask, hw_idp, raw_event, flags);
+}
+
+/* A pair takes its odd counter with the even one alloc gave. */
+static uint64_t
+pmu_amd_alloc_counters(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    (void)dev;
+    assert(pmu_amd_hw_id_valid(hw_id));
+    return (pmu_amd_is_pair(hw_id) ? 3ULL : 1ULL) << hw_id;
 }
 
 /* A pair's two counters go back together. */
@@ -582,6 +591,7 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
     .translate = pmu_amd_translate,
     .counters = pmu_amd_counters,
     .alloc = pmu_amd_alloc,
+    .alloc_counters = pmu_amd_alloc_counters,
     .free = pmu_amd_free,
     .start = pmu_amd_start,
     .stop = pmu_amd_stop,

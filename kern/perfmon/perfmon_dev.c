@@ -257,9 +257,27 @@ perfmon_dev_why_not(struct perfmon_dev *dev, uint64_t raw_event)
     return dev->ops->why_not(dev, raw_event);
 }
 
+/*
+ * The hardware counters the counter alloc gave as hw_id takes (its
+ * alloc_counters operation): hw_id's and whatever else it holds with it.
+ */
+static uint64_t
+perfmon_dev_taken_locked(struct perfmon_dev *dev, unsigned int hw_id)
+{
+    uint64_t taken = 1ULL << hw_id;
+
+    if (dev->ops->alloc_counters != NULL) {
+        taken = dev->ops->alloc_counters(dev, hw_id);
+        assert(taken & (1ULL << hw_id));
+    }
+
+    return taken;
+}
+
 int
 perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
-                           unsigned int flags, unsigned int *hw_idp)
+                           unsigned int flags, unsigned int *hw_idp,
+                           uint64_t *takenp)
 {
     int error;
 
@@ -268,8 +286,10 @@ perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
 
     if (error == 0) {
         assert(*hw_idp < 64);
+        *takenp = perfmon_dev_taken_locked(dev, *hw_idp);
+        assert(!(perfmon_dev_reserved[dev->index] & *takenp));
         WRITE_ONCE(perfmon_dev_reserved[dev->index],
-                   perfmon_dev_reserved[dev->index] | (1ULL << *hw_idp));
+                   perfmon_dev_reserved[dev->index] | *takenp);
     }
 
     return error;
@@ -278,10 +298,13 @@ perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
 void
 perfmon_dev_unreserve_locked(struct perfmon_dev *dev, unsigned int hw_id)
 {
+    uint64_t taken;
+
     assert(spinlock_held(&perfmon_lock));
+    taken = perfmon_dev_taken_locked(dev, hw_id);
     dev->ops->free(dev, hw_id);
     WRITE_ONCE(perfmon_dev_reserved[dev->index],
-               perfmon_dev_reserved[dev->index] & ~(1ULL << hw_id));
+               perfmon_dev_reserved[dev->index] & ~taken);
 }
 
 int

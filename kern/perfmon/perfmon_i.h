@@ -109,6 +109,7 @@ struct perfmon_pmc {
     unsigned int flags;                 /* PERFMON_EF_MODE bits */
     bool pinned;
     unsigned int hw_id;                 /* pinned slots only */
+    uint64_t taken;                     /*   every hw id its alloc took */
     uint64_t counters;                  /* flexible: hw ids that count it */
     uint64_t prefer;                    /*   those to use first */
     uint64_t group;
@@ -119,7 +120,8 @@ struct perfmon_pmc {
 
 /*
  * The hardware counters of each device reserved on every CPU: those of
- * pinned slots and those perfmon_dev_alloc() handed out.  Written under
+ * pinned slots and those perfmon_dev_alloc() handed out, with all each
+ * took besides (its alloc_counters operation).  Written under
  * perfmon_lock, read without it by the scheduler (a flexible slot placed
  * on a counter just reserved is moved off it: perfmon_cpu_evict_xcall).
  */
@@ -127,11 +129,13 @@ extern uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 
 /*
  * A counter of dev reserved for raw_event on every CPU (the device's
- * alloc, then its bit in perfmon_dev_reserved), and given back.  Under
+ * alloc, then the bits of every counter it takes, *takenp, in
+ * perfmon_dev_reserved), and given back, all of them.  Under
  * perfmon_lock.  perfmon_dev_reserve_locked() returns the device's error.
  */
 int perfmon_dev_reserve_locked(struct perfmon_dev *dev, uint64_t raw_event,
-                               unsigned int flags, unsigned int *hw_idp);
+                               unsigned int flags, unsigned int *hw_idp,
+                               uint64_t *takenp);
 void perfmon_dev_unreserve_locked(struct perfmon_dev *dev,
                                   unsigned int hw_id);
 

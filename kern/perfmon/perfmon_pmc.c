@@ -292,7 +292,8 @@ perfmon_pmc_setup_slot(struct perfmon_pmc *pmc, struct perfmon_dev *dev,
     int error;
 
     if (pinned) {
-        error = perfmon_dev_reserve_locked(dev, raw, mode, &pmc->hw_id);
+        error = perfmon_dev_reserve_locked(dev, raw, mode, &pmc->hw_id,
+                                           &pmc->taken);
     } else {
         error = dev->ops->counters(dev, raw, mode, &pmc->counters,
                                    &pmc->prefer);
@@ -499,6 +500,7 @@ int
 perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
                   unsigned int flags, unsigned int *hw_idp)
 {
+    uint64_t taken;
     int error;
 
     if (dev == NULL || hw_idp == NULL || !perfmon_dev_is_registered(dev)) {
@@ -506,7 +508,7 @@ perfmon_dev_alloc(struct perfmon_dev *dev, uint64_t raw_event,
     }
 
     spinlock_lock(&perfmon_lock);
-    error = perfmon_dev_reserve_locked(dev, raw_event, flags, hw_idp);
+    error = perfmon_dev_reserve_locked(dev, raw_event, flags, hw_idp, &taken);
     spinlock_unlock(&perfmon_lock);
 
     if (error == 0) {

@@ -502,12 +502,13 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
 }
 
 /*
- * A pinned slot became active: it takes its own counter, from the
- * flexible slot holding it, if any (one placed there before the pinned
- * event reserved it; flexible slots never pick a reserved counter after).
- * That unit takes a free counter if there is one, or waits for its turn.
- * Out of line: pinned events are rare, and inlined this would cost every
- * flexible slot's switch-in registers to save.
+ * A pinned slot became active: it takes its own counter, and every other
+ * its alloc took (a pair's odd one), from the flexible slots holding them,
+ * if any (placed there before the pinned event reserved them; flexible
+ * slots never pick a reserved counter after).  Those units take free
+ * counters if there are any, or wait for their turn.  Out of line: pinned
+ * events are rare, and inlined this would cost every flexible slot's
+ * switch-in registers to save.
  */
 static void __attribute__((noinline))
 perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
@@ -515,9 +516,10 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
     unsigned int hw_id = perfmon_pmcs[slot].hw_id;
+    uint64_t taken = perfmon_pmcs[slot].taken;
     uint64_t users;
 
-    if (cdev->hw_used & (1ULL << hw_id)) {
+    if (cdev->hw_used & taken) {
         users = cpu->sched_mask & perfmon_dev_slots(perfmon_slot_dev(slot));
 
         while (users != 0) {
@@ -525,18 +527,18 @@ perfmon_sched_in_pinned(struct perfmon_cpu *cpu, unsigned int slot,
 
             users &= users - 1;
 
-            if (cpu->pmcs[s].hw_id == hw_id) {
+            if (taken & (1ULL << cpu->pmcs[s].hw_id)) {
                 uint64_t unit = perfmon_sched_unit(cpu, s);
 
                 assert(!perfmon_pmcs[s].pinned);
                 perfmon_sched_remove(cpu, unit, now, false);
                 cdev->waiting |= unit;
-                break;
+                users &= ~unit;
             }
         }
     }
 
-    assert(!(cdev->hw_used & (1ULL << hw_id)));
+    assert(!(cdev->hw_used & taken));
     perfmon_cpu_pmc_start(cpu, slot, hw_id, now);
     cdev->hw_used |= 1ULL << hw_id;
 

@@ -40,16 +40,14 @@
 #include <cmocka.h>
 
 #include "arch/x86/cpu.h"
-#include "arch/x86/lapic.h"
 #include "arch/x86/pmu.h"
 #include "arch/x86/trap.h"
-#include "fakes/fake_kmem.h"
-#include "fakes/fake_log.h"
 #include "fakes/fake_smp.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "msr_model.h"
+#include "pmu_core_boot.h"
 
 /* The operations, in the order of the lines. */
 #define OP_READ             0
@@ -109,62 +107,18 @@ static const struct machine machines[] = {
 
 static struct trap_frame frame;
 
-/*
- * The drivers' self-test operation (pmu_selftest.c) is not linked: its
- * report goes through the stand-in core of the driver tests.  Nothing
- * here runs it.
- */
-void
-pmu_selftest(struct perfmon_dev *dev, struct perfmon_selftest *st)
-{
-    (void)dev;
-    (void)st;
-    fail_msg("pmu_selftest is not part of this test");
-}
-
-static int
-run_on(void (*fn)(void *arg), void *arg, unsigned int cpu)
-{
-    struct fake_ctx saved;
-
-    fake_ctx_enter(&saved, cpu);
-    fn(arg);
-    fake_ctx_exit(&saved);
-    return 0;
-}
-
-/*
- * A one-CPU machine m, the perfmon core fresh, the driver probed and
- * registered as the boot glue does it (pmu_boot.c), the test's thread
- * running.  Returns the driver's device.
- */
+/* A one-CPU machine m through the real core (pmu_core_boot.h). */
 static struct perfmon_dev *
 boot(const struct machine *m)
 {
     struct msr_model_config config = m->config();
+    struct perfmon_dev *dev;
     struct pmu_caps caps;
-    struct fake_ctx saved;
 
-    fake_cpu_reset(1);
-    fake_thread_reset();
-    fake_xcall_reset();
-    fake_timer_reset();
-    fake_syscnt_reset();
-    fake_kmem_reset();
-    fake_log_reset();
-    fake_clock_set(1000);
-    perfmon_reset();
-    fake_thread_switch(0, fake_thread_create("self"));
-    msr_model_init(&config);
-    assert_int_equal(pmu_probe_cpus(m->drv, &caps, true, run_on), 0);
+    dev = pmu_core_boot(m->drv, &config, &caps);
     assert_true(caps.overflow_nmi);
     assert_int_equal(caps.global_ctrl, m->global);
-    fake_ctx_enter(&saved, 0);
-    m->drv->cpu_init();
-    lapic_pmc_setup();
-    fake_ctx_exit(&saved);
-    assert_int_equal(perfmon_register(m->drv->dev), 0);
-    return m->drv->dev;
+    return dev;
 }
 
 static struct cost cost_start;
