@@ -223,15 +223,6 @@ struct perfmon_dev_ops {
     int (*hold)(struct perfmon_dev *dev, uint64_t raw_event);
     void (*release)(struct perfmon_dev *dev, uint64_t raw_event);
     void (*selftest)(struct perfmon_dev *dev, struct perfmon_selftest *st);
-
-    /* How the core may read a started counter on its CPU without calling read. */
-#define PERFMON_READ_OP     0   /* call ops->read */
-#define PERFMON_READ_RDPMC  1   /* rdpmc with ECX = arg (fixed counters: bit 30 set) */
-#define PERFMON_READ_MEM    2   /* a volatile uint64_t at address arg */
-    /* optional op: */ unsigned int (*read_method)(struct perfmon_dev *dev, unsigned int hw_id, uintptr_t *argp);
-    /* optional op: reprogram started counter hw_id for raw_event/flags in place (the counter keeps its count;
-       one WRMSR of the event select where the device can). */
-    void (*transfer)(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event, unsigned int flags);
 };
 
 /* A named raw event a device offers (for perfmon_lookup_event()). */
