@@ -102,14 +102,16 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
  * both threads count keeps running: its CPU reference passes from prev to
  * next, so the counter is read once and neither stopped nor restarted.
  * Sampling slots are the exception: each thread has its own progress to
- * the next sample, so they are unloaded and loaded.
+ * the next sample, so they are unloaded and loaded.  A counting slot of
+ * prev alone on its counter may pass the counter on to one of next's,
+ * reprogrammed in place (perfmon_sched_transfer): one write, no read.
  */
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_counts counts;
     struct perfmon_cpu *cpu;
-    uint64_t kept, slots, now;
+    uint64_t kept, slots, now, incoming, passed = 0;
 
     assert(!thread_preempt_enabled());
     assert(next->loaded_mask == 0);
@@ -119,25 +121,42 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     kept = prev->loaded_mask & next->active_mask
            & ~READ_ONCE(perfmon_sampling_slots);
     slots = prev->loaded_mask;
+    incoming = next->active_mask & ~kept;
 
     while (slots != 0) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots), in;
 
         slots &= slots - 1;
         perfmon_td_pmc_sync(prev, cpu, slot, now, &counts);
 
         if (kept & perfmon_slot_bit(slot)) {
             next->pmcs[slot].snap = counts;
+            continue;
+        }
+
+        /* Passed on in place: next's counts start from the slot's own. */
+        in = (incoming != 0)
+             ? perfmon_sched_transfer(cpu, slot, incoming, now)
+             : PERFMON_MAX_PMCS;
+
+        if (in < PERFMON_MAX_PMCS) {
+            incoming &= ~perfmon_slot_bit(in);
+            passed |= perfmon_slot_bit(in);
+            next->pmcs[in].snap = (struct perfmon_counts){
+                .value = cpu->pmcs[in].value,
+                .enabled = cpu->pmcs[in].enabled,
+                .running = cpu->pmcs[in].running,
+            };
         } else {
             perfmon_td_pmc_unload(prev, cpu, slot);
         }
     }
 
     prev->loaded_mask = 0;
-    cpu->td = (kept != 0) ? next : NULL;
+    cpu->td = ((kept | passed) != 0) ? next : NULL;
     next->cpu = cpu_id();
-    next->loaded_mask = kept;
-    slots = next->active_mask & ~kept;
+    next->loaded_mask = kept | passed;
+    slots = incoming;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
