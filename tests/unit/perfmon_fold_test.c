@@ -187,6 +187,208 @@ test_fold_random(void **state)
     }
 }
 
+/*
+ * A counter passed on in place at a switch (the device's transfer): two
+ * threads count one event each on one CPU, so every switch between them
+ * reprograms the outgoing thread's counter for the incoming one's event.
+ * Overflows land at each step: at once, left for after the switch (the
+ * fold saw the wrap; the status bit stays and its NMI comes for the
+ * incoming slot, which must not add a period), in the outgoing fold's
+ * read (the fold reads again: those events are the outgoing thread's),
+ * just before the transfer (after the fold: the incoming thread's, its
+ * overflow moved to the incoming slot), and late (the counter past its
+ * old value, the NMI in the fold).  A third thread without events makes
+ * the counter stop and start.  Both threads' counts stay exact.
+ */
+struct xfer_run {
+    struct fdev *fd;
+    struct thread *thr[3];              /* branches, misses, none */
+    struct perfmon_event ev[2];
+    uint64_t total[2];
+    unsigned int cur;
+    uint64_t period;
+};
+
+static void
+xfer_nmi_pending(struct xfer_run *r)
+{
+    if (r->fd->status[0] != 0) {
+        assert_true(fdev_nmi(r->fd, 0));
+    }
+}
+
+/* Events of both kinds; the running thread's kind is its own. */
+static void
+xfer_count(struct xfer_run *r, uint64_t n0, uint64_t n1)
+{
+    fdev_count(r->fd, 0, RAW_BRANCH, n0);
+    fdev_count(r->fd, 0, RAW_MISS, n1);
+
+    if (r->cur < 2) {
+        r->total[r->cur] += (r->cur == 0) ? n0 : n1;
+    }
+}
+
+static void
+xfer_switch(struct xfer_run *r, unsigned int to)
+{
+    if (to == r->cur) {
+        return;
+    }
+
+    fake_thread_switch(0, r->thr[to]);
+    r->cur = to;
+}
+
+static void
+check_transfer_random(unsigned int width)
+{
+    struct xfer_run r = { 0 };
+    uint64_t raw, n;
+
+    setup(NULL);
+    r.fd = fdev_add(0, width, 2, true);
+    r.period = fdev_mask(r.fd) + 1;
+    fold_rand_state = width * 7919;
+    r.thr[0] = fake_thread_create("a");
+    r.thr[1] = fake_thread_create("b");
+    r.thr[2] = fake_thread_create("c");
+    init_ok(&r.ev[0], PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&r.ev[1], PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&r.ev[0], r.thr[0]), 0);
+    assert_int_equal(perfmon_event_attach(&r.ev[1], r.thr[1]), 0);
+    fake_thread_switch(0, r.thr[0]);
+
+    for (unsigned int i = 0; i < 2000; i++) {
+        unsigned int other = (r.cur == 2) ? fold_rand(2) : 1 - r.cur;
+
+        xfer_count(&r, fold_rand(r.period / 2), fold_rand(r.period / 2));
+
+        switch (fold_rand(7)) {
+        case 0:
+            xfer_nmi_pending(&r);
+            break;
+        case 1:
+            /* The wrap's NMI (if any) comes after the switch. */
+            xfer_switch(&r, other);
+            break;
+        case 2:
+            /* An overflow in the outgoing fold's read: re-folded. */
+            xfer_nmi_pending(&r);
+
+            if (r.cur == 2) {
+                break;
+            }
+
+            raw = fdev_raw(r.fd, 0);
+            n = r.period - raw + fold_rand(r.period / 4);
+            fdev_script_nmi(r.fd, FDEV_STEP_READ, 1, -1, n);
+            r.total[r.cur] += n;
+            xfer_switch(&r, fold_rand(2) ? 1 - r.cur : 2);
+            fdev_script_done(r.fd);
+            break;
+        case 3:
+            /* Between the fold and the transfer: the incoming thread's. */
+            xfer_nmi_pending(&r);
+
+            if (r.cur == 2) {
+                break;
+            }
+
+            raw = fdev_raw(r.fd, 0);
+            n = r.period - raw + fold_rand(r.period / 4);
+            fdev_script_nmi(r.fd, FDEV_STEP_TRANSFER, 1, -1, n);
+            other = 1 - r.cur;
+            r.total[other] += n;
+            xfer_switch(&r, other);
+            fdev_script_done(r.fd);
+            break;
+        case 4:
+            /* Late: past its old value again, the NMI in the fold. */
+            xfer_nmi_pending(&r);
+
+            if (r.cur == 2) {
+                break;
+            }
+
+            raw = fdev_raw(r.fd, 0);
+            n = r.period + 1 + fold_rand(r.period - raw - 1);
+            xfer_count(&r, r.cur == 0 ? n : 0, r.cur == 1 ? n : 0);
+            fdev_script_nmi(r.fd, FDEV_STEP_READ, 1, -1, 0);
+            xfer_switch(&r, 1 - r.cur);
+            fdev_script_done(r.fd);
+            break;
+        case 5:
+            xfer_switch(&r, 2);
+            break;
+        default:
+            break;
+        }
+
+        if (fold_rand(2) == 0) {
+            xfer_nmi_pending(&r);
+        }
+
+        assert_int_equal(perfmon_event_read(&r.ev[0]), r.total[0]);
+        assert_int_equal(perfmon_event_read(&r.ev[1]), r.total[1]);
+    }
+
+    assert_true(r.fd->nr_transfer > 100);
+    xfer_switch(&r, 2);
+    xfer_nmi_pending(&r);
+    assert_int_equal(perfmon_event_read(&r.ev[0]), r.total[0]);
+    assert_int_equal(perfmon_event_read(&r.ev[1]), r.total[1]);
+    assert_int_equal(perfmon_event_detach(&r.ev[0]), 0);
+    assert_int_equal(perfmon_event_detach(&r.ev[1]), 0);
+    fdev_assert_idle(r.fd);
+}
+
+static void
+test_transfer_random(void **state)
+{
+    static const unsigned int widths[] = { 16, 17, 24, 32, 48 };
+
+    (void)state;
+
+    for (unsigned int w = 0; w < ARRAY_SIZE(widths); w++) {
+        check_transfer_random(widths[w]);
+    }
+}
+
+/*
+ * The wrap the outgoing fold saw, its NMI after the transfer: it comes
+ * for the incoming slot, which adds no period (the fold counted it).
+ */
+static void
+test_transfer_carries_wrap(void **state)
+{
+    struct perfmon_event ea, eb;
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ea, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    fake_thread_switch(0, a);
+    fdev_count(fd, 0, RAW_BRANCH, 60000);
+    assert_int_equal(perfmon_event_read(&ea), 60000);
+    fdev_count(fd, 0, RAW_BRANCH, 10000);        /* wraps; NMI not yet */
+    assert_int_not_equal(fd->status[0], 0);
+    fake_thread_switch(0, b);
+    assert_int_equal(fd->nr_transfer, 1);
+    assert_int_equal(fd->nr_start, 1);
+    assert_true(fdev_nmi(fd, 0));
+    fdev_count(fd, 0, RAW_MISS, 5);
+    assert_int_equal(perfmon_event_read(&ea), 70000);
+    assert_int_equal(perfmon_event_read(&eb), 5);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+}
+
 /* A start leaves the counter at 0: the core reads nothing after it. */
 static void
 test_start_reads_nothing(void **state)
@@ -246,6 +448,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_fold_random, setup),
+        cmocka_unit_test_setup(test_transfer_random, setup),
+        cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
         cmocka_unit_test_setup(test_start_reads_nothing, setup),
         cmocka_unit_test_setup(test_dev_counters, setup),
     };
