@@ -389,6 +389,49 @@ test_transfer_carries_wrap(void **state)
     assert_int_equal(perfmon_event_detach(&eb), 0);
 }
 
+/*
+ * A slot waiting for a counter gets the one a switch frees: the counter
+ * is not passed on past it.  Two counters: a CPU event holds one, the
+ * outgoing thread's the other, a second CPU event waits.  At the switch
+ * the waiting event and the incoming thread's take turns by share (both
+ * ran nothing yet): both run, the first CPU event waits.
+ */
+static void
+test_transfer_not_past_waiting(void **state)
+{
+    struct perfmon_event ea, eb, z, w;
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&ea, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    init_ok(&z, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&w, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&z, 0), 0);
+    fake_thread_switch(0, a);
+    assert_int_equal(perfmon_event_attach_cpu(&w, 0), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 3);               /* w waits */
+    fake_cpu_advance_tsc(1000);
+    fake_thread_switch(0, b);
+    assert_int_equal(fd->nr_transfer, 0);
+    fdev_count(fd, 0, RAW_CYCLES, 7);
+    fdev_count(fd, 0, RAW_MISS, 11);
+    fdev_count(fd, 0, RAW_INSNS, 13);               /* z waits */
+    assert_int_equal(perfmon_event_read(&w), 7);
+    assert_int_equal(perfmon_event_read(&eb), 11);
+    assert_int_equal(perfmon_event_read(&z), 0);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_detach(&w), 0);
+    assert_int_equal(perfmon_event_detach(&z), 0);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+    fdev_assert_idle(fd);
+}
+
 /* A start leaves the counter at 0: the core reads nothing after it. */
 static void
 test_start_reads_nothing(void **state)
@@ -450,6 +493,7 @@ main(void)
         cmocka_unit_test_setup(test_fold_random, setup),
         cmocka_unit_test_setup(test_transfer_random, setup),
         cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
+        cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
         cmocka_unit_test_setup(test_start_reads_nothing, setup),
         cmocka_unit_test_setup(test_dev_counters, setup),
     };
