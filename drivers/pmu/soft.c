@@ -386,29 +386,33 @@ softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
 }
 
 /*
- * Count another event from the count the counter holds: the clock's
- * count lives in its start, an event counter's in count.  It is not
- * running for the few instructions in between, so that the handler does
- * not count the new event into the old one; a wrap it holds in the
- * status stays, the count's that goes on.
+ * Count another event from the count the counter holds: an event
+ * counter's stays in count; the clock's lives in its start, moved there
+ * and back.  It is not running for the few instructions in between, so
+ * that the handler does not count the new event into the old one; a wrap
+ * it holds in the status stays, the count's that goes on.
  */
 static void
 softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
                  uint64_t raw_event, unsigned int flags)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
-    uint64_t count;
+    bool was_clock = (c->raw_event == SWEVENT_CLOCK);
+    uint64_t count = was_clock ? cpu_rdtsc() - c->tsc_start : 0;
 
     assert(c->running);
-    count = softpmu_read(dev, hw_id);
     softpmu_stop(dev, hw_id);
     barrier();
     c->raw_event = raw_event;
     c->counts = softpmu_counts(raw_event, flags);
-    __atomic_store_n(&c->count, count, __ATOMIC_RELAXED);
+
+    if (was_clock) {
+        __atomic_store_n(&c->count, count, __ATOMIC_RELAXED);
+    }
 
     if (raw_event == SWEVENT_CLOCK) {
-        c->tsc_start = cpu_rdtsc() - count;
+        c->tsc_start = cpu_rdtsc() - __atomic_load_n(&c->count,
+                                                     __ATOMIC_RELAXED);
     }
 
     barrier();
