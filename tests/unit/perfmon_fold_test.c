@@ -240,11 +240,46 @@ xfer_switch(struct xfer_run *r, unsigned int to)
     r->cur = to;
 }
 
+/*
+ * A switch to thread to, an overflow NMI landing at the first step of the
+ * core's of its kind (the counter first takes whatever NMI is due): the
+ * counter wraps there, or, late, wrapped and passed its old value before
+ * the switch.  Those events are the outgoing thread's when the fold reads
+ * again, the incoming one's when they come after the fold.
+ */
+static void
+xfer_switch_nmi(struct xfer_run *r, enum fdev_step step, unsigned int to,
+                bool late)
+{
+    unsigned int from = r->cur;
+    uint64_t raw, n;
+
+    xfer_nmi_pending(r);
+
+    if (from == 2) {
+        return;
+    }
+
+    raw = fdev_raw(r->fd, 0);
+
+    if (late) {
+        n = r->period + 1 + fold_rand(r->period - raw - 1);
+        xfer_count(r, (from == 0) ? n : 0, (from == 1) ? n : 0);
+        n = 0;
+    } else {
+        n = r->period - raw + fold_rand(r->period / 4);
+        r->total[(step == FDEV_STEP_READ) ? from : to] += n;
+    }
+
+    fdev_script_nmi(r->fd, step, 1, -1, n);
+    xfer_switch(r, to);
+    fdev_script_done(r->fd);
+}
+
 static void
 check_transfer_random(unsigned int width)
 {
     struct xfer_run r = { 0 };
-    uint64_t raw, n;
 
     setup(NULL);
     r.fd = fdev_add(0, width, 2, true);
@@ -274,49 +309,16 @@ check_transfer_random(unsigned int width)
             break;
         case 2:
             /* An overflow in the outgoing fold's read: re-folded. */
-            xfer_nmi_pending(&r);
-
-            if (r.cur == 2) {
-                break;
-            }
-
-            raw = fdev_raw(r.fd, 0);
-            n = r.period - raw + fold_rand(r.period / 4);
-            fdev_script_nmi(r.fd, FDEV_STEP_READ, 1, -1, n);
-            r.total[r.cur] += n;
-            xfer_switch(&r, fold_rand(2) ? 1 - r.cur : 2);
-            fdev_script_done(r.fd);
+            xfer_switch_nmi(&r, FDEV_STEP_READ, fold_rand(2) ? 1 - r.cur : 2,
+                            false);
             break;
         case 3:
             /* Between the fold and the transfer: the incoming thread's. */
-            xfer_nmi_pending(&r);
-
-            if (r.cur == 2) {
-                break;
-            }
-
-            raw = fdev_raw(r.fd, 0);
-            n = r.period - raw + fold_rand(r.period / 4);
-            fdev_script_nmi(r.fd, FDEV_STEP_TRANSFER, 1, -1, n);
-            other = 1 - r.cur;
-            r.total[other] += n;
-            xfer_switch(&r, other);
-            fdev_script_done(r.fd);
+            xfer_switch_nmi(&r, FDEV_STEP_TRANSFER, 1 - r.cur, false);
             break;
         case 4:
             /* Late: past its old value again, the NMI in the fold. */
-            xfer_nmi_pending(&r);
-
-            if (r.cur == 2) {
-                break;
-            }
-
-            raw = fdev_raw(r.fd, 0);
-            n = r.period + 1 + fold_rand(r.period - raw - 1);
-            xfer_count(&r, r.cur == 0 ? n : 0, r.cur == 1 ? n : 0);
-            fdev_script_nmi(r.fd, FDEV_STEP_READ, 1, -1, 0);
-            xfer_switch(&r, 1 - r.cur);
-            fdev_script_done(r.fd);
+            xfer_switch_nmi(&r, FDEV_STEP_READ, 1 - r.cur, true);
             break;
         case 5:
             xfer_switch(&r, 2);
