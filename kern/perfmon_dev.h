@@ -74,9 +74,10 @@ struct perfmon_selftest;                /* kern/perfmon_selftest.h */
  *   hw_id for raw_event in the mode flags in place, from one slot's event
  *   to another's, leaving its count where it is: the counter keeps
  *   counting, and the core folds what it counted before as the old
- *   slot's.  One write of the event select where the device can.  It drops
- *   a pending overflow as start does.  The read method may change: the
- *   core asks read_method again.
+ *   slot's.  One write of the event select where the device can.  Unlike
+ *   start, it keeps an overflow status the counter holds: it belongs to
+ *   the count that goes on, and the core folds it for the new slot.  The
+ *   read method may change: the core asks read_method again.
  * write (optional: devices without it cannot sample): load a running
  *   counter on this CPU with value, within the device's width, so that it
  *   overflows after 2^width - value events.  Called by the core to arm a

@@ -29,6 +29,7 @@
 #include "arch/x86/lapic.h"
 #include "arch/x86/trap.h"
 #include "drivers/pmu/soft.h"
+#include "kern/assert.h"
 #include "kern/clock.h"
 #include "kern/cmdline.h"
 #include "kern/error.h"
@@ -385,6 +386,44 @@ softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
 }
 
 /*
+ * Count another event from the count the counter holds: an event
+ * counter's stays in count; the clock's lives in its start, moved there
+ * and back.  It is not running for the few instructions in between, so
+ * that the handler does not count the new event into the old one; a wrap
+ * it holds in the status stays, the count's that goes on.
+ */
+static void
+softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
+                 uint64_t raw_event, unsigned int flags)
+{
+    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+    bool was_clock = (c->raw_event == SWEVENT_CLOCK);
+    uint64_t count = was_clock ? cpu_rdtsc() - c->tsc_start : 0;
+
+    assert(c->running);
+    softpmu_stop(dev, hw_id);
+    barrier();
+    c->raw_event = raw_event;
+    c->counts = softpmu_counts(raw_event, flags);
+
+    if (was_clock) {
+        __atomic_store_n(&c->count, count, __ATOMIC_RELAXED);
+    }
+
+    if (raw_event == SWEVENT_CLOCK) {
+        c->tsc_start = cpu_rdtsc() - __atomic_load_n(&c->count,
+                                                     __ATOMIC_RELAXED);
+    }
+
+    barrier();
+    WRITE_ONCE(c->running, true);
+
+    if (raw_event != SWEVENT_CLOCK && c->counts) {
+        swevent_activate((unsigned int)raw_event);
+    }
+}
+
+/*
  * Load a counter.  The clock's count is the TSC minus its start, so the
  * start moves instead; it raises no NMI of its own, so the clock is asked
  * for an interrupt when it wraps (see softpmu_clock_deadline), at least
@@ -462,6 +501,7 @@ static const struct perfmon_dev_ops softpmu_ops = {
     .stop = softpmu_stop,
     .read = softpmu_read,
     .read_method = softpmu_read_method,
+    .transfer = softpmu_transfer,
     .write = softpmu_write,
     .handle_overflow_intr = softpmu_handle_overflow_intr,
     .why_not = softpmu_why_not,

@@ -397,6 +397,48 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
     dev->ops->stop(dev, pmc->hw_id);
 }
 
+/*
+ * Pass the counter slot out holds here on to slot in, reprogrammed in
+ * place by the device's transfer (out folded at now, in not running):
+ * the count goes on, so in takes out's last raw value and knows it
+ * without a read.  It also takes out's wrap_seen: the device keeps the
+ * overflow status, and the NMI of a wrap out's fold already counted now
+ * comes for in, which must not add a period again.  in runs before the
+ * map says so and out stops after: an NMI in between finds one of them
+ * running.  An overflow left pending for out after its fold is one of
+ * the count that goes on: it moves to in, folded at the section's end.
+ */
+void
+perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
+                         unsigned int in)
+{
+    struct perfmon_cpu_pmc *from = &cpu->pmcs[out], *to = &cpu->pmcs[in];
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    struct perfmon_dev *dev = from->dev;
+    uint64_t obit = perfmon_slot_bit(out), ibit = perfmon_slot_bit(in);
+
+    assert(cpu->sched_mask & obit);
+    assert(!(cpu->sched_mask & ibit));
+    assert(gpmc->sampling == NULL);
+    to->hw_id = from->hw_id;
+    to->dev = dev;
+    to->mask = from->mask;
+    to->prev = from->prev;
+    to->wrap_seen = from->wrap_seen;
+    dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags);
+    perfmon_cpu_pmc_read_method(to);
+
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
+    barrier();
+    WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[to->hw_id], in + 1);
+    barrier();
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
+
+    if (__atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED) & obit) {
+        __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
+    }
+}
+
 void
 perfmon_cpu_poll_xcall(void *arg)
 {

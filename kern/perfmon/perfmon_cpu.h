@@ -159,6 +159,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
+ * perfmon_cpu_pmc_transfer: pass the counter slot out holds here (folded
+ *   at now, a counting slot) on to slot in (counting, not running here),
+ *   reprogrammed in place by the device's transfer; the count goes on.
  * perfmon_cpu_pmc_update: fold the counter slot holds here into its
  *   64-bit value (ovf: the device's interrupt says it wrapped); the
  *   inline perfmon_cpu_pmc_fold() below takes the common case itself.
@@ -177,6 +180,8 @@ void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
                           uint64_t now, bool folded);
+void perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
+                              unsigned int in);
 void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
                             bool ovf);
 void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,

@@ -691,6 +691,26 @@ perfmon_rotate_local_moved(void)
 
 /* ---- users of a slot ------------------------------------------------------- */
 
+/* Slot's first user here: it becomes active, its share counted from now. */
+static void
+perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
+                       const struct perfmon_td_pmc *saved, uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+
+    assert(perfmon_pmcs[slot].nr_refs != 0);
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    pmc->nr_refs = 1;
+    pmc->share_enabled = pmc->enabled;
+    pmc->share_running = pmc->running;
+
+    if (perfmon_pmcs[slot].sampling != NULL) {
+        perfmon_cpu_pmc_sample_init(cpu, slot, saved);
+    }
+
+    WRITE_ONCE(cpu->active_mask, cpu->active_mask | perfmon_slot_bit(slot));
+}
+
 /*
  * One more user of slot on this CPU; saved: the thread's sampling
  * progress, when a thread loads a sampling slot.  The first makes it
@@ -703,24 +723,13 @@ perfmon_sched_ref(struct perfmon_cpu *cpu, unsigned int slot,
                   const struct perfmon_td_pmc *saved, uint64_t now)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t bit = perfmon_slot_bit(slot);
 
     if (pmc->nr_refs != 0) {
         pmc->nr_refs++;
         return false;
     }
 
-    assert(perfmon_pmcs[slot].nr_refs != 0);
-    perfmon_cpu_pmc_clock(cpu, slot, now);
-    pmc->nr_refs = 1;
-    pmc->share_enabled = pmc->enabled;
-    pmc->share_running = pmc->running;
-
-    if (perfmon_pmcs[slot].sampling != NULL) {
-        perfmon_cpu_pmc_sample_init(cpu, slot, saved);
-    }
-
-    WRITE_ONCE(cpu->active_mask, cpu->active_mask | bit);
+    perfmon_sched_activate(cpu, slot, saved, now);
     perfmon_sched_in(cpu, slot, now);
     return true;
 }
@@ -760,6 +769,69 @@ perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
         WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
         perfmon_sched_out(cpu, slot, now);
     }
+}
+
+/*
+ * Whether slot, counting alone, may take over counter hw_id of its device
+ * here as placing it would: hw_id counts it, is not reserved, and no
+ * preferred counter is free besides.
+ */
+static bool
+perfmon_sched_may_take(const struct perfmon_cpu_dev *cdev, unsigned int d,
+                       unsigned int slot, unsigned int hw_id)
+{
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+    uint64_t hw = 1ULL << hw_id, reserved = READ_ONCE(perfmon_dev_reserved[d]);
+
+    return !gpmc->pinned && gpmc->group == 0 && gpmc->sampling == NULL
+           && (gpmc->counters & ~reserved & hw)
+           && (!(gpmc->prefer & ~reserved & ~cdev->hw_used)
+               || (gpmc->prefer & hw));
+}
+
+/*
+ * Slot out's last user here leaves (its counts taken at now) while one of
+ * the slots of candidates (active nowhere here) gets its first: when out
+ * counts alone on a flexible counter of a device that can transfer, and
+ * no slot of the device waits for a counter (it would have it first),
+ * the first candidate that may take the counter gets it in place, with
+ * nothing stopped or started.  Returns that slot, or PERFMON_MAX_PMCS
+ * when the caller must unref out and ref the candidates itself.
+ */
+unsigned int
+perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
+                       uint64_t candidates, uint64_t now)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
+    unsigned int d = out / PERFMON_DEV_MAX_PMCS;
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+
+    candidates &= ~cpu->active_mask;
+
+    if (pmc->nr_refs != 1 || !(cpu->sched_mask & perfmon_slot_bit(out))
+        || cdev->waiting != 0 || pmc->dev->ops->transfer == NULL
+        || !perfmon_sched_may_take(cdev, d, out, pmc->hw_id)) {
+        return PERFMON_MAX_PMCS;
+    }
+
+    candidates &= perfmon_dev_slots(pmc->dev);
+
+    while (candidates != 0) {
+        unsigned int in = (unsigned int)__builtin_ctzll(candidates);
+
+        candidates &= candidates - 1;
+
+        if (perfmon_sched_may_take(cdev, d, in, pmc->hw_id)) {
+            pmc->nr_refs = 0;
+            WRITE_ONCE(cpu->active_mask,
+                       cpu->active_mask & ~perfmon_slot_bit(out));
+            perfmon_sched_activate(cpu, in, NULL, now);
+            perfmon_cpu_pmc_transfer(cpu, out, in);
+            return in;
+        }
+    }
+
+    return PERFMON_MAX_PMCS;
 }
 
 /* ---- reserving a counter ---------------------------------------------------- */

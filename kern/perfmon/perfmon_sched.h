@@ -12,6 +12,9 @@
  *   counts: the slot's counts here at now.
  * perfmon_sched_unref: drop a user of slot on this CPU; the caller took
  *   the counts first.  The last one gives its counter back.
+ * perfmon_sched_transfer: slot out's last user leaves as the first of
+ *   one of candidates comes: that one may take out's counter in place
+ *   (returns it; PERFMON_MAX_PMCS: none did, unref and ref as usual).
  * perfmon_sched_rotate: one turn of the slots waiting for a counter
  *   (every device's).  Also after a thread with slots waiting was loaded.
  *
@@ -38,6 +41,8 @@ void perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
                               uint64_t now, struct perfmon_counts *counts);
 void perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
                          uint64_t now);
+unsigned int perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
+                                    uint64_t candidates, uint64_t now);
 void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
 void perfmon_sched_evict_all(struct perfmon_dev *dev);
 void perfmon_sched_setup(void);

@@ -98,11 +98,46 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
 }
 
 /*
+ * At a switch to next, prev's slot (synced) may pass its counter on in
+ * place to one of next's slots not loaded yet (perfmon_sched_transfer):
+ * then that one is loaded, its counts starting from the slot's own at
+ * now, read by nobody.  Out of line: the switch that keeps its counters
+ * pays nothing for it.
+ */
+static bool __attribute__((noinline))
+perfmon_td_pmc_pass(struct perfmon_td *next, struct perfmon_cpu *cpu,
+                    unsigned int slot, uint64_t now)
+{
+    uint64_t incoming = next->active_mask & ~next->loaded_mask;
+    const struct perfmon_cpu_pmc *pmc;
+    unsigned int in;
+
+    if (incoming == 0) {
+        return false;
+    }
+
+    in = perfmon_sched_transfer(cpu, slot, incoming, now);
+
+    if (in >= PERFMON_MAX_PMCS) {
+        return false;
+    }
+
+    pmc = &cpu->pmcs[in];
+    next->loaded_mask |= perfmon_slot_bit(in);
+    next->pmcs[in].snap = (struct perfmon_counts){
+        .value = pmc->value, .enabled = pmc->enabled, .running = pmc->running,
+    };
+    return true;
+}
+
+/*
  * A context switch from prev to next on this CPU, in one section.  A slot
  * both threads count keeps running: its CPU reference passes from prev to
  * next, so the counter is read once and neither stopped nor restarted.
  * Sampling slots are the exception: each thread has its own progress to
- * the next sample, so they are unloaded and loaded.
+ * the next sample, so they are unloaded and loaded.  A counting slot of
+ * prev alone on its counter may pass the counter on to one of next's,
+ * reprogrammed in place (perfmon_td_pmc_pass): one write, no read.
  */
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
@@ -119,6 +154,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     kept = prev->loaded_mask & next->active_mask
            & ~READ_ONCE(perfmon_sampling_slots);
     slots = prev->loaded_mask;
+    next->loaded_mask = kept;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
@@ -128,16 +164,15 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 
         if (kept & perfmon_slot_bit(slot)) {
             next->pmcs[slot].snap = counts;
-        } else {
+        } else if (!perfmon_td_pmc_pass(next, cpu, slot, now)) {
             perfmon_td_pmc_unload(prev, cpu, slot);
         }
     }
 
     prev->loaded_mask = 0;
-    cpu->td = (kept != 0) ? next : NULL;
+    cpu->td = (next->loaded_mask != 0) ? next : NULL;
     next->cpu = cpu_id();
-    next->loaded_mask = kept;
-    slots = next->active_mask & ~kept;
+    slots = next->active_mask & ~next->loaded_mask;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);

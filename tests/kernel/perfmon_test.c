@@ -271,6 +271,80 @@ out:
 
 KTEST_DEFINE(perfmon, context_switches_yield, pt_context_switches);
 
+/*
+ * Two threads on one CPU count the test event in two modes (two slots,
+ * one counter each): every switch between them passes the outgoing
+ * thread's counter on to the incoming one's slot in place.  Each thread
+ * adds its own amounts between yields; each event counts exactly its
+ * thread's.
+ */
+#define PT_PASS_ROUNDS          200
+
+struct pt_passer {
+    volatile bool *go;
+    uint64_t step;
+    uint64_t added;
+};
+
+static void
+pt_passer_fn(void *arg)
+{
+    struct pt_passer *p = arg;
+
+    ktest_wait_flag(p->go, PT_WAIT_MS);
+
+    for (unsigned int i = 0; i < PT_PASS_ROUNDS; i++) {
+        swevent_add(SWEVENT_TEST, p->step + i);
+        p->added += p->step + i;
+        thread_yield();
+    }
+}
+
+static int
+pt_switch_passes_counter(void)
+{
+    static const unsigned int flags[2] = {
+        PERFMON_EF_KERN, PERFMON_EF_KERN | PERFMON_EF_USER,
+    };
+    unsigned int cpu = (ktest_cpu_now() + 1) % cpu_count();
+    struct perfmon_event evs[2] = { 0 };
+    struct thread *ts[2] = { NULL, NULL };
+    struct pt_passer ps[2];
+    volatile bool go = false;
+
+    KTEST_ASSERT(pt_soft() != NULL);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        ps[i] = (struct pt_passer){ .go = &go, .step = 1000 * (i + 1) };
+        KTEST_CHECK_EQ(thread_create(&ts[i], "pt_passer", pt_passer_fn,
+                                     &ps[i], THREAD_CPUMASK(cpu)), 0);
+        KTEST_CHECK_EQ(pt_event_init(&evs[i], PERFMON_EV_TEST, flags[i]), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach(&evs[i], ts[i]), 0);
+    }
+
+    go = true;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        thread_join(ts[i]);
+        ts[i] = NULL;
+        KTEST_CHECK_EQ(perfmon_event_read(&evs[i]), ps[i].added);
+    }
+
+out:
+    go = true;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        if (ts[i] != NULL) {
+            thread_join(ts[i]);
+        }
+    }
+
+    pt_events_detach(evs, 2);
+    return ktest_result();
+}
+
+KTEST_DEFINE(perfmon, switch_passes_counter, pt_switch_passes_counter);
+
 /* ---- exact counts through many wraps ------------------------------------ */
 
 #define PT_WRAP_TOTAL   3000000ULL

@@ -193,6 +193,24 @@ fdev_stop(struct fdev *fd, unsigned int hw_id)
     fd->nr_stop++;
 }
 
+/*
+ * The transfer contract: the counter counts raw from its count, and an
+ * overflow status it holds stays (the count's that goes on).
+ */
+static void
+fdev_transfer(struct fdev *fd, unsigned int hw_id, uint64_t raw,
+              unsigned int flags)
+{
+    struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+
+    assert_false(cpu_intr_enabled());
+    assert_true(c->running);
+    fdev_step(fd, FDEV_STEP_TRANSFER, hw_id);
+    c->raw_event = raw;
+    c->flags = flags;
+    fd->nr_transfer++;
+}
+
 static uint64_t
 fdev_read(struct fdev *fd, unsigned int hw_id)
 {
@@ -290,6 +308,13 @@ static void
 fdev_op_stop(struct perfmon_dev *dev, unsigned int hw_id)
 {
     fdev_stop(fdev_of(dev), hw_id);
+}
+
+static void
+fdev_op_transfer(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw,
+                 unsigned int flags)
+{
+    fdev_transfer(fdev_of(dev), hw_id, raw, flags);
 }
 
 static uint64_t
@@ -393,7 +418,7 @@ static const struct perfmon_dev_ops fdev_ops = {
     .alloc = fdev_op_alloc,
     .free = fdev_op_free, .start = fdev_op_start, .stop = fdev_op_stop,
     .read = fdev_op_read, .read_method = fdev_op_read_method,
-    .write = fdev_op_write,
+    .transfer = fdev_op_transfer, .write = fdev_op_write,
     .handle_overflow_intr = fdev_op_ovf,
     .hold = fdev_op_hold, .release = fdev_op_release,
 };

@@ -45,8 +45,9 @@
 /*
  * The steps of the core's use of a counter at which a test may act
  * (fdev->step_hook): just after a read, just before a write, a start or
- * a stop takes effect, and as the overflow interrupt handler begins,
- * before it reads the device's overflow status (hw_id 0 then).
+ * a stop takes effect, as the overflow interrupt handler begins,
+ * before it reads the device's overflow status (hw_id 0 then), and just
+ * before a transfer reprograms a counter.
  */
 enum fdev_step {
     FDEV_STEP_READ,
@@ -54,6 +55,7 @@ enum fdev_step {
     FDEV_STEP_START,
     FDEV_STEP_STOP,
     FDEV_STEP_OVF,
+    FDEV_STEP_TRANSFER,
 };
 
 struct fdev_counter {
@@ -82,6 +84,7 @@ struct fdev {
     uint64_t status[CPU_MAX];
     uint64_t wraps[CPU_MAX];            /* counter wraps seen */
     unsigned int nr_alloc, nr_free, nr_start, nr_stop, nr_read, nr_write;
+    unsigned int nr_transfer;
     unsigned int nr_counters_calls;
     uint64_t held_value;                /* the extra register's (RAW_HELD) */
     unsigned int held_refs;             /*   slots holding it */

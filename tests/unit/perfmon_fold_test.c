@@ -187,6 +187,253 @@ test_fold_random(void **state)
     }
 }
 
+/*
+ * A counter passed on in place at a switch (the device's transfer): two
+ * threads count one event each on one CPU, so every switch between them
+ * reprograms the outgoing thread's counter for the incoming one's event.
+ * Overflows land at each step: at once, left for after the switch (the
+ * fold saw the wrap; the status bit stays and its NMI comes for the
+ * incoming slot, which must not add a period), in the outgoing fold's
+ * read (the fold reads again: those events are the outgoing thread's),
+ * just before the transfer (after the fold: the incoming thread's, its
+ * overflow moved to the incoming slot), and late (the counter past its
+ * old value, the NMI in the fold).  A third thread without events makes
+ * the counter stop and start.  Both threads' counts stay exact.
+ */
+struct xfer_run {
+    struct fdev *fd;
+    struct thread *thr[3];              /* branches, misses, none */
+    struct perfmon_event ev[2];
+    uint64_t total[2];
+    unsigned int cur;
+    uint64_t period;
+};
+
+static void
+xfer_nmi_pending(struct xfer_run *r)
+{
+    if (r->fd->status[0] != 0) {
+        assert_true(fdev_nmi(r->fd, 0));
+    }
+}
+
+/* Events of both kinds; the running thread's kind is its own. */
+static void
+xfer_count(struct xfer_run *r, uint64_t n0, uint64_t n1)
+{
+    fdev_count(r->fd, 0, RAW_BRANCH, n0);
+    fdev_count(r->fd, 0, RAW_MISS, n1);
+
+    if (r->cur < 2) {
+        r->total[r->cur] += (r->cur == 0) ? n0 : n1;
+    }
+}
+
+static void
+xfer_switch(struct xfer_run *r, unsigned int to)
+{
+    if (to == r->cur) {
+        return;
+    }
+
+    fake_thread_switch(0, r->thr[to]);
+    r->cur = to;
+}
+
+/*
+ * A switch to thread to, an overflow NMI landing at the first step of the
+ * core's of its kind (the counter first takes whatever NMI is due): the
+ * counter wraps there, or, late, wrapped and passed its old value before
+ * the switch.  Those events are the outgoing thread's when the fold reads
+ * again, the incoming one's when they come after the fold.
+ */
+static void
+xfer_switch_nmi(struct xfer_run *r, enum fdev_step step, unsigned int to,
+                bool late)
+{
+    unsigned int from = r->cur;
+    uint64_t raw, n;
+
+    xfer_nmi_pending(r);
+
+    if (from == 2) {
+        return;
+    }
+
+    raw = fdev_raw(r->fd, 0);
+
+    if (late) {
+        n = r->period + 1 + fold_rand(r->period - raw - 1);
+        xfer_count(r, (from == 0) ? n : 0, (from == 1) ? n : 0);
+        n = 0;
+    } else {
+        n = r->period - raw + fold_rand(r->period / 4);
+        r->total[(step == FDEV_STEP_READ) ? from : to] += n;
+    }
+
+    fdev_script_nmi(r->fd, step, 1, -1, n);
+    xfer_switch(r, to);
+    fdev_script_done(r->fd);
+}
+
+static void
+check_transfer_random(unsigned int width)
+{
+    struct xfer_run r = { 0 };
+
+    setup(NULL);
+    r.fd = fdev_add(0, width, 2, true);
+    r.period = fdev_mask(r.fd) + 1;
+    fold_rand_state = width * 7919;
+    r.thr[0] = fake_thread_create("a");
+    r.thr[1] = fake_thread_create("b");
+    r.thr[2] = fake_thread_create("c");
+    init_ok(&r.ev[0], PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&r.ev[1], PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&r.ev[0], r.thr[0]), 0);
+    assert_int_equal(perfmon_event_attach(&r.ev[1], r.thr[1]), 0);
+    fake_thread_switch(0, r.thr[0]);
+
+    for (unsigned int i = 0; i < 2000; i++) {
+        unsigned int other = (r.cur == 2) ? fold_rand(2) : 1 - r.cur;
+
+        xfer_count(&r, fold_rand(r.period / 2), fold_rand(r.period / 2));
+
+        switch (fold_rand(7)) {
+        case 0:
+            xfer_nmi_pending(&r);
+            break;
+        case 1:
+            /* The wrap's NMI (if any) comes after the switch. */
+            xfer_switch(&r, other);
+            break;
+        case 2:
+            /* An overflow in the outgoing fold's read: re-folded. */
+            xfer_switch_nmi(&r, FDEV_STEP_READ, fold_rand(2) ? 1 - r.cur : 2,
+                            false);
+            break;
+        case 3:
+            /* Between the fold and the transfer: the incoming thread's. */
+            xfer_switch_nmi(&r, FDEV_STEP_TRANSFER, 1 - r.cur, false);
+            break;
+        case 4:
+            /* Late: past its old value again, the NMI in the fold. */
+            xfer_switch_nmi(&r, FDEV_STEP_READ, 1 - r.cur, true);
+            break;
+        case 5:
+            xfer_switch(&r, 2);
+            break;
+        default:
+            break;
+        }
+
+        if (fold_rand(2) == 0) {
+            xfer_nmi_pending(&r);
+        }
+
+        assert_int_equal(perfmon_event_read(&r.ev[0]), r.total[0]);
+        assert_int_equal(perfmon_event_read(&r.ev[1]), r.total[1]);
+    }
+
+    assert_true(r.fd->nr_transfer > 100);
+    xfer_switch(&r, 2);
+    xfer_nmi_pending(&r);
+    assert_int_equal(perfmon_event_read(&r.ev[0]), r.total[0]);
+    assert_int_equal(perfmon_event_read(&r.ev[1]), r.total[1]);
+    assert_int_equal(perfmon_event_detach(&r.ev[0]), 0);
+    assert_int_equal(perfmon_event_detach(&r.ev[1]), 0);
+    fdev_assert_idle(r.fd);
+}
+
+static void
+test_transfer_random(void **state)
+{
+    static const unsigned int widths[] = { 16, 17, 24, 32, 48 };
+
+    (void)state;
+
+    for (unsigned int w = 0; w < ARRAY_SIZE(widths); w++) {
+        check_transfer_random(widths[w]);
+    }
+}
+
+/*
+ * The wrap the outgoing fold saw, its NMI after the transfer: it comes
+ * for the incoming slot, which adds no period (the fold counted it).
+ */
+static void
+test_transfer_carries_wrap(void **state)
+{
+    struct perfmon_event ea, eb;
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    init_ok(&ea, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    fake_thread_switch(0, a);
+    fdev_count(fd, 0, RAW_BRANCH, 60000);
+    assert_int_equal(perfmon_event_read(&ea), 60000);
+    fdev_count(fd, 0, RAW_BRANCH, 10000);        /* wraps; NMI not yet */
+    assert_int_not_equal(fd->status[0], 0);
+    fake_thread_switch(0, b);
+    assert_int_equal(fd->nr_transfer, 1);
+    assert_int_equal(fd->nr_start, 1);
+    assert_true(fdev_nmi(fd, 0));
+    fdev_count(fd, 0, RAW_MISS, 5);
+    assert_int_equal(perfmon_event_read(&ea), 70000);
+    assert_int_equal(perfmon_event_read(&eb), 5);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+}
+
+/*
+ * A slot waiting for a counter gets the one a switch frees: the counter
+ * is not passed on past it.  Two counters: a CPU event holds one, the
+ * outgoing thread's the other, a second CPU event waits.  At the switch
+ * the waiting event and the incoming thread's take turns by share (both
+ * ran nothing yet): both run, the first CPU event waits.
+ */
+static void
+test_transfer_not_past_waiting(void **state)
+{
+    struct perfmon_event ea, eb, z, w;
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&ea, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    init_ok(&z, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    init_ok(&w, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&z, 0), 0);
+    fake_thread_switch(0, a);
+    assert_int_equal(perfmon_event_attach_cpu(&w, 0), 0);
+    fdev_count(fd, 0, RAW_CYCLES, 3);               /* w waits */
+    fake_cpu_advance_tsc(1000);
+    fake_thread_switch(0, b);
+    assert_int_equal(fd->nr_transfer, 0);
+    fdev_count(fd, 0, RAW_CYCLES, 7);
+    fdev_count(fd, 0, RAW_MISS, 11);
+    fdev_count(fd, 0, RAW_INSNS, 13);               /* z waits */
+    assert_int_equal(perfmon_event_read(&w), 7);
+    assert_int_equal(perfmon_event_read(&eb), 11);
+    assert_int_equal(perfmon_event_read(&z), 0);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_detach(&w), 0);
+    assert_int_equal(perfmon_event_detach(&z), 0);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+    fdev_assert_idle(fd);
+}
+
 /* A start leaves the counter at 0: the core reads nothing after it. */
 static void
 test_start_reads_nothing(void **state)
@@ -246,6 +493,9 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_fold_random, setup),
+        cmocka_unit_test_setup(test_transfer_random, setup),
+        cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
+        cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
         cmocka_unit_test_setup(test_start_reads_nothing, setup),
         cmocka_unit_test_setup(test_dev_counters, setup),
     };
