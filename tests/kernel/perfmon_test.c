@@ -276,12 +276,16 @@ KTEST_DEFINE(perfmon, context_switches_yield, pt_context_switches);
  * one counter each): every switch between them passes the outgoing
  * thread's counter on to the incoming one's slot in place.  Each thread
  * adds its own amounts between yields; each event counts exactly its
- * thread's.
+ * thread's.  The threads take turns (one adds only when the other did),
+ * so that every add is followed by a switch: a polled 16-bit counter
+ * wraps after some 60 adds, and only a switch or a poll folds it.
  */
 #define PT_PASS_ROUNDS          200
 
 struct pt_passer {
     volatile bool *go;
+    volatile unsigned int *turn;        /* whose add is next, 2: anyone's */
+    unsigned int self;
     uint64_t step;
     uint64_t added;
 };
@@ -294,8 +298,17 @@ pt_passer_fn(void *arg)
     ktest_wait_flag(p->go, PT_WAIT_MS);
 
     for (unsigned int i = 0; i < PT_PASS_ROUNDS; i++) {
+        while (*p->turn != p->self && *p->turn != 2) {
+            thread_yield();
+        }
+
         swevent_add(SWEVENT_TEST, p->step + i);
         p->added += p->step + i;
+
+        if (*p->turn != 2) {
+            *p->turn = !p->self;
+        }
+
         thread_yield();
     }
 }
@@ -311,11 +324,13 @@ pt_switch_passes_counter(void)
     struct thread *ts[2] = { NULL, NULL };
     struct pt_passer ps[2];
     volatile bool go = false;
+    volatile unsigned int turn = 0;
 
     KTEST_ASSERT(pt_soft() != NULL);
 
     for (unsigned int i = 0; i < 2; i++) {
-        ps[i] = (struct pt_passer){ .go = &go, .step = 1000 * (i + 1) };
+        ps[i] = (struct pt_passer){ .go = &go, .turn = &turn, .self = i,
+                                    .step = 1000 * (i + 1) };
         KTEST_CHECK_EQ(thread_create(&ts[i], "pt_passer", pt_passer_fn,
                                      &ps[i], THREAD_CPUMASK(cpu)), 0);
         KTEST_CHECK_EQ(pt_event_init(&evs[i], PERFMON_EV_TEST, flags[i]), 0);
@@ -331,6 +346,8 @@ pt_switch_passes_counter(void)
     }
 
 out:
+    /* A thread left alone after a failure takes every turn. */
+    turn = 2;
     go = true;
 
     for (unsigned int i = 0; i < 2; i++) {
