@@ -438,47 +438,60 @@ perfmon_sched_fits(unsigned int d, uint64_t unit, uint64_t *used)
  * all among them, flexible as its leader), the slot of it with the
  * smallest share (ties: the lowest), its representative, gets the unit
  * in units[] and its bit in the mask returned.  The unit's share is its
- * representative's, which shares[] holds.
+ * representative's, which shares[] holds.  The groups met are found by a
+ * table keyed by the id's low bits (ids are handed out in sequence), so
+ * one pass over the slots does.
  */
+#define PERFMON_SCHED_GROUP_KEYS    (2 * PERFMON_DEV_MAX_PMCS)
+
 static uint64_t
 perfmon_sched_units(struct perfmon_cpu *cpu, unsigned int base,
                     uint64_t slots, uint64_t now,
                     struct perfmon_sched_share *shares, uint64_t *units)
 {
-    uint64_t reps = 0;
+    uint64_t groups[PERFMON_SCHED_GROUP_KEYS], reps = 0;
+    uint8_t reps_of[PERFMON_SCHED_GROUP_KEYS];
+    uint32_t keyed = 0;
 
-    for (uint64_t s = slots; s != 0; s &= s - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(s);
+    _Static_assert(PERFMON_SCHED_GROUP_KEYS <= 32, "keyed has a bit each");
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t group = perfmon_pmcs[slot].group, bit = perfmon_slot_bit(slot);
+        unsigned int k = (unsigned int)group % PERFMON_SCHED_GROUP_KEYS, rep;
 
         perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
-    }
 
-    while (slots != 0) {
-        unsigned int rep = (unsigned int)__builtin_ctzll(slots);
-        uint64_t group = perfmon_pmcs[rep].group;
-        uint64_t unit = perfmon_slot_bit(rep);
-
-        slots &= slots - 1;
-
-        /* The other members come later: those before took theirs. */
-        for (uint64_t s = (group != 0) ? slots : 0; s != 0; s &= s - 1) {
-            unsigned int slot = (unsigned int)__builtin_ctzll(s);
-
-            if (perfmon_pmcs[slot].group != group) {
-                continue;
-            }
-
-            unit |= perfmon_slot_bit(slot);
-
-            if (perfmon_sched_share_below(&shares[slot - base],
-                                          &shares[rep - base])) {
-                rep = slot;
-            }
+        if (group == 0) {
+            units[slot - base] = bit;
+            reps |= bit;
+            continue;
         }
 
-        slots &= ~unit;
-        units[rep - base] = unit;
-        reps |= perfmon_slot_bit(rep);
+        while ((keyed & (1U << k)) && groups[k] != group) {
+            k = (k + 1) % PERFMON_SCHED_GROUP_KEYS;
+        }
+
+        /* The first member met: a unit of its own so far. */
+        if (!(keyed & (1U << k))) {
+            keyed |= 1U << k;
+            groups[k] = group;
+            reps_of[k] = (uint8_t)slot;
+            units[slot - base] = bit;
+            reps |= bit;
+            continue;
+        }
+
+        rep = reps_of[k];
+        units[rep - base] |= bit;
+
+        /* Slots come in order: a later one represents only if below. */
+        if (perfmon_sched_share_below(&shares[slot - base],
+                                      &shares[rep - base])) {
+            units[slot - base] = units[rep - base];
+            reps ^= perfmon_slot_bit(rep) | bit;
+            reps_of[k] = (uint8_t)slot;
+        }
     }
 
     return reps;
