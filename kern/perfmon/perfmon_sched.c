@@ -42,7 +42,6 @@
 #include "kern/error.h"
 #include "kern/log.h"
 #include "kern/macros.h"
-#include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_cpu.h"
