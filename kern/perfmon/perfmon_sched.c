@@ -297,9 +297,9 @@ struct perfmon_sched_share {
 
 /*
  * Slot's share until now: the loaded thread's, for its slots; the CPU's
- * otherwise.
+ * otherwise.  Inline: a turn takes one for every slot.
  */
-static void
+static inline __attribute__((always_inline)) void
 perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now,
                     struct perfmon_sched_share *share)
 {
