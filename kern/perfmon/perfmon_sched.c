@@ -42,7 +42,6 @@
 #include "kern/error.h"
 #include "kern/log.h"
 #include "kern/macros.h"
-#include "kern/num.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_cpu.h"
@@ -287,11 +286,22 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
 }
 
 /*
- * The share of its enabled time slot ran until now, in 2^-20ths: the
- * loaded thread's, for its slots; the CPU's otherwise.
+ * The share of its enabled time a slot ran, as the two times: running
+ * over enabled, compared by cross products (no division).  No enabled
+ * time counts as a share of 0 (0 over 1).
  */
-static uint64_t
-perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
+struct perfmon_sched_share {
+    uint64_t running;
+    uint64_t enabled;
+};
+
+/*
+ * Slot's share until now: the loaded thread's, for its slots; the CPU's
+ * otherwise.  Inline: a turn takes one for every slot.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now,
+                    struct perfmon_sched_share *share)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_td *td = cpu->td;
@@ -310,7 +320,17 @@ perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
                   + (pmc->running - tpmc->snap.running);
     }
 
-    return (enabled == 0) ? 0 : num_muldiv(running, 1ULL << 20, enabled);
+    share->running = (enabled == 0) ? 0 : running;
+    share->enabled = (enabled == 0) ? 1 : enabled;
+}
+
+/* Whether share a is below share b: a.running * b.enabled < the other. */
+static inline bool
+perfmon_sched_share_below(const struct perfmon_sched_share *a,
+                          const struct perfmon_sched_share *b)
+{
+    return (unsigned __int128)a->running * b->enabled
+           < (unsigned __int128)b->running * a->enabled;
 }
 
 /*
@@ -322,7 +342,7 @@ static void
 perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
-    uint64_t shares[PERFMON_DEV_MAX_PMCS];
+    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
     unsigned int base = d * PERFMON_DEV_MAX_PMCS;
     uint64_t left = cdev->waiting;
 
@@ -330,20 +350,19 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
     for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-        shares[slot - base] = perfmon_sched_share(cpu, slot, now);
+        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
     }
 
     while (left != 0) {
         unsigned int best = (unsigned int)__builtin_ctzll(left);
-        uint64_t slots = left, best_share = shares[best - base], unit;
+        uint64_t unit;
 
-        while (slots != 0) {
+        for (uint64_t slots = left & (left - 1); slots != 0;
+             slots &= slots - 1) {
             unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-            slots &= slots - 1;
-
-            if (shares[slot - base] < best_share) {
-                best_share = shares[slot - base];
+            if (perfmon_sched_share_below(&shares[slot - base],
+                                          &shares[best - base])) {
                 best = slot;
             }
         }
@@ -413,6 +432,125 @@ perfmon_sched_fits(unsigned int d, uint64_t unit, uint64_t *used)
 }
 
 /*
+ * The units of a turn on device d, each computed once: for each unit
+ * among slots (the active flexible slots: a group's active members are
+ * all among them, flexible as its leader), the slot of it with the
+ * smallest share (ties: the lowest), its representative, gets the unit
+ * in units[] and its bit in the mask returned.  The unit's share is its
+ * representative's, which shares[] holds.  The groups met are found by a
+ * table keyed by the id's low bits (ids are handed out in sequence), so
+ * one pass over the slots does.
+ */
+#define PERFMON_SCHED_GROUP_KEYS    (2 * PERFMON_DEV_MAX_PMCS)
+
+static uint64_t
+perfmon_sched_units(struct perfmon_cpu *cpu, unsigned int base,
+                    uint64_t slots, uint64_t now,
+                    struct perfmon_sched_share *shares, uint64_t *units)
+{
+    uint64_t groups[PERFMON_SCHED_GROUP_KEYS], reps = 0;
+    uint8_t reps_of[PERFMON_SCHED_GROUP_KEYS];
+    uint32_t keyed = 0;
+
+    _Static_assert(PERFMON_SCHED_GROUP_KEYS <= 32, "keyed has a bit each");
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t group = perfmon_pmcs[slot].group, bit = perfmon_slot_bit(slot);
+        unsigned int k = (unsigned int)group % PERFMON_SCHED_GROUP_KEYS, rep;
+
+        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
+
+        if (group == 0) {
+            units[slot - base] = bit;
+            reps |= bit;
+            continue;
+        }
+
+        while ((keyed & (1U << k)) && groups[k] != group) {
+            k = (k + 1) % PERFMON_SCHED_GROUP_KEYS;
+        }
+
+        /* The first member met: a unit of its own so far. */
+        if (!(keyed & (1U << k))) {
+            keyed |= 1U << k;
+            groups[k] = group;
+            reps_of[k] = (uint8_t)slot;
+            units[slot - base] = bit;
+            reps |= bit;
+            continue;
+        }
+
+        rep = reps_of[k];
+        units[rep - base] |= bit;
+
+        /* Slots come in order: a later one represents only if below. */
+        if (perfmon_sched_share_below(&shares[slot - base],
+                                      &shares[rep - base])) {
+            units[slot - base] = units[rep - base];
+            reps ^= perfmon_slot_bit(rep) | bit;
+            reps_of[k] = (uint8_t)slot;
+        }
+    }
+
+    return reps;
+}
+
+/* Whether a unit of share a, representative slot ra, goes before b's. */
+static inline bool
+perfmon_sched_before(const struct perfmon_sched_share *shares,
+                     unsigned int base, unsigned int ra, unsigned int rb)
+{
+    const struct perfmon_sched_share *a = &shares[ra - base];
+    const struct perfmon_sched_share *b = &shares[rb - base];
+
+    return perfmon_sched_share_below(a, b)
+           || (ra < rb && !perfmon_sched_share_below(b, a));
+}
+
+/*
+ * The units of reps in the order the full placement takes them, the
+ * smallest share first (ties: the lowest slot), into cdev->turn_order:
+ * an insertion sort from the last turn's order (the representatives still
+ * here, then the new ones), which shares change little between turns.
+ */
+static void
+perfmon_sched_order(struct perfmon_cpu_dev *cdev, unsigned int base,
+                    uint64_t reps, const struct perfmon_sched_share *shares)
+{
+    uint8_t *order = cdev->turn_order;
+    uint64_t rest = reps;
+    unsigned int n = 0;
+
+    for (unsigned int i = 0; i < cdev->nr_turn_order; i++) {
+        uint64_t bit = perfmon_slot_bit(order[i]);
+
+        if (rest & bit) {
+            rest &= ~bit;
+            order[n++] = order[i];
+        }
+    }
+
+    for (; rest != 0; rest &= rest - 1) {
+        order[n++] = (uint8_t)__builtin_ctzll(rest);
+    }
+
+    for (unsigned int i = 1; i < n; i++) {
+        uint8_t rep = order[i];
+        unsigned int j = i;
+
+        for (; j > 0 && perfmon_sched_before(shares, base, rep, order[j - 1]);
+             j--) {
+            order[j] = order[j - 1];
+        }
+
+        order[j] = rep;
+    }
+
+    cdev->nr_turn_order = n;
+}
+
+/*
  * A turn on device d.  First the units a full placement by share would
  * run (perfmon_sched_replace: the flexible units running here and those
  * waiting, the smallest share first, each where it fits), computed on a
@@ -429,8 +567,9 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
     uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
-    uint64_t shares[PERFMON_DEV_MAX_PMCS], left, chosen = 0, order[64];
-    uint64_t used, arriving;
+    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
+    uint64_t units[PERFMON_DEV_MAX_PMCS], order[PERFMON_DEV_MAX_PMCS];
+    uint64_t chosen = 0, used, arriving;
     unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
 
     used = cdev->hw_used;
@@ -451,30 +590,15 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     }
 #endif
 
-    left = flexible | cdev->waiting;
-
-    for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-
-        shares[slot - base] = perfmon_sched_share(cpu, slot, now);
-    }
+    perfmon_sched_order(cdev, base,
+                        perfmon_sched_units(cpu, base,
+                                            flexible | cdev->waiting, now,
+                                            shares, units),
+                        shares);
 
     /* The selection, in the order the full placement takes the units. */
-    while (left != 0) {
-        unsigned int best = (unsigned int)__builtin_ctzll(left);
-        uint64_t unit;
-
-        for (uint64_t slots = left & (left - 1); slots != 0;
-             slots &= slots - 1) {
-            unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-
-            if (shares[slot - base] < shares[best - base]) {
-                best = slot;
-            }
-        }
-
-        unit = perfmon_sched_unit(cpu, best);
-        left &= ~unit;
+    for (unsigned int i = 0; i < cdev->nr_turn_order; i++) {
+        uint64_t unit = units[cdev->turn_order[i] - base];
 
         if (perfmon_sched_fits(d, unit, &used)) {
             chosen |= unit;

@@ -41,11 +41,6 @@ NOTHING_COUNTED = ('8m',)
 TARGETS = {'2a': 48, '2b': 56, '2m': 4, '2n': 96, '4h': 3, '4e': 60,
            '4f': 120, '4g': 160, '6f': 55, '6s': 130, '6g': 12, '8': 400}
 BUDGETED = tuple(TARGETS)
-# A turn (row 8) places events in the order of their shares of time,
-# which the TSC sets, and moves those whose place changes (two moved cost
-# some 500 more than none): its count may move between runs by this
-# fraction (tools/bench allows the same).
-VARYING = {'8': 0.15}
 # Differences of two medians and of two minimums, or no cycles at all:
 # nothing orders their min and median.
 UNORDERED = ('4h', '4e', '4f', '4g', '6n', '6d', '6f', '6s', '6g', '8m')
@@ -143,7 +138,7 @@ def main():
             other = rows2.get(row)
             a = int(fields[1])
             b = int(other[1]) if other and other[1] != '-' else None
-            if b is None or abs(a - b) > max(a, b) * VARYING.get(row, 0):
+            if b is None or a != b:
                 differ.append('%s: %s, then %s' % (row, a, b))
         tap.result(differ == [], 'the instruction counts are the same in '
                    'two runs', '\n'.join(differ))

@@ -48,7 +48,9 @@ interval(unsigned int cpu)
  * what changes.  On random sets of events (groups among them, events one
  * counter only can count, more than the counters) over random intervals
  * and counts, the runs through every turn are the same as with turns that
- * place everything again (the reference), turn after turn.
+ * place everything again (the reference), turn after turn.  Events come
+ * with turns between them, so that a group's members have shares of
+ * their own (the unit's is its smallest).
  */
 static uint64_t turn_rand_state;
 
@@ -98,6 +100,14 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
         }
 
         attached |= 1U << i;
+
+        /*
+         * Sometimes turns before the next event comes: a member joining
+         * later has its own share, smaller or larger than its group's.
+         */
+        if (turn_rand(3) == 0) {
+            interval(1);
+        }
     }
 
     for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {

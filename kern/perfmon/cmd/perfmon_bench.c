@@ -22,7 +22,8 @@
  * target of each row, a whole-row count.  A row that exceeds its budget
  * is MISSED, and `make bench` fails.  The switch rows
  * are in kern/perfmon/cmd/perfmon_bench_switch.c, the interrupt rows in
- * kern/perfmon/cmd/perfmon_bench_intr.c; this file keeps the harness
+ * kern/perfmon/cmd/perfmon_bench_intr.c, the turn in
+ * kern/perfmon/cmd/perfmon_bench_turn.c; this file keeps the harness
  * (counting, timing, printing, the budgets) and the other rows, which share
  * it.
  *
@@ -181,7 +182,7 @@ perfmon_bench_measure(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
  */
 
 /* What every instruction count takes off: a call that does nothing. */
-static void
+void
 perfmon_bench_op_nop(struct perfmon_bench_run *run, void *arg)
 {
     (void)run;
@@ -216,7 +217,7 @@ perfmon_bench_step_init(const struct perfmon_bench_run *run,
     return error;
 }
 
-static uint64_t
+uint64_t
 perfmon_bench_insns_once(struct perfmon_bench_run *run,
                          struct perfmon_event *steps, perfmon_bench_op_fn_t fn,
                          void *arg, bool intr_off)
@@ -576,76 +577,6 @@ perfmon_bench_rows_attach(struct perfmon_bench_run *run)
                                 false, false);
     perfmon_bench_print(run, "5b", "attach + detach, CPU event", insns,
                         PERFMON_BENCH_NONE, &r, NULL);
-
-    return 0;
-}
-
-/* Row 8: a turn of events taking turns --------------------------------------
- */
-
-static void
-perfmon_bench_op_rotate(struct perfmon_bench_run *run, void *arg)
-{
-    (void)run;
-    (void)arg;
-    perfmon_rotate_local();
-}
-
-/*
- * One more event than the software PMU has counters, on this CPU (each
- * its own group, so each its own slot): each turn one event waits, and
- * the counters go round.  Row 8 is the whole turn, judged; row 8m the
- * turn over the events it moved (those that lost their counter, got one
- * or changed counters, as a turn apart from the counted ones says).  How
- * many a turn moves follows the shares of the moment, so 8m is printed,
- * not counted: it is no path of its own.
- */
-static int
-perfmon_bench_row_rotation(struct perfmon_bench_run *run)
-{
-    struct perfmon_event evs[PERFMON_DEV_MAX_PMCS + 1];
-    struct perfmon_dev_info info;
-    unsigned int nr = 0, moved;
-    uint64_t insns;
-    struct bench_result r;
-    char what[48];
-
-    perfmon_dev_get_info(run->soft.dev, &info);
-
-    for (unsigned int i = 0; i <= info.nr_pmcs; i++) {
-        if (perfmon_event_init(&evs[i], PERFMON_EV_TEST, PERFMON_EF_KERN) != 0
-            || perfmon_event_set_dev(&evs[i], run->soft.dev) != 0
-            || perfmon_event_set_group(&evs[i], &evs[i]) != 0
-            || perfmon_event_attach_cpu(&evs[i], run->self) != 0) {
-            break;
-        }
-
-        nr++;
-    }
-
-    if (nr == info.nr_pmcs + 1) {
-        perfmon_bench_measure(run, perfmon_bench_op_rotate, NULL, 1, false,
-                              &r);
-        insns = perfmon_bench_insns(run, perfmon_bench_op_rotate, NULL, false,
-                                    false);
-        ksnprintf(what, sizeof(what), "a multiplexing turn (%u on %u)", nr,
-                  info.nr_pmcs);
-        perfmon_bench_print(run, "8", what, insns,
-                            perfmon_bench_budget(PERFMON_BENCH_BUDGET_TURN),
-                            &r, NULL);
-        moved = perfmon_rotate_local_moved();
-
-        if (insns != PERFMON_BENCH_NONE && moved != 0) {
-            ksnprintf(what, sizeof(what), "  per event moved: %lu (%u moved)",
-                      (unsigned long)(insns / moved), moved);
-            perfmon_bench_print(run, "8m", what, PERFMON_BENCH_NONE,
-                                PERFMON_BENCH_NONE, NULL, NULL);
-        }
-    }
-
-    while (nr > 0) {
-        perfmon_event_detach(&evs[--nr]);
-    }
 
     return 0;
 }

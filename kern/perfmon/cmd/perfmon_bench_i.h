@@ -7,7 +7,8 @@
  * instructions), the printing, the rows of reads, of attach and detach, and
  * the driver; kern/perfmon/cmd/perfmon_bench_switch.c the context-switch rows
  * (4); kern/perfmon/cmd/perfmon_bench_intr.c the rows of the overflow
- * interrupt and of samples (6).  PERFMON_BENCH_ names are the benchmark's.
+ * interrupt and of samples (6); kern/perfmon/cmd/perfmon_bench_turn.c the
+ * multiplexing turn (8).  PERFMON_BENCH_ names are the benchmark's.
  */
 
 #ifndef KERN_PERFMON_BENCH_I_H
@@ -162,10 +163,24 @@ uint64_t perfmon_bench_insns(struct perfmon_bench_run *run,
 uint64_t perfmon_bench_insns_handlers(struct perfmon_bench_run *run,
                                       perfmon_bench_op_fn_t fn, void *arg);
 
+/*
+ * The instructions of one call of fn as steps (a step event attached to
+ * the calling thread) counts them, the empty call's not taken off; the
+ * empty call itself, perfmon_bench_op_nop(), for the caller to take off.
+ */
+uint64_t perfmon_bench_insns_once(struct perfmon_bench_run *run,
+                                  struct perfmon_event *steps,
+                                  perfmon_bench_op_fn_t fn, void *arg,
+                                  bool intr_off);
+void perfmon_bench_op_nop(struct perfmon_bench_run *run, void *arg);
+
 /* The rows of kern/perfmon/cmd/perfmon_bench_switch.c and
  * kern/perfmon/cmd/perfmon_bench_intr.c. */
 int perfmon_bench_rows_switch(struct perfmon_bench_run *run);
 int perfmon_bench_rows_intr(struct perfmon_bench_run *run);
+
+/* Row 8: kern/perfmon/cmd/perfmon_bench_turn.c. */
+int perfmon_bench_row_rotation(struct perfmon_bench_run *run);
 
 /* Rows 2m, 2n: kern/perfmon/cmd/perfmon_bench_region.c. */
 int perfmon_bench_rows_region(struct perfmon_bench_run *run);
