@@ -109,7 +109,7 @@ PERFMON_REGION_DEFINE(pmi, "pmi");
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, hw, start, due;
+    uint64_t mask, slots, sampling, hw, start, due;
     const struct perfmon_cpu_dev *cdev;
     bool timed;
     struct perfmon_cpu *cpu;
@@ -129,13 +129,14 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      */
     cpu_index = cpu_id();
     cpu = perfmon_cpu_get(cpu_index);
+    __asm__("" : "+r"(cpu));    /* kept, not recomputed from cpu_index */
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
     barrier();
 
     /* Throttling times the interrupt, when a sample may be due in it. */
-    timed = (READ_ONCE(cpu->sched_mask) & READ_ONCE(perfmon_sampling_slots))
-            != 0;
+    sampling = READ_ONCE(perfmon_sampling_slots);
+    timed = (READ_ONCE(cpu->sched_mask) & sampling) != 0;
     start = timed ? cpu_rdtsc() : 0;
     mask = dev->ops->handle_overflow_intr(dev);
 
@@ -185,7 +186,16 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         barrier();
         cpu->in_intr = true;
         cpu->due = 0;
-        perfmon_cpu_fold(cpu, slots, true);
+
+        /* Counting slots inline; sampling ones are armed again there. */
+        for (hw = slots & ~sampling; hw != 0; hw &= hw - 1) {
+            perfmon_cpu_pmc_fold_ovf(cpu, (unsigned int)__builtin_ctzll(hw));
+        }
+
+        if (slots & sampling) {
+            perfmon_cpu_fold(cpu, slots & sampling, true);
+        }
+
         cpu->in_intr = false;
 
         due = cpu->due;
