@@ -322,11 +322,15 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 }
 
 void
-perfmon_cpu_init(struct perfmon_cpu *cpu)
+perfmon_cpu_init(unsigned int cpu_index)
 {
+    struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
+
     for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pmcs); i++) {
         perfmon_cpu_pmc_set_idle(&cpu->pmcs[i]);
     }
+
+    cpu_set_perfmon(cpu_index, cpu);
 }
 
 /* Ask the device how to read the counter pmc just started holds. */
@@ -440,7 +444,7 @@ perfmon_cpu_reset(void)
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
 
     for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_cpus); i++) {
-        perfmon_cpu_init(&perfmon_cpus[i]);
+        perfmon_cpu_init(i);
     }
 }
 #endif /* TALLY_HOST_TEST */

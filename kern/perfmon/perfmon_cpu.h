@@ -141,6 +141,20 @@ perfmon_cpu_get(unsigned int cpu)
 }
 
 /*
+ * The calling CPU's state, in one load through its struct cpu (set by
+ * perfmon_cpu_init): no multiply.  Preemption or interrupts disabled.
+ */
+static inline __attribute__((always_inline)) struct perfmon_cpu *
+perfmon_cpu_self(void)
+{
+#ifdef TALLY_HOST_TEST
+    return cpu_self()->perfmon;
+#else
+    return cpu_local_read_ptr(perfmon);
+#endif
+}
+
+/*
  * The raw value of the counter a slot holds on this CPU, by the method the
  * device gave at start: no call but for PERFMON_READ_OP.
  */
@@ -176,7 +190,8 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_poll_xcall: fold dev's counters on the calling CPU (the
  *   poll timer's xcall); perfmon_cpu_active_slots: the slots holding a
  *   counter on cpu (a hint, any context).
- * perfmon_cpu_init: cpu's records, none counting (setup).
+ * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
+ *   pointer to it (setup).
  * All in a section on cpu but the last three.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
@@ -194,7 +209,7 @@ void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
                                  struct perfmon_td_pmc *tpmc);
 void perfmon_cpu_poll_xcall(void *dev);
 uint64_t perfmon_cpu_active_slots(unsigned int cpu);
-void perfmon_cpu_init(struct perfmon_cpu *cpu);
+void perfmon_cpu_init(unsigned int cpu);
 
 /* The end of a section: clear busy, fold what an NMI left pending. */
 static inline __attribute__((always_inline)) void

@@ -197,25 +197,30 @@ perfmon_event_read_counts_inline(struct perfmon_event *event, bool times,
 }
 
 /*
- * The value slot's record has on this CPU now, and for a thread's event
+ * The value of the slot's record on this CPU now (record_offset: the
+ * event's, where it lies in cpu), and for a thread's event
  * (tpmc not NULL) the thread's count there, in *valuep; read again while a
  * section changed cpu meanwhile.  False when the counter needs the op or
  * a fold.  A record not counting here reads its own prev
  * (perfmon_cpu_pmc_set_idle), so its difference is 0 with no test of
  * sched_mask: one cache line read, nothing called.  The empty asm
- * statements keep the two pointers and the sum in registers, computed in
- * the loop: otherwise the compiler recomputes the addresses from the
- * slot and keeps the terms of the sum apart, in registers it must save.
+ * statements keep the record's address and the sum in registers, computed
+ * before and in the loop: otherwise the compiler recomputes the address in
+ * the loop and keeps the terms of the sum apart, in registers it must
+ * save.
  */
 static inline __attribute__((always_inline)) bool
-perfmon_cpu_pmc_read_fast(const struct perfmon_cpu *cpu, unsigned int slot,
+perfmon_cpu_pmc_read_fast(const struct perfmon_cpu *cpu,
+                          unsigned long record_offset,
                           const struct perfmon_td_pmc *tpmc, uint64_t *valuep)
 {
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    const struct perfmon_cpu_pmc *pmc;
     uint64_t value, raw, delta;
+
+    pmc = (const void *)((const char *)cpu + record_offset);
     unsigned long gen;
 
-    __asm__("" : "+r"(pmc), "+r"(cpu));
+    __asm__("" : "+r"(pmc));
 
     do {
         gen = READ_ONCE(cpu->gen);
@@ -266,23 +271,30 @@ static inline __attribute__((always_inline)) bool
 perfmon_event_read_fast(const struct perfmon_event *event, uint64_t *valuep,
                         bool *resched_dep)
 {
+    unsigned long offset = event->record_offset;
     const struct perfmon_cpu *cpu;
-    unsigned int cpu_index, slot = event->slot;
     uint64_t value;
 
     thread_preempt_disable();
-    cpu_index = cpu_id();
-    cpu = &perfmon_cpus[cpu_index];
+    cpu = perfmon_cpu_self();
 
     if (event->state == PERFMON_EVENT_CPU) {
-        if (event->cpu != cpu_index
-            || !perfmon_cpu_pmc_read_fast(cpu, slot, NULL, &value)) {
+        if (event->cpu != cpu_id()
+            || !perfmon_cpu_pmc_read_fast(cpu, offset, NULL, &value)) {
             goto slow;
         }
-    } else if (event->thread != thread_self()
-               || !perfmon_cpu_pmc_read_fast(cpu, slot, &event->td->pmcs[slot],
-                                             &value)) {
-        goto slow;
+    } else {
+        const struct perfmon_td_pmc *tpmc = event->tpmc;
+
+        /* Set with the slot at attach: the loop need not test it. */
+        if (tpmc == NULL) {
+            __builtin_unreachable();
+        }
+
+        if (event->thread != thread_self()
+            || !perfmon_cpu_pmc_read_fast(cpu, offset, tpmc, &value)) {
+            goto slow;
+        }
     }
 
     /* A reschedule due: the slow read's preemption enable does it. */
