@@ -111,7 +111,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
     uint64_t mask, slots, sampling, hw, start, due;
     const struct perfmon_cpu_dev *cdev;
-    bool timed;
+    bool timed, callbacks;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
 
@@ -150,7 +150,12 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      * samples): records that do not freeze on the interrupt run on until
      * a callback stops them, and must not fill with the fold's branches.
      */
-    perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    callbacks = perfmon_intr_has_callbacks();
+
+    if (callbacks) {
+        perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    }
+
     perfmon_syscnt_inc_local(&cpu->nr_intrs);
 
     /*
@@ -217,6 +222,10 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 
         /* Also folds what an NMI left pending, when this is not one. */
         perfmon_cpu_leave(cpu);
+    }
+
+    if (callbacks) {
+        perfmon_intr_end_callbacks(cpu_index);
     }
 
     if (dev->ops->overflow_intr_end != NULL) {
