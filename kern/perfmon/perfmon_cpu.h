@@ -155,18 +155,34 @@ perfmon_cpu_self(void)
 }
 
 /*
- * The raw value of the counter a slot holds on this CPU, by the method the
- * device gave at start: no call but for PERFMON_READ_OP.
+ * The raw value of the counter a slot holds on this CPU, in *rawp, by the
+ * method the device gave at start, when that calls nothing; false for
+ * PERFMON_READ_OP.
  */
-static inline __attribute__((always_inline)) uint64_t
-perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_raw_direct(const struct perfmon_cpu_pmc *pmc, uint64_t *rawp)
 {
-    if (pmc->read_how == PERFMON_READ_MEM) {
-        return *(const volatile uint64_t *)pmc->read_arg;
+    if (likely(pmc->read_how == PERFMON_READ_MEM)) {
+        *rawp = *(const volatile uint64_t *)pmc->read_arg;
+        return true;
     }
 
     if (pmc->read_how == PERFMON_READ_RDPMC) {
-        return msr_rdpmc((uint32_t)pmc->read_arg);
+        *rawp = msr_rdpmc((uint32_t)pmc->read_arg);
+        return true;
+    }
+
+    return false;
+}
+
+/* The same, whatever the method: no call but for PERFMON_READ_OP. */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
+{
+    uint64_t raw;
+
+    if (perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+        return raw;
     }
 
     return pmc->dev->ops->read(pmc->dev, pmc->hw_id);
@@ -303,11 +319,7 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 
     barrier();
 
-    if (likely(pmc->read_how == PERFMON_READ_MEM)) {
-        raw = *(const volatile uint64_t *)pmc->read_arg;
-    } else if (pmc->read_how == PERFMON_READ_RDPMC) {
-        raw = msr_rdpmc((uint32_t)pmc->read_arg);
-    } else {
+    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
         perfmon_cpu_pmc_update(cpu, slot, true);
         return;
     }

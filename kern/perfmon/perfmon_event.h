@@ -227,11 +227,7 @@ perfmon_cpu_pmc_read_fast(const struct perfmon_cpu *cpu,
         barrier();
 
         /* The op is the slow read's: no call here. */
-        if (likely(pmc->read_how == PERFMON_READ_MEM)) {
-            raw = *(const volatile uint64_t *)pmc->read_arg;
-        } else if (pmc->read_how == PERFMON_READ_RDPMC) {
-            raw = msr_rdpmc((uint32_t)pmc->read_arg);
-        } else {
+        if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
             return false;
         }
 
