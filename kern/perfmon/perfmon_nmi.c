@@ -189,34 +189,33 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         WRITE_ONCE(cpu->busy, true);
         WRITE_ONCE(cpu->gen, cpu->gen + 1);
         barrier();
-        cpu->in_intr = true;
-        cpu->due = 0;
 
-        /* Counting slots inline; sampling ones are armed again there. */
-        for (hw = slots & ~sampling; hw != 0; hw &= hw - 1) {
-            perfmon_cpu_pmc_fold_ovf(cpu, (unsigned int)__builtin_ctzll(hw));
-        }
+        if (likely(!(slots & sampling))) {
+            /* Counting counters only: folded inline, no sample due. */
+            for (hw = slots; hw != 0; hw &= hw - 1) {
+                perfmon_cpu_pmc_fold_ovf(cpu,
+                                         (unsigned int)__builtin_ctzll(hw));
+            }
+        } else {
+            cpu->in_intr = true;
+            cpu->due = 0;
+            perfmon_cpu_fold(cpu, slots, true);
+            cpu->in_intr = false;
+            due = cpu->due;
 
-        if (slots & sampling) {
-            perfmon_cpu_fold(cpu, slots & sampling, true);
-        }
+            /*
+             * Only the outermost interrupt throttles, for all the time it
+             * took: a nested one that sampled before this one's section
+             * is part of it, and would count twice on its own.  (One
+             * nested in an interrupt that samples nothing is not counted:
+             * rare, as nesting is, and never a storm on its own.)
+             */
+            if (due != 0) {
+                perfmon_cpu_write_samples(cpu, due, frame);
 
-        cpu->in_intr = false;
-
-        due = cpu->due;
-
-        /*
-         * Only the outermost interrupt throttles, for all the time it
-         * took: a nested one that sampled before this one's section is
-         * part of it, and would count twice on its own.  (One nested in
-         * an interrupt that samples nothing is not counted: rare, as
-         * nesting is, and never a storm on its own.)
-         */
-        if (due != 0) {
-            perfmon_cpu_write_samples(cpu, due, frame);
-
-            if (cpu->intr_depth == 1 && timed) {
-                perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+                if (cpu->intr_depth == 1 && timed) {
+                    perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+                }
             }
         }
 
