@@ -142,7 +142,9 @@ perfmon_cpu_get(unsigned int cpu)
 
 /*
  * The calling CPU's state, in one load through its struct cpu (set by
- * perfmon_cpu_init): no multiply.  Preemption or interrupts disabled.
+ * perfmon_cpu_init, from perfmon_setup: after smp_setup, through
+ * timer_setup, as it must be, smp_setup clearing each AP's struct cpu
+ * when it starts it): no multiply.  Preemption or interrupts disabled.
  */
 static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_cpu_self(void)
