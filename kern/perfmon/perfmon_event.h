@@ -216,10 +216,9 @@ perfmon_cpu_pmc_read_fast(const struct perfmon_cpu *cpu,
 {
     const struct perfmon_cpu_pmc *pmc;
     uint64_t value, raw, delta;
-
-    pmc = (const void *)((const char *)cpu + record_offset);
     unsigned long gen;
 
+    pmc = (const void *)((const char *)cpu + record_offset);
     __asm__("" : "+r"(pmc));
 
     do {
