@@ -379,8 +379,10 @@ struct perfmon_event {
     bool enabled;                       /* attached and counting */
     struct perfmon_dev *dev;            /* chosen device, or NULL */
     unsigned int slot;                  /* global counter slot */
+    unsigned long record_offset;        /*   its record in a CPU's state */
     struct thread *thread;              /* attached thread, holds a ref */
     struct perfmon_td *td;              /*   its perfmon state */
+    struct perfmon_td_pmc *tpmc;        /*   its slot's there */
     unsigned int cpu;                   /* attached CPU */
     struct perfmon_counts start;        /* the thread's or CPU's, when
                                            enabled */

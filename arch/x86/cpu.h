@@ -103,6 +103,7 @@ struct cpu {
     unsigned int preempt_count;     /* kern/thread.c, through GS */
     unsigned int need_resched;      /* kern/thread.c, through GS */
     void *thread;                   /* current thread (kern/thread.c) */
+    void *perfmon;                  /* its perfmon state (kern/perfmon) */
     uint32_t apic_id;
     volatile bool online;           /* set by the CPU itself, once */
     volatile bool idle;             /* in the idle loop (for `cpus`) */
@@ -133,6 +134,7 @@ cpu_div128(uint64_t hi, uint64_t lo, uint64_t d)
 
 unsigned int cpu_id(void);
 struct cpu *cpu_self(void);
+void cpu_set_perfmon(unsigned int cpu, void *perfmon);
 uint64_t cpu_rdtsc(void);
 bool cpu_intr_enabled(void);
 unsigned long cpu_intr_save(void);
@@ -339,6 +341,13 @@ cpu_invlpg(uintptr_t va)
 }
 
 extern struct cpu cpu_table[CPU_MAX];
+
+/* Set cpu's perfmon pointer (kern/perfmon, at its setup). */
+static inline void
+cpu_set_perfmon(unsigned int cpu, void *perfmon)
+{
+    cpu_table[cpu].perfmon = perfmon;
+}
 
 /* Halt this CPU for good, interrupts disabled. */
 void cpu_halt_forever(void) __noreturn;

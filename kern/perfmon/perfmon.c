@@ -200,6 +200,7 @@ perfmon_setup(void)
     for (unsigned int i = 0; i < nr_cpus; i++) {
         struct perfmon_cpu *cpu = perfmon_cpu_get(i);
 
+        perfmon_cpu_init(i);
         syscnt_register_cpu(&cpu->nr_overflows, "perfmon_nr_overflows", i);
         syscnt_register_cpu(&cpu->nr_intrs, "perfmon_nr_intrs", i);
         syscnt_register_cpu(&cpu->nr_polls, "perfmon_nr_polls", i);

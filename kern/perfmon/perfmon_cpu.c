@@ -128,7 +128,8 @@ perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
  * Enter and leave a section touching the local CPU's PMU state.  See the
  * top of the file for the busy flag; the NMI runs on this CPU, so compiler
  * barriers order the flag against the state.  The section's changes all
- * happen at one time, cpu->now, which its times use.
+ * happen at one time, cpu->now, which its times use.  The leave is inline
+ * (perfmon_cpu.h); what an NMI left pending is folded here.
  */
 struct perfmon_cpu *
 perfmon_cpu_enter(void)
@@ -146,12 +147,8 @@ perfmon_cpu_enter(void)
 }
 
 void
-perfmon_cpu_leave(struct perfmon_cpu *cpu)
+perfmon_cpu_leave_pending(struct perfmon_cpu *cpu)
 {
-    barrier();
-    WRITE_ONCE(cpu->busy, false);
-    barrier();
-
     while (READ_ONCE(cpu->pending) != 0) {
         uint64_t pending;
 
@@ -312,6 +309,30 @@ perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
     tpmc->sample_min_period = pmc->min_period;
 }
 
+/*
+ * The record of a slot holding no counter here reads its own prev: a
+ * read's difference is then 0, so the fast read needs no test of
+ * sched_mask to know it is not counting here.
+ */
+static void
+perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
+{
+    pmc->read_how = PERFMON_READ_MEM;
+    pmc->read_arg = (uintptr_t)&pmc->prev;
+}
+
+void
+perfmon_cpu_init(unsigned int cpu_index)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pmcs); i++) {
+        perfmon_cpu_pmc_set_idle(&cpu->pmcs[i]);
+    }
+
+    cpu_set_perfmon(cpu_index, cpu);
+}
+
 /* Ask the device how to read the counter pmc just started holds. */
 static void
 perfmon_cpu_pmc_read_method(struct perfmon_cpu_pmc *pmc)
@@ -345,6 +366,7 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
     pmc->hw_id = hw_id;
     pmc->dev = dev;
     pmc->mask = perfmon_width_mask(dev->width);
+    pmc->peek_max = pmc->mask >> PERFMON_PEEK_SHIFT;
     dev->ops->start(dev, hw_id, gpmc->raw_event, gpmc->flags);
     perfmon_cpu_pmc_read_method(pmc);
 
@@ -395,6 +417,7 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
     __atomic_fetch_and(&cpu->pending, ~perfmon_slot_bit(slot),
                        __ATOMIC_RELAXED);
     dev->ops->stop(dev, pmc->hw_id);
+    perfmon_cpu_pmc_set_idle(pmc);
 }
 
 /*
@@ -461,6 +484,10 @@ void
 perfmon_cpu_reset(void)
 {
     memset(perfmon_cpus, 0, sizeof(perfmon_cpus));
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_cpus); i++) {
+        perfmon_cpu_init(i);
+    }
 }
 #endif /* TALLY_HOST_TEST */
 

@@ -22,7 +22,10 @@
  * loaded threads needing the counter to run here; dev and mask (its
  * width's) are the slot's, kept here while it holds a counter for the
  * reads, which use nothing else of the slot's device, with how to read the
- * counter (read_how and read_arg, the device's read_method at start).  The
+ * counter (read_how and read_arg, the device's read_method at start; a
+ * slot holding no counter here reads its own prev, perfmon_cpu_init) and
+ * the most a read may find the counter past prev without folding
+ * (peek_max).  The
  * fields a read uses come first, in one cache line.  value grows by the
  * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
@@ -43,6 +46,7 @@ struct perfmon_cpu_pmc {
     uint64_t prev;
     uint64_t value;
     uint64_t mask;
+    uint64_t peek_max;                  /* mask >> PERFMON_PEEK_SHIFT */
     unsigned int read_how;              /* PERFMON_READ_*, from start */
     unsigned int hw_id;
     uintptr_t read_arg;
@@ -63,6 +67,9 @@ struct perfmon_cpu_pmc {
     uint64_t min_period;
     uint64_t due_period;
 };
+
+/* Local reads fold past 1/16 of a period (perfmon_cpu_pmc_peek). */
+#define PERFMON_PEEK_SHIFT          4
 
 /*
  * A device's counters on one CPU, for the scheduler (kern/perfmon/perfmon_sched.c):
@@ -139,18 +146,50 @@ perfmon_cpu_get(unsigned int cpu)
 }
 
 /*
- * The raw value of the counter a slot holds on this CPU, by the method the
- * device gave at start: no call but for PERFMON_READ_OP.
+ * The calling CPU's state, in one load through its struct cpu (set by
+ * perfmon_cpu_init, from perfmon_setup: after smp_setup, through
+ * timer_setup, as it must be, smp_setup clearing each AP's struct cpu
+ * when it starts it): no multiply.  Preemption or interrupts disabled.
  */
-static inline __attribute__((always_inline)) uint64_t
-perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
+static inline __attribute__((always_inline)) struct perfmon_cpu *
+perfmon_cpu_self(void)
 {
-    if (pmc->read_how == PERFMON_READ_MEM) {
-        return *(const volatile uint64_t *)pmc->read_arg;
+#ifdef TALLY_HOST_TEST
+    return cpu_self()->perfmon;
+#else
+    return cpu_local_read_ptr(perfmon);
+#endif
+}
+
+/*
+ * The raw value of the counter a slot holds on this CPU, in *rawp, by the
+ * method the device gave at start, when that calls nothing; false for
+ * PERFMON_READ_OP.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_raw_direct(const struct perfmon_cpu_pmc *pmc, uint64_t *rawp)
+{
+    if (likely(pmc->read_how == PERFMON_READ_MEM)) {
+        *rawp = *(const volatile uint64_t *)pmc->read_arg;
+        return true;
     }
 
     if (pmc->read_how == PERFMON_READ_RDPMC) {
-        return msr_rdpmc((uint32_t)pmc->read_arg);
+        *rawp = msr_rdpmc((uint32_t)pmc->read_arg);
+        return true;
+    }
+
+    return false;
+}
+
+/* The same, whatever the method: no call but for PERFMON_READ_OP. */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
+{
+    uint64_t raw;
+
+    if (perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+        return raw;
     }
 
     return pmc->dev->ops->read(pmc->dev, pmc->hw_id);
@@ -158,7 +197,8 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
 
 /*
  * perfmon_cpu_enter/leave: a section on the local CPU's state (interrupts
- *   disabled; cpu->now set).  The leave folds what an NMI left pending.
+ *   disabled; cpu->now set).  The leave (inline, below) folds what an NMI
+ *   left pending, out of line: perfmon_cpu_leave_pending, busy clear.
  * perfmon_cpu_fold: fold slots (those holding a counter here); ovf: the
  *   overflow interrupt says they wrapped.
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
@@ -176,10 +216,12 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_poll_xcall: fold dev's counters on the calling CPU (the
  *   poll timer's xcall); perfmon_cpu_active_slots: the slots holding a
  *   counter on cpu (a hint, any context).
- * All in a section on cpu but the last two.
+ * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
+ *   pointer to it (setup).
+ * All in a section on cpu but the last three.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
-void perfmon_cpu_leave(struct perfmon_cpu *cpu);
+void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
 void perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf);
 void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
@@ -195,6 +237,20 @@ void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
                                  struct perfmon_td_pmc *tpmc);
 void perfmon_cpu_poll_xcall(void *dev);
 uint64_t perfmon_cpu_active_slots(unsigned int cpu);
+void perfmon_cpu_init(unsigned int cpu);
+
+/* The end of a section: clear busy, fold what an NMI left pending. */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_leave(struct perfmon_cpu *cpu)
+{
+    barrier();
+    WRITE_ONCE(cpu->busy, false);
+    barrier();
+
+    if (unlikely(READ_ONCE(cpu->pending) != 0)) {
+        perfmon_cpu_leave_pending(cpu);
+    }
+}
 
 /*
  * Count the time since the slot's stamp into its times: enabled while it
@@ -249,6 +305,60 @@ perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     perfmon_cpu_pmc_update(cpu, slot, false);
+}
+
+/*
+ * The overflow interrupt's fold of a counting slot (not sampling: nothing
+ * to arm) whose counter it says overflowed, in the interrupt's own
+ * section: perfmon_cpu_pmc_update() with ovf, inline when the device gave
+ * a read method and nothing is pending for the slot.  An overflow an NMI
+ * marks pending meanwhile sends it there too, which reads again with it.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), mask, raw, delta;
+    bool wrapped;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+    mask = pmc->mask;
+
+    if (READ_ONCE(cpu->pending) & bit) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return;
+    }
+
+    barrier();
+
+    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return;
+    }
+
+    barrier();
+    raw &= mask;
+    delta = (raw - pmc->prev) & mask;
+    wrapped = raw < pmc->prev;
+
+    /* A wrap a plain fold saw was counted then. */
+    if (!wrapped && !pmc->wrap_seen) {
+        delta += mask + 1;              /* 0 at width 64: a no-op mod 2^64 */
+        wrapped = true;
+    }
+
+    pmc->wrap_seen = false;
+
+    if (wrapped) {
+        perfmon_syscnt_inc_local(&cpu->nr_overflows);
+    }
+
+    pmc->value += delta;
+    pmc->prev = raw;
+
+    if (unlikely(READ_ONCE(cpu->pending) & bit)) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+    }
 }
 
 /* The slot's counts on this CPU at now, folded (entered). */

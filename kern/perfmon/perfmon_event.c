@@ -397,6 +397,7 @@ perfmon_event_attach_thread(struct perfmon_event *event,
         return error;
     }
 
+    event->tpmc = &event->td->pmcs[event->slot];
     event->state = PERFMON_EVENT_THREAD;
     event->enabled = false;
     event->start = (struct perfmon_counts){ 0 };

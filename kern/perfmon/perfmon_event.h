@@ -47,9 +47,6 @@ void perfmon_event_read_counts(struct perfmon_event *event, bool times,
 void perfmon_event_read_sync(struct perfmon_event *event,
                              struct perfmon_counts *counts);
 
-/* Local reads fold past 1/16 of a period (perfmon_cpu_pmc_peek). */
-#define PERFMON_PEEK_SHIFT          4
-
 /*
  * The 64-bit value slot would have on this CPU if it were folded now,
  * computed without changing anything; correct while the counter has not
@@ -200,76 +197,98 @@ perfmon_event_read_counts_inline(struct perfmon_event *event, bool times,
 }
 
 /*
+ * The value of the slot's record on this CPU now (record_offset: the
+ * event's, where it lies in cpu), and for a thread's event
+ * (tpmc not NULL) the thread's count there, in *valuep; read again while a
+ * section changed cpu meanwhile.  False when the counter needs the op or
+ * a fold.  A record not counting here reads its own prev
+ * (perfmon_cpu_pmc_set_idle), so its difference is 0 with no test of
+ * sched_mask: one cache line read, nothing called.  The empty asm
+ * statements keep the record's address and the sum in registers, computed
+ * before and in the loop: otherwise the compiler recomputes the address in
+ * the loop and keeps the terms of the sum apart, in registers it must
+ * save.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_read_fast(const struct perfmon_cpu *cpu,
+                          unsigned long record_offset,
+                          const struct perfmon_td_pmc *tpmc, uint64_t *valuep)
+{
+    const struct perfmon_cpu_pmc *pmc;
+    uint64_t value, raw, delta;
+    unsigned long gen;
+
+    pmc = (const void *)((const char *)cpu + record_offset);
+    __asm__("" : "+r"(pmc));
+
+    do {
+        gen = READ_ONCE(cpu->gen);
+        barrier();
+
+        /* The op is the slow read's: no call here. */
+        if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+            return false;
+        }
+
+        barrier();
+        delta = (raw - pmc->prev) & pmc->mask;
+
+        if (unlikely(delta > pmc->peek_max)) {
+            return false;
+        }
+
+        value = pmc->value + delta;
+
+        if (tpmc != NULL) {
+            value += tpmc->total.value - tpmc->snap.value;
+        }
+
+        __asm__("" : "+r"(value));
+        barrier();
+    } while (unlikely(READ_ONCE(cpu->gen) != gen));
+
+    *valuep = value;
+    return true;
+}
+
+/*
  * The count of an enabled event with no family whose counter runs on
  * this CPU (a CPU event of this CPU, an event of the calling thread), as
  * perfmon_event_read() returns it, in *valuep; false when the event is not
- * local or its counter needs a fold (the caller takes the slow read).
- * Thread context: its checks are the slow read's.  Nothing is called
- * and nothing written but the preemption count, so the compiler saves no
- * register for it: the read that runs most.  When a reschedule is due at
- * its end, it leaves preemption disabled and sets *resched_dep: the
- * caller enables it.
+ * local or its counter needs the op or a fold (the caller takes the slow
+ * read).  Thread context: its checks are the slow read's.  Nothing is
+ * called and nothing written but the preemption count, so the compiler
+ * saves no register for it: the read that runs most.  When a reschedule
+ * is due at its end, it leaves preemption disabled and sets *resched_dep:
+ * the caller enables it.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_event_read_fast(const struct perfmon_event *event, uint64_t *valuep,
                         bool *resched_dep)
 {
-    const struct perfmon_td_pmc *tpmc = NULL;
-    const struct perfmon_cpu_pmc *pmc;
+    unsigned long offset = event->record_offset;
     const struct perfmon_cpu *cpu;
-    unsigned int cpu_index, slot = event->slot;
-    uint64_t value = 0, raw, delta;
-    unsigned long gen;
-    bool ok;
+    uint64_t value;
 
     thread_preempt_disable();
-    cpu_index = cpu_id();
+    cpu = perfmon_cpu_self();
 
     if (event->state == PERFMON_EVENT_CPU) {
-        ok = (event->cpu == cpu_index);
+        if (event->cpu != cpu_id()
+            || !perfmon_cpu_pmc_read_fast(cpu, offset, NULL, &value)) {
+            goto slow;
+        }
     } else {
-        ok = (event->thread == thread_self());
-        tpmc = &event->td->pmcs[slot];
-    }
+        const struct perfmon_td_pmc *tpmc = event->tpmc;
 
-    cpu = &perfmon_cpus[cpu_index];
-    pmc = &cpu->pmcs[slot];
-
-    while (ok) {
-        gen = READ_ONCE(cpu->gen);
-        barrier();
-        value = pmc->value;
-
-        if (READ_ONCE(cpu->sched_mask) & perfmon_slot_bit(slot)) {
-            /* The op is the slow read's: no call here. */
-            if (pmc->read_how == PERFMON_READ_MEM) {
-                raw = *(const volatile uint64_t *)pmc->read_arg;
-            } else if (pmc->read_how == PERFMON_READ_RDPMC) {
-                raw = msr_rdpmc((uint32_t)pmc->read_arg);
-            } else {
-                ok = false;
-                break;
-            }
-
-            barrier();
-            delta = (raw - pmc->prev) & pmc->mask;
-
-            if (delta > (pmc->mask >> PERFMON_PEEK_SHIFT)) {
-                ok = false;
-                break;
-            }
-
-            value = pmc->value + delta;
+        /* Set with the slot at attach: the loop need not test it. */
+        if (tpmc == NULL) {
+            __builtin_unreachable();
         }
 
-        if (tpmc != NULL) {
-            value = tpmc->total.value + (value - tpmc->snap.value);
-        }
-
-        barrier();
-
-        if (READ_ONCE(cpu->gen) == gen) {
-            break;
+        if (event->thread != thread_self()
+            || !perfmon_cpu_pmc_read_fast(cpu, offset, tpmc, &value)) {
+            goto slow;
         }
     }
 
@@ -280,7 +299,14 @@ perfmon_event_read_fast(const struct perfmon_event *event, uint64_t *valuep,
     }
 
     *valuep = event->total.value + (value - event->start.value);
-    return ok;
+    return true;
+
+slow:
+    if (unlikely(!thread_preempt_enable_unless_resched())) {
+        *resched_dep = true;
+    }
+
+    return false;
 }
 
 #endif /* KERN_PERFMON_EVENT_H */

@@ -252,14 +252,27 @@ bool perfmon_dev_is_registered(const struct perfmon_dev *dev);
 /*
  * kern/perfmon/perfmon_intr.c, for the overflow interrupt on cpu (the
  * calling CPU, its intr_depth counting it; NMI context, no lock).
- * perfmon_intr_run_callbacks: run the registered callbacks for dev's
- * interrupt, after clearing the branch stack they may set, one of its own
- * per nesting level.  perfmon_intr_branches: the current level's stack
- * (its entries and their number), for the samples of the interrupt.
+ * perfmon_intr_has_callbacks (inline, below): whether any is registered,
+ * the only test an interrupt without callbacks makes.  Then
+ * perfmon_intr_run_callbacks: run them for dev's interrupt; they may set
+ * a branch stack, one of its own per nesting level, which
+ * perfmon_intr_end_callbacks empties at the interrupt's end.
+ * perfmon_intr_branches: the current level's stack (its entries and their
+ * number), for the samples of the interrupt.
  */
 void perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                                 uint64_t ovf_mask, struct trap_frame *frame);
+void perfmon_intr_end_callbacks(unsigned int cpu);
 const struct perfmon_branch *perfmon_intr_branches(unsigned int *nrp);
+
+/* The registry's entries in use (perfmon_intr.c). */
+extern unsigned int perfmon_intr_nr_used;
+
+static inline bool
+perfmon_intr_has_callbacks(void)
+{
+    return __atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_ACQUIRE) != 0;
+}
 
 /*
  * kern/perfmon/perfmon_branch.c.

@@ -62,7 +62,7 @@ static unsigned int perfmon_intr_gen;   /* under perfmon_intr_lock */
  * a callback is never skipped while registered, only while its
  * registration or unregistration is under way.
  */
-static unsigned int perfmon_intr_nr_used;
+unsigned int perfmon_intr_nr_used;
 
 /* A branch stack a callback handed over for one interrupt. */
 struct perfmon_intr_branches {
@@ -75,7 +75,10 @@ struct perfmon_intr_branches {
  * (struct perfmon_cpu's intr_depth), so that a nested interrupt's stack
  * does not replace the one of the interrupt it landed in.  Written and
  * read by that CPU's overflow interrupts only, each nested one done before
- * the one it interrupted resumes.
+ * the one it interrupted resumes.  A level's stack is empty outside the
+ * interrupts that run the callbacks, each emptying it at its end
+ * (perfmon_intr_end_callbacks): one that finds no callback to run, and
+ * so does not call here, finds it empty.
  */
 static struct perfmon_intr_branches
     perfmon_intr_branches_cpu[CPU_MAX][PERFMON_INTR_MAX_DEPTH];
@@ -94,11 +97,7 @@ void
 perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
                            uint64_t ovf_mask, struct trap_frame *frame)
 {
-    perfmon_intr_branches_level(cpu)->nr = 0;
-
-    if (__atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_ACQUIRE) == 0) {
-        return;
-    }
+    assert(perfmon_intr_branches_level(cpu)->nr == 0);
 
     for (size_t i = 0; i < ARRAY_SIZE(perfmon_intr_entries); i++) {
         struct perfmon_intr_entry *entry = &perfmon_intr_entries[i];
@@ -111,6 +110,12 @@ perfmon_intr_run_callbacks(struct perfmon_dev *dev, unsigned int cpu,
             fn(dev, cpu, ovf_mask, frame, entry->arg);
         }
     }
+}
+
+void
+perfmon_intr_end_callbacks(unsigned int cpu)
+{
+    perfmon_intr_branches_level(cpu)->nr = 0;
 }
 
 void

@@ -109,9 +109,9 @@ PERFMON_REGION_DEFINE(pmi, "pmi");
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, hw, start, due;
+    uint64_t mask, slots, sampling, hw, start, due;
     const struct perfmon_cpu_dev *cdev;
-    bool timed;
+    bool timed, callbacks;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
 
@@ -129,13 +129,14 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      */
     cpu_index = cpu_id();
     cpu = perfmon_cpu_get(cpu_index);
+    __asm__("" : "+r"(cpu));    /* kept, not recomputed from cpu_index */
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
     barrier();
 
     /* Throttling times the interrupt, when a sample may be due in it. */
-    timed = (READ_ONCE(cpu->sched_mask) & READ_ONCE(perfmon_sampling_slots))
-            != 0;
+    sampling = READ_ONCE(perfmon_sampling_slots);
+    timed = (READ_ONCE(cpu->sched_mask) & sampling) != 0;
     start = timed ? cpu_rdtsc() : 0;
     mask = dev->ops->handle_overflow_intr(dev);
 
@@ -149,7 +150,12 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
      * samples): records that do not freeze on the interrupt run on until
      * a callback stops them, and must not fill with the fold's branches.
      */
-    perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    callbacks = perfmon_intr_has_callbacks();
+
+    if (callbacks) {
+        perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    }
+
     perfmon_syscnt_inc_local(&cpu->nr_intrs);
 
     /*
@@ -183,30 +189,42 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         WRITE_ONCE(cpu->busy, true);
         WRITE_ONCE(cpu->gen, cpu->gen + 1);
         barrier();
-        cpu->in_intr = true;
-        cpu->due = 0;
-        perfmon_cpu_fold(cpu, slots, true);
-        cpu->in_intr = false;
 
-        due = cpu->due;
+        if (likely(!(slots & sampling))) {
+            /* Counting counters only: folded inline, no sample due. */
+            for (hw = slots; hw != 0; hw &= hw - 1) {
+                perfmon_cpu_pmc_fold_ovf(cpu,
+                                         (unsigned int)__builtin_ctzll(hw));
+            }
+        } else {
+            cpu->in_intr = true;
+            cpu->due = 0;
+            perfmon_cpu_fold(cpu, slots, true);
+            cpu->in_intr = false;
+            due = cpu->due;
 
-        /*
-         * Only the outermost interrupt throttles, for all the time it
-         * took: a nested one that sampled before this one's section is
-         * part of it, and would count twice on its own.  (One nested in
-         * an interrupt that samples nothing is not counted: rare, as
-         * nesting is, and never a storm on its own.)
-         */
-        if (due != 0) {
-            perfmon_cpu_write_samples(cpu, due, frame);
+            /*
+             * Only the outermost interrupt throttles, for all the time it
+             * took: a nested one that sampled before this one's section
+             * is part of it, and would count twice on its own.  (One
+             * nested in an interrupt that samples nothing is not counted:
+             * rare, as nesting is, and never a storm on its own.)
+             */
+            if (due != 0) {
+                perfmon_cpu_write_samples(cpu, due, frame);
 
-            if (cpu->intr_depth == 1 && timed) {
-                perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+                if (cpu->intr_depth == 1 && timed) {
+                    perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+                }
             }
         }
 
         /* Also folds what an NMI left pending, when this is not one. */
         perfmon_cpu_leave(cpu);
+    }
+
+    if (callbacks) {
+        perfmon_intr_end_callbacks(cpu_index);
     }
 
     if (dev->ops->overflow_intr_end != NULL) {

@@ -405,6 +405,8 @@ found:
     pmc->users = event;
     event->dev = dev;
     event->slot = (unsigned int)(pmc - perfmon_pmcs);
+    event->record_offset = offsetof(struct perfmon_cpu, pmcs)
+                           + event->slot * sizeof(struct perfmon_cpu_pmc);
     return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 
 /*
  * The fold, inline or not, on random runs: counts of random sizes (under
@@ -452,6 +453,69 @@ test_start_reads_nothing(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * A slot whose counter the scheduler took on this CPU reads as it was
+ * when the counter stopped: its record no longer reads the counter's
+ * memory, which counts for the slot that got it (the local read tests
+ * no sched_mask; the record says it).  By each read method.
+ */
+static void
+test_stopped_reads_stored(void **state)
+{
+    static const unsigned int hows[] = {
+        PERFMON_READ_OP, PERFMON_READ_RDPMC, PERFMON_READ_MEM,
+    };
+
+    (void)state;
+
+    for (unsigned int h = 0; h < ARRAY_SIZE(hows); h++) {
+        struct perfmon_event a, b;
+        uint64_t ca, cb, first = 0;
+        struct fake_ctx ctx;
+        struct fdev *fd;
+
+        setup(NULL);
+        fd = fdev_add(0, 48, 1, true);
+        fd->read_how = hows[h];
+        init_ok(&a, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        init_ok(&b, RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_attach_cpu(&a, 0), 0);
+        assert_int_equal(perfmon_event_attach_cpu(&b, 0), 0);
+
+        /* One counter for two: whichever holds it counts, then the other. */
+        for (unsigned int turn = 0; turn < 4; turn++) {
+            fdev_count(fd, 0, RAW_CYCLES, 100 + turn);
+            fdev_count(fd, 0, RAW_INSNS, 1000 + turn);
+            ca = perfmon_event_read(&a);
+            cb = perfmon_event_read(&b);
+            fake_cpu_advance_tsc(30000);
+            fake_ctx_enter(&ctx, 0);
+            perfmon_rotate_local();
+            fake_ctx_exit(&ctx);
+
+            /*
+             * The one that lost the counter: the other's events go on it,
+             * past the value it stopped at, by less than a fold allows.
+             */
+            fdev_count(fd, 0, RAW_CYCLES, 100000);
+            fdev_count(fd, 0, RAW_INSNS, 100000);
+
+            if (fd->counters[0][0].raw_event == RAW_INSNS) {
+                assert_int_equal(perfmon_event_read(&a), ca);
+                first |= 1;
+            } else {
+                assert_int_equal(perfmon_event_read(&b), cb);
+                first |= 2;
+            }
+        }
+
+        /* Each lost the counter at some turn. */
+        assert_int_equal(first, 3);
+        assert_int_equal(perfmon_event_detach(&b), 0);
+        assert_int_equal(perfmon_event_detach(&a), 0);
+    }
+}
+
 /* The counters a device can count an event on, as its counters op says. */
 static void
 test_dev_counters(void **state)
@@ -497,6 +561,7 @@ main(void)
         cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
         cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
         cmocka_unit_test_setup(test_start_reads_nothing, setup),
+        cmocka_unit_test_setup(test_stopped_reads_stored, setup),
         cmocka_unit_test_setup(test_dev_counters, setup),
     };
 

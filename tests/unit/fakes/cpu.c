@@ -162,6 +162,13 @@ cpu_self(void)
     return &fake_cpus[fake_cpu_id];
 }
 
+void
+cpu_set_perfmon(unsigned int cpu, void *perfmon)
+{
+    assert(cpu < CPU_MAX);
+    fake_cpus[cpu].perfmon = perfmon;
+}
+
 /*
  * RDPMC: a program that reads counters by index links its own (the
  * register model, the fake devices); this one, for the others, says the
