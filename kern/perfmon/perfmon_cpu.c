@@ -174,8 +174,8 @@ static void
 perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
-    uint64_t mask = perfmon_width_mask(dev->width), max = mask, events;
+    struct perfmon_dev *dev = pmc->dev;         /* set at its start */
+    uint64_t mask = pmc->mask, max = mask, events;
 
     if (dev->max_period != 0) {
         max = MIN(max, dev->max_period);
