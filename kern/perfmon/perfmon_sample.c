@@ -252,47 +252,24 @@ perfmon_sample_nr_words[PERFMON_SAMPLE_FIXED_MASK + 1] = {
     PERFMON_SAMPLE_NR_WORDS4(24), PERFMON_SAMPLE_NR_WORDS4(28),
 };
 
-/*
- * The words of the fields TID and TIME, taken before the record is opened:
- * no call in the store of its words, and one time however many times the
- * record is written again (a producer that interrupted took its place).
- */
-struct perfmon_sample_now {
-    uint64_t tid;
-    uint64_t time_ns;
-};
-
-static void
-perfmon_sample_now_get(struct perfmon_sample_now *now, unsigned int fields)
-{
-    if (fields & PERFMON_SF_TID) {
-        struct thread *thread = thread_self();
-
-        /* u32 0, then u32 the thread id. */
-        now->tid = (uint64_t)((thread != NULL) ? thread_id(thread) : 0) << 32;
-    }
-
-    if (fields & PERFMON_SF_TIME) {
-        now->time_ns = perfmon_sample_now_ns();
-    }
-}
-
 /* The fields IP to PERIOD, stored from w on; returns the next word. */
 static uint64_t *
 perfmon_sample_put_fixed(uint64_t *w, unsigned int fields,
-                         const struct trap_frame *frame,
-                         const struct perfmon_sample_now *now, uint64_t period)
+                         const struct trap_frame *frame, uint64_t period)
 {
     if (fields & PERFMON_SF_IP) {
         *w++ = frame->rip;
     }
 
     if (fields & PERFMON_SF_TID) {
-        *w++ = now->tid;
+        struct thread *thread = thread_self();
+
+        /* u32 0, then u32 the thread id. */
+        *w++ = (uint64_t)((thread != NULL) ? thread_id(thread) : 0) << 32;
     }
 
     if (fields & PERFMON_SF_TIME) {
-        *w++ = now->time_ns;
+        *w++ = perfmon_sample_now_ns();
     }
 
     if (fields & PERFMON_SF_CPU) {
@@ -375,7 +352,6 @@ perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
     struct perfmon_ring *ring = perfmon_sample_ring(sampling);
     unsigned int fields = sampling->fields, nr_branches = 0, max_ips;
     const struct perfmon_branch *branches = NULL;
-    struct perfmon_sample_now now;
     struct perfmon_ring_txn txn;
     uint64_t fixed = size, room, *rec, *w;
 
@@ -391,8 +367,6 @@ perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
         fixed += nr_branches * sizeof(*branches);
     }
 
-    perfmon_sample_now_get(&now, fields);
-
     do {
         rec = perfmon_ring_open(ring, &txn);
         room = txn.end - txn.pos;
@@ -403,7 +377,7 @@ perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
         }
 
         rec[1] = fields | ((uint64_t)sampling->id << 32);
-        w = perfmon_sample_put_fixed(&rec[2], fields, frame, &now, period);
+        w = perfmon_sample_put_fixed(&rec[2], fields, frame, period);
 
         if (fields & PERFMON_SF_READ) {
             w = perfmon_sample_put_reads(w, sampling);
