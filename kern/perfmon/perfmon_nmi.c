@@ -50,8 +50,9 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
  * most one interrupt counts for, and the sampling time over
  * the window past which the period doubles, times 100 (a share in
  * percent, compared without dividing).  Computed at the first interrupt
- * that samples (the frequency is calibrated once, at boot), not on each:
- * its divisions are off the interrupt's path.  Written from NMI context,
+ * that samples and again when a window starts at another frequency (it
+ * is calibrated once, at boot), not on each interrupt: its divisions are
+ * off the interrupt's path.  Written from NMI context,
  * by any CPU, with the same values: freq_hz is written last and read
  * first, so that a CPU seeing it sees the rest.
  */
@@ -82,22 +83,25 @@ perfmon_throttle_set(uint64_t freq_hz)
 static void
 perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
 {
-    uint64_t tick = clock_cpu_ticks(), freq_hz = cpu_tsc_freq();
-    uint64_t slots;
+    uint64_t tick = clock_cpu_ticks(), known_hz, freq_hz, slots;
 
-    if (__atomic_load_n(&perfmon_throttle.freq_hz, __ATOMIC_ACQUIRE)
-        != freq_hz) {
+    /* The frequency is looked at as a window starts, or has none yet. */
+    known_hz = __atomic_load_n(&perfmon_throttle.freq_hz, __ATOMIC_ACQUIRE);
+
+    if (tick - cpu->window_tick
+        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)
+        || known_hz == 0) {
+        cpu->window_tick = tick;
+        cpu->window_cycles = 0;
+        freq_hz = cpu_tsc_freq();
+
         if (freq_hz == 0) {
             return;
         }
 
-        perfmon_throttle_set(freq_hz);
-    }
-
-    if (tick - cpu->window_tick
-        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)) {
-        cpu->window_tick = tick;
-        cpu->window_cycles = 0;
+        if (freq_hz != known_hz) {
+            perfmon_throttle_set(freq_hz);
+        }
     }
 
     cpu->window_cycles += MIN(cycles, perfmon_throttle.cap);
