@@ -145,11 +145,40 @@ perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
 }
 
 /*
- * The parts of perfmon_ring_close() off its common path, out of line:
- * the end of a producer's work when it is not the only one, and the move
- * of a record that ran into the spare bytes.
+ * The end of a producer's work, reservation failed or record committed:
+ * the outermost producer publishes everything reserved, including what
+ * producers that interrupted it reserved and completed meanwhile.
  */
-void perfmon_ring_leave(struct perfmon_ring *ring);
+static inline void
+perfmon_ring_leave(struct perfmon_ring *ring)
+{
+    uint64_t head;
+
+    for (;;) {
+        if (ring->nest > 1) {
+            WRITE_ONCE(ring->nest, ring->nest - 1);
+            return;
+        }
+
+        head = READ_ONCE(ring->head);
+        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
+        WRITE_ONCE(ring->nest, 0);
+        barrier();
+
+        /* A producer came in after the read, saw us, and left it to us. */
+        if (READ_ONCE(ring->head) == head) {
+            return;
+        }
+
+        WRITE_ONCE(ring->nest, 1);
+        barrier();
+    }
+}
+
+/*
+ * The words of a record that ran past the end of the data, moved to its
+ * start (perfmon_ring_close(), out of line: rare).
+ */
 void perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n);
 
 /*
@@ -180,22 +209,6 @@ perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
     }
 
     barrier();
-
-    /* The only producer: publish it all, unless one came in meanwhile. */
-    if (ring->nest == 1) {
-        head = READ_ONCE(ring->head);
-        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
-        WRITE_ONCE(ring->nest, 0);
-        barrier();
-
-        if (READ_ONCE(ring->head) == head) {
-            return true;
-        }
-
-        WRITE_ONCE(ring->nest, 1);
-        barrier();
-    }
-
     perfmon_ring_leave(ring);
     return true;
 }

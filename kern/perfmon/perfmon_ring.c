@@ -68,37 +68,6 @@ perfmon_ring_init(struct perfmon_ring *ring, void *data, uint64_t size)
     return perfmon_ring_init_spare(ring, data, size, 0);
 }
 
-/*
- * The end of a producer's work, reservation failed or record committed:
- * the outermost producer publishes everything reserved, including what
- * producers that interrupted it reserved and completed meanwhile.
- */
-void
-perfmon_ring_leave(struct perfmon_ring *ring)
-{
-    uint64_t head;
-
-    for (;;) {
-        if (ring->nest > 1) {
-            WRITE_ONCE(ring->nest, ring->nest - 1);
-            return;
-        }
-
-        head = READ_ONCE(ring->head);
-        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
-        WRITE_ONCE(ring->nest, 0);
-        barrier();
-
-        /* A producer came in after the read, saw us, and left it to us. */
-        if (READ_ONCE(ring->head) == head) {
-            return;
-        }
-
-        WRITE_ONCE(ring->nest, 1);
-        barrier();
-    }
-}
-
 void
 perfmon_ring_put(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                  const void *src, size_t n)

@@ -30,14 +30,12 @@
 #include "fakes/fake_kmem.h"
 #include "fakes/fake_smp.h"
 #include "fdev.h"
-#include "kern/cmdline.h"
 #include "kern/error.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
-#include "kern/perfmon/perfmon_nmi.h"
 #include "kern/perfmon_ring.h"
 #include "kern/syscnt.h"
 #include "perfmon_sample_ref.h"
@@ -769,58 +767,6 @@ test_throttle(void **state)
 }
 
 /*
- * Throttling's figures follow the TSC frequency and the share allowed,
- * though computed once for them: at 6 GHz, 40 interrupts of 3 million
- * cycles each are 20% of a 100 ms window (under 25%: none throttled,
- * where the figures of 3 GHz would make it 40%), and 80 are 40%: under a
- * share of 50%, over the default 25%.  Each phase starts in a window of
- * its own.
- */
-static void
-test_throttle_follows_freq_and_share(void **state)
-{
-    struct perfmon_sampling s = make_sampling(100, 0, PERFMON_SF_PERIOD,
-                                              1 << 20);
-    struct fdev *fd = fdev_add(0, 32, 4, true);
-    struct perfmon_event ev;
-    struct drained d;
-
-    (void)state;
-    current_on(1);
-    fake_cpu_set_tsc_freq(3000000000ULL);
-    fd->ovf_cycles = 3000000;
-    sample_event_attach_cpu(&ev, PERFMON_EV_CYCLE, &s, 1);
-
-    /* A few at 3 GHz and 25%: the figures for those. */
-    run(fd, 1, RAW_CYCLES, 5 * 100, 100, 0);
-    fake_cpu_advance_tsc(12000000000ULL);      /* a window later */
-    fake_cpu_set_tsc_freq(6000000000ULL);
-    run(fd, 1, RAW_CYCLES, 40 * 100, 100, 0);
-    drain(1, &d);
-    assert_int_equal(d.nr_throttles, 0);
-    assert_int_equal(d.nr_samples, 45);
-
-    /* Half the CPU allowed. */
-    assert_int_equal(cmdline_parse("perfmon.max_sample_share=50"), 0);
-    perfmon_nmi_setup();
-    fake_cpu_advance_tsc(12000000000ULL);      /* a window later */
-    run(fd, 1, RAW_CYCLES, 80 * 100, 100, 0);
-    drain(1, &d);
-    assert_int_equal(d.nr_throttles, 0);
-    assert_int_equal(d.nr_samples, 80);
-
-    /* And the default share again: the same interrupts are too many. */
-    assert_int_equal(cmdline_parse(""), 0);
-    perfmon_nmi_reset();
-    perfmon_nmi_setup();
-    fake_cpu_advance_tsc(12000000000ULL);      /* a window later */
-    run(fd, 1, RAW_CYCLES, 80 * 100, 100, 0);
-    drain(1, &d);
-    assert_true(d.nr_throttles >= 1);
-    assert_int_equal(perfmon_event_detach(&ev), 0);
-}
-
-/*
  * A host that runs the CPU a tenth of the time: between interrupts of
  * 1 ms each the vCPU is held for a second.  The CPU spends nearly all its
  * own time sampling, so it must be throttled; against the TSC's window
@@ -1420,8 +1366,7 @@ ref_write_both(unsigned int fields, unsigned int depth,
     fake_cpu_advance_tsc(123457 * (seq + 1));
     written = ref_sample_write(&ref_ring, &s, &frame, 1000 + seq);
     assert_int_equal(perfmon_sample_write(&s, perfmon_sample_size(&s), &frame,
-                                          1000 + seq),
-                     written);
+                                          1000 + seq), written);
     *offp = head & (REF_SIZE - 1);
     *sizep = ref_ring.head - head;
     return written;
@@ -1609,7 +1554,6 @@ main(void)
         T(test_time_exact),
         T(test_throttle),
         T(test_throttle_host_stalls),
-        T(test_throttle_follows_freq_and_share),
         T(test_overflow_in_section),
         T(test_ring_full),
         T(test_set_sampling_errors),
