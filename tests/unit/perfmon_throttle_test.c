@@ -22,7 +22,6 @@
 #include "kern/cmdline.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
-#include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_nmi.h"
 #include "kern/perfmon_ring.h"
 
