@@ -47,14 +47,13 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 
 /*
  * Throttling's figures in TSC cycles, for the TSC frequency freq_hz: the
- * most one interrupt counts for, and the sampling time over
- * the window past which the period doubles, times 100 (a share in
- * percent, compared without dividing).  Computed at the first interrupt
- * that samples and again when a window starts at another frequency (it
- * is calibrated once, at boot), not on each interrupt: its divisions are
- * off the interrupt's path.  Written from NMI context,
- * by any CPU, with the same values: freq_hz is written last and read
- * first, so that a CPU seeing it sees the rest.
+ * most one interrupt counts for, and the sampling time over the window
+ * past which the period doubles, times 100 (a share in percent, compared
+ * without dividing).  Computed at the first interrupt that samples, and
+ * again when a window starts at another frequency (it is calibrated once,
+ * at boot): the divisions are off the interrupt's path.  Written from NMI
+ * context, by any CPU, with the same values: freq_hz is written last and
+ * read first, so that a CPU seeing it sees the rest.
  */
 struct perfmon_throttle {
     uint64_t cap;
