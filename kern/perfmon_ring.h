@@ -43,6 +43,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kern/assert.h"
+#include "kern/macros.h"
+
 #define PERFMON_RING_ALIGN      8
 #define PERFMON_RING_MAX_REC    65528   /* size is 16 bits, aligned */
 
@@ -125,8 +128,58 @@ perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
  * perfmon_ring_close() with its size (a multiple of PERFMON_RING_ALIGN,
  * at most the room), or perfmon_ring_cancel() when it does not fit.
  */
-void *perfmon_ring_open(struct perfmon_ring *ring,
-                        struct perfmon_ring_txn *txn);
+static inline void *
+perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
+{
+    uint64_t head, tail, off, room;
+
+    WRITE_ONCE(ring->nest, ring->nest + 1);
+    barrier();
+    head = READ_ONCE(ring->head);
+    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    off = head & (ring->size - 1);
+    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
+    txn->pos = head;
+    txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
+    return &ring->data[off];
+}
+
+/*
+ * The end of a producer's work, reservation failed or record committed:
+ * the outermost producer publishes everything reserved, including what
+ * producers that interrupted it reserved and completed meanwhile.
+ */
+static inline void
+perfmon_ring_leave(struct perfmon_ring *ring)
+{
+    uint64_t head;
+
+    for (;;) {
+        if (ring->nest > 1) {
+            WRITE_ONCE(ring->nest, ring->nest - 1);
+            return;
+        }
+
+        head = READ_ONCE(ring->head);
+        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
+        WRITE_ONCE(ring->nest, 0);
+        barrier();
+
+        /* A producer came in after the read, saw us, and left it to us. */
+        if (READ_ONCE(ring->head) == head) {
+            return;
+        }
+
+        WRITE_ONCE(ring->nest, 1);
+        barrier();
+    }
+}
+
+/*
+ * The words of a record that ran past the end of the data, moved to its
+ * start (perfmon_ring_close(), out of line: rare).
+ */
+void perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n);
 
 /*
  * Claim the first size bytes written since perfmon_ring_open() and
@@ -135,8 +188,30 @@ void *perfmon_ring_open(struct perfmon_ring *ring,
  * interrupted this one took the place first: then open again and write
  * again.
  */
-bool perfmon_ring_close(struct perfmon_ring *ring,
-                        struct perfmon_ring_txn *txn, uint64_t size);
+static inline bool
+perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
+                   uint64_t size)
+{
+    uint64_t head = txn->pos, end;
+
+    assert(size <= txn->end - txn->pos && (size % PERFMON_RING_ALIGN) == 0);
+
+    if (!__atomic_compare_exchange_n(&ring->head, &head, head + size, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        perfmon_ring_leave(ring);
+        return false;
+    }
+
+    end = (txn->pos & (ring->size - 1)) + size;
+
+    if (end > ring->size) {
+        perfmon_ring_unspare(ring, end - ring->size);
+    }
+
+    barrier();
+    perfmon_ring_leave(ring);
+    return true;
+}
 
 /* Give the record up: it did not fit, and is counted as lost. */
 void perfmon_ring_cancel(struct perfmon_ring *ring);

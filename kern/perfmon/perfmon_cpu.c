@@ -171,8 +171,8 @@ static void
 perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
-    uint64_t mask = perfmon_width_mask(dev->width), max = mask, events;
+    struct perfmon_dev *dev = pmc->dev;         /* set at its start */
+    uint64_t mask = pmc->mask, max = mask, events;
 
     if (dev->max_period != 0) {
         max = MIN(max, dev->max_period);
@@ -196,14 +196,21 @@ static void
 perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
                        const struct perfmon_sampling *sampling)
 {
-    uint64_t now = cpu_rdtsc(), dt = now - pmc->sample_tsc;
-    uint64_t counted = pmc->value - pmc->sample_value, freq_hz, period;
+    uint64_t now, dt, counted, freq_hz, period;
 
+    /* A fixed period: nothing to time, and the TSC is not read. */
+    if (sampling->freq == 0) {
+        return;
+    }
+
+    now = cpu_rdtsc();
+    dt = now - pmc->sample_tsc;
+    counted = pmc->value - pmc->sample_value;
     pmc->sample_tsc = now;
     pmc->sample_value = pmc->value;
     freq_hz = cpu_tsc_freq();
 
-    if (sampling->freq == 0 || dt == 0 || counted == 0 || freq_hz == 0) {
+    if (dt == 0 || counted == 0 || freq_hz == 0) {
         return;
     }
 

@@ -114,6 +114,7 @@ struct perfmon_pmc {
     uint64_t prefer;                    /*   those to use first */
     uint64_t group;
     const struct perfmon_sampling *sampling;
+    uint32_t sample_size;               /* perfmon_sample_size(sampling) */
     bool thread_events;                 /* sampling slots: whose events */
     struct perfmon_event *users;        /* list through next_user */
 };
@@ -296,9 +297,12 @@ void perfmon_branch_sched_in(void);
 /*
  * kern/perfmon/perfmon_sample.c.
  *
+ * perfmon_sample_size: the bytes of a record of sampling that do not change
+ *   from one sample to the next (all but the call chain's and the branch
+ *   stack's entries), computed once per slot (struct perfmon_pmc).
  * perfmon_sample_write: write a sample of sampling on the calling CPU, in
- *   the overflow interrupt (NMI context): the interrupted frame, the period
- *   the sample stands for.  Returns false when the ring was full (the
+ *   the overflow interrupt (NMI context): its perfmon_sample_size(), the
+ *   interrupted frame, the period the sample stands for.  Returns false when the ring was full (the
  *   sample is counted as lost there).
  * perfmon_sample_throttled: record that sampling's period went up to
  *   period on the calling CPU (NMI context).
@@ -310,8 +314,10 @@ void perfmon_branch_sched_in(void);
  */
 struct perfmon_ring *perfmon_sbuf_ring(struct perfmon_sbuf *sbuf,
                                        unsigned int cpu);
+uint32_t perfmon_sample_size(const struct perfmon_sampling *sampling);
 bool perfmon_sample_write(const struct perfmon_sampling *sampling,
-                          const struct trap_frame *frame, uint64_t period);
+                          uint32_t size, const struct trap_frame *frame,
+                          uint64_t period);
 void perfmon_sample_throttled(const struct perfmon_sampling *sampling,
                               uint64_t period);
 bool perfmon_sample_reads_valid(const struct perfmon_sampling *sampling);

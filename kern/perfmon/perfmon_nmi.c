@@ -46,6 +46,34 @@
 static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 
 /*
+ * Throttling's figures in TSC cycles, for the TSC frequency freq_hz: the
+ * most one interrupt counts for, and the sampling time over the window
+ * past which the period doubles, times 100 (a share in percent, compared
+ * without dividing).  Computed at the first interrupt that samples, and
+ * again when a window starts at another frequency (it is calibrated once,
+ * at boot): the divisions are off the interrupt's path.  Written from NMI
+ * context, by any CPU, with the same values: freq_hz is written last and
+ * read first, so that a CPU seeing it sees the rest.
+ */
+struct perfmon_throttle {
+    uint64_t cap;
+    uint64_t limit;
+    uint64_t freq_hz;
+};
+
+static struct perfmon_throttle perfmon_throttle;
+
+static void __attribute__((noinline))
+perfmon_throttle_set(uint64_t freq_hz)
+{
+    uint64_t window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
+
+    perfmon_throttle.cap = window / PERFMON_THROTTLE_MAX_SHARE;
+    perfmon_throttle.limit = window * perfmon_sample_share;
+    __atomic_store_n(&perfmon_throttle.freq_hz, freq_hz, __ATOMIC_RELEASE);
+}
+
+/*
  * Throttling, after an interrupt that wrote samples and took cycles: when
  * the window's sampling time passes the share allowed, double the period
  * of every sampling counter running here, and say so in their buffers.
@@ -54,24 +82,30 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 static void
 perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
 {
-    uint64_t tick = clock_cpu_ticks(), freq_hz = cpu_tsc_freq();
-    uint64_t window, slots;
+    uint64_t tick = clock_cpu_ticks(), known_hz, freq_hz, slots;
 
-    if (freq_hz == 0) {
-        return;
-    }
-
-    window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
+    /* The frequency is looked at as a window starts, or has none yet. */
+    known_hz = __atomic_load_n(&perfmon_throttle.freq_hz, __ATOMIC_ACQUIRE);
 
     if (tick - cpu->window_tick
-        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)) {
+        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)
+        || known_hz == 0) {
         cpu->window_tick = tick;
         cpu->window_cycles = 0;
+        freq_hz = cpu_tsc_freq();
+
+        if (freq_hz == 0) {
+            return;
+        }
+
+        if (freq_hz != known_hz) {
+            perfmon_throttle_set(freq_hz);
+        }
     }
 
-    cpu->window_cycles += MIN(cycles, window / PERFMON_THROTTLE_MAX_SHARE);
+    cpu->window_cycles += MIN(cycles, perfmon_throttle.cap);
 
-    if (cpu->window_cycles * 100 <= window * perfmon_sample_share) {
+    if (cpu->window_cycles * 100 <= perfmon_throttle.limit) {
         return;
     }
 
@@ -99,7 +133,8 @@ perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
         unsigned int slot = (unsigned int)__builtin_ctzll(due);
 
         due &= due - 1;
-        perfmon_sample_write(perfmon_pmcs[slot].sampling, frame,
+        perfmon_sample_write(perfmon_pmcs[slot].sampling,
+                             perfmon_pmcs[slot].sample_size, frame,
                              cpu->pmcs[slot].due_period);
     }
 }
@@ -249,6 +284,8 @@ perfmon_nmi_setup(void)
         log_warning("perfmon: perfmon.max_sample_share must be 1..100, "
                     "using %u", PERFMON_SAMPLE_SHARE_DEFAULT);
     }
+
+    perfmon_throttle.freq_hz = 0;       /* its limit to compute again */
 }
 
 #ifdef TALLY_HOST_TEST
@@ -256,5 +293,6 @@ void
 perfmon_nmi_reset(void)
 {
     perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
+    perfmon_throttle.freq_hz = 0;
 }
 #endif /* TALLY_HOST_TEST */

@@ -68,37 +68,6 @@ perfmon_ring_init(struct perfmon_ring *ring, void *data, uint64_t size)
     return perfmon_ring_init_spare(ring, data, size, 0);
 }
 
-/*
- * The end of a producer's work, reservation failed or record committed:
- * the outermost producer publishes everything reserved, including what
- * producers that interrupted it reserved and completed meanwhile.
- */
-static void
-perfmon_ring_leave(struct perfmon_ring *ring)
-{
-    uint64_t head;
-
-    for (;;) {
-        if (ring->nest > 1) {
-            WRITE_ONCE(ring->nest, ring->nest - 1);
-            return;
-        }
-
-        head = READ_ONCE(ring->head);
-        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
-        WRITE_ONCE(ring->nest, 0);
-        barrier();
-
-        /* A producer came in after the read, saw us, and left it to us. */
-        if (READ_ONCE(ring->head) == head) {
-            return;
-        }
-
-        WRITE_ONCE(ring->nest, 1);
-        barrier();
-    }
-}
-
 void
 perfmon_ring_put(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                  const void *src, size_t n)
@@ -154,27 +123,11 @@ perfmon_ring_commit(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
     perfmon_ring_leave(ring);
 }
 
-void *
-perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
-{
-    uint64_t head, tail, off, room;
-
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
-    head = READ_ONCE(ring->head);
-    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    off = head & (ring->size - 1);
-    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
-    txn->pos = head;
-    txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
-    return &ring->data[off];
-}
-
 /*
  * The words of a record that ran past the end of the data, moved to its
  * start: word stores, not a byte copy.
  */
-static void __attribute__((noinline)) __keep_loops
+void __keep_loops
 perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
 {
     const uint64_t *src = (const uint64_t *)&ring->data[ring->size];
@@ -183,31 +136,6 @@ perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
     for (uint64_t i = 0; i < n / sizeof(uint64_t); i++) {
         dst[i] = src[i];
     }
-}
-
-bool
-perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
-                   uint64_t size)
-{
-    uint64_t head = txn->pos, end;
-
-    assert(size <= txn->end - txn->pos && (size % PERFMON_RING_ALIGN) == 0);
-
-    if (!__atomic_compare_exchange_n(&ring->head, &head, head + size, false,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        perfmon_ring_leave(ring);
-        return false;
-    }
-
-    end = (txn->pos & (ring->size - 1)) + size;
-
-    if (end > ring->size) {
-        perfmon_ring_unspare(ring, end - ring->size);
-    }
-
-    barrier();
-    perfmon_ring_leave(ring);
-    return true;
 }
 
 void

@@ -327,15 +327,33 @@ perfmon_sample_put_reads(uint64_t *w, const struct perfmon_sampling *sampling)
     return w;
 }
 
+uint32_t
+perfmon_sample_size(const struct perfmon_sampling *sampling)
+{
+    unsigned int fields = sampling->fields;
+    uint32_t size;
+
+    size = perfmon_sample_nr_words[fields & PERFMON_SAMPLE_FIXED_MASK]
+           * sizeof(uint64_t);
+    size += (fields & PERFMON_SF_CALLCHAIN) ? sizeof(uint64_t) : 0;
+    size += (fields & PERFMON_SF_BRANCH) ? sizeof(uint64_t) : 0;
+
+    if (fields & PERFMON_SF_READ) {
+        size += (1 + sampling->nr_reads) * sizeof(uint64_t);
+    }
+
+    return size;
+}
+
 bool
-perfmon_sample_write(const struct perfmon_sampling *sampling,
+perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
                      const struct trap_frame *frame, uint64_t period)
 {
     struct perfmon_ring *ring = perfmon_sample_ring(sampling);
     unsigned int fields = sampling->fields, nr_branches = 0, max_ips;
     const struct perfmon_branch *branches = NULL;
     struct perfmon_ring_txn txn;
-    uint64_t fixed, room, *rec, *w;
+    uint64_t fixed = size, room, *rec, *w;
 
     assert(!cpu_intr_enabled());
     PERFMON_REGION_SCOPE(sample);
@@ -344,17 +362,9 @@ perfmon_sample_write(const struct perfmon_sampling *sampling,
         return false;
     }
 
-    fixed = perfmon_sample_nr_words[fields & PERFMON_SAMPLE_FIXED_MASK]
-            * sizeof(uint64_t);
-    fixed += (fields & PERFMON_SF_CALLCHAIN) ? sizeof(uint64_t) : 0;
-
-    if (fields & PERFMON_SF_READ) {
-        fixed += (1 + sampling->nr_reads) * sizeof(uint64_t);
-    }
-
     if (fields & PERFMON_SF_BRANCH) {
         branches = perfmon_intr_branches(&nr_branches);
-        fixed += sizeof(uint64_t) + nr_branches * sizeof(*branches);
+        fixed += nr_branches * sizeof(*branches);
     }
 
     do {

@@ -22,10 +22,10 @@
 
 #include "kern/error.h"
 #include "kern/macros.h"
-#include "kern/perfmon_ring.h"
 
 /*
- * The ring is #included, each of its stores of the nesting count going
+ * The ring is #included (its header too, whose inline producer code the
+ * hook must reach), each of its stores of the nesting count going
  * through store_hook first: an interrupting producer may land there, in
  * the one window no call of the ring's reaches (after the outermost
  * producer published, before it marks itself done).
@@ -388,6 +388,24 @@ produce_in_place(unsigned int seq, size_t n, void (*nested)(void))
     return true;
 }
 
+/*
+ * A record reserved after the publish of the outermost producer as above,
+ * that one writing in place (perfmon_ring_close()).
+ */
+static void
+test_in_place_reserved_after_publish(void **state)
+{
+    (void)state;
+    ring_setup();
+    hook_seq = 11;
+    hook_size = 24;
+    assert_true(produce_in_place(10, 8, NULL));
+    assert_int_equal(hook_seq, 0);
+    consume(10, 8);
+    consume(11, 24);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+}
+
 static void
 test_in_place_init(void **state)
 {
@@ -512,6 +530,7 @@ main(void)
         cmocka_unit_test(test_nested_producer),
         cmocka_unit_test(test_publish_race),
         cmocka_unit_test(test_reserved_after_publish),
+        cmocka_unit_test(test_in_place_reserved_after_publish),
         cmocka_unit_test(test_consumer_interleaved),
         cmocka_unit_test(test_pop_small_buffer),
         cmocka_unit_test(test_pop_exact_buffer),

@@ -1365,7 +1365,8 @@ ref_write_both(unsigned int fields, unsigned int depth,
     ref_branches_set(nr_branches, seq);
     fake_cpu_advance_tsc(123457 * (seq + 1));
     written = ref_sample_write(&ref_ring, &s, &frame, 1000 + seq);
-    assert_int_equal(perfmon_sample_write(&s, &frame, 1000 + seq), written);
+    assert_int_equal(perfmon_sample_write(&s, perfmon_sample_size(&s), &frame,
+                                          1000 + seq), written);
     *offp = head & (REF_SIZE - 1);
     *sizep = ref_ring.head - head;
     return written;
