@@ -464,6 +464,13 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
 
+    /*
+     * out holds no counter now, as after a stop: its record reads its own
+     * prev.  (No path found reads it before out is given a counter again,
+     * which sets the method; this keeps the record's rule without that.)
+     */
+    perfmon_cpu_pmc_set_idle(from);
+
     if (__atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED) & obit) {
         __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
     }
