@@ -9,6 +9,8 @@
  * checks the order, on every call and include).
  *
  *   perfmon_events.c   the table of generic events
+ *   perfmon_counters.c a counter for each of several slots (the matching;
+ *                      perfmon_counters.h)
  *   perfmon_evtab.c    the CPU models' event tables
  *   perfmon_selftest.c the drivers' self-test contract
  *   perfmon_dev.c      the device table, the fixed part of its counter

@@ -21,10 +21,6 @@
  * perfmon_sched_evict_all: thread context, after a counter of dev was
  *   reserved: every CPU moves its flexible slots off it.
  * perfmon_sched_setup: the part of perfmon_setup for that file.
- * perfmon_counters_assign: a counter for each of n slots, slot i taking
- *   one of masks[i] (those of prefer[i] first), each its own, into
- *   hw_ids[] (may be NULL); false when there is no such assignment.
- *   Pure; any context (NMI included: no lock, no allocation).
  */
 
 #ifndef KERN_PERFMON_SCHED_H
@@ -46,8 +42,6 @@ unsigned int perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
 void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
 void perfmon_sched_evict_all(struct perfmon_dev *dev);
 void perfmon_sched_setup(void);
-bool perfmon_counters_assign(const uint64_t *masks, const uint64_t *prefer,
-                             unsigned int n, unsigned int *hw_ids);
 
 #ifdef TALLY_HOST_TEST
 void perfmon_sched_reset(void);

@@ -98,6 +98,7 @@ PRIVATE_ALLOWED = {
 # A new file of the core goes in here, where its calls put it.
 CORE_ORDER = [
     'perfmon_events',       # the table of generic events
+    'perfmon_counters',     # a counter for each slot: the matching
     'perfmon_evtab',        # the CPU models' event tables
     'perfmon_selftest',     # the drivers' self-test contract
     'perfmon_dev',          # devices, the fixed part of the slots
