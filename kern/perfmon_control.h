@@ -3,8 +3,9 @@
  *
  *
  * Run-time controls of the perfmon core that only `perfmon bench` and the
- * tests use: measuring the switch path without perfmon in it, and taking
- * a turn of the multiplexed events without waiting for the tick.  No
+ * tests use: measuring the switch path without perfmon in it, taking a
+ * turn of the multiplexed events without waiting for the tick, and the
+ * throttle's share.  No
  * user-facing code needs them; they stay out of kern/perfmon.h.
  */
 
@@ -34,5 +35,13 @@ void perfmon_rotate_local(void);
  * part of a turn.
  */
 unsigned int perfmon_rotate_local_moved(void);
+
+/*
+ * Set the most percent of a CPU's time sampling may take before it is
+ * throttled (what perfmon.max_sample_share sets at boot), 1 to 100;
+ * returns the share it replaces.  For a test that must make a storm
+ * exceed it whatever the machine's speed.  Thread context.
+ */
+unsigned int perfmon_set_max_sample_share(unsigned int percent);
 
 #endif /* KERN_PERFMON_CONTROL_H */

@@ -23,6 +23,7 @@
 #include "kern/log.h"
 #include "kern/macros.h"
 #include "kern/perfmon.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_nmi.h"
@@ -286,6 +287,20 @@ perfmon_nmi_setup(void)
     }
 
     perfmon_throttle.freq_hz = 0;       /* its limit to compute again */
+}
+
+unsigned int
+perfmon_set_max_sample_share(unsigned int percent)
+{
+    unsigned int old = perfmon_sample_share;
+
+    perfmon_assert_thread_context();
+    assert(percent >= 1 && percent <= 100);
+    WRITE_ONCE(perfmon_sample_share, percent);
+
+    /* Interrupts work the limit out again from the share. */
+    __atomic_store_n(&perfmon_throttle.freq_hz, 0, __ATOMIC_RELEASE);
+    return old;
 }
 
 #ifdef TALLY_HOST_TEST

@@ -23,6 +23,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_nmi.h"
+#include "kern/perfmon_control.h"
 #include "kern/perfmon_ring.h"
 
 static struct perfmon_sbuf *sbuf;
@@ -151,6 +152,14 @@ test_throttle_follows_freq_and_share(void **state)
     run(fd, 1, RAW_CYCLES, 80 * 100, 100, 0);
     drain(1, &d);
     assert_true(d.nr_throttles >= 1);
+
+    /* Set at run time: half again, and the same interrupts are not. */
+    assert_int_equal(perfmon_set_max_sample_share(50), 25);
+    fake_cpu_advance_tsc(12000000000ULL);      /* a window later */
+    run(fd, 1, RAW_CYCLES, 80 * 100, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_throttles, 0);
+    assert_int_equal(perfmon_set_max_sample_share(25), 50);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
