@@ -43,7 +43,11 @@
 #define PERFMON_THROTTLE_MAX_SHARE  64
 #define PERFMON_SAMPLE_SHARE_DEFAULT 25
 
-/* Most percent of a CPU's time sampling may take (perfmon.max_sample_share). */
+/*
+ * Most percent of a CPU's time sampling may take: perfmon.max_sample_share
+ * at boot, perfmon_set_max_sample_share() after (thread context); read by
+ * the overflow interrupt when it works the limit out.
+ */
 static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 
 /*
