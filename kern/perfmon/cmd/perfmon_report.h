@@ -61,4 +61,10 @@ int perfmon_report_branches(const struct perfmon_capture *cap,
 /* An address as perf names it: "symbol+0xoffset", or "0xaddress". */
 void perfmon_report_addr(char *buf, size_t size, uint64_t addr);
 
+/*
+ * The last recording, for `report` and `script` (perfmon_script.c); NULL
+ * after one line naming who asked, when there is none.
+ */
+const struct perfmon_capture *perfmon_report_last(const char *who);
+
 #endif /* KERN_PERFMON_REPORT_H */
