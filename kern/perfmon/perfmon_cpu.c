@@ -49,9 +49,6 @@
 
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
-static void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu,
-                                       unsigned int slot);
-
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
  * overflow interrupt says the counter wrapped since the last interrupt
@@ -139,9 +136,7 @@ perfmon_cpu_enter(void)
     assert(!cpu_intr_enabled());
     cpu = perfmon_cpu_get(cpu_id());
     assert(!cpu->busy);
-    WRITE_ONCE(cpu->busy, true);
-    WRITE_ONCE(cpu->gen, cpu->gen + 1);
-    barrier();
+    perfmon_cpu_begin(cpu);
     cpu->now = cpu_rdtsc();
     return cpu;
 }
@@ -239,7 +234,7 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
  * fold: then the interrupted frame is the one the sample must show), and
  * arm it again.
  */
-static void
+void
 perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];

@@ -120,7 +120,7 @@ struct perfmon_cpu {
     uint64_t sched_mask;
     uint64_t now;                       /* TSC at the section's start */
     struct perfmon_td *td;              /* the thread loaded here, or NULL */
-    unsigned int intr_depth;            /* overflow interrupts running */
+    unsigned long intr_depth;           /* overflow interrupts running */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_tick;               /* clock_cpu_ticks(), window start */
@@ -210,6 +210,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_pmc_update: fold the counter slot holds here into its
  *   64-bit value (ovf: the device's interrupt says it wrapped); the
  *   inline perfmon_cpu_pmc_fold() below takes the common case itself.
+ * perfmon_cpu_pmc_overflowed: a sampling slot's counter overflowed and
+ *   was folded: count against the events to the next sample, mark a
+ *   sample due (in the interrupt's fold), arm it again.
  * perfmon_cpu_pmc_sample_init: a sampling slot becomes active here, with
  *   a thread's saved progress or afresh; perfmon_cpu_pmc_sample_save: a
  *   thread's sampling slot stops here, its progress kept in tpmc.
@@ -231,6 +234,7 @@ void perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
                               unsigned int in);
 void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
                             bool ovf);
+void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot);
 void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
                                  const struct perfmon_td_pmc *saved);
 void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
@@ -238,6 +242,33 @@ void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
 void perfmon_cpu_poll_xcall(void *dev);
 uint64_t perfmon_cpu_active_slots(unsigned int cpu);
 void perfmon_cpu_init(unsigned int cpu);
+
+/*
+ * Add n to a word of the calling CPU's state that its own interrupts and
+ * NMIs read (gen, intr_depth): one instruction, which none of them can
+ * split, so no lock prefix.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_word_add(unsigned long *word, unsigned long n)
+{
+#ifdef TALLY_HOST_TEST
+    WRITE_ONCE(*word, *word + n);
+#else
+    __asm__ __volatile__("addq %1, %0" : "+m"(*word) : "er"(n));
+#endif
+}
+
+/*
+ * The start of a section on the calling CPU's state: busy set, gen moved
+ * on, before any of the state changes.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_begin(struct perfmon_cpu *cpu)
+{
+    WRITE_ONCE(cpu->busy, true);
+    perfmon_cpu_word_add(&cpu->gen, 1);
+    barrier();
+}
 
 /* The end of a section: clear busy, fold what an NMI left pending. */
 static inline __attribute__((always_inline)) void
@@ -308,27 +339,22 @@ perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /*
- * The overflow interrupt's fold of a counting slot (not sampling: nothing
- * to arm) whose counter it says overflowed, in the interrupt's own
- * section: perfmon_cpu_pmc_update() with ovf, inline when the device gave
- * a read method and nothing is pending for the slot.  An overflow an NMI
- * marks pending meanwhile sends it there too, which reads again with it.
+ * The overflow interrupt's fold of a slot whose counter it says
+ * overflowed, in the interrupt's own section, entered with nothing
+ * pending: perfmon_cpu_pmc_update() with ovf, inline when the device gave
+ * a read method; a sampling slot (samples) is then armed again by
+ * perfmon_cpu_pmc_overflowed().  A counting slot's overflow that an NMI
+ * marks pending meanwhile is the section's leave's to fold, which reads
+ * again with it.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
+perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot,
+                         bool samples)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t bit = perfmon_slot_bit(slot), mask, raw, delta;
-    bool wrapped;
+    uint64_t mask, raw, prev, delta;
 
     __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
-    mask = pmc->mask;
-
-    if (READ_ONCE(cpu->pending) & bit) {
-        perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
-    }
-
     barrier();
 
     if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
@@ -337,27 +363,38 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     barrier();
+    mask = pmc->mask;
     raw &= mask;
-    delta = (raw - pmc->prev) & mask;
-    wrapped = raw < pmc->prev;
+    prev = pmc->prev;
+    delta = (raw - prev) & mask;
 
-    /* A wrap a plain fold saw was counted then. */
-    if (!wrapped && !pmc->wrap_seen) {
-        delta += mask + 1;              /* 0 at width 64: a no-op mod 2^64 */
-        wrapped = true;
-    }
+    /*
+     * A wrap the difference does not show is added, unless a plain fold
+     * saw the counter go backwards and counted it then.
+     */
+    if (raw < prev || likely(!pmc->wrap_seen)) {
+        if (raw >= prev) {
+            delta += mask + 1;          /* 0 at width 64: a no-op mod 2^64 */
+        }
 
-    pmc->wrap_seen = false;
-
-    if (wrapped) {
         perfmon_syscnt_inc_local(&cpu->nr_overflows);
     }
 
+    pmc->wrap_seen = false;
     pmc->value += delta;
     pmc->prev = raw;
 
-    if (unlikely(READ_ONCE(cpu->pending) & bit)) {
-        perfmon_cpu_pmc_update(cpu, slot, false);
+    /*
+     * The arm writes the counter: an NMI of the same counter that landed
+     * after the read is folded first, by the loop that takes it (and then
+     * arms).
+     */
+    if (samples) {
+        if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
+            perfmon_cpu_pmc_update(cpu, slot, false);
+        } else {
+            perfmon_cpu_pmc_overflowed(cpu, slot);
+        }
     }
 }
 

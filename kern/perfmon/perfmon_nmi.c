@@ -129,19 +129,133 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
     }
 }
 
-/* Write the samples due in this interrupt (NMI context). */
-static void
-perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
+/*
+ * After the interrupt's fold wrote samples: only the outermost interrupt
+ * throttles, for all the time it took (timed: it read the TSC as it
+ * started, at start).  A nested one that sampled before this one's
+ * section is part of it, and would count twice on its own.  (One nested
+ * in an interrupt that samples nothing is not counted: rare, as nesting
+ * is, and never a storm on its own.)
+ */
+static inline __attribute__((always_inline)) void
+perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
+{
+    if (cpu->intr_depth == 1 && timed) {
+        perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+    }
+}
+
+/*
+ * The overflow interrupt's section in general (NMI context): the slots
+ * running here whose counter overflowed (mask, dev's counters), by the map
+ * from counter to slot, folded, their samples written and the throttle
+ * fed; or, inside a section, left pending for its end.
+ */
+static void __attribute__((noinline))
+perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
+                          const struct perfmon_cpu_dev *cdev, uint64_t mask,
+                          bool timed, uint64_t start,
                           const struct trap_frame *frame)
 {
-    while (due != 0) {
+    uint64_t slots = 0, due;
+
+    /* A counter no slot holds now maps to none. */
+    for (uint64_t hw = mask; hw != 0; hw &= hw - 1) {
+        unsigned int slot = READ_ONCE(cdev->slot_of_hw[__builtin_ctzll(hw)]);
+
+        if (slot != 0) {
+            slots |= perfmon_slot_bit(slot - 1);
+        }
+    }
+
+    /* Inside a section the map may be ahead of the slots running. */
+    slots &= READ_ONCE(cpu->sched_mask);
+
+    /*
+     * Inside a section the fold waits for the section's end, where the
+     * frame is gone: such overflows are counted, re-armed, not sampled.
+     * The samples and the throttle are part of the section: an NMI landing
+     * in this handler when it is no NMI itself (the soft and step PMUs'
+     * deadline calls) then leaves its overflow pending instead of changing
+     * periods and the throttle's window under it.
+     */
+    if (READ_ONCE(cpu->busy)) {
+        __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
+        return;
+    }
+
+    perfmon_cpu_begin(cpu);
+    cpu->in_intr = true;
+    cpu->due = 0;
+    perfmon_cpu_fold(cpu, slots, true);
+    cpu->in_intr = false;
+
+    for (due = cpu->due; due != 0; due &= due - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(due);
 
-        due &= due - 1;
         perfmon_sample_write(perfmon_pmcs[slot].sampling,
                              perfmon_pmcs[slot].sample_size, frame,
                              cpu->pmcs[slot].due_period);
     }
+
+    if (cpu->due != 0) {
+        perfmon_overflow_sampled(cpu, timed, start);
+    }
+
+    /* Also folds what an NMI left pending, when this is not one. */
+    perfmon_cpu_leave(cpu);
+}
+
+/*
+ * The common interrupt: one counter overflowed, no section runs, nothing
+ * is pending and a slot holds the counter.  Outside a section the map is
+ * exact (the scheduler changes it and sched_mask together, in sections):
+ * the counter's entry is the slot's.  It is folded inline, with no test
+ * of pending: an NMI landing in the section (this being a deadline call)
+ * marks its slots pending, which the leave folds.  A sampling slot
+ * running here means the interrupt was timed, from start.  False, having
+ * done nothing, in any other case: then perfmon_overflow_fold_all().
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
+                          const struct perfmon_cpu_dev *cdev, uint64_t mask,
+                          uint64_t sampling, uint64_t start,
+                          const struct trap_frame *frame)
+{
+    unsigned int slot;
+
+    if (READ_ONCE(cpu->busy) || READ_ONCE(cpu->pending) != 0
+        || (mask & (mask - 1)) != 0) {
+        return false;
+    }
+
+    slot = READ_ONCE(cdev->slot_of_hw[__builtin_ctzll(mask)]);
+
+    if (slot == 0) {
+        return false;
+    }
+
+    slot--;
+    perfmon_cpu_begin(cpu);
+
+    if (likely(!(sampling & perfmon_slot_bit(slot)))) {
+        perfmon_cpu_pmc_fold_ovf(cpu, slot, false);
+    } else {
+        cpu->in_intr = true;
+        cpu->due = 0;
+        perfmon_cpu_pmc_fold_ovf(cpu, slot, true);
+        cpu->in_intr = false;
+
+        if (cpu->due != 0) {
+            perfmon_sample_write(perfmon_pmcs[slot].sampling,
+                                 perfmon_pmcs[slot].sample_size, frame,
+                                 cpu->pmcs[slot].due_period);
+            perfmon_overflow_sampled(cpu, true, start);
+        }
+    }
+
+    perfmon_cpu_leave(cpu);
+    return true;
 }
 
 PERFMON_REGION_DEFINE(pmi, "pmi");
@@ -149,11 +263,11 @@ PERFMON_REGION_DEFINE(pmi, "pmi");
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    uint64_t mask, slots, sampling, hw, start, due;
     const struct perfmon_cpu_dev *cdev;
-    bool timed, callbacks;
+    uint64_t mask, sampling, start;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
+    bool timed, callbacks;
 
     assert(!cpu_intr_enabled());
     PERFMON_REGION_SCOPE(pmi);
@@ -171,7 +285,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     cpu = perfmon_cpu_get(cpu_index);
     __asm__("" : "+r"(cpu));    /* kept, not recomputed from cpu_index */
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
-    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth + 1);
+    perfmon_cpu_word_add(&cpu->intr_depth, 1);
     barrier();
 
     /* Throttling times the interrupt, when a sample may be due in it. */
@@ -181,7 +295,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
-        WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
+        perfmon_cpu_word_add(&cpu->intr_depth, -1UL);
         return false;
     }
 
@@ -197,70 +311,10 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     perfmon_syscnt_inc_local(&cpu->nr_intrs);
-
-    /*
-     * The slots running here whose counter overflowed, by the map from
-     * counter to slot: a counter no slot holds now maps to none.
-     */
     cdev = &cpu->devs[dev->index];
-    slots = 0;
 
-    for (hw = mask; hw != 0; hw &= hw - 1) {
-        unsigned int slot = READ_ONCE(cdev->slot_of_hw[__builtin_ctzll(hw)]);
-
-        if (slot != 0) {
-            slots |= perfmon_slot_bit(slot - 1);
-        }
-    }
-
-    slots &= READ_ONCE(cpu->sched_mask);
-
-    /*
-     * Inside a section the fold waits for the section's end, where the
-     * frame is gone: such overflows are counted, re-armed, not sampled.
-     * The samples and the throttle are part of the section: an NMI landing
-     * in this handler when it is no NMI itself (the soft and step PMUs'
-     * deadline calls) then leaves its overflow pending instead of changing
-     * periods and the throttle's window under it.
-     */
-    if (READ_ONCE(cpu->busy)) {
-        __atomic_fetch_or(&cpu->pending, slots, __ATOMIC_RELAXED);
-    } else {
-        WRITE_ONCE(cpu->busy, true);
-        WRITE_ONCE(cpu->gen, cpu->gen + 1);
-        barrier();
-
-        if (likely(!(slots & sampling))) {
-            /* Counting counters only: folded inline, no sample due. */
-            for (hw = slots; hw != 0; hw &= hw - 1) {
-                perfmon_cpu_pmc_fold_ovf(cpu,
-                                         (unsigned int)__builtin_ctzll(hw));
-            }
-        } else {
-            cpu->in_intr = true;
-            cpu->due = 0;
-            perfmon_cpu_fold(cpu, slots, true);
-            cpu->in_intr = false;
-            due = cpu->due;
-
-            /*
-             * Only the outermost interrupt throttles, for all the time it
-             * took: a nested one that sampled before this one's section
-             * is part of it, and would count twice on its own.  (One
-             * nested in an interrupt that samples nothing is not counted:
-             * rare, as nesting is, and never a storm on its own.)
-             */
-            if (due != 0) {
-                perfmon_cpu_write_samples(cpu, due, frame);
-
-                if (cpu->intr_depth == 1 && timed) {
-                    perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
-                }
-            }
-        }
-
-        /* Also folds what an NMI left pending, when this is not one. */
-        perfmon_cpu_leave(cpu);
+    if (!perfmon_overflow_fold_one(cpu, cdev, mask, sampling, start, frame)) {
+        perfmon_overflow_fold_all(cpu, cdev, mask, timed, start, frame);
     }
 
     if (callbacks) {
@@ -272,7 +326,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     barrier();
-    WRITE_ONCE(cpu->intr_depth, cpu->intr_depth - 1);
+    perfmon_cpu_word_add(&cpu->intr_depth, -1UL);
     return true;
 }
 
