@@ -153,10 +153,11 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
  */
 static void __attribute__((noinline))
 perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
-                          const struct perfmon_cpu_dev *cdev, uint64_t mask,
+                          const struct perfmon_dev *dev, uint64_t mask,
                           bool timed, uint64_t start,
                           const struct trap_frame *frame)
 {
+    const struct perfmon_cpu_dev *cdev = &cpu->devs[dev->index];
     uint64_t slots = 0, due;
 
     /* A counter no slot holds now maps to none. */
@@ -218,7 +219,7 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
  */
 static inline __attribute__((always_inline)) bool
 perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
-                          const struct perfmon_cpu_dev *cdev, uint64_t mask,
+                          const struct perfmon_dev *dev, uint64_t mask,
                           uint64_t sampling, uint64_t start,
                           const struct trap_frame *frame)
 {
@@ -229,7 +230,7 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
         return false;
     }
 
-    slot = READ_ONCE(cdev->slot_of_hw[__builtin_ctzll(mask)]);
+    slot = READ_ONCE(cpu->devs[dev->index].slot_of_hw[__builtin_ctzll(mask)]);
 
     if (slot == 0) {
         return false;
@@ -238,7 +239,7 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
     slot--;
     perfmon_cpu_begin(cpu);
 
-    if (likely(!(sampling & perfmon_slot_bit(slot)))) {
+    if (likely(!((sampling >> slot) & 1))) {     /* not perfmon_slot_bit(slot) */
         perfmon_cpu_pmc_fold_ovf(cpu, slot, false);
     } else {
         cpu->in_intr = true;
@@ -263,7 +264,6 @@ PERFMON_REGION_DEFINE(pmi, "pmi");
 bool
 perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
 {
-    const struct perfmon_cpu_dev *cdev;
     uint64_t mask, sampling, start;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
@@ -311,10 +311,9 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
     }
 
     perfmon_syscnt_inc_local(&cpu->nr_intrs);
-    cdev = &cpu->devs[dev->index];
 
-    if (!perfmon_overflow_fold_one(cpu, cdev, mask, sampling, start, frame)) {
-        perfmon_overflow_fold_all(cpu, cdev, mask, timed, start, frame);
+    if (!perfmon_overflow_fold_one(cpu, dev, mask, sampling, start, frame)) {
+        perfmon_overflow_fold_all(cpu, dev, mask, timed, start, frame);
     }
 
     if (callbacks) {
