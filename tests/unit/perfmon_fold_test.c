@@ -23,6 +23,7 @@
 #include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon_control.h"
+#include "kern/perfmon/perfmon_cpu.h"
 
 /*
  * The fold, inline or not, on random runs: counts of random sizes (under
@@ -47,6 +48,39 @@ fdev_raw(const struct fdev *fd, unsigned int cpu)
 
     fail();
     return 0;
+}
+
+/*
+ * Outside a section, fd's map on cpu names exactly the slots holding its
+ * counters there (sched_mask), each at its counter: the overflow
+ * interrupt's common path takes the entry for the slot without a test.
+ */
+static void
+assert_map_exact(const struct fdev *fd, unsigned int cpu_index)
+{
+    const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
+    const struct perfmon_cpu_dev *cdev = &cpu->devs[fd->dev.index];
+
+    assert_false(cpu->busy);
+
+    for (unsigned int hw = 0; hw < ARRAY_SIZE(cdev->slot_of_hw); hw++) {
+        unsigned int slot = cdev->slot_of_hw[hw];
+
+        if (slot != 0) {
+            assert_true(cpu->sched_mask & (1ULL << (slot - 1)));
+            assert_int_equal(cpu->pmcs[slot - 1].hw_id, hw);
+            assert_ptr_equal(cpu->pmcs[slot - 1].dev, &fd->dev);
+        }
+    }
+
+    for (uint64_t m = cpu->sched_mask; m != 0; m &= m - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(m);
+
+        if (cpu->pmcs[slot].dev == &fd->dev) {
+            assert_int_equal(cdev->slot_of_hw[cpu->pmcs[slot].hw_id],
+                             slot + 1);
+        }
+    }
 }
 
 static uint64_t
@@ -165,10 +199,12 @@ check_fold_random(unsigned int width, unsigned int read_how)
         }
 
         assert_int_equal(perfmon_event_read(&thr_ev), thr_total);
+        assert_map_exact(fd, 0);
     }
 
     assert_int_equal(perfmon_event_detach(&thr_ev), 0);
     assert_int_equal(perfmon_event_detach(&cpu_ev), 0);
+    assert_map_exact(fd, 0);
 }
 
 static void
@@ -334,6 +370,7 @@ check_transfer_random(unsigned int width)
 
         assert_int_equal(perfmon_event_read(&r.ev[0]), r.total[0]);
         assert_int_equal(perfmon_event_read(&r.ev[1]), r.total[1]);
+        assert_map_exact(r.fd, 0);
     }
 
     assert_true(r.fd->nr_transfer > 100);
@@ -433,6 +470,97 @@ test_transfer_not_past_waiting(void **state)
     assert_int_equal(perfmon_event_detach(&ea), 0);
     assert_int_equal(perfmon_event_detach(&eb), 0);
     fdev_assert_idle(fd);
+}
+
+/*
+ * The overflow handler called outside an NMI (the soft and step PMUs'
+ * deadline calls) folds its one counting counter inline, and an NMI of the
+ * same counter lands just after that fold's read, the counter a period
+ * and 100 past it: the NMI only records its overflow, which the handler's
+ * section folds as it ends (left pending, it would wait for some later
+ * section).  Both wraps count, once each; by each read
+ * method that has a read to land in.
+ */
+static void
+check_nmi_in_counting_fold(unsigned int read_how)
+{
+    uint64_t overflows, intrs;
+    struct perfmon_event ev;
+    struct fdev *fd;
+
+    setup(NULL);
+    fd = fdev_add(0, 16, 2, true);
+    fd->read_how = read_how;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+    fdev_count(fd, 1, RAW_CYCLES, 10);
+    assert_int_equal(perfmon_event_read(&ev), 10);
+    overflows = syscnt_value("perfmon_nr_overflows/1");
+    intrs = syscnt_value("perfmon_nr_intrs/1");
+
+    /* The counter back at 10: only the interrupt says it wrapped. */
+    fdev_count(fd, 1, RAW_CYCLES, 65536);
+    fdev_script_nmi(fd, FDEV_STEP_READ, 1, -1, 65536 + 100);
+    assert_true(fdev_nmi(fd, 1));
+    fdev_script_done(fd);
+    assert_int_equal(fd->status[1], 0);
+    assert_int_equal(perfmon_cpu_get(1)->pending, 0);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/1") - overflows, 2);
+    assert_int_equal(syscnt_value("perfmon_nr_intrs/1") - intrs, 2);
+    assert_int_equal(perfmon_event_read(&ev), 10 + 2 * 65536 + 100);
+    assert_map_exact(fd, 1);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+static void
+test_nmi_in_counting_fold(void **state)
+{
+    (void)state;
+    check_nmi_in_counting_fold(PERFMON_READ_RDPMC);
+    check_nmi_in_counting_fold(PERFMON_READ_OP);
+}
+
+/*
+ * Two counting counters wrap before one overflow interrupt: both are
+ * folded by it, each wrap counted once, past its old value or not; and
+ * the next interrupt, for one of them, is its alone.
+ */
+static void
+test_nmi_two_counters(void **state)
+{
+    struct perfmon_event a, b;
+    uint64_t overflows;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 16, 2, true);
+    fd->read_how = PERFMON_READ_MEM;
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&a, 2), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 2), 0);
+    fdev_count(fd, 2, RAW_CYCLES, 100);
+    fdev_count(fd, 2, RAW_BRANCH, 200);
+    assert_int_equal(perfmon_event_read(&a), 100);
+    assert_int_equal(perfmon_event_read(&b), 200);
+    overflows = syscnt_value("perfmon_nr_overflows/2");
+    fdev_count(fd, 2, RAW_CYCLES, 65536 + 7);
+    fdev_count(fd, 2, RAW_BRANCH, 65536 - 150);
+    assert_int_equal(fd->status[2], 3);
+    assert_true(fdev_nmi(fd, 2));
+    assert_int_equal(fd->status[2], 0);
+    assert_int_equal(perfmon_event_read(&a), 100 + 65536 + 7);
+    assert_int_equal(perfmon_event_read(&b), 200 + 65536 - 150);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/2") - overflows, 2);
+    fdev_count(fd, 2, RAW_BRANCH, 65536);
+    assert_true(fdev_nmi(fd, 2));
+    assert_int_equal(perfmon_event_read(&a), 100 + 65536 + 7);
+    assert_int_equal(perfmon_event_read(&b), 200 + 2 * 65536 - 150);
+    assert_int_equal(syscnt_value("perfmon_nr_overflows/2") - overflows, 3);
+    assert_false(fdev_nmi(fd, 2));
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    assert_map_exact(fd, 2);
 }
 
 /* A start leaves the counter at 0: the core reads nothing after it. */
@@ -560,6 +688,8 @@ main(void)
         cmocka_unit_test_setup(test_transfer_random, setup),
         cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
         cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
+        cmocka_unit_test_setup(test_nmi_in_counting_fold, setup),
+        cmocka_unit_test_setup(test_nmi_two_counters, setup),
         cmocka_unit_test_setup(test_start_reads_nothing, setup),
         cmocka_unit_test_setup(test_stopped_reads_stored, setup),
         cmocka_unit_test_setup(test_dev_counters, setup),
