@@ -563,6 +563,58 @@ test_nmi_two_counters(void **state)
     assert_map_exact(fd, 2);
 }
 
+/* The records in sbuf's ring of cpu, consumed. */
+static unsigned int
+sbuf_drain(struct perfmon_sbuf *sbuf, unsigned int cpu)
+{
+    unsigned int n = 0;
+
+    while (perfmon_sbuf_drop(sbuf, cpu) != 0) {
+        n++;
+    }
+
+    return n;
+}
+
+/*
+ * Two sampling counters complete their periods before one overflow
+ * interrupt: it writes a sample for each and arms both again; the next
+ * interrupt, for one of them, writes its sample alone.
+ */
+static void
+test_nmi_two_sampling_counters(void **state)
+{
+    struct perfmon_sampling s = { .period = 1000, .id = 1 };
+    struct perfmon_event a, b;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 32, 2, true);
+    assert_int_equal(perfmon_sbuf_create(&s.sbuf, 4096), 0);
+    init_ok(&a, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    init_ok(&b, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&a, &s), 0);
+    assert_int_equal(perfmon_event_set_sampling(&b, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&a, 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&b, 1), 0);
+    fdev_count(fd, 1, RAW_CYCLES, 1000);
+    fdev_count(fd, 1, RAW_BRANCH, 1000);
+    assert_int_equal(fd->status[1], 3);
+    assert_true(fdev_nmi(fd, 1));
+    assert_int_equal(sbuf_drain(s.sbuf, 1), 2);
+    fdev_count(fd, 1, RAW_CYCLES, 999);
+    fdev_count(fd, 1, RAW_BRANCH, 999);
+    assert_int_equal(fd->status[1], 0);
+    fdev_count(fd, 1, RAW_BRANCH, 1);
+    assert_true(fdev_nmi(fd, 1));
+    assert_int_equal(sbuf_drain(s.sbuf, 1), 1);
+    assert_int_equal(perfmon_event_read(&a), 1999);
+    assert_int_equal(perfmon_event_read(&b), 2000);
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    perfmon_sbuf_destroy(s.sbuf);
+}
+
 /* A start leaves the counter at 0: the core reads nothing after it. */
 static void
 test_start_reads_nothing(void **state)
@@ -690,6 +742,7 @@ main(void)
         cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
         cmocka_unit_test_setup(test_nmi_in_counting_fold, setup),
         cmocka_unit_test_setup(test_nmi_two_counters, setup),
+        cmocka_unit_test_setup(test_nmi_two_sampling_counters, setup),
         cmocka_unit_test_setup(test_start_reads_nothing, setup),
         cmocka_unit_test_setup(test_stopped_reads_stored, setup),
         cmocka_unit_test_setup(test_dev_counters, setup),
