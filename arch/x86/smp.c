@@ -49,9 +49,6 @@ extern uint64_t tramp_stack, tramp_cpu, tramp_entry;
 /* How long a CPU that claimed the trampoline gets to come online. */
 #define SMP_AP_ONLINE_MS        10000
 
-/* Set by panic_begin() through machine_stop_others(): halt on the next NMI. */
-static bool smp_stopping;
-
 /* The trampoline's parameter block, in its copy below 1 MiB. */
 static void *
 smp_tramp_param(const void *symbol)
@@ -227,24 +224,12 @@ INIT_OP_DEFINE(smp_setup, INIT_OP_DEP(acpi_setup, true),
                INIT_OP_DEP(thread_setup, true), INIT_OP_DEP(xcall_setup, true),
                INIT_OP_DEP(mem_setup, true));
 
-static bool
-smp_nmi_stop(struct trap_frame *frame)
-{
-    (void)frame;
-
-    if (!__atomic_load_n(&smp_stopping, __ATOMIC_ACQUIRE)) {
-        return false;
-    }
-
-    cpu_halt_forever();
-}
-
 void
 machine_stop_others(void)
 {
     unsigned int self = cpu_id();
 
-    __atomic_store_n(&smp_stopping, true, __ATOMIC_RELEASE);
+    trap_nmi_halt_all();
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         if (cpu != self) {
@@ -252,15 +237,6 @@ machine_stop_others(void)
         }
     }
 }
-
-static int
-smp_nmi_setup(void)
-{
-    trap_nmi_register(smp_nmi_stop);
-    return 0;
-}
-
-INIT_OP_DEFINE(smp_nmi_setup);
 
 static int
 smp_cmd_cpus(int argc, char **argv)

@@ -59,6 +59,12 @@ static unsigned int trap_nr_nmi_handlers;
 
 static uint64_t trap_unclaimed_nmis;
 
+/*
+ * Set once by trap_nmi_halt_all(), read by every NMI: a CPU that sees it
+ * halts, before the handlers (which need no test of their own for it).
+ */
+static bool trap_nmi_halting;
+
 /* NMIs received per CPU (all sources), registered as each CPU starts. */
 static struct syscnt trap_sc_nmis[CPU_MAX];
 
@@ -170,6 +176,12 @@ trap_setup_cpu(void)
                         cpu_id());
 }
 
+void
+trap_nmi_halt_all(void)
+{
+    __atomic_store_n(&trap_nmi_halting, true, __ATOMIC_RELEASE);
+}
+
 uint64_t
 trap_nr_unclaimed_nmis(void)
 {
@@ -196,7 +208,8 @@ trap_fixup_apply(struct trap_frame *frame)
  * nested NMI only latches itself, on the stack step.c set aside for it,
  * and the outer NMI runs the handler chain once more for it.  One may
  * still latch itself after the last step (the IRET of the #DB that stops
- * stepping): the chain runs again, unstepped, until none did.
+ * stepping): the chain runs again, unstepped, until none did.  A CPU told
+ * to stop (trap_nmi_halt_all) halts first of all.
  */
 static void
 trap_handle_nmi(struct trap_frame *frame)
@@ -204,6 +217,10 @@ trap_handle_nmi(struct trap_frame *frame)
     unsigned int n = __atomic_load_n(&trap_nr_nmi_handlers, __ATOMIC_ACQUIRE);
     struct cpu *cpu = cpu_self();
     bool claimed = false, stepped;
+
+    if (unlikely(__atomic_load_n(&trap_nmi_halting, __ATOMIC_ACQUIRE))) {
+        cpu_halt_forever();
+    }
 
     syscnt_inc(&trap_sc_nmis[cpu_id()]);
 

@@ -82,6 +82,13 @@ void trap_register(unsigned int vector, trap_handler_fn_t fn);
  */
 void trap_nmi_register(trap_nmi_fn_t fn);
 
+/*
+ * From now on, every CPU's next NMI halts it, before anything else of the
+ * NMI runs (machine_stop_others(): panic, reboot, power off).  Any
+ * context.
+ */
+void trap_nmi_halt_all(void);
+
 /* Number of NMIs no handler claimed, on all CPUs. */
 uint64_t trap_nr_unclaimed_nmis(void);
 
