@@ -115,7 +115,7 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
     }
 
     cpu->window_cycles = 0;
-    syscnt_inc(&cpu->nr_throttles);
+    perfmon_syscnt_inc_local(&cpu->nr_throttles);
     slots = cpu->sched_mask & perfmon_sampling_slots;
 
     while (slots != 0) {
