@@ -145,6 +145,16 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
     }
 }
 
+/* Write the sample of slot due in this interrupt (NMI context). */
+static inline __attribute__((always_inline)) void
+perfmon_overflow_write_sample(struct perfmon_cpu *cpu, unsigned int slot,
+                              const struct trap_frame *frame)
+{
+    perfmon_sample_write(perfmon_pmcs[slot].sampling,
+                         perfmon_pmcs[slot].sample_size, frame,
+                         cpu->pmcs[slot].due_period);
+}
+
 /*
  * The overflow interrupt's section in general (NMI context): the slots
  * running here whose counter overflowed (mask, dev's counters), by the map
@@ -192,11 +202,8 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
     cpu->in_intr = false;
 
     for (due = cpu->due; due != 0; due &= due - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(due);
-
-        perfmon_sample_write(perfmon_pmcs[slot].sampling,
-                             perfmon_pmcs[slot].sample_size, frame,
-                             cpu->pmcs[slot].due_period);
+        perfmon_overflow_write_sample(cpu, (unsigned int)__builtin_ctzll(due),
+                                      frame);
     }
 
     if (cpu->due != 0) {
@@ -239,7 +246,8 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
     slot--;
     perfmon_cpu_begin(cpu);
 
-    if (likely(!((sampling >> slot) & 1))) {     /* not perfmon_slot_bit(slot) */
+    /* A bit test (a mask of the slot's bit takes a shift more). */
+    if (likely(!((sampling >> slot) & 1))) {
         perfmon_cpu_pmc_fold_ovf(cpu, slot, false);
     } else {
         cpu->in_intr = true;
@@ -248,9 +256,7 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
         cpu->in_intr = false;
 
         if (cpu->due != 0) {
-            perfmon_sample_write(perfmon_pmcs[slot].sampling,
-                                 perfmon_pmcs[slot].sample_size, frame,
-                                 cpu->pmcs[slot].due_period);
+            perfmon_overflow_write_sample(cpu, slot, frame);
             perfmon_overflow_sampled(cpu, true, start);
         }
     }
