@@ -206,7 +206,6 @@ perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips,
     struct unwind_env env = {
         .stacks = &stack,
         .nr_stacks = 1,
-        .func_start = symtab_func_start,
     };
 
     if (!thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
@@ -214,7 +213,7 @@ perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips,
         return 1;
     }
 
-    symtab_text_bounds(&env.text_lo, &env.text_hi);
+    symtab_unwind_env(&env);
     return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
                               max);
 }
