@@ -204,20 +204,15 @@ unwind_rol3(uint64_t x)
 
 /*
  * The frame pointers a walk takes on a stack, rotated (unwind_ror3()):
- * those at lo and above that a whole frame fits above, [*lop, *hip].
+ * those at lo (not 0) and above that a whole frame fits above, [*lop,
+ * *hip], none when no frame fits (*hip 0).
  */
 static void
 unwind_stack_range(const struct unwind_env *env, int stack, uint64_t lo,
                    uint64_t *lop, uint64_t *hip)
 {
-    uint64_t top = unwind_stack_top(env, stack);
-
     *lop = (lo >> 3) + ((lo & 7) != 0);
-    *hip = top >> 3;
-
-    if (top == 0) {
-        *lop = 1;       /* none */
-    }
+    *hip = unwind_stack_top(env, stack) >> 3;
 }
 
 /*

@@ -359,6 +359,29 @@ assert_chain(const uint64_t *ips, unsigned int n, const unsigned int *rets)
 }
 
 /*
+ * A return address on a stack too small for a frame (8 bytes): taken, and
+ * the walk goes on from the frame it names on the other stack.
+ */
+static void
+test_interrupted_tiny_stack(void **state)
+{
+    static const unsigned int rets[] = { RET_B_C, RET_A_B, RET_D_PTR };
+    uint64_t ips[8], ref[8];
+
+    (void)state;
+    chain_setup();
+    env.nr_stacks = 2;
+    stacks[1] = (struct unwind_stack){ addr(1, 20), addr(1, 21) };
+    mem[1][20] = code(RET_B_C);
+    assert_int_equal(unwind_interrupted(&env, code(FN_C), addr(1, 20),
+                                        addr(0, 30), ips, 8), 4);
+    assert_chain(ips, 4, rets);
+    assert_int_equal(ref_unwind_interrupted(&env, code(FN_C), addr(1, 20),
+                                            addr(0, 30), ref, 8), 4);
+    assert_memory_equal(ips, ref, 4 * sizeof(ips[0]));
+}
+
+/*
  * A leaf without frame: its caller's return address on top of the stack,
  * fp still the caller's frame; at its first instruction, in its body, at
  * its ret.
@@ -732,6 +755,7 @@ main(void)
         cmocka_unit_test(test_loops),
         cmocka_unit_test(test_two_stacks),
         cmocka_unit_test(test_interrupted_leaf),
+        cmocka_unit_test(test_interrupted_tiny_stack),
         cmocka_unit_test(test_interrupted_scheduled_prologue),
         cmocka_unit_test(test_interrupted_indirect),
         cmocka_unit_test(test_interrupted_direct_wins),
