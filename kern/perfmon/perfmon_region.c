@@ -13,8 +13,9 @@
  * copy it), so the marker path needs no lock; the one context that can
  * still land in the middle of such a change is an NMI.
  *
- * The common call (one event, the region on top of the stack, nothing
- * nested in it, a count inside the range its statistics already cover)
+ * The common call (one event, every call measured, the region on top of
+ * the stack, nothing nested in it, a count inside the range its
+ * statistics already cover)
  * takes the short path: a begin pushes a frame and stores the counter
  * record's value, read in place as a local read does; an end reads it
  * again and adds the difference to the region's calls and sum on that
@@ -26,7 +27,8 @@
  * call in N, a frame not on top, a counter to fold or read through the
  * device's op, a marker inside a perfmon section, a count that moves min,
  * max or the largest, a region with children (self).  An end that read
- * its count passes it on, so both paths count the same instructions.
+ * its count passes it on: a call counts the same whichever path its end
+ * then takes.
  *
  * NMIs: the stack is pushed by growing top before the frame is written
  * and popped by shrinking it after the frame was read, so an NMI's frames
@@ -175,6 +177,7 @@ static struct perfmon_region_set *perfmon_region_set;
  */
 static struct perfmon_region_cpu perfmon_region_cpu_none = {
     .top = &perfmon_region_cpu_none.stack[1],
+    .limit = &perfmon_region_cpu_none.stack[0],
 };
 
 /*
@@ -302,25 +305,40 @@ perfmon_region_hot_open(struct perfmon_region_hot *hot,
  * The value of event e's counter record on this CPU (in the same terms as
  * the short path's), in *valuep; false when it cannot be read here: a
  * marker in a perfmon section other than the overflow section's own (its
- * region not in_section), a fold needed there.  A counter read through the
- * device's op or due for a fold is read by perfmon_event_read_here(),
- * whose count is the record's value plus what the event counted before
- * its start, a constant while the event stays enabled, as a region's
- * events do.
+ * region not in_section), a fold needed there.  Read in place by any
+ * method, the device's op included, again while a section (an NMI's)
+ * changed the record meanwhile; a counter due for a fold is read by
+ * perfmon_event_read_here(), whose count is the record's value plus what
+ * the event counted before its start, a constant while the event stays
+ * enabled, as a region's events do.
  */
 static bool
-perfmon_region_read(const struct perfmon_region_cpu *pc, unsigned int e,
+perfmon_region_read(struct perfmon_region_cpu *pc, unsigned int e,
                     bool in_section, uint64_t *valuep)
 {
-    struct perfmon_event *event = (struct perfmon_event *)&pc->events[e];
+    struct perfmon_event *event = &pc->events[e];
+    const struct perfmon_cpu *cpu = pc->cpu;
+    const struct perfmon_cpu_pmc *pmc =
+        (const void *)((const char *)cpu + event->record_offset);
+    unsigned long gen;
     uint64_t value;
 
-    if ((in_section || !READ_ONCE(pc->cpu->busy))
-        && perfmon_cpu_pmc_read_fast(pc->cpu, event->record_offset, NULL,
-                                     valuep)) {
+    if (in_section || !READ_ONCE(cpu->busy)) {
+        do {
+            gen = READ_ONCE(cpu->gen);
+            barrier();
+
+            if (!perfmon_cpu_pmc_peek(pmc, valuep)) {
+                goto fold;
+            }
+
+            barrier();
+        } while (READ_ONCE(cpu->gen) != gen);
+
         return true;
     }
 
+fold:
     if (!perfmon_event_read_here(event, in_section, &value)) {
         return false;
     }
@@ -475,6 +493,33 @@ out:
 }
 
 /*
+ * A begin the short path leaves, with interrupts disabled (flags: as they
+ * were).  frame NULL: not its case, for the general path.  Otherwise the
+ * frame it pushed, not read in place (a counter read through the device's
+ * op, or due for a fold): read here, marked unread when that fails.  One
+ * function, so that the short path has one call to make, whose frame only
+ * the calls that make it set up.
+ */
+static void __attribute__((noinline))
+perfmon_region_begin_other(struct perfmon_region *region,
+                           struct perfmon_region_frame *frame,
+                           unsigned long flags)
+{
+    if (frame == NULL) {
+        cpu_intr_restore(flags);
+        perfmon_region_begin_general(region);
+        return;
+    }
+
+    if (!perfmon_region_read(perfmon_region_cpu_local(), 0, false,
+                             &frame->start[0])) {
+        frame->key |= PERFMON_REGION_UNREAD;
+    }
+
+    cpu_intr_restore(flags);
+}
+
+/*
  * The short path of a begin (see the top): one event, every call, room on
  * the stack, the counter read in place.  Anything else is left as it was
  * for the general path.
@@ -498,20 +543,18 @@ perfmon_region_begin_slow(struct perfmon_region *region)
 
         /*
          * The read last: what comes before it is not counted.  Neither pc
-         * nor region is kept across it (registers: the frame has both).
+         * nor region is kept across it (registers): the frame has region.
          */
         if (likely(perfmon_cpu_pmc_read_fast(cpu, offset, NULL, &value))) {
             frame->start[0] = value;
             cpu_intr_restore(flags);
             return;
         }
-
-        region = (struct perfmon_region *)frame->key;
-        WRITE_ONCE(perfmon_region_cpu_local()->top, frame);
+    } else {
+        frame = NULL;
     }
 
-    cpu_intr_restore(flags);
-    perfmon_region_begin_general(region);
+    perfmon_region_begin_other(region, frame, flags);
 }
 
 /* The open frame of region, searched from the top: NULL when none is. */
@@ -582,11 +625,13 @@ out:
 
 /*
  * An end the short path leaves, with interrupts disabled (flags: as they
- * were): one it read but cannot count (frame: its count changes more than
- * calls and sum, or it has children), counted from the same read; or one
- * it did not read (frame NULL), for the general path.  One function, so
- * that the short path has one call to make, whose frame only the calls
- * that make it set up.
+ * were).  frame: the region's, on top, read (count: the call's), whose
+ * count changes more than calls and sum or which has children: counted
+ * from that read.  frame NULL: one the short path did not read;
+ * read here when the region is on top and its counter could not be read
+ * in place (read through the device's op, or due for a fold), otherwise
+ * for the general path.  One function, so that the short path has one
+ * call to make, whose frame only the calls that make it set up.
  */
 static void __attribute__((noinline))
 perfmon_region_end_other(struct perfmon_region *region,
@@ -594,16 +639,24 @@ perfmon_region_end_other(struct perfmon_region *region,
                          struct perfmon_region_frame *frame, uint64_t count,
                          unsigned long flags)
 {
+    bool read = true;
     uint64_t now;
 
-    if (frame == NULL) {
-        cpu_intr_restore(flags);
-        perfmon_region_end_general(region);
-        return;
+    if (frame != NULL) {
+        now = frame->start[0] + count;
+    } else {
+        frame = pc->top - 1;
+
+        if (frame->key != (uintptr_t)region || READ_ONCE(pc->cpu->busy)) {
+            cpu_intr_restore(flags);
+            perfmon_region_end_general(region);
+            return;
+        }
+
+        read = perfmon_region_read(pc, 0, false, &now);
     }
 
-    now = frame->start[0] + count;
-    perfmon_region_close(pc, frame, 1, &now, true);
+    perfmon_region_close(pc, frame, 1, &now, read);
     barrier();
     WRITE_ONCE(pc->top, frame);
     cpu_intr_restore(flags);
@@ -622,7 +675,7 @@ perfmon_region_end_slow(struct perfmon_region *region)
     struct perfmon_region_frame *frame = pc->top - 1;
     const struct perfmon_cpu *cpu = pc->cpu;
     struct perfmon_region_hot *hot;
-    uint64_t count;
+    uint64_t count = 0;
 
     /*
      * The read first: what comes after it is not counted.  Neither frame
@@ -648,7 +701,6 @@ perfmon_region_end_slow(struct perfmon_region *region)
         }
     } else {
         frame = NULL;
-        count = 0;
     }
 
     perfmon_region_end_other(region, pc, frame, count, flags);
