@@ -2,14 +2,14 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of the code regions' core (kern/perfmon/perfmon_region.c):
- * arming and its errors (nothing left allocated or attached), calls,
- * sums, min, max and the largest calls, nesting and self counts, CPUs
- * apart, one call in N, reset, the marker's losses (unmatched ends,
- * abandoned frames, a stack too deep, reads that fail), and markers that
- * land inside a perfmon section, as an NMI's would.  The fake devices'
- * events happen when the test says (fdev_count()), so every count is
- * exact.  Every test runs three times, the device's counters read through
+ * Host tests of the code regions' core (kern/perfmon/perfmon_region.c,
+ * perfmon_region_arm.c): arming and its errors (nothing left allocated or
+ * attached), calls, sums, min, max and the largest calls, nesting and
+ * self counts, CPUs apart, one call in N, reset, the marker's losses
+ * (unmatched ends, abandoned frames, a stack too deep, reads that fail),
+ * and markers that land inside a perfmon section, as an NMI's would.  The
+ * fake devices' events happen when the test says (fdev_count()), so every
+ * count is exact.  Every test runs three times, the device's counters read through
  * its op, from memory and by RDPMC: the markers' short path reads the
  * last two in place, the first takes the general path.
  */
