@@ -54,6 +54,7 @@
 #include "kern/perfmon_region.h"
 #include "kern/string.h"
 
+/* Both documented in perfmon_region.h. */
 struct perfmon_region_cpu perfmon_region_cpu_none = {
     .top = &perfmon_region_cpu_none.stack[1],
     .limit = &perfmon_region_cpu_none.stack[0],
