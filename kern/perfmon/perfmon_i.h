@@ -37,8 +37,10 @@
  *                      (perfmon_inherit.h)
  *   perfmon.c          the entry points over events and their families,
  *                      setup
- *   perfmon_region.c   code regions, counted by CPU events
- *                      (kern/perfmon_region.h)
+ *   perfmon_region.c   code regions, counted by CPU events: the markers
+ *                      (kern/perfmon_region.h, perfmon_region.h)
+ *   perfmon_region_arm.c
+ *                      arming code regions, their copies
  *
  * kern/perfmon/README.md describes how they fit together.
  */
