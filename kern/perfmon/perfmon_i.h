@@ -85,6 +85,12 @@ perfmon_nr_devs_load(void)
     return __atomic_load_n(&perfmon_nr_devs_published, __ATOMIC_ACQUIRE);
 }
 
+/* A sample record's writer (kern/perfmon/perfmon_sample.c). */
+struct trap_frame;
+typedef bool (*perfmon_sample_write_fn_t)(
+    const struct perfmon_sampling *sampling, uint32_t size,
+    const struct trap_frame *frame, uint64_t period);
+
 /*
  * A counter slot: a logical counter, one raw event in one mode, that the
  * events asking for the same thing share, under perfmon_lock.  Everything
@@ -117,6 +123,7 @@ struct perfmon_pmc {
     uint64_t group;
     const struct perfmon_sampling *sampling;
     uint32_t sample_size;               /* perfmon_sample_size(sampling) */
+    perfmon_sample_write_fn_t sample_write; /* perfmon_sample_writer() */
     bool thread_events;                 /* sampling slots: whose events */
     struct perfmon_event *users;        /* list through next_user */
 };
@@ -304,8 +311,12 @@ void perfmon_branch_sched_in(void);
  *   stack's entries), computed once per slot (struct perfmon_pmc).
  * perfmon_sample_write: write a sample of sampling on the calling CPU, in
  *   the overflow interrupt (NMI context): its perfmon_sample_size(), the
- *   interrupted frame, the period the sample stands for.  Returns false when the ring was full (the
- *   sample is counted as lost there).
+ *   interrupted frame, the period the sample stands for.  Returns false
+ *   when the ring was full (the sample is counted as lost there).
+ * perfmon_sample_writer: the function perfmon_sample_write() calls for
+ *   sampling's layout, chosen once per slot (struct perfmon_pmc): one per
+ *   set of the fields IP to PERIOD, storing those alone, and one for the
+ *   layouts with reads, a call chain or a branch stack.
  * perfmon_sample_throttled: record that sampling's period went up to
  *   period on the calling CPU (NMI context).
  * perfmon_sample_reads_valid: whether sampling's reads are usable for
@@ -317,6 +328,8 @@ void perfmon_branch_sched_in(void);
 struct perfmon_ring *perfmon_sbuf_ring(struct perfmon_sbuf *sbuf,
                                        unsigned int cpu);
 uint32_t perfmon_sample_size(const struct perfmon_sampling *sampling);
+perfmon_sample_write_fn_t
+perfmon_sample_writer(const struct perfmon_sampling *sampling);
 bool perfmon_sample_write(const struct perfmon_sampling *sampling,
                           uint32_t size, const struct trap_frame *frame,
                           uint64_t period);

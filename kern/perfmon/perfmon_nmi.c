@@ -138,9 +138,9 @@ perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
         unsigned int slot = (unsigned int)__builtin_ctzll(due);
 
         due &= due - 1;
-        perfmon_sample_write(perfmon_pmcs[slot].sampling,
-                             perfmon_pmcs[slot].sample_size, frame,
-                             cpu->pmcs[slot].due_period);
+        perfmon_pmcs[slot].sample_write(perfmon_pmcs[slot].sampling,
+                                        perfmon_pmcs[slot].sample_size, frame,
+                                        cpu->pmcs[slot].due_period);
     }
 }
 
