@@ -426,13 +426,20 @@ perfmon_sample_write_any(const struct perfmon_sampling *sampling,
 }
 
 /*
+ * The index of field among the words of a record of fields (a constant
+ * when both are).
+ */
+#define PERFMON_SAMPLE_WORD(fields, field)                                  \
+    (2 + __builtin_popcount((fields) & ((field) - 1)))
+
+/*
  * A layout of the fields IP to PERIOD alone: a record of a size known at
  * build time, its room claimed first (perfmon_ring_reserve()), then its
  * words stored: with fields a constant, only those of the layout, tested
- * for nothing.  The thread id is taken before the claim, with least to
- * keep across the call; the time after, so that the records of a ring
- * are in the order of their times even when one producer interrupts
- * another.
+ * for nothing, each at its place.  The two that call out come last, with
+ * only the ring and the place to keep across the calls.  The time is
+ * taken after the claim, so that the records of a ring are in the order
+ * of their times even when one producer interrupts another.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
@@ -441,21 +448,19 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
 {
     const uint64_t size = PERFMON_SAMPLE_NR_WORDS(fields) * sizeof(uint64_t);
     const struct perfmon_sbuf *sbuf = sampling->sbuf;
-    unsigned int cpu = cpu_id(), i = 2;
+    unsigned int cpu = cpu_id();
     struct perfmon_ring *ring;
-    uint64_t tid = 0, off, *w;
+    uint64_t off, *w;
 
     PERFMON_REGION_SCOPE(sample);
-
-    if (fields & PERFMON_SF_TID) {
-        tid = perfmon_sample_tid_word();
-    }
 
     if (unlikely(cpu >= sbuf->nr_cpus)) {
         return false;
     }
 
     ring = (struct perfmon_ring *)&sbuf->rings[cpu];
+    __asm__("" : "+r"(ring));   /* one base, not recomputed from cpu */
+
     if (!perfmon_ring_reserve(ring, size, &off)) {
         return false;
     }
@@ -465,23 +470,26 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     w[1] = fields | ((uint64_t)sampling->id << 32);
 
     if (fields & PERFMON_SF_IP) {
-        w[i++] = frame->rip;
-    }
-
-    if (fields & PERFMON_SF_TID) {
-        w[i++] = tid;
-    }
-
-    if (fields & PERFMON_SF_TIME) {
-        w[i++] = perfmon_sample_now_ns();
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_IP)] = frame->rip;
     }
 
     if (fields & PERFMON_SF_CPU) {
-        w[i++] = cpu;                   /* u32 cpu, then u32 0 */
+        /* u32 cpu, then u32 0 */
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_CPU)] = cpu;
     }
 
     if (fields & PERFMON_SF_PERIOD) {
-        w[i++] = period;
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_PERIOD)] = period;
+    }
+
+    if (fields & PERFMON_SF_TID) {
+        ((uint64_t *)&ring->data[off])[PERFMON_SAMPLE_WORD(
+            fields, PERFMON_SF_TID)] = perfmon_sample_tid_word();
+    }
+
+    if (fields & PERFMON_SF_TIME) {
+        ((uint64_t *)&ring->data[off])[PERFMON_SAMPLE_WORD(
+            fields, PERFMON_SF_TIME)] = perfmon_sample_now_ns();
     }
 
     perfmon_ring_publish(ring, off, size);
