@@ -49,8 +49,8 @@
 
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
-static void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu,
-                                       unsigned int slot);
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot);
 
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
@@ -167,10 +167,9 @@ perfmon_cpu_leave_pending(struct perfmon_cpu *cpu)
  * the next sample, or as many as the device can arm: a longer period takes
  * several overflows, the intermediate ones writing no sample.
  */
-static void
-perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
 {
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     struct perfmon_dev *dev = pmc->dev;         /* set at its start */
     uint64_t mask = pmc->mask, max = mask, events;
 
@@ -239,12 +238,15 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
  * fold: then the interrupted frame is the one the sample must show), and
  * arm it again.
  */
-static void
+static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_sampling *sampling = perfmon_pmcs[slot].sampling;
-    int64_t left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+    int64_t left;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
 
     if (left <= 0) {
         if (cpu->in_intr) {
@@ -262,7 +264,82 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     pmc->left = left;
-    perfmon_cpu_pmc_arm(cpu, slot);
+    perfmon_cpu_pmc_arm(pmc);
+}
+
+/*
+ * The overflow interrupt's fold of a sampling slot whose counter it says
+ * overflowed: perfmon_cpu_pmc_update() with ovf, inline when the device
+ * gave a read method and nothing is pending for the slot, then the
+ * sample's accounting and the re-arm.  An overflow an NMI marks pending
+ * meanwhile sends it there too, which reads again and re-arms once.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_fold_sample(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), mask, raw, delta;
+    bool wrapped;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+    mask = pmc->mask;
+
+    if (READ_ONCE(cpu->pending) & bit) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return;
+    }
+
+    barrier();
+
+    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return;
+    }
+
+    barrier();
+    raw &= mask;
+    delta = (raw - pmc->prev) & mask;
+    wrapped = raw < pmc->prev;
+
+    /* A wrap a plain fold saw was counted then. */
+    if (!wrapped && !pmc->wrap_seen) {
+        delta += mask + 1;              /* 0 at width 64: a no-op mod 2^64 */
+        wrapped = true;
+    }
+
+    pmc->wrap_seen = false;
+
+    if (wrapped) {
+        perfmon_syscnt_inc_local(&cpu->nr_overflows);
+    }
+
+    pmc->value += delta;
+    pmc->prev = raw;
+
+    if (unlikely(READ_ONCE(cpu->pending) & bit)) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        return;
+    }
+
+    perfmon_cpu_pmc_overflowed(cpu, slot);
+}
+
+void
+perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots)
+{
+    slots &= cpu->sched_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        if (perfmon_pmcs[slot].sampling != NULL) {
+            perfmon_cpu_pmc_fold_sample(cpu, slot);
+        } else {
+            perfmon_cpu_pmc_fold_ovf(cpu, slot);
+        }
+    }
 }
 
 /*
@@ -383,7 +460,7 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
 
     if (gpmc->sampling != NULL) {
         pmc->left = MAX(pmc->left, 1);
-        perfmon_cpu_pmc_arm(cpu, slot);
+        perfmon_cpu_pmc_arm(pmc);
     }
 
     WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[hw_id], slot + 1);

@@ -200,7 +200,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  *   disabled; cpu->now set).  The leave (inline, below) folds what an NMI
  *   left pending, out of line: perfmon_cpu_leave_pending, busy clear.
  * perfmon_cpu_fold: fold slots (those holding a counter here); ovf: the
- *   overflow interrupt says they wrapped.
+ *   overflow interrupt says they wrapped.  perfmon_cpu_fold_intr: the
+ *   same with ovf, for the interrupt's own fold (cpu->in_intr), inline
+ *   for sampling and counting slots read without a call.
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
@@ -223,6 +225,7 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
 struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
 void perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf);
+void perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots);
 void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,

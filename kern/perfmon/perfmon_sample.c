@@ -520,12 +520,13 @@ PERFMON_SAMPLE_WRITER4(28, 29, 30, 31)
 
 _Static_assert(PERFMON_SAMPLE_FIXED_MASK
                == (PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
-                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD),
+                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD)
+               && PERFMON_SAMPLE_LAYOUT_ANY == PERFMON_SAMPLE_FIXED_MASK + 1,
                "a fixed layout is a set of the fields IP to PERIOD");
 
-/* The writer of each fixed layout, by its fields. */
-static const perfmon_sample_write_fn_t
-perfmon_sample_writers[PERFMON_SAMPLE_FIXED_MASK + 1] = {
+/* The writer of each layout: the fixed ones by their fields, then any. */
+const perfmon_sample_write_fn_t
+perfmon_sample_writers[PERFMON_SAMPLE_LAYOUT_ANY + 1] = {
 #define W4(a, b, c, d)                                                      \
     perfmon_sample_write_##a, perfmon_sample_write_##b,                     \
     perfmon_sample_write_##c, perfmon_sample_write_##d
@@ -533,18 +534,16 @@ perfmon_sample_writers[PERFMON_SAMPLE_FIXED_MASK + 1] = {
     W4(16, 17, 18, 19), W4(20, 21, 22, 23), W4(24, 25, 26, 27),
     W4(28, 29, 30, 31),
 #undef W4
+    [PERFMON_SAMPLE_LAYOUT_ANY] = perfmon_sample_write_any,
 };
 
-perfmon_sample_write_fn_t
-perfmon_sample_writer(const struct perfmon_sampling *sampling)
+unsigned int
+perfmon_sample_layout(const struct perfmon_sampling *sampling)
 {
     unsigned int fields = sampling->fields;
 
-    if ((fields & ~PERFMON_SAMPLE_FIXED_MASK) != 0) {
-        return perfmon_sample_write_any;
-    }
-
-    return perfmon_sample_writers[fields];
+    return ((fields & ~PERFMON_SAMPLE_FIXED_MASK) != 0)
+           ? PERFMON_SAMPLE_LAYOUT_ANY : fields;
 }
 
 bool
@@ -552,7 +551,8 @@ perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
                      const struct trap_frame *frame, uint64_t period)
 {
     assert(!cpu_intr_enabled());
-    return perfmon_sample_writer(sampling)(sampling, size, frame, period);
+    return perfmon_sample_writers[perfmon_sample_layout(sampling)](
+        sampling, size, frame, period);
 }
 
 void
