@@ -186,21 +186,16 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
 }
 
 /*
- * Frequency mode, at a sample: the period that would have made the last
- * interval 1/freq seconds long, at the event rate seen over it.  Close to
- * the current period, move a quarter of the way (noise); far from it, jump
- * (a start, or a change of workload).
+ * Frequency mode (sampling->freq set), at a sample: the period that would
+ * have made the last interval 1/freq seconds long, at the event rate seen
+ * over it.  Close to the current period, move a quarter of the way
+ * (noise); far from it, jump (a start, or a change of workload).
  */
 static void
 perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
                        const struct perfmon_sampling *sampling)
 {
     uint64_t now, dt, counted, freq_hz, period;
-
-    /* A fixed period: nothing to time, and the TSC is not read. */
-    if (sampling->freq == 0) {
-        return;
-    }
 
     now = cpu_rdtsc();
     dt = now - pmc->sample_tsc;
@@ -256,7 +251,10 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
             perfmon_syscnt_inc_local(&cpu->nr_unsampled);
         }
 
-        perfmon_cpu_pmc_adjust(pmc, sampling);
+        /* A fixed period: nothing to time, and the TSC is not read. */
+        if (sampling->freq != 0) {
+            perfmon_cpu_pmc_adjust(pmc, sampling);
+        }
 
         /* One sample, however far past the period the counter got. */
         left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
@@ -265,63 +263,6 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
 
     pmc->left = left;
     perfmon_cpu_pmc_arm(pmc);
-}
-
-/*
- * The overflow interrupt's fold of a sampling slot whose counter it says
- * overflowed: perfmon_cpu_pmc_update() with ovf, inline when the device
- * gave a read method and nothing is pending for the slot, then the
- * sample's accounting and the re-arm.  An overflow an NMI marks pending
- * meanwhile sends it there too, which reads again and re-arms once.
- */
-static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_fold_sample(struct perfmon_cpu *cpu, unsigned int slot)
-{
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t bit = perfmon_slot_bit(slot), mask, raw, delta;
-    bool wrapped;
-
-    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
-    mask = pmc->mask;
-
-    if (READ_ONCE(cpu->pending) & bit) {
-        perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
-    }
-
-    barrier();
-
-    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
-        perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
-    }
-
-    barrier();
-    raw &= mask;
-    delta = (raw - pmc->prev) & mask;
-    wrapped = raw < pmc->prev;
-
-    /* A wrap a plain fold saw was counted then. */
-    if (!wrapped && !pmc->wrap_seen) {
-        delta += mask + 1;              /* 0 at width 64: a no-op mod 2^64 */
-        wrapped = true;
-    }
-
-    pmc->wrap_seen = false;
-
-    if (wrapped) {
-        perfmon_syscnt_inc_local(&cpu->nr_overflows);
-    }
-
-    pmc->value += delta;
-    pmc->prev = raw;
-
-    if (unlikely(READ_ONCE(cpu->pending) & bit)) {
-        perfmon_cpu_pmc_update(cpu, slot, false);
-        return;
-    }
-
-    perfmon_cpu_pmc_overflowed(cpu, slot);
 }
 
 void
@@ -334,10 +275,10 @@ perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots)
 
         slots &= slots - 1;
 
-        if (perfmon_pmcs[slot].sampling != NULL) {
-            perfmon_cpu_pmc_fold_sample(cpu, slot);
-        } else {
-            perfmon_cpu_pmc_fold_ovf(cpu, slot);
+        /* Folded inline, a sampling slot is accounted and armed here. */
+        if (perfmon_cpu_pmc_fold_ovf(cpu, slot)
+            && perfmon_pmcs[slot].sampling != NULL) {
+            perfmon_cpu_pmc_overflowed(cpu, slot);
         }
     }
 }

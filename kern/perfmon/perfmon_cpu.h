@@ -311,13 +311,15 @@ perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /*
- * The overflow interrupt's fold of a counting slot (not sampling: nothing
- * to arm) whose counter it says overflowed, in the interrupt's own
- * section: perfmon_cpu_pmc_update() with ovf, inline when the device gave
- * a read method and nothing is pending for the slot.  An overflow an NMI
- * marks pending meanwhile sends it there too, which reads again with it.
+ * The overflow interrupt's fold of a slot whose counter it says
+ * overflowed, in the interrupt's own section: perfmon_cpu_pmc_update()
+ * with ovf, inline when the device gave a read method and nothing is
+ * pending for the slot.  An overflow an NMI marks pending meanwhile sends
+ * it there too, which reads again with it.  Returns true when it folded
+ * inline: then a sampling slot is still to account and arm (which
+ * perfmon_cpu_pmc_update() does for one itself).
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -329,14 +331,14 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 
     if (READ_ONCE(cpu->pending) & bit) {
         perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
+        return false;
     }
 
     barrier();
 
     if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
         perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
+        return false;
     }
 
     barrier();
@@ -361,7 +363,10 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 
     if (unlikely(READ_ONCE(cpu->pending) & bit)) {
         perfmon_cpu_pmc_update(cpu, slot, false);
+        return false;
     }
+
+    return true;
 }
 
 /* The slot's counts on this CPU at now, folded (entered). */

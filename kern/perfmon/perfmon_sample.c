@@ -437,7 +437,8 @@ perfmon_sample_write_any(const struct perfmon_sampling *sampling,
  * build time, its room claimed first (perfmon_ring_reserve()), then its
  * words stored: with fields a constant, only those of the layout, tested
  * for nothing, each at its place.  The two that call out come last, with
- * only the ring and the place to keep across the calls.  The time is
+ * only the ring and the place to keep across the calls (the address of
+ * the words is worked out again after them).  The time is
  * taken after the claim, so that the records of a ring are in the order
  * of their times even when one producer interrupts another.
  */
@@ -447,7 +448,7 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
                            unsigned int fields)
 {
     const uint64_t size = PERFMON_SAMPLE_NR_WORDS(fields) * sizeof(uint64_t);
-    const struct perfmon_sbuf *sbuf = sampling->sbuf;
+    struct perfmon_sbuf *sbuf = sampling->sbuf;
     unsigned int cpu = cpu_id();
     struct perfmon_ring *ring;
     uint64_t off, *w;
@@ -458,7 +459,7 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
         return false;
     }
 
-    ring = (struct perfmon_ring *)&sbuf->rings[cpu];
+    ring = &sbuf->rings[cpu];
     __asm__("" : "+r"(ring));   /* one base, not recomputed from cpu */
 
     if (!perfmon_ring_reserve(ring, size, &off)) {

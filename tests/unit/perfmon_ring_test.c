@@ -429,35 +429,47 @@ test_in_place_init(void **state)
     assert_true(ring.spare == 128);
 }
 
+/* A record of payload n written by one of the ways in place (seq as above). */
+typedef bool (*produce_fn_t)(unsigned int seq, size_t n);
+
+static bool
+produce_in_place_alone(unsigned int seq, size_t n)
+{
+    return produce_in_place(seq, n, NULL);
+}
+
 /*
- * Records written in place go round the ring, cut by its end at every
- * 8-byte point, and come out as records copied in do (produce()): the
- * words past the end are moved to the start.  The spare's end is never
- * passed.
+ * Records written in place by produce_fn go round the ring, cut by its
+ * end at every 8-byte point, and come out as records copied in do
+ * (produce()): the words past the end are moved to the start.  The
+ * spare's end is never passed.
  */
 static void
-test_in_place_across_end(void **state)
+check_across_end(produce_fn_t produce_fn)
 {
     bool cut[16] = { false };
-    uint32_t lcg = 1;
+    uint32_t lcg = 7;
+    size_t n = 0, prev_n;
 
-    (void)state;
     place_setup();
 
-    for (unsigned int seq = 0; seq < 600; seq++) {
-        size_t n;
-
-        lcg = lcg * 1103515245 + 12345;
-        n = 8 * (1 + (lcg >> 16) % 15);
+    for (unsigned int seq = 0; seq < 1000; seq++) {
         uint64_t off = ring.head % 512;
 
-        assert_true(produce_in_place(seq, n, NULL));
+        prev_n = n;
+        lcg = lcg * 1103515245 + 12345;
+        n = 8 * (1 + (lcg >> 24) % 15);
+        assert_true(produce_fn(seq, n));
 
         if (off + 8 + n > 512) {
             cut[(512 - off) / 8] = true;
         }
 
-        consume(seq, n);
+        /* Two records in the ring at times, one at others. */
+        if (seq % 2 == 1) {
+            consume(seq - 1, prev_n);
+            consume(seq, n);
+        }
     }
 
     for (unsigned int w = 1; w < 16; w++) {
@@ -468,23 +480,46 @@ test_in_place_across_end(void **state)
     assert_true(perfmon_ring_lost(&ring) == 0);
 }
 
-/* Full: a record is cancelled and counted, as a copied one is dropped. */
+static void
+test_in_place_across_end(void **state)
+{
+    (void)state;
+    check_across_end(produce_in_place_alone);
+}
+
+/*
+ * Full: a record produce_fn writes in place is refused and counted, as a
+ * copied one is dropped; nothing is overwritten.
+ */
+static void
+check_full(produce_fn_t produce_fn)
+{
+    place_setup();
+
+    for (unsigned int seq = 0; seq < 8; seq++) {
+        assert_true(produce_fn(seq, 56));
+    }
+
+    assert_false(produce_fn(8, 8));
+    assert_true(perfmon_ring_lost(&ring) == 1);
+    assert_int_equal(ring.nest, 0);
+    consume(0, 56);
+    assert_true(produce_fn(9, 56));
+    assert_false(produce_fn(10, 0));
+    assert_true(perfmon_ring_lost(&ring) == 2);
+
+    for (unsigned int seq = 1; seq < 8; seq++) {
+        consume(seq, 56);
+    }
+
+    consume(9, 56);
+}
+
 static void
 test_in_place_full(void **state)
 {
     (void)state;
-    place_setup();
-
-    for (unsigned int seq = 0; seq < 8; seq++) {
-        assert_true(produce_in_place(seq, 56, NULL));
-    }
-
-    assert_false(produce_in_place(8, 8, NULL));
-    assert_true(perfmon_ring_lost(&ring) == 1);
-    consume(0, 56);
-    assert_true(produce_in_place(9, 56, NULL));
-    assert_false(produce_in_place(10, 0, NULL));
-    assert_true(perfmon_ring_lost(&ring) == 2);
+    check_full(produce_in_place_alone);
 }
 
 static void
@@ -576,72 +611,18 @@ produce_reserved(unsigned int seq, size_t n)
     return true;
 }
 
-/*
- * Reserved records go round the ring, cut by its end at every 8-byte
- * point, and come out as copied ones do: the words past the end are
- * moved to the start, the spare's end never passed.
- */
 static void
 test_reserved_across_end(void **state)
 {
-    bool cut[16] = { false };
-    uint32_t lcg = 7;
-    size_t n = 0, prev_n;
-
     (void)state;
-    place_setup();
-
-    for (unsigned int seq = 0; seq < 1000; seq++) {
-        uint64_t off = ring.head % 512;
-
-        prev_n = n;
-        lcg = lcg * 1103515245 + 12345;
-        n = 8 * (1 + (lcg >> 24) % 15);
-        assert_true(produce_reserved(seq, n));
-
-        if (off + 8 + n > 512) {
-            cut[(512 - off) / 8] = true;
-        }
-
-        /* Two records in the ring at times, one at others. */
-        if (seq % 2 == 1) {
-            consume(seq - 1, prev_n);
-            consume(seq, n);
-        }
-    }
-
-    for (unsigned int w = 1; w < 16; w++) {
-        assert_true(cut[w]);
-    }
-
-    assert_true(place_data[64 + 16] == 0xeeeeeeeeeeeeeeeeULL);
-    assert_true(perfmon_ring_lost(&ring) == 0);
+    check_across_end(produce_reserved);
 }
 
-/* Full: a reserved record is refused and counted, nothing overwritten. */
 static void
 test_reserved_full(void **state)
 {
     (void)state;
-    place_setup();
-
-    for (unsigned int seq = 0; seq < 8; seq++) {
-        assert_true(produce_reserved(seq, 56));
-    }
-
-    assert_false(produce_reserved(8, 8));
-    assert_true(perfmon_ring_lost(&ring) == 1);
-    assert_int_equal(ring.nest, 0);
-    consume(0, 56);
-    assert_true(produce_reserved(9, 56));
-    assert_false(produce_reserved(10, 0));
-    assert_true(perfmon_ring_lost(&ring) == 2);
-
-    for (unsigned int seq = 1; seq < 8; seq++) {
-        consume(seq, 56);
-    }
-
-    consume(9, 56);
+    check_full(produce_reserved);
 }
 
 /*
