@@ -200,7 +200,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  *   disabled; cpu->now set).  The leave (inline, below) folds what an NMI
  *   left pending, out of line: perfmon_cpu_leave_pending, busy clear.
  * perfmon_cpu_fold: fold slots (those holding a counter here); ovf: the
- *   overflow interrupt says they wrapped.
+ *   overflow interrupt says they wrapped.  perfmon_cpu_fold_intr: the
+ *   same with ovf, for the interrupt's own fold (cpu->in_intr), inline
+ *   for sampling and counting slots read without a call.
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
@@ -223,6 +225,7 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
 struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
 void perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf);
+void perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots);
 void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
@@ -308,13 +311,15 @@ perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /*
- * The overflow interrupt's fold of a counting slot (not sampling: nothing
- * to arm) whose counter it says overflowed, in the interrupt's own
- * section: perfmon_cpu_pmc_update() with ovf, inline when the device gave
- * a read method and nothing is pending for the slot.  An overflow an NMI
- * marks pending meanwhile sends it there too, which reads again with it.
+ * The overflow interrupt's fold of a slot whose counter it says
+ * overflowed, in the interrupt's own section: perfmon_cpu_pmc_update()
+ * with ovf, inline when the device gave a read method and nothing is
+ * pending for the slot.  An overflow an NMI marks pending meanwhile sends
+ * it there too, which reads again with it.  Returns true when it folded
+ * inline: then a sampling slot is still to account and arm (which
+ * perfmon_cpu_pmc_update() does for one itself).
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
@@ -326,14 +331,14 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 
     if (READ_ONCE(cpu->pending) & bit) {
         perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
+        return false;
     }
 
     barrier();
 
     if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
         perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
+        return false;
     }
 
     barrier();
@@ -358,7 +363,10 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
 
     if (unlikely(READ_ONCE(cpu->pending) & bit)) {
         perfmon_cpu_pmc_update(cpu, slot, false);
+        return false;
     }
+
+    return true;
 }
 
 /* The slot's counts on this CPU at now, folded (entered). */

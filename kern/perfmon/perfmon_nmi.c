@@ -138,9 +138,9 @@ perfmon_cpu_write_samples(struct perfmon_cpu *cpu, uint64_t due,
         unsigned int slot = (unsigned int)__builtin_ctzll(due);
 
         due &= due - 1;
-        perfmon_sample_write(perfmon_pmcs[slot].sampling,
-                             perfmon_pmcs[slot].sample_size, frame,
-                             cpu->pmcs[slot].due_period);
+        perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
+            perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size,
+            frame, cpu->pmcs[slot].due_period);
     }
 }
 
@@ -239,7 +239,7 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         } else {
             cpu->in_intr = true;
             cpu->due = 0;
-            perfmon_cpu_fold(cpu, slots, true);
+            perfmon_cpu_fold_intr(cpu, slots);
             cpu->in_intr = false;
             due = cpu->due;
 
