@@ -24,7 +24,9 @@
  *
  * Armed, a begin reads the events of the CPU it runs on, an end reads them
  * again and adds the difference to that region's statistics for that CPU:
- * calls, sum, min, max and the largest calls.  Regions nest: each CPU
+ * calls, sum, min, max and the largest calls.  With one event, a call
+ * that changes only calls and sum costs about two local reads of a CPU
+ * event (`perfmon bench`, row 2n).  Regions nest: each CPU
  * keeps a stack of the regions open on it, a region's counts include its
  * children's, and their share is kept apart so that its own cost can be
  * shown (self).  Events are CPU events: they count everything the CPU

@@ -24,16 +24,19 @@
  * PERFMON_RING_ALIGN bytes, start with struct perfmon_rec_hdr and may wrap
  * around the end of the data.
  *
- * Two ways to write a record.  perfmon_ring_begin(), _put() and _commit()
- * copy bytes in, wrapping where the data ends.  perfmon_ring_open() and
- * _close() let the producer store words straight into the ring: the place
- * is contiguous because the data has `spare` bytes past its end, and a
- * record that runs into them is moved to the start of the data when it is
- * closed (the ring's layout is the same either way).  The producer writes
- * at the head before it claims the room, so that it may learn the record's
- * size while writing it (a call chain): if an interrupting producer took
- * the head meanwhile, its record overwrote the words, and the close fails:
- * open again and write again.
+ * Three ways to write a record.  perfmon_ring_begin(), _put() and
+ * _commit() copy bytes in, wrapping where the data ends.  The other two
+ * let the producer store words straight into the ring: the place is
+ * contiguous because the data has `spare` bytes past its end, and a record
+ * that runs into them is moved to the start of the data when it is
+ * published (the ring's layout is the same either way).
+ * perfmon_ring_reserve() and _publish() are for a record whose size is
+ * known before it is written: the room is claimed first, then filled.
+ * perfmon_ring_open() and _close() are for one that learns its size while
+ * it is written (a call chain): the producer writes at the head before it
+ * claims the room; if an interrupting producer took the head meanwhile,
+ * its record overwrote the words, and the close fails: open again and
+ * write again.
  */
 
 #ifndef KERN_PERFMON_RING_H
@@ -181,6 +184,62 @@ perfmon_ring_leave(struct perfmon_ring *ring)
  */
 void perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n);
 
+/* Give the record up: it did not fit, and is counted as lost. */
+void perfmon_ring_cancel(struct perfmon_ring *ring);
+
+/*
+ * Claim size bytes (a multiple of PERFMON_RING_ALIGN, at most the ring's
+ * spare) for a record stored in place, at data + *offp: 8-byte aligned,
+ * contiguous.  Returns false, counting the record as lost, when the ring
+ * has not the room.  Producer CPU, any context.  On success the producer
+ * stores the whole record there, header included, then calls
+ * perfmon_ring_publish() in the same context.  The claim is a
+ * compare-and-swap only against a producer interrupting this one between
+ * the read of head and its update: the loop tries again after it (its
+ * record then lies before this one).
+ */
+static inline bool
+perfmon_ring_reserve(struct perfmon_ring *ring, uint64_t size,
+                     uint64_t *offp)
+{
+    uint64_t head, tail;
+
+    WRITE_ONCE(ring->nest, ring->nest + 1);
+    barrier();
+    head = READ_ONCE(ring->head);
+
+    do {
+        tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+
+        if (unlikely(head + size - tail > ring->size)) {
+            perfmon_ring_cancel(ring);
+            return false;
+        }
+    } while (unlikely(!__atomic_compare_exchange_n(&ring->head, &head,
+                                                   head + size, false,
+                                                   __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)));
+
+    *offp = head & (ring->size - 1);
+    return true;
+}
+
+/*
+ * Publish the record of size bytes perfmon_ring_reserve() placed at off,
+ * now stored (with the records of producers it interrupted, when it is
+ * the outermost); its words past the end of the data go to its start.
+ */
+static inline void
+perfmon_ring_publish(struct perfmon_ring *ring, uint64_t off, uint64_t size)
+{
+    if (unlikely(off + size > ring->size)) {
+        perfmon_ring_unspare(ring, off + size - ring->size);
+    }
+
+    barrier();
+    perfmon_ring_leave(ring);
+}
+
 /*
  * Claim the first size bytes written since perfmon_ring_open() and
  * publish them (with the records of producers it interrupted, when it is
@@ -212,9 +271,6 @@ perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
     perfmon_ring_leave(ring);
     return true;
 }
-
-/* Give the record up: it did not fit, and is counted as lost. */
-void perfmon_ring_cancel(struct perfmon_ring *ring);
 
 /*
  * Consumer: copy the oldest complete record into dst and consume it.

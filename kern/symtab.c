@@ -2,23 +2,25 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Symbol lookup in the embedded table: the entry the granule index gives,
- * scanned forward where another starts inside the granule; a binary
- * search where there is no index.
+ * Symbol lookup in the embedded table: a function's start by the function
+ * map, a binary search of the entries where it does not tell and for
+ * names.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "arch/x86/unwind.h"
 #include "kern/symtab.h"
 
 extern const char _text_start[];
 extern const char _text_end[];
 
 /* The entry of the function holding addr, or -1 outside the text. */
-static inline __attribute__((always_inline)) int
+static int
 symtab_find(uint64_t addr)
 {
-    uint64_t granule = (addr - (uint64_t)_text_start) >> SYMTAB_GRANULE_SHIFT;
     unsigned int low = 0, high = symtab_nr_entries;
 
     if (addr < (uint64_t)_text_start || addr >= (uint64_t)_text_end
@@ -27,18 +29,6 @@ symtab_find(uint64_t addr)
     }
 
     /* Last entry whose address is <= addr. */
-    if (granule < symtab_nr_granules) {
-        unsigned int g = symtab_granules[granule] & ~SYMTAB_GRANULE_INSIDE;
-
-        low = (g >= high) ? 0 : g;
-
-        while (low + 1 < high && symtab_entries[low + 1].addr <= addr) {
-            low++;
-        }
-
-        return (int)low;
-    }
-
     while (high - low > 1) {
         unsigned int mid = low + (high - low) / 2;
 
@@ -65,7 +55,17 @@ symtab_lookup(uint64_t addr, uint64_t *offsetp)
     return &symtab_names[symtab_entries[i].name_offset];
 }
 
-/* symtab_func_start() where the granule does not tell. */
+/* Whether the function map covers the text as loaded. */
+static bool
+symtab_func_map_valid(void)
+{
+    uint64_t size = (uint64_t)(_text_end - _text_start);
+
+    return symtab_nr_func_map
+           == (size + SYMTAB_GRANULE_SIZE - 1) >> SYMTAB_GRANULE_SHIFT;
+}
+
+/* symtab_func_start() where the map does not tell. */
 static uint64_t __attribute__((noinline))
 symtab_func_start_slow(uint64_t addr)
 {
@@ -77,17 +77,15 @@ symtab_func_start_slow(uint64_t addr)
 uint64_t
 symtab_func_start(uint64_t addr)
 {
-    uint64_t granule = (addr - (uint64_t)_text_start) >> SYMTAB_GRANULE_SHIFT;
+    uint64_t offset = addr - (uint64_t)_text_start;
 
-    /*
-     * Most granules: no function starts inside, one read (of the zero
-     * entry where no function starts before).
-     */
-    if (granule < symtab_nr_granules) {
-        unsigned int g = symtab_granules[granule];
+    /* Most granules: one function holds all of it, one read. */
+    if (offset < (uint64_t)(_text_end - _text_start)
+        && (offset >> SYMTAB_GRANULE_SHIFT) < symtab_nr_func_map) {
+        uint32_t start = symtab_func_map[offset >> SYMTAB_GRANULE_SHIFT];
 
-        if ((g & SYMTAB_GRANULE_INSIDE) == 0) {
-            return symtab_entries[g].addr;
+        if (start != SYMTAB_FUNC_MIXED) {
+            return (uint64_t)_text_start + start;
         }
     }
 
@@ -99,4 +97,16 @@ symtab_text_bounds(uint64_t *startp, uint64_t *endp)
 {
     *startp = (uint64_t)_text_start;
     *endp = (uint64_t)_text_end;
+}
+
+_Static_assert(SYMTAB_GRANULE_SHIFT == UNWIND_MAP_SHIFT
+               && SYMTAB_FUNC_MIXED == UNWIND_FUNC_MIXED,
+               "the function map is the unwinder's");
+
+void
+symtab_unwind_env(struct unwind_env *env)
+{
+    symtab_text_bounds(&env->text_lo, &env->text_hi);
+    env->func_start = symtab_func_start;
+    env->func_map = symtab_func_map_valid() ? symtab_func_map : NULL;
 }

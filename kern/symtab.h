@@ -22,21 +22,22 @@ extern const unsigned int symtab_nr_entries;
 extern const char symtab_names[];
 
 /*
- * An index into the entries, so that finding a function's start is one
- * read in most cases: for the text's granules of SYMTAB_GRANULE_SIZE
- * bytes from its start, the last entry at or before the granule's first
- * byte (none: the zero entry that ends them), with SYMTAB_GRANULE_INSIDE
- * set when
- * another entry starts inside the granule (then the entries are scanned).
- * Functions start 16-byte aligned, so that is rare.  symtab_nr_granules
- * may be 0 (the first link's empty table: the entries are searched).
+ * The function map, so that finding a function's start is one read in
+ * most cases: for each granule of SYMTAB_GRANULE_SIZE bytes of the text
+ * from its start (the last one may be partial), the offset from
+ * _text_start of the start of the function holding all of the granule's
+ * bytes in the text, or SYMTAB_FUNC_MIXED where another function starts
+ * inside it (after its first byte) or none holds its first byte (then the
+ * entries are searched).  Functions start 16-byte aligned mostly, so that
+ * is rare; nothing relies on it.  symtab_nr_func_map is 0 in the first
+ * link's empty table.
  */
 #define SYMTAB_GRANULE_SHIFT    4
 #define SYMTAB_GRANULE_SIZE     (1 << SYMTAB_GRANULE_SHIFT)
-#define SYMTAB_GRANULE_INSIDE   0x8000
+#define SYMTAB_FUNC_MIXED       UINT32_MAX
 
-extern const unsigned short symtab_granules[];
-extern const unsigned int symtab_nr_granules;
+extern const uint32_t symtab_func_map[];
+extern const unsigned int symtab_nr_func_map;
 
 /*
  * Find the function containing addr.  Returns its name and stores the
@@ -56,5 +57,14 @@ uint64_t symtab_func_start(uint64_t addr);
  * section (its first byte is the symbol _text_start).
  */
 void symtab_text_bounds(uint64_t *startp, uint64_t *endp);
+
+struct unwind_env;
+
+/*
+ * Give env the kernel's text and how to name its functions, for a
+ * call-chain walk (arch/x86/unwind.h): text_lo, text_hi, func_start and
+ * func_map (NULL when the table has no map of this text).  Any context.
+ */
+void symtab_unwind_env(struct unwind_env *env);
 
 #endif /* KERN_SYMTAB_H */

@@ -6,6 +6,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/unwind.h"
@@ -19,6 +20,16 @@
 #define UNWIND_OP_CALL_REL32    0xe8
 #define UNWIND_OP_GROUP5        0xff    /* /2: call r/m64 */
 #define UNWIND_OP_RET           0xc3
+
+/*
+ * Make x a value the compiler knows nothing of, so that it computes what
+ * follows from x itself rather than keep, in a register, what it could
+ * have derived from x's origin: fewer instructions in the walk's loop.
+ */
+#define UNWIND_OPAQUE(x)        __asm__("" : "+r"(x))
+
+/* The longest text the function map is used for (see unwind_walk()). */
+#define UNWIND_MAP_TEXT_MAX     (1ULL << 31)
 
 /*
  * What the bytes before a return address say of the call that pushed it,
@@ -175,6 +186,88 @@ unwind_stack_top(const struct unwind_env *env, int stack)
 }
 
 /*
+ * x rotated right by 3 bits: an 8-byte aligned address divided by 8, any
+ * other address above every quotient, so that one range check of it also
+ * checks the alignment.
+ */
+static inline uint64_t
+unwind_ror3(uint64_t x)
+{
+    return (x >> 3) | (x << 61);
+}
+
+static inline uint64_t
+unwind_rol3(uint64_t x)
+{
+    return (x << 3) | (x >> 61);
+}
+
+/*
+ * The frame pointers a walk takes on a stack, rotated (unwind_ror3()):
+ * those at lo (not 0) and above that a whole frame fits above, [*lop,
+ * *hip], none when no frame fits (*hip 0).
+ */
+static void
+unwind_stack_range(const struct unwind_env *env, int stack, uint64_t lo,
+                   uint64_t *lop, uint64_t *hip)
+{
+    *lop = (lo >> 3) + ((lo & 7) != 0);
+    *hip = unwind_stack_top(env, stack) >> 3;
+}
+
+/*
+ * The stack a frame at fp lies on when it is not the one whose rotated
+ * frame pointers end at hi, or -1.  Out of line: a walk seldom changes
+ * stacks.
+ */
+static int __attribute__((noinline))
+unwind_stack_next(const struct unwind_env *env, uint64_t fp, uint64_t hi)
+{
+    int s = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
+
+    return (s < 0 || unwind_stack_top(env, s) >> 3 == hi) ? -1 : s;
+}
+
+/*
+ * The function start the common frame check compares a call's target
+ * with for the frame above a return into the text at ret, as an offset
+ * from text_lo: by the map, UNWIND_FUNC_MIXED where the map does not say.
+ */
+static uint64_t
+unwind_map_callee(const struct unwind_env *env, uint64_t ret)
+{
+    if (env->func_map == NULL) {
+        return UNWIND_FUNC_MIXED;
+    }
+
+    return env->func_map[(ret - 1 - env->text_lo) >> UNWIND_MAP_SHIFT];
+}
+
+/*
+ * The general checks of a frame the common one does not take, returning
+ * to ret: the callee is callee for the first frame (last NULL), else the
+ * function holding *last, the address stored before, named only where a
+ * rel32 call ends at ret.
+ */
+static enum unwind_call
+unwind_walk_call(const struct unwind_env *env, uint64_t ret, uint64_t callee,
+                 const uint64_t *last)
+{
+    uint64_t text_len = env->text_hi - env->text_lo;
+
+    if (last != NULL) {
+        callee = 0;
+
+        if (text_len > 4 && ret - 5 - env->text_lo < text_len - 4
+            && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
+            callee = unwind_func_start(env, *last);
+        }
+    }
+
+    return unwind_call_before(env, ret, callee);
+}
+
+/*
  * The walk from frame fp of the function starting at callee.  The frame
  * must lie above floor when on floor_stack (the place the newer return
  * address came from): within a stack, older frames are at higher
@@ -183,10 +276,17 @@ unwind_stack_top(const struct unwind_env *env, int stack)
  * depth bound ends any cycle between stacks.
  *
  * The common frame costs one range check against the stack being walked
- * ([lo, hi]: above the newer frame, a whole frame below the end), and
- * one check that its return address follows a direct call to the callee,
- * the five bytes of the call inside the text.  Any other frame goes
- * through the general checks: another stack, an indirect call.
+ * (of the frame pointer rotated: 8-byte aligned, above the newer frame, a
+ * whole frame below the end), one check that its return address follows
+ * a direct call to the callee, the five bytes of the call inside the
+ * text, and one read of the map for the next callee.  The callee is
+ * want, an offset from text_lo, or UNWIND_FUNC_MIXED where the map does
+ * not name it or it is unknown: with a text shorter than 2 GiB, a rel32
+ * call in it reaches offsets -2 GiB to 4 GiB - 2 (64-bit), so that no
+ * frame passes.  A frame that fails the common check goes through the
+ * general ones, against the callee found again from the last address
+ * stored: a call whose callee the map does not name, an indirect call, a
+ * call outside the map.
  */
 static unsigned int
 unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
@@ -195,60 +295,81 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
 {
     const uint64_t text_lo = env->text_lo;
     const uint64_t text_len = env->text_hi - text_lo;
-    const uint64_t call_span = (text_len > 4) ? text_len - 4 : 0;
-    uint64_t lo = 1, hi = 0, *ip = ips, *end = ips + max;
+    const uint32_t *map = env->func_map;
+    /* Minus the lowest return address a call in the text pushes. */
+    uint64_t minus_base = -(text_lo + 5);
+    /* ret + minus_base below it: ret - 5 to ret - 1 in the text. */
+    const uint64_t call_span = (map != NULL && text_len > 4
+                                && text_len < UNWIND_MAP_TEXT_MAX)
+                               ? text_len - 4 : 0;
+    uint64_t want = (callee != 0) ? callee - text_lo : UNWIND_FUNC_MIXED;
+    uint64_t lo = 1, hi = 0, *end = ips + max;
+    /* The next address goes to end[i]: the chain is full at 0. */
+    intptr_t i = -(intptr_t)max;
 
     /* Stacks are told apart by their tops (they do not overlap). */
     if (floor_stack >= 0) {
-        lo = floor + 8;
-        hi = unwind_stack_top(env, floor_stack);
+        unwind_stack_range(env, floor_stack, floor + 8, &lo, &hi);
     }
 
-    while (ip < end) {
+    /* The frame pointer, rotated; ret + minus_base in one instruction. */
+    fp = unwind_ror3(fp);
+    UNWIND_OPAQUE(minus_base);
+
+    while (i < 0) {
         int s;
 
         /* The frames on this stack, each above the one before. */
-        while ((fp & 7) == 0 && fp >= lo && fp <= hi) {
-            const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+        while (fp >= lo && fp <= hi) {
+            const uint64_t *frame = (const uint64_t *)(uintptr_t)(fp << 3);
             uint64_t ret = frame[1];
+            uint64_t at = ret + minus_base;     /* of the call */
             int32_t rel;
 
-            /* ret - 5 to ret - 1 in the text: a rel32 call may end there. */
-            if (ret - 5 - text_lo < call_span && callee != 0
-                && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
-                && (__builtin_memcpy(&rel,
-                                     (const void *)(uintptr_t)(ret - 4),
-                                     sizeof(rel)),
-                    ret + (uint64_t)(int64_t)rel == callee)) {
+            if (__builtin_expect(
+                    at < call_span
+                    && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
+                    && (__builtin_memcpy(&rel,
+                                         (const void *)(uintptr_t)(ret - 4),
+                                         sizeof(rel)),
+                        at + 5 + (uint64_t)(int64_t)rel == want), 1)) {
                 /* A direct call to the callee. */
-            } else if (unwind_call_before(env, ret, callee)
-                       == UNWIND_CALL_NONE) {
-                return (unsigned int)(ip - ips);
+                want = map[(at + 4) >> UNWIND_MAP_SHIFT];
+            } else {
+                const uint64_t *last = (i == -(intptr_t)max) ? NULL
+                                                              : &end[i - 1];
+
+                if (unwind_walk_call(env, ret, callee, last)
+                    == UNWIND_CALL_NONE) {
+                    return (unsigned int)(i + (intptr_t)max);
+                }
+
+                want = unwind_map_callee(env, ret);
             }
 
             /* Either way ret - 1 is in the text. */
-            *ip++ = ret - 1;
-            callee = env->func_start(ret - 1);
-            lo = fp + 8;
-            fp = frame[0];
+            end[i] = ret - 1;
+            lo = fp + 1;
+            /* frame[0], without keeping frame across the general checks. */
+            UNWIND_OPAQUE(fp);
+            fp = unwind_ror3(*(const uint64_t *)(uintptr_t)(fp << 3));
 
-            if (ip == end) {
+            if (++i == 0) {
                 return max;
             }
         }
 
         /* Off this stack: onto another one, never back to it. */
-        s = unwind_stack_find(env, fp, UNWIND_FRAME_SIZE);
+        s = unwind_stack_next(env, unwind_rol3(fp), hi);
 
-        if (s < 0 || unwind_stack_top(env, s) == hi) {
+        if (s < 0) {
             break;
         }
 
-        lo = env->stacks[s].lo;
-        hi = unwind_stack_top(env, s);
+        unwind_stack_range(env, s, env->stacks[s].lo, &lo, &hi);
     }
 
-    return (unsigned int)(ip - ips);
+    return (unsigned int)(i + (intptr_t)max);
 }
 
 unsigned int

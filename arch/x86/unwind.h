@@ -38,11 +38,27 @@ struct unwind_stack {
     uint64_t hi;
 };
 
+/* The function map's granules: 16 bytes. */
+#define UNWIND_MAP_SHIFT        4
+
+/*
+ * A function map entry that names no start: a function starts inside the
+ * granule (after its first byte), or none holds it.
+ */
+#define UNWIND_FUNC_MIXED       UINT32_MAX
+
 /*
  * What a walk may read, and how it names functions: the stacks, the
  * kernel's text [text_lo, text_hi), and func_start(addr), the start of the
  * function holding addr (0 when unknown).  func_start is called in NMI
  * context: it takes no lock.
+ *
+ * func_map, when not NULL, names most functions without a call: for each
+ * granule of 1 << UNWIND_MAP_SHIFT bytes of the text from text_lo (the
+ * last one may be partial), the offset from text_lo of func_start() of
+ * all of the granule's bytes in the text, or UNWIND_FUNC_MIXED.  It must
+ * agree with func_start(), and is used only for a text shorter than
+ * 2 GiB.
  */
 struct unwind_env {
     const struct unwind_stack *stacks;
@@ -50,6 +66,7 @@ struct unwind_env {
     uint64_t text_lo;
     uint64_t text_hi;
     uint64_t (*func_start)(uint64_t addr);
+    const uint32_t *func_map;
 };
 
 /*

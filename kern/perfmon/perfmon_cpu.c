@@ -49,6 +49,9 @@
 
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot);
+
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
  * overflow interrupt says the counter wrapped since the last interrupt
@@ -162,10 +165,9 @@ perfmon_cpu_leave_pending(struct perfmon_cpu *cpu)
  * the next sample, or as many as the device can arm: a longer period takes
  * several overflows, the intermediate ones writing no sample.
  */
-static void
-perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
 {
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     struct perfmon_dev *dev = pmc->dev;         /* set at its start */
     uint64_t mask = pmc->mask, max = mask, events;
 
@@ -182,21 +184,16 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /*
- * Frequency mode, at a sample: the period that would have made the last
- * interval 1/freq seconds long, at the event rate seen over it.  Close to
- * the current period, move a quarter of the way (noise); far from it, jump
- * (a start, or a change of workload).
+ * Frequency mode (sampling->freq set), at a sample: the period that would
+ * have made the last interval 1/freq seconds long, at the event rate seen
+ * over it.  Close to the current period, move a quarter of the way
+ * (noise); far from it, jump (a start, or a change of workload).
  */
 static void
 perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
                        const struct perfmon_sampling *sampling)
 {
     uint64_t now, dt, counted, freq_hz, period;
-
-    /* A fixed period: nothing to time, and the TSC is not read. */
-    if (sampling->freq == 0) {
-        return;
-    }
 
     now = cpu_rdtsc();
     dt = now - pmc->sample_tsc;
@@ -234,12 +231,15 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
  * fold: then the interrupted frame is the one the sample must show), and
  * arm it again.
  */
-void
+static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_sampling *sampling = perfmon_pmcs[slot].sampling;
-    int64_t left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+    int64_t left;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
 
     if (left <= 0) {
         if (cpu->in_intr) {
@@ -249,7 +249,10 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
             perfmon_syscnt_inc_local(&cpu->nr_unsampled);
         }
 
-        perfmon_cpu_pmc_adjust(pmc, sampling);
+        /* A fixed period: nothing to time, and the TSC is not read. */
+        if (sampling->freq != 0) {
+            perfmon_cpu_pmc_adjust(pmc, sampling);
+        }
 
         /* One sample, however far past the period the counter got. */
         left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
@@ -257,7 +260,43 @@ perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
     }
 
     pmc->left = left;
-    perfmon_cpu_pmc_arm(cpu, slot);
+    perfmon_cpu_pmc_arm(pmc);
+}
+
+void
+perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots)
+{
+    slots &= cpu->sched_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+
+        /* Folded inline, a sampling slot is accounted and armed here. */
+        if (perfmon_cpu_pmc_fold_ovf(cpu, slot)
+            && perfmon_pmcs[slot].sampling != NULL) {
+            perfmon_cpu_pmc_overflowed(cpu, slot);
+        }
+    }
+}
+
+/*
+ * The arm writes the counter: an NMI of the same counter that landed after
+ * the read is folded first, by the loop that takes it (and then arms).
+ */
+void
+perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    if (!perfmon_cpu_pmc_fold_ovf_alone(cpu, slot)) {
+        return;
+    }
+
+    if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+    } else {
+        perfmon_cpu_pmc_overflowed(cpu, slot);
+    }
 }
 
 /*
@@ -378,7 +417,7 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
 
     if (gpmc->sampling != NULL) {
         pmc->left = MAX(pmc->left, 1);
-        perfmon_cpu_pmc_arm(cpu, slot);
+        perfmon_cpu_pmc_arm(pmc);
     }
 
     WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[hw_id], slot + 1);

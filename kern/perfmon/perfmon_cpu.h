@@ -200,7 +200,11 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  *   disabled; cpu->now set).  The leave (inline, below) folds what an NMI
  *   left pending, out of line: perfmon_cpu_leave_pending, busy clear.
  * perfmon_cpu_fold: fold slots (those holding a counter here); ovf: the
- *   overflow interrupt says they wrapped.
+ *   overflow interrupt says they wrapped.  perfmon_cpu_fold_intr: the
+ *   same with ovf, for the interrupt's own fold (cpu->in_intr), inline
+ *   for sampling and counting slots read without a call;
+ *   perfmon_cpu_fold_intr_sampling: that of one sampling slot known to
+ *   run here, in a section entered with nothing pending.
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
@@ -210,9 +214,6 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_pmc_update: fold the counter slot holds here into its
  *   64-bit value (ovf: the device's interrupt says it wrapped); the
  *   inline perfmon_cpu_pmc_fold() below takes the common case itself.
- * perfmon_cpu_pmc_overflowed: a sampling slot's counter overflowed and
- *   was folded: count against the events to the next sample, mark a
- *   sample due (in the interrupt's fold), arm it again.
  * perfmon_cpu_pmc_sample_init: a sampling slot becomes active here, with
  *   a thread's saved progress or afresh; perfmon_cpu_pmc_sample_save: a
  *   thread's sampling slot stops here, its progress kept in tpmc.
@@ -226,6 +227,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
 struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
 void perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf);
+void perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots);
+void perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu,
+                                    unsigned int slot);
 void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
@@ -234,7 +238,6 @@ void perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
                               unsigned int in);
 void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
                             bool ovf);
-void perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot);
 void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
                                  const struct perfmon_td_pmc *saved);
 void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
@@ -339,39 +342,20 @@ perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
 }
 
 /*
- * The overflow interrupt's fold of a slot whose counter it says
- * overflowed, in the interrupt's own section, entered with nothing
- * pending: perfmon_cpu_pmc_update() with ovf, inline when the device gave
- * a read method; a sampling slot (samples) is then armed again by
- * perfmon_cpu_pmc_overflowed().  A counting slot's overflow that an NMI
- * marks pending meanwhile is the section's leave's to fold, which reads
- * again with it.
+ * The arithmetic of the overflow interrupt's fold of the counter pmc holds
+ * on cpu, raw just read: the difference since the last fold, and the wrap
+ * the interrupt reports where the difference does not show it, unless a
+ * plain fold saw the counter go backwards and counted it then.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot,
-                         bool samples)
+perfmon_cpu_pmc_add_ovf(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
+                        uint64_t raw)
 {
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t mask, raw, prev, delta;
+    uint64_t mask = pmc->mask, prev = pmc->prev, delta;
 
-    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
-    barrier();
-
-    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
-        perfmon_cpu_pmc_update(cpu, slot, true);
-        return;
-    }
-
-    barrier();
-    mask = pmc->mask;
     raw &= mask;
-    prev = pmc->prev;
     delta = (raw - prev) & mask;
 
-    /*
-     * A wrap the difference does not show is added, unless a plain fold
-     * saw the counter go backwards and counted it then.
-     */
     if (raw < prev || likely(!pmc->wrap_seen)) {
         if (raw >= prev) {
             delta += mask + 1;          /* 0 at width 64: a no-op mod 2^64 */
@@ -383,19 +367,73 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot,
     pmc->wrap_seen = false;
     pmc->value += delta;
     pmc->prev = raw;
+}
 
-    /*
-     * The arm writes the counter: an NMI of the same counter that landed
-     * after the read is folded first, by the loop that takes it (and then
-     * arms).
-     */
-    if (samples) {
-        if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
-            perfmon_cpu_pmc_update(cpu, slot, false);
-        } else {
-            perfmon_cpu_pmc_overflowed(cpu, slot);
-        }
+/*
+ * The overflow interrupt's fold of a slot whose counter it says
+ * overflowed, in the interrupt's own section: perfmon_cpu_pmc_update()
+ * with ovf, inline when the device gave a read method and nothing is
+ * pending for the slot.  An overflow an NMI marks pending meanwhile sends
+ * it there too, which reads again with it.  Returns true when it folded
+ * inline: then a sampling slot is still to account and arm (which
+ * perfmon_cpu_pmc_update() does for one itself).
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), raw;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+
+    if (READ_ONCE(cpu->pending) & bit) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return false;
     }
+
+    barrier();
+
+    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return false;
+    }
+
+    barrier();
+    perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
+
+    if (unlikely(READ_ONCE(cpu->pending) & bit)) {
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        return false;
+    }
+
+    return true;
+}
+
+/*
+ * The same in an interrupt's section entered with nothing pending (the
+ * interrupt's common path): no test of pending.  For a counting slot, an
+ * overflow an NMI marks pending meanwhile is the section's leave's to
+ * fold, which reads again with it; a sampling slot's must be folded
+ * before its arm writes the counter (perfmon_cpu_fold_intr_sampling).
+ * True when it folded inline, as perfmon_cpu_pmc_fold_ovf().
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t raw;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+    barrier();
+
+    if (!perfmon_cpu_pmc_raw_direct(pmc, &raw)) {
+        perfmon_cpu_pmc_update(cpu, slot, true);
+        return false;
+    }
+
+    barrier();
+    perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
+    return true;
 }
 
 /* The slot's counts on this CPU at now, folded (entered). */

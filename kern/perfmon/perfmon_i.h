@@ -37,8 +37,10 @@
  *                      (perfmon_inherit.h)
  *   perfmon.c          the entry points over events and their families,
  *                      setup
- *   perfmon_region.c   code regions, counted by CPU events
- *                      (kern/perfmon_region.h)
+ *   perfmon_region.c   code regions, counted by CPU events: the markers
+ *                      (kern/perfmon_region.h, perfmon_region.h)
+ *   perfmon_region_arm.c
+ *                      arming code regions, their copies
  *
  * kern/perfmon/README.md describes how they fit together.
  */
@@ -118,6 +120,7 @@ struct perfmon_pmc {
     const struct perfmon_sampling *sampling;
     uint32_t sample_size;               /* perfmon_sample_size(sampling) */
     bool thread_events;                 /* sampling slots: whose events */
+    uint8_t sample_layout;              /* perfmon_sample_layout(sampling) */
     struct perfmon_event *users;        /* list through next_user */
 };
 
@@ -304,8 +307,14 @@ void perfmon_branch_sched_in(void);
  *   stack's entries), computed once per slot (struct perfmon_pmc).
  * perfmon_sample_write: write a sample of sampling on the calling CPU, in
  *   the overflow interrupt (NMI context): its perfmon_sample_size(), the
- *   interrupted frame, the period the sample stands for.  Returns false when the ring was full (the
- *   sample is counted as lost there).
+ *   interrupted frame, the period the sample stands for.  Returns false
+ *   when the ring was full (the sample is counted as lost there).
+ * perfmon_sample_layout: the layout of sampling's records, worked out
+ *   once per slot (struct perfmon_pmc), which names its writer in
+ *   perfmon_sample_writers[]: one per set of the fields IP to PERIOD,
+ *   storing those alone, tested for nothing, and one for the layouts with
+ *   reads, a call chain or a branch stack (PERFMON_SAMPLE_LAYOUT_ANY).
+ *   The writers take perfmon_sample_write()'s arguments; it calls them.
  * perfmon_sample_throttled: record that sampling's period went up to
  *   period on the calling CPU (NMI context).
  * perfmon_sample_reads_valid: whether sampling's reads are usable for
@@ -317,6 +326,13 @@ void perfmon_branch_sched_in(void);
 struct perfmon_ring *perfmon_sbuf_ring(struct perfmon_sbuf *sbuf,
                                        unsigned int cpu);
 uint32_t perfmon_sample_size(const struct perfmon_sampling *sampling);
+#define PERFMON_SAMPLE_LAYOUT_ANY   32
+typedef bool (*perfmon_sample_write_fn_t)(
+    const struct perfmon_sampling *sampling, uint32_t size,
+    const struct trap_frame *frame, uint64_t period);
+extern const perfmon_sample_write_fn_t
+    perfmon_sample_writers[PERFMON_SAMPLE_LAYOUT_ANY + 1];
+unsigned int perfmon_sample_layout(const struct perfmon_sampling *sampling);
 bool perfmon_sample_write(const struct perfmon_sampling *sampling,
                           uint32_t size, const struct trap_frame *frame,
                           uint64_t period);

@@ -150,9 +150,9 @@ static inline __attribute__((always_inline)) void
 perfmon_overflow_write_sample(struct perfmon_cpu *cpu, unsigned int slot,
                               const struct trap_frame *frame)
 {
-    perfmon_sample_write(perfmon_pmcs[slot].sampling,
-                         perfmon_pmcs[slot].sample_size, frame,
-                         cpu->pmcs[slot].due_period);
+    perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
+        perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size, frame,
+        cpu->pmcs[slot].due_period);
 }
 
 /*
@@ -198,7 +198,7 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
     perfmon_cpu_begin(cpu);
     cpu->in_intr = true;
     cpu->due = 0;
-    perfmon_cpu_fold(cpu, slots, true);
+    perfmon_cpu_fold_intr(cpu, slots);
     cpu->in_intr = false;
 
     for (due = cpu->due; due != 0; due &= due - 1) {
@@ -218,11 +218,13 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
  * The common interrupt: one counter overflowed, no section runs, nothing
  * is pending and a slot holds the counter.  Outside a section the map is
  * exact (the scheduler changes it and sched_mask together, in sections):
- * the counter's entry is the slot's.  It is folded inline, with no test
- * of pending: an NMI landing in the section (this being a deadline call)
- * marks its slots pending, which the leave folds.  A sampling slot
- * running here means the interrupt was timed, from start.  False, having
- * done nothing, in any other case: then perfmon_overflow_fold_all().
+ * the counter's entry is the slot's.  A counting slot is folded inline,
+ * with no test of pending: an NMI landing in the section (this being a
+ * deadline call) marks its slots pending, which the leave folds.  A
+ * sampling one goes through perfmon_cpu_fold_intr_sampling(), which
+ * folds such an overflow before the arm writes the counter; it running
+ * here means the interrupt was timed, from start.  False, having done
+ * nothing, in any other case: then perfmon_overflow_fold_all().
  */
 static inline __attribute__((always_inline)) bool
 perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
@@ -248,11 +250,11 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
 
     /* A bit test (a mask of the slot's bit takes a shift more). */
     if (likely(!((sampling >> slot) & 1))) {
-        perfmon_cpu_pmc_fold_ovf(cpu, slot, false);
+        perfmon_cpu_pmc_fold_ovf_alone(cpu, slot);
     } else {
         cpu->in_intr = true;
         cpu->due = 0;
-        perfmon_cpu_pmc_fold_ovf(cpu, slot, true);
+        perfmon_cpu_fold_intr_sampling(cpu, slot);
         cpu->in_intr = false;
 
         if (cpu->due != 0) {

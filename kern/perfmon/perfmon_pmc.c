@@ -381,6 +381,8 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
     pmc->sampling = event->sampling;
     pmc->sample_size = (pmc->sampling != NULL)
                        ? perfmon_sample_size(pmc->sampling) : 0;
+    pmc->sample_layout = (pmc->sampling != NULL)
+                         ? perfmon_sample_layout(pmc->sampling) : 0;
     pmc->thread_events = event->thread != NULL;
     pmc->users = NULL;
     perfmon_dev_nr_used_[dev->index]++;

@@ -206,7 +206,6 @@ perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips,
     struct unwind_env env = {
         .stacks = &stack,
         .nr_stacks = 1,
-        .func_start = symtab_func_start,
     };
 
     if (!thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
@@ -214,7 +213,7 @@ perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips,
         return 1;
     }
 
-    symtab_text_bounds(&env.text_lo, &env.text_hi);
+    symtab_unwind_env(&env);
     return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
                               max);
 }
@@ -252,6 +251,15 @@ perfmon_sample_nr_words[PERFMON_SAMPLE_FIXED_MASK + 1] = {
     PERFMON_SAMPLE_NR_WORDS4(24), PERFMON_SAMPLE_NR_WORDS4(28),
 };
 
+/* The TID word: u32 0, then u32 the thread id. */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_sample_tid_word(void)
+{
+    struct thread *thread = thread_self();
+
+    return (uint64_t)((thread != NULL) ? thread_id(thread) : 0) << 32;
+}
+
 /* The fields IP to PERIOD, stored from w on; returns the next word. */
 static uint64_t *
 perfmon_sample_put_fixed(uint64_t *w, unsigned int fields,
@@ -262,10 +270,7 @@ perfmon_sample_put_fixed(uint64_t *w, unsigned int fields,
     }
 
     if (fields & PERFMON_SF_TID) {
-        struct thread *thread = thread_self();
-
-        /* u32 0, then u32 the thread id. */
-        *w++ = (uint64_t)((thread != NULL) ? thread_id(thread) : 0) << 32;
+        *w++ = perfmon_sample_tid_word();
     }
 
     if (fields & PERFMON_SF_TIME) {
@@ -345,9 +350,15 @@ perfmon_sample_size(const struct perfmon_sampling *sampling)
     return size;
 }
 
-bool
-perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
-                     const struct trap_frame *frame, uint64_t period)
+/*
+ * Any layout: the record's size is learnt as it is written (a call chain,
+ * a branch stack), so it is stored in place before its room is claimed
+ * (perfmon_ring_open()).
+ */
+static bool
+perfmon_sample_write_any(const struct perfmon_sampling *sampling,
+                         uint32_t size, const struct trap_frame *frame,
+                         uint64_t period)
 {
     struct perfmon_ring *ring = perfmon_sample_ring(sampling);
     unsigned int fields = sampling->fields, nr_branches = 0, max_ips;
@@ -355,7 +366,6 @@ perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
     struct perfmon_ring_txn txn;
     uint64_t fixed = size, room, *rec, *w;
 
-    assert(!cpu_intr_enabled());
     PERFMON_REGION_SCOPE(sample);
 
     if (ring == NULL) {
@@ -412,6 +422,137 @@ perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
     } while (!perfmon_ring_close(ring, &txn, (uint64_t)(w - rec) * sizeof(*w)));
 
     return true;
+}
+
+/*
+ * The index of field among the words of a record of fields (a constant
+ * when both are).
+ */
+#define PERFMON_SAMPLE_WORD(fields, field)                                  \
+    (2 + __builtin_popcount((fields) & ((field) - 1)))
+
+/*
+ * A layout of the fields IP to PERIOD alone: a record of a size known at
+ * build time, its room claimed first (perfmon_ring_reserve()), then its
+ * words stored: with fields a constant, only those of the layout, tested
+ * for nothing, each at its place.  The two that call out come last, with
+ * only the ring and the place to keep across the calls (the address of
+ * the words is worked out again after them).  The time is
+ * taken after the claim, so that the records of a ring are in the order
+ * of their times even when one producer interrupts another.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
+                           const struct trap_frame *frame, uint64_t period,
+                           unsigned int fields)
+{
+    const uint64_t size = PERFMON_SAMPLE_NR_WORDS(fields) * sizeof(uint64_t);
+    struct perfmon_sbuf *sbuf = sampling->sbuf;
+    unsigned int cpu = cpu_id();
+    struct perfmon_ring *ring;
+    uint64_t off, *w;
+
+    PERFMON_REGION_SCOPE(sample);
+
+    if (unlikely(cpu >= sbuf->nr_cpus)) {
+        return false;
+    }
+
+    ring = &sbuf->rings[cpu];
+    __asm__("" : "+r"(ring));   /* one base, not recomputed from cpu */
+
+    if (!perfmon_ring_reserve(ring, size, &off)) {
+        return false;
+    }
+
+    w = (uint64_t *)&ring->data[off];
+    w[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, size, 0);
+    w[1] = fields | ((uint64_t)sampling->id << 32);
+
+    if (fields & PERFMON_SF_IP) {
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_IP)] = frame->rip;
+    }
+
+    if (fields & PERFMON_SF_CPU) {
+        /* u32 cpu, then u32 0 */
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_CPU)] = cpu;
+    }
+
+    if (fields & PERFMON_SF_PERIOD) {
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_PERIOD)] = period;
+    }
+
+    if (fields & PERFMON_SF_TID) {
+        ((uint64_t *)&ring->data[off])[PERFMON_SAMPLE_WORD(
+            fields, PERFMON_SF_TID)] = perfmon_sample_tid_word();
+    }
+
+    if (fields & PERFMON_SF_TIME) {
+        ((uint64_t *)&ring->data[off])[PERFMON_SAMPLE_WORD(
+            fields, PERFMON_SF_TIME)] = perfmon_sample_now_ns();
+    }
+
+    perfmon_ring_publish(ring, off, size);
+    return true;
+}
+
+#define PERFMON_SAMPLE_WRITER(f)                                            \
+    static bool                                                             \
+    perfmon_sample_write_##f(const struct perfmon_sampling *sampling,       \
+                             uint32_t size, const struct trap_frame *frame, \
+                             uint64_t period)                               \
+    {                                                                       \
+        (void)size;                                                         \
+        return perfmon_sample_write_fixed(sampling, frame, period, f);     \
+    }
+#define PERFMON_SAMPLE_WRITER4(a, b, c, d)                                  \
+    PERFMON_SAMPLE_WRITER(a) PERFMON_SAMPLE_WRITER(b)                       \
+    PERFMON_SAMPLE_WRITER(c) PERFMON_SAMPLE_WRITER(d)
+
+PERFMON_SAMPLE_WRITER4(0, 1, 2, 3)
+PERFMON_SAMPLE_WRITER4(4, 5, 6, 7)
+PERFMON_SAMPLE_WRITER4(8, 9, 10, 11)
+PERFMON_SAMPLE_WRITER4(12, 13, 14, 15)
+PERFMON_SAMPLE_WRITER4(16, 17, 18, 19)
+PERFMON_SAMPLE_WRITER4(20, 21, 22, 23)
+PERFMON_SAMPLE_WRITER4(24, 25, 26, 27)
+PERFMON_SAMPLE_WRITER4(28, 29, 30, 31)
+
+_Static_assert(PERFMON_SAMPLE_FIXED_MASK
+               == (PERFMON_SF_IP | PERFMON_SF_TID | PERFMON_SF_TIME
+                   | PERFMON_SF_CPU | PERFMON_SF_PERIOD)
+               && PERFMON_SAMPLE_LAYOUT_ANY == PERFMON_SAMPLE_FIXED_MASK + 1,
+               "a fixed layout is a set of the fields IP to PERIOD");
+
+/* The writer of each layout: the fixed ones by their fields, then any. */
+const perfmon_sample_write_fn_t
+perfmon_sample_writers[PERFMON_SAMPLE_LAYOUT_ANY + 1] = {
+#define W4(a, b, c, d)                                                      \
+    perfmon_sample_write_##a, perfmon_sample_write_##b,                     \
+    perfmon_sample_write_##c, perfmon_sample_write_##d
+    W4(0, 1, 2, 3), W4(4, 5, 6, 7), W4(8, 9, 10, 11), W4(12, 13, 14, 15),
+    W4(16, 17, 18, 19), W4(20, 21, 22, 23), W4(24, 25, 26, 27),
+    W4(28, 29, 30, 31),
+#undef W4
+    [PERFMON_SAMPLE_LAYOUT_ANY] = perfmon_sample_write_any,
+};
+
+unsigned int
+perfmon_sample_layout(const struct perfmon_sampling *sampling)
+{
+    unsigned int fields = sampling->fields;
+
+    return ((fields & ~PERFMON_SAMPLE_FIXED_MASK) != 0)
+           ? PERFMON_SAMPLE_LAYOUT_ANY : fields;
+}
+
+bool
+perfmon_sample_write(const struct perfmon_sampling *sampling, uint32_t size,
+                     const struct trap_frame *frame, uint64_t period)
+{
+    assert(!cpu_intr_enabled());
+    return perfmon_sample_writers[perfmon_sample_layout(sampling)](
+        sampling, size, frame, period);
 }
 
 void

@@ -165,14 +165,13 @@ perfmon_switchrec_callchain(struct thread *prev, uint64_t *ips,
     struct unwind_env env = {
         .stacks = &stack,
         .nr_stacks = 1,
-        .func_start = symtab_func_start,
     };
 
     if (!thread_stack_bounds(prev, &stack.lo, &stack.hi)) {
         return 0;
     }
 
-    symtab_text_bounds(&env.text_lo, &env.text_hi);
+    symtab_unwind_env(&env);
     return unwind_fp(&env, (uint64_t)(uintptr_t)__builtin_frame_address(0),
                      (uint64_t)(uintptr_t)perfmon_switchrec_callchain, ips,
                      max);

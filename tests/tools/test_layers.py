@@ -120,6 +120,7 @@ CORE_ORDER = [
     'perfmon_inherit',      # inherited events
     'perfmon',              # entry points over events and families
     'perfmon_region',       # code regions, counted by CPU events
+    'perfmon_region_arm',   # arming them, their copies
 ]
 
 # The private header every file of the core shares: the bottom.

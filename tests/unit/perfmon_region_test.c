@@ -2,14 +2,16 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of the code regions' core (kern/perfmon/perfmon_region.c):
- * arming and its errors (nothing left allocated or attached), calls,
- * sums, min, max and the largest calls, nesting and self counts, CPUs
- * apart, one call in N, reset, the marker's losses (unmatched ends,
- * abandoned frames, a stack too deep, reads that fail), and markers that
- * land inside a perfmon section, as an NMI's would.  The fake devices'
- * events happen when the test says (fdev_count()), so every count is
- * exact.
+ * Host tests of the code regions' core (kern/perfmon/perfmon_region.c,
+ * perfmon_region_arm.c): arming and its errors (nothing left allocated or
+ * attached), calls, sums, min, max and the largest calls, nesting and
+ * self counts, CPUs apart, one call in N, reset, the marker's losses
+ * (unmatched ends, abandoned frames, a stack too deep, reads that fail),
+ * and markers that land inside a perfmon section, as an NMI's would.  The
+ * fake devices' events happen when the test says (fdev_count()), so every
+ * count is exact.  Every test runs three times, the device's counters read through
+ * its op, from memory and by RDPMC: the markers' short path reads the
+ * last two in place, the first takes the general path.
  */
 
 #include <stdarg.h>
@@ -44,12 +46,16 @@ static struct perfmon_region_event ev_insns;
 static const char *bad;
 static unsigned int bad_event;
 
+/* How the device's counters are read in this run of the tests. */
+static unsigned int read_how;
+
 static int
 region_setup(void **state)
 {
     perfmon_region_test_reset();
     setup(state);
     fd = fdev_add(0, 48, 4, true);
+    fd->read_how = read_how;
     ev_insns = (struct perfmon_region_event){
         .id = RAW_INSNS,
         .flags = PERFMON_EF_KERN | PERFMON_EF_RAW,
@@ -206,6 +212,72 @@ test_calls_sum_min_max_largest(void **state)
     assert_null(perfmon_region_armed());
     assert_int_equal(fake_kmem_live(), 0);
     fdev_assert_idle(fd);
+}
+
+/*
+ * Calls that move nothing but calls and sum take the markers' short path
+ * (in the runs that read in place): a count below min, above the
+ * smallest of the largest calls, or a call with children leaves it, and
+ * every statistic stays what the calls make it.
+ */
+static void
+test_steady_calls(void **state)
+{
+    struct perfmon_region_stats st;
+
+    (void)state;
+
+    assert_int_equal(arm(0x1, 1, NULL, 0), 0);
+
+    for (unsigned int i = 0; i < 10; i++) {
+        call_outer(0, 50);
+    }
+
+    st = stats_of(&perfmon_region_outer, 0, NULL);
+    assert_int_equal(st.calls, 10);
+    assert_int_equal(st.seen, 10);
+    assert_int_equal(st.sum, 500);
+    assert_int_equal(st.min, 50);
+    assert_int_equal(st.max, 50);
+    assert_int_equal(st.worst[2], 50);
+    assert_int_equal(st.self_sum, 500);
+
+    call_outer(0, 40);      /* below min */
+    call_outer(0, 70);      /* above max */
+    call_outer(0, 60);      /* among the largest */
+    call_outer(0, 55);      /* above the smallest of them */
+    call_outer(0, 52);      /* inside: calls and sum only */
+    call_outer(0, 40);
+    st = stats_of(&perfmon_region_outer, 0, NULL);
+    assert_int_equal(st.calls, 16);
+    assert_int_equal(st.sum, 500 + 40 + 70 + 60 + 55 + 52 + 40);
+    assert_int_equal(st.min, 40);
+    assert_int_equal(st.max, 70);
+    assert_int_equal(st.worst[0], 70);
+    assert_int_equal(st.worst[1], 60);
+    assert_int_equal(st.worst[2], 55);
+    assert_int_equal(st.self_min, 40);
+    assert_int_equal(st.self_max, 70);
+
+    /* Children: its self (5) below self_min, its count (45) inside. */
+    PERFMON_REGION_BEGIN(outer);
+    fdev_count(fd, 0, RAW_INSNS, 5);
+    PERFMON_REGION_BEGIN(inner);
+    fdev_count(fd, 0, RAW_INSNS, 40);
+    PERFMON_REGION_END(inner);
+    PERFMON_REGION_END(outer);
+    call_outer(0, 45);
+    st = stats_of(&perfmon_region_outer, 0, NULL);
+    assert_int_equal(st.calls, 18);
+    assert_int_equal(st.sum, 817 + 45 + 45);
+    assert_int_equal(st.self_sum, 817 + 5 + 45);
+    assert_int_equal(st.self_min, 5);
+    assert_int_equal(st.min, 40);
+    assert_int_equal(st.worst[2], 55);
+    st = stats_of(&perfmon_region_inner, 0, NULL);
+    assert_int_equal(st.calls, 1);
+    assert_int_equal(st.sum, 40);
+    assert_int_equal(perfmon_region_disarm(), 0);
 }
 
 static void
@@ -465,6 +537,8 @@ markers_inside_a_section(unsigned int nr_events)
     struct perfmon_region_losses losses;
     struct perfmon_event other;
 
+    /* The hook runs in the device's read op: counters read through it. */
+    fd->read_how = PERFMON_READ_OP;
     assert_int_equal(perfmon_region_arm(&config, &bad, &bad_event), 0);
     hook_calls = 0;
     fd->step_hook = markers_in_section;
@@ -660,6 +734,7 @@ main(void)
         cmocka_unit_test_setup(test_regions_are_in_the_section, region_setup),
         cmocka_unit_test_setup(test_idle_markers_do_nothing, region_setup),
         cmocka_unit_test_setup(test_calls_sum_min_max_largest, region_setup),
+        cmocka_unit_test_setup(test_steady_calls, region_setup),
         cmocka_unit_test_setup(test_nesting_and_self, region_setup),
         cmocka_unit_test_setup(test_cpus_apart, region_setup),
         cmocka_unit_test_setup(test_every_n, region_setup),
@@ -674,5 +749,16 @@ main(void)
         cmocka_unit_test_setup(test_read_here, region_setup),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    static const unsigned int hows[] = {
+        PERFMON_READ_OP, PERFMON_READ_MEM, PERFMON_READ_RDPMC,
+    };
+    static const char *const names[] = { "op", "mem", "rdpmc" };
+    int failed = 0;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(hows); i++) {
+        read_how = hows[i];
+        failed += cmocka_run_group_tests_name(names[i], tests, NULL, NULL);
+    }
+
+    return failed;
 }

@@ -32,6 +32,17 @@
  */
 static void store_hook(const void *p, uint64_t value);
 
+/*
+ * And each compare-and-swap of head through cas_hook first: a producer
+ * interrupting perfmon_ring_reserve() between its read of head and its
+ * claim lands there.  (The builtin named inside its own macro is not
+ * expanded again.)
+ */
+static void cas_hook(void);
+
+#define __atomic_compare_exchange_n(...)                                   \
+    (cas_hook(), __atomic_compare_exchange_n(__VA_ARGS__))
+
 #undef WRITE_ONCE
 #define WRITE_ONCE(x, v)                                                   \
     do {                                                                   \
@@ -418,35 +429,47 @@ test_in_place_init(void **state)
     assert_true(ring.spare == 128);
 }
 
+/* A record of payload n written by one of the ways in place (seq as above). */
+typedef bool (*produce_fn_t)(unsigned int seq, size_t n);
+
+static bool
+produce_in_place_alone(unsigned int seq, size_t n)
+{
+    return produce_in_place(seq, n, NULL);
+}
+
 /*
- * Records written in place go round the ring, cut by its end at every
- * 8-byte point, and come out as records copied in do (produce()): the
- * words past the end are moved to the start.  The spare's end is never
- * passed.
+ * Records written in place by produce_fn go round the ring, cut by its
+ * end at every 8-byte point, and come out as records copied in do
+ * (produce()): the words past the end are moved to the start.  The
+ * spare's end is never passed.
  */
 static void
-test_in_place_across_end(void **state)
+check_across_end(produce_fn_t produce_fn)
 {
     bool cut[16] = { false };
-    uint32_t lcg = 1;
+    uint32_t lcg = 7;
+    size_t n = 0, prev_n;
 
-    (void)state;
     place_setup();
 
-    for (unsigned int seq = 0; seq < 600; seq++) {
-        size_t n;
-
-        lcg = lcg * 1103515245 + 12345;
-        n = 8 * (1 + (lcg >> 16) % 15);
+    for (unsigned int seq = 0; seq < 1000; seq++) {
         uint64_t off = ring.head % 512;
 
-        assert_true(produce_in_place(seq, n, NULL));
+        prev_n = n;
+        lcg = lcg * 1103515245 + 12345;
+        n = 8 * (1 + (lcg >> 24) % 15);
+        assert_true(produce_fn(seq, n));
 
         if (off + 8 + n > 512) {
             cut[(512 - off) / 8] = true;
         }
 
-        consume(seq, n);
+        /* Two records in the ring at times, one at others. */
+        if (seq % 2 == 1) {
+            consume(seq - 1, prev_n);
+            consume(seq, n);
+        }
     }
 
     for (unsigned int w = 1; w < 16; w++) {
@@ -457,23 +480,46 @@ test_in_place_across_end(void **state)
     assert_true(perfmon_ring_lost(&ring) == 0);
 }
 
-/* Full: a record is cancelled and counted, as a copied one is dropped. */
+static void
+test_in_place_across_end(void **state)
+{
+    (void)state;
+    check_across_end(produce_in_place_alone);
+}
+
+/*
+ * Full: a record produce_fn writes in place is refused and counted, as a
+ * copied one is dropped; nothing is overwritten.
+ */
+static void
+check_full(produce_fn_t produce_fn)
+{
+    place_setup();
+
+    for (unsigned int seq = 0; seq < 8; seq++) {
+        assert_true(produce_fn(seq, 56));
+    }
+
+    assert_false(produce_fn(8, 8));
+    assert_true(perfmon_ring_lost(&ring) == 1);
+    assert_int_equal(ring.nest, 0);
+    consume(0, 56);
+    assert_true(produce_fn(9, 56));
+    assert_false(produce_fn(10, 0));
+    assert_true(perfmon_ring_lost(&ring) == 2);
+
+    for (unsigned int seq = 1; seq < 8; seq++) {
+        consume(seq, 56);
+    }
+
+    consume(9, 56);
+}
+
 static void
 test_in_place_full(void **state)
 {
     (void)state;
-    place_setup();
-
-    for (unsigned int seq = 0; seq < 8; seq++) {
-        assert_true(produce_in_place(seq, 56, NULL));
-    }
-
-    assert_false(produce_in_place(8, 8, NULL));
-    assert_true(perfmon_ring_lost(&ring) == 1);
-    consume(0, 56);
-    assert_true(produce_in_place(9, 56, NULL));
-    assert_false(produce_in_place(10, 0, NULL));
-    assert_true(perfmon_ring_lost(&ring) == 2);
+    check_full(produce_in_place_alone);
 }
 
 static void
@@ -520,6 +566,121 @@ test_in_place_interrupted(void **state)
     assert_true(perfmon_ring_lost(&ring) == 0);
 }
 
+/* ---- records reserved, then stored ---------------------------------------- */
+
+/* The record cas_hook produces in place (seq, payload size), once; 0: none. */
+static unsigned int cas_seq;
+static size_t cas_size;
+
+static bool produce_reserved(unsigned int seq, size_t n);
+
+static void
+cas_hook(void)
+{
+    if (cas_seq != 0) {
+        unsigned int seq = cas_seq;
+
+        cas_seq = 0;
+        assert_true(produce_reserved(seq, cas_size));
+    }
+}
+
+/*
+ * A record of payload n bytes (n a multiple of 8) reserved and stored in
+ * place, every byte seq + its index as produce() writes them; false when
+ * it did not fit.
+ */
+static bool
+produce_reserved(unsigned int seq, size_t n)
+{
+    uint64_t size = 8 + n, off;
+    unsigned char *rec;
+
+    if (!perfmon_ring_reserve(&ring, size, &off)) {
+        return false;
+    }
+
+    rec = (unsigned char *)&ring.data[off];
+    *(uint64_t *)rec = perfmon_ring_hdr_word(TYPE_TEST, size, seq);
+
+    for (size_t i = 0; i < n; i++) {
+        rec[8 + i] = (unsigned char)(seq + i);
+    }
+
+    perfmon_ring_publish(&ring, off, size);
+    return true;
+}
+
+static void
+test_reserved_across_end(void **state)
+{
+    (void)state;
+    check_across_end(produce_reserved);
+}
+
+static void
+test_reserved_full(void **state)
+{
+    (void)state;
+    check_full(produce_reserved);
+}
+
+/*
+ * A producer interrupting the reservation between its read of head and
+ * its claim: the claim fails and is made again after the interrupting
+ * record, which is published with it, first; one interrupting it after
+ * the claim (in the nesting count's store of its publish) comes after
+ * it.  Also near the end of the data, where the outer record is cut.
+ */
+static void
+test_reserved_interrupted(void **state)
+{
+    (void)state;
+    place_setup();
+    cas_seq = 21;
+    cas_size = 32;
+    assert_true(produce_reserved(20, 16));
+    assert_int_equal(cas_seq, 0);
+    consume(21, 32);
+    consume(20, 16);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+
+    hook_seq = 23;
+    hook_size = 8;
+    assert_true(produce_reserved(22, 24));
+    assert_int_equal(hook_seq, 0);
+    consume(22, 24);
+    consume(23, 8);
+
+    while (ring.head % 512 < 440) {
+        assert_true(produce_reserved(7, 8));
+        consume(7, 8);
+    }
+
+    cas_seq = 25;
+    cas_size = 16;
+    assert_true(produce_reserved(24, 64));
+    consume(25, 16);
+    consume(24, 64);
+
+    /* Room for the interrupting record only: the outer one is lost. */
+    while (512 - (ring.head - ring.tail) > 40) {
+        assert_true(produce_reserved(7, 8));
+    }
+
+    cas_seq = 27;
+    cas_size = 16;
+    assert_false(produce_reserved(26, 16));
+    assert_true(perfmon_ring_lost(&ring) == 1);
+
+    while (perfmon_ring_used(&ring) > 24) {
+        consume(7, 8);
+    }
+
+    consume(27, 16);
+    assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), 0);
+}
+
 int
 main(void)
 {
@@ -539,6 +700,9 @@ main(void)
         cmocka_unit_test(test_in_place_across_end),
         cmocka_unit_test(test_in_place_full),
         cmocka_unit_test(test_in_place_interrupted),
+        cmocka_unit_test(test_reserved_across_end),
+        cmocka_unit_test(test_reserved_full),
+        cmocka_unit_test(test_reserved_interrupted),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

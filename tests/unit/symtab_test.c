@@ -3,10 +3,12 @@
  *
  *
  * Tests of kern/symtab.c on a table made by hand as tools/gensyms makes
- * them: every address of the text finds the function holding it (the
- * last of two names at one address), through the granule index where
- * there is one and by the binary search past it, and nothing is found
- * outside the text or before its first function.
+ * them (tests/tools/test_gensyms.py checks that it does): every address
+ * of the text finds the function holding it (the last of two names at one
+ * address), its start through the function map where it names one, by
+ * the search where a function starts inside the granule, before the
+ * first function and in the last, partial granule; nothing is found
+ * outside the text.  The call-chain walk gets the text and the map.
  */
 
 #include <setjmp.h>
@@ -18,9 +20,10 @@
 
 #include <cmocka.h>
 
+#include "arch/x86/unwind.h"
 #include "kern/symtab.h"
 
-#define TEXT_SIZE   1024
+#define TEXT_SIZE   1000         /* the last granule: 8 bytes */
 
 /* The text: a block the linker's two marks enclose. */
 __asm__(".data\n"
@@ -28,7 +31,7 @@ __asm__(".data\n"
         ".globl _text_end\n"
         ".p2align 6\n"
         "_text_start:\n"
-        ".zero 1024\n"
+        ".zero 1000\n"
         "_text_end:\n"
         ".previous\n");
 
@@ -37,27 +40,33 @@ extern const char _text_end[];
 
 #define AT(off)     ((uint64_t)(uintptr_t)&_text_start[off])
 
-static const unsigned int offsets[] = { 8, 8, 40, 100, 101, 300, 700 };
+static const unsigned int offsets[] = { 8, 8, 40, 100, 101, 300, 700, 996 };
 
 const struct symtab_entry symtab_entries[] = {
     { AT(8), 0 }, { AT(8), 2 }, { AT(40), 4 }, { AT(100), 6 },
-    { AT(101), 8 }, { AT(300), 10 }, { AT(700), 12 }, { 0, 0 },
+    { AT(101), 8 }, { AT(300), 10 }, { AT(700), 12 }, { AT(996), 14 },
+    { 0, 0 },
 };
-const unsigned int symtab_nr_entries = 7;
-const char symtab_names[] = "a\0b\0c\0d\0e\0f\0g";
+const unsigned int symtab_nr_entries = 8;
+const char symtab_names[] = "a\0b\0c\0d\0e\0f\0g\0h";
+
+#define MIXED       SYMTAB_FUNC_MIXED
 
 /*
- * Granules of 16 bytes: the last entry at or before each start (7, the
- * zero entry: none), 0x8000 where another starts inside, for 48 of the
- * 64 (the rest: the binary search).
+ * Granules of 16 bytes, 63 of them: the function of each, MIXED where
+ * one starts inside (the last: h at 996) or none holds the first byte.
  */
-const unsigned short symtab_granules[] = {
-    0x8007, 0x1, 0x8001, 0x2, 0x2, 0x2, 0x8002, 0x4, 0x4, 0x4, 0x4, 0x4,
-    0x4, 0x4, 0x4, 0x4, 0x4, 0x4, 0x8004, 0x5, 0x5, 0x5, 0x5, 0x5,
-    0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5,
-    0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x5, 0x8005, 0x6, 0x6, 0x6, 0x6,
+const uint32_t symtab_func_map[] = {
+    MIXED, 8, MIXED, 40, 40, 40, MIXED, 101,
+    101, 101, 101, 101, 101, 101, 101, 101,
+    101, 101, MIXED, 300, 300, 300, 300, 300,
+    300, 300, 300, 300, 300, 300, 300, 300,
+    300, 300, 300, 300, 300, 300, 300, 300,
+    300, 300, 300, MIXED, 700, 700, 700, 700,
+    700, 700, 700, 700, 700, 700, 700, 700,
+    700, 700, 700, 700, 700, 700, MIXED, 0,
 };
-const unsigned int symtab_nr_granules = 48;
+const unsigned int symtab_nr_func_map = 63;
 
 static void
 test_every_address(void **state)
@@ -103,12 +112,26 @@ test_outside(void **state)
     assert_true(lo == AT(0) && hi == AT(TEXT_SIZE));
 }
 
+/* The walk's view: the text, the start of its functions, the map. */
+static void
+test_unwind_env(void **state)
+{
+    struct unwind_env env = { 0 };
+
+    (void)state;
+    symtab_unwind_env(&env);
+    assert_true(env.text_lo == AT(0) && env.text_hi == AT(TEXT_SIZE));
+    assert_true(env.func_start == symtab_func_start);
+    assert_ptr_equal(env.func_map, symtab_func_map);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_address),
         cmocka_unit_test(test_outside),
+        cmocka_unit_test(test_unwind_env),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

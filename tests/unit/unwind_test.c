@@ -12,7 +12,12 @@
  * (no frame, frame pointer pushed, own frame; prologues scheduled as gcc
  * does), and where the stack cannot tell, the chain is its address alone.
  * Nothing outside the stacks is ever read (the memory around them is
- * poisoned, and would show in the chain if it were).
+ * poisoned, and would show in the chain if it were).  With a function
+ * map, a chain of direct calls is walked without naming a function
+ * (func_start() is not called), a map entry that does not tell sends the
+ * frame through the general checks, and every chain is the one the
+ * reference gives, whatever the map leaves untold and however the
+ * stacks' ends are aligned.
  */
 
 #include <setjmp.h>
@@ -43,8 +48,14 @@ static struct unwind_stack stacks[2];
 #define FN_C        128
 #define FN_D        192
 
-static uint8_t text[4 * FN_SIZE];
+static uint8_t text[4 * FN_SIZE] __attribute__((aligned(16)));
 static struct unwind_env env;
+
+/* The text's function map (16-byte granules): every one tells. */
+static uint32_t fmap[sizeof(text) >> UNWIND_MAP_SHIFT];
+
+/* How many times the walk named a function (fake_func_start()). */
+static unsigned int nr_func_start;
 
 static uint64_t
 addr(unsigned int s, unsigned int word)
@@ -62,7 +73,17 @@ code(unsigned int offset)
 static uint64_t
 fake_func_start(uint64_t a)
 {
+    nr_func_start++;
     return code((unsigned int)(a - code(0)) / FN_SIZE * FN_SIZE);
+}
+
+/* The map of the fixture's functions, as tools/gensyms makes one. */
+static void
+fmap_setup(void)
+{
+    for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
+        fmap[g] = (g << UNWIND_MAP_SHIFT) / FN_SIZE * FN_SIZE;
+    }
 }
 
 static void
@@ -133,6 +154,8 @@ setup(void)
     stacks[0] = (struct unwind_stack){ addr(0, 8), addr(0, 56) };
     stacks[1] = (struct unwind_stack){ addr(1, 8), addr(1, 56) };
     text_setup();
+    fmap_setup();
+    nr_func_start = 0;
     env = (struct unwind_env){
         .stacks = stacks,
         .nr_stacks = 1,
@@ -336,6 +359,29 @@ assert_chain(const uint64_t *ips, unsigned int n, const unsigned int *rets)
 }
 
 /*
+ * A return address on a stack too small for a frame (8 bytes): taken, and
+ * the walk goes on from the frame it names on the other stack.
+ */
+static void
+test_interrupted_tiny_stack(void **state)
+{
+    static const unsigned int rets[] = { RET_B_C, RET_A_B, RET_D_PTR };
+    uint64_t ips[8], ref[8];
+
+    (void)state;
+    chain_setup();
+    env.nr_stacks = 2;
+    stacks[1] = (struct unwind_stack){ addr(1, 20), addr(1, 21) };
+    mem[1][20] = code(RET_B_C);
+    assert_int_equal(unwind_interrupted(&env, code(FN_C), addr(1, 20),
+                                        addr(0, 30), ips, 8), 4);
+    assert_chain(ips, 4, rets);
+    assert_int_equal(ref_unwind_interrupted(&env, code(FN_C), addr(1, 20),
+                                            addr(0, 30), ref, 8), 4);
+    assert_memory_equal(ips, ref, 4 * sizeof(ips[0]));
+}
+
+/*
  * A leaf without frame: its caller's return address on top of the stack,
  * fp still the caller's frame; at its first instruction, in its body, at
  * its ret.
@@ -474,6 +520,128 @@ test_interrupted_unknown(void **state)
                                         addr(0, 30), ips, 8), 1);
 }
 
+/* ---- the function map --------------------------------------------------- */
+
+/*
+ * d -> a -> b -> c, c's frame at word 20 (c calls through a pointer from
+ * its body: a frame of its own): b's and a's frames follow direct calls,
+ * d's an indirect one.
+ */
+static void
+map_chain_setup(void)
+{
+    setup();
+    frame(0, 20, addr(0, 30), code(RET_B_C));
+    frame(0, 30, addr(0, 40), code(RET_A_B));
+    frame(0, 40, addr(0, 50), code(RET_D_PTR));
+    frame(0, 50, 0, 0);
+}
+
+static void
+assert_map_chain(unsigned int n, const uint64_t *ips)
+{
+    assert_int_equal(n, 3);
+    assert_true(ips[0] == code(RET_B_C) - 1);
+    assert_true(ips[1] == code(RET_A_B) - 1);
+    assert_true(ips[2] == code(RET_D_PTR) - 1);
+}
+
+/*
+ * With the map, the direct calls are taken without naming a function.
+ * Without it, a direct call after the first frame names its callee; an
+ * indirect call, and the end of the chain, never do.
+ */
+static void
+test_map_direct_calls(void **state)
+{
+    uint64_t ips[8];
+
+    (void)state;
+    map_chain_setup();
+    env.func_map = fmap;
+    assert_map_chain(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), ips);
+    assert_int_equal(nr_func_start, 0);
+
+    env.func_map = NULL;
+    assert_map_chain(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), ips);
+    assert_int_equal(nr_func_start, 1);
+}
+
+/*
+ * An entry that does not tell (a function starts inside its granule, or
+ * none holds it) sends the frame above through the general checks, which
+ * find the same callers; a direct call to another function than the one
+ * named is still no return.
+ */
+static void
+test_map_mixed(void **state)
+{
+    uint64_t ips[8];
+
+    (void)state;
+    map_chain_setup();
+    env.func_map = fmap;
+    fmap[(RET_B_C - 1) >> UNWIND_MAP_SHIFT] = UNWIND_FUNC_MIXED;
+    assert_map_chain(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), ips);
+    assert_int_equal(nr_func_start, 1);
+
+    for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
+        fmap[g] = UNWIND_FUNC_MIXED;
+    }
+
+    assert_map_chain(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), ips);
+
+    /* a's frame returning from a direct call to c, not b: the end. */
+    fmap_setup();
+    frame(0, 30, addr(0, 40), code(RET_D_C));
+    assert_int_equal(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), 1);
+}
+
+/*
+ * The callee above a frame is the function holding its return address
+ * minus one, not the call's first byte: a rel32 "call" whose bytes run
+ * from b into c (given its own target as callee, so that it passes)
+ * returns into c, and a direct call to b above it is no return.
+ */
+static void
+test_map_callee_of_last_byte(void **state)
+{
+    uint64_t ips[8];
+    int32_t rel;
+
+    (void)state;
+    setup();
+    env.func_map = fmap;
+    text[FN_C - 2] = 0xe8;
+    memcpy(&rel, &text[FN_C - 1], sizeof(rel));
+    frame(0, 20, addr(0, 30), code(FN_C + 3));
+    frame(0, 30, addr(0, 40), code(RET_A_B));
+    assert_int_equal(unwind_fp(&env, addr(0, 20),
+                               code(FN_C + 3) + (uint64_t)(int64_t)rel, ips,
+                               8), 1);
+    assert_int_equal(ref_unwind_fp(&env, addr(0, 20),
+                                   code(FN_C + 3) + (uint64_t)(int64_t)rel,
+                                   ips, 8), 1);
+}
+
+/*
+ * The map is not used for a text of 2 GiB or more, where a call could
+ * reach the offset that stands for an untold entry (the text's end is
+ * never read: only the fixture's bytes are return addresses here).
+ */
+static void
+test_map_long_text(void **state)
+{
+    uint64_t ips[8];
+
+    (void)state;
+    map_chain_setup();
+    env.func_map = fmap;
+    env.text_hi = env.text_lo + (1ULL << 31);
+    assert_map_chain(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), ips);
+    assert_int_equal(nr_func_start, 1);
+}
+
 /* ---- the same chains as the reference unwinder ------------------------------ */
 
 static uint64_t
@@ -537,6 +705,24 @@ test_random_same_as_reference(void **state)
         }
 
         env.nr_stacks = 1 + (unsigned int)(rnd(&seed) % 2);
+        env.func_map = (rnd(&seed) % 4 == 0) ? NULL : fmap;
+        fmap_setup();
+
+        /* Now and then an entry that does not tell, or a stack's ends not
+         * 8-byte aligned. */
+        for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
+            if (rnd(&seed) % 8 == 0) {
+                fmap[g] = UNWIND_FUNC_MIXED;
+            }
+        }
+
+        for (unsigned int s = 0; s < 2; s++) {
+            uint64_t r = rnd(&seed);
+
+            stacks[s].lo = addr(s, 8) + ((r % 4 == 0) ? (r >> 8) % 8 : 0);
+            stacks[s].hi = addr(s, 56) - ((r % 4 == 1) ? (r >> 8) % 8 : 0);
+        }
+
         rip = code((unsigned int)(rnd(&seed) % sizeof(text)));
         rsp = rnd_word(&seed);
         fp = rnd_word(&seed);
@@ -569,10 +755,15 @@ main(void)
         cmocka_unit_test(test_loops),
         cmocka_unit_test(test_two_stacks),
         cmocka_unit_test(test_interrupted_leaf),
+        cmocka_unit_test(test_interrupted_tiny_stack),
         cmocka_unit_test(test_interrupted_scheduled_prologue),
         cmocka_unit_test(test_interrupted_indirect),
         cmocka_unit_test(test_interrupted_direct_wins),
         cmocka_unit_test(test_interrupted_unknown),
+        cmocka_unit_test(test_map_direct_calls),
+        cmocka_unit_test(test_map_mixed),
+        cmocka_unit_test(test_map_callee_of_last_byte),
+        cmocka_unit_test(test_map_long_text),
         cmocka_unit_test(test_random_same_as_reference),
     };
 

@@ -173,14 +173,13 @@ perfmon_bench_walk_here(struct perfmon_bench_walk *walk)
     struct unwind_env env = {
         .stacks = &stack,
         .nr_stacks = 1,
-        .func_start = symtab_func_start,
     };
 
     walk->nr_ips = 0;
 
     if (walk->walk
         && thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
-        symtab_text_bounds(&env.text_lo, &env.text_hi);
+        symtab_unwind_env(&env);
         walk->nr_ips = unwind_fp(
             &env, (uint64_t)(uintptr_t)__builtin_frame_address(0),
             (uint64_t)(uintptr_t)perfmon_bench_walk_here, walk->ips,

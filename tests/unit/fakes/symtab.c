@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/unwind.h"
 #include "kern/symtab.h"
 
 #define FAKE_SYMTAB_MAX     8
@@ -85,4 +86,13 @@ symtab_text_bounds(uint64_t *startp, uint64_t *endp)
 {
     *startp = fake_symtab_text_start;
     *endp = fake_symtab_text_end;
+}
+
+/* The fake's text and functions, without a function map. */
+void
+symtab_unwind_env(struct unwind_env *env)
+{
+    symtab_text_bounds(&env->text_lo, &env->text_hi);
+    env->func_start = symtab_func_start;
+    env->func_map = NULL;
 }
