@@ -232,28 +232,33 @@ struct perfmon_sched_share {
 };
 
 /*
- * Slot's share until now: the loaded thread's, for its slots; the CPU's
- * otherwise.  Inline: a turn takes one for every slot.
+ * Slot's share until now (an active slot): the loaded thread's, for its
+ * slots; the CPU's otherwise.  The times are the slot's as clocked to now
+ * (perfmon_cpu_pmc_clock), without clocking it: a turn takes a share for
+ * every slot and moves few.  Inline for that.
  */
 static inline __attribute__((always_inline)) void
-perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now,
-                    struct perfmon_sched_share *share)
+perfmon_sched_share(const struct perfmon_cpu *cpu, unsigned int slot,
+                    uint64_t now, struct perfmon_sched_share *share)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), dt = now - pmc->stamp;
     const struct perfmon_td *td = cpu->td;
     uint64_t enabled, running;
 
-    perfmon_cpu_pmc_clock(cpu, slot, now);
-    enabled = pmc->enabled - pmc->share_enabled;
-    running = pmc->running - pmc->share_running;
+    enabled = pmc->enabled + dt;
+    running = pmc->running + ((cpu->sched_mask & bit) ? dt : 0);
 
-    if (td != NULL && (td->loaded_mask & perfmon_slot_bit(slot))) {
+    if (td != NULL && (td->loaded_mask & bit)) {
         const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
 
-        enabled = tpmc->total.enabled - tpmc->share_base.enabled
-                  + (pmc->enabled - tpmc->snap.enabled);
-        running = tpmc->total.running - tpmc->share_base.running
-                  + (pmc->running - tpmc->snap.running);
+        enabled += tpmc->total.enabled - tpmc->share_base.enabled
+                   - tpmc->snap.enabled;
+        running += tpmc->total.running - tpmc->share_base.running
+                   - tpmc->snap.running;
+    } else {
+        enabled -= pmc->share_enabled;
+        running -= pmc->share_running;
     }
 
     share->running = (enabled == 0) ? 0 : running;
@@ -487,6 +492,155 @@ perfmon_sched_order(struct perfmon_cpu_dev *cdev, unsigned int base,
 }
 
 /*
+ * The selection of a turn on device d when its active flexible slots are
+ * single slots that all count on the same counters (events of one kind,
+ * no group with two of them here: the common case).  Then no order is
+ * needed: the full placement gives each, the smallest share first, one of
+ * those counters while any is left that no pinned slot holds, so it runs
+ * all of them but the ones with the largest shares (ties: the highest
+ * slot goes first), found in one pass each, the first in the pass that
+ * takes the shares.  slots: the device's active slots; *flexible: those
+ * not pinned.  False when they are not such (two slots of a group, or
+ * counters that differ).
+ */
+static bool
+perfmon_sched_select_simple(struct perfmon_cpu *cpu, unsigned int d,
+                            uint64_t slots, uint64_t now, uint64_t *flexible,
+                            uint64_t *chosen)
+{
+    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
+    unsigned int base = d * PERFMON_DEV_MAX_PMCS, last = 0;
+    uint64_t counters = 0, groups = 0, pinned_used = 0, fit, left = 0;
+    int out = 0;
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+        uint64_t group = 1ULL << (gpmc->group % 64);
+
+        if (gpmc->pinned) {
+            pinned_used |= 1ULL << cpu->pmcs[slot].hw_id;
+            continue;
+        }
+
+        /* Group ids that share their low bits take the full path too. */
+        group = (gpmc->group != 0) ? group : 0;
+
+        if ((groups & group) || (left != 0 && gpmc->counters != counters)) {
+            return false;
+        }
+
+        groups |= group;
+        counters = gpmc->counters;
+        left |= perfmon_slot_bit(slot);
+        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
+
+        if (out++ == 0 || !perfmon_sched_share_below(&shares[slot - base],
+                                                     &shares[last - base])) {
+            last = slot;
+        }
+    }
+
+    *flexible = left;
+    fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]) & ~pinned_used;
+
+    for (; fit != 0 && out > 0; fit &= fit - 1) {
+        out--;
+    }
+
+    /* out: how many do not fit; last: the largest share. */
+    while (out > 0) {
+        left &= ~perfmon_slot_bit(last);
+
+        if (--out == 0) {
+            break;
+        }
+
+        last = (unsigned int)__builtin_ctzll(left);
+
+        for (uint64_t s = left & (left - 1); s != 0; s &= s - 1) {
+            unsigned int slot = (unsigned int)__builtin_ctzll(s);
+
+            if (!perfmon_sched_share_below(&shares[slot - base],
+                                           &shares[last - base])) {
+                last = slot;
+            }
+        }
+    }
+
+    *chosen = left;
+    return true;
+}
+
+/*
+ * Whether slot in, arriving in a turn, may take over counter hw_id of
+ * slot out, leaving, in place as placing it would: neither samples (a
+ * sampling counter is armed at start), the device can transfer, hw_id
+ * counts in, and no counter in prefers is free besides.
+ */
+static bool
+perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
+                       unsigned int out, unsigned int in)
+{
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
+    uint64_t hw = 1ULL << pmc->hw_id;
+
+    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
+           && pmc->dev->ops->transfer != NULL && (gpmc->counters & hw)
+           && (!(gpmc->prefer & ~READ_ONCE(perfmon_dev_reserved[d])
+                 & ~cpu->devs[d].hw_used)
+               || (gpmc->prefer & hw));
+}
+
+/*
+ * The moves of a turn of single slots: flexible, those that held
+ * counters; chosen, those that run after it.  A slot leaving passes its
+ * counter on to one arriving in place when it may (out folded and both
+ * clocked at now, running until then and from then on; the count goes on
+ * for in); the others stop, and the arrivals left take the counters
+ * freed.
+ */
+static void
+perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
+                          uint64_t now, uint64_t flexible, uint64_t chosen)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
+
+    while (leaving != 0 && arriving != 0) {
+        unsigned int out = (unsigned int)__builtin_ctzll(leaving);
+        unsigned int in = (unsigned int)__builtin_ctzll(arriving);
+
+        if (!perfmon_sched_may_pass(cpu, d, out, in)) {
+            break;
+        }
+
+        perfmon_cpu_pmc_fold(cpu, out);
+        perfmon_cpu_pmc_clock(cpu, out, now);
+        perfmon_cpu_pmc_clock(cpu, in, now);
+        perfmon_cpu_pmc_transfer(cpu, out, in);
+        cdev->waiting = (cdev->waiting & ~perfmon_slot_bit(in))
+                        | perfmon_slot_bit(out);
+        leaving &= leaving - 1;
+        arriving &= arriving - 1;
+    }
+
+    perfmon_sched_remove(cpu, leaving, now, false);
+    cdev->waiting |= leaving;
+
+    for (; arriving != 0; arriving &= arriving - 1) {
+        uint64_t bit = arriving & -arriving;
+
+        /* Counters cut up among pinned slots: everything again. */
+        if (!perfmon_sched_place(cpu, bit, now)) {
+            perfmon_sched_replace(cpu, d, now, cpu->sched_mask & chosen);
+            return;
+        }
+    }
+}
+
+/*
  * A turn on device d.  First the units a full placement by share would
  * run (perfmon_sched_replace: the flexible units running here and those
  * waiting, the smallest share first, each where it fits), computed on a
@@ -507,6 +661,21 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     uint64_t units[PERFMON_DEV_MAX_PMCS], order[PERFMON_DEV_MAX_PMCS];
     uint64_t chosen = 0, used, arriving;
     unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
+
+#ifdef TALLY_HOST_TEST
+    if (!perfmon_sched_full_turns)
+#endif
+    {
+        if (perfmon_sched_select_simple(cpu, d, cpu->active_mask & dev_slots,
+                                        now, &flexible, &chosen)) {
+            perfmon_sched_move_simple(cpu, d, now,
+                                      flexible & cpu->sched_mask, chosen);
+            return;
+        }
+
+        flexible = 0;
+        chosen = 0;
+    }
 
     used = cdev->hw_used;
 

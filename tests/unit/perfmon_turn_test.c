@@ -50,7 +50,12 @@ interval(unsigned int cpu)
  * and counts, the runs through every turn are the same as with turns that
  * place everything again (the reference), turn after turn.  Events come
  * with turns between them, so that a group's members have shares of
- * their own (the unit's is its smallest).
+ * their own (the unit's is its smallest).  A third of the seeds make
+ * only events alone (no group, or one of their own; now and then a
+ * pinned one first), which all counters can count but now and then: the
+ * turn that needs no order, whose
+ * counters pass in place (or stop and start: a device that cannot pass
+ * them, every other such seed).
  */
 static uint64_t turn_rand_state;
 
@@ -66,10 +71,11 @@ turn_rand(uint64_t bound)
 #define TURN_NR_TURNS       40
 
 static unsigned int
-run_turns(bool full, uint64_t seed, uint64_t *sets)
+run_turns(bool full, uint64_t seed, uint64_t *sets, unsigned int *transfers)
 {
     struct perfmon_event evs[TURN_MAX_EVS];
     unsigned int nr, attached = 0;
+    bool alone = (seed % 3 == 0);
     struct fdev *fd;
 
     setup(NULL);
@@ -78,15 +84,26 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
     fd = fdev_add(0, 48, 2 + (unsigned int)turn_rand(4), true);
     nr = 3 + (unsigned int)turn_rand(TURN_MAX_EVS - 2);
 
-    for (unsigned int i = 0; i < nr; i++) {
-        uint64_t raw = (turn_rand(5) == 0) ? (RAW_ONLY0 | (i + 1) << 8)
-                                           : 0x1000 + i;
-        unsigned int leader = (unsigned int)turn_rand(i + 1);
+    if (alone && seed % 2 == 0) {
+        fd->ops.transfer = NULL;
+    }
 
-        init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    for (unsigned int i = 0; i < nr; i++) {
+        uint64_t raw = (turn_rand(alone ? 40 : 5) == 0)
+                       ? (RAW_ONLY0 | (i + 1) << 8) : 0x1000 + i;
+        unsigned int leader = (unsigned int)turn_rand(i + 1);
+        bool pinned = alone && i == 0 && turn_rand(2) == 0;
+
+        init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW
+                              | (pinned ? PERFMON_EF_PINNED : 0));
 
         /* Its own group, or one of an earlier leader's (or none). */
-        if (leader == i || turn_rand(3) == 0) {
+        if (alone) {
+            if (!pinned && leader % 2 == 0) {
+                assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]),
+                                 0);
+            }
+        } else if (leader == i || turn_rand(3) == 0) {
             assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
         } else if (evs[leader].group == &evs[leader]
                    && perfmon_event_attached(&evs[leader])) {
@@ -127,6 +144,7 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
         }
     }
 
+    *transfers += fd->nr_transfer;
     return nr;
 }
 
@@ -134,13 +152,13 @@ static void
 test_turn_moves_what_changes(void **state)
 {
     uint64_t full[TURN_NR_TURNS], incremental[TURN_NR_TURNS];
-    unsigned int changes = 0;
+    unsigned int changes = 0, full_transfers = 0, transfers = 0;
 
     (void)state;
 
-    for (uint64_t seed = 1; seed <= 60; seed++) {
-        run_turns(true, seed, full);
-        run_turns(false, seed, incremental);
+    for (uint64_t seed = 1; seed <= 90; seed++) {
+        run_turns(true, seed, full, &full_transfers);
+        run_turns(false, seed, incremental, &transfers);
 
         for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
             assert_int_equal(incremental[t], full[t]);
@@ -148,8 +166,10 @@ test_turn_moves_what_changes(void **state)
         }
     }
 
-    /* The runs did take turns. */
-    assert_true(changes > 100);
+    /* The runs did take turns, and counters passed in place in some. */
+    assert_true(changes > 150);
+    assert_int_equal(full_transfers, 0);
+    assert_true(transfers > 100);
 }
 
 /*
