@@ -78,6 +78,8 @@ struct perfmon_cpu_pmc {
  * turns); slot_of_hw, which slot holds each hardware counter, for the
  * overflow interrupt (set before the slot is marked running, cleared
  * after it stops being: a stale entry is filtered by sched_mask).
+ * grouped: the active slots of the groups with more than one slot active
+ * here (a turn without them needs no order).
  * turn_order: the units of the last turn by share (their representative
  * slots, nr_turn_order of them), where the next turn's sort starts: any
  * order sorts right, this one takes the fewest steps.
@@ -85,6 +87,7 @@ struct perfmon_cpu_pmc {
 struct perfmon_cpu_dev {
     uint64_t hw_used;
     uint64_t waiting;
+    uint64_t grouped;
     uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
     uint8_t turn_order[PERFMON_DEV_MAX_PMCS];
     unsigned int nr_turn_order;

@@ -233,23 +233,25 @@ struct perfmon_sched_share {
 
 /*
  * Slot's share until now (an active slot): the loaded thread's, for its
- * slots; the CPU's otherwise.  The times are the slot's as clocked to now
+ * slots (loaded: td's loaded_mask, 0 without a thread); the CPU's
+ * otherwise.  The times are the slot's as clocked to now
  * (perfmon_cpu_pmc_clock), without clocking it: a turn takes a share for
  * every slot and moves few.  Inline for that.
  */
 static inline __attribute__((always_inline)) void
-perfmon_sched_share(const struct perfmon_cpu *cpu, unsigned int slot,
-                    uint64_t now, struct perfmon_sched_share *share)
+perfmon_sched_share_of(const struct perfmon_cpu *cpu,
+                       const struct perfmon_td *td, uint64_t loaded,
+                       uint64_t sched, unsigned int slot, uint64_t now,
+                       struct perfmon_sched_share *share)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     uint64_t bit = perfmon_slot_bit(slot), dt = now - pmc->stamp;
-    const struct perfmon_td *td = cpu->td;
     uint64_t enabled, running;
 
     enabled = pmc->enabled + dt;
-    running = pmc->running + ((cpu->sched_mask & bit) ? dt : 0);
+    running = pmc->running + ((sched & bit) ? dt : 0);
 
-    if (td != NULL && (td->loaded_mask & bit)) {
+    if (unlikely(loaded & bit)) {
         const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
 
         enabled += tpmc->total.enabled - tpmc->share_base.enabled
@@ -261,8 +263,19 @@ perfmon_sched_share(const struct perfmon_cpu *cpu, unsigned int slot,
         running -= pmc->share_running;
     }
 
-    share->running = (enabled == 0) ? 0 : running;
-    share->enabled = (enabled == 0) ? 1 : enabled;
+    /* running <= enabled: with no enabled time, none ran either. */
+    share->running = running;
+    share->enabled = enabled + (enabled == 0);
+}
+
+static inline __attribute__((always_inline)) void
+perfmon_sched_share(const struct perfmon_cpu *cpu, unsigned int slot,
+                    uint64_t now, struct perfmon_sched_share *share)
+{
+    const struct perfmon_td *td = cpu->td;
+
+    perfmon_sched_share_of(cpu, td, (td != NULL) ? td->loaded_mask : 0,
+                           cpu->sched_mask, slot, now, share);
 }
 
 /* Whether share a is below share b: a.running * b.enabled < the other. */
@@ -492,87 +505,6 @@ perfmon_sched_order(struct perfmon_cpu_dev *cdev, unsigned int base,
 }
 
 /*
- * The selection of a turn on device d when its active flexible slots are
- * single slots that all count on the same counters (events of one kind,
- * no group with two of them here: the common case).  Then no order is
- * needed: the full placement gives each, the smallest share first, one of
- * those counters while any is left that no pinned slot holds, so it runs
- * all of them but the ones with the largest shares (ties: the highest
- * slot goes first), found in one pass each, the first in the pass that
- * takes the shares.  slots: the device's active slots; *flexible: those
- * not pinned.  False when they are not such (two slots of a group, or
- * counters that differ).
- */
-static bool
-perfmon_sched_select_simple(struct perfmon_cpu *cpu, unsigned int d,
-                            uint64_t slots, uint64_t now, uint64_t *flexible,
-                            uint64_t *chosen)
-{
-    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
-    unsigned int base = d * PERFMON_DEV_MAX_PMCS, last = 0;
-    uint64_t counters = 0, groups = 0, pinned_used = 0, fit, left = 0;
-    int out = 0;
-
-    for (; slots != 0; slots &= slots - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-        uint64_t group = 1ULL << (gpmc->group % 64);
-
-        if (gpmc->pinned) {
-            pinned_used |= 1ULL << cpu->pmcs[slot].hw_id;
-            continue;
-        }
-
-        /* Group ids that share their low bits take the full path too. */
-        group = (gpmc->group != 0) ? group : 0;
-
-        if ((groups & group) || (left != 0 && gpmc->counters != counters)) {
-            return false;
-        }
-
-        groups |= group;
-        counters = gpmc->counters;
-        left |= perfmon_slot_bit(slot);
-        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
-
-        if (out++ == 0 || !perfmon_sched_share_below(&shares[slot - base],
-                                                     &shares[last - base])) {
-            last = slot;
-        }
-    }
-
-    *flexible = left;
-    fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]) & ~pinned_used;
-
-    for (; fit != 0 && out > 0; fit &= fit - 1) {
-        out--;
-    }
-
-    /* out: how many do not fit; last: the largest share. */
-    while (out > 0) {
-        left &= ~perfmon_slot_bit(last);
-
-        if (--out == 0) {
-            break;
-        }
-
-        last = (unsigned int)__builtin_ctzll(left);
-
-        for (uint64_t s = left & (left - 1); s != 0; s &= s - 1) {
-            unsigned int slot = (unsigned int)__builtin_ctzll(s);
-
-            if (!perfmon_sched_share_below(&shares[slot - base],
-                                           &shares[last - base])) {
-                last = slot;
-            }
-        }
-    }
-
-    *chosen = left;
-    return true;
-}
-
-/*
  * Whether slot in, arriving in a turn, may take over counter hw_id of
  * slot out, leaving, in place as placing it would: neither samples (a
  * sampling counter is armed at start), the device can transfer, hw_id
@@ -641,6 +573,107 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
 }
 
 /*
+ * The largest share of slot's and *max until now (ties: slot's, the
+ * higher), into *max and *last.  Inline: a turn takes one for each slot.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_sched_largest_of(const struct perfmon_cpu *cpu,
+                         const struct perfmon_td *td, uint64_t loaded,
+                         unsigned int slot, uint64_t now,
+                         struct perfmon_sched_share *max, unsigned int *last)
+{
+    struct perfmon_sched_share share;
+
+    perfmon_sched_share_of(cpu, td, loaded, cpu->sched_mask, slot, now,
+                           &share);
+
+    if (!perfmon_sched_share_below(&share, max)) {
+        *max = share;
+        *last = slot;
+    }
+}
+
+/* No share is below it: where a search for the largest starts. */
+#define PERFMON_SCHED_SHARE_NONE    { .running = 0, .enabled = 1 }
+
+/*
+ * A turn on device d (slots waiting) when its active flexible slots are
+ * single slots (no two of a group: cdev->grouped) that all count on the
+ * same counters, as events of one kind do.  Then no order is needed: the
+ * full placement gives each, the smallest share first, one of those
+ * counters while any is left that no pinned slot holds, so it runs all
+ * but the ones with the largest shares (ties: the highest slot goes
+ * first), found in one pass each, the first in the pass that checks the
+ * slots.  Then perfmon_sched_move_simple().  False, with nothing done,
+ * when the slots are not such.  Out of line: its loop keeps its values
+ * in registers.
+ */
+static bool __attribute__((noinline))
+perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
+                          uint64_t now)
+{
+    const struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    const struct perfmon_td *td = cpu->td;
+    uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
+    uint64_t slots = cpu->active_mask
+                     & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
+    uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
+    struct perfmon_sched_share max = PERFMON_SCHED_SHARE_NONE;
+    uint64_t flexible = slots, chosen, fit;
+    unsigned int last = 0;
+    int out = 0;
+
+#ifdef TALLY_HOST_TEST
+    if (perfmon_sched_full_turns) {
+        return false;
+    }
+#endif
+
+    if (cdev->grouped & slots) {
+        return false;
+    }
+
+    fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]);
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+
+        if (unlikely(gpmc->pinned)) {
+            flexible &= ~perfmon_slot_bit(slot);
+            fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
+            continue;
+        }
+
+        if (gpmc->counters != counters) {
+            return false;
+        }
+
+        out++;
+        perfmon_sched_largest_of(cpu, td, loaded, slot, now, &max, &last);
+    }
+
+    /* out: how many do not fit; last, the largest share, goes first. */
+    for (; fit != 0 && out > 0; fit &= fit - 1) {
+        out--;
+    }
+
+    for (chosen = flexible; out > 0; out--) {
+        chosen &= ~perfmon_slot_bit(last);
+        max = (struct perfmon_sched_share)PERFMON_SCHED_SHARE_NONE;
+
+        for (slots = (out > 1) ? chosen : 0; slots != 0; slots &= slots - 1) {
+            perfmon_sched_largest_of(cpu, td, loaded,
+                                     (unsigned int)__builtin_ctzll(slots),
+                                     now, &max, &last);
+        }
+    }
+
+    perfmon_sched_move_simple(cpu, d, now, flexible & cpu->sched_mask, chosen);
+    return true;
+}
+
+/*
  * A turn on device d.  First the units a full placement by share would
  * run (perfmon_sched_replace: the flexible units running here and those
  * waiting, the smallest share first, each where it fits), computed on a
@@ -662,19 +695,8 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     uint64_t chosen = 0, used, arriving;
     unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
 
-#ifdef TALLY_HOST_TEST
-    if (!perfmon_sched_full_turns)
-#endif
-    {
-        if (perfmon_sched_select_simple(cpu, d, cpu->active_mask & dev_slots,
-                                        now, &flexible, &chosen)) {
-            perfmon_sched_move_simple(cpu, d, now,
-                                      flexible & cpu->sched_mask, chosen);
-            return;
-        }
-
-        flexible = 0;
-        chosen = 0;
+    if (perfmon_sched_turn_simple(cpu, d, now)) {
+        return;
     }
 
     used = cdev->hw_used;
@@ -781,23 +803,29 @@ static void
 perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
-    uint64_t unit, bit = perfmon_slot_bit(slot);
+    uint64_t unit = 0, bit = perfmon_slot_bit(slot);
     bool waited = (cdev->waiting != 0);
 
     assert(cpu->active_mask & bit);
     assert(!(cpu->sched_mask & bit));
 
+    if (perfmon_pmcs[slot].group != 0) {
+        unit = perfmon_sched_unit(cpu, slot);
+
+        if (unit & (unit - 1)) {
+            cdev->grouped |= unit;
+        }
+    }
+
     if (perfmon_pmcs[slot].pinned) {
         perfmon_sched_in_pinned(cpu, slot, now);
-    } else if (perfmon_pmcs[slot].group == 0) {
+    } else if (unit == 0) {
         /* Alone: a free counter, or it waits. */
         if (!perfmon_sched_place(cpu, bit, now)) {
             cdev->waiting |= bit;
         }
     } else {
         /* Its group runs: it joins, or the group waits with it. */
-        unit = perfmon_sched_unit(cpu, slot);
-
         if (unit & cpu->sched_mask) {
             if (!perfmon_sched_place(cpu, bit, now)) {
                 perfmon_sched_remove(cpu, unit, now, false);
@@ -827,6 +855,14 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 
     assert(!(cpu->active_mask & bit));
     cdev->waiting &= ~bit;
+
+    /* A group left with one slot active here is no longer grouped. */
+    if (cdev->grouped & bit) {
+        uint64_t rest = perfmon_sched_unit(cpu, slot);
+
+        cdev->grouped &= ~bit;
+        cdev->grouped &= ((rest & (rest - 1)) == 0) ? ~rest : ~0ULL;
+    }
 
     /* Its last user took its counts at now: no fold again. */
     if (cpu->sched_mask & bit) {
