@@ -12,7 +12,8 @@
  * waits, and the CPU has turns to take: every perfmon.mux_ms (the clock
  * tick calls perfmon_sched_rotate), and whenever a thread with slots
  * waiting is switched in, the flexible slots holding counters give them
- * up and all are placed again, those that so far ran the smallest share
+ * up and all are placed again (as if: a turn moves only what that
+ * changes), those that so far ran the smallest share
  * of their enabled time first (perfmon_sched_share: the loaded thread's
  * share for its slots, which follows it across switches and migrations,
  * the CPU's for the others).  So N slots over K counters each run about
@@ -21,7 +22,7 @@
  * (perfmon_cpu.c).
  *
  * A group's slots active on a CPU (a unit) are placed all together or not
- * at all, and leave together; a unit's share is its first slot's.  Each
+ * at all, and leave together; a unit's share is its smallest slot's.  Each
  * member takes a free counter it can use, a preferred one first (a fixed
  * counter); a unit that does not fit is passed over for the next.
  *
@@ -245,13 +246,12 @@ perfmon_sched_share_of(const struct perfmon_cpu *cpu,
                        struct perfmon_sched_share *share)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t bit = perfmon_slot_bit(slot), dt = now - pmc->stamp;
-    uint64_t enabled, running;
+    uint64_t dt = now - pmc->stamp, enabled, running;
 
     enabled = pmc->enabled + dt;
-    running = pmc->running + ((sched & bit) ? dt : 0);
+    running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
 
-    if (unlikely(loaded & bit)) {
+    if (unlikely((loaded >> slot) & 1)) {
         const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
 
         enabled += tpmc->total.enabled - tpmc->share_base.enabled
@@ -558,8 +558,10 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
         arriving &= arriving - 1;
     }
 
-    perfmon_sched_remove(cpu, leaving, now, false);
-    cdev->waiting |= leaving;
+    if (leaving != 0) {
+        perfmon_sched_remove(cpu, leaving, now, false);
+        cdev->waiting |= leaving;
+    }
 
     for (; arriving != 0; arriving &= arriving - 1) {
         uint64_t bit = arriving & -arriving;
@@ -579,18 +581,27 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
 static inline __attribute__((always_inline)) void
 perfmon_sched_largest_of(const struct perfmon_cpu *cpu,
                          const struct perfmon_td *td, uint64_t loaded,
-                         unsigned int slot, uint64_t now,
+                         uint64_t sched, unsigned int slot, uint64_t now,
                          struct perfmon_sched_share *max, unsigned int *last)
 {
     struct perfmon_sched_share share;
 
-    perfmon_sched_share_of(cpu, td, loaded, cpu->sched_mask, slot, now,
-                           &share);
+    perfmon_sched_share_of(cpu, td, loaded, sched, slot, now, &share);
 
     if (!perfmon_sched_share_below(&share, max)) {
         *max = share;
         *last = slot;
     }
+}
+
+/* The bits set in x (no popcount: the kernel runs on any x86-64). */
+static inline unsigned int
+perfmon_sched_nr_bits(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned int)((x * 0x0101010101010101ULL) >> 56);
 }
 
 /* No share is below it: where a search for the largest starts. */
@@ -615,13 +626,14 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     const struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
+    uint64_t sched = cpu->sched_mask, chosen, fit;
     uint64_t slots = cpu->active_mask
                      & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
     uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
     struct perfmon_sched_share max = PERFMON_SCHED_SHARE_NONE;
-    uint64_t flexible = slots, chosen, fit;
+    uint64_t flexible = slots;
     unsigned int last = 0;
-    int out = 0;
+    int out;
 
 #ifdef TALLY_HOST_TEST
     if (perfmon_sched_full_turns) {
@@ -649,33 +661,33 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
             return false;
         }
 
-        out++;
-        perfmon_sched_largest_of(cpu, td, loaded, slot, now, &max, &last);
+        perfmon_sched_largest_of(cpu, td, loaded, sched, slot, now, &max,
+                                 &last);
     }
 
     /* out: how many do not fit; last, the largest share, goes first. */
-    for (; fit != 0 && out > 0; fit &= fit - 1) {
-        out--;
-    }
+    out = (int)perfmon_sched_nr_bits(flexible)
+          - (int)perfmon_sched_nr_bits(fit);
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);
         max = (struct perfmon_sched_share)PERFMON_SCHED_SHARE_NONE;
 
         for (slots = (out > 1) ? chosen : 0; slots != 0; slots &= slots - 1) {
-            perfmon_sched_largest_of(cpu, td, loaded,
+            perfmon_sched_largest_of(cpu, td, loaded, sched,
                                      (unsigned int)__builtin_ctzll(slots),
                                      now, &max, &last);
         }
     }
 
-    perfmon_sched_move_simple(cpu, d, now, flexible & cpu->sched_mask, chosen);
+    perfmon_sched_move_simple(cpu, d, now, flexible & sched, chosen);
     return true;
 }
 
 /*
- * A turn on device d.  First the units a full placement by share would
- * run (perfmon_sched_replace: the flexible units running here and those
+ * A turn on device d that perfmon_sched_turn_simple() could not take.
+ * First the units a full placement by share would run
+ * (perfmon_sched_replace: the flexible units running here and those
  * waiting, the smallest share first, each where it fits), computed on a
  * copy of the counters in use; then only what changes moves: the units
  * leaving stop, those arriving start on the counters freed, those
@@ -694,10 +706,6 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     uint64_t units[PERFMON_DEV_MAX_PMCS], order[PERFMON_DEV_MAX_PMCS];
     uint64_t chosen = 0, used, arriving;
     unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
-
-    if (perfmon_sched_turn_simple(cpu, d, now)) {
-        return;
-    }
 
     used = cdev->hw_used;
 
@@ -884,7 +892,10 @@ perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
         if (cpu->devs[d].waiting != 0) {
-            perfmon_sched_rebalance(cpu, d, now);
+            if (!perfmon_sched_turn_simple(cpu, d, now)) {
+                perfmon_sched_rebalance(cpu, d, now);
+            }
+
             syscnt_inc(&cpu->nr_rotations);
         }
     }
