@@ -73,22 +73,30 @@ perfmon_sched_dev(struct perfmon_cpu *cpu, unsigned int slot)
     return &cpu->devs[slot / PERFMON_DEV_MAX_PMCS];
 }
 
-/* Whether any device of cpu has slots waiting; says so to the tick. */
+/* Tell the tick whether cpu has slots waiting. */
 static void
-perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
+perfmon_sched_set_mux(unsigned int cpu_index, bool waiting)
 {
     uint64_t bit = 1ULL << cpu_index;
-    bool waiting = false;
-
-    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
-        waiting |= (cpu->devs[d].waiting != 0);
-    }
 
     if (waiting && !(READ_ONCE(perfmon_mux_cpus) & bit)) {
         __atomic_fetch_or(&perfmon_mux_cpus, bit, __ATOMIC_RELAXED);
     } else if (!waiting && (READ_ONCE(perfmon_mux_cpus) & bit)) {
         __atomic_fetch_and(&perfmon_mux_cpus, ~bit, __ATOMIC_RELAXED);
     }
+}
+
+/* Whether any device of cpu has slots waiting; says so to the tick. */
+static void
+perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
+{
+    bool waiting = false;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        waiting |= (cpu->devs[d].waiting != 0);
+    }
+
+    perfmon_sched_set_mux(cpu_index, waiting);
 }
 
 /* The active slots of slot's group on this CPU (slot alone: no group). */
@@ -890,6 +898,8 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 void
 perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
+    uint64_t waiting = 0;
+
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
         if (cpu->devs[d].waiting != 0) {
             if (!perfmon_sched_turn_simple(cpu, d, now)) {
@@ -897,11 +907,12 @@ perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
             }
 
             syscnt_inc(&cpu->nr_rotations);
+            waiting |= cpu->devs[d].waiting;
         }
     }
 
     cpu->mux_ticks = 0;
-    perfmon_sched_update_mux(cpu, cpu_id());
+    perfmon_sched_set_mux(cpu_id(), waiting != 0);
 }
 
 void
