@@ -62,6 +62,9 @@ uint64_t perfmon_mux_cpus;
  * before they moved only what changes: the host test's reference.
  */
 bool perfmon_sched_full_turns;
+
+/* The turns perfmon_sched_turn_simple() took, for the host tests. */
+unsigned int perfmon_sched_nr_simple_turns;
 #endif
 
 /* Clock ticks between two rotations (perfmon.mux_ms), set at boot. */
@@ -513,68 +516,29 @@ perfmon_sched_order(struct perfmon_cpu_dev *cdev, unsigned int base,
 }
 
 /*
- * Whether slot in, arriving in a turn, may take over counter hw_id of
- * slot out, leaving, in place as placing it would: neither samples (a
- * sampling counter is armed at start), the device can transfer, hw_id
- * counts in, and no counter in prefers is free besides.
- */
-static bool
-perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
-                       unsigned int out, unsigned int in)
-{
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
-    uint64_t hw = 1ULL << pmc->hw_id;
-
-    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
-           && pmc->dev->ops->transfer != NULL && (gpmc->counters & hw)
-           && (!(gpmc->prefer & ~READ_ONCE(perfmon_dev_reserved[d])
-                 & ~cpu->devs[d].hw_used)
-               || (gpmc->prefer & hw));
-}
-
-/*
  * The moves of a turn of single slots: flexible, those that held
- * counters; chosen, those that run after it.  A slot leaving passes its
- * counter on to one arriving in place when it may (out folded and both
- * clocked at now, running until then and from then on; the count goes on
- * for in); the others stop, and the arrivals left take the counters
- * freed.
+ * counters; chosen, those that run after it.  Those leaving stop, and
+ * those arriving take the counters freed.  No counter passes on in place
+ * (the device's transfer): the events of the one leaving between its
+ * fold and the reprogramming would count for the one arriving, which may
+ * count something rarer (a turn from cpu-clock to interrupts would give
+ * it thousands of cycles).
  */
 static void
 perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
                           uint64_t now, uint64_t flexible, uint64_t chosen)
 {
-    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
-
-    while (leaving != 0 && arriving != 0) {
-        unsigned int out = (unsigned int)__builtin_ctzll(leaving);
-        unsigned int in = (unsigned int)__builtin_ctzll(arriving);
-
-        if (!perfmon_sched_may_pass(cpu, d, out, in)) {
-            break;
-        }
-
-        perfmon_cpu_pmc_fold(cpu, out);
-        perfmon_cpu_pmc_clock(cpu, out, now);
-        perfmon_cpu_pmc_clock(cpu, in, now);
-        perfmon_cpu_pmc_transfer(cpu, out, in);
-        cdev->waiting = (cdev->waiting & ~perfmon_slot_bit(in))
-                        | perfmon_slot_bit(out);
-        leaving &= leaving - 1;
-        arriving &= arriving - 1;
-    }
 
     if (leaving != 0) {
         perfmon_sched_remove(cpu, leaving, now, false);
-        cdev->waiting |= leaving;
+        cpu->devs[d].waiting |= leaving;
     }
 
     for (; arriving != 0; arriving &= arriving - 1) {
         uint64_t bit = arriving & -arriving;
 
-        /* Counters cut up among pinned slots: everything again. */
+        /* A stayer on a counter reserved since: everything again. */
         if (!perfmon_sched_place(cpu, bit, now)) {
             perfmon_sched_replace(cpu, d, now, cpu->sched_mask & chosen);
             return;
@@ -687,6 +651,10 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
                                      now, &max, &last);
         }
     }
+
+#ifdef TALLY_HOST_TEST
+    perfmon_sched_nr_simple_turns++;
+#endif
 
     perfmon_sched_move_simple(cpu, d, now, flexible & sched, chosen);
     return true;
@@ -1194,5 +1162,6 @@ perfmon_sched_reset(void)
 {
     perfmon_mux_cpus = 0;
     perfmon_sched_full_turns = false;
+    perfmon_sched_nr_simple_turns = 0;
 }
 #endif

@@ -815,9 +815,8 @@ test_reenabled_takes_turns_afresh(void **state)
 /*
  * Overflow interrupts of a pinned counter landing inside the stop of a
  * flexible event, then inside the start of another, in multiplexing
- * turns (a device that cannot pass a counter on in place): each is left
- * pending there and folded at the section's end, not dropped with the
- * stopped counters' own.
+ * turns: each is left pending there and folded at the section's end, not
+ * dropped with the stopped counters' own.
  */
 static void
 test_nmi_at_stop_and_start(void **state)
@@ -828,7 +827,6 @@ test_nmi_at_stop_and_start(void **state)
 
     (void)state;
     fd = fdev_add(0, 16, 3, true);
-    fd->ops.transfer = NULL;
     init_ok(&pin, RAW_OTHER,
             PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
     assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
@@ -853,68 +851,6 @@ test_nmi_at_stop_and_start(void **state)
     fdev_script_done(fd);
     assert_true(perfmon_event_read(&pin) == 10 + 2 * 65536);
     assert_true(perfmon_event_read(&evs[0]) == 20);
-    assert_int_equal(perfmon_event_detach(&pin), 0);
-    detach_all(evs, 3);
-    fdev_assert_idle(fd);
-}
-
-/*
- * A turn passes the counter of the event leaving on to the one arriving
- * in place, nothing stopped or started: the one leaving keeps what it
- * counted, the one arriving counts from then on, and their times say who
- * ran.  An overflow of the pinned counter landing in the transfer is
- * left pending there and folded at the section's end; one of the passed
- * counter's own, after the fold, is the arriving event's.
- */
-static void
-test_turn_passes_counter(void **state)
-{
-    struct perfmon_event pin, evs[3];
-    static const uint64_t ids[] = { RAW_CYCLES, RAW_INSNS, RAW_BRANCH };
-    uint64_t value[3], enabled[3], running[3];
-    unsigned int starts, stops;
-    struct fdev *fd;
-
-    (void)state;
-    fd = fdev_add(0, 16, 3, true);
-    init_ok(&pin, RAW_OTHER,
-            PERFMON_EF_KERN | PERFMON_EF_RAW | PERFMON_EF_PINNED);
-    assert_int_equal(perfmon_event_attach_cpu(&pin, 1), 0);
-
-    for (unsigned int i = 0; i < 3; i++) {
-        init_ok(&evs[i], ids[i], PERFMON_EF_KERN | PERFMON_EF_RAW);
-        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
-    }
-
-    /* evs[0] and evs[1] run, evs[2] waits. */
-    fdev_count(fd, 1, RAW_OTHER, 10);
-    fdev_count(fd, 1, RAW_CYCLES, 20);
-    fdev_count(fd, 1, RAW_INSNS, 30);
-    fdev_count(fd, 1, RAW_BRANCH, 40);
-    starts = fd->nr_start;
-    stops = fd->nr_stop;
-    fdev_script_nmi(fd, FDEV_STEP_TRANSFER, 1, 0, 65536);
-    interval(1);
-    fdev_script_done(fd);
-    assert_int_equal(fd->nr_start, starts);
-    assert_int_equal(fd->nr_stop, stops);
-    assert_int_equal(fd->nr_transfer, 1);
-    assert_true(perfmon_event_read(&pin) == 10 + 65536);
-
-    /* The last holder (equal shares: the highest slot) left. */
-    fdev_count(fd, 1, RAW_CYCLES, 1);
-    fdev_count(fd, 1, RAW_INSNS, 2);
-    fdev_count(fd, 1, RAW_BRANCH, 3);
-    fake_cpu_advance_tsc(TSC_PER_INTERVAL / 2);
-
-    for (unsigned int i = 0; i < 3; i++) {
-        value[i] = perfmon_event_read_times(&evs[i], &enabled[i],
-                                            &running[i]);
-    }
-
-    assert_true(value[0] == 21 && running[0] == enabled[0]);
-    assert_true(value[1] == 30 && running[1] == enabled[0] * 2 / 3);
-    assert_true(value[2] == 3 && running[2] == enabled[0] / 3);
     assert_int_equal(perfmon_event_detach(&pin), 0);
     detach_all(evs, 3);
     fdev_assert_idle(fd);
@@ -1107,7 +1043,6 @@ main(void)
         cmocka_unit_test_setup(test_released_sampling_slot_counts, setup),
         cmocka_unit_test_setup(test_reenabled_takes_turns_afresh, setup),
         cmocka_unit_test_setup(test_nmi_at_stop_and_start, setup),
-        cmocka_unit_test_setup(test_turn_passes_counter, setup),
         cmocka_unit_test_setup(test_pinned_takes_its_counter, setup),
         cmocka_unit_test_setup(test_member_joins_full, setup),
         cmocka_unit_test_setup(test_rotate_local, setup),
