@@ -169,6 +169,120 @@ test_turn_moves_what_changes(void **state)
 }
 
 /*
+ * The same with threads: two threads with events of their own (single
+ * events, grouped ones now and then) and CPU events beside them, switched
+ * in and out of CPU 1 in random order with random time between.  A
+ * switch to a thread with slots waiting is a turn, taken on that
+ * thread's shares, which follow it from switch to switch: the runs after
+ * every switch and every tick are the same as with turns that place
+ * everything again.
+ */
+static void
+run_thread_turns(bool full, uint64_t seed, uint64_t *sets)
+{
+    struct perfmon_event evs[TURN_MAX_EVS];
+    struct thread *ts[2];
+    unsigned int nr, attached = 0;
+    struct fdev *fd;
+
+    setup(NULL);
+    perfmon_sched_full_turns = full;
+    turn_rand_state = seed;
+    fd = fdev_add(0, 48, 2 + (unsigned int)turn_rand(3), true);
+    ts[0] = fake_thread_create("a");
+    ts[1] = fake_thread_create("b");
+    fake_thread_migrate(ts[0], 1);
+    fake_thread_migrate(ts[1], 1);
+    nr = 3 + (unsigned int)turn_rand(TURN_MAX_EVS - 2);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        unsigned int who = (unsigned int)turn_rand(3);
+        int error;
+
+        init_ok(&evs[i], 0x1000 + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+        /* Now and then a member of the group the one before leads. */
+        if (i > 0 && turn_rand(6) == 0
+            && evs[i - 1].group == &evs[i - 1]) {
+            assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i - 1]),
+                             0);
+            who = 3;
+        } else if (turn_rand(4) == 0) {
+            assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
+        }
+
+        if (who == 3) {
+            error = (evs[i - 1].thread != NULL)
+                    ? perfmon_event_attach(&evs[i], evs[i - 1].thread)
+                    : perfmon_event_attach_cpu(&evs[i], 1);
+        } else if (who == 0) {
+            error = perfmon_event_attach_cpu(&evs[i], 1);
+        } else {
+            error = perfmon_event_attach(&evs[i], ts[who - 1]);
+        }
+
+        if (error != 0) {
+            evs[i].state = 0;
+            continue;
+        }
+
+        attached |= 1U << i;
+    }
+
+    for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
+        unsigned int r = (unsigned int)turn_rand(3);
+        struct thread *next = (r < 2) ? ts[r] : NULL;
+
+        if (next != fake_thread_current(1)) {
+            fake_thread_switch(1, next);
+        }
+
+        fake_cpu_advance_tsc(1 + turn_rand(TSC_PER_INTERVAL));
+
+        if (turn_rand(3) == 0) {
+            interval(1);
+        }
+
+        sets[t] = perfmon_cpus[1].sched_mask;
+    }
+
+    if (fake_thread_current(1) != NULL) {
+        fake_thread_switch(1, NULL);
+    }
+
+    for (unsigned int i = nr; i-- > 0;) {
+        if (attached & (1U << i)) {
+            assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+        }
+    }
+
+    fdev_assert_idle(fd);
+}
+
+static void
+test_thread_turns_move_what_changes(void **state)
+{
+    uint64_t full[TURN_NR_TURNS], incremental[TURN_NR_TURNS];
+    unsigned int changes = 0, simple = 0;
+
+    (void)state;
+
+    for (uint64_t seed = 1; seed <= 90; seed++) {
+        run_thread_turns(true, seed, full);
+        run_thread_turns(false, seed, incremental);
+        simple += perfmon_sched_nr_simple_turns;
+
+        for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
+            assert_int_equal(incremental[t], full[t]);
+            changes += (t != 0 && full[t] != full[t - 1]);
+        }
+    }
+
+    assert_true(changes > 150);
+    assert_true(simple > 500);
+}
+
+/*
  * The turn the benchmark counts events moved by: of 3 events on 2
  * counters, the one that waited comes in and one of the others goes out;
  * with nothing waiting, nothing moves.
@@ -209,6 +323,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
+        cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
     };
 
