@@ -12,7 +12,7 @@
  * waits, and the CPU has turns to take: every perfmon.mux_ms (the clock
  * tick calls perfmon_sched_rotate), and whenever a thread with slots
  * waiting is switched in, the flexible slots holding counters give them
- * up and all are placed again (as if: a turn moves only what that
+ * up and all are placed again, in effect (a turn moves only what
  * changes), those that so far ran the smallest share
  * of their enabled time first (perfmon_sched_share: the loaded thread's
  * share for its slots, which follows it across switches and migrations,
