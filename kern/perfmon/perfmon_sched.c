@@ -588,10 +588,9 @@ perfmon_sched_nr_bits(uint64_t x)
  * but the ones with the largest shares (ties: the highest slot goes
  * first), found in one pass each, the first in the pass that checks the
  * slots.  Then perfmon_sched_move_simple().  False, with nothing done,
- * when the slots are not such.  Out of line: its loop keeps its values
- * in registers.
+ * when the slots are not such.
  */
-static bool __attribute__((noinline))
+static inline bool
 perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
                           uint64_t now)
 {
