@@ -70,12 +70,19 @@ turn_rand(uint64_t bound)
 #define TURN_MAX_EVS        12
 #define TURN_NR_TURNS       40
 
-static unsigned int
+/* The seeds of events alone: a third. */
+static bool
+seed_alone(uint64_t seed)
+{
+    return seed % 3 == 0;
+}
+
+static void
 run_turns(bool full, uint64_t seed, uint64_t *sets)
 {
     struct perfmon_event evs[TURN_MAX_EVS];
     unsigned int nr, attached = 0;
-    bool alone = (seed % 3 == 0);
+    bool alone = seed_alone(seed);
     struct fdev *fd;
 
     setup(NULL);
@@ -139,23 +146,29 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
             assert_int_equal(perfmon_event_detach(&evs[i]), 0);
         }
     }
-
-    return nr;
 }
 
-static void
-test_turn_moves_what_changes(void **state)
+/*
+ * Run seeds 1..TURN_NR_SEEDS of run with full turns and incremental ones
+ * and check that they agree: how many times the runs changed, and how
+ * many turns of the seeds keep() picks took the simple path, in *simple.
+ */
+#define TURN_NR_SEEDS       90
+
+static unsigned int
+check_turns(void (*run)(bool, uint64_t, uint64_t *),
+            bool (*keep)(uint64_t seed), unsigned int *simple)
 {
     uint64_t full[TURN_NR_TURNS], incremental[TURN_NR_TURNS];
-    unsigned int changes = 0, simple = 0;
+    unsigned int changes = 0;
 
-    (void)state;
+    *simple = 0;
 
-    for (uint64_t seed = 1; seed <= 90; seed++) {
-        run_turns(true, seed, full);
+    for (uint64_t seed = 1; seed <= TURN_NR_SEEDS; seed++) {
+        run(true, seed, full);
         assert_int_equal(perfmon_sched_nr_simple_turns, 0);
-        run_turns(false, seed, incremental);
-        simple += (seed % 3 == 0) ? perfmon_sched_nr_simple_turns : 0;
+        run(false, seed, incremental);
+        *simple += keep(seed) ? perfmon_sched_nr_simple_turns : 0;
 
         for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
             assert_int_equal(incremental[t], full[t]);
@@ -163,8 +176,25 @@ test_turn_moves_what_changes(void **state)
         }
     }
 
+    return changes;
+}
+
+static bool
+seed_any(uint64_t seed)
+{
+    (void)seed;
+    return true;
+}
+
+static void
+test_turn_moves_what_changes(void **state)
+{
+    unsigned int simple;
+
+    (void)state;
+
     /* The runs did take turns, the seeds of events alone without order. */
-    assert_true(changes > 150);
+    assert_true(check_turns(run_turns, seed_alone, &simple) > 150);
     assert_true(simple > 1000);
 }
 
@@ -262,23 +292,10 @@ run_thread_turns(bool full, uint64_t seed, uint64_t *sets)
 static void
 test_thread_turns_move_what_changes(void **state)
 {
-    uint64_t full[TURN_NR_TURNS], incremental[TURN_NR_TURNS];
-    unsigned int changes = 0, simple = 0;
+    unsigned int simple;
 
     (void)state;
-
-    for (uint64_t seed = 1; seed <= 90; seed++) {
-        run_thread_turns(true, seed, full);
-        run_thread_turns(false, seed, incremental);
-        simple += perfmon_sched_nr_simple_turns;
-
-        for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
-            assert_int_equal(incremental[t], full[t]);
-            changes += (t != 0 && full[t] != full[t - 1]);
-        }
-    }
-
-    assert_true(changes > 150);
+    assert_true(check_turns(run_thread_turns, seed_any, &simple) > 150);
     assert_true(simple > 500);
 }
 
