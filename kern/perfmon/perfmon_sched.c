@@ -14,7 +14,7 @@
  * waiting is switched in, the flexible slots holding counters give them
  * up and all are placed again, in effect (a turn moves only what
  * changes), those that so far ran the smallest share
- * of their enabled time first (perfmon_sched_share: the loaded thread's
+ * of their enabled time first (perfmon_turn_share: the loaded thread's
  * share for its slots, which follows it across switches and migrations,
  * the CPU's for the others).  So N slots over K counters each run about
  * K/N of the time, however often their thread moves.  Every slot's times
@@ -49,6 +49,7 @@
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_sched.h"
+#include "kern/perfmon/perfmon_turn.h"
 #include "kern/xcall.h"
 
 /* The longest multiplexing interval perfmon.mux_ms takes. */
@@ -233,70 +234,6 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
     }
 }
 
-/*
- * The share of its enabled time a slot ran, as the two times: running
- * over enabled, compared by cross products (no division).  No enabled
- * time counts as a share of 0 (0 over 1).
- */
-struct perfmon_sched_share {
-    uint64_t running;
-    uint64_t enabled;
-};
-
-/*
- * Slot's share until now (an active slot): the loaded thread's, for its
- * slots (loaded: td's loaded_mask, 0 without a thread); the CPU's
- * otherwise.  The times are the slot's as clocked to now
- * (perfmon_cpu_pmc_clock), without clocking it: a turn takes a share for
- * every slot and moves few.  Inline for that.
- */
-static inline __attribute__((always_inline)) void
-perfmon_sched_share_of(const struct perfmon_cpu *cpu,
-                       const struct perfmon_td *td, uint64_t loaded,
-                       uint64_t sched, unsigned int slot, uint64_t now,
-                       struct perfmon_sched_share *share)
-{
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t dt = now - pmc->stamp, enabled, running;
-
-    enabled = pmc->enabled + dt;
-    running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
-
-    if (unlikely((loaded >> slot) & 1)) {
-        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-
-        enabled += tpmc->total.enabled - tpmc->share_base.enabled
-                   - tpmc->snap.enabled;
-        running += tpmc->total.running - tpmc->share_base.running
-                   - tpmc->snap.running;
-    } else {
-        enabled -= pmc->share_enabled;
-        running -= pmc->share_running;
-    }
-
-    /* running <= enabled: with no enabled time, none ran either. */
-    share->running = running;
-    share->enabled = enabled + (enabled == 0);
-}
-
-static inline __attribute__((always_inline)) void
-perfmon_sched_share(const struct perfmon_cpu *cpu, unsigned int slot,
-                    uint64_t now, struct perfmon_sched_share *share)
-{
-    const struct perfmon_td *td = cpu->td;
-
-    perfmon_sched_share_of(cpu, td, (td != NULL) ? td->loaded_mask : 0,
-                           cpu->sched_mask, slot, now, share);
-}
-
-/* Whether share a is below share b: a.running * b.enabled < the other. */
-static inline bool
-perfmon_sched_share_below(const struct perfmon_sched_share *a,
-                          const struct perfmon_sched_share *b)
-{
-    return (unsigned __int128)a->running * b->enabled
-           < (unsigned __int128)b->running * a->enabled;
-}
 
 /*
  * Place the waiting units of device d that fit, those that ran the
@@ -307,7 +244,7 @@ static void
 perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
-    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
+    struct perfmon_turn_share shares[PERFMON_DEV_MAX_PMCS];
     unsigned int base = d * PERFMON_DEV_MAX_PMCS;
     uint64_t left = cdev->waiting;
 
@@ -315,7 +252,7 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
     for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
+        perfmon_turn_share(cpu, slot, now, &shares[slot - base]);
     }
 
     while (left != 0) {
@@ -326,8 +263,8 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
              slots &= slots - 1) {
             unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-            if (perfmon_sched_share_below(&shares[slot - base],
-                                          &shares[best - base])) {
+            if (perfmon_turn_share_below(&shares[slot - base],
+                                         &shares[best - base])) {
                 best = slot;
             }
         }
@@ -353,167 +290,6 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
     perfmon_sched_fill(cpu, d, now);
 }
 
-/*
- * Whether unit would fit on the counters of device d not in used: the
- * test perfmon_sched_place() makes, on a copy of the counters in use,
- * which takes the counters it would give.
- */
-static bool
-perfmon_sched_fits(unsigned int d, uint64_t unit, uint64_t *used)
-{
-    uint64_t masks[PERFMON_DEV_MAX_PMCS], prefer[PERFMON_DEV_MAX_PMCS];
-    unsigned int hw_ids[PERFMON_DEV_MAX_PMCS], n = 0;
-    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
-
-    for (uint64_t slots = unit; slots != 0; slots &= slots - 1) {
-        const struct perfmon_pmc *pmc =
-            &perfmon_pmcs[__builtin_ctzll(slots)];
-        uint64_t free = pmc->counters & ~reserved & ~*used;
-
-        /* One slot: the counter perfmon_sched_pick() would give. */
-        if ((unit & (unit - 1)) == 0) {
-            if (free == 0) {
-                return false;
-            }
-
-            free = (free & pmc->prefer) ? (free & pmc->prefer) : free;
-            *used |= free & -free;
-            return true;
-        }
-
-        masks[n] = free;
-        prefer[n++] = pmc->prefer;
-    }
-
-    if (!perfmon_counters_assign(masks, prefer, n, hw_ids)) {
-        return false;
-    }
-
-    for (unsigned int i = 0; i < n; i++) {
-        *used |= 1ULL << hw_ids[i];
-    }
-
-    return true;
-}
-
-/*
- * The units of a turn on device d, each computed once: for each unit
- * among slots (the active flexible slots: a group's active members are
- * all among them, flexible as its leader), the slot of it with the
- * smallest share (ties: the lowest), its representative, gets the unit
- * in units[] and its bit in the mask returned.  The unit's share is its
- * representative's, which shares[] holds.  The groups met are found by a
- * table keyed by the id's low bits (ids are handed out in sequence), so
- * one pass over the slots does.
- */
-#define PERFMON_SCHED_GROUP_KEYS    (2 * PERFMON_DEV_MAX_PMCS)
-
-static uint64_t
-perfmon_sched_units(struct perfmon_cpu *cpu, unsigned int base,
-                    uint64_t slots, uint64_t now,
-                    struct perfmon_sched_share *shares, uint64_t *units)
-{
-    uint64_t groups[PERFMON_SCHED_GROUP_KEYS], reps = 0;
-    uint8_t reps_of[PERFMON_SCHED_GROUP_KEYS];
-    uint32_t keyed = 0;
-
-    _Static_assert(PERFMON_SCHED_GROUP_KEYS <= 32, "keyed has a bit each");
-
-    for (; slots != 0; slots &= slots - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        uint64_t group = perfmon_pmcs[slot].group, bit = perfmon_slot_bit(slot);
-        unsigned int k = (unsigned int)group % PERFMON_SCHED_GROUP_KEYS, rep;
-
-        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
-
-        if (group == 0) {
-            units[slot - base] = bit;
-            reps |= bit;
-            continue;
-        }
-
-        while ((keyed & (1U << k)) && groups[k] != group) {
-            k = (k + 1) % PERFMON_SCHED_GROUP_KEYS;
-        }
-
-        /* The first member met: a unit of its own so far. */
-        if (!(keyed & (1U << k))) {
-            keyed |= 1U << k;
-            groups[k] = group;
-            reps_of[k] = (uint8_t)slot;
-            units[slot - base] = bit;
-            reps |= bit;
-            continue;
-        }
-
-        rep = reps_of[k];
-        units[rep - base] |= bit;
-
-        /* Slots come in order: a later one represents only if below. */
-        if (perfmon_sched_share_below(&shares[slot - base],
-                                      &shares[rep - base])) {
-            units[slot - base] = units[rep - base];
-            reps ^= perfmon_slot_bit(rep) | bit;
-            reps_of[k] = (uint8_t)slot;
-        }
-    }
-
-    return reps;
-}
-
-/* Whether a unit of share a, representative slot ra, goes before b's. */
-static inline bool
-perfmon_sched_before(const struct perfmon_sched_share *shares,
-                     unsigned int base, unsigned int ra, unsigned int rb)
-{
-    const struct perfmon_sched_share *a = &shares[ra - base];
-    const struct perfmon_sched_share *b = &shares[rb - base];
-
-    return perfmon_sched_share_below(a, b)
-           || (ra < rb && !perfmon_sched_share_below(b, a));
-}
-
-/*
- * The units of reps in the order the full placement takes them, the
- * smallest share first (ties: the lowest slot), into cdev->turn_order:
- * an insertion sort from the last turn's order (the representatives still
- * here, then the new ones), which shares change little between turns.
- */
-static void
-perfmon_sched_order(struct perfmon_cpu_dev *cdev, unsigned int base,
-                    uint64_t reps, const struct perfmon_sched_share *shares)
-{
-    uint8_t *order = cdev->turn_order;
-    uint64_t rest = reps;
-    unsigned int n = 0;
-
-    for (unsigned int i = 0; i < cdev->nr_turn_order; i++) {
-        uint64_t bit = perfmon_slot_bit(order[i]);
-
-        if (rest & bit) {
-            rest &= ~bit;
-            order[n++] = order[i];
-        }
-    }
-
-    for (; rest != 0; rest &= rest - 1) {
-        order[n++] = (uint8_t)__builtin_ctzll(rest);
-    }
-
-    for (unsigned int i = 1; i < n; i++) {
-        uint8_t rep = order[i];
-        unsigned int j = i;
-
-        for (; j > 0 && perfmon_sched_before(shares, base, rep, order[j - 1]);
-             j--) {
-            order[j] = order[j - 1];
-        }
-
-        order[j] = rep;
-    }
-
-    cdev->nr_turn_order = n;
-}
 
 /*
  * The moves of a turn of single slots: flexible, those that held
@@ -554,13 +330,13 @@ static inline __attribute__((always_inline)) void
 perfmon_sched_largest_of(const struct perfmon_cpu *cpu,
                          const struct perfmon_td *td, uint64_t loaded,
                          uint64_t sched, unsigned int slot, uint64_t now,
-                         struct perfmon_sched_share *max, unsigned int *last)
+                         struct perfmon_turn_share *max, unsigned int *last)
 {
-    struct perfmon_sched_share share;
+    struct perfmon_turn_share share;
 
-    perfmon_sched_share_of(cpu, td, loaded, sched, slot, now, &share);
+    perfmon_turn_share_of(cpu, td, loaded, sched, slot, now, &share);
 
-    if (!perfmon_sched_share_below(&share, max)) {
+    if (!perfmon_turn_share_below(&share, max)) {
         *max = share;
         *last = slot;
     }
@@ -577,7 +353,7 @@ perfmon_sched_nr_bits(uint64_t x)
 }
 
 /* No share is below it: where a search for the largest starts. */
-#define PERFMON_SCHED_SHARE_NONE    { .running = 0, .enabled = 1 }
+#define PERFMON_TURN_SHARE_NONE    { .running = 0, .enabled = 1 }
 
 /*
  * A turn on device d (slots waiting) when its active flexible slots are
@@ -601,7 +377,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     uint64_t slots = cpu->active_mask
                      & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
     uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
-    struct perfmon_sched_share max = PERFMON_SCHED_SHARE_NONE;
+    struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
     uint64_t flexible = slots;
     unsigned int last = 0;
     int out;
@@ -642,7 +418,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);
-        max = (struct perfmon_sched_share)PERFMON_SCHED_SHARE_NONE;
+        max = (struct perfmon_turn_share)PERFMON_TURN_SHARE_NONE;
 
         for (slots = (out > 1) ? chosen : 0; slots != 0; slots &= slots - 1) {
             perfmon_sched_largest_of(cpu, td, loaded, sched,
@@ -677,10 +453,8 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
     uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
-    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
-    uint64_t units[PERFMON_DEV_MAX_PMCS], order[PERFMON_DEV_MAX_PMCS];
-    uint64_t chosen = 0, used, arriving;
-    unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
+    uint64_t order[PERFMON_DEV_MAX_PMCS], chosen, used, arriving;
+    unsigned int nr_order;
 
     used = cdev->hw_used;
 
@@ -700,21 +474,8 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     }
 #endif
 
-    perfmon_sched_order(cdev, base,
-                        perfmon_sched_units(cpu, base,
-                                            flexible | cdev->waiting, now,
-                                            shares, units),
-                        shares);
-
-    /* The selection, in the order the full placement takes the units. */
-    for (unsigned int i = 0; i < cdev->nr_turn_order; i++) {
-        uint64_t unit = units[cdev->turn_order[i] - base];
-
-        if (perfmon_sched_fits(d, unit, &used)) {
-            chosen |= unit;
-            order[nr_order++] = unit;
-        }
-    }
+    nr_order = perfmon_turn_select(cpu, d, now, flexible, used, order,
+                                   &chosen);
 
     /* Those leaving give their counters up; those arriving take them. */
     perfmon_sched_remove(cpu, flexible & ~chosen, now, false);

@@ -2,10 +2,11 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of a multiplexing turn (kern/perfmon/perfmon_sched.c): it
- * moves only what changes, and runs the same events as a turn that places
- * everything again would; perfmon_rotate_local_moved() counts what it
- * moved.  The rest of multiplexing is in perfmon_mux_test.c.
+ * Host tests of a multiplexing turn (kern/perfmon/perfmon_sched.c and
+ * perfmon_turn.c): it moves only what changes, and runs the same events
+ * as a turn that places everything again would;
+ * perfmon_rotate_local_moved() counts what it moved.  The rest of
+ * multiplexing is in perfmon_mux_test.c.
  */
 
 #include <stdarg.h>
