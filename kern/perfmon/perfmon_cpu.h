@@ -78,8 +78,6 @@ struct perfmon_cpu_pmc {
  * turns); slot_of_hw, which slot holds each hardware counter, for the
  * overflow interrupt (set before the slot is marked running, cleared
  * after it stops being: a stale entry is filtered by sched_mask).
- * grouped: the active slots of the groups with more than one slot active
- * here (a turn without them needs no order).
  * turn_order: the units of the last turn by share (their representative
  * slots, nr_turn_order of them), where the next turn's sort starts: any
  * order sorts right, this one takes the fewest steps.
@@ -87,7 +85,6 @@ struct perfmon_cpu_pmc {
 struct perfmon_cpu_dev {
     uint64_t hw_used;
     uint64_t waiting;
-    uint64_t grouped;
     uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
     uint8_t turn_order[PERFMON_DEV_MAX_PMCS];
     unsigned int nr_turn_order;
@@ -107,6 +104,9 @@ _Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
  * active_mask (slots with nr_refs > 0) is also read by the poll timer on
  * other CPUs, as a hint.  sched_mask: the active slots that hold a
  * hardware counter here, the ones folded, polled and interrupted.
+ * grouped: at least the active slots of the groups with more than one
+ * slot active here (a turn without them needs no order; set as a group's
+ * second slot becomes active, brought up to date by the turn).
  *
  * gen grows by one in every section that may change the state (see
  * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
@@ -135,6 +135,7 @@ struct perfmon_cpu {
     struct syscnt nr_throttles;
     struct syscnt nr_rotations;
     unsigned int mux_ticks;             /* clock ticks since a rotation */
+    uint64_t grouped;
     struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);

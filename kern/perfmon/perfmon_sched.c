@@ -356,8 +356,32 @@ perfmon_sched_nr_bits(uint64_t x)
 #define PERFMON_TURN_SHARE_NONE    { .running = 0, .enabled = 1 }
 
 /*
+ * Bring the bits of device d in cpu->grouped up to date (they are set
+ * when a group's second slot becomes active here, and only cleared here):
+ * the groups with two slots or more still active.  True when none is.
+ */
+static bool
+perfmon_sched_regroup(struct perfmon_cpu *cpu, unsigned int d)
+{
+    uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
+    uint64_t slots = cpu->grouped & cpu->active_mask & dev_slots;
+    uint64_t grouped = 0;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t unit = perfmon_sched_unit(cpu, slot);
+
+        grouped |= (unit & (unit - 1)) ? unit : 0;
+        slots &= ~unit;
+    }
+
+    cpu->grouped = (cpu->grouped & ~dev_slots) | grouped;
+    return grouped == 0;
+}
+
+/*
  * A turn on device d (slots waiting) when its active flexible slots are
- * single slots (no two of a group: cdev->grouped) that all count on the
+ * single slots (no two of a group: cpu->grouped) that all count on the
  * same counters, as events of one kind do.  Then no order is needed: the
  * full placement gives each, the smallest share first, one of those
  * counters while any is left that no pinned slot holds, so it runs all
@@ -370,7 +394,7 @@ static inline bool
 perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
                           uint64_t now)
 {
-    const struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
     uint64_t sched = cpu->sched_mask, chosen, fit;
@@ -388,7 +412,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     }
 #endif
 
-    if (cdev->grouped & slots) {
+    if (unlikely(cpu->grouped & slots) && !perfmon_sched_regroup(cpu, d)) {
         return false;
     }
 
@@ -547,29 +571,27 @@ static void
 perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = perfmon_sched_dev(cpu, slot);
-    uint64_t unit = 0, bit = perfmon_slot_bit(slot);
+    uint64_t unit, bit = perfmon_slot_bit(slot);
     bool waited = (cdev->waiting != 0);
 
     assert(cpu->active_mask & bit);
     assert(!(cpu->sched_mask & bit));
 
-    if (perfmon_pmcs[slot].group != 0) {
-        unit = perfmon_sched_unit(cpu, slot);
-
-        if (unit & (unit - 1)) {
-            cdev->grouped |= unit;
-        }
-    }
-
     if (perfmon_pmcs[slot].pinned) {
         perfmon_sched_in_pinned(cpu, slot, now);
-    } else if (unit == 0) {
+    } else if (perfmon_pmcs[slot].group == 0) {
         /* Alone: a free counter, or it waits. */
         if (!perfmon_sched_place(cpu, bit, now)) {
             cdev->waiting |= bit;
         }
     } else {
         /* Its group runs: it joins, or the group waits with it. */
+        unit = perfmon_sched_unit(cpu, slot);
+
+        if (unit & (unit - 1)) {
+            cpu->grouped |= unit;
+        }
+
         if (unit & cpu->sched_mask) {
             if (!perfmon_sched_place(cpu, bit, now)) {
                 perfmon_sched_remove(cpu, unit, now, false);
@@ -599,14 +621,6 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 
     assert(!(cpu->active_mask & bit));
     cdev->waiting &= ~bit;
-
-    /* A group left with one slot active here is no longer grouped. */
-    if (cdev->grouped & bit) {
-        uint64_t rest = perfmon_sched_unit(cpu, slot);
-
-        cdev->grouped &= ~bit;
-        cdev->grouped &= ((rest & (rest - 1)) == 0) ? ~rest : ~0ULL;
-    }
 
     /* Its last user took its counts at now: no fold again. */
     if (cpu->sched_mask & bit) {
