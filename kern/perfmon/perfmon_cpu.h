@@ -104,6 +104,9 @@ _Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
  * active_mask (slots with nr_refs > 0) is also read by the poll timer on
  * other CPUs, as a hint.  sched_mask: the active slots that hold a
  * hardware counter here, the ones folded, polled and interrupted.
+ * grouped: at least the active slots of the groups with more than one
+ * slot active here (a turn without them needs no order; set as a group's
+ * second slot becomes active, brought up to date by the turn).
  *
  * gen grows by one in every section that may change the state (see
  * perfmon_cpu_enter and the overflow interrupt).  It lets thread context
@@ -132,6 +135,7 @@ struct perfmon_cpu {
     struct syscnt nr_throttles;
     struct syscnt nr_rotations;
     unsigned int mux_ticks;             /* clock ticks since a rotation */
+    uint64_t grouped;
     struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);

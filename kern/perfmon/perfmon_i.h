@@ -24,6 +24,8 @@
  *   perfmon_sample.c   sample buffers and records
  *   perfmon_nmi.c      the overflow interrupt: fold, samples, throttling
  *                      (perfmon_nmi.h)
+ *   perfmon_turn.c     a multiplexing turn's selection by share, when it
+ *                      needs an order (perfmon_turn.h)
  *   perfmon_sched.c    a slot's users on each CPU, which slot holds which
  *                      counter there, multiplexing (perfmon_sched.h)
  *   perfmon_pmc.c      the counter allocator, the switch hook's flag,

@@ -12,8 +12,9 @@
  * waits, and the CPU has turns to take: every perfmon.mux_ms (the clock
  * tick calls perfmon_sched_rotate), and whenever a thread with slots
  * waiting is switched in, the flexible slots holding counters give them
- * up and all are placed again, those that so far ran the smallest share
- * of their enabled time first (perfmon_sched_share: the loaded thread's
+ * up and all are placed again, in effect (a turn moves only what
+ * changes), those that so far ran the smallest share
+ * of their enabled time first (perfmon_turn_share: the loaded thread's
  * share for its slots, which follows it across switches and migrations,
  * the CPU's for the others).  So N slots over K counters each run about
  * K/N of the time, however often their thread moves.  Every slot's times
@@ -21,7 +22,7 @@
  * (perfmon_cpu.c).
  *
  * A group's slots active on a CPU (a unit) are placed all together or not
- * at all, and leave together; a unit's share is its first slot's.  Each
+ * at all, and leave together; a unit's share is its smallest slot's.  Each
  * member takes a free counter it can use, a preferred one first (a fixed
  * counter); a unit that does not fit is passed over for the next.
  *
@@ -48,6 +49,7 @@
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_sched.h"
+#include "kern/perfmon/perfmon_turn.h"
 #include "kern/xcall.h"
 
 /* The longest multiplexing interval perfmon.mux_ms takes. */
@@ -61,6 +63,9 @@ uint64_t perfmon_mux_cpus;
  * before they moved only what changes: the host test's reference.
  */
 bool perfmon_sched_full_turns;
+
+/* The turns perfmon_sched_turn_simple() took, for the host tests. */
+unsigned int perfmon_sched_nr_simple_turns;
 #endif
 
 /* Clock ticks between two rotations (perfmon.mux_ms), set at boot. */
@@ -72,22 +77,30 @@ perfmon_sched_dev(struct perfmon_cpu *cpu, unsigned int slot)
     return &cpu->devs[slot / PERFMON_DEV_MAX_PMCS];
 }
 
-/* Whether any device of cpu has slots waiting; says so to the tick. */
+/* Tell the tick whether cpu has slots waiting. */
 static void
-perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
+perfmon_sched_set_mux(unsigned int cpu_index, bool waiting)
 {
     uint64_t bit = 1ULL << cpu_index;
-    bool waiting = false;
-
-    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
-        waiting |= (cpu->devs[d].waiting != 0);
-    }
 
     if (waiting && !(READ_ONCE(perfmon_mux_cpus) & bit)) {
         __atomic_fetch_or(&perfmon_mux_cpus, bit, __ATOMIC_RELAXED);
     } else if (!waiting && (READ_ONCE(perfmon_mux_cpus) & bit)) {
         __atomic_fetch_and(&perfmon_mux_cpus, ~bit, __ATOMIC_RELAXED);
     }
+}
+
+/* Whether any device of cpu has slots waiting; says so to the tick. */
+static void
+perfmon_sched_update_mux(struct perfmon_cpu *cpu, unsigned int cpu_index)
+{
+    bool waiting = false;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        waiting |= (cpu->devs[d].waiting != 0);
+    }
+
+    perfmon_sched_set_mux(cpu_index, waiting);
 }
 
 /* The active slots of slot's group on this CPU (slot alone: no group). */
@@ -221,53 +234,6 @@ perfmon_sched_remove(struct perfmon_cpu *cpu, uint64_t unit, uint64_t now,
     }
 }
 
-/*
- * The share of its enabled time a slot ran, as the two times: running
- * over enabled, compared by cross products (no division).  No enabled
- * time counts as a share of 0 (0 over 1).
- */
-struct perfmon_sched_share {
-    uint64_t running;
-    uint64_t enabled;
-};
-
-/*
- * Slot's share until now: the loaded thread's, for its slots; the CPU's
- * otherwise.  Inline: a turn takes one for every slot.
- */
-static inline __attribute__((always_inline)) void
-perfmon_sched_share(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now,
-                    struct perfmon_sched_share *share)
-{
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    const struct perfmon_td *td = cpu->td;
-    uint64_t enabled, running;
-
-    perfmon_cpu_pmc_clock(cpu, slot, now);
-    enabled = pmc->enabled - pmc->share_enabled;
-    running = pmc->running - pmc->share_running;
-
-    if (td != NULL && (td->loaded_mask & perfmon_slot_bit(slot))) {
-        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-
-        enabled = tpmc->total.enabled - tpmc->share_base.enabled
-                  + (pmc->enabled - tpmc->snap.enabled);
-        running = tpmc->total.running - tpmc->share_base.running
-                  + (pmc->running - tpmc->snap.running);
-    }
-
-    share->running = (enabled == 0) ? 0 : running;
-    share->enabled = (enabled == 0) ? 1 : enabled;
-}
-
-/* Whether share a is below share b: a.running * b.enabled < the other. */
-static inline bool
-perfmon_sched_share_below(const struct perfmon_sched_share *a,
-                          const struct perfmon_sched_share *b)
-{
-    return (unsigned __int128)a->running * b->enabled
-           < (unsigned __int128)b->running * a->enabled;
-}
 
 /*
  * Place the waiting units of device d that fit, those that ran the
@@ -278,7 +244,7 @@ static void
 perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
 {
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
-    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
+    struct perfmon_turn_share shares[PERFMON_DEV_MAX_PMCS];
     unsigned int base = d * PERFMON_DEV_MAX_PMCS;
     uint64_t left = cdev->waiting;
 
@@ -286,7 +252,7 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
     for (uint64_t slots = left; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
+        perfmon_turn_share(cpu, slot, now, &shares[slot - base]);
     }
 
     while (left != 0) {
@@ -297,8 +263,8 @@ perfmon_sched_fill(struct perfmon_cpu *cpu, unsigned int d, uint64_t now)
              slots &= slots - 1) {
             unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-            if (perfmon_sched_share_below(&shares[slot - base],
-                                          &shares[best - base])) {
+            if (perfmon_turn_share_below(&shares[slot - base],
+                                         &shares[best - base])) {
                 best = slot;
             }
         }
@@ -324,171 +290,179 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
     perfmon_sched_fill(cpu, d, now);
 }
 
+
 /*
- * Whether unit would fit on the counters of device d not in used: the
- * test perfmon_sched_place() makes, on a copy of the counters in use,
- * which takes the counters it would give.
+ * The moves of a turn of single slots: flexible, those that held
+ * counters; chosen, those that run after it.  Those leaving stop, and
+ * those arriving take the counters freed.  No counter passes on in place
+ * (the device's transfer): the events of the one leaving between its
+ * fold and the reprogramming would count for the one arriving, which may
+ * count something rarer (a turn from cpu-clock to interrupts would give
+ * it thousands of cycles).
  */
-static bool
-perfmon_sched_fits(unsigned int d, uint64_t unit, uint64_t *used)
+static void
+perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
+                          uint64_t now, uint64_t flexible, uint64_t chosen)
 {
-    uint64_t masks[PERFMON_DEV_MAX_PMCS], prefer[PERFMON_DEV_MAX_PMCS];
-    unsigned int hw_ids[PERFMON_DEV_MAX_PMCS], n = 0;
-    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
+    uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
 
-    for (uint64_t slots = unit; slots != 0; slots &= slots - 1) {
-        const struct perfmon_pmc *pmc =
-            &perfmon_pmcs[__builtin_ctzll(slots)];
-        uint64_t free = pmc->counters & ~reserved & ~*used;
-
-        /* One slot: the counter perfmon_sched_pick() would give. */
-        if ((unit & (unit - 1)) == 0) {
-            if (free == 0) {
-                return false;
-            }
-
-            free = (free & pmc->prefer) ? (free & pmc->prefer) : free;
-            *used |= free & -free;
-            return true;
-        }
-
-        masks[n] = free;
-        prefer[n++] = pmc->prefer;
+    if (leaving != 0) {
+        perfmon_sched_remove(cpu, leaving, now, false);
+        cpu->devs[d].waiting |= leaving;
     }
 
-    if (!perfmon_counters_assign(masks, prefer, n, hw_ids)) {
+    for (; arriving != 0; arriving &= arriving - 1) {
+        uint64_t bit = arriving & -arriving;
+
+        /* A stayer on a counter reserved since: everything again. */
+        if (!perfmon_sched_place(cpu, bit, now)) {
+            perfmon_sched_replace(cpu, d, now, cpu->sched_mask & chosen);
+            return;
+        }
+    }
+}
+
+/*
+ * The largest share of slot's and *max until now (ties: slot's, the
+ * higher), into *max and *last.  Inline: a turn takes one for each slot.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_sched_largest_of(const struct perfmon_cpu *cpu,
+                         const struct perfmon_td *td, uint64_t loaded,
+                         uint64_t sched, unsigned int slot, uint64_t now,
+                         struct perfmon_turn_share *max, unsigned int *last)
+{
+    struct perfmon_turn_share share;
+
+    perfmon_turn_share_of(cpu, td, loaded, sched, slot, now, &share);
+
+    if (!perfmon_turn_share_below(&share, max)) {
+        *max = share;
+        *last = slot;
+    }
+}
+
+/* The bits set in x (no popcount: the kernel runs on any x86-64). */
+static inline unsigned int
+perfmon_sched_nr_bits(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+/* No share is below it: where a search for the largest starts. */
+#define PERFMON_TURN_SHARE_NONE    { .running = 0, .enabled = 1 }
+
+/*
+ * Bring the bits of device d in cpu->grouped up to date (they are set
+ * when a group's second slot becomes active here, and only cleared here):
+ * the groups with two slots or more still active.  True when none is.
+ */
+static bool
+perfmon_sched_regroup(struct perfmon_cpu *cpu, unsigned int d)
+{
+    uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
+    uint64_t slots = cpu->grouped & cpu->active_mask & dev_slots;
+    uint64_t grouped = 0;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t unit = perfmon_sched_unit(cpu, slot);
+
+        grouped |= (unit & (unit - 1)) ? unit : 0;
+        slots &= ~unit;
+    }
+
+    cpu->grouped = (cpu->grouped & ~dev_slots) | grouped;
+    return grouped == 0;
+}
+
+/*
+ * A turn on device d (slots waiting) when its active flexible slots are
+ * single slots (no two of a group: cpu->grouped) that all count on the
+ * same counters, as events of one kind do.  Then no order is needed: the
+ * full placement gives each, the smallest share first, one of those
+ * counters while any is left that no pinned slot holds, so it runs all
+ * but the ones with the largest shares (ties: the highest slot goes
+ * first), found in one pass each, the first in the pass that checks the
+ * slots.  Then perfmon_sched_move_simple().  False, with nothing done,
+ * when the slots are not such.
+ */
+static inline bool
+perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
+                          uint64_t now)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    const struct perfmon_td *td = cpu->td;
+    uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
+    uint64_t sched = cpu->sched_mask, chosen, fit;
+    uint64_t slots = cpu->active_mask
+                     & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
+    uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
+    struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
+    uint64_t flexible = slots;
+    unsigned int last = 0;
+    int out;
+
+#ifdef TALLY_HOST_TEST
+    if (perfmon_sched_full_turns) {
+        return false;
+    }
+#endif
+
+    if (unlikely(cpu->grouped & slots) && !perfmon_sched_regroup(cpu, d)) {
         return false;
     }
 
-    for (unsigned int i = 0; i < n; i++) {
-        *used |= 1ULL << hw_ids[i];
+    fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]);
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+
+        if (unlikely(gpmc->pinned)) {
+            flexible &= ~perfmon_slot_bit(slot);
+            fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
+            continue;
+        }
+
+        if (gpmc->counters != counters) {
+            return false;
+        }
+
+        perfmon_sched_largest_of(cpu, td, loaded, sched, slot, now, &max,
+                                 &last);
     }
 
+    /* out: how many do not fit; last, the largest share, goes first. */
+    out = (int)perfmon_sched_nr_bits(flexible)
+          - (int)perfmon_sched_nr_bits(fit);
+
+    for (chosen = flexible; out > 0; out--) {
+        chosen &= ~perfmon_slot_bit(last);
+        max = (struct perfmon_turn_share)PERFMON_TURN_SHARE_NONE;
+
+        for (slots = (out > 1) ? chosen : 0; slots != 0; slots &= slots - 1) {
+            perfmon_sched_largest_of(cpu, td, loaded, sched,
+                                     (unsigned int)__builtin_ctzll(slots),
+                                     now, &max, &last);
+        }
+    }
+
+#ifdef TALLY_HOST_TEST
+    perfmon_sched_nr_simple_turns++;
+#endif
+
+    perfmon_sched_move_simple(cpu, d, now, flexible & sched, chosen);
     return true;
 }
 
 /*
- * The units of a turn on device d, each computed once: for each unit
- * among slots (the active flexible slots: a group's active members are
- * all among them, flexible as its leader), the slot of it with the
- * smallest share (ties: the lowest), its representative, gets the unit
- * in units[] and its bit in the mask returned.  The unit's share is its
- * representative's, which shares[] holds.  The groups met are found by a
- * table keyed by the id's low bits (ids are handed out in sequence), so
- * one pass over the slots does.
- */
-#define PERFMON_SCHED_GROUP_KEYS    (2 * PERFMON_DEV_MAX_PMCS)
-
-static uint64_t
-perfmon_sched_units(struct perfmon_cpu *cpu, unsigned int base,
-                    uint64_t slots, uint64_t now,
-                    struct perfmon_sched_share *shares, uint64_t *units)
-{
-    uint64_t groups[PERFMON_SCHED_GROUP_KEYS], reps = 0;
-    uint8_t reps_of[PERFMON_SCHED_GROUP_KEYS];
-    uint32_t keyed = 0;
-
-    _Static_assert(PERFMON_SCHED_GROUP_KEYS <= 32, "keyed has a bit each");
-
-    for (; slots != 0; slots &= slots - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        uint64_t group = perfmon_pmcs[slot].group, bit = perfmon_slot_bit(slot);
-        unsigned int k = (unsigned int)group % PERFMON_SCHED_GROUP_KEYS, rep;
-
-        perfmon_sched_share(cpu, slot, now, &shares[slot - base]);
-
-        if (group == 0) {
-            units[slot - base] = bit;
-            reps |= bit;
-            continue;
-        }
-
-        while ((keyed & (1U << k)) && groups[k] != group) {
-            k = (k + 1) % PERFMON_SCHED_GROUP_KEYS;
-        }
-
-        /* The first member met: a unit of its own so far. */
-        if (!(keyed & (1U << k))) {
-            keyed |= 1U << k;
-            groups[k] = group;
-            reps_of[k] = (uint8_t)slot;
-            units[slot - base] = bit;
-            reps |= bit;
-            continue;
-        }
-
-        rep = reps_of[k];
-        units[rep - base] |= bit;
-
-        /* Slots come in order: a later one represents only if below. */
-        if (perfmon_sched_share_below(&shares[slot - base],
-                                      &shares[rep - base])) {
-            units[slot - base] = units[rep - base];
-            reps ^= perfmon_slot_bit(rep) | bit;
-            reps_of[k] = (uint8_t)slot;
-        }
-    }
-
-    return reps;
-}
-
-/* Whether a unit of share a, representative slot ra, goes before b's. */
-static inline bool
-perfmon_sched_before(const struct perfmon_sched_share *shares,
-                     unsigned int base, unsigned int ra, unsigned int rb)
-{
-    const struct perfmon_sched_share *a = &shares[ra - base];
-    const struct perfmon_sched_share *b = &shares[rb - base];
-
-    return perfmon_sched_share_below(a, b)
-           || (ra < rb && !perfmon_sched_share_below(b, a));
-}
-
-/*
- * The units of reps in the order the full placement takes them, the
- * smallest share first (ties: the lowest slot), into cdev->turn_order:
- * an insertion sort from the last turn's order (the representatives still
- * here, then the new ones), which shares change little between turns.
- */
-static void
-perfmon_sched_order(struct perfmon_cpu_dev *cdev, unsigned int base,
-                    uint64_t reps, const struct perfmon_sched_share *shares)
-{
-    uint8_t *order = cdev->turn_order;
-    uint64_t rest = reps;
-    unsigned int n = 0;
-
-    for (unsigned int i = 0; i < cdev->nr_turn_order; i++) {
-        uint64_t bit = perfmon_slot_bit(order[i]);
-
-        if (rest & bit) {
-            rest &= ~bit;
-            order[n++] = order[i];
-        }
-    }
-
-    for (; rest != 0; rest &= rest - 1) {
-        order[n++] = (uint8_t)__builtin_ctzll(rest);
-    }
-
-    for (unsigned int i = 1; i < n; i++) {
-        uint8_t rep = order[i];
-        unsigned int j = i;
-
-        for (; j > 0 && perfmon_sched_before(shares, base, rep, order[j - 1]);
-             j--) {
-            order[j] = order[j - 1];
-        }
-
-        order[j] = rep;
-    }
-
-    cdev->nr_turn_order = n;
-}
-
-/*
- * A turn on device d.  First the units a full placement by share would
- * run (perfmon_sched_replace: the flexible units running here and those
+ * A turn on device d that perfmon_sched_turn_simple() could not take.
+ * First the units a full placement by share would run
+ * (perfmon_sched_replace: the flexible units running here and those
  * waiting, the smallest share first, each where it fits), computed on a
  * copy of the counters in use; then only what changes moves: the units
  * leaving stop, those arriving start on the counters freed, those
@@ -503,10 +477,8 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t dev_slots = PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS);
     uint64_t running = cpu->sched_mask & dev_slots, flexible = 0;
-    struct perfmon_sched_share shares[PERFMON_DEV_MAX_PMCS];
-    uint64_t units[PERFMON_DEV_MAX_PMCS], order[PERFMON_DEV_MAX_PMCS];
-    uint64_t chosen = 0, used, arriving;
-    unsigned int base = d * PERFMON_DEV_MAX_PMCS, nr_order = 0;
+    uint64_t order[PERFMON_DEV_MAX_PMCS], chosen, used, arriving;
+    unsigned int nr_order;
 
     used = cdev->hw_used;
 
@@ -526,21 +498,8 @@ perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
     }
 #endif
 
-    perfmon_sched_order(cdev, base,
-                        perfmon_sched_units(cpu, base,
-                                            flexible | cdev->waiting, now,
-                                            shares, units),
-                        shares);
-
-    /* The selection, in the order the full placement takes the units. */
-    for (unsigned int i = 0; i < cdev->nr_turn_order; i++) {
-        uint64_t unit = units[cdev->turn_order[i] - base];
-
-        if (perfmon_sched_fits(d, unit, &used)) {
-            chosen |= unit;
-            order[nr_order++] = unit;
-        }
-    }
+    nr_order = perfmon_turn_select(cpu, d, now, flexible, used, order,
+                                   &chosen);
 
     /* Those leaving give their counters up; those arriving take them. */
     perfmon_sched_remove(cpu, flexible & ~chosen, now, false);
@@ -629,6 +588,10 @@ perfmon_sched_in(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
         /* Its group runs: it joins, or the group waits with it. */
         unit = perfmon_sched_unit(cpu, slot);
 
+        if (unit & (unit - 1)) {
+            cpu->grouped |= unit;
+        }
+
         if (unit & cpu->sched_mask) {
             if (!perfmon_sched_place(cpu, bit, now)) {
                 perfmon_sched_remove(cpu, unit, now, false);
@@ -677,15 +640,21 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 void
 perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
+    uint64_t waiting = 0;
+
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
         if (cpu->devs[d].waiting != 0) {
-            perfmon_sched_rebalance(cpu, d, now);
+            if (!perfmon_sched_turn_simple(cpu, d, now)) {
+                perfmon_sched_rebalance(cpu, d, now);
+            }
+
             syscnt_inc(&cpu->nr_rotations);
+            waiting |= cpu->devs[d].waiting;
         }
     }
 
     cpu->mux_ticks = 0;
-    perfmon_sched_update_mux(cpu, cpu_id());
+    perfmon_sched_set_mux(cpu_id(), waiting != 0);
 }
 
 void
@@ -967,5 +936,6 @@ perfmon_sched_reset(void)
 {
     perfmon_mux_cpus = 0;
     perfmon_sched_full_turns = false;
+    perfmon_sched_nr_simple_turns = 0;
 }
 #endif

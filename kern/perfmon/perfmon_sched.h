@@ -46,6 +46,7 @@ void perfmon_sched_setup(void);
 #ifdef TALLY_HOST_TEST
 void perfmon_sched_reset(void);
 extern bool perfmon_sched_full_turns;
+extern unsigned int perfmon_sched_nr_simple_turns;
 #endif
 
 #endif /* KERN_PERFMON_SCHED_H */

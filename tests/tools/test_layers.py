@@ -111,6 +111,7 @@ CORE_ORDER = [
     'perfmon_ring',         # sample rings
     'perfmon_sample',       # sample buffers and records
     'perfmon_nmi',          # the overflow interrupt
+    'perfmon_turn',         # a multiplexing turn's selection by share
     'perfmon_sched',        # a slot's users per CPU, multiplexing
     'perfmon_pmc',          # the counter allocator, poll timers
     'perfmon_td',           # per-thread counts, the context switch

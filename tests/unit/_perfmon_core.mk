@@ -8,6 +8,7 @@ PERFMON_CORE_SRCS := kern/perfmon/perfmon.c kern/perfmon/perfmon_event.c \
 	kern/perfmon/perfmon_branch.c \
 	kern/perfmon/perfmon_pmc.c \
 	kern/perfmon/perfmon_inherit.c kern/perfmon/perfmon_sched.c \
+	kern/perfmon/perfmon_turn.c \
 	kern/perfmon/perfmon_counters.c \
 	kern/perfmon/perfmon_sample.c kern/perfmon/perfmon_ring.c kern/num.c arch/x86/unwind.c \
 	kern/cmdline.c kern/printf.c \

@@ -2,10 +2,11 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Host tests of a multiplexing turn (kern/perfmon/perfmon_sched.c): it
- * moves only what changes, and runs the same events as a turn that places
- * everything again would; perfmon_rotate_local_moved() counts what it
- * moved.  The rest of multiplexing is in perfmon_mux_test.c.
+ * Host tests of a multiplexing turn (kern/perfmon/perfmon_sched.c and
+ * perfmon_turn.c): it moves only what changes, and runs the same events
+ * as a turn that places everything again would;
+ * perfmon_rotate_local_moved() counts what it moved.  The rest of
+ * multiplexing is in perfmon_mux_test.c.
  */
 
 #include <stdarg.h>
@@ -50,7 +51,12 @@ interval(unsigned int cpu)
  * and counts, the runs through every turn are the same as with turns that
  * place everything again (the reference), turn after turn.  Events come
  * with turns between them, so that a group's members have shares of
- * their own (the unit's is its smallest).
+ * their own (the unit's is its smallest).  A third of the seeds make
+ * only events alone (no group, or one of their own; now and then a
+ * pinned one first), which all counters can count but now and then: the
+ * turn that needs no order, whose
+ * counters pass in place (or stop and start: a device that cannot pass
+ * them, every other such seed).
  */
 static uint64_t turn_rand_state;
 
@@ -65,11 +71,19 @@ turn_rand(uint64_t bound)
 #define TURN_MAX_EVS        12
 #define TURN_NR_TURNS       40
 
-static unsigned int
+/* The seeds of events alone: a third. */
+static bool
+seed_alone(uint64_t seed)
+{
+    return seed % 3 == 0;
+}
+
+static void
 run_turns(bool full, uint64_t seed, uint64_t *sets)
 {
     struct perfmon_event evs[TURN_MAX_EVS];
     unsigned int nr, attached = 0;
+    bool alone = seed_alone(seed);
     struct fdev *fd;
 
     setup(NULL);
@@ -79,14 +93,21 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
     nr = 3 + (unsigned int)turn_rand(TURN_MAX_EVS - 2);
 
     for (unsigned int i = 0; i < nr; i++) {
-        uint64_t raw = (turn_rand(5) == 0) ? (RAW_ONLY0 | (i + 1) << 8)
-                                           : 0x1000 + i;
+        uint64_t raw = (turn_rand(alone ? 40 : 5) == 0)
+                       ? (RAW_ONLY0 | (i + 1) << 8) : 0x1000 + i;
         unsigned int leader = (unsigned int)turn_rand(i + 1);
+        bool pinned = alone && i == 0 && turn_rand(2) == 0;
 
-        init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW
+                              | (pinned ? PERFMON_EF_PINNED : 0));
 
         /* Its own group, or one of an earlier leader's (or none). */
-        if (leader == i || turn_rand(3) == 0) {
+        if (alone) {
+            if (!pinned && leader % 2 == 0) {
+                assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]),
+                                 0);
+            }
+        } else if (leader == i || turn_rand(3) == 0) {
             assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
         } else if (evs[leader].group == &evs[leader]
                    && perfmon_event_attached(&evs[leader])) {
@@ -126,21 +147,29 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
             assert_int_equal(perfmon_event_detach(&evs[i]), 0);
         }
     }
-
-    return nr;
 }
 
-static void
-test_turn_moves_what_changes(void **state)
+/*
+ * Run seeds 1..TURN_NR_SEEDS of run with full turns and incremental ones
+ * and check that they agree: how many times the runs changed, and how
+ * many turns of the seeds keep() picks took the simple path, in *simple.
+ */
+#define TURN_NR_SEEDS       90
+
+static unsigned int
+check_turns(void (*run)(bool, uint64_t, uint64_t *),
+            bool (*keep)(uint64_t seed), unsigned int *simple)
 {
     uint64_t full[TURN_NR_TURNS], incremental[TURN_NR_TURNS];
     unsigned int changes = 0;
 
-    (void)state;
+    *simple = 0;
 
-    for (uint64_t seed = 1; seed <= 60; seed++) {
-        run_turns(true, seed, full);
-        run_turns(false, seed, incremental);
+    for (uint64_t seed = 1; seed <= TURN_NR_SEEDS; seed++) {
+        run(true, seed, full);
+        assert_int_equal(perfmon_sched_nr_simple_turns, 0);
+        run(false, seed, incremental);
+        *simple += keep(seed) ? perfmon_sched_nr_simple_turns : 0;
 
         for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
             assert_int_equal(incremental[t], full[t]);
@@ -148,8 +177,127 @@ test_turn_moves_what_changes(void **state)
         }
     }
 
-    /* The runs did take turns. */
-    assert_true(changes > 100);
+    return changes;
+}
+
+static bool
+seed_any(uint64_t seed)
+{
+    (void)seed;
+    return true;
+}
+
+static void
+test_turn_moves_what_changes(void **state)
+{
+    unsigned int simple;
+
+    (void)state;
+
+    /* The runs did take turns, the seeds of events alone without order. */
+    assert_true(check_turns(run_turns, seed_alone, &simple) > 150);
+    assert_true(simple > 1000);
+}
+
+/*
+ * The same with threads: two threads with events of their own (single
+ * events, grouped ones now and then) and CPU events beside them, switched
+ * in and out of CPU 1 in random order with random time between.  A
+ * switch to a thread with slots waiting is a turn, taken on that
+ * thread's shares, which follow it from switch to switch: the runs after
+ * every switch and every tick are the same as with turns that place
+ * everything again.
+ */
+static void
+run_thread_turns(bool full, uint64_t seed, uint64_t *sets)
+{
+    struct perfmon_event evs[TURN_MAX_EVS];
+    struct thread *ts[2];
+    unsigned int nr, attached = 0;
+    struct fdev *fd;
+
+    setup(NULL);
+    perfmon_sched_full_turns = full;
+    turn_rand_state = seed;
+    fd = fdev_add(0, 48, 2 + (unsigned int)turn_rand(3), true);
+    ts[0] = fake_thread_create("a");
+    ts[1] = fake_thread_create("b");
+    fake_thread_migrate(ts[0], 1);
+    fake_thread_migrate(ts[1], 1);
+    nr = 3 + (unsigned int)turn_rand(TURN_MAX_EVS - 2);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        unsigned int who = (unsigned int)turn_rand(3);
+        int error;
+
+        init_ok(&evs[i], 0x1000 + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+        /* Now and then a member of the group the one before leads. */
+        if (i > 0 && turn_rand(6) == 0
+            && evs[i - 1].group == &evs[i - 1]) {
+            assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i - 1]),
+                             0);
+            who = 3;
+        } else if (turn_rand(4) == 0) {
+            assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
+        }
+
+        if (who == 3) {
+            error = (evs[i - 1].thread != NULL)
+                    ? perfmon_event_attach(&evs[i], evs[i - 1].thread)
+                    : perfmon_event_attach_cpu(&evs[i], 1);
+        } else if (who == 0) {
+            error = perfmon_event_attach_cpu(&evs[i], 1);
+        } else {
+            error = perfmon_event_attach(&evs[i], ts[who - 1]);
+        }
+
+        if (error != 0) {
+            evs[i].state = 0;
+            continue;
+        }
+
+        attached |= 1U << i;
+    }
+
+    for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
+        unsigned int r = (unsigned int)turn_rand(3);
+        struct thread *next = (r < 2) ? ts[r] : NULL;
+
+        if (next != fake_thread_current(1)) {
+            fake_thread_switch(1, next);
+        }
+
+        fake_cpu_advance_tsc(1 + turn_rand(TSC_PER_INTERVAL));
+
+        if (turn_rand(3) == 0) {
+            interval(1);
+        }
+
+        sets[t] = perfmon_cpus[1].sched_mask;
+    }
+
+    if (fake_thread_current(1) != NULL) {
+        fake_thread_switch(1, NULL);
+    }
+
+    for (unsigned int i = nr; i-- > 0;) {
+        if (attached & (1U << i)) {
+            assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+        }
+    }
+
+    fdev_assert_idle(fd);
+}
+
+static void
+test_thread_turns_move_what_changes(void **state)
+{
+    unsigned int simple;
+
+    (void)state;
+    assert_true(check_turns(run_thread_turns, seed_any, &simple) > 150);
+    assert_true(simple > 500);
 }
 
 /*
@@ -193,6 +341,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
+        cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
     };
 

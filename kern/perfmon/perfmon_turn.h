@@ -1,0 +1,98 @@
+/*
+ * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
+ *
+ *
+ * A multiplexing turn's selection by share (perfmon_turn.c), private to
+ * the core, for the files above it (see perfmon_i.h for the order): the
+ * scheduler (perfmon_sched.c) applies it.
+ *
+ * perfmon_turn_share: a slot's share of its enabled time until now, in
+ *   a section on cpu.
+ * perfmon_turn_select: the units of device d a full placement by share
+ *   would run, in the order it takes them (order, the count returned;
+ *   their slots in *chosenp), from the active flexible slots there:
+ *   flexible, those holding counters, and the device's waiting ones; used:
+ *   the counters the others hold (pinned slots).  In a section on cpu.
+ */
+
+#ifndef KERN_PERFMON_TURN_H
+#define KERN_PERFMON_TURN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kern/macros.h"
+#include "kern/perfmon.h"
+#include "kern/perfmon/perfmon_cpu.h"
+
+/*
+ * The share of its enabled time a slot ran, as the two times: running
+ * over enabled, compared by cross products (no division).  No enabled
+ * time counts as a share of 0 (0 over 1).
+ */
+struct perfmon_turn_share {
+    uint64_t running;
+    uint64_t enabled;
+};
+
+/*
+ * Slot's share until now (an active slot): the loaded thread's, for its
+ * slots (loaded: td's loaded_mask, 0 without a thread); the CPU's
+ * otherwise.  The times are the slot's as clocked to now
+ * (perfmon_cpu_pmc_clock), without clocking it: a turn takes a share for
+ * every slot and moves few.  Inline for that.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_turn_share_of(const struct perfmon_cpu *cpu,
+                      const struct perfmon_td *td, uint64_t loaded,
+                      uint64_t sched, unsigned int slot, uint64_t now,
+                      struct perfmon_turn_share *share)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    uint64_t dt = now - pmc->stamp, enabled, running;
+
+    enabled = pmc->enabled + dt;
+    running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
+
+    if (unlikely((loaded >> slot) & 1)) {
+        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+
+        enabled += tpmc->total.enabled - tpmc->share_base.enabled
+                   - tpmc->snap.enabled;
+        running += tpmc->total.running - tpmc->share_base.running
+                   - tpmc->snap.running;
+    } else {
+        enabled -= pmc->share_enabled;
+        running -= pmc->share_running;
+    }
+
+    /* running <= enabled: with no enabled time, none ran either. */
+    share->running = running;
+    share->enabled = enabled + (enabled == 0);
+}
+
+static inline __attribute__((always_inline)) void
+perfmon_turn_share(const struct perfmon_cpu *cpu, unsigned int slot,
+                   uint64_t now, struct perfmon_turn_share *share)
+{
+    const struct perfmon_td *td = cpu->td;
+
+    perfmon_turn_share_of(cpu, td, (td != NULL) ? td->loaded_mask : 0,
+                          cpu->sched_mask, slot, now, share);
+}
+
+/* Whether share a is below share b: a.running * b.enabled < the other. */
+static inline bool
+perfmon_turn_share_below(const struct perfmon_turn_share *a,
+                         const struct perfmon_turn_share *b)
+{
+    return (unsigned __int128)a->running * b->enabled
+           < (unsigned __int128)b->running * a->enabled;
+}
+
+unsigned int perfmon_turn_select(struct perfmon_cpu *cpu, unsigned int d,
+                                 uint64_t now, uint64_t flexible,
+                                 uint64_t used, uint64_t *order,
+                                 uint64_t *chosenp);
+
+#endif /* KERN_PERFMON_TURN_H */
