@@ -389,6 +389,7 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
     WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[hw_id], slot + 1);
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | perfmon_slot_bit(slot));
+    perfmon_cpu_td_pmc_run(cpu, slot, now, true);
 }
 
 /*
@@ -425,6 +426,7 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
                        __ATOMIC_RELAXED);
     dev->ops->stop(dev, pmc->hw_id);
     perfmon_cpu_pmc_set_idle(pmc);
+    perfmon_cpu_td_pmc_run(cpu, slot, now, false);
 }
 
 /*
@@ -474,6 +476,9 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     if (__atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED) & obit) {
         __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
     }
+
+    perfmon_cpu_td_pmc_run(cpu, out, cpu->now, false);
+    perfmon_cpu_td_pmc_run(cpu, in, cpu->now, true);
 }
 
 void

@@ -3,13 +3,16 @@
  *
  *
  * Performance monitoring core: the per-thread counts (struct perfmon_td,
- * kern/perfmon_types.h) and the context-switch hook.  A thread's count on
- * a slot is what it accumulated (total) plus, while it is loaded on a
- * CPU, the growth of the CPU's value since the snapshot taken at load
- * (snap).  Thread context changes a thread's state through thread_call()
- * (interrupts disabled on the CPU running it, or its run queue locked);
- * the switch hook runs with the run queue locked.  Everything touching a
- * CPU's record runs in a section on it (perfmon_cpu.c).
+ * kern/perfmon_types.h) and the context-switch hook.  While a thread's
+ * slot is loaded on a CPU, its count is the CPU's value of the slot plus
+ * an offset set at load; its times follow the thread's clock, which runs
+ * from the switch in to the switch out.  A switch between two threads
+ * counting the same events thus reads each counter once and writes two
+ * offsets, and copies no snapshot.  Thread context changes a thread's
+ * state through thread_call() (interrupts disabled on the CPU running it,
+ * or its run queue locked); the switch hook runs with the run queue
+ * locked.  Everything touching a CPU's record runs in a section on it
+ * (perfmon_cpu.c).
  */
 
 #include <stdbool.h>
@@ -34,145 +37,61 @@ perfmon_td_init(struct perfmon_td *td)
 }
 
 /*
- * Load slot of a thread running on this CPU (entered).  The CPU knows
- * the thread whose slots are loaded (cpu->td, for the scheduler): set
- * with its first slot, cleared with its last.
+ * Load slot of a thread running on this CPU (entered, its clock running):
+ * one more user of it here, the thread's count going on from the CPU's
+ * value.  The CPU knows the thread whose slots are loaded (cpu->td, for
+ * the scheduler): set with its first slot, cleared with its last.
  */
 static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot, uint64_t now)
 {
+    uint64_t bit = perfmon_slot_bit(slot);
+
     assert(cpu->td == NULL || cpu->td == td);
     cpu->td = td;
-    td->loaded_mask |= perfmon_slot_bit(slot);
-    perfmon_sched_ref_counts(cpu, slot, &td->pmcs[slot], now,
-                               &td->pmcs[slot].snap);
+    td->loaded_mask |= bit;
+    td->pmcs[slot].value -= perfmon_sched_ref_value(cpu, slot,
+                                                    &td->pmcs[slot], now);
+    perfmon_cpu_td_set_running(td, slot, now, (cpu->sched_mask & bit) != 0);
 }
 
 /*
- * Fold what a loaded slot counted since the last fold into the thread;
- * counts: the CPU's counts of the slot at now.
+ * Drop slot of a thread running on this CPU (entered, the slot's value
+ * folded at now): its count goes back to what it is, and its last user
+ * here may give the counter back.  The last slot stops the thread's
+ * clock.
  */
 static void
-perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot, uint64_t now,
-                    struct perfmon_counts *counts)
-{
-    struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-
-    perfmon_cpu_pmc_counts(cpu, slot, now, counts);
-    perfmon_counts_add_delta(&tpmc->total, counts, &tpmc->snap);
-    tpmc->snap = *counts;
-}
-
-/*
- * Drop slot of a thread running on this CPU (entered, synced).  Always
- * inline: each caller keeps it in its own body, so that the context
- * switch's stays one piece.
- */
-static inline __attribute__((always_inline)) void
 perfmon_td_pmc_drop(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot)
+                    unsigned int slot, uint64_t now)
 {
-    perfmon_sched_unref(cpu, slot, cpu->now);
+    td->pmcs[slot].value += cpu->pmcs[slot].value;
+    perfmon_sched_unref(cpu, slot, now);
     td->loaded_mask &= ~perfmon_slot_bit(slot);
 
     if (td->loaded_mask == 0) {
+        td->clock += now;
         cpu->td = NULL;
     }
 }
 
 /*
- * Unload slot of a thread running on this CPU (entered, synced): a
- * sampling counter's progress goes with the thread.
+ * The second half of a general switch: next (with slots active, those
+ * kept or passed loaded) has the others loaded and its clock started,
+ * its slots' running times follow the clock as they run here, and when
+ * some wait for a counter, they all take turns by share now, not only at
+ * the next rotation.  (Only then: slots waiting for another thread's sake
+ * wait for the tick.)
  */
 static void
-perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                      unsigned int slot)
+perfmon_td_switch_in(struct perfmon_td *next, struct perfmon_cpu *cpu,
+                     uint64_t now)
 {
-    if (perfmon_pmcs[slot].sampling != NULL) {
-        perfmon_cpu_pmc_sample_save(cpu, slot, &td->pmcs[slot]);
-    }
+    uint64_t slots = next->active_mask & ~next->loaded_mask;
 
-    perfmon_td_pmc_drop(td, cpu, slot);
-}
-
-/*
- * At a switch to next, prev's slot (synced) may pass its counter on in
- * place to one of next's slots not loaded yet (perfmon_sched_transfer):
- * then that one is loaded, its counts starting from the slot's own at
- * now, read by nobody.  Out of line: the switch that keeps its counters
- * pays nothing for it.
- */
-static bool __attribute__((noinline))
-perfmon_td_pmc_pass(struct perfmon_td *next, struct perfmon_cpu *cpu,
-                    unsigned int slot, uint64_t now)
-{
-    uint64_t incoming = next->active_mask & ~next->loaded_mask;
-    const struct perfmon_cpu_pmc *pmc;
-    unsigned int in;
-
-    if (incoming == 0) {
-        return false;
-    }
-
-    in = perfmon_sched_transfer(cpu, slot, incoming, now);
-
-    if (in >= PERFMON_MAX_PMCS) {
-        return false;
-    }
-
-    pmc = &cpu->pmcs[in];
-    next->loaded_mask |= perfmon_slot_bit(in);
-    next->pmcs[in].snap = (struct perfmon_counts){
-        .value = pmc->value, .enabled = pmc->enabled, .running = pmc->running,
-    };
-    return true;
-}
-
-/*
- * A context switch from prev to next on this CPU, in one section.  A slot
- * both threads count keeps running: its CPU reference passes from prev to
- * next, so the counter is read once and neither stopped nor restarted.
- * Sampling slots are the exception: each thread has its own progress to
- * the next sample, so they are unloaded and loaded.  A counting slot of
- * prev alone on its counter may pass the counter on to one of next's,
- * reprogrammed in place (perfmon_td_pmc_pass): one write, no read.
- */
-void
-perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
-{
-    struct perfmon_counts counts;
-    struct perfmon_cpu *cpu;
-    uint64_t kept, slots, now;
-
-    assert(!thread_preempt_enabled());
-    assert(next->loaded_mask == 0);
-    cpu = perfmon_cpu_enter();
-    assert(prev->loaded_mask == 0 || prev->cpu == cpu_id());
-    now = cpu->now;
-    kept = prev->loaded_mask & next->active_mask
-           & ~READ_ONCE(perfmon_sampling_slots);
-    slots = prev->loaded_mask;
-    next->loaded_mask = kept;
-
-    while (slots != 0) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-
-        slots &= slots - 1;
-        perfmon_td_pmc_sync(prev, cpu, slot, now, &counts);
-
-        if (kept & perfmon_slot_bit(slot)) {
-            next->pmcs[slot].snap = counts;
-        } else if (!perfmon_td_pmc_pass(next, cpu, slot, now)) {
-            perfmon_td_pmc_unload(prev, cpu, slot);
-        }
-    }
-
-    prev->loaded_mask = 0;
-    cpu->td = (next->loaded_mask != 0) ? next : NULL;
-    next->cpu = cpu_id();
-    slots = next->active_mask & ~next->loaded_mask;
+    next->clock -= now;
+    cpu->td = next;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
@@ -181,11 +100,17 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         perfmon_td_pmc_load(next, cpu, slot, now);
     }
 
-    /*
-     * Its slots took free counters in slot order: when some wait, they
-     * all take turns by share now, not only at the next rotation.  (Only
-     * then: slots waiting for another thread's sake wait for the tick.)
-     */
+    slots = (next->run_mask ^ cpu->sched_mask) & next->active_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+        perfmon_cpu_td_set_running(next, slot, now,
+                                   (cpu->sched_mask & perfmon_slot_bit(slot))
+                                   != 0);
+    }
+
     if (next->active_mask & ~cpu->sched_mask) {
         perfmon_sched_rotate(cpu, now);
     }
@@ -193,6 +118,171 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     /* What the branch records hold until now is another thread's. */
     if (next->active_mask & READ_ONCE(perfmon_branch_slots)) {
         perfmon_branch_sched_in();
+    }
+}
+
+/*
+ * A context switch from prev to next on this CPU, in the section
+ * perfmon_td_switch_slow() entered, which this one leaves: the general
+ * case, out of line.  prev's clock stops at once and cpu->td is cleared
+ * meanwhile: the counters moved in this section move at now, when prev's
+ * times stand and next's start.  A slot both threads count keeps running
+ * and is read once: its CPU reference passes from prev to next.  A
+ * counting slot of prev alone on its counter may pass the counter on to
+ * one of next's (perfmon_sched_transfer): one write, no read.  Sampling
+ * slots are always unloaded and loaded: each thread has its own progress
+ * to its next sample.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
+                      struct perfmon_cpu *cpu)
+{
+    uint64_t now = cpu->now, slots = prev->loaded_mask, kept, in;
+
+    kept = slots & next->active_mask & ~READ_ONCE(perfmon_sampling_slots);
+
+    if (slots != 0) {
+        prev->clock += now;
+        prev->loaded_mask = 0;
+    }
+
+    cpu->td = NULL;
+    next->loaded_mask = kept;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t value = perfmon_cpu_pmc_value(cpu, slot);
+
+        slots &= slots - 1;
+        prev->pmcs[slot].value += value;
+
+        if (kept & perfmon_slot_bit(slot)) {
+            next->pmcs[slot].value -= value;
+            continue;
+        }
+
+        if (perfmon_pmcs[slot].sampling != NULL) {
+            perfmon_cpu_pmc_sample_save(cpu, slot, &prev->pmcs[slot]);
+        }
+
+        in = next->active_mask & ~next->loaded_mask;
+        in = (in != 0) ? perfmon_sched_transfer(cpu, slot, in, now)
+                       : PERFMON_MAX_PMCS;
+
+        if (in < PERFMON_MAX_PMCS) {
+            next->loaded_mask |= perfmon_slot_bit(in);
+            next->pmcs[in].value -= cpu->pmcs[in].value;
+        } else {
+            perfmon_sched_unref(cpu, slot, now);
+        }
+    }
+
+    if (next->active_mask != 0) {
+        perfmon_td_switch_in(next, cpu, now);
+    }
+
+    perfmon_cpu_leave(cpu);
+}
+
+/*
+ * The end of a switch's fast path (perfmon_td_switch_slow) when it could
+ * not fold some slots itself (slow: their devices' read op, or a wrap
+ * seen), or an overflow interrupt left something pending: those slots
+ * are folded here, and the kept slots the interrupt marked after their
+ * fold are folded again with the overflow, what that adds counted for
+ * prev, as a fold after the interrupt would have.  Then it leaves the
+ * section.  Out of line: rare.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
+                         struct perfmon_cpu *cpu, uint64_t slow)
+{
+    uint64_t slots;
+
+    for (slots = slow; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t value;
+
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        value = cpu->pmcs[slot].value;
+        prev->pmcs[slot].value += value;
+        next->pmcs[slot].value -= value;
+    }
+
+    slots = READ_ONCE(cpu->pending) & next->loaded_mask & ~slow;
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t before = cpu->pmcs[slot].value, delta;
+
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        delta = cpu->pmcs[slot].value - before;
+        prev->pmcs[slot].value += delta;
+        next->pmcs[slot].value -= delta;
+    }
+
+    perfmon_cpu_leave(cpu);
+}
+
+/*
+ * A context switch from prev to next on this CPU, in one section.  When
+ * next counts exactly the events prev counts and they all run here (none
+ * sampling, none waiting for a counter, none recording branches), every
+ * counter keeps running: its CPU reference passes from prev to next, it
+ * is read once, and the two offsets change; the clocks stop and start.
+ * Nothing is called on that path but what it leaves for
+ * perfmon_td_switch_finish; anything else is perfmon_td_switch_all's.
+ */
+void
+perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_enter_switch(perfmon_cpu_self());
+    uint64_t kept = prev->loaded_mask, slow = 0, slots, runs, now;
+
+    runs = cpu->sched_mask & next->run_mask
+           & ~(READ_ONCE(perfmon_sampling_slots)
+               | READ_ONCE(perfmon_branch_slots));
+
+    /* Some slots are loaded or active: when none is kept, not all are. */
+    if (unlikely((kept ^ next->active_mask) | (kept & ~runs))) {
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
+    }
+
+    /* Some are kept: the test above fails when none are loaded. */
+    slots = kept;
+
+    do {
+        unsigned long slot = (unsigned long)__builtin_ctzll(slots);
+        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        uint64_t raw, value;
+
+        __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+
+        if (likely(perfmon_cpu_pmc_raw_direct(pmc, &raw))
+            && likely((raw &= pmc->mask) >= pmc->prev)) {
+            value = pmc->value + (raw - pmc->prev);
+            pmc->value = value;
+            pmc->prev = raw;
+            prev->pmcs[slot].value += value;
+            next->pmcs[slot].value -= value;
+        } else {
+            slow |= slots & -slots;
+        }
+
+        slots &= slots - 1;
+    } while (slots != 0);
+
+    now = cpu->now;
+    prev->clock += now;
+    prev->loaded_mask = 0;
+    next->clock -= now;
+    next->loaded_mask = kept;
+    cpu->td = next;
+
+    if (unlikely(slow | READ_ONCE(cpu->pending))) {
+        perfmon_td_switch_finish(prev, next, cpu, slow);
+        return;
     }
 
     perfmon_cpu_leave(cpu);
@@ -208,22 +298,23 @@ perfmon_td_pmc_read(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot, uint64_t now,
                     struct perfmon_counts *counts)
 {
-    struct perfmon_counts cpu_counts;
+    uint64_t value = 0;
 
     if (cpu != NULL) {
         assert(td->loaded_mask == td->active_mask);
-        assert(td->cpu == cpu_id());
-        perfmon_td_pmc_sync(td, cpu, slot, now, &cpu_counts);
+        assert(cpu->td == td);
+        value = perfmon_cpu_pmc_value(cpu, slot);
     } else {
         assert(td->loaded_mask == 0);
     }
 
-    *counts = td->pmcs[slot].total;
+    perfmon_cpu_td_pmc_counts(td, slot, value, now, counts);
 }
 
 /*
  * Start counting an event of the thread: one more user of its slot,
- * loaded at once when the thread runs here.
+ * loaded at once when the thread runs here.  Its enabled time follows the
+ * thread's clock from now on.
  */
 void
 perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
@@ -233,15 +324,16 @@ perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
     struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
 
     if (tpmc->nr_refs++ == 0) {
+        /* A thread without events was not loaded at its switch in. */
+        if (cpu != NULL && td->loaded_mask == 0) {
+            td->clock -= now;
+        }
+
+        tpmc->enabled -= perfmon_cpu_td_clock(td, now);
         td->active_mask |= perfmon_slot_bit(slot);
-        tpmc->share_base = tpmc->total;
+        perfmon_cpu_td_pmc_counts(td, slot, 0, now, &tpmc->share_base);
 
         if (cpu != NULL) {
-            /* A thread without events was not loaded at its switch in. */
-            if (td->loaded_mask == 0) {
-                td->cpu = cpu_id();
-            }
-
             perfmon_td_pmc_load(td, cpu, slot, now);
         }
     }
@@ -263,11 +355,14 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
     /* Dropped without the sampling save: the period goes below. */
     if (--tpmc->nr_refs == 0) {
+        perfmon_cpu_td_set_running(td, slot, now, false);
+        tpmc->enabled += perfmon_cpu_td_clock(td, now);
+        td->active_mask &= ~perfmon_slot_bit(slot);
+
         if (cpu != NULL) {
-            perfmon_td_pmc_drop(td, cpu, slot);
+            perfmon_td_pmc_drop(td, cpu, slot, now);
         }
 
-        td->active_mask &= ~perfmon_slot_bit(slot);
         tpmc->sample_period = 0;
     }
 }

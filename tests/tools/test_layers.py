@@ -49,6 +49,9 @@ PRIVATE_ALLOWED = {
     # Host tests of the core that inspect its per-CPU and per-thread state.
     'tests/unit/perfmon_enable_test.c',
     'tests/unit/perfmon_mux_test.c',
+    # The thread-count model's test, which reads which slots hold a
+    # counter on each CPU (perfmon_cpu_active_slots).
+    'tests/unit/perfmon_tdclock_test.c',
     # The turn's test, which sets the scheduler's reference mode.
     'tests/unit/perfmon_turn_test.c',
     # The stream test drives a capture by hand and checks the core's
