@@ -473,7 +473,9 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
      */
     perfmon_cpu_pmc_set_idle(from);
 
-    if (__atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED) & obit) {
+    /* The map names in now: no NMI marks out pending from here on. */
+    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
+        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
         __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
     }
 

@@ -185,6 +185,41 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
 }
 
 /*
+ * A switch from prev, with one counting slot out loaded, to next, with
+ * another, in, active: when out counts alone on its counter and in may
+ * take it over (perfmon_sched_transfer), the counter passes in place, one
+ * write and no read but out's fold; then it leaves the section.  Returns
+ * false when it may not, having changed nothing.  Out of line, apart from
+ * the switch that keeps its counters.
+ */
+static bool __attribute__((noinline))
+perfmon_td_switch_pass(struct perfmon_td *prev, struct perfmon_td *next,
+                       struct perfmon_cpu *cpu, unsigned int out,
+                       unsigned int in)
+{
+    uint64_t now = cpu->now, value = perfmon_cpu_pmc_value(cpu, out);
+
+    /* Neither thread's clock runs the counter's times meanwhile. */
+    cpu->td = NULL;
+
+    if (perfmon_sched_transfer(cpu, out, perfmon_slot_bit(in), now) != in) {
+        cpu->td = prev;
+        return false;
+    }
+
+    prev->pmcs[out].value += value;
+    prev->clock += now;
+    prev->loaded_mask = 0;
+    next->pmcs[in].value -= cpu->pmcs[in].value;
+    next->clock -= now;
+    next->loaded_mask = perfmon_slot_bit(in);
+    perfmon_cpu_td_set_running(next, in, now, true);
+    cpu->td = next;
+    perfmon_cpu_leave(cpu);
+    return true;
+}
+
+/*
  * The end of a switch's fast path (perfmon_td_switch_slow) when it could
  * not fold some slots itself (slow: their devices' read op, or a wrap
  * seen), or an overflow interrupt left something pending: those slots
@@ -245,6 +280,19 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 
     /* Some slots are loaded or active: when none is kept, not all are. */
     if (unlikely((kept ^ next->active_mask) | (kept & ~runs))) {
+        uint64_t in = next->active_mask;
+
+        /* One counting slot out, one in: the counter may pass. */
+        if (kept != 0 && (kept & (kept - 1)) == 0 && in != 0
+            && (in & (in - 1)) == 0 && (kept & cpu->sched_mask)
+            && !((kept | in) & (READ_ONCE(perfmon_sampling_slots)
+                                | READ_ONCE(perfmon_branch_slots)))
+            && perfmon_td_switch_pass(prev, next, cpu,
+                                      (unsigned int)__builtin_ctzll(kept),
+                                      (unsigned int)__builtin_ctzll(in))) {
+            return;
+        }
+
         perfmon_td_switch_all(prev, next, cpu);
         return;
     }
