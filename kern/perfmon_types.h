@@ -43,7 +43,7 @@ struct perfmon_counts {
  * kept as offsets while they grow, so that a context switch copies no
  * snapshot:
  * - value: while the slot is loaded (its bit in td->loaded_mask: the
- *   thread runs on td->cpu and the slot has a user there), the count less
+ *   thread runs on a CPU and the slot has a user there), the count less
  *   the CPU's 64-bit value of the slot; the count itself otherwise.
  * - enabled: while the slot is active in the thread (nr_refs > 0), the
  *   enabled time less the thread's clock (td->clock); the time otherwise.
@@ -90,8 +90,9 @@ struct perfmon_member;
  * cycles it ran with slots loaded, less its CPU's TSC while some are (the
  * clock at now is then clock + now).  run_mask: the active slots whose
  * running time follows the clock; while the thread is loaded, exactly its
- * slots holding a counter on td->cpu; otherwise as when it was unloaded,
- * the clock standing still meanwhile.
+ * slots holding a counter on its CPU; otherwise all its active slots, the
+ * clock standing still meanwhile (so that a switch in that finds them all
+ * holding a counter changes no mask).
  *
  * members lists the inherited events that count the thread (see
  * kern/perfmon/perfmon_inherit.c): what its children inherit when it creates

@@ -37,6 +37,25 @@ perfmon_td_init(struct perfmon_td *td)
 }
 
 /*
+ * A thread no longer loaded (its clock standing still): all its active
+ * slots run with the clock from now on, as perfmon_types.h says, their
+ * times unchanged.  (A slot that waited for a counter stops again when
+ * loaded where it waits.)
+ */
+static void
+perfmon_td_run_all(struct perfmon_td *td, uint64_t now)
+{
+    uint64_t slots = td->active_mask & ~td->run_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+        perfmon_cpu_td_set_running(td, slot, now, true);
+    }
+}
+
+/*
  * Load slot of a thread running on this CPU (entered, its clock running):
  * one more user of it here, the thread's count going on from the CPU's
  * value.  The CPU knows the thread whose slots are loaded (cpu->td, for
@@ -144,6 +163,7 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
     if (slots != 0) {
         prev->clock += now;
         prev->loaded_mask = 0;
+        perfmon_td_run_all(prev, now);
     }
 
     cpu->td = NULL;
@@ -274,9 +294,10 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     struct perfmon_cpu *cpu = perfmon_cpu_enter_switch(perfmon_cpu_self());
     uint64_t kept = prev->loaded_mask, slow = 0, slots, runs, now;
 
-    runs = cpu->sched_mask & next->run_mask
-           & ~(READ_ONCE(perfmon_sampling_slots)
-               | READ_ONCE(perfmon_branch_slots));
+    /* next's slots, not loaded, all run with its clock (perfmon_types.h). */
+
+    runs = cpu->sched_mask & ~(READ_ONCE(perfmon_sampling_slots)
+                               | READ_ONCE(perfmon_branch_slots));
 
     /* Some slots are loaded or active: when none is kept, not all are. */
     if (unlikely((kept ^ next->active_mask) | (kept & ~runs))) {
@@ -284,7 +305,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 
         /* One counting slot out, one in: the counter may pass. */
         if (kept != 0 && (kept & (kept - 1)) == 0 && in != 0
-            && (in & (in - 1)) == 0 && (kept & cpu->sched_mask)
+            && (in & (in - 1)) == 0 && in != kept && (kept & cpu->sched_mask)
             && !((kept | in) & (READ_ONCE(perfmon_sampling_slots)
                                 | READ_ONCE(perfmon_branch_slots)))
             && perfmon_td_switch_pass(prev, next, cpu,
@@ -383,6 +404,8 @@ perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
         if (cpu != NULL) {
             perfmon_td_pmc_load(td, cpu, slot, now);
+        } else {
+            perfmon_cpu_td_set_running(td, slot, now, true);
         }
     }
 
