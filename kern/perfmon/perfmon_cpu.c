@@ -439,6 +439,9 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
  * map says so and out stops after: an NMI in between finds one of them
  * running.  An overflow left pending for out after its fold is one of
  * the count that goes on: it moves to in, folded at the section's end.
+ * Its one caller, the context switch (perfmon_sched_transfer), checked
+ * that out runs, in does not and does not sample, and moves the two
+ * threads' clocks itself.
  */
 void
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
@@ -449,9 +452,6 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     struct perfmon_dev *dev = from->dev;
     uint64_t obit = perfmon_slot_bit(out), ibit = perfmon_slot_bit(in);
 
-    assert(cpu->sched_mask & obit);
-    assert(!(cpu->sched_mask & ibit));
-    assert(gpmc->sampling == NULL);
     to->hw_id = from->hw_id;
     to->dev = dev;
     to->mask = from->mask;
@@ -478,9 +478,6 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
         __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
         __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
     }
-
-    perfmon_cpu_td_pmc_run(cpu, out, cpu->now, false);
-    perfmon_cpu_td_pmc_run(cpu, in, cpu->now, true);
 }
 
 void
