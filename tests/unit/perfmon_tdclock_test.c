@@ -254,36 +254,37 @@ model_run(struct fdev *fd)
     fdev_assert_idle(fd);
 }
 
+/* The random sequence from seed, the device reading its counters by how. */
+static void
+model_run_read(unsigned int how, uint64_t seed)
+{
+    struct fdev *fd = fdev_init(0, 20, 2, true);
+
+    fd->read_how = how;
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    rand_state = seed;
+    model_run(fd);
+}
+
 static void
 test_random_op(void **state)
 {
     (void)state;
-    rand_state = 1;
-    model_run(fdev_add(0, 20, 2, true));
+    model_run_read(PERFMON_READ_OP, 1);
 }
 
 static void
 test_random_rdpmc(void **state)
 {
-    struct fdev *fd = fdev_init(0, 20, 2, true);
-
     (void)state;
-    fd->read_how = PERFMON_READ_RDPMC;
-    assert_int_equal(perfmon_register(&fd->dev), 0);
-    rand_state = 2;
-    model_run(fd);
+    model_run_read(PERFMON_READ_RDPMC, 2);
 }
 
 static void
 test_random_mem(void **state)
 {
-    struct fdev *fd = fdev_init(0, 20, 2, true);
-
     (void)state;
-    fd->read_how = PERFMON_READ_MEM;
-    assert_int_equal(perfmon_register(&fd->dev), 0);
-    rand_state = 3;
-    model_run(fd);
+    model_run_read(PERFMON_READ_MEM, 3);
 }
 
 /*
