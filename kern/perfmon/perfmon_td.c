@@ -393,19 +393,19 @@ perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
     struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
 
     if (tpmc->nr_refs++ == 0) {
-        /* A thread without events was not loaded at its switch in. */
-        if (cpu != NULL && td->loaded_mask == 0) {
-            td->clock -= now;
-        }
-
+        /* As a slot not loaded: running with the clock. */
         tpmc->enabled -= perfmon_cpu_td_clock(td, now);
         td->active_mask |= perfmon_slot_bit(slot);
+        perfmon_cpu_td_set_running(td, slot, now, true);
         perfmon_cpu_td_pmc_counts(td, slot, 0, now, &tpmc->share_base);
 
         if (cpu != NULL) {
+            /* A thread without events was not loaded at its switch in. */
+            if (td->loaded_mask == 0) {
+                td->clock -= now;
+            }
+
             perfmon_td_pmc_load(td, cpu, slot, now);
-        } else {
-            perfmon_cpu_td_set_running(td, slot, now, true);
         }
     }
 

@@ -332,6 +332,53 @@ test_kept_switch_overflow(void **state)
     fdev_assert_idle(fd);
 }
 
+/*
+ * A running thread's only event is disabled and enabled again: its
+ * times stop and go on from the enable, the thread's clock started then.
+ */
+static void
+test_enable_while_running(void **state)
+{
+    struct fdev *fd = fdev_add(0, 48, 2, true);
+    struct thread *t = fake_thread_create("t");
+    struct perfmon_counts counts;
+    struct perfmon_event ev;
+    uint64_t enabled, running;
+
+    (void)state;
+    fake_cpu_set_tsc_freq(1000000000);
+    init_ok(&ev, RAW_CYCLES, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+    fake_thread_migrate(t, 1);
+    fake_thread_switch(1, t);
+    fake_cpu_advance_tsc(1000);
+    fdev_count(fd, 1, RAW_CYCLES, 5);
+    assert_int_equal(perfmon_event_disable(&ev), 0);
+    fake_cpu_advance_tsc(50000);
+    fdev_count(fd, 1, RAW_CYCLES, 7);
+    assert_int_equal(perfmon_event_enable(&ev), 0);
+    fake_cpu_advance_tsc(300);
+    fdev_count(fd, 1, RAW_CYCLES, 11);
+    assert_int_equal(perfmon_event_read_times(&ev, &enabled, &running),
+                     5 + 11);
+    assert_int_equal(enabled, 1000 + 300);
+    assert_int_equal(running, 1000 + 300);
+    fake_thread_switch(1, NULL);
+    fake_cpu_advance_tsc(20);
+    assert_int_equal(perfmon_event_read_times(&ev, &enabled, &running),
+                     5 + 11);
+    assert_int_equal(enabled, 1000 + 300);
+    assert_int_equal(running, 1000 + 300);
+
+    /* The thread's own times, which its turns compare, are the same. */
+    perfmon_cpu_td_pmc_counts(&t->perfmon_td, ev.slot, 0, 0, &counts);
+    assert_int_equal(counts.value, 5 + 11);
+    assert_int_equal(counts.enabled, 1000 + 300);
+    assert_int_equal(counts.running, 1000 + 300);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    fdev_assert_idle(fd);
+}
+
 int
 main(void)
 {
@@ -340,6 +387,7 @@ main(void)
         cmocka_unit_test_setup(test_random_rdpmc, setup),
         cmocka_unit_test_setup(test_random_mem, setup),
         cmocka_unit_test_setup(test_kept_switch_overflow, setup),
+        cmocka_unit_test_setup(test_enable_while_running, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
