@@ -39,25 +39,33 @@ struct perfmon_counts {
 /*
  * A thread's share of one counter slot.
  *
- * nr_refs counts the thread's enabled events on the slot.  While the slot
- * is loaded (bit set in td->loaded_mask), the thread is running on td->cpu
- * and the slot has a user there: what the thread counts is the per-CPU
- * counts of the slot minus snap, their value when it was loaded (or last
- * synced).  At unload that difference is added to total, so total is
- * everything that happened while the thread ran, on whatever CPUs.
+ * nr_refs counts the thread's enabled events on the slot.  Its counts are
+ * kept as offsets while they grow, so that a context switch copies no
+ * snapshot:
+ * - value: while the slot is loaded (its bit in td->loaded_mask: the
+ *   thread runs on a CPU and the slot has a user there), the count less
+ *   the CPU's 64-bit value of the slot; the count itself otherwise.
+ * - enabled: while the slot is active in the thread (nr_refs > 0), the
+ *   enabled time less the thread's clock (td->clock); the time otherwise.
+ * - running: while its bit is in td->run_mask, the running time less the
+ *   thread's clock; the time otherwise.
+ * The value then grows with the CPU's, on whatever CPUs the thread runs,
+ * and the times with the thread's clock, which only runs while the thread
+ * does.
  *
- * share_base is total when the slot last became active on the thread:
- * what it got since then decides its turns when its events wait for a
- * counter.
+ * share_base is the counts when the slot last became active on the
+ * thread: what it got since then decides its turns when its events wait
+ * for a counter.
  *
  * For a sampling slot, while it is not loaded: the events left to the
  * thread's next sample, its period and the floor throttling put under it
  * (sample_period 0: none yet, the next load starts afresh).
  */
 struct perfmon_td_pmc {
+    uint64_t value;
+    uint64_t enabled;
+    uint64_t running;
     unsigned int nr_refs;
-    struct perfmon_counts snap;
-    struct perfmon_counts total;
     struct perfmon_counts share_base;
     int64_t sample_left;
     uint64_t sample_period;
@@ -78,6 +86,14 @@ struct perfmon_member;
  * active_mask is the one word the context switch hook looks at: zero means
  * the thread has no event and load/unload do nothing else.
  *
+ * clock is the thread's clock, which its slots' times follow: the TSC
+ * cycles it ran with slots loaded, less its CPU's TSC while some are (the
+ * clock at now is then clock + now).  run_mask: the active slots whose
+ * running time follows the clock; while the thread is loaded, exactly its
+ * slots holding a counter on its CPU; otherwise all its active slots, the
+ * clock standing still meanwhile (so that a switch in that finds them all
+ * holding a counter changes no mask).
+ *
  * members lists the inherited events that count the thread (see
  * kern/perfmon/perfmon_inherit.c): what its children inherit when it creates
  * them.  It has its own lock, perfmon_family_lock.
@@ -85,7 +101,8 @@ struct perfmon_member;
 struct perfmon_td {
     uint64_t active_mask;               /* slots with nr_refs > 0 */
     uint64_t loaded_mask;               /* slots counting on cpu now */
-    unsigned int cpu;                   /* valid when loaded_mask != 0 */
+    uint64_t run_mask;                  /* active slots running with clock */
+    uint64_t clock;
     struct perfmon_member *members;
     struct perfmon_td_pmc pmcs[PERFMON_MAX_PMCS];
 };

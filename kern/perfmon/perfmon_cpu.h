@@ -277,6 +277,22 @@ perfmon_cpu_begin(struct perfmon_cpu *cpu)
     barrier();
 }
 
+/*
+ * The start of the context switch's section on cpu, the calling CPU's
+ * (perfmon_cpu_self()): perfmon_cpu_enter() inline and without its checks,
+ * which the switch's caller meets (interrupts disabled, no section open
+ * here).  It leaves gen as it is: the readers gen protects run with
+ * preemption disabled, so no switch ever lands inside one.
+ */
+static inline __attribute__((always_inline)) struct perfmon_cpu *
+perfmon_cpu_enter_switch(struct perfmon_cpu *cpu)
+{
+    WRITE_ONCE(cpu->busy, true);
+    barrier();
+    cpu->now = cpu_rdtsc();
+    return cpu;
+}
+
 /* The end of a section: clear busy, fold what an NMI left pending. */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_leave(struct perfmon_cpu *cpu)
@@ -311,6 +327,80 @@ perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
     }
 
     pmc->stamp = now;
+}
+
+/*
+ * A thread's clock at now (kern/perfmon_types.h): when it is loaded, now
+ * is its CPU's TSC, in a section there.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_td_clock(const struct perfmon_td *td, uint64_t now)
+{
+    return td->clock + ((td->loaded_mask != 0) ? now : 0);
+}
+
+/*
+ * Slot of td (active) starts (run) or stops running with the thread's
+ * clock at now: its running time is kept as an offset to the clock from
+ * then on, or as the time.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_td_set_running(struct perfmon_td *td, unsigned int slot,
+                           uint64_t now, bool run)
+{
+    struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    if (run == ((td->run_mask & bit) != 0)) {
+        return;
+    }
+
+    if (run) {
+        tpmc->running -= perfmon_cpu_td_clock(td, now);
+        td->run_mask |= bit;
+    } else {
+        tpmc->running += perfmon_cpu_td_clock(td, now);
+        td->run_mask &= ~bit;
+    }
+}
+
+/*
+ * Slot starts (run) or stops holding a counter here at now: the thread
+ * loaded here, when the slot is one of its loaded ones, runs it with its
+ * clock from now on, or stops.  (The context switch clears cpu->td while
+ * it moves counters between two threads, and sets the incoming one's
+ * mask itself.)
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_td_pmc_run(struct perfmon_cpu *cpu, unsigned int slot,
+                       uint64_t now, bool run)
+{
+    struct perfmon_td *td = cpu->td;
+
+    if (td != NULL && (td->loaded_mask & perfmon_slot_bit(slot))) {
+        perfmon_cpu_td_set_running(td, slot, now, run);
+    }
+}
+
+/*
+ * A thread's counts on slot at now; value: the CPU's value of the slot,
+ * folded, when the slot is loaded (ignored otherwise).
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_td_pmc_counts(const struct perfmon_td *td, unsigned int slot,
+                          uint64_t value, uint64_t now,
+                          struct perfmon_counts *counts)
+{
+    const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+    uint64_t bit = perfmon_slot_bit(slot), clock, enabled, running;
+
+    clock = perfmon_cpu_td_clock(td, now);
+    value = tpmc->value + ((td->loaded_mask & bit) ? value : 0);
+    enabled = tpmc->enabled + ((td->active_mask & bit) ? clock : 0);
+    running = tpmc->running + ((td->run_mask & bit) ? clock : 0);
+    *counts = (struct perfmon_counts){
+        .value = value, .enabled = enabled, .running = running,
+    };
 }
 
 /*
@@ -438,6 +528,17 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot)
     barrier();
     perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
     return true;
+}
+
+/* The slot's 64-bit value on this CPU, folded (entered). */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_value(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    if (cpu->sched_mask & perfmon_slot_bit(slot)) {
+        perfmon_cpu_pmc_fold(cpu, slot);
+    }
+
+    return cpu->pmcs[slot].value;
 }
 
 /* The slot's counts on this CPU at now, folded (entered). */

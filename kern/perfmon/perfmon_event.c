@@ -17,8 +17,7 @@
  *     running on this CPU, the last raw value read and a 64-bit value that
  *     only grows while the counter runs there;
  *   - per thread (struct perfmon_td_pmc, in kern/perfmon_types.h): the
- *     thread's accumulated count, plus a snapshot of the per-CPU value while
- *     loaded.
+ *     thread's accumulated count, less the per-CPU value while loaded.
  *
  * An event remembers the thread or CPU value when it was attached; its
  * count is the difference.  So several events can share one counter, on

@@ -120,15 +120,14 @@ perfmon_event_read_local(const struct perfmon_event *event, bool times,
 {
     unsigned int cpu_index = cpu_id(), slot = event->slot;
     const struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
-    const struct perfmon_td_pmc *tpmc = NULL;
+    const struct perfmon_td *td = NULL;
     unsigned long gen;
 
     if (event->state == PERFMON_EVENT_THREAD) {
-        const struct perfmon_td *td = thread_get_perfmon_td(event->thread);
+        td = thread_get_perfmon_td(event->thread);
 
         /* Thread events need the switch hook, which loads them. */
         assert(td->loaded_mask & perfmon_slot_bit(slot));
-        tpmc = &td->pmcs[slot];
     } else if (event->cpu != cpu_index) {
         return false;
     }
@@ -141,15 +140,13 @@ perfmon_event_read_local(const struct perfmon_event *event, bool times,
             return false;
         }
 
-        /* The times only when asked for: they were not read otherwise. */
-        if (tpmc != NULL && times) {
-            struct perfmon_counts cpu_counts = *counts;
-
-            *counts = tpmc->total;
-            perfmon_counts_add_delta(counts, &cpu_counts, &tpmc->snap);
-        } else if (tpmc != NULL) {
-            counts->value = tpmc->total.value
-                            + (counts->value - tpmc->snap.value);
+        /*
+         * The times only when asked for: they were not read otherwise.  A
+         * thread's follow its clock.
+         */
+        if (td != NULL) {
+            perfmon_cpu_td_pmc_counts(td, slot, counts->value,
+                                      times ? cpu_rdtsc() : 0, counts);
         }
 
         barrier();
@@ -163,7 +160,7 @@ static inline __attribute__((always_inline)) void
 perfmon_event_read_counts_inline(struct perfmon_event *event, bool times,
                                  struct perfmon_counts *counts)
 {
-    struct perfmon_counts now;
+    struct perfmon_counts now = { 0 };  /* gcc 12 loses track of times */
 
     *counts = event->total;
 
@@ -240,7 +237,7 @@ perfmon_cpu_pmc_read_fast(const struct perfmon_cpu *cpu,
         value = pmc->value + delta;
 
         if (tpmc != NULL) {
-            value += tpmc->total.value - tpmc->snap.value;
+            value += tpmc->value;
         }
 
         __asm__("" : "+r"(value));

@@ -743,27 +743,26 @@ perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
 /*
  * One more user of slot on this CPU; saved: the thread's sampling
  * progress, when a thread loads a sampling slot.  The first makes it
- * active here, and the scheduler gives it a counter if it can; then its
- * counts are as of now already, and the caller may take them as they
- * are (returns true), not fold them again.
+ * active here, and the scheduler gives it a counter if it can.  Returns
+ * the slot's value here, folded: as it is after an activation.
  */
-static bool
-perfmon_sched_ref(struct perfmon_cpu *cpu, unsigned int slot,
-                  const struct perfmon_td_pmc *saved, uint64_t now)
+uint64_t
+perfmon_sched_ref_value(struct perfmon_cpu *cpu, unsigned int slot,
+                        const struct perfmon_td_pmc *saved, uint64_t now)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
 
     if (pmc->nr_refs != 0) {
         pmc->nr_refs++;
-        return false;
+        return perfmon_cpu_pmc_value(cpu, slot);
     }
 
     perfmon_sched_activate(cpu, slot, saved, now);
     perfmon_sched_in(cpu, slot, now);
-    return true;
+    return pmc->value;
 }
 
-/* A slot's counts on this CPU after a ref: as they are, or folded. */
+/* The same, for a CPU event: the slot's counts here at now. */
 void
 perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
                          const struct perfmon_td_pmc *saved, uint64_t now,
@@ -771,19 +770,16 @@ perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
 
-    if (perfmon_sched_ref(cpu, slot, saved, now)) {
-        counts->value = pmc->value;
-        counts->enabled = pmc->enabled;
-        counts->running = pmc->running;
-    } else {
-        perfmon_cpu_pmc_counts(cpu, slot, now, counts);
-    }
+    counts->value = perfmon_sched_ref_value(cpu, slot, saved, now);
+    perfmon_cpu_pmc_clock(cpu, slot, now);
+    counts->enabled = pmc->enabled;
+    counts->running = pmc->running;
 }
 
 /*
- * Drop a user of slot on this CPU; the caller took the counts first (the
- * value is folded, the times counted to now).  The last one gives its
- * counter back, to a slot waiting for one.
+ * Drop a user of slot on this CPU; the caller folded its value at now.
+ * The last one stops its times and gives its counter back, to a slot
+ * waiting for one.
  */
 void
 perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
@@ -793,6 +789,10 @@ perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
     uint64_t bit = perfmon_slot_bit(slot);
 
     assert(pmc->nr_refs != 0);
+
+    if (pmc->nr_refs == 1) {
+        perfmon_cpu_pmc_clock(cpu, slot, now);
+    }
 
     if (--pmc->nr_refs == 0) {
         WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
@@ -819,7 +819,7 @@ perfmon_sched_may_take(const struct perfmon_cpu_dev *cdev, unsigned int d,
 }
 
 /*
- * Slot out's last user here leaves (its counts taken at now) while one of
+ * Slot out's last user here leaves (its value folded at now) while one of
  * the slots of candidates (active nowhere here) gets its first: when out
  * counts alone on a flexible counter of a device that can transfer, and
  * no slot of the device waits for a counter (it would have it first),
@@ -851,6 +851,7 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
         candidates &= candidates - 1;
 
         if (perfmon_sched_may_take(cdev, d, in, pmc->hw_id)) {
+            perfmon_cpu_pmc_clock(cpu, out, now);
             pmc->nr_refs = 0;
             WRITE_ONCE(cpu->active_mask,
                        cpu->active_mask & ~perfmon_slot_bit(out));

@@ -6,12 +6,14 @@
  * the files above it (see perfmon_i.h for the order).
  *
  * In a section on cpu (perfmon_cpu_enter):
- * perfmon_sched_ref_counts: one more user of slot on this CPU (saved: the
+ * perfmon_sched_ref_value: one more user of slot on this CPU (saved: the
  *   thread's sampling progress, when a thread loads a sampling slot); the
  *   first makes it active here and gives it a counter if one is free.
- *   counts: the slot's counts here at now.
- * perfmon_sched_unref: drop a user of slot on this CPU; the caller took
- *   the counts first.  The last one gives its counter back.
+ *   Returns the slot's value here at now, folded.
+ * perfmon_sched_ref_counts: the same, for a CPU event: counts, the slot's
+ *   counts here at now.
+ * perfmon_sched_unref: drop a user of slot on this CPU; the caller folded
+ *   its value at now.  The last one gives its counter back.
  * perfmon_sched_transfer: slot out's last user leaves as the first of
  *   one of candidates comes: that one may take out's counter in place
  *   (returns it; PERFMON_MAX_PMCS: none did, unref and ref as usual).
@@ -32,6 +34,9 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_cpu.h"
 
+uint64_t perfmon_sched_ref_value(struct perfmon_cpu *cpu, unsigned int slot,
+                                 const struct perfmon_td_pmc *saved,
+                                 uint64_t now);
 void perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
                               const struct perfmon_td_pmc *saved,
                               uint64_t now, struct perfmon_counts *counts);

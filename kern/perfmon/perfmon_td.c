@@ -3,13 +3,16 @@
  *
  *
  * Performance monitoring core: the per-thread counts (struct perfmon_td,
- * kern/perfmon_types.h) and the context-switch hook.  A thread's count on
- * a slot is what it accumulated (total) plus, while it is loaded on a
- * CPU, the growth of the CPU's value since the snapshot taken at load
- * (snap).  Thread context changes a thread's state through thread_call()
- * (interrupts disabled on the CPU running it, or its run queue locked);
- * the switch hook runs with the run queue locked.  Everything touching a
- * CPU's record runs in a section on it (perfmon_cpu.c).
+ * kern/perfmon_types.h) and the context-switch hook.  While a thread's
+ * slot is loaded on a CPU, its count is the CPU's value of the slot plus
+ * an offset set at load; its times follow the thread's clock, which runs
+ * from the switch in to the switch out.  A switch between two threads
+ * counting the same events thus reads each counter once and writes two
+ * offsets, and copies no snapshot.  Thread context changes a thread's
+ * state through thread_call() (interrupts disabled on the CPU running it,
+ * or its run queue locked); the switch hook runs with the run queue
+ * locked.  Everything touching a CPU's record runs in a section on it
+ * (perfmon_cpu.c).
  */
 
 #include <stdbool.h>
@@ -34,145 +37,80 @@ perfmon_td_init(struct perfmon_td *td)
 }
 
 /*
- * Load slot of a thread running on this CPU (entered).  The CPU knows
- * the thread whose slots are loaded (cpu->td, for the scheduler): set
- * with its first slot, cleared with its last.
+ * A thread no longer loaded (its clock standing still): all its active
+ * slots run with the clock from now on, as perfmon_types.h says, their
+ * times unchanged.  (A slot that waited for a counter stops again when
+ * loaded where it waits.)
  */
 static void
-perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot, uint64_t now)
+perfmon_td_run_all(struct perfmon_td *td, uint64_t now)
 {
-    assert(cpu->td == NULL || cpu->td == td);
-    cpu->td = td;
-    td->loaded_mask |= perfmon_slot_bit(slot);
-    perfmon_sched_ref_counts(cpu, slot, &td->pmcs[slot], now,
-                               &td->pmcs[slot].snap);
-}
-
-/*
- * Fold what a loaded slot counted since the last fold into the thread;
- * counts: the CPU's counts of the slot at now.
- */
-static void
-perfmon_td_pmc_sync(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot, uint64_t now,
-                    struct perfmon_counts *counts)
-{
-    struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
-
-    perfmon_cpu_pmc_counts(cpu, slot, now, counts);
-    perfmon_counts_add_delta(&tpmc->total, counts, &tpmc->snap);
-    tpmc->snap = *counts;
-}
-
-/*
- * Drop slot of a thread running on this CPU (entered, synced).  Always
- * inline: each caller keeps it in its own body, so that the context
- * switch's stays one piece.
- */
-static inline __attribute__((always_inline)) void
-perfmon_td_pmc_drop(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    unsigned int slot)
-{
-    perfmon_sched_unref(cpu, slot, cpu->now);
-    td->loaded_mask &= ~perfmon_slot_bit(slot);
-
-    if (td->loaded_mask == 0) {
-        cpu->td = NULL;
-    }
-}
-
-/*
- * Unload slot of a thread running on this CPU (entered, synced): a
- * sampling counter's progress goes with the thread.
- */
-static void
-perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                      unsigned int slot)
-{
-    if (perfmon_pmcs[slot].sampling != NULL) {
-        perfmon_cpu_pmc_sample_save(cpu, slot, &td->pmcs[slot]);
-    }
-
-    perfmon_td_pmc_drop(td, cpu, slot);
-}
-
-/*
- * At a switch to next, prev's slot (synced) may pass its counter on in
- * place to one of next's slots not loaded yet (perfmon_sched_transfer):
- * then that one is loaded, its counts starting from the slot's own at
- * now, read by nobody.  Out of line: the switch that keeps its counters
- * pays nothing for it.
- */
-static bool __attribute__((noinline))
-perfmon_td_pmc_pass(struct perfmon_td *next, struct perfmon_cpu *cpu,
-                    unsigned int slot, uint64_t now)
-{
-    uint64_t incoming = next->active_mask & ~next->loaded_mask;
-    const struct perfmon_cpu_pmc *pmc;
-    unsigned int in;
-
-    if (incoming == 0) {
-        return false;
-    }
-
-    in = perfmon_sched_transfer(cpu, slot, incoming, now);
-
-    if (in >= PERFMON_MAX_PMCS) {
-        return false;
-    }
-
-    pmc = &cpu->pmcs[in];
-    next->loaded_mask |= perfmon_slot_bit(in);
-    next->pmcs[in].snap = (struct perfmon_counts){
-        .value = pmc->value, .enabled = pmc->enabled, .running = pmc->running,
-    };
-    return true;
-}
-
-/*
- * A context switch from prev to next on this CPU, in one section.  A slot
- * both threads count keeps running: its CPU reference passes from prev to
- * next, so the counter is read once and neither stopped nor restarted.
- * Sampling slots are the exception: each thread has its own progress to
- * the next sample, so they are unloaded and loaded.  A counting slot of
- * prev alone on its counter may pass the counter on to one of next's,
- * reprogrammed in place (perfmon_td_pmc_pass): one write, no read.
- */
-void
-perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
-{
-    struct perfmon_counts counts;
-    struct perfmon_cpu *cpu;
-    uint64_t kept, slots, now;
-
-    assert(!thread_preempt_enabled());
-    assert(next->loaded_mask == 0);
-    cpu = perfmon_cpu_enter();
-    assert(prev->loaded_mask == 0 || prev->cpu == cpu_id());
-    now = cpu->now;
-    kept = prev->loaded_mask & next->active_mask
-           & ~READ_ONCE(perfmon_sampling_slots);
-    slots = prev->loaded_mask;
-    next->loaded_mask = kept;
+    uint64_t slots = td->active_mask & ~td->run_mask;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
         slots &= slots - 1;
-        perfmon_td_pmc_sync(prev, cpu, slot, now, &counts);
-
-        if (kept & perfmon_slot_bit(slot)) {
-            next->pmcs[slot].snap = counts;
-        } else if (!perfmon_td_pmc_pass(next, cpu, slot, now)) {
-            perfmon_td_pmc_unload(prev, cpu, slot);
-        }
+        perfmon_cpu_td_set_running(td, slot, now, true);
     }
+}
 
-    prev->loaded_mask = 0;
-    cpu->td = (next->loaded_mask != 0) ? next : NULL;
-    next->cpu = cpu_id();
-    slots = next->active_mask & ~next->loaded_mask;
+/*
+ * Load slot of a thread running on this CPU (entered, its clock running):
+ * one more user of it here, the thread's count going on from the CPU's
+ * value.  The CPU knows the thread whose slots are loaded (cpu->td, for
+ * the scheduler): set with its first slot, cleared with its last.
+ */
+static void
+perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                    unsigned int slot, uint64_t now)
+{
+    uint64_t bit = perfmon_slot_bit(slot);
+
+    assert(cpu->td == NULL || cpu->td == td);
+    cpu->td = td;
+    td->loaded_mask |= bit;
+    td->pmcs[slot].value -= perfmon_sched_ref_value(cpu, slot,
+                                                    &td->pmcs[slot], now);
+    perfmon_cpu_td_set_running(td, slot, now, (cpu->sched_mask & bit) != 0);
+}
+
+/*
+ * Drop slot of a thread running on this CPU (entered, the slot's value
+ * folded at now): its count goes back to what it is, and its last user
+ * here may give the counter back.  The last slot stops the thread's
+ * clock.
+ */
+static void
+perfmon_td_pmc_drop(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                    unsigned int slot, uint64_t now)
+{
+    td->pmcs[slot].value += cpu->pmcs[slot].value;
+    perfmon_sched_unref(cpu, slot, now);
+    td->loaded_mask &= ~perfmon_slot_bit(slot);
+
+    if (td->loaded_mask == 0) {
+        td->clock += now;
+        cpu->td = NULL;
+    }
+}
+
+/*
+ * The second half of a general switch: next (with slots active, those
+ * kept or passed loaded) has the others loaded and its clock started,
+ * its slots' running times follow the clock as they run here, and when
+ * some wait for a counter, they all take turns by share now, not only at
+ * the next rotation.  (Only then: slots waiting for another thread's sake
+ * wait for the tick.)
+ */
+static void
+perfmon_td_switch_in(struct perfmon_td *next, struct perfmon_cpu *cpu,
+                     uint64_t now)
+{
+    uint64_t slots = next->active_mask & ~next->loaded_mask;
+
+    next->clock -= now;
+    cpu->td = next;
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
@@ -181,11 +119,17 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         perfmon_td_pmc_load(next, cpu, slot, now);
     }
 
-    /*
-     * Its slots took free counters in slot order: when some wait, they
-     * all take turns by share now, not only at the next rotation.  (Only
-     * then: slots waiting for another thread's sake wait for the tick.)
-     */
+    slots = (next->run_mask ^ cpu->sched_mask) & next->active_mask;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+
+        slots &= slots - 1;
+        perfmon_cpu_td_set_running(next, slot, now,
+                                   (cpu->sched_mask & perfmon_slot_bit(slot))
+                                   != 0);
+    }
+
     if (next->active_mask & ~cpu->sched_mask) {
         perfmon_sched_rotate(cpu, now);
     }
@@ -193,6 +137,221 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     /* What the branch records hold until now is another thread's. */
     if (next->active_mask & READ_ONCE(perfmon_branch_slots)) {
         perfmon_branch_sched_in();
+    }
+}
+
+/*
+ * A context switch from prev to next on this CPU, in the section
+ * perfmon_td_switch_slow() entered, which this one leaves: the general
+ * case, out of line.  prev's clock stops at once and cpu->td is cleared
+ * meanwhile: the counters moved in this section move at now, when prev's
+ * times stand and next's start.  A slot both threads count keeps running
+ * and is read once: its CPU reference passes from prev to next.  A
+ * counting slot of prev alone on its counter may pass the counter on to
+ * one of next's (perfmon_sched_transfer): one write, no read.  Sampling
+ * slots are always unloaded and loaded: each thread has its own progress
+ * to its next sample.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
+                      struct perfmon_cpu *cpu)
+{
+    uint64_t now = cpu->now, slots = prev->loaded_mask, kept, in;
+
+    kept = slots & next->active_mask & ~READ_ONCE(perfmon_sampling_slots);
+
+    if (slots != 0) {
+        prev->clock += now;
+        prev->loaded_mask = 0;
+        perfmon_td_run_all(prev, now);
+    }
+
+    cpu->td = NULL;
+    next->loaded_mask = kept;
+
+    while (slots != 0) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t value = perfmon_cpu_pmc_value(cpu, slot);
+
+        slots &= slots - 1;
+        prev->pmcs[slot].value += value;
+
+        if (kept & perfmon_slot_bit(slot)) {
+            next->pmcs[slot].value -= value;
+            continue;
+        }
+
+        if (perfmon_pmcs[slot].sampling != NULL) {
+            perfmon_cpu_pmc_sample_save(cpu, slot, &prev->pmcs[slot]);
+        }
+
+        in = next->active_mask & ~next->loaded_mask;
+        in = (in != 0) ? perfmon_sched_transfer(cpu, slot, in, now)
+                       : PERFMON_MAX_PMCS;
+
+        if (in < PERFMON_MAX_PMCS) {
+            next->loaded_mask |= perfmon_slot_bit(in);
+            next->pmcs[in].value -= cpu->pmcs[in].value;
+        } else {
+            perfmon_sched_unref(cpu, slot, now);
+        }
+    }
+
+    if (next->active_mask != 0) {
+        perfmon_td_switch_in(next, cpu, now);
+    }
+
+    perfmon_cpu_leave(cpu);
+}
+
+/*
+ * A switch from prev, with one counting slot out loaded, to next, with
+ * another, in, active: when out counts alone on its counter and in may
+ * take it over (perfmon_sched_transfer), the counter passes in place, one
+ * write and no read but out's fold; then it leaves the section.  Returns
+ * false when it may not, having changed nothing.  Out of line, apart from
+ * the switch that keeps its counters.
+ */
+static bool __attribute__((noinline))
+perfmon_td_switch_pass(struct perfmon_td *prev, struct perfmon_td *next,
+                       struct perfmon_cpu *cpu, unsigned int out,
+                       unsigned int in)
+{
+    uint64_t now = cpu->now, value = perfmon_cpu_pmc_value(cpu, out);
+
+    /* Neither thread's clock runs the counter's times meanwhile. */
+    cpu->td = NULL;
+
+    if (perfmon_sched_transfer(cpu, out, perfmon_slot_bit(in), now) != in) {
+        cpu->td = prev;
+        return false;
+    }
+
+    prev->pmcs[out].value += value;
+    prev->clock += now;
+    prev->loaded_mask = 0;
+    next->pmcs[in].value -= cpu->pmcs[in].value;
+    next->clock -= now;
+    next->loaded_mask = perfmon_slot_bit(in);
+    perfmon_cpu_td_set_running(next, in, now, true);
+    cpu->td = next;
+    perfmon_cpu_leave(cpu);
+    return true;
+}
+
+/*
+ * The end of a switch's fast path (perfmon_td_switch_slow) when it could
+ * not fold some slots itself (slow: their devices' read op, or a wrap
+ * seen), or an overflow interrupt left something pending: those slots
+ * are folded here, and the kept slots the interrupt marked after their
+ * fold are folded again with the overflow, what that adds counted for
+ * prev, as a fold after the interrupt would have.  Then it leaves the
+ * section.  Out of line: rare.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
+                         struct perfmon_cpu *cpu, uint64_t slow)
+{
+    uint64_t slots;
+
+    for (slots = slow; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t value;
+
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        value = cpu->pmcs[slot].value;
+        prev->pmcs[slot].value += value;
+        next->pmcs[slot].value -= value;
+    }
+
+    slots = READ_ONCE(cpu->pending) & next->loaded_mask & ~slow;
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        uint64_t before = cpu->pmcs[slot].value, delta;
+
+        perfmon_cpu_pmc_update(cpu, slot, false);
+        delta = cpu->pmcs[slot].value - before;
+        prev->pmcs[slot].value += delta;
+        next->pmcs[slot].value -= delta;
+    }
+
+    perfmon_cpu_leave(cpu);
+}
+
+/*
+ * A context switch from prev to next on this CPU, in one section.  When
+ * next counts exactly the events prev counts and they all run here (none
+ * sampling, none waiting for a counter, none recording branches), every
+ * counter keeps running: its CPU reference passes from prev to next, it
+ * is read once, and the two offsets change; the clocks stop and start.
+ * Nothing is called on that path but what it leaves for
+ * perfmon_td_switch_finish; anything else is perfmon_td_switch_all's.
+ */
+void
+perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_enter_switch(perfmon_cpu_self());
+    uint64_t kept = prev->loaded_mask, slow = 0, slots, runs, now;
+
+    /* next's slots, not loaded, all run with its clock (perfmon_types.h). */
+
+    runs = cpu->sched_mask & ~(READ_ONCE(perfmon_sampling_slots)
+                               | READ_ONCE(perfmon_branch_slots));
+
+    /* Some slots are loaded or active: when none is kept, not all are. */
+    if (unlikely((kept ^ next->active_mask) | (kept & ~runs))) {
+        uint64_t in = next->active_mask;
+
+        /* One counting slot out, one in: the counter may pass. */
+        if (kept != 0 && (kept & (kept - 1)) == 0 && in != 0
+            && (in & (in - 1)) == 0 && in != kept && (kept & cpu->sched_mask)
+            && !((kept | in) & (READ_ONCE(perfmon_sampling_slots)
+                                | READ_ONCE(perfmon_branch_slots)))
+            && perfmon_td_switch_pass(prev, next, cpu,
+                                      (unsigned int)__builtin_ctzll(kept),
+                                      (unsigned int)__builtin_ctzll(in))) {
+            return;
+        }
+
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
+    }
+
+    /* Some are kept: the test above fails when none are loaded. */
+    slots = kept;
+
+    do {
+        unsigned long slot = (unsigned long)__builtin_ctzll(slots);
+        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        uint64_t raw, value;
+
+        __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+
+        if (likely(perfmon_cpu_pmc_raw_direct(pmc, &raw))
+            && likely((raw &= pmc->mask) >= pmc->prev)) {
+            value = pmc->value + (raw - pmc->prev);
+            pmc->value = value;
+            pmc->prev = raw;
+            prev->pmcs[slot].value += value;
+            next->pmcs[slot].value -= value;
+        } else {
+            slow |= slots & -slots;
+        }
+
+        slots &= slots - 1;
+    } while (slots != 0);
+
+    now = cpu->now;
+    prev->clock += now;
+    prev->loaded_mask = 0;
+    next->clock -= now;
+    next->loaded_mask = kept;
+    cpu->td = next;
+
+    if (unlikely(slow | READ_ONCE(cpu->pending))) {
+        perfmon_td_switch_finish(prev, next, cpu, slow);
+        return;
     }
 
     perfmon_cpu_leave(cpu);
@@ -208,22 +367,23 @@ perfmon_td_pmc_read(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     unsigned int slot, uint64_t now,
                     struct perfmon_counts *counts)
 {
-    struct perfmon_counts cpu_counts;
+    uint64_t value = 0;
 
     if (cpu != NULL) {
         assert(td->loaded_mask == td->active_mask);
-        assert(td->cpu == cpu_id());
-        perfmon_td_pmc_sync(td, cpu, slot, now, &cpu_counts);
+        assert(cpu->td == td);
+        value = perfmon_cpu_pmc_value(cpu, slot);
     } else {
         assert(td->loaded_mask == 0);
     }
 
-    *counts = td->pmcs[slot].total;
+    perfmon_cpu_td_pmc_counts(td, slot, value, now, counts);
 }
 
 /*
  * Start counting an event of the thread: one more user of its slot,
- * loaded at once when the thread runs here.
+ * loaded at once when the thread runs here.  Its enabled time follows the
+ * thread's clock from now on.
  */
 void
 perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
@@ -233,13 +393,16 @@ perfmon_td_event_enable(struct perfmon_td *td, struct perfmon_cpu *cpu,
     struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
 
     if (tpmc->nr_refs++ == 0) {
+        /* As a slot not loaded: running with the clock. */
+        tpmc->enabled -= perfmon_cpu_td_clock(td, now);
         td->active_mask |= perfmon_slot_bit(slot);
-        tpmc->share_base = tpmc->total;
+        perfmon_cpu_td_set_running(td, slot, now, true);
+        perfmon_cpu_td_pmc_counts(td, slot, 0, now, &tpmc->share_base);
 
         if (cpu != NULL) {
             /* A thread without events was not loaded at its switch in. */
             if (td->loaded_mask == 0) {
-                td->cpu = cpu_id();
+                td->clock -= now;
             }
 
             perfmon_td_pmc_load(td, cpu, slot, now);
@@ -263,11 +426,14 @@ perfmon_td_event_disable(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
     /* Dropped without the sampling save: the period goes below. */
     if (--tpmc->nr_refs == 0) {
+        perfmon_cpu_td_set_running(td, slot, now, false);
+        tpmc->enabled += perfmon_cpu_td_clock(td, now);
+        td->active_mask &= ~perfmon_slot_bit(slot);
+
         if (cpu != NULL) {
-            perfmon_td_pmc_drop(td, cpu, slot);
+            perfmon_td_pmc_drop(td, cpu, slot, now);
         }
 
-        td->active_mask &= ~perfmon_slot_bit(slot);
         tpmc->sample_period = 0;
     }
 }

@@ -37,10 +37,10 @@ struct perfmon_turn_share {
 
 /*
  * Slot's share until now (an active slot): the loaded thread's, for its
- * slots (loaded: td's loaded_mask, 0 without a thread); the CPU's
- * otherwise.  The times are the slot's as clocked to now
- * (perfmon_cpu_pmc_clock), without clocking it: a turn takes a share for
- * every slot and moves few.  Inline for that.
+ * slots (loaded: td's loaded_mask, 0 without a thread), by its clock;
+ * the CPU's otherwise, as clocked to now (perfmon_cpu_pmc_clock), without
+ * clocking it: a turn takes a share for every slot and moves few.  Inline
+ * for that.
  */
 static inline __attribute__((always_inline)) void
 perfmon_turn_share_of(const struct perfmon_cpu *cpu,
@@ -49,21 +49,21 @@ perfmon_turn_share_of(const struct perfmon_cpu *cpu,
                       struct perfmon_turn_share *share)
 {
     const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t dt = now - pmc->stamp, enabled, running;
-
-    enabled = pmc->enabled + dt;
-    running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
+    uint64_t enabled, running;
 
     if (unlikely((loaded >> slot) & 1)) {
-        const struct perfmon_td_pmc *tpmc = &td->pmcs[slot];
+        const struct perfmon_counts *base = &td->pmcs[slot].share_base;
+        struct perfmon_counts counts;
 
-        enabled += tpmc->total.enabled - tpmc->share_base.enabled
-                   - tpmc->snap.enabled;
-        running += tpmc->total.running - tpmc->share_base.running
-                   - tpmc->snap.running;
+        perfmon_cpu_td_pmc_counts(td, slot, 0, now, &counts);
+        enabled = counts.enabled - base->enabled;
+        running = counts.running - base->running;
     } else {
-        enabled -= pmc->share_enabled;
-        running -= pmc->share_running;
+        uint64_t dt = now - pmc->stamp;
+
+        enabled = pmc->enabled + dt - pmc->share_enabled;
+        running = pmc->running + (((sched >> slot) & 1) ? dt : 0)
+                  - pmc->share_running;
     }
 
     /* running <= enabled: with no enabled time, none ran either. */

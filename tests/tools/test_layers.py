@@ -52,6 +52,9 @@ PRIVATE_ALLOWED = {
     # The fold test checks the per-CPU map from hardware counter to slot,
     # which the overflow interrupt's common path trusts without a test.
     'tests/unit/perfmon_fold_test.c',
+    # The thread-count model's test, which reads which slots hold a
+    # counter on each CPU (perfmon_cpu_active_slots).
+    'tests/unit/perfmon_tdclock_test.c',
     # The turn's test, which sets the scheduler's reference mode.
     'tests/unit/perfmon_turn_test.c',
     # The stream test drives a capture by hand and checks the core's
