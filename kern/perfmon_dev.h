@@ -73,8 +73,12 @@ struct perfmon_selftest;                /* kern/perfmon_selftest.h */
  * transfer (optional; processor-local): reprogram the started counter
  *   hw_id for raw_event in the mode flags in place, from one slot's event
  *   to another's, leaving its count where it is: the counter keeps
- *   counting, and the core folds what it counted before as the old
- *   slot's.  One write of the event select where the device can.  Unlike
+ *   counting.  It returns the raw value at the hand-over, read just
+ *   before the new event takes effect: the core folds the count up to it
+ *   as the old slot's and the rest as the new one's, so that no event of
+ *   the old kind is counted for the new (a clock's cycles passed on as
+ *   another event's counts).  One read and one write of the event select
+ *   where the device can.  Unlike
  *   start, it keeps an overflow status the counter holds: it belongs to
  *   the count that goes on, and the core folds it for the new slot.  The
  *   read method may change: the core asks read_method again.
@@ -127,8 +131,8 @@ struct perfmon_dev_ops {
     uint64_t (*read)(struct perfmon_dev *dev, unsigned int hw_id);
     unsigned int (*read_method)(struct perfmon_dev *dev, unsigned int hw_id,
                                 uintptr_t *argp);
-    void (*transfer)(struct perfmon_dev *dev, unsigned int hw_id,
-                     uint64_t raw_event, unsigned int flags);
+    uint64_t (*transfer)(struct perfmon_dev *dev, unsigned int hw_id,
+                         uint64_t raw_event, unsigned int flags);
     void (*write)(struct perfmon_dev *dev, unsigned int hw_id,
                   uint64_t value);
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);

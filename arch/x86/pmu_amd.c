@@ -462,14 +462,18 @@ pmu_amd_start(struct perfmon_dev *dev, unsigned int hw_id,
  * an overflow status it holds is that count's, kept for the core to fold.
  * A pair never passes on: it is a pinned slot's own.
  */
-static void
+static uint64_t pmu_amd_read(struct perfmon_dev *dev, unsigned int hw_id);
+
+static uint64_t
 pmu_amd_transfer(struct perfmon_dev *dev, unsigned int hw_id,
                  uint64_t raw_event, unsigned int flags)
 {
-    (void)dev;
-    assert(pmu_amd_hw_id_valid(hw_id) && !pmu_amd_is_pair(hw_id));
+    uint64_t raw = pmu_amd_read(dev, hw_id);
+
+    assert(!pmu_amd_is_pair(hw_id));
     assert(pmu_active_get() & (1ULL << hw_id));
     pmu_msr_write(pmu_amd_ctl_msr(hw_id), pmu_amd_sel(raw_event, flags));
+    return raw;
 }
 
 static void

@@ -553,12 +553,14 @@ pmu_intel_start(struct perfmon_dev *dev, unsigned int hw_id,
  * do not.  An overflow status it holds belongs to that continuing count,
  * which the core goes on folding: it is kept.
  */
-static void
+static uint64_t pmu_intel_read(struct perfmon_dev *dev, unsigned int hw_id);
+
+static uint64_t
 pmu_intel_transfer(struct perfmon_dev *dev, unsigned int hw_id,
                    uint64_t raw_event, unsigned int flags)
 {
-    (void)dev;
-    assert(pmu_intel_hw_id_valid(hw_id));
+    uint64_t raw = pmu_intel_read(dev, hw_id);
+
     assert(pmu_active_get() & (1ULL << hw_id));
 
     if (pmu_intel_is_fixed(hw_id)) {
@@ -572,6 +574,8 @@ pmu_intel_transfer(struct perfmon_dev *dev, unsigned int hw_id,
         pmu_msr_write(MSR_IA32_PERFEVTSEL0 + hw_id,
                       pmu_intel_sel(raw_event, flags));
     }
+
+    return raw;
 }
 
 static void

@@ -390,9 +390,10 @@ softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
  * counter's stays in count; the clock's lives in its start, moved there
  * and back.  It is not running for the few instructions in between, so
  * that the handler does not count the new event into the old one; a wrap
- * it holds in the status stays, the count's that goes on.
+ * it holds in the status stays, the count's that goes on.  The count at
+ * the stop is the hand-over's.
  */
-static void
+static uint64_t
 softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
                  uint64_t raw_event, unsigned int flags)
 {
@@ -403,6 +404,11 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
     assert(c->running);
     softpmu_stop(dev, hw_id);
     barrier();
+
+    if (!was_clock) {
+        count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+    }
+
     c->raw_event = raw_event;
     c->counts = softpmu_counts(raw_event, flags);
 
@@ -421,6 +427,8 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
     if (raw_event != SWEVENT_CLOCK && c->counts) {
         swevent_activate((unsigned int)raw_event);
     }
+
+    return count;
 }
 
 /*

@@ -465,16 +465,21 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
 
 /*
  * Pass the counter slot out holds here on to slot in, reprogrammed in
- * place by the device's transfer (out folded at now, in not running):
- * the count goes on, so in takes out's last raw value and knows it
- * without a read.  It also takes out's wrap_seen: the device keeps the
- * overflow status, and the NMI of a wrap out's fold already counted now
+ * place by the device's transfer (in not running).  The device returns
+ * the raw value at the hand-over: out's count is folded up to it, and in
+ * starts from it, so what the counter counted of out's event after out's
+ * last fold is out's, never in's (for a clock passed on to an event
+ * counter, thousands of cycles).  An overflow marked for out by then is
+ * out's: an NMI comes after its wrap, and the count before the hand-over
+ * is out's.  in takes out's wrap_seen: the device
+ * keeps the overflow status, and the NMI of a wrap out's fold counted
  * comes for in, which must not add a period again.  in runs before the
  * map says so and out stops after: an NMI in between finds one of them
- * running.  An overflow left pending for out after its fold is one of
- * the count that goes on: it moves to in, folded at the section's end.
- * Its one caller, the context switch (perfmon_sched_transfer), checked
- * that out runs, in does not and does not sample, and moves the two
+ * running.  An overflow marked for out after the fold (in the few
+ * instructions before the map names in) is taken as one of the count that
+ * goes on: it moves to in, folded at the section's end.  Its one
+ * caller, the context switch (perfmon_sched_transfer), checked that out
+ * runs and counts, that in does not run nor sample, and moves the two
  * threads' clocks itself.
  */
 void
@@ -485,13 +490,31 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
     struct perfmon_dev *dev = from->dev;
     uint64_t obit = perfmon_slot_bit(out), ibit = perfmon_slot_bit(in);
+    uint64_t raw;
+
+    barrier();
+    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags)
+          & from->mask;
+    barrier();
+
+    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
+        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
+        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
+    } else {
+        if (raw < from->prev) {
+            from->wrap_seen = true;
+            perfmon_syscnt_inc_local(&cpu->nr_overflows);
+        }
+
+        from->value += (raw - from->prev) & from->mask;
+        from->prev = raw;
+    }
 
     to->hw_id = from->hw_id;
     to->dev = dev;
     to->mask = from->mask;
-    to->prev = from->prev;
+    to->prev = raw;
     to->wrap_seen = from->wrap_seen;
-    dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags);
     perfmon_cpu_pmc_read_method(to);
 
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);

@@ -212,9 +212,10 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
- * perfmon_cpu_pmc_transfer: pass the counter slot out holds here (folded
- *   at now, a counting slot) on to slot in (counting, not running here),
- *   reprogrammed in place by the device's transfer; the count goes on.
+ * perfmon_cpu_pmc_transfer: pass the counter slot out holds here (a
+ *   counting slot, folded at the hand-over) on to slot in (counting, not
+ *   running here), reprogrammed in place by the device's transfer; the
+ *   count goes on.
  * perfmon_cpu_pmc_update: fold the counter slot holds here into its
  *   64-bit value (ovf: the device's interrupt says it wrapped); the
  *   inline perfmon_cpu_pmc_fold() below takes the common case itself.

@@ -819,9 +819,10 @@ perfmon_sched_may_take(const struct perfmon_cpu_dev *cdev, unsigned int d,
 }
 
 /*
- * Slot out's last user here leaves (its value folded at now) while one of
+ * Slot out's last user here leaves (folded by the hand-over) while one of
  * the slots of candidates (active nowhere here) gets its first: when out
- * counts alone on a flexible counter of a device that can transfer, and
+ * counts (a sampling slot's progress is saved from its counter, before
+ * it stops) alone on a flexible counter of a device that can transfer, and
  * no slot of the device waits for a counter (it would have it first),
  * the first candidate that may take the counter gets it in place, with
  * nothing stopped or started.  Returns that slot, or PERFMON_MAX_PMCS
@@ -838,6 +839,7 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
     candidates &= ~cpu->active_mask;
 
     if (pmc->nr_refs != 1 || !(cpu->sched_mask & perfmon_slot_bit(out))
+        || perfmon_pmcs[out].sampling != NULL
         || cdev->waiting != 0 || pmc->dev->ops->transfer == NULL
         || !perfmon_sched_may_take(cdev, d, out, pmc->hw_id)) {
         return PERFMON_MAX_PMCS;

@@ -148,7 +148,7 @@ perfmon_td_switch_in(struct perfmon_td *next, struct perfmon_cpu *cpu,
  * times stand and next's start.  A slot both threads count keeps running
  * and is read once: its CPU reference passes from prev to next.  A
  * counting slot of prev alone on its counter may pass the counter on to
- * one of next's (perfmon_sched_transfer): one write, no read.  Sampling
+ * one of next's (perfmon_sched_transfer): one read, one write.  Sampling
  * slots are always unloaded and loaded: each thread has its own progress
  * to its next sample.
  */
@@ -171,30 +171,36 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
 
     while (slots != 0) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        uint64_t value = perfmon_cpu_pmc_value(cpu, slot);
+        uint64_t value;
 
         slots &= slots - 1;
-        prev->pmcs[slot].value += value;
 
         if (kept & perfmon_slot_bit(slot)) {
+            value = perfmon_cpu_pmc_value(cpu, slot);
+            prev->pmcs[slot].value += value;
             next->pmcs[slot].value -= value;
             continue;
         }
 
-        if (perfmon_pmcs[slot].sampling != NULL) {
-            perfmon_cpu_pmc_sample_save(cpu, slot, &prev->pmcs[slot]);
-        }
-
+        /* A counter passed on is folded by the hand-over, not before. */
         in = next->active_mask & ~next->loaded_mask;
         in = (in != 0) ? perfmon_sched_transfer(cpu, slot, in, now)
                        : PERFMON_MAX_PMCS;
 
         if (in < PERFMON_MAX_PMCS) {
+            prev->pmcs[slot].value += cpu->pmcs[slot].value;
             next->loaded_mask |= perfmon_slot_bit(in);
             next->pmcs[in].value -= cpu->pmcs[in].value;
-        } else {
-            perfmon_sched_unref(cpu, slot, now);
+            continue;
         }
+
+        prev->pmcs[slot].value += perfmon_cpu_pmc_value(cpu, slot);
+
+        if (perfmon_pmcs[slot].sampling != NULL) {
+            perfmon_cpu_pmc_sample_save(cpu, slot, &prev->pmcs[slot]);
+        }
+
+        perfmon_sched_unref(cpu, slot, now);
     }
 
     if (next->active_mask != 0) {
@@ -208,7 +214,8 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
  * A switch from prev, with one counting slot out loaded, to next, with
  * another, in, active: when out counts alone on its counter and in may
  * take it over (perfmon_sched_transfer), the counter passes in place, one
- * write and no read but out's fold; then it leaves the section.  Returns
+ * read (out's fold, at the hand-over) and one write; then it leaves the
+ * section.  Returns
  * false when it may not, having changed nothing.  Out of line, apart from
  * the switch that keeps its counters.
  */
@@ -217,7 +224,7 @@ perfmon_td_switch_pass(struct perfmon_td *prev, struct perfmon_td *next,
                        struct perfmon_cpu *cpu, unsigned int out,
                        unsigned int in)
 {
-    uint64_t now = cpu->now, value = perfmon_cpu_pmc_value(cpu, out);
+    uint64_t now = cpu->now;
 
     /* Neither thread's clock runs the counter's times meanwhile. */
     cpu->td = NULL;
@@ -227,7 +234,8 @@ perfmon_td_switch_pass(struct perfmon_td *prev, struct perfmon_td *next,
         return false;
     }
 
-    prev->pmcs[out].value += value;
+    /* out's count was folded by the hand-over. */
+    prev->pmcs[out].value += cpu->pmcs[out].value;
     prev->clock += now;
     prev->loaded_mask = 0;
     next->pmcs[in].value -= cpu->pmcs[in].value;

@@ -362,6 +362,67 @@ out:
 
 KTEST_DEFINE(perfmon, switch_passes_counter, pt_switch_passes_counter);
 
+/*
+ * The same passing between two different events: one thread counts the
+ * clock, the other the test event.  The counter passes from the clock to
+ * the test event at every switch; what the clock ran up after its last
+ * fold must not reach the test event, whose count stays exactly its adds
+ * (a TSC's worth of cycles is thousands of test events).
+ */
+static int
+pt_switch_passes_clock(void)
+{
+    static const unsigned int ids[2] = {
+        PERFMON_EV_TASK_CLOCK, PERFMON_EV_TEST,
+    };
+    unsigned int cpu = (ktest_cpu_now() + 1) % cpu_count();
+    struct perfmon_event evs[2] = { 0 };
+    struct thread *ts[2] = { NULL, NULL };
+    struct pt_passer ps[2];
+    volatile bool go = false;
+    volatile unsigned int turn = 0;
+    uint64_t clock;
+
+    KTEST_ASSERT(pt_soft() != NULL);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        /* The clock's thread adds too: test events it does not count. */
+        ps[i] = (struct pt_passer){ .go = &go, .turn = &turn, .self = i,
+                                    .step = 7 * (i + 1) };
+        KTEST_CHECK_EQ(thread_create(&ts[i], "pt_passer", pt_passer_fn,
+                                     &ps[i], THREAD_CPUMASK(cpu)), 0);
+        KTEST_CHECK_EQ(pt_event_init(&evs[i], ids[i], PERFMON_EF_KERN), 0);
+        KTEST_CHECK_EQ(perfmon_event_attach(&evs[i], ts[i]), 0);
+    }
+
+    go = true;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        thread_join(ts[i]);
+        ts[i] = NULL;
+    }
+
+    clock = perfmon_event_read(&evs[0]);
+    ktest_diag("clock %llu ns", (unsigned long long)clock);
+    KTEST_CHECK(clock > 0);
+    KTEST_CHECK_EQ(perfmon_event_read(&evs[1]), ps[1].added);
+
+out:
+    turn = 2;
+    go = true;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        if (ts[i] != NULL) {
+            thread_join(ts[i]);
+        }
+    }
+
+    pt_events_detach(evs, 2);
+    return ktest_result();
+}
+
+KTEST_DEFINE(perfmon, switch_passes_clock, pt_switch_passes_clock);
+
 /* ---- exact counts through many wraps ------------------------------------ */
 
 #define PT_WRAP_TOTAL   3000000ULL

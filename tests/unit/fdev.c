@@ -194,21 +194,27 @@ fdev_stop(struct fdev *fd, unsigned int hw_id)
 }
 
 /*
- * The transfer contract: the counter counts raw from its count, and an
- * overflow status it holds stays (the count's that goes on).
+ * The transfer contract: the counter counts raw from its count, which it
+ * returns, and an overflow status it holds stays (the count's that goes
+ * on).
  */
-static void
+static uint64_t
 fdev_transfer(struct fdev *fd, unsigned int hw_id, uint64_t raw,
               unsigned int flags)
 {
     struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+    uint64_t value;
 
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
     fdev_step(fd, FDEV_STEP_TRANSFER, hw_id);
+    value = c->value;
     c->raw_event = raw;
     c->flags = flags;
     fd->nr_transfer++;
+
+    /* The count at the hand-over, junk above the width as a read's. */
+    return (fd->dev.width < 64) ? value | (0xa5ULL << fd->dev.width) : value;
 }
 
 static uint64_t
@@ -310,11 +316,11 @@ fdev_op_stop(struct perfmon_dev *dev, unsigned int hw_id)
     fdev_stop(fdev_of(dev), hw_id);
 }
 
-static void
+static uint64_t
 fdev_op_transfer(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw,
                  unsigned int flags)
 {
-    fdev_transfer(fdev_of(dev), hw_id, raw, flags);
+    return fdev_transfer(fdev_of(dev), hw_id, raw, flags);
 }
 
 static uint64_t

@@ -468,8 +468,9 @@ xfer_switch(struct xfer_run *r, unsigned int to)
  * A switch to thread to, an overflow NMI landing at the first step of the
  * core's of its kind (the counter first takes whatever NMI is due): the
  * counter wraps there, or, late, wrapped and passed its old value before
- * the switch.  Those events are the outgoing thread's when the fold reads
- * again, the incoming one's when they come after the fold.
+ * the switch.  Those events are the outgoing thread's: at a read, the
+ * fold reads again; in a transfer, they come before its hand-over, whose
+ * count ends the outgoing thread's.
  */
 static void
 xfer_switch_nmi(struct xfer_run *r, enum fdev_step step, unsigned int to,
@@ -492,7 +493,8 @@ xfer_switch_nmi(struct xfer_run *r, enum fdev_step step, unsigned int to,
         n = 0;
     } else {
         n = r->period - raw + fold_rand(r->period / 4);
-        r->total[(step == FDEV_STEP_READ) ? from : to] += n;
+        /* Up to the transfer's hand-over, the count is the outgoing's. */
+        r->total[from] += n;
     }
 
     fdev_script_nmi(r->fd, step, 1, -1, n);
@@ -533,16 +535,22 @@ check_transfer_random(unsigned int width)
             break;
         case 2:
             /* An overflow in the outgoing fold's read: re-folded. */
-            xfer_switch_nmi(&r, FDEV_STEP_READ, fold_rand(2) ? 1 - r.cur : 2,
-                            false);
+            xfer_switch_nmi(&r, FDEV_STEP_READ, 2, false);
             break;
         case 3:
-            /* Between the fold and the transfer: the incoming thread's. */
+            /* In the transfer, before its hand-over: the outgoing's. */
             xfer_switch_nmi(&r, FDEV_STEP_TRANSFER, 1 - r.cur, false);
             break;
         case 4:
-            /* Late: past its old value again, the NMI in the fold. */
-            xfer_switch_nmi(&r, FDEV_STEP_READ, 1 - r.cur, true);
+            /*
+             * Late: past its old value again, the NMI in the fold (a read,
+             * or for a counter passed on, the transfer's hand-over).
+             */
+            if (fold_rand(2) == 0) {
+                xfer_switch_nmi(&r, FDEV_STEP_READ, 2, true);
+            } else {
+                xfer_switch_nmi(&r, FDEV_STEP_TRANSFER, 1 - r.cur, true);
+            }
             break;
         case 5:
             xfer_switch(&r, 2);

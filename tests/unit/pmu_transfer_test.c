@@ -5,7 +5,8 @@
  * Tests of the x86 drivers' read method and transfer operations
  * (arch/x86/pmu_intel.c, arch/x86/pmu_amd.c) on the register-level model:
  * the read method names the RDPMC index that reads what read does (Intel's
- * fixed counters through bit 30); transfer reprograms a started counter
+ * fixed counters through bit 30); transfer returns the count at the
+ * hand-over (one RDPMC) and reprograms a started counter
  * in place with one write of its event select (none for a fixed counter
  * whose modes are unchanged, one of IA32_FIXED_CTR_CTRL when they
  * change), keeps its count, the armed top bits of the drivers without an
@@ -50,6 +51,13 @@ static void
 accesses_begin(void)
 {
     msr_model_get_accesses(&accesses);
+}
+
+/* The low width bits of a raw value, those the core keeps. */
+static uint64_t
+dev_mask(const struct perfmon_dev *dev)
+{
+    return (dev->width < 64) ? (1ULL << dev->width) - 1 : ~0ULL;
 }
 
 /* The accesses since accesses_begin(): RDMSR, WRMSR, RDPMC. */
@@ -112,7 +120,7 @@ test_intel_read_method(void **state)
 
 /*
  * A general-purpose counter passed from branches to cache misses: one
- * WRMSR, the count kept (what the new event counts adds to it), branches
+ * RDPMC of the count at the hand-over, one WRMSR, the count kept (what the new event counts adds to it), branches
  * no longer counted.  cfg: the machine.
  */
 static void
@@ -130,8 +138,9 @@ check_transfer_gp(const struct pmu_driver *drv, struct msr_model_config cfg,
     value = fake_perfmon_value(h);
     assert_int_equal(value, 1000);
     accesses_begin();
-    dev->ops->transfer(dev, hw, miss, BOTH);
-    accesses_check(0, 1, 0);
+    assert_int_equal(dev->ops->transfer(dev, hw, miss, BOTH) & dev_mask(dev),
+                     1000);
+    accesses_check(0, 1, 1);
     assert_int_equal(pmu_test_peek(ctl_base + ctl_step * hw)
                      & ~PMU_EVTSEL_INT,
                      miss | PMU_EVTSEL_EN | PMU_EVTSEL_OS | PMU_EVTSEL_USR);
@@ -211,11 +220,13 @@ test_intel_transfer_fixed(void **state)
     value = fake_perfmon_value(h);
 
     accesses_begin();
-    dev->ops->transfer(dev, hw, insn, KERN);
-    accesses_check(0, 0, 0);
+    assert_int_equal(dev->ops->transfer(dev, hw, insn, KERN) & dev_mask(dev),
+                     1000);
+    accesses_check(0, 0, 1);
 
-    dev->ops->transfer(dev, hw, insn, BOTH);
-    accesses_check(0, 1, 0);
+    assert_int_equal(dev->ops->transfer(dev, hw, insn, BOTH) & dev_mask(dev),
+                     1000);
+    accesses_check(0, 1, 2);
     shift = PMU_FIXED_CTRL_SHIFT(hw - PMU_INTEL_FIXED_BASE);
     assert_int_equal((pmu_test_peek(MSR_IA32_FIXED_CTR_CTRL) >> shift) & 0x3,
                      PMU_FIXED_CTRL_OS | PMU_FIXED_CTRL_USR);
