@@ -450,8 +450,6 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     struct perfmon_ring *ring;
     uint64_t off, *w;
 
-    PERFMON_REGION_SCOPE(sample);
-
     if (unlikely(cpu >= sbuf->nr_cpus)) {
         return false;
     }
@@ -494,14 +492,59 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     return true;
 }
 
+/*
+ * Whether the region "sample" is armed: then a fixed layout's writer is
+ * measured out of line (perfmon_sample_write_measured()), so that its
+ * own path makes no call and keeps nothing in callee-saved registers.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_sample_measured(void)
+{
+#ifdef PERFMON_REGION_TEST
+    PERFMON_REGION_TEST(&perfmon_region_sample, measured);
+    return false;
+measured:
+    return true;
+#else
+    return false;                       /* host builds: no markers */
+#endif
+}
+
+static bool __attribute__((noinline))
+perfmon_sample_write_measured(perfmon_sample_write_fn_t write,
+                              const struct perfmon_sampling *sampling,
+                              uint32_t size, const struct trap_frame *frame,
+                              uint64_t period)
+{
+    PERFMON_REGION_SCOPE(sample);
+
+    return write(sampling, size, frame, period);
+}
+
 #define PERFMON_SAMPLE_WRITER(f)                                            \
+    static inline __attribute__((always_inline)) bool                       \
+    perfmon_sample_write_bare_##f(const struct perfmon_sampling *sampling,  \
+                                  uint32_t size,                            \
+                                  const struct trap_frame *frame,           \
+                                  uint64_t period)                          \
+    {                                                                       \
+        (void)size;                                                         \
+        return perfmon_sample_write_fixed(sampling, frame, period, f);     \
+    }                                                                       \
+                                                                            \
     static bool                                                             \
     perfmon_sample_write_##f(const struct perfmon_sampling *sampling,       \
                              uint32_t size, const struct trap_frame *frame, \
                              uint64_t period)                               \
     {                                                                       \
-        (void)size;                                                         \
-        return perfmon_sample_write_fixed(sampling, frame, period, f);     \
+        if (unlikely(perfmon_sample_measured())) {                          \
+            return perfmon_sample_write_measured(                           \
+                perfmon_sample_write_bare_##f, sampling, size, frame,       \
+                period);                                                    \
+        }                                                                   \
+                                                                            \
+        return perfmon_sample_write_bare_##f(sampling, size, frame,         \
+                                             period);                       \
     }
 #define PERFMON_SAMPLE_WRITER4(a, b, c, d)                                  \
     PERFMON_SAMPLE_WRITER(a) PERFMON_SAMPLE_WRITER(b)                       \
