@@ -106,6 +106,9 @@ struct thread {
     void *job;                      /* (s) the shell job, see thread_job() */
 };
 
+_Static_assert(offsetof(struct thread, id) == THREAD_ID_OFFSET,
+               "thread_self_id() reads the id at THREAD_ID_OFFSET");
+
 /*
  * A CPU's run queue.  The list holds runnable threads that are not current,
  * in FIFO order.  switch_prev carries the thread switched out to the thread

@@ -88,6 +88,28 @@ thread_self(void)
 unsigned int thread_cpu(const struct thread *thread);
 
 unsigned int thread_id(const struct thread *thread);
+
+/* Where a thread's id lies in its structure (checked by kern/thread.c). */
+#define THREAD_ID_OFFSET        8
+
+/*
+ * The id of the calling thread, 0 before the CPU has one: inline in the
+ * kernel, through the current thread's pointer, for sample records.  Any
+ * context, NMI included (the id never changes).
+ */
+#ifdef TALLY_HOST_TEST
+unsigned int thread_self_id(void);
+#else
+static inline unsigned int
+thread_self_id(void)
+{
+    const char *thread = (const char *)thread_self();
+
+    return (thread == NULL)
+           ? 0 : *(const unsigned int *)(thread + THREAD_ID_OFFSET);
+}
+#endif
+
 const char *thread_name(const struct thread *thread);
 
 /*

@@ -31,26 +31,8 @@
 static uint64_t tsc_hz;
 static uint64_t tsc_base;
 
-/*
- * Cycles to nanoseconds, floor(cycles * 10^9 / hz), without a division:
- * 10^9 / hz is whole_ns + frac_ns / hz, and mult is floor(2^64 * frac_ns
- * / hz).  The high half of cycles * mult is floor(cycles * frac_ns / hz)
- * or one less (mult is below the exact factor by less than 1, so the
- * product by less than cycles < 2^64, that is less than 1 after the
- * shift by 64); the remainder cycles * frac_ns - q * hz, in [0, 2 hz),
- * says which.  Exact for every 64-bit cycle count, modulo 2^64 as the
- * division was.  Before calibration every factor is 0 and hz 1: 0 ns.
- * Set once by tsc_calibrate() at boot, before other CPUs start and any
- * interrupt reads it; read anywhere, NMI included.
- */
-struct tsc_conv {
-    uint64_t whole_ns;                  /* 10^9 / hz */
-    uint64_t frac_ns;                   /* 10^9 % hz */
-    uint64_t mult;                      /* 2^64 * frac_ns / hz */
-    uint64_t hz;
-};
-
-static struct tsc_conv tsc_conv = { .hz = 1 };
+/* The conversion's factors (arch/x86/tsc.h), not calibrated yet. */
+struct tsc_conv tsc_conv = { .hz = 1 };
 
 /* floor((hi * 2^64) / d), for hi < d: the divide instruction's own form. */
 static uint64_t
@@ -146,15 +128,13 @@ cpu_tsc_freq(void)
     return tsc_freq();
 }
 
+#ifdef TALLY_HOST_TEST
 uint64_t
 tsc_cycles_to_ns(uint64_t cycles)
 {
-    const struct tsc_conv *c = &tsc_conv;
-    uint64_t q = (uint64_t)(((unsigned __int128)cycles * c->mult) >> 64);
-
-    q += (cycles * c->frac_ns - q * c->hz >= c->hz);
-    return cycles * c->whole_ns + q;
+    return tsc_conv_cycles_to_ns(&tsc_conv, cycles);
 }
+#endif
 
 uint64_t
 tsc_ns_to_cycles(uint64_t ns)

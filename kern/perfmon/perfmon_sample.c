@@ -172,10 +172,11 @@ perfmon_sbuf_size(const struct perfmon_sbuf *sbuf)
 /* ---- writing samples (NMI context) ---------------------------------------- */
 
 /*
- * The TSC in nanoseconds: tsc_cycles_to_ns() takes no lock and multiplies
- * by a factor set at calibration, a fixed number of instructions.
+ * The TSC in nanoseconds: tsc_cycles_to_ns() is inline, takes no lock and
+ * multiplies by factors set at calibration, a fixed number of
+ * instructions.
  */
-static uint64_t
+static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_now_ns(void)
 {
     return tsc_cycles_to_ns(cpu_rdtsc());
@@ -251,13 +252,11 @@ perfmon_sample_nr_words[PERFMON_SAMPLE_FIXED_MASK + 1] = {
     PERFMON_SAMPLE_NR_WORDS4(24), PERFMON_SAMPLE_NR_WORDS4(28),
 };
 
-/* The TID word: u32 0, then u32 the thread id. */
+/* The TID word: u32 0, then u32 the thread id (0 for no thread). */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_tid_word(void)
 {
-    struct thread *thread = thread_self();
-
-    return (uint64_t)((thread != NULL) ? thread_id(thread) : 0) << 32;
+    return (uint64_t)thread_self_id() << 32;
 }
 
 /* The fields IP to PERIOD, stored from w on; returns the next word. */
@@ -435,11 +434,10 @@ perfmon_sample_write_any(const struct perfmon_sampling *sampling,
  * A layout of the fields IP to PERIOD alone: a record of a size known at
  * build time, its room claimed first (perfmon_ring_reserve()), then its
  * words stored: with fields a constant, only those of the layout, tested
- * for nothing, each at its place.  The two that call out come last, with
- * only the ring and the place to keep across the calls (the address of
- * the words is worked out again after them).  The time is
- * taken after the claim, so that the records of a ring are in the order
- * of their times even when one producer interrupts another.
+ * for nothing, each at its place, with no call among them (the thread id
+ * and the time are inline).  The time is taken after the claim, so that
+ * the records of a ring are in the order of their times even when one
+ * producer interrupts another.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
@@ -451,8 +449,6 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     unsigned int cpu = cpu_id();
     struct perfmon_ring *ring;
     uint64_t off, *w;
-
-    PERFMON_REGION_SCOPE(sample);
 
     if (unlikely(cpu >= sbuf->nr_cpus)) {
         return false;
@@ -473,6 +469,16 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_IP)] = frame->rip;
     }
 
+    if (fields & PERFMON_SF_TID) {
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TID)]
+            = perfmon_sample_tid_word();
+    }
+
+    if (fields & PERFMON_SF_TIME) {
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TIME)]
+            = perfmon_sample_now_ns();
+    }
+
     if (fields & PERFMON_SF_CPU) {
         /* u32 cpu, then u32 0 */
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_CPU)] = cpu;
@@ -482,28 +488,63 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_PERIOD)] = period;
     }
 
-    if (fields & PERFMON_SF_TID) {
-        ((uint64_t *)&ring->data[off])[PERFMON_SAMPLE_WORD(
-            fields, PERFMON_SF_TID)] = perfmon_sample_tid_word();
-    }
-
-    if (fields & PERFMON_SF_TIME) {
-        ((uint64_t *)&ring->data[off])[PERFMON_SAMPLE_WORD(
-            fields, PERFMON_SF_TIME)] = perfmon_sample_now_ns();
-    }
-
     perfmon_ring_publish(ring, off, size);
     return true;
 }
 
+/*
+ * Whether the region "sample" is armed: then a fixed layout's writer is
+ * measured out of line (perfmon_sample_write_measured()), so that its
+ * own path makes no call and keeps nothing in callee-saved registers.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_sample_measured(void)
+{
+#ifdef PERFMON_REGION_TEST
+    PERFMON_REGION_TEST(&perfmon_region_sample, measured);
+    return false;
+measured:
+    return true;
+#else
+    return false;                       /* host builds: no markers */
+#endif
+}
+
+static bool __attribute__((noinline))
+perfmon_sample_write_measured(perfmon_sample_write_fn_t write,
+                              const struct perfmon_sampling *sampling,
+                              uint32_t size, const struct trap_frame *frame,
+                              uint64_t period)
+{
+    PERFMON_REGION_SCOPE(sample);
+
+    return write(sampling, size, frame, period);
+}
+
 #define PERFMON_SAMPLE_WRITER(f)                                            \
+    static inline __attribute__((always_inline)) bool                       \
+    perfmon_sample_write_bare_##f(const struct perfmon_sampling *sampling,  \
+                                  uint32_t size,                            \
+                                  const struct trap_frame *frame,           \
+                                  uint64_t period)                          \
+    {                                                                       \
+        (void)size;                                                         \
+        return perfmon_sample_write_fixed(sampling, frame, period, f);     \
+    }                                                                       \
+                                                                            \
     static bool                                                             \
     perfmon_sample_write_##f(const struct perfmon_sampling *sampling,       \
                              uint32_t size, const struct trap_frame *frame, \
                              uint64_t period)                               \
     {                                                                       \
-        (void)size;                                                         \
-        return perfmon_sample_write_fixed(sampling, frame, period, f);     \
+        if (unlikely(perfmon_sample_measured())) {                          \
+            return perfmon_sample_write_measured(                           \
+                perfmon_sample_write_bare_##f, sampling, size, frame,       \
+                period);                                                    \
+        }                                                                   \
+                                                                            \
+        return perfmon_sample_write_bare_##f(sampling, size, frame,         \
+                                             period);                       \
     }
 #define PERFMON_SAMPLE_WRITER4(a, b, c, d)                                  \
     PERFMON_SAMPLE_WRITER(a) PERFMON_SAMPLE_WRITER(b)                       \

@@ -2,8 +2,9 @@
  * Copyright (c) 2026 The Tally authors.  BSD-2-Clause.
  *
  *
- * Tests of arch/x86/tsc.c's conversion of TSC cycles to nanoseconds, which
- * multiplies by factors set at calibration: for TSC frequencies from 1 Hz
+ * Tests of the conversion of TSC cycles to nanoseconds (inline in
+ * arch/x86/tsc.h, here through tsc.c's host function), which multiplies
+ * by factors tsc.c sets at calibration: for TSC frequencies from 1 Hz
  * to past 8 GHz, it equals the exact floor(cycles * 10^9 / Hz) (modulo
  * 2^64, as a 128-bit division gives it) at every power of two and its
  * neighbours, at the multiples of the frequency and their neighbours,

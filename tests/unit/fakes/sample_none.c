@@ -34,6 +34,13 @@ thread_id(const struct thread *thread)
     return 0;
 }
 
+unsigned int
+thread_self_id(void)
+{
+    fail_msg("thread_self_id: no sample is written here");
+    return 0;
+}
+
 bool
 thread_stack_bounds(const struct thread *thread, uint64_t *lop,
                     uint64_t *hip)

@@ -228,6 +228,14 @@ thread_id(const struct thread *thread)
     return thread->id;
 }
 
+unsigned int
+thread_self_id(void)
+{
+    struct thread *thread = thread_self();
+
+    return (thread != NULL) ? thread->id : 0;
+}
+
 const char *
 thread_name(const struct thread *thread)
 {
