@@ -206,10 +206,10 @@ trap_fixup_apply(struct trap_frame *frame)
  * An NMI.  NMIs do not nest, except when a single-stepped NMI handler
  * unblocked them (the IRET of each #DB does: arch/x86/step.h); such a
  * nested NMI only latches itself, on the stack step.c set aside for it,
- * and the outer NMI runs the handler chain once more for it.  One may
- * still latch itself after the last step (the IRET of the #DB that stops
- * stepping): the chain runs again, unstepped, until none did.  A CPU told
- * to stop (trap_nmi_halt_all) halts first of all.
+ * and the outer NMI runs the handler chain once more for it, until none
+ * latched during a pass (one may also latch after a pass's last step,
+ * the IRET of the #DB that stops stepping).  A CPU told to stop
+ * (trap_nmi_halt_all) halts first of all.
  */
 static void
 trap_handle_nmi(struct trap_frame *frame)
@@ -236,10 +236,11 @@ trap_handle_nmi(struct trap_frame *frame)
 
     /*
      * Every handler sees every NMI: several sources may have fired at once.
-     * Stepping stops after a pass that nothing latched during; one more
-     * look then for what latched as it stopped.
+     * Each pass is stepped when the NMI is; one more pass for an NMI that
+     * latched during the last, until none did.
      */
     do {
+        step_nmi_pass_begin(stepped);
         WRITE_ONCE(cpu->nmi_latched, false);
         barrier();
 
@@ -247,13 +248,8 @@ trap_handle_nmi(struct trap_frame *frame)
             claimed |= trap_nmi_handlers[i](frame);
         }
 
+        step_nmi_pass_end(stepped);
         barrier();
-
-        if (stepped && !READ_ONCE(cpu->nmi_latched)) {
-            step_nmi_leave(stepped);
-            stepped = false;
-            barrier();
-        }
     } while (READ_ONCE(cpu->nmi_latched));
 
     if (!claimed) {
