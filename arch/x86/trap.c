@@ -52,9 +52,15 @@ extern const struct trap_fixup __stop_ex_fixup[];
 
 static struct trap_gate trap_idt[TRAP_NR_VECTORS] __aligned(16);
 
+/* An NMI handler of the chain, with the argument it is called with. */
+struct trap_nmi_handler {
+    trap_nmi_fn_t fn;
+    void *arg;
+};
+
 /* Written at boot only, before the vectors can fire. */
 static trap_handler_fn_t trap_handlers[TRAP_NR_VECTORS];
-static trap_nmi_fn_t trap_nmi_handlers[TRAP_NMI_MAX_HANDLERS];
+static struct trap_nmi_handler trap_nmi_handlers[TRAP_NMI_MAX_HANDLERS];
 static unsigned int trap_nr_nmi_handlers;
 
 static uint64_t trap_unclaimed_nmis;
@@ -160,10 +166,11 @@ trap_register(unsigned int vector, trap_handler_fn_t fn)
 }
 
 void
-trap_nmi_register(trap_nmi_fn_t fn)
+trap_nmi_register(trap_nmi_fn_t fn, void *arg)
 {
     assert(trap_nr_nmi_handlers < ARRAY_SIZE(trap_nmi_handlers));
-    trap_nmi_handlers[trap_nr_nmi_handlers] = fn;
+    trap_nmi_handlers[trap_nr_nmi_handlers].fn = fn;
+    trap_nmi_handlers[trap_nr_nmi_handlers].arg = arg;
     __atomic_store_n(&trap_nr_nmi_handlers, trap_nr_nmi_handlers + 1,
                      __ATOMIC_RELEASE);
 }
@@ -215,6 +222,7 @@ static void
 trap_handle_nmi(struct trap_frame *frame)
 {
     unsigned int n = __atomic_load_n(&trap_nr_nmi_handlers, __ATOMIC_ACQUIRE);
+    const struct trap_nmi_handler *end = &trap_nmi_handlers[n];
     struct cpu *cpu = cpu_self();
     bool claimed = false, stepped;
 
@@ -244,8 +252,9 @@ trap_handle_nmi(struct trap_frame *frame)
         WRITE_ONCE(cpu->nmi_latched, false);
         barrier();
 
-        for (unsigned int i = 0; i < n; i++) {
-            claimed |= trap_nmi_handlers[i](frame);
+        for (const struct trap_nmi_handler *h = trap_nmi_handlers; h < end;
+             h++) {
+            claimed |= h->fn(h->arg, frame);
         }
 
         step_nmi_pass_end(stepped);

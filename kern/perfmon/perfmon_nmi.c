@@ -270,8 +270,9 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
 PERFMON_REGION_DEFINE(pmi, "pmi");
 
 bool
-perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
+perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
 {
+    struct perfmon_dev *dev = arg;
     uint64_t mask, sampling, start;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
