@@ -186,6 +186,7 @@ struct perfmon_dev {
     /* Private to the core, set at registration. */
     unsigned int index;                 /* in the device table */
     unsigned int poll_interval_ms;      /* effective, 0 when not polled */
+    bool intr_end;                      /* ops->overflow_intr_end is set */
 };
 
 /*

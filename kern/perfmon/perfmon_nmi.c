@@ -329,7 +329,8 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
         perfmon_intr_end_callbacks(cpu_index);
     }
 
-    if (dev->ops->overflow_intr_end != NULL) {
+    /* A flag of the device's, not the op's pointer: one load less. */
+    if (dev->intr_end) {
         dev->ops->overflow_intr_end(dev);
     }
 
