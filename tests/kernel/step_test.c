@@ -436,6 +436,92 @@ out:
 
 KTEST_DEFINE(step, db_nmi_nested, stt_db_nmi_nested);
 
+/*
+ * An NMI handler that, armed, runs stt_loop2(stt_pass_n): 2n + 2
+ * instructions of its own in the chain's pass.
+ */
+static bool stt_pass_armed;             /* atomic */
+static uint64_t stt_pass_n;
+
+static bool
+stt_pass_handler(void *arg, struct trap_frame *frame)
+{
+    (void)arg;
+    (void)frame;
+
+    if (!__atomic_exchange_n(&stt_pass_armed, false, __ATOMIC_RELAXED)) {
+        return false;
+    }
+
+    stt_loop2(stt_pass_n);
+    return true;
+}
+
+/* The NMI instructions stepped on cpu for one armed NMI running n loops. */
+static uint64_t
+stt_pass_count(unsigned int cpu, uint64_t n)
+{
+    uint64_t best = UINT64_MAX, nmis, before, after;
+
+    for (unsigned int i = 0; i < STT_TRIES; i++) {
+        stt_pass_n = n;
+        nmis = ktest_syscnt_read_cpu("nmi", cpu);
+        thread_preempt_disable();
+        stt_cpu_step(true, true);
+        before = step_cpu_read(true) - step_cpu_read(false);
+        __atomic_store_n(&stt_pass_armed, true, __ATOMIC_RELAXED);
+        lapic_send_self_nmi();
+
+        for (unsigned int j = 0; j < STT_NMI_WAIT
+                                 && ktest_syscnt_read_cpu("nmi", cpu) == nmis;
+             j++) {
+            cpu_pause();
+        }
+
+        after = step_cpu_read(true) - step_cpu_read(false);
+        stt_cpu_step(false, true);
+        thread_preempt_enable();
+        best = MIN(best, after - before);
+    }
+
+    return best;
+}
+
+/*
+ * A stepped NMI counts exactly what its handlers run: n more loops of
+ * the handler, 2n more instructions, the pass around them the same.
+ */
+static int
+stt_db_nmi_pass(void)
+{
+    static bool registered;
+    uint64_t affinity, one, many;
+    unsigned int cpu;
+
+    if (!stt_available()) {
+        return KTEST_SKIP;
+    }
+
+    if (!registered) {
+        trap_nmi_register(stt_pass_handler, NULL);
+        registered = true;
+    }
+
+    affinity = ktest_pin_self(&cpu);
+    one = stt_pass_count(cpu, 1);
+    many = stt_pass_count(cpu, 1000);
+    ktest_diag("one NMI: %llu instructions with 1 loop, %llu with 1000",
+               (unsigned long long)one, (unsigned long long)many);
+    KTEST_CHECK_EQ(many - one, 2 * 999);
+
+out:
+    __atomic_store_n(&stt_pass_armed, false, __ATOMIC_RELAXED);
+    ktest_unpin_self(affinity);
+    return ktest_result();
+}
+
+KTEST_DEFINE(step, db_nmi_pass, stt_db_nmi_pass);
+
 /* ---- the step device ----------------------------------------------------- */
 
 /* Steps no user asked for (TF left set), on every CPU. */
