@@ -604,8 +604,17 @@ perfmon_tick(unsigned int cpu)
  * ask the device which counters overflowed, run the registered callbacks,
  * then fold the counters into the 64-bit values and write the samples
  * due.  Takes no lock.  Returns true when the interrupt was the device's.
+ * perfmon_overflow_nmi() is the same, with the device as a handler's
+ * argument of the NMI chain (trap_nmi_register(perfmon_overflow_nmi,
+ * dev)): the chain calls it with no wrapper.
  */
-bool perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame);
+bool perfmon_overflow_nmi(void *dev, struct trap_frame *frame);
+
+static inline bool
+perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
+{
+    return perfmon_overflow_nmi(dev, frame);
+}
 
 /*
  * Overflow-interrupt callbacks, for drivers that must act on the PMC

@@ -155,8 +155,10 @@ struct perfmon_dev_event {
  * must not change it.
  *
  * overflow_intr: the device raises an interrupt when a counter wraps and
- * calls perfmon_overflow_intr() from it; its handle_overflow_intr operation
- * is then mandatory.  Without it the core polls the counters.
+ * calls perfmon_overflow_intr() from it (an NMI: trap_nmi_register() of
+ * perfmon_overflow_nmi with the device, which the chain calls directly);
+ * its handle_overflow_intr operation is then mandatory.  Without it the
+ * core polls the counters.
  *
  * max_period: the most events the write operation can arm a counter for
  * (some counters take only 32 bits sign-extended); 0 stands for
@@ -188,6 +190,7 @@ struct perfmon_dev {
     /* Private to the core, set at registration. */
     unsigned int index;                 /* in the device table */
     unsigned int poll_interval_ms;      /* effective, 0 when not polled */
+    bool intr_end;                      /* ops->overflow_intr_end is set */
 };
 
 /*

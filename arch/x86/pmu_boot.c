@@ -56,22 +56,6 @@ pmu_get_driver(void)
     return __atomic_load_n(&pmu_driver, __ATOMIC_ACQUIRE);
 }
 
-/*
- * Every NMI comes here (the chain offers each NMI to every handler): it is
- * ours when the device reports overflowed counters.
- */
-static bool
-pmu_nmi(struct trap_frame *frame)
-{
-    struct perfmon_dev *dev = pmu_get_dev();
-
-    if (dev == NULL) {
-        return false;
-    }
-
-    return perfmon_overflow_intr(dev, frame);
-}
-
 static void
 pmu_cpu_prepare(void *arg)
 {
@@ -215,8 +199,12 @@ pmu_setup(void)
 
     dev = driver->dev;
 
-    /* Hook the NMI chain first: an overflow can only follow registration. */
-    trap_nmi_register(pmu_nmi);
+    /*
+     * Hook the NMI chain first: an overflow can only follow registration.
+     * Every NMI reaches the core's handler, which claims it only for a
+     * registered device that reports overflowed counters.
+     */
+    trap_nmi_register(perfmon_overflow_nmi, dev);
     error = perfmon_register(dev);
 
     if (error) {

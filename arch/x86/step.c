@@ -226,6 +226,33 @@ step_cpu_check_deadlines(struct step_cpu *c, struct trap_frame *frame)
     }
 }
 
+/*
+ * TF cleared after a stepped pass of the NMI handler chain.  Its steps
+ * are the instrument's, not the handlers': the #DB handler counts none
+ * that stops at step_nmi_tf_clear_start (the call's) up to
+ * step_nmi_tf_clear_end (the POPF's, the last one).
+ */
+extern const char step_nmi_tf_clear_start[], step_nmi_tf_clear_end[];
+
+__asm__(".text\n"
+        ".globl step_nmi_tf_clear\n"
+        ".type step_nmi_tf_clear, @function\n"
+        "step_nmi_tf_clear:\n"
+        "step_nmi_tf_clear_start:\n"
+        "    pushfq\n"
+        "    andq $~0x100, (%rsp)\n"
+        "    popfq\n"
+        "step_nmi_tf_clear_end:\n"
+        "    ret\n"
+        ".size step_nmi_tf_clear, . - step_nmi_tf_clear\n");
+
+static bool
+step_is_nmi_tf_clear(uint64_t rip)
+{
+    return rip - (uint64_t)step_nmi_tf_clear_start
+           <= (uint64_t)(step_nmi_tf_clear_end - step_nmi_tf_clear_start);
+}
+
 bool
 step_handle_debug(struct trap_frame *frame)
 {
@@ -255,6 +282,10 @@ step_handle_debug(struct trap_frame *frame)
         }
 
         frame->rflags &= ~CPU_RFLAGS_TF;
+        return true;
+    }
+
+    if (nmi && step_is_nmi_tf_clear(frame->rip)) {
         return true;
     }
 
@@ -314,14 +345,7 @@ step_nmi_enter_slow(const struct trap_frame *frame)
     }
 
     step_nmi_stack_switch(c);
-    step_tf_set();
     return true;
-}
-
-void
-step_nmi_leave_slow(void)
-{
-    step_tf_clear();
 }
 
 void

@@ -16,8 +16,9 @@
  * outside interrupt and NMI handlers: thread code, the idle loop, the
  * scheduler on both sides of a switch.  The CPU clears TF to enter a
  * handler, so handlers are not counted, unless a user asked for NMI
- * handlers (step_cpu_start(true)): then those are stepped too, and
- * counted apart (step_cpu_read(true) adds them).  That is how the
+ * handlers (step_cpu_start(true)): then those are stepped too (each pass
+ * of trap.c's handler chain, not the instructions that turn stepping on
+ * and off), and counted apart (step_cpu_read(true) adds them).  That is how the
  * overflow interrupt a path causes (an NMI) is counted with it; device
  * interrupt handlers are never stepped, so that a count never depends on
  * when the clock ticked.  An instruction that faults does not retire and
@@ -71,6 +72,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
 #include "kern/macros.h"
 
 struct trap_frame;
@@ -117,17 +119,16 @@ extern bool step_enabled;
 bool step_handle_debug(struct trap_frame *frame);
 
 bool step_nmi_enter_slow(const struct trap_frame *frame);
-void step_nmi_leave_slow(void);
+void step_nmi_tf_clear(void);
 void step_intr_return_slow(struct trap_frame *frame);
 
 /* A context switch is done (switch.asm, when step_enabled): set TF. */
 void step_cpu_switched(void);
 
 /*
- * An NMI handler starts (after the nesting count went up) or ends (before
- * it goes down): step it when a user of this CPU asked, unless the NMI
- * interrupted code on an NMI stack.  Returns whether it is stepped, for
- * step_nmi_leave().
+ * An NMI handler starts (after the nesting count went up): whether to
+ * step its passes of the handler chain, when a user of this CPU asked,
+ * unless the NMI interrupted code on an NMI stack.
  */
 static inline bool
 step_nmi_enter(const struct trap_frame *frame)
@@ -139,11 +140,30 @@ step_nmi_enter(const struct trap_frame *frame)
     return step_nmi_enter_slow(frame);
 }
 
+/*
+ * A pass of the handler chain starts or ends, stepped when
+ * step_nmi_enter() said so.  What is counted is the pass itself: POPF
+ * that sets TF traps only after the instruction that follows it, and the
+ * #DB handler does not count the call that clears it, nor its
+ * instructions (step_nmi_tf_clear), only the test of stepped before it.
+ * The instrument's own instructions are not the handlers'.
+ */
 static inline void
-step_nmi_leave(bool stepped)
+step_nmi_pass_begin(bool stepped)
 {
     if (unlikely(stepped)) {
-        step_nmi_leave_slow();
+        __asm__ __volatile__("pushfq\n\t"
+                             "orq %0, (%%rsp)\n\t"
+                             "popfq"
+                             : : "i"(CPU_RFLAGS_TF) : "memory", "cc");
+    }
+}
+
+static inline void
+step_nmi_pass_end(bool stepped)
+{
+    if (unlikely(stepped)) {
+        step_nmi_tf_clear();
     }
 }
 

@@ -52,9 +52,15 @@ extern const struct trap_fixup __stop_ex_fixup[];
 
 static struct trap_gate trap_idt[TRAP_NR_VECTORS] __aligned(16);
 
+/* An NMI handler of the chain, with the argument it is called with. */
+struct trap_nmi_handler {
+    trap_nmi_fn_t fn;
+    void *arg;
+};
+
 /* Written at boot only, before the vectors can fire. */
 static trap_handler_fn_t trap_handlers[TRAP_NR_VECTORS];
-static trap_nmi_fn_t trap_nmi_handlers[TRAP_NMI_MAX_HANDLERS];
+static struct trap_nmi_handler trap_nmi_handlers[TRAP_NMI_MAX_HANDLERS];
 static unsigned int trap_nr_nmi_handlers;
 
 static uint64_t trap_unclaimed_nmis;
@@ -160,10 +166,11 @@ trap_register(unsigned int vector, trap_handler_fn_t fn)
 }
 
 void
-trap_nmi_register(trap_nmi_fn_t fn)
+trap_nmi_register(trap_nmi_fn_t fn, void *arg)
 {
     assert(trap_nr_nmi_handlers < ARRAY_SIZE(trap_nmi_handlers));
-    trap_nmi_handlers[trap_nr_nmi_handlers] = fn;
+    trap_nmi_handlers[trap_nr_nmi_handlers].fn = fn;
+    trap_nmi_handlers[trap_nr_nmi_handlers].arg = arg;
     __atomic_store_n(&trap_nr_nmi_handlers, trap_nr_nmi_handlers + 1,
                      __ATOMIC_RELEASE);
 }
@@ -206,15 +213,16 @@ trap_fixup_apply(struct trap_frame *frame)
  * An NMI.  NMIs do not nest, except when a single-stepped NMI handler
  * unblocked them (the IRET of each #DB does: arch/x86/step.h); such a
  * nested NMI only latches itself, on the stack step.c set aside for it,
- * and the outer NMI runs the handler chain once more for it.  One may
- * still latch itself after the last step (the IRET of the #DB that stops
- * stepping): the chain runs again, unstepped, until none did.  A CPU told
- * to stop (trap_nmi_halt_all) halts first of all.
+ * and the outer NMI runs the handler chain once more for it, until none
+ * latched during a pass (one may also latch after a pass's last step,
+ * the IRET of the #DB that stops stepping).  A CPU told to stop
+ * (trap_nmi_halt_all) halts first of all.
  */
 static void
 trap_handle_nmi(struct trap_frame *frame)
 {
     unsigned int n = __atomic_load_n(&trap_nr_nmi_handlers, __ATOMIC_ACQUIRE);
+    const struct trap_nmi_handler *end = &trap_nmi_handlers[n];
     struct cpu *cpu = cpu_self();
     bool claimed = false, stepped;
 
@@ -236,24 +244,21 @@ trap_handle_nmi(struct trap_frame *frame)
 
     /*
      * Every handler sees every NMI: several sources may have fired at once.
-     * Stepping stops after a pass that nothing latched during; one more
-     * look then for what latched as it stopped.
+     * Each pass is stepped when the NMI is; one more pass for an NMI that
+     * latched during the last, until none did.
      */
     do {
+        step_nmi_pass_begin(stepped);
         WRITE_ONCE(cpu->nmi_latched, false);
         barrier();
 
-        for (unsigned int i = 0; i < n; i++) {
-            claimed |= trap_nmi_handlers[i](frame);
+        for (const struct trap_nmi_handler *h = trap_nmi_handlers; h < end;
+             h++) {
+            claimed |= h->fn(h->arg, frame);
         }
 
+        step_nmi_pass_end(stepped);
         barrier();
-
-        if (stepped && !READ_ONCE(cpu->nmi_latched)) {
-            step_nmi_leave(stepped);
-            stepped = false;
-            barrier();
-        }
     } while (READ_ONCE(cpu->nmi_latched));
 
     if (!claimed) {

@@ -59,10 +59,12 @@ struct trap_frame {
 typedef void (*trap_handler_fn_t)(struct trap_frame *frame);
 
 /*
- * An NMI handler returns true when the NMI was its own.  Handlers run in
- * NMI context: no locks, no allocation, only per-CPU data and atomics.
+ * An NMI handler returns true when the NMI was its own; arg is what it
+ * was registered with (a PMU's device: its handler is called with no
+ * wrapper).  Handlers run in NMI context: no locks, no allocation, only
+ * per-CPU data and atomics.
  */
-typedef bool (*trap_nmi_fn_t)(struct trap_frame *frame);
+typedef bool (*trap_nmi_fn_t)(void *arg, struct trap_frame *frame);
 
 /* Build the IDT (once, shared by all CPUs). */
 void trap_setup(void);
@@ -80,7 +82,7 @@ void trap_register(unsigned int vector, trap_handler_fn_t fn);
  * Add an NMI handler to the chain (at boot).  Handlers are called in
  * registration order, all of them for each NMI.
  */
-void trap_nmi_register(trap_nmi_fn_t fn);
+void trap_nmi_register(trap_nmi_fn_t fn, void *arg);
 
 /*
  * From now on, every CPU's next NMI halts it, before anything else of the

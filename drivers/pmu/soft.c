@@ -601,12 +601,6 @@ softpmu_count(unsigned int id, uint64_t n)
     }
 }
 
-static bool
-softpmu_nmi_handler(struct trap_frame *frame)
-{
-    return perfmon_overflow_intr(&softpmu_device, frame);
-}
-
 /* ---- setup -------------------------------------------------------------- */
 
 static void
@@ -665,7 +659,7 @@ softpmu_setup(void)
     if (softpmu_nmi) {
         softpmu_device.overflow_intr = true;
         softpmu_device.poll_ms = softpmu_clock_poll_ms(softpmu_width);
-        trap_nmi_register(softpmu_nmi_handler);
+        trap_nmi_register(perfmon_overflow_nmi, &softpmu_device);
         clock_set_deadline_handler(softpmu_clock_deadline);
     }
 

@@ -80,7 +80,9 @@ struct perfmon_cpu_pmc {
  * after it stops being: a stale entry is filtered by sched_mask).
  * turn_order: the units of the last turn by share (their representative
  * slots, nr_turn_order of them), where the next turn's sort starts: any
- * order sorts right, this one takes the fewest steps.
+ * order sorts right, this one takes the fewest steps.  Aligned on a
+ * cache line, which makes it two of them: the interrupt finds its
+ * device's map by a shift, not a multiply.
  */
 struct perfmon_cpu_dev {
     uint64_t hw_used;
@@ -88,7 +90,11 @@ struct perfmon_cpu_dev {
     uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
     uint8_t turn_order[PERFMON_DEV_MAX_PMCS];
     unsigned int nr_turn_order;
-};
+} __aligned(CACHE_LINE_SIZE);
+
+_Static_assert((sizeof(struct perfmon_cpu_dev)
+                & (sizeof(struct perfmon_cpu_dev) - 1)) == 0,
+               "a device's state is indexed by a shift");
 
 _Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
 

@@ -270,8 +270,9 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
 PERFMON_REGION_DEFINE(pmi, "pmi");
 
 bool
-perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
+perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
 {
+    struct perfmon_dev *dev = arg;
     uint64_t mask, sampling, start;
     struct perfmon_cpu *cpu;
     unsigned int cpu_index;
@@ -328,7 +329,8 @@ perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
         perfmon_intr_end_callbacks(cpu_index);
     }
 
-    if (dev->ops->overflow_intr_end != NULL) {
+    /* A flag of the device's, not the op's pointer: one load less. */
+    if (dev->intr_end) {
         dev->ops->overflow_intr_end(dev);
     }
 

@@ -936,12 +936,6 @@ static struct perfmon_dev pt_dev = {
     .overflow_intr = true,
 };
 
-static bool
-pt_nmi_handler(struct trap_frame *frame)
-{
-    return perfmon_overflow_intr(&pt_dev, frame);
-}
-
 struct pt_cb_state {
     volatile unsigned int magic;
     unsigned int calls;                 /* atomic */
@@ -1004,7 +998,7 @@ pt_intr_callback_race(void)
     /* Neither can be unregistered: the first run registers them for good. */
     if (!registered) {
         KTEST_ASSERT_EQ(perfmon_register(&pt_dev), 0);
-        trap_nmi_register(pt_nmi_handler);
+        trap_nmi_register(perfmon_overflow_nmi, &pt_dev);
         registered = true;
     }
 

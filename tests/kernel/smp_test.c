@@ -199,10 +199,11 @@ static bool smp_test_nmi_registered;
 
 /* Claims the NMI only when this CPU expects one from the test. */
 static bool
-smp_test_nmi(struct trap_frame *frame)
+smp_test_nmi(void *arg, struct trap_frame *frame)
 {
     unsigned int cpu = cpu_id();
 
+    (void)arg;
     (void)frame;
 
     if (!smp_test_nmi_expected[cpu]) {
@@ -243,7 +244,7 @@ smp_test_nmi_ipi(void)
 
     if (!smp_test_nmi_registered) {
         smp_test_nmi_registered = true;
-        trap_nmi_register(smp_test_nmi);
+        trap_nmi_register(smp_test_nmi, NULL);
     }
 
     for (unsigned int cpu = 0; cpu < n; cpu++) {

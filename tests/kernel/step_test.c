@@ -365,8 +365,9 @@ static bool stt_nmi_armed;              /* atomic */
 static unsigned int stt_nmi_calls;      /* atomic */
 
 static bool
-stt_nmi_handler(struct trap_frame *frame)
+stt_nmi_handler(void *arg, struct trap_frame *frame)
 {
+    (void)arg;
     (void)frame;
 
     if (!__atomic_exchange_n(&stt_nmi_armed, false, __ATOMIC_RELAXED)) {
@@ -398,7 +399,7 @@ stt_db_nmi_nested(void)
 
     /* NMI handlers cannot be unregistered: the first run adds it. */
     if (!registered) {
-        trap_nmi_register(stt_nmi_handler);
+        trap_nmi_register(stt_nmi_handler, NULL);
         registered = true;
     }
 

@@ -273,7 +273,7 @@ test_wrap_inside_nmi(void **state)
     swevent_add(SWEVENT_NMI, 1);
     assert_int_equal(fake_nmi_nr_sent(), 0);
     assert_int_equal(lost_nmis(), 0);
-    assert_true(softpmu_nmi_handler(NULL));
+    assert_true(perfmon_overflow_nmi(&softpmu_device, NULL));
     cpu_self()->nmi_nesting--;
 
     assert_int_equal(fake_nmi_nr_sent_in_nmi(), 0);

@@ -23,6 +23,7 @@
 #define FAKE_NMI_MAX_HANDLERS   4
 
 static trap_nmi_fn_t fake_nmi_handlers[FAKE_NMI_MAX_HANDLERS];
+static void *fake_nmi_args[FAKE_NMI_MAX_HANDLERS];
 static unsigned int fake_nmi_nr_handlers;
 static bool fake_nmi_pending[CPU_MAX];
 static unsigned int fake_nmi_sent, fake_nmi_sent_in_nmi;
@@ -58,9 +59,10 @@ lapic_send_self_nmi(void)
 }
 
 void
-trap_nmi_register(trap_nmi_fn_t fn)
+trap_nmi_register(trap_nmi_fn_t fn, void *arg)
 {
     assert(fake_nmi_nr_handlers < FAKE_NMI_MAX_HANDLERS);
+    fake_nmi_args[fake_nmi_nr_handlers] = arg;
     fake_nmi_handlers[fake_nmi_nr_handlers++] = fn;
 }
 
@@ -79,7 +81,7 @@ fake_nmi_deliver(void)
     cpu->nmi_nesting++;
 
     for (unsigned int i = 0; i < fake_nmi_nr_handlers; i++) {
-        claimed |= fake_nmi_handlers[i](NULL);
+        claimed |= fake_nmi_handlers[i](fake_nmi_args[i], NULL);
     }
 
     cpu->nmi_nesting--;

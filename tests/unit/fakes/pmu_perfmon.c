@@ -264,8 +264,9 @@ fake_perfmon_branch_absent(void)
 }
 
 bool
-perfmon_overflow_intr(struct perfmon_dev *dev, struct trap_frame *frame)
+perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
 {
+    struct perfmon_dev *dev = arg;
     uint64_t mask;
 
     (void)frame;
