@@ -513,6 +513,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     to->hw_id = from->hw_id;
     to->dev = dev;
     to->mask = from->mask;
+    to->peek_max = from->peek_max;
     to->prev = raw;
     to->wrap_seen = from->wrap_seen;
     perfmon_cpu_pmc_read_method(to);

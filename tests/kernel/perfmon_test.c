@@ -382,17 +382,28 @@ pt_switch_passes_clock(void)
     volatile bool go = false;
     volatile unsigned int turn = 0;
     uint64_t clock;
+    bool skip = false;
 
     KTEST_ASSERT(pt_soft() != NULL);
 
     for (unsigned int i = 0; i < 2; i++) {
+        int error;
+
         /* The clock's thread adds too: test events it does not count. */
         ps[i] = (struct pt_passer){ .go = &go, .turn = &turn, .self = i,
                                     .step = 7 * (i + 1) };
         KTEST_CHECK_EQ(thread_create(&ts[i], "pt_passer", pt_passer_fn,
                                      &ps[i], THREAD_CPUMASK(cpu)), 0);
         KTEST_CHECK_EQ(pt_event_init(&evs[i], ids[i], PERFMON_EF_KERN), 0);
-        KTEST_CHECK_EQ(perfmon_event_attach(&evs[i], ts[i]), 0);
+        error = perfmon_event_attach(&evs[i], ts[i]);
+
+        /* The soft PMU refuses the clock on counters too narrow for it. */
+        if (i == 0 && error == -ENOENT) {
+            skip = true;
+            goto out;
+        }
+
+        KTEST_CHECK_EQ(error, 0);
     }
 
     go = true;
@@ -418,6 +429,12 @@ out:
     }
 
     pt_events_detach(evs, 2);
+
+    if (skip) {
+        ktest_skip_reason("no task-clock on this soft PMU");
+        return KTEST_SKIP;
+    }
+
     return ktest_result();
 }
 
