@@ -20,7 +20,8 @@
 #
 # Checked: every line gets the prompt back (no hang), the kernel never
 # panics or fails an assertion, and afterwards no counter is in use and
-# the heap holds what it held before the first command.
+# the heap holds what it held before the first command (the same
+# recording kept: RECORD_PRIME at both ends).
 #
 
 import os
@@ -94,12 +95,19 @@ def stat_line(rnd):
 
 
 # What a fuzzed recording may be: short, on one CPU or a small workload,
-# default rings, so that the capture it keeps is the size of the one kept
-# before the first line (the heap check compares them).
+# default rings.  The capture the last one keeps may hold no store chunk
+# (nothing sampled: 0 KiB) or one; the heap check re-primes to compare.
 RECORD_OPTS = ('--switch-events', '--switch-events', '--switch-events=1',
                '-F 100', '-F 0', '-c 0', '-t x', '-m 3K', '-g', '-i',
                '--bogus')
-RECORD_PRIME = 'perfmon record --switch-events -C 1 -F 100 --timeout 20'
+# The recording kept while the heap is measured.  Its store is one chunk
+# whatever the timing: the yields' switch records are always there, and
+# far fewer than a chunk holds (a capture's store grows a 128 KiB chunk at
+# its first record, so an empty one holds an object fewer).
+RECORD_PRIME = 'perfmon record --switch-events -- yield 5'
+# A recording that keeps nothing: no sample at this period, no switch
+# records.
+RECORD_EMPTY = 'perfmon record -e cs -c 1000000 -- spin 10'
 
 
 def record_line(rnd):
@@ -268,6 +276,11 @@ def main():
 
         # Armed regions hold their events and counts until turned off.
         q.command('perfmon regions off', CMD_TIMEOUT)
+        # The last recording kept may be empty (a short one that sampled
+        # nothing); an empty one for sure, then the prime again: the capture
+        # kept is then the one measured before, and a leak still shows.
+        q.command(RECORD_EMPTY, CMD_TIMEOUT)
+        q.command(RECORD_PRIME, CMD_TIMEOUT)
         sh.step('no counter in use afterwards', sh.no_leak)
         sh.step('heap back to where it started', heap_back)
         sh.step('poweroff', sh.poweroff)
