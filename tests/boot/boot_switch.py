@@ -8,7 +8,8 @@
 # `perfmon script` prints them among the samples in time order, as perf
 # script --show-switch-events does: each OUT (preempt: a yield leaves the
 # thread runnable) names the thread coming in, whose IN on the same CPU
-# names it back; `perfmon report --sort offcpu` charges the time switched
+# names it back (or, when another kernel thread ran there meanwhile, the
+# next IN names a thread not recorded); `perfmon report --sort offcpu` charges the time switched
 # out to both threads, in the workload's functions, not the scheduler's; a
 # CPU-wide recording (-C 1) has the switches of that CPU only; bad values
 # get one line; Ctrl-C during a recording leaves nothing attached and the
@@ -74,7 +75,10 @@ def switches(lines):
 
 def check_pairs(sw):
     """None, or what is wrong with the OUT/IN pairs of one CPU's switches:
-    an OUT naming next N is followed on its CPU by N's IN naming it."""
+    an OUT naming next N is followed on its CPU by N's IN naming it, or,
+    when N is not a recorded thread (another thread of the kernel ran
+    there meanwhile), by an IN naming a thread not recorded."""
+    recorded = {ln[2] for ln in sw}
     by_cpu = {}
     for ln in sw:
         by_cpu.setdefault(ln[1], []).append(ln)
@@ -82,8 +86,13 @@ def check_pairs(sw):
         for a, b in zip(seq, seq[1:]):
             if a[4][0] != 'OUT':
                 continue
-            want = ('IN', False, 'prev', a[2])
-            if b[4] != want or b[2] != a[4][3]:
+            nxt = a[4][3]
+            if nxt in recorded:
+                good = b[4] == ('IN', False, 'prev', a[2]) and b[2] == nxt
+            else:
+                good = b[4][:3] == ('IN', False, 'prev') \
+                    and b[4][3] not in recorded
+            if not good:
                 return 'CPU %d: %r is followed by %r' % (cpu, a, b)
     return None
 
