@@ -181,16 +181,6 @@ perfmon_bench_attach_switch_events(struct perfmon_event *events,
     return 0;
 }
 
-/* The context switches of cpu, a system counter of the scheduler's. */
-static const struct syscnt *
-perfmon_bench_switches(unsigned int cpu)
-{
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "thread_switches/%u", cpu);
-    return syscnt_lookup(name);
-}
-
 /*
  * One round: the cost of yields per ping-pong thread, that is 2 * yields
  * switches, with nr_events events on each thread (split: one event per
