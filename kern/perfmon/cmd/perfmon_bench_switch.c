@@ -85,10 +85,25 @@ struct perfmon_bench_pingpong {
     bool disturbed;                 /* another thread ran, or a lock spun */
 };
 
+/*
+ * The step count is read in place, interrupts off: an interrupt's perfmon
+ * section (the clock's multiplexing turn) under a read would make it read
+ * again, and move the window's edge by the instructions read twice.
+ */
 static uint64_t
 perfmon_bench_pingpong_now(const struct perfmon_bench_pingpong *pp)
 {
-    return (pp->steps != NULL) ? perfmon_event_read(pp->steps) : cpu_rdtsc();
+    uint64_t value;
+
+    if (pp->steps == NULL) {
+        return cpu_rdtsc();
+    }
+
+    if (!perfmon_event_read_here(pp->steps, false, &value)) {
+        value = perfmon_event_read(pp->steps);
+    }
+
+    return value;
 }
 
 static void
