@@ -10,8 +10,23 @@
 
 #include "arch/x86/cpu.h"
 #include "kern/assert.h"
+#include "kern/param.h"
 #include "kern/spinlock.h"
 #include "kern/thread.h"
+
+/*
+ * Per CPU: how many times an acquisition found its lock taken.  Only
+ * the waiting CPU adds to its word, from thread or interrupt context; any
+ * CPU reads it.
+ */
+static unsigned long spinlock_nr_contended[CPU_MAX];
+
+unsigned long
+spinlock_contended(unsigned int cpu)
+{
+    assert(cpu < CPU_MAX);
+    return __atomic_load_n(&spinlock_nr_contended[cpu], __ATOMIC_RELAXED);
+}
 
 void
 spinlock_init(struct spinlock *lock)
@@ -28,6 +43,10 @@ spinlock_acquire(struct spinlock *lock)
     assert(lock->owner != cpu_id() || !lock->locked);
 
     while (__atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE) != 0) {
+        /* Off the uncontended path; an interrupt's own wait may split it. */
+        __atomic_fetch_add(&spinlock_nr_contended[cpu_id()], 1,
+                           __ATOMIC_RELAXED);
+
         while (__atomic_load_n(&lock->locked, __ATOMIC_RELAXED) != 0) {
             cpu_pause();
         }

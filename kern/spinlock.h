@@ -41,6 +41,13 @@ void spinlock_unlock(struct spinlock *lock);
 void spinlock_lock_intr_save(struct spinlock *lock, unsigned long *flagsp);
 void spinlock_unlock_intr_restore(struct spinlock *lock, unsigned long flags);
 
+/*
+ * How many times cpu found a lock taken and spun for it, since boot: a
+ * path's instruction count includes its spins, which depend on what other
+ * CPUs do and when.
+ */
+unsigned long spinlock_contended(unsigned int cpu);
+
 /* True when the lock is held by the current CPU. */
 bool spinlock_held(const struct spinlock *lock);
 

@@ -57,8 +57,10 @@
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
+#include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/swevent.h"
+#include "kern/syscnt.h"
 #include "kern/thread.h"
 #include "kern/workload.h"
 #include "kern/xcall.h"
@@ -239,14 +241,13 @@ perfmon_bench_insns_once(struct perfmon_bench_run *run,
 }
 
 /*
- * The instructions of one call of fn beyond an empty call, counted on this
- * thread (nmis: with the NMI handlers that run meanwhile); intr_off:
- * called with interrupts disabled, as device operations are.
- * PERFMON_BENCH_NONE without the step PMU.
+ * perfmon_bench_insns()'s tries, out of line: the code around what they
+ * count is the same whatever checks the caller makes around them.
  */
-uint64_t
-perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
-                    void *arg, bool intr_off, bool nmis)
+static uint64_t __attribute__((noinline))
+perfmon_bench_insns_tries(struct perfmon_bench_run *run,
+                          perfmon_bench_op_fn_t fn, void *arg, bool intr_off,
+                          bool nmis)
 {
     uint64_t base = PERFMON_BENCH_NONE, count = PERFMON_BENCH_NONE;
     struct perfmon_event steps;
@@ -274,6 +275,40 @@ perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
 
     perfmon_event_detach(&steps);
     return (count > base) ? count - base : 0;
+}
+
+/* The context switches of cpu, a system counter of the scheduler's. */
+const struct syscnt *
+perfmon_bench_switches(unsigned int cpu)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    ksnprintf(name, sizeof(name), "thread_switches/%u", cpu);
+    return syscnt_lookup(name);
+}
+
+uint64_t
+perfmon_bench_insns(struct perfmon_bench_run *run, perfmon_bench_op_fn_t fn,
+                    void *arg, bool intr_off, bool nmis)
+{
+    const struct syscnt *switches = perfmon_bench_switches(run->self);
+    uint64_t count = PERFMON_BENCH_NONE;
+
+    for (unsigned int i = 0; i <= PERFMON_BENCH_INSN_RETAKES; i++) {
+        uint64_t nr_switches = (switches != NULL) ? syscnt_read(switches) : 0;
+        unsigned long spins = spinlock_contended(run->self);
+
+        count = perfmon_bench_insns_tries(run, fn, arg, intr_off, nmis);
+
+        /* The pauses between NMI tries sleep: those switches are theirs. */
+        if (count == PERFMON_BENCH_NONE || nmis
+            || ((switches == NULL || syscnt_read(switches) == nr_switches)
+                && spinlock_contended(run->self) == spins)) {
+            break;
+        }
+    }
+
+    return count;
 }
 
 /* Of the instructions of fn, those of the NMI handlers it caused. */

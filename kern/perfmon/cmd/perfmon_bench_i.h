@@ -21,6 +21,8 @@
 #include "kern/bench.h"
 #include "kern/perfmon.h"
 
+struct syscnt;
+
 #define PERFMON_BENCH_SAMPLES_DEFAULT   2000
 #define PERFMON_BENCH_SAMPLES_QUICK     50
 #define PERFMON_BENCH_SAMPLES_MAX       100000
@@ -40,6 +42,7 @@
 #define PERFMON_BENCH_INSN_ROUNDS       3
 #define PERFMON_BENCH_INSN_PAUSE_MS     10  /* between tries that step NMIs */
 #define PERFMON_BENCH_QUICK_INSN_TRIES  3
+#define PERFMON_BENCH_INSN_RETAKES      3   /* of all tries, disturbed */
 #define PERFMON_BENCH_QUICK_INSN_ROUNDS 2
 
 /*
@@ -131,6 +134,9 @@ void perfmon_bench_print(struct perfmon_bench_run *run, const char *id,
 /* The budget of a row (PERFMON_BENCH_BUDGET_*). */
 uint64_t perfmon_bench_budget(unsigned int budget);
 
+/* The context switches of cpu, a system counter of the scheduler's. */
+const struct syscnt *perfmon_bench_switches(unsigned int cpu);
+
 /* a - b, PERFMON_BENCH_NONE when either is. */
 uint64_t perfmon_bench_sub(uint64_t a, uint64_t b);
 
@@ -154,7 +160,12 @@ int perfmon_bench_step_init(const struct perfmon_bench_run *run,
  * The instructions of one call of fn beyond an empty call, counted on the
  * calling thread (nmis: with the NMI handlers that run meanwhile);
  * intr_off: called with interrupts disabled, as device operations are.
- * PERFMON_BENCH_NONE without the step PMU.  perfmon_bench_insns_handlers(): of
+ * The smallest of insn_tries tries; all are taken again (up to
+ * PERFMON_BENCH_INSN_RETAKES times) when, not stepping NMIs, this CPU
+ * switched (another thread ran, or preempted this one) or spun on a lock
+ * meanwhile: such instructions depend on when timers fired and on what
+ * other CPUs did.  PERFMON_BENCH_NONE without the step PMU.
+ * perfmon_bench_insns_handlers(): of
  * those, the ones of the NMI handlers fn caused.
  */
 uint64_t perfmon_bench_insns(struct perfmon_bench_run *run,

@@ -22,6 +22,7 @@
 #include "kern/perfmon_control.h"
 #include "kern/perfmon/cmd/perfmon_bench_i.h"
 #include "kern/printf.h"
+#include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/syscnt.h"
 #include "kern/thread.h"
@@ -48,36 +49,61 @@ static const unsigned int perfmon_bench_switch_split_events[2] = {
 };
 
 /*
- * Two threads pinned to one CPU yield to each other; the first measures
- * its yields, each of which is two switches: in TSC cycles, or with
- * steps (a CPU event of the step PMU on their CPU) in instructions, the
- * reads' own count taken off.  Both yield PERFMON_BENCH_PINGPONG_WARMUP times
- * before the first starts measuring, and the second as many more at the end,
- * so that both run their measured loops all along, whichever saw go first.
+ * Two threads pinned to one CPU yield to each other: the first measures
+ * its yields, each of which is two switches, in TSC cycles, or with steps
+ * (a CPU event of the step PMU on their CPU) in instructions, the reads'
+ * own count taken off; its partner only yields, until told to stop.  The
+ * first yields PERFMON_BENCH_PINGPONG_WARMUP times before it measures, so
+ * that its partner, whenever it first ran, is in its loop all along the
+ * window: what the partner runs there is then always the same, one turn
+ * of its loop per yield (with code of its own before or after the loop in
+ * the window, a count would move with which thread saw go first).
  */
 #define PERFMON_BENCH_PINGPONG_WARMUP  2
 
 /*
  * How often an instruction round is taken before the bench gives up on
  * it: a round another thread ran in counted that thread's instructions
- * too, and a count the bench judges must not depend on when timers fire.
+ * too, one in which the CPU spun on a lock counted its spins, and a count
+ * the bench judges must depend neither on when timers fire nor on what
+ * other CPUs do.
  */
 #define PERFMON_BENCH_SWITCH_TRIES      8
 
+/*
+ * A round's ping-pong, shared by its two threads; the measuring thread
+ * writes the results, read once both are joined.
+ */
 struct perfmon_bench_pingpong {
-    volatile bool go;
+    volatile bool go;               /* the measuring thread may start */
+    volatile bool stop;             /* the partner may end its loop */
     uint64_t cost;
     unsigned int yields;
-    unsigned int extra;             /* yields after the measured ones */
     struct perfmon_event *steps;
     const struct syscnt *switches;  /* the CPU's switches, or NULL */
-    bool disturbed;                 /* another thread ran in the window */
+    unsigned int cpu;               /* theirs */
+    bool disturbed;                 /* another thread ran, or a lock spun */
 };
 
+/*
+ * The step count is read in place, interrupts off: an interrupt's perfmon
+ * section (the clock's multiplexing turn) under a read would make it read
+ * again, and move the window's edge by the instructions read twice.
+ */
 static uint64_t
 perfmon_bench_pingpong_now(const struct perfmon_bench_pingpong *pp)
 {
-    return (pp->steps != NULL) ? perfmon_event_read(pp->steps) : cpu_rdtsc();
+    uint64_t value;
+
+    if (pp->steps == NULL) {
+        return cpu_rdtsc();
+    }
+
+    if (!perfmon_event_read_here(pp->steps, false, &value)) {
+        value = perfmon_event_read(pp->steps);
+    }
+
+    return value;
 }
 
 static void
@@ -92,7 +118,8 @@ static void
 perfmon_bench_pingpong_main(void *arg)
 {
     struct perfmon_bench_pingpong *pp = arg;
-    uint64_t start, overhead, switches;
+    uint64_t start, overhead, switches = 0;
+    unsigned long spins = 0;
 
     while (!READ_ONCE(pp->go)) {
         thread_yield();
@@ -101,23 +128,40 @@ perfmon_bench_pingpong_main(void *arg)
     perfmon_bench_pingpong_yield(PERFMON_BENCH_PINGPONG_WARMUP);
     start = perfmon_bench_pingpong_now(pp);
     overhead = perfmon_bench_pingpong_now(pp) - start;
-    switches = (pp->switches != NULL) ? syscnt_read(pp->switches) : 0;
+
+    if (pp->switches != NULL) {
+        switches = syscnt_read(pp->switches);
+        spins = spinlock_contended(pp->cpu);
+    }
+
     start = perfmon_bench_pingpong_now(pp);
     perfmon_bench_pingpong_yield(pp->yields);
     pp->cost = perfmon_bench_pingpong_now(pp) - start - overhead;
 
     /*
-     * Each yield is two switches, to the other thread and back: any more,
-     * and another thread (a timer's, a poll's) ran on the CPU and was
-     * counted with them.  The counter is read outside the measured
-     * window, so the check adds nothing to the count.
+     * Each yield is two switches, to the partner and back: any more, and
+     * another thread (a timer's, a poll's) ran on the CPU and was counted
+     * with them.  A lock the CPU found taken (a run queue lock another
+     * CPU's balancer held) was spun for, as long as that CPU took.  Both
+     * are read outside the measured window, and add nothing to its count.
      */
     if (pp->switches != NULL) {
         pp->disturbed = syscnt_read(pp->switches) - switches
-                        != 2 * (uint64_t)pp->yields;
+                        != 2 * (uint64_t)pp->yields
+                        || spinlock_contended(pp->cpu) != spins;
     }
 
-    perfmon_bench_pingpong_yield(pp->extra);
+    WRITE_ONCE(pp->stop, true);
+}
+
+static void
+perfmon_bench_pingpong_partner(void *arg)
+{
+    struct perfmon_bench_pingpong *pp = arg;
+
+    while (!READ_ONCE(pp->stop)) {
+        thread_yield();
+    }
 }
 
 static void
@@ -152,22 +196,12 @@ perfmon_bench_attach_switch_events(struct perfmon_event *events,
     return 0;
 }
 
-/* The context switches of cpu, a system counter of the scheduler's. */
-static const struct syscnt *
-perfmon_bench_switches(unsigned int cpu)
-{
-    char name[SYSCNT_NAME_SIZE];
-
-    ksnprintf(name, sizeof(name), "thread_switches/%u", cpu);
-    return syscnt_lookup(name);
-}
-
 /*
  * One round: the cost of yields per ping-pong thread, that is 2 * yields
  * switches, with nr_events events on each thread (split: one event per
  * thread, a different one on each); steps: in instructions, and -EAGAIN
- * when another thread ran on the CPU meanwhile (its instructions were
- * counted too).
+ * when another thread ran on the CPU meanwhile or it spun on a lock (those
+ * instructions were counted too).
  */
 static int
 perfmon_bench_switch_round(struct perfmon_bench_run *run,
@@ -177,26 +211,26 @@ perfmon_bench_switch_round(struct perfmon_bench_run *run,
 {
     struct perfmon_event events[2][PERFMON_BENCH_SWITCH_MAX_EVS];
     const struct syscnt *switches = perfmon_bench_switches(run->remote);
-    struct perfmon_bench_pingpong pp[2];
+    struct perfmon_bench_pingpong pp;
     struct thread *threads[2];
     int error = 0;
 
     memset(events, 0, sizeof(events));
+    memset(&pp, 0, sizeof(pp));
+    pp.yields = yields;
+    pp.steps = steps;
+    pp.switches = (steps != NULL) ? switches : NULL;
+    pp.cpu = run->remote;
 
     for (unsigned int i = 0; i < 2; i++) {
-        pp[i].go = false;
-        pp[i].yields = yields;
-        pp[i].extra = (i == 0) ? 0 : PERFMON_BENCH_PINGPONG_WARMUP;
-        pp[i].steps = (i == 0) ? steps : NULL;
-        pp[i].switches = (i == 0 && steps != NULL) ? switches : NULL;
-        pp[i].disturbed = false;
         error = thread_create(&threads[i], "bench-pingpong",
-                              perfmon_bench_pingpong_main, &pp[i],
-                              THREAD_CPUMASK(run->remote));
+                              (i == 0) ? perfmon_bench_pingpong_main
+                                       : perfmon_bench_pingpong_partner,
+                              &pp, THREAD_CPUMASK(run->remote));
 
         if (error) {
             if (i == 1) {
-                WRITE_ONCE(pp[0].go, true);
+                WRITE_ONCE(pp.go, true);
                 thread_join(threads[0]);
             }
 
@@ -212,14 +246,13 @@ perfmon_bench_switch_round(struct perfmon_bench_run *run,
             nr_events, threads[i]);
     }
 
-    WRITE_ONCE(pp[0].go, true);
-    WRITE_ONCE(pp[1].go, true);
+    WRITE_ONCE(pp.go, true);
     thread_join(threads[0]);
     thread_join(threads[1]);
     perfmon_bench_detach_all(events[0], nr_events);
     perfmon_bench_detach_all(events[1], nr_events);
-    *costp = pp[0].cost;
-    return (!error && pp[0].disturbed) ? -EAGAIN : error;
+    *costp = pp.cost;
+    return (!error && pp.disturbed) ? -EAGAIN : error;
 }
 
 /* The configurations of row 4, measured in turn within each round. */
