@@ -103,8 +103,11 @@ RECORD_OPTS = ('--switch-events', '--switch-events', '--switch-events=1',
 # The recording kept while the heap is measured.  Its store is one chunk
 # whatever the timing: the yields' switch records are always there, and
 # far fewer than a chunk holds (a capture's store grows a 128 KiB chunk at
-# its first record, so an empty one holds an object fewer).
-RECORD_PRIME = 'perfmon record --switch-events -- yield 5'
+# its first record, so an empty one holds an object fewer).  Its event is
+# context-switches, which every configuration that samples has (a narrow
+# soft PMU refuses cpu-clock: then a fuzzed recording of another event
+# would be kept at the end and none at the start).
+RECORD_PRIME = 'perfmon record -e cs -c 1 --switch-events -- yield 5'
 # A recording that keeps nothing: no sample at this period, no switch
 # records.
 RECORD_EMPTY = 'perfmon record -e cs -c 1000000 -- spin 10'
