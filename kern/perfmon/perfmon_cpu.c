@@ -471,16 +471,15 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
  * last fold is out's, never in's (for a clock passed on to an event
  * counter, thousands of cycles).  An overflow marked for out by then is
  * out's: an NMI comes after its wrap, and the count before the hand-over
- * is out's.  in takes out's wrap_seen: the device
- * keeps the overflow status, and the NMI of a wrap out's fold counted
- * comes for in, which must not add a period again.  in runs before the
- * map says so and out stops after: an NMI in between finds one of them
- * running.  An overflow marked for out after the fold (in the few
- * instructions before the map names in) is taken as one of the count that
- * goes on: it moves to in, folded at the section's end.  Its one
- * caller, the context switch (perfmon_sched_transfer), checked that out
- * runs and counts, that in does not run nor sample, and moves the two
- * threads' clocks itself.
+ * is out's.  in takes out's wrap_seen: the device keeps the overflow
+ * status, and the NMI of a wrap out's fold counted comes for in, which
+ * must not add a period again.  in runs before the map says so and out
+ * stops after: an NMI in between finds one of them running.  An overflow
+ * marked for out after the fold (in the few instructions before the map
+ * names in) is taken as one of the count that goes on: it moves to in,
+ * folded at the section's end.  Its one caller, the context switch
+ * (perfmon_sched_transfer), checked that out runs and counts, that in
+ * does not run nor sample, and moves the two threads' clocks itself.
  */
 void
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
