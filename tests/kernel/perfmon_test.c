@@ -313,6 +313,27 @@ pt_passer_fn(void *arg)
     }
 }
 
+/*
+ * The end of a passing test: the threads still running (after a failure)
+ * are let go, a thread left alone taking every turn, and joined; the two
+ * events are detached.
+ */
+static void
+pt_passers_end(struct thread **ts, volatile unsigned int *turn,
+               volatile bool *go, struct perfmon_event *evs)
+{
+    *turn = 2;
+    *go = true;
+
+    for (unsigned int i = 0; i < 2; i++) {
+        if (ts[i] != NULL) {
+            thread_join(ts[i]);
+        }
+    }
+
+    pt_events_detach(evs, 2);
+}
+
 static int
 pt_switch_passes_counter(void)
 {
@@ -346,17 +367,7 @@ pt_switch_passes_counter(void)
     }
 
 out:
-    /* A thread left alone after a failure takes every turn. */
-    turn = 2;
-    go = true;
-
-    for (unsigned int i = 0; i < 2; i++) {
-        if (ts[i] != NULL) {
-            thread_join(ts[i]);
-        }
-    }
-
-    pt_events_detach(evs, 2);
+    pt_passers_end(ts, &turn, &go, evs);
     return ktest_result();
 }
 
@@ -419,16 +430,7 @@ pt_switch_passes_clock(void)
     KTEST_CHECK_EQ(perfmon_event_read(&evs[1]), ps[1].added);
 
 out:
-    turn = 2;
-    go = true;
-
-    for (unsigned int i = 0; i < 2; i++) {
-        if (ts[i] != NULL) {
-            thread_join(ts[i]);
-        }
-    }
-
-    pt_events_detach(evs, 2);
+    pt_passers_end(ts, &turn, &go, evs);
 
     if (skip) {
         ktest_skip_reason("no task-clock on this soft PMU");
