@@ -68,8 +68,8 @@ void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t mask = pmc->mask, bit = perfmon_slot_bit(slot), raw, delta;
-    bool wrapped, consumed = false;
+    uint64_t bit = perfmon_slot_bit(slot), raw;
+    bool consumed = false;
 
     do {
         if (READ_ONCE(cpu->pending) & bit) {
@@ -80,28 +80,15 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         consumed |= ovf;
 
         barrier();
-        raw = perfmon_cpu_pmc_raw(pmc) & mask;
+        raw = perfmon_cpu_pmc_raw(pmc);
         barrier();
-        delta = (raw - pmc->prev) & mask;
-        wrapped = raw < pmc->prev;
 
         if (ovf) {
-            if (!wrapped && !pmc->wrap_seen) {
-                delta += mask + 1;      /* 0 at width 64: a no-op mod 2^64 */
-                wrapped = true;
-            }
-
-            pmc->wrap_seen = false;
-        } else if (wrapped) {
-            pmc->wrap_seen = true;
+            perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
+        } else {
+            perfmon_cpu_pmc_add(cpu, pmc, raw);
         }
 
-        if (wrapped) {
-            perfmon_syscnt_inc_local(&cpu->nr_overflows);
-        }
-
-        pmc->value += delta;
-        pmc->prev = raw;
         ovf = false;
     } while (READ_ONCE(cpu->pending) & bit);
 
@@ -500,13 +487,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
         __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
         perfmon_cpu_pmc_add_ovf(cpu, from, raw);
     } else {
-        if (raw < from->prev) {
-            from->wrap_seen = true;
-            perfmon_syscnt_inc_local(&cpu->nr_overflows);
-        }
-
-        from->value += (raw - from->prev) & from->mask;
-        from->prev = raw;
+        perfmon_cpu_pmc_add(cpu, from, raw);
     }
 
     to->hw_id = from->hw_id;

@@ -471,6 +471,29 @@ perfmon_cpu_pmc_add_ovf(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
 }
 
 /*
+ * The arithmetic of a plain fold (no interrupt says the counter wrapped)
+ * of the counter pmc holds on cpu, raw just read: the difference since the
+ * last fold; a counter gone backwards wrapped, counted now and marked
+ * seen, so that the interrupt of that wrap adds no period again.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
+                    uint64_t raw)
+{
+    uint64_t mask = pmc->mask, prev = pmc->prev;
+
+    raw &= mask;
+
+    if (raw < prev) {
+        pmc->wrap_seen = true;
+        perfmon_syscnt_inc_local(&cpu->nr_overflows);
+    }
+
+    pmc->value += (raw - prev) & mask;
+    pmc->prev = raw;
+}
+
+/*
  * The overflow interrupt's fold of a slot whose counter it says
  * overflowed, in the interrupt's own section: perfmon_cpu_pmc_update()
  * with ovf, inline when the device gave a read method and nothing is
