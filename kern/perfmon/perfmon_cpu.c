@@ -68,8 +68,8 @@ void
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    uint64_t bit = perfmon_slot_bit(slot), raw;
-    bool consumed = false;
+    uint64_t mask = pmc->mask, bit = perfmon_slot_bit(slot), raw, delta;
+    bool wrapped, consumed = false;
 
     do {
         if (READ_ONCE(cpu->pending) & bit) {
@@ -80,15 +80,28 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
         consumed |= ovf;
 
         barrier();
-        raw = perfmon_cpu_pmc_raw(pmc);
+        raw = perfmon_cpu_pmc_raw(pmc) & mask;
         barrier();
+        delta = (raw - pmc->prev) & mask;
+        wrapped = raw < pmc->prev;
 
         if (ovf) {
-            perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
-        } else {
-            perfmon_cpu_pmc_add(cpu, pmc, raw);
+            if (!wrapped && !pmc->wrap_seen) {
+                delta += mask + 1;      /* 0 at width 64: a no-op mod 2^64 */
+                wrapped = true;
+            }
+
+            pmc->wrap_seen = false;
+        } else if (wrapped) {
+            pmc->wrap_seen = true;
         }
 
+        if (wrapped) {
+            perfmon_syscnt_inc_local(&cpu->nr_overflows);
+        }
+
+        pmc->value += delta;
+        pmc->prev = raw;
         ovf = false;
     } while (READ_ONCE(cpu->pending) & bit);
 
@@ -479,8 +492,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     uint64_t raw;
 
     barrier();
-    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags)
-          & from->mask;
+    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags);
     barrier();
 
     if (unlikely(READ_ONCE(cpu->pending) & obit)) {
@@ -494,7 +506,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
     to->dev = dev;
     to->mask = from->mask;
     to->peek_max = from->peek_max;
-    to->prev = raw;
+    to->prev = from->prev;
     to->wrap_seen = from->wrap_seen;
     perfmon_cpu_pmc_read_method(to);
 
