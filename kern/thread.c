@@ -67,6 +67,16 @@
 /* thread->joiner once the thread has exited: no joiner may register. */
 #define THREAD_JOIN_DONE        ((struct thread *)1)
 
+/*
+ * The scheduler's reference, as the top bit of thread->refcount: set from
+ * creation until the switch tail after the thread's last run.  Its being
+ * clear is what "exited" means, so one atomic operation both drops that
+ * reference and publishes the exit: whoever sees the thread exited knows
+ * the scheduler no longer holds it, and a join's return leaves the caller's
+ * reference as the only one the exit left.
+ */
+#define THREAD_REF_LIVE         0x80000000u
+
 /* What the switch tail must do with the thread switched out. */
 #define THREAD_TAIL_NONE        0
 #define THREAD_TAIL_DEAD        1   /* release it */
@@ -94,8 +104,7 @@ struct thread {
     uint64_t cpumask;               /* (a) affinity */
     unsigned int slice;             /* (r) ticks left in its time slice */
     struct runq_node rq_node;       /* (r) run queue list */
-    unsigned int refcount;          /* (a) */
-    bool exited;                    /* (a) off CPU for good */
+    unsigned int refcount;          /* (a) references, and THREAD_REF_LIVE */
     struct thread *joiner;          /* (a) thread_join's caller, or DONE */
     void *stack;                    /* (c) NULL for boot and AP contexts */
     thread_fn_t fn;                 /* (c) */
@@ -212,20 +221,20 @@ thread_lookup(unsigned int tid)
     for (struct thread *t = thread_list; t != NULL; t = t->all_next) {
         unsigned int refs;
 
-        if (t->id != tid || thread_exited(t)) {
+        if (t->id != tid) {
             continue;
         }
 
-        /* A reference only while one is held: 0 means it is going. */
+        /* A reference only while the thread lives. */
         refs = __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE);
 
-        while (refs != 0
+        while ((refs & THREAD_REF_LIVE) != 0
                && !__atomic_compare_exchange_n(&t->refcount, &refs, refs + 1,
                                                false, __ATOMIC_ACQ_REL,
                                                __ATOMIC_ACQUIRE)) {
         }
 
-        found = (refs != 0) ? t : NULL;
+        found = (refs & THREAD_REF_LIVE) != 0 ? t : NULL;
         break;
     }
 
@@ -236,7 +245,8 @@ thread_lookup(unsigned int tid)
 bool
 thread_exited(const struct thread *thread)
 {
-    return __atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE);
+    return (__atomic_load_n(&thread->refcount, __ATOMIC_ACQUIRE)
+            & THREAD_REF_LIVE) == 0;
 }
 
 void *
@@ -348,10 +358,9 @@ thread_unref(struct thread *thread)
     unsigned int prev = __atomic_fetch_sub(&thread->refcount, 1,
                                            __ATOMIC_ACQ_REL);
 
-    assert(prev != 0);
+    assert((prev & ~THREAD_REF_LIVE) != 0);
 
     if (prev == 1) {
-        assert(__atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE));
         thread_destroy(thread);
     }
 }
@@ -516,20 +525,34 @@ thread_switch_finish(struct thread *prev)
     return THREAD_TAIL_NONE;
 }
 
-/* Tell thread_join's caller, if any, that the thread is gone. */
+/*
+ * Drop the scheduler's reference on a thread that has run for the last
+ * time, and tell thread_join's caller, if any, that it is gone.
+ */
 static void
-thread_release_joiner(struct thread *thread)
+thread_release(struct thread *thread)
 {
     struct thread *joiner;
+    unsigned long flags;
+    unsigned int prev;
 
     /*
-     * exited, then joiner (both sequentially consistent) here; joiner,
-     * then exited in thread_join: one side always sees the other's store.
+     * A joiner that comes after the exchange spins until the reference is
+     * dropped: nothing may delay the CPU between the two.
      */
-    __atomic_store_n(&thread->exited, true, __ATOMIC_SEQ_CST);
+    flags = cpu_intr_save();
     joiner = __atomic_exchange_n(&thread->joiner, THREAD_JOIN_DONE,
                                  __ATOMIC_SEQ_CST);
+    prev = __atomic_fetch_and(&thread->refcount, ~THREAD_REF_LIVE,
+                              __ATOMIC_ACQ_REL);
+    cpu_intr_restore(flags);
+    assert((prev & THREAD_REF_LIVE) != 0);
 
+    if (prev == THREAD_REF_LIVE) {
+        thread_destroy(thread);
+    }
+
+    /* The joiner held a reference on the thread: it was not destroyed. */
     if (joiner != NULL) {
         thread_wakeup(joiner);
         thread_unref(joiner);       /* taken by thread_join */
@@ -546,8 +569,7 @@ static void
 thread_switch_tail(struct thread *prev, unsigned int action)
 {
     if (action == THREAD_TAIL_DEAD) {
-        thread_release_joiner(prev);
-        thread_unref(prev);         /* the scheduler's reference */
+        thread_release(prev);
     } else if (action == THREAD_TAIL_MOVE) {
         thread_enqueue_on(prev);
     }
@@ -806,7 +828,7 @@ thread_init_common(struct thread *thread, const char *name, uint64_t cpumask)
     strlcpy(thread->name, name, sizeof(thread->name));
     thread->state = THREAD_STATE_RUNNING;
     thread->cpumask = cpumask;
-    thread->refcount = 1;
+    thread->refcount = THREAD_REF_LIVE;
     thread->slice = THREAD_SLICE_TICKS;
     perfmon_td_init(&thread->perfmon_td);
 
@@ -846,7 +868,7 @@ thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
     thread->arg = arg;
     thread->job = thread_job(thread_self());
     thread_init_common(thread, name, cpumask);
-    thread->refcount = 2;           /* the caller's and the scheduler's */
+    thread->refcount = THREAD_REF_LIVE | 1;     /* and the caller's */
 
     /* A frame as thread_switch_context leaves it: r15..rbp, then return. */
     sp = (uint64_t *)((char *)thread->stack + THREAD_STACK_SIZE);
@@ -899,7 +921,9 @@ thread_join(struct thread *thread)
     /*
      * Register as the joiner, holding a reference on ourselves that the
      * exiting side drops after its wakeup, so that it never wakes a freed
-     * thread.  Already DONE: the thread has exited, nobody will wake us.
+     * thread.  Already DONE: the switch tail is between its exchange and
+     * the drop of its reference, with interrupts disabled, so we wait for
+     * that drop without sleeping: nobody will wake us.
      */
     thread_ref(self);
 
@@ -907,12 +931,16 @@ thread_join(struct thread *thread)
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
         assert(expected == THREAD_JOIN_DONE);   /* one joiner at most */
         thread_unref(self);
+
+        while (!thread_exited(thread)) {
+            cpu_pause();
+        }
     }
 
     for (;;) {
         thread_sleep_prepare();
 
-        if (__atomic_load_n(&thread->exited, __ATOMIC_SEQ_CST)) {
+        if (thread_exited(thread)) {
             thread_sleep_cancel();
             break;
         }
@@ -920,6 +948,7 @@ thread_join(struct thread *thread)
         thread_sleep();
     }
 
+    /* The scheduler's is gone: ours frees it, unless others remain. */
     thread_unref(thread);
 }
 
@@ -1144,7 +1173,6 @@ thread_bootstrap_cpu(void)
     idle->idle = true;
     idle->cpu = cpu;
     idle->last_cpu = cpu;
-    idle->exited = false;
     runq->idle = idle;
     runq->current = idle;
     cpu_local_write_ptr(thread, idle);

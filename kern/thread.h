@@ -11,9 +11,10 @@
  *
  * Lifetime: a thread is reference counted.  thread_create() returns a
  * reference that the caller drops with thread_join() or thread_unref(); the
- * scheduler holds another while the thread can still run.  The structure is
- * freed with its last reference, so a thread may exit while others (a
- * perfmon event, say) still look at it.
+ * scheduler holds another while the thread can still run, and has dropped
+ * it by the time thread_join() returns.  The structure is freed with its
+ * last reference, so a thread may exit while others (a perfmon event, say)
+ * still look at it.
  *
  * Context switch hook: thread_switch_hook() in thread.c is the single place
  * where a subsystem runs code for the thread leaving the CPU and the thread
@@ -24,8 +25,8 @@
  * thread_sleep() (or thread_sleep_cancel() when it already holds); a
  * thread_wakeup() between prepare and sleep makes the sleep return at
  * once, so no wakeup is lost.  A sleep may also return without a wakeup
- * (after a preemption): callers always re-check their condition.  Sleeping with preemption disabled or a
- * spinlock held is a bug and is asserted.
+ * (after a preemption): callers always re-check their condition.  Sleeping
+ * with preemption disabled or a spinlock held is a bug and is asserted.
  */
 
 #ifndef KERN_THREAD_H
@@ -64,7 +65,10 @@ int thread_create(struct thread **threadp, const char *name, thread_fn_t fn,
 /* Terminate the calling thread.  Its resources go with its last reference. */
 void thread_exit(void) __attribute__((noreturn));
 
-/* Wait for the thread to exit, then drop the caller's reference. */
+/*
+ * Wait for the thread to exit, then drop the caller's reference: when no
+ * other reference is held, the thread's memory is back on return.
+ */
 void thread_join(struct thread *thread);
 
 void thread_ref(struct thread *thread);
