@@ -280,15 +280,21 @@ struct perfmon_branch {
 /*
  * Record types in sample buffers (struct perfmon_rec_hdr of
  * kern/perfmon_ring.h).  The core writes SAMPLE (misc: 0; payload: u32
- * fields, u32 the sampling id, then the fields) and THROTTLE (misc: the
- * sampling id; payload: u64 time in ns, u64 the new period) and SWITCH
- * (kern/perfmon_switchrec.h).  The other types are free for consumers
- * that store records in the same format.
+ * fields, u32 the sampling id, then the fields), THROTTLE (misc: the
+ * sampling id; payload: u64 time in ns, u64 the new period), SWITCH
+ * (kern/perfmon_switchrec.h) and COMM (misc: a thread's id; payload: its
+ * name, PERFMON_REC_NAME_SIZE bytes padded with NULs), for a thread that
+ * an inherited sampling event counts from its creation: its samples may
+ * be read after it is gone, and its name with it.  The other types are
+ * free for consumers that store records in the same format.
  */
 #define PERFMON_REC_SAMPLE      1
 #define PERFMON_REC_THROTTLE    2
 #define PERFMON_REC_SWITCH      3
+#define PERFMON_REC_COMM        4
 #define PERFMON_REC_USER        16
+
+#define PERFMON_REC_NAME_SIZE   32
 
 /* A set of per-CPU sample rings (kern/perfmon/perfmon_sample.c). */
 struct perfmon_sbuf;
@@ -423,9 +429,10 @@ int perfmon_event_set_dev(struct perfmon_event *event,
  * device has no overflow interrupt or cannot arm counters, or with
  * PERFMON_SF_BRANCH when no branch-record driver can give its samples
  * branch stacks (perfmon_branch_why_not() says why), and with -EBUSY when
- * other events record branch stacks with another filter.  A period of 1
- * samples every 2 events, as on Linux for x86 (some CPUs misbehave with a
- * counter one event from its overflow); its samples say 2.
+ * other events record branch stacks with another filter.  A period below
+ * the device's shortest (struct perfmon_dev's min_arm: 2 for the x86
+ * PMUs, as on Linux, 1 for the soft PMU) samples at that one, and its
+ * samples say so.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sampling *sampling);

@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/cpu.h"
 #include "kern/assert.h"
 #include "kern/error.h"
 #include "kern/kmem.h"
@@ -44,6 +45,7 @@
 #include "kern/perfmon/perfmon_event.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_inherit.h"
+#include "kern/perfmon_ring.h"
 #include "kern/spinlock.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -356,6 +358,60 @@ perfmon_child_attach(struct perfmon_child *child, struct thread *thread,
     return 0;
 }
 
+/* The buffer a child's samples go to, or NULL: a counting event. */
+static struct perfmon_sbuf *
+perfmon_child_sbuf(const struct perfmon_child *child)
+{
+    const struct perfmon_sampling *sampling =
+        child->member.family->root->sampling;
+
+    return (sampling != NULL) ? sampling->sbuf : NULL;
+}
+
+/*
+ * Name a new thread in each buffer its new children sample into (once a
+ * buffer), in the ring of this CPU, before it first runs: its samples may
+ * be read after it is gone, and its name with it (perf names a new task
+ * the same way).  Interrupts are disabled so that no other writer of this
+ * CPU's ring but an NMI comes in between, and the CPU stays this one.
+ */
+static void
+perfmon_child_name(struct thread *thread, const struct perfmon_child *made)
+{
+    char name[PERFMON_REC_NAME_SIZE];
+    struct perfmon_ring_txn txn;
+    unsigned long flags;
+    unsigned int cpu;
+
+    memset(name, 0, sizeof(name));
+    strlcpy(name, thread_name(thread), sizeof(name));
+    flags = cpu_intr_save();
+    cpu = cpu_id();
+
+    for (const struct perfmon_child *child = made; child != NULL;
+         child = child->next) {
+        struct perfmon_sbuf *sbuf = perfmon_child_sbuf(child);
+        const struct perfmon_child *seen = made;
+        struct perfmon_ring *ring;
+
+        while (seen != child && perfmon_child_sbuf(seen) != sbuf) {
+            seen = seen->next;
+        }
+
+        ring = (sbuf != NULL && seen == child) ? perfmon_sbuf_ring(sbuf, cpu)
+                                               : NULL;
+
+        if (ring != NULL
+            && perfmon_ring_begin(ring, PERFMON_REC_COMM, thread_id(thread),
+                                  sizeof(name), &txn)) {
+            perfmon_ring_put(ring, &txn, name, sizeof(name));
+            perfmon_ring_commit(ring, &txn);
+        }
+    }
+
+    cpu_intr_restore(flags);
+}
+
 int
 perfmon_thread_fork(struct thread *thread)
 {
@@ -398,6 +454,11 @@ perfmon_thread_fork(struct thread *thread)
 
     for (child = made; child != NULL && error == 0; child = child->next) {
         error = perfmon_child_attach(child, thread, child->enable);
+    }
+
+    /* While the families are busy: their roots' buffers stay. */
+    if (error == 0) {
+        perfmon_child_name(thread, made);
     }
 
     /* Publish them all, or undo them all. */

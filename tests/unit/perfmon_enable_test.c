@@ -9,9 +9,10 @@
  * so they all cover one span; enabled and running times follow the TSC
  * only while an event is enabled (for a thread event: while its thread
  * runs); inherited events count the threads their thread creates, and
- * theirs, across switches, migrations and exits, and release everything
- * when detached, changing nothing `perfmon info` reads before it has the
- * lock that reader holds.
+ * theirs, across switches, migrations and exits, name the threads they
+ * make in their sampling buffers, and release everything when detached,
+ * changing nothing `perfmon info` reads before it has the lock that reader
+ * holds.
  */
 
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
+#include "kern/perfmon_ring.h"
 
 /* The fake TSC runs at 3 GHz: 3 cycles a nanosecond. */
 #define CYCLES_PER_NS   3
@@ -761,6 +763,92 @@ test_inherit_detach_waits_for_info(void **state)
     assert_int_equal(fake_kmem_live(), 0);
 }
 
+/* The COMM records of cpu's ring in sbuf: how many, the last one's. */
+static unsigned int
+comm_records(struct perfmon_sbuf *sbuf, unsigned int cpu, uint32_t *tidp,
+             char *name)
+{
+    uint64_t rec[PERFMON_RING_MAX_REC / sizeof(uint64_t)];
+    unsigned int nr = 0;
+    size_t size;
+
+    while ((size = perfmon_sbuf_read(sbuf, cpu, rec, sizeof(rec))) != 0) {
+        const struct perfmon_rec_hdr *hdr = (const void *)rec;
+
+        if (hdr->type == PERFMON_REC_COMM) {
+            assert_true(size >= sizeof(*hdr) + PERFMON_REC_NAME_SIZE);
+            *tidp = hdr->misc;
+            memcpy(name, hdr + 1, PERFMON_REC_NAME_SIZE);
+            nr++;
+        }
+    }
+
+    return nr;
+}
+
+/*
+ * A thread made under inherited sampling events is named in the ring of
+ * the CPU that made it, once for each buffer, before it runs: its samples
+ * may be read when it is gone.  A counting family names nothing.
+ */
+static void
+test_inherit_names_new_threads(void **state)
+{
+    struct thread *p = fake_thread_create("p"), *c, *d;
+    struct perfmon_sampling s = { .period = 1000 }, s2;
+    struct perfmon_event a, b, count;
+    struct perfmon_sbuf *other;
+    char name[PERFMON_REC_NAME_SIZE];
+    uint32_t tid = 0;
+
+    (void)state;
+    fdev_add(0, 48, 4, true);
+    assert_int_equal(perfmon_sbuf_create(&s.sbuf, PERFMON_SBUF_MIN), 0);
+    assert_int_equal(perfmon_sbuf_create(&other, PERFMON_SBUF_MIN), 0);
+    s2 = s;
+    init_ok(&a, PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
+    init_ok(&b, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_INHERIT);
+    assert_int_equal(perfmon_event_set_sampling(&a, &s), 0);
+    assert_int_equal(perfmon_event_set_sampling(&b, &s2), 0);
+    attach_inherited(&count, p);
+    assert_int_equal(perfmon_event_attach(&a, p), 0);
+    assert_int_equal(perfmon_event_attach(&b, p), 0);
+    fake_thread_switch(1, p);
+
+    /* Two families, one buffer: one record. */
+    fork_ok(p, "a-long-thread-name", &c);
+    assert_int_equal(comm_records(s.sbuf, 1, &tid, name), 1);
+    assert_int_equal(tid, thread_id(c));
+    assert_string_equal(name, "a-long-thread-name");
+    assert_int_equal(comm_records(s.sbuf, 0, &tid, name), 0);
+    fake_thread_exit(c);
+    fake_thread_switch(1, p);
+
+    /* Each buffer its own. */
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    s2.sbuf = other;
+    assert_int_equal(perfmon_event_set_sampling(&b, &s2), 0);
+    assert_int_equal(perfmon_event_attach(&b, p), 0);
+    fork_ok(p, "d", &d);
+    assert_int_equal(comm_records(s.sbuf, 1, &tid, name), 1);
+    assert_int_equal(comm_records(other, 1, &tid, name), 1);
+    assert_int_equal(tid, thread_id(d));
+    assert_string_equal(name, "d");
+    fake_thread_exit(d);
+    fake_thread_switch(1, p);
+
+    /* Counting alone: nothing written. */
+    assert_int_equal(perfmon_event_detach(&a), 0);
+    assert_int_equal(perfmon_event_detach(&b), 0);
+    fork_ok(p, "e", &d);
+    assert_int_equal(comm_records(s.sbuf, 1, &tid, name), 0);
+    assert_int_equal(comm_records(other, 1, &tid, name), 0);
+    fake_thread_exit(d);
+    assert_int_equal(perfmon_event_detach(&count), 0);
+    perfmon_sbuf_destroy(s.sbuf);
+    perfmon_sbuf_destroy(other);
+}
+
 int
 main(void)
 {
@@ -782,6 +870,7 @@ main(void)
         cmocka_unit_test_setup(test_inherit_children_shown, setup),
         cmocka_unit_test_setup(test_inherit_two_families, setup),
         cmocka_unit_test_setup(test_inherit_detach_waits_for_info, setup),
+        cmocka_unit_test_setup(test_inherit_names_new_threads, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -207,6 +207,49 @@ perfmon_capture_see_thread(struct perfmon_capture *cap, unsigned int tid)
     }
 }
 
+void
+perfmon_capture_name_thread(struct perfmon_capture *cap, unsigned int tid)
+{
+    assert(cap->drainer == NULL);
+    perfmon_capture_see_thread(cap, tid);
+}
+
+/*
+ * A name the core wrote as the thread was created: the record is in the
+ * store already.  It names a thread first seen gone too (no name then).
+ */
+static void
+perfmon_capture_take_name(struct perfmon_capture *cap,
+                          const struct perfmon_rec_hdr *hdr)
+{
+    struct perfmon_capture_comm *comm = NULL;
+
+    if (hdr->size < sizeof(*hdr) + PERFMON_REC_NAME_SIZE) {
+        return;
+    }
+
+    for (unsigned int i = 0; i < cap->nr_comms; i++) {
+        if (cap->comms[i].tid == hdr->misc) {
+            comm = &cap->comms[i];
+            break;
+        }
+    }
+
+    if (comm == NULL) {
+        if (cap->nr_comms == PERFMON_CAPTURE_MAX_COMMS) {
+            return;
+        }
+
+        comm = &cap->comms[cap->nr_comms++];
+        comm->tid = hdr->misc;
+    } else if (comm->name[0] != '\0') {
+        return;
+    }
+
+    memcpy(comm->name, hdr + 1, sizeof(comm->name));
+    comm->name[sizeof(comm->name) - 1] = '\0';
+}
+
 /* Both threads of a switch record are named, as perf shows them. */
 static void
 perfmon_switch_see_threads(struct perfmon_capture *cap,
@@ -231,6 +274,8 @@ perfmon_capture_account(struct perfmon_capture *cap, const struct perfmon_rec_hd
     } else if (hdr->type == PERFMON_REC_SWITCH) {
         cap->info.nr_switches++;
         perfmon_switch_see_threads(cap, hdr);
+    } else if (hdr->type == PERFMON_REC_COMM) {
+        perfmon_capture_take_name(cap, hdr);
     } else if (hdr->type == PERFMON_REC_SAMPLE) {
         cap->info.nr_samples++;
 

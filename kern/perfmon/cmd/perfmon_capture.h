@@ -9,8 +9,9 @@
  * overflow interrupts write) and a consumer thread that drains the rings
  * every few milliseconds into its store of records, adding what the
  * interrupts cannot write themselves: the name of each thread seen
- * (PERFMON_REC_COMM, when the thread is first seen in a sample) and the
- * samples each CPU lost to a full ring (PERFMON_REC_LOST).  The store
+ * (PERFMON_REC_COMM, when the thread is first seen in a sample, unless the
+ * core named it in a ring as it was created, or the command as it started
+ * it) and the samples each CPU lost to a full ring (PERFMON_REC_LOST).  The store
  * keeps records in the order they were drained; samples of one CPU stay
  * in time order.
  *
@@ -33,11 +34,12 @@
 #include "kern/perfmon_ring.h"
 #include "kern/perfmon/cmd/perfmon_reads.h"
 
-/* Records the drain thread adds (payloads below). */
-#define PERFMON_REC_COMM        (PERFMON_REC_USER + 0)  /* misc: tid */
-#define PERFMON_REC_LOST        (PERFMON_REC_USER + 1)  /* misc: cpu */
-
-#define PERFMON_REC_NAME_SIZE   32      /* a COMM payload: the name */
+/*
+ * The record the drain thread adds besides the core's PERFMON_REC_COMM
+ * (kern/perfmon.h), which it also writes: misc: the CPU; payload: u64
+ * the samples lost.
+ */
+#define PERFMON_REC_LOST        (PERFMON_REC_USER + 0)
 
 /* Largest store a capture may grow to, and the default. */
 #define PERFMON_CAPTURE_STORE_MAX       (256 * 1024 * 1024)
@@ -90,6 +92,13 @@ struct perfmon_sbuf *perfmon_capture_sbuf(struct perfmon_capture *cap);
  */
 int perfmon_capture_start(struct perfmon_capture *cap);
 void perfmon_capture_stop(struct perfmon_capture *cap);
+
+/*
+ * Record the name of thread tid now, before the drain thread starts: for
+ * the thread a command runs, which may be gone by the first drain.
+ */
+void perfmon_capture_name_thread(struct perfmon_capture *cap,
+                                 unsigned int tid);
 
 /*
  * Drain now, from the caller (for `perfmon top`, which uses no drain

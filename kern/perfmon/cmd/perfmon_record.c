@@ -697,6 +697,12 @@ perfmon_record_run(struct perfmon_record *r)
 
     if (error == 0) {
         perfmon_record_stream_open(r);
+
+        if (r->cmd_argc != 0) {
+            perfmon_capture_name_thread(r->cap,
+                                        thread_id(r->runner.thread));
+        }
+
         error = perfmon_capture_start(r->cap);
 
         if (error) {
