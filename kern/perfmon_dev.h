@@ -164,6 +164,12 @@ struct perfmon_dev_event {
  * (some counters take only 32 bits sign-extended); 0 stands for
  * 2^width - 1.  A longer sampling period is armed in several steps.
  *
+ * min_arm: the fewest events the write operation arms a counter for, and
+ * so the shortest sampling period; 0 stands for PERFMON_DEV_MIN_ARM.  A
+ * device that counts events one at a time in software says 1: a thread
+ * that meets one event a run (its context switch) must reach a sample
+ * left one event away, which a counter armed for 2 never sees in one run.
+ *
  * poll_ms: 0 lets the core choose: no polling when the device has an
  * overflow interrupt, otherwise an interval derived from the width and the
  * CPU frequency (see perfmon_dev_info.poll_ms).  Nonzero: poll at that
@@ -175,6 +181,15 @@ struct perfmon_dev_event {
  * the default device of a generic event (a device whose counting costs
  * far more than the event's usual device, like the `step` device).
  */
+/*
+ * The fewest events a counter is armed for by default: some x86 CPUs
+ * misbehave with a counter one event from its overflow, so Linux arms them
+ * for at least 2 (x86_perf_event_set_period in arch/x86/events/core.c).
+ * A period below is taken as this, not refused: `-c 1` works as under
+ * perf, and every sample says the events it stands for.
+ */
+#define PERFMON_DEV_MIN_ARM     2
+
 struct perfmon_dev {
     const char *name;                   /* unique, e.g. "intel", "soft" */
     const struct perfmon_dev_ops *ops;
@@ -182,6 +197,7 @@ struct perfmon_dev {
     unsigned int nr_pmcs;               /* counters, 1..PERFMON_DEV_MAX_PMCS */
     bool overflow_intr;
     uint64_t max_period;                /* see below */
+    unsigned int min_arm;
     unsigned int poll_ms;
     bool named_only;
     const struct perfmon_dev_event *events;   /* may be NULL */
@@ -191,6 +207,7 @@ struct perfmon_dev {
     unsigned int index;                 /* in the device table */
     unsigned int poll_interval_ms;      /* effective, 0 when not polled */
     bool intr_end;                      /* ops->overflow_intr_end is set */
+    unsigned int arm_min;               /* min_arm, 0 resolved */
 };
 
 /*

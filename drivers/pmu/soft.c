@@ -519,6 +519,7 @@ static struct perfmon_dev softpmu_device = {
     .name = "soft",
     .ops = &softpmu_ops,
     .nr_pmcs = SOFTPMU_NR_PMCS,
+    .min_arm = 1,                       /* no x86 counter's quirk */
 };
 
 /* ---- counting ----------------------------------------------------------- */

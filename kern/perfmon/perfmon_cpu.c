@@ -37,16 +37,6 @@
 /* The first period of a frequency-mode event that gave none. */
 #define PERFMON_FREQ_FIRST_PERIOD   10000
 
-/*
- * The fewest events a sampling counter is armed for, and the shortest
- * period: some x86 CPUs misbehave with a counter one event from its
- * overflow, so Linux arms them for at least 2 (x86_perf_event_set_period
- * in arch/x86/events/core.c).  A period of 1 is taken as 2, not refused:
- * `-c 1` works as under perf, and every sample says the 2 events it
- * stands for.
- */
-#define PERFMON_MIN_PERIOD          2
-
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
 static inline __attribute__((always_inline)) void
@@ -176,7 +166,7 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
     }
 
     assert(pmc->left > 0);
-    events = MAX(MIN((uint64_t)pmc->left, max), PERFMON_MIN_PERIOD);
+    events = MAX(MIN((uint64_t)pmc->left, max), dev->arm_min);
     pmc->prev = (0 - events) & mask;
     pmc->wrap_seen = false;
     pmc->armed_value = pmc->value;
@@ -221,7 +211,7 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
         pmc->period -= (pmc->period - period) / 4;
     }
 
-    pmc->period = MAX(pmc->period, MAX(pmc->min_period, PERFMON_MIN_PERIOD));
+    pmc->period = MAX(pmc->period, MAX(pmc->min_period, pmc->dev->arm_min));
     pmc->period = MIN(pmc->period, PERFMON_MAX_PERIOD);
 }
 
@@ -317,7 +307,8 @@ perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
         pmc->left = MAX(saved->sample_left, 1);
     } else {
         pmc->period = (sampling->period != 0)
-                      ? MAX(sampling->period, PERFMON_MIN_PERIOD)
+                      ? MAX(sampling->period,
+                            perfmon_slot_dev(slot)->arm_min)
                       : PERFMON_FREQ_FIRST_PERIOD;
         pmc->min_period = 0;
         pmc->left = (int64_t)pmc->period;

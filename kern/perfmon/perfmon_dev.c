@@ -145,6 +145,7 @@ perfmon_register(struct perfmon_dev *dev)
 
     dev->index = nr;
     dev->intr_end = dev->ops->overflow_intr_end != NULL;
+    dev->arm_min = (dev->min_arm != 0) ? dev->min_arm : PERFMON_DEV_MIN_ARM;
     perfmon_dev_set_poll(dev);
     perfmon_devs[nr] = dev;
     __atomic_store_n(&perfmon_nr_devs_published, nr + 1, __ATOMIC_RELEASE);

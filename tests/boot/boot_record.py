@@ -9,8 +9,9 @@
 # loop first with more than 80%; `report -g` shows its callers; `report
 # --folded` prints folded stacks whose weights add up to the report's event
 # count; `perfmon script` prints a line per sample with the command's name
-# and tid, then its chain; `perfmon record -a` and `--sort cpu` cover every
-# CPU; `perfmon top` redraws until Ctrl-C; every bad input gets one line and
+# and tid, then its chain; `record -e cs -c 1 -- yield` samples every
+# switch and names both threads; `perfmon record -a` and `--sort cpu` cover
+# every CPU; `perfmon top` redraws until Ctrl-C; every bad input gets one line and
 # leaves no counter in use; Ctrl-C during a record keeps its samples.  Call
 # chains are true: every chain of `record -g -- chain N` (three levels under
 # the command, prologues scheduled by gcc) sampled thousands of times is
@@ -47,6 +48,7 @@ CHAIN = ['workload_chain_inner', 'workload_chain_middle',
          'workload_chain_outer', 'workload_chain_cmd', 'shell_exec_argv',
          'perfmon_cmd_runner_main', 'thread_start', 'thread_start_entry']
 CHAIN_MIN_SAMPLES = 2000
+YIELDS = 100
 # One -g recording of each built-in workload.
 WORKLOADS = ('spin 30000000', 'memwalk 4M 64 8', 'branchy 3000000',
              'chain 3000000', 'yield 3000', 'hop 300', 'xcall 300',
@@ -181,6 +183,20 @@ def main():
                            % (w, len(chains)))
             return None
 
+        def every_switch():
+            # The soft PMU keeps -c 1; a thread meets one switch a run, and
+            # its short-lived helper is named though gone by the first drain.
+            out = run('perfmon record -e cs -c 1 -- yield %d' % YIELDS)
+            s = summary(out)
+            if s is None or s[0] < 2 * YIELDS:
+                return 'want a sample per switch, at least %d:\n%s' \
+                    % (2 * YIELDS, out)
+            out = run('perfmon report --sort comm')
+            comms = re.findall(r'^\s*\d+\.\d+%\s+(\S+)\s*$', out, re.M)
+            if sorted(comms) != ['yield', 'yield-helper']:
+                return 'want the two threads by name:\n' + out
+            return None
+
         def system_wide():
             out = run('perfmon record -a -F 500 -- sleep 300')
             s = summary(out)
@@ -233,6 +249,8 @@ def main():
                 chain_known)
         sh.step('record -g of each workload: every frame a real caller',
                 no_invented_frame)
+        sh.step('record -e cs -c 1 -- yield: a sample per switch, both '
+                'threads named', every_switch)
         sh.step('record -a: report --sort cpu has every CPU', system_wide)
         sh.step('no counter in use after the records', sh.no_leak)
         sh.step('top redraws until Ctrl-C', top)

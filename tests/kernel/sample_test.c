@@ -357,8 +357,7 @@ KTEST_DEFINE(sample, callchain, st_callchain);
  * enough to lose most, few enough that their interrupts stay well under
  * the throttle's share of a window even on a loaded host (2,000 reached
  * it there now and then, and throttled samples are neither kept nor lost).
- * A period of 1 samples every 2 events (the shortest period x86 counters
- * are armed for): twice as many events.
+ * The soft PMU keeps a period of 1: a sample every event.
  */
 #define ST_TINY_SAMPLES 300
 
@@ -382,7 +381,7 @@ st_tiny_buffer(void)
     KTEST_CHECK_EQ(st_attach(&ev, PERFMON_EV_TEST, PERFMON_EF_KERN, &s,
                              thread_self(), 0), 0);
 
-    for (unsigned int i = 0; i < 2 * ST_TINY_SAMPLES; i++) {
+    for (unsigned int i = 0; i < ST_TINY_SAMPLES; i++) {
         swevent_add(SWEVENT_TEST, 1);
     }
 

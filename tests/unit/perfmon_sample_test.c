@@ -685,6 +685,54 @@ test_period_at_least_2(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * A device whose counters may be armed one event from their overflow
+ * keeps a period of 1, and a thread that meets one event a run, as a
+ * thread meets its context switches, reaches every sample: the counter is
+ * armed for the one event left.  A device that arms for at least 2 never
+ * samples that thread (why the soft PMU says min_arm 1).
+ */
+static unsigned int
+samples_of_one_event_runs(struct fdev *fd, struct thread *t)
+{
+    struct perfmon_sampling s = make_sampling(1, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct perfmon_event ev;
+    unsigned int nr = 0;
+    struct drained d;
+
+    sample_event_init(&ev, PERFMON_EV_INSTRUCTION, &s);
+    assert_int_equal(perfmon_event_set_dev(&ev, &fd->dev), 0);
+    assert_int_equal(perfmon_event_attach(&ev, t), 0);
+
+    for (unsigned int i = 0; i < 10; i++) {
+        fake_thread_switch(1, t);
+        run(fd, 1, RAW_INSNS, 1, 1, 0);
+        fake_thread_switch(1, NULL);
+        drain(1, &d);
+        nr += d.nr_samples;
+        assert_true(d.nr_samples == 0 || d.period_sum == d.nr_samples);
+    }
+
+    assert_int_equal(perfmon_event_read(&ev), 10);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+    return nr;
+}
+
+static void
+test_one_event_a_run(void **state)
+{
+    struct fdev *fd = fdev_init(0, 48, 4, true);
+    struct fdev *plain = fdev_add(2, 48, 4, true);
+    struct thread *t = fake_thread_create("switching");
+
+    (void)state;
+    fd->dev.min_arm = 1;
+    assert_int_equal(perfmon_register(&fd->dev), 0);
+    assert_int_equal(samples_of_one_event_runs(fd, t), 10);
+    assert_int_equal(samples_of_one_event_runs(plain, t), 0);
+}
+
 /* The first period is the one given. */
 static void
 test_freq_first_period(void **state)
@@ -1546,6 +1594,7 @@ main(void)
         T(test_freq_after_a_long_idle),
         T(test_throttle_nested_counted_once),
         T(test_period_at_least_2),
+        T(test_one_event_a_run),
         T(test_period_split_at_device_max),
         T(test_freq_keeps_throttled_floor),
         T(test_thread_progress_dropped_at_detach),
