@@ -153,6 +153,10 @@ def main():
                 return 'cs %s < 20 in %r' % (rows[1][0], rows[1])
             if not q.kvm and rows[4][0] != '<not supported>':
                 return 'cycles under TCG: %r' % rows[4]
+            # perf's share for an event never enabled: run == enabled == 0.
+            if not q.kvm and rows[4][3:5] != ['0', '100.00']:
+                return 'cycles under TCG: runtime and pcnt %r, want 0 and ' \
+                    '100.00 as perf' % rows[4][3:5]
             return None
 
         def ctrl_c():

@@ -345,6 +345,28 @@ perfmon_stat_add_metric_json(struct perfmon_cmd_line *line,
 }
 
 /*
+ * The share of its enabled time an event counted (in hundredths of a
+ * percent), for -x and -j, as perf gives it: 0 for one enabled that never
+ * ran, 100% for one never enabled (perf's running and enabled times both
+ * 0 make it so).
+ */
+static void
+perfmon_stat_fmt_share(struct perfmon_stat *stat,
+                       const struct perfmon_stat_row *row, unsigned int e,
+                       char *buf, size_t size)
+{
+    uint64_t share = 0;
+
+    if (perfmon_stat_counted(stat, row, e)) {
+        share = row->share[e];
+    } else if (stat->evs[e].state == PERFMON_STAT_EV_NOT_SUPPORTED) {
+        share = 10000;
+    }
+
+    num_fmt_ratio(buf, size, share, 100, 2, false);
+}
+
+/*
  * -j: one JSON object, with perf stat's field names: the interval and the
  * CPU where they apply, the count (a string: it may be "<not counted>"),
  * its unit, the event, the relative deviation of -r ("variance", as perf
@@ -388,8 +410,7 @@ perfmon_stat_print_json(struct perfmon_stat *stat,
         perfmon_cmd_line_add(&line, ", \"variance\" : %s", rsd);
     }
 
-    num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
-                  false);
+    perfmon_stat_fmt_share(stat, row, e, share, sizeof(share));
     perfmon_cmd_line_add(&line, ", \"event-runtime\" : %llu, "
                          "\"pcnt-running\" : %s, ",
                          counted ? (unsigned long long)row->running_ns[e]
@@ -448,8 +469,7 @@ perfmon_stat_print_csv(struct perfmon_stat *stat,
         perfmon_cmd_line_add(&line, "%s%s%%", sep, counted ? rsd : "");
     }
 
-    num_fmt_ratio(share, sizeof(share), counted ? row->share[e] : 0, 100, 2,
-                  false);
+    perfmon_stat_fmt_share(stat, row, e, share, sizeof(share));
     perfmon_cmd_line_add(&line, "%s%llu%s%s%s", sep,
                          counted ? (unsigned long long)row->running_ns[e]
                                  : 0ULL, sep, share, sep);
