@@ -27,6 +27,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/shell.h"
 
 const char *fake_console_output(void);
@@ -225,27 +226,27 @@ static void
 test_resolve(void **state)
 {
     struct perfmon_parse_event parsed[2];
-    struct perfmon_cmd_event ev;
+    struct perfmon_resolved ev;
 
     (void)state;
     fdev_add(0, 48, 4, true);
     assert_int_equal(perfmon_parse_events("cycles:u,instructions", parsed, 2,
                                           NULL), 2);
-    assert_int_equal(perfmon_cmd_resolve("stat", &parsed[0], &ev), 0);
+    assert_int_equal(perfmon_resolve("stat", &parsed[0], &ev), 0);
     assert_int_equal(ev.generic, PERFMON_EV_CYCLE);
     assert_int_equal(ev.flags, PERFMON_EF_USER);
     assert_true(ev.supported);
-    assert_ptr_equal(perfmon_cmd_dev_for("cycles"), &fdevs[0].dev);
-    assert_null(perfmon_cmd_dev_for("task-clock"));
+    assert_ptr_equal(perfmon_resolve_dev_for("cycles"), &fdevs[0].dev);
+    assert_null(perfmon_resolve_dev_for("task-clock"));
 
     /* Known, but no device here counts it. */
     assert_int_equal(perfmon_parse_events("cs", parsed, 1, NULL), 1);
-    assert_int_equal(perfmon_cmd_resolve("stat", &parsed[0], &ev), 0);
+    assert_int_equal(perfmon_resolve("stat", &parsed[0], &ev), 0);
     assert_false(ev.supported);
 
     fake_console_reset();
     assert_int_equal(perfmon_parse_events("cyclez", parsed, 1, NULL), 1);
-    assert_int_equal(perfmon_cmd_resolve("stat", &parsed[0], &ev),
+    assert_int_equal(perfmon_resolve("stat", &parsed[0], &ev),
                      SHELL_ERR_REPORTED);
     assert_string_equal(fake_console_output(),
                         "perfmon: stat: unknown event 'cyclez'; did you mean "

@@ -2,7 +2,7 @@ UNIT_TESTS += perfmon_json_test
 perfmon_json_test_SRCS := tests/unit/perfmon_json_test.c kern/perfmon/cmd/perfmon_json.c \
 	kern/perfmon/perfmon_evtab.c arch/x86/pmu_evtab.c arch/x86/pmu_evtab_data.c \
 	kern/perfmon/cmd/perfmon_metric.c \
-	kern/perfmon/cmd/perfmon_cmd.c kern/perfmon/cmd/perfmon_list.c kern/perfmon/cmd/perfmon_info.c \
+	kern/perfmon/cmd/perfmon_cmd.c kern/perfmon/cmd/perfmon_resolve.c kern/perfmon/cmd/perfmon_list.c kern/perfmon/cmd/perfmon_info.c \
 	kern/perfmon/cmd/perfmon_parse.c kern/perfmon/cmd/perfmon_parse_branch.c kern/shell.c kern/error.c \
 	tests/unit/fakes/console.c tests/unit/fakes/perfmon_cmd_deps.c \
 	tests/unit/fakes/shell_job.c \

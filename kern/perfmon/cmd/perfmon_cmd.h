@@ -142,48 +142,6 @@ int perfmon_cmd_threads(const char *who, const char *usage, const char *list,
 void perfmon_cmd_threads_put(struct thread **threads, unsigned int nr);
 
 /*
- * How to count an event the user named (perf's -e syntax, parsed): the id
- * and flags for perfmon_event_init(), the device of a device-named raw
- * event or of a `PMU/EVENT/` item (else NULL: the core chooses), the
- * generic id when it is one (-1 otherwise), and whether any device here
- * counts it.
- */
-struct perfmon_cmd_event {
-    uint64_t id;
-    unsigned int flags;
-    struct perfmon_dev *dev;
-    int generic;
-    bool supported;
-};
-
-/*
- * Resolve a parsed event.  Returns 0, or SHELL_ERR_REPORTED after one line
- * saying why not: "perfmon: WHO: unknown event 'NAME'" with the closest
- * names, an unknown PMU or an event it does not count, an event only a
- * named_only device counts (and how to name it).
- */
-struct perfmon_parse_event;
-
-int perfmon_cmd_resolve(const char *who,
-                        const struct perfmon_parse_event *parsed,
-                        struct perfmon_cmd_event *out);
-
-/*
- * The first device that counts the event named name without being named
- * (named_only devices left out), or NULL.
- */
-struct perfmon_dev *perfmon_cmd_dev_for(const char *name);
-
-/*
- * The device an event is counted by, as the core chooses it: dev when the
- * user named one, the first device for a raw code (flags has
- * PERFMON_EF_RAW), else perfmon_cmd_dev_for(name).  NULL: none here.
- */
-struct perfmon_dev *perfmon_cmd_event_dev(struct perfmon_dev *dev,
-                                          unsigned int flags,
-                                          const char *name);
-
-/*
  * Sampling, for record and top: the event when none is named (perf's
  * default: cycles where a device counts them, else cpu-clock), and the
  * first period of a frequency-mode event of generic id generic at freq

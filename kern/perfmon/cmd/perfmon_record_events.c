@@ -21,6 +21,7 @@
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_record_events.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -59,7 +60,7 @@ perfmon_record_events_add(struct perfmon_record_events *e,
     struct perfmon_record_ev *ev = &e->evs[e->nr_evs];
     int error;
 
-    error = perfmon_cmd_resolve("record", parsed, &ev->event);
+    error = perfmon_resolve("record", parsed, &ev->event);
 
     if (error) {
         return error;
@@ -90,8 +91,8 @@ perfmon_record_events_add(struct perfmon_record_events *e,
     }
 
     strlcpy(ev->name, parsed->spec, sizeof(ev->name));
-    ev->dev = perfmon_cmd_event_dev(ev->event.dev, parsed->flags,
-                                    parsed->name);
+    ev->dev = perfmon_resolve_event_dev(ev->event.dev, parsed->flags,
+                                        parsed->name);
     ev->period = parsed->period;
     ev->freq = parsed->freq;
     ev->group = parsed->group;

@@ -28,6 +28,7 @@
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/perfmon/cmd/perfmon_stream.h"
 
 /* Most events one recording samples. */
@@ -41,7 +42,7 @@
  */
 struct perfmon_record_ev {
     char name[PERFMON_PARSE_NAME_SIZE]; /* as typed */
-    struct perfmon_cmd_event event;
+    struct perfmon_resolved event;
     struct perfmon_dev *dev;            /* the device counting it */
     uint64_t period;                    /* its own, or -c */
     uint64_t freq;                      /*   or -F */

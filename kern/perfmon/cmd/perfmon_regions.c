@@ -31,6 +31,7 @@
 #include "kern/perfmon/cmd/perfmon_json.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
 #include "kern/perfmon/cmd/perfmon_regions.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
 #include "kern/string.h"
@@ -131,7 +132,7 @@ perfmon_regions_default_events(char *list, size_t size)
     len = strlcpy(list, "task-clock", size);
 
     for (size_t i = 0; i < ARRAY_SIZE(hw_events); i++) {
-        if (perfmon_cmd_dev_for(hw_events[i]) != NULL) {
+        if (perfmon_resolve_dev_for(hw_events[i]) != NULL) {
             len += (size_t)ksnprintf(&list[len], size - len, ",%s",
                                      hw_events[i]);
         }
@@ -167,9 +168,9 @@ perfmon_regions_resolve(struct perfmon_regions_arm *arm)
     }
 
     for (int i = 0; i < nr; i++) {
-        struct perfmon_cmd_event cev;
+        struct perfmon_resolved cev;
 
-        if (perfmon_cmd_resolve(perfmon_regions_who, &parsed[i], &cev) != 0) {
+        if (perfmon_resolve(perfmon_regions_who, &parsed[i], &cev) != 0) {
             return SHELL_ERR_REPORTED;
         }
 

@@ -28,6 +28,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_parse.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/perfmon/cmd/perfmon_stat.h"
 #include "kern/perfmon/cmd/perfmon_stat_i.h"
 #include "kern/printf.h"
@@ -93,8 +94,8 @@ const char perfmon_stat_usage[] =
 static int
 perfmon_stat_resolve(struct perfmon_stat_ev *ev)
 {
-    struct perfmon_cmd_event cev;
-    int error = perfmon_cmd_resolve("stat", &ev->parsed, &cev);
+    struct perfmon_resolved cev;
+    int error = perfmon_resolve("stat", &ev->parsed, &cev);
 
     if (error) {
         return error;
@@ -169,7 +170,7 @@ perfmon_stat_default_events(struct perfmon_stat *stat)
                    sizeof(list) - len);
 
     for (size_t i = 0; i < ARRAY_SIZE(hw_events); i++) {
-        if (perfmon_cmd_dev_for(hw_events[i]) != NULL) {
+        if (perfmon_resolve_dev_for(hw_events[i]) != NULL) {
             len += (size_t)ksnprintf(&list[len], sizeof(list) - len, ",%s",
                                      hw_events[i]);
         }
@@ -285,7 +286,7 @@ perfmon_stat_option(void *arg, int opt, const char *val)
 static struct perfmon_dev *
 perfmon_stat_ev_dev(const struct perfmon_stat_ev *cev)
 {
-    return perfmon_cmd_event_dev(cev->dev, cev->flags, cev->parsed.name);
+    return perfmon_resolve_event_dev(cev->dev, cev->flags, cev->parsed.name);
 }
 
 /* A mask of hw ids as a list: "1", "0,2,3", "fixed 0". */

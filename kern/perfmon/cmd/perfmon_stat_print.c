@@ -21,6 +21,7 @@
 #include "kern/perfmon.h"
 #include "kern/perfmon/cmd/perfmon_cmd.h"
 #include "kern/perfmon/cmd/perfmon_json.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/perfmon/cmd/perfmon_stat_i.h"
 #include "kern/printf.h"
 #include "kern/shell.h"
@@ -667,7 +668,7 @@ perfmon_stat_print_reason(const struct perfmon_stat *stat,
     }
 
     if (dev == NULL && cev->generic >= 0) {
-        dev = perfmon_cmd_dev_for(cev->parsed.name);
+        dev = perfmon_resolve_dev_for(cev->parsed.name);
     }
 
     if (dev != NULL && (cev->generic < 0

@@ -26,6 +26,7 @@
 #include "kern/perfmon/cmd/perfmon_capture.h"
 #include "kern/perfmon/cmd/perfmon_record.h"
 #include "kern/perfmon/cmd/perfmon_report.h"
+#include "kern/perfmon/cmd/perfmon_resolve.h"
 #include "kern/shell.h"
 #include "kern/string.h"
 #include "kern/thread.h"
@@ -47,7 +48,7 @@ static const char perfmon_top_clear[] = "\033[H\033[2J";
 struct perfmon_top {
     const char *spec;                   /* -e, or NULL */
     char event_name[PERFMON_PARSE_NAME_SIZE];
-    struct perfmon_cmd_event event;
+    struct perfmon_resolved event;
     uint64_t freq;
     uint64_t delay_s;
     uint64_t count;                     /* 0: until Ctrl-C */
@@ -73,7 +74,7 @@ perfmon_top_set_event(struct perfmon_top *t, const char *spec)
         return perfmon_top_error("bad event '%s' (one event)", spec);
     }
 
-    error = perfmon_cmd_resolve("top", &parsed, &t->event);
+    error = perfmon_resolve("top", &parsed, &t->event);
 
     if (error) {
         return error;
