@@ -132,7 +132,7 @@ struct perfmon_cpu {
     unsigned long intr_depth;           /* overflow interrupts running */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
-    uint64_t window_tick;               /* clock_cpu_ticks(), window start */
+    uint64_t window_end;                /* clock_cpu_ticks(), window's end */
     uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
     struct syscnt nr_intrs;

@@ -52,13 +52,17 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 
 /*
  * Throttling's figures in TSC cycles, for the TSC frequency freq_hz: the
- * most one interrupt counts for, and the sampling time over the window
- * past which the period doubles, times 100 (a share in percent, compared
- * without dividing).  Computed at the first interrupt that samples, and
- * again when a window starts at another frequency (it is calibrated once,
- * at boot): the divisions are off the interrupt's path.  Written from NMI
- * context, by any CPU, with the same values: freq_hz is written last and
- * read first, so that a CPU seeing it sees the rest.
+ * most one interrupt counts for (cap), and one more than the most
+ * sampling time the window may hold before the period doubles (limit:
+ * the share of the window, floor(window * share / 100) + 1, so that the
+ * interrupt compares without multiplying or dividing: w * 100 > window *
+ * share holds exactly when w >= limit).  limit is 0 until computed, and
+ * again once the share changes: the next interrupt that samples finds no
+ * cycles below it and computes the figures (perfmon_cpu_throttle), and
+ * again when a window starts at another frequency (it is calibrated
+ * once, at boot): the divisions are off the interrupt's path.  Written
+ * from NMI context, by any CPU, with the same values: limit is written
+ * last and read first, so that a CPU seeing it nonzero sees the rest.
  */
 struct perfmon_throttle {
     uint64_t cap;
@@ -74,28 +78,32 @@ perfmon_throttle_set(uint64_t freq_hz)
     uint64_t window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
 
     perfmon_throttle.cap = window / PERFMON_THROTTLE_MAX_SHARE;
-    perfmon_throttle.limit = window * perfmon_sample_share;
-    __atomic_store_n(&perfmon_throttle.freq_hz, freq_hz, __ATOMIC_RELEASE);
+    perfmon_throttle.freq_hz = freq_hz;
+    __atomic_store_n(&perfmon_throttle.limit,
+                     window * perfmon_sample_share / 100 + 1,
+                     __ATOMIC_RELEASE);
 }
 
 /*
- * Throttling, after an interrupt that wrote samples and took cycles: when
- * the window's sampling time passes the share allowed, double the period
- * of every sampling counter running here, and say so in their buffers.
- * The window starts again then, so the next doubling needs as much again.
+ * Throttling, when an interrupt that wrote samples took the window's
+ * sampling time to its limit, when the window is over or when the
+ * figures are to be computed (the inline part, below, found one of
+ * them): start a window when it is over or the figures are new, count
+ * cycles, and when the window's sampling time passes the share allowed,
+ * double the period of every sampling counter running here, and say so
+ * in their buffers.  The window starts again then, so the next doubling
+ * needs as much again.
  */
-static void
-perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
+static void __attribute__((noinline))
+perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles, uint64_t tick)
 {
-    uint64_t tick = clock_cpu_ticks(), known_hz, freq_hz, slots;
+    uint64_t limit, freq_hz, slots;
 
-    /* The frequency is looked at as a window starts, or has none yet. */
-    known_hz = __atomic_load_n(&perfmon_throttle.freq_hz, __ATOMIC_ACQUIRE);
+    limit = __atomic_load_n(&perfmon_throttle.limit, __ATOMIC_ACQUIRE);
 
-    if (tick - cpu->window_tick
-        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)
-        || known_hz == 0) {
-        cpu->window_tick = tick;
+    if (tick >= cpu->window_end || limit == 0) {
+        cpu->window_end = tick
+                          + clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS);
         cpu->window_cycles = 0;
         freq_hz = cpu_tsc_freq();
 
@@ -103,14 +111,15 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
             return;
         }
 
-        if (freq_hz != known_hz) {
+        if (limit == 0 || freq_hz != READ_ONCE(perfmon_throttle.freq_hz)) {
             perfmon_throttle_set(freq_hz);
+            limit = perfmon_throttle.limit;
         }
     }
 
     cpu->window_cycles += MIN(cycles, perfmon_throttle.cap);
 
-    if (cpu->window_cycles * 100 <= perfmon_throttle.limit) {
+    if (cpu->window_cycles < limit) {
         return;
     }
 
@@ -135,14 +144,30 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
  * started, at start).  A nested one that sampled before this one's
  * section is part of it, and would count twice on its own.  (One nested
  * in an interrupt that samples nothing is not counted: rare, as nesting
- * is, and never a storm on its own.)
+ * is, and never a storm on its own.)  The common case, a window going on
+ * below its limit, is an add and two compares here; the rest is
+ * perfmon_cpu_throttle's.
  */
 static inline __attribute__((always_inline)) void
 perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
 {
-    if (cpu->intr_depth == 1 && timed) {
-        perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+    uint64_t cycles, limit, tick, window_cycles;
+
+    if (cpu->intr_depth != 1 || !timed) {
+        return;
     }
+
+    cycles = cpu_rdtsc() - start;
+    limit = __atomic_load_n(&perfmon_throttle.limit, __ATOMIC_ACQUIRE);
+    tick = clock_cpu_ticks();
+    window_cycles = cpu->window_cycles + MIN(cycles, perfmon_throttle.cap);
+
+    if (likely(tick < cpu->window_end && window_cycles < limit)) {
+        cpu->window_cycles = window_cycles;
+        return;
+    }
+
+    perfmon_cpu_throttle(cpu, cycles, tick);
 }
 
 /* Write the sample of slot due in this interrupt (NMI context). */
@@ -353,7 +378,7 @@ perfmon_nmi_setup(void)
                     "using %u", PERFMON_SAMPLE_SHARE_DEFAULT);
     }
 
-    perfmon_throttle.freq_hz = 0;       /* its limit to compute again */
+    perfmon_throttle.limit = 0;         /* to compute again */
 }
 
 unsigned int
@@ -366,7 +391,7 @@ perfmon_set_max_sample_share(unsigned int percent)
     WRITE_ONCE(perfmon_sample_share, percent);
 
     /* Interrupts work the limit out again from the share. */
-    __atomic_store_n(&perfmon_throttle.freq_hz, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&perfmon_throttle.limit, 0, __ATOMIC_RELEASE);
     return old;
 }
 
@@ -375,6 +400,6 @@ void
 perfmon_nmi_reset(void)
 {
     perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
-    perfmon_throttle.freq_hz = 0;
+    perfmon_throttle.limit = 0;
 }
 #endif /* TALLY_HOST_TEST */
