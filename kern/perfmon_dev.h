@@ -191,6 +191,7 @@ struct perfmon_dev {
     unsigned int index;                 /* in the device table */
     unsigned int poll_interval_ms;      /* effective, 0 when not polled */
     bool intr_end;                      /* ops->overflow_intr_end is set */
+    uint64_t arm_max;                   /* max_period, or 2^width - 1 */
 };
 
 /*

@@ -299,13 +299,14 @@ test_period_longer_than_counter(void **state)
 {
     struct perfmon_sampling s = make_sampling(100000, 0, PERFMON_SF_PERIOD,
                                               65536);
-    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct fdev *fd = fdev_init(0, 16, 4, true);
     struct perfmon_event ev;
     struct drained d;
 
     (void)state;
+    fd->dev.max_period = 30000;     /* set before the device registers */
+    assert_int_equal(perfmon_register(&fd->dev), 0);
     current_on(1);
-    fd->dev.max_period = 30000;
     sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
 
     run(fd, 1, RAW_BRANCH, 1000000, 1000, 0);
@@ -327,13 +328,14 @@ test_period_split_at_device_max(void **state)
     const uint64_t max = 0x7fffffff, period = (1ULL << 33) + 5;
     struct perfmon_sampling s = make_sampling(period, 0, PERFMON_SF_PERIOD,
                                               65536);
-    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct fdev *fd = fdev_init(0, 48, 4, true);
     struct perfmon_event ev;
     struct drained d;
 
     (void)state;
+    fd->dev.max_period = max;       /* set before the device registers */
+    assert_int_equal(perfmon_register(&fd->dev), 0);
     current_on(1);
-    fd->dev.max_period = max;
     sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
     run(fd, 1, RAW_BRANCH, 4 * max, max, 0);
     drain(1, &d);
