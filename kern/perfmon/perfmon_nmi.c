@@ -149,11 +149,12 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles, uint64_t tick)
  * perfmon_cpu_throttle's.
  */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
+perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
+                         uint64_t start)
 {
     uint64_t cycles, limit, tick, window_cycles;
 
-    if (cpu->intr_depth != 1 || !timed) {
+    if (cpu->intr_depth != 1 || timed == 0) {
         return;
     }
 
@@ -170,14 +171,50 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
     perfmon_cpu_throttle(cpu, cycles, tick);
 }
 
-/* Write the sample of slot due in this interrupt (NMI context). */
+/*
+ * The lowest set bit of x (not 0), as a 64-bit index: the map's index
+ * with no sign or zero extension after it (the builtin's int has one).
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_nmi_ctz(uint64_t x)
+{
+#ifdef TALLY_HOST_TEST
+    return (uint64_t)__builtin_ctzll(x);
+#else
+    uint64_t index;
+
+    __asm__("bsfq %1, %0" : "=r"(index) : "rm"(x) : "cc");
+    return index;
+#endif
+}
+
+/*
+ * The map's entry for dev's counter hw on cpu (slot + 1 holding it, 0:
+ * none), read as a byte at its offset from cpu.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
+                      const struct perfmon_dev *dev, uint64_t hw)
+{
+    uint64_t offset = (uint64_t)dev->index * sizeof(struct perfmon_cpu_dev)
+                      + hw + offsetof(struct perfmon_cpu, devs)
+                      + offsetof(struct perfmon_cpu_dev, slot_of_hw);
+
+    return ((const volatile uint8_t *)cpu)[offset];
+}
+
+/*
+ * Write the sample of slot due in this interrupt (NMI context), pmc its
+ * record here.
+ */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_write_sample(struct perfmon_cpu *cpu, unsigned int slot,
+perfmon_overflow_write_sample(const struct perfmon_cpu_pmc *pmc,
+                              unsigned int slot,
                               const struct trap_frame *frame)
 {
     perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
         perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size, frame,
-        cpu->pmcs[slot].due_period);
+        pmc->due_period);
 }
 
 /*
@@ -189,7 +226,7 @@ perfmon_overflow_write_sample(struct perfmon_cpu *cpu, unsigned int slot,
 static void __attribute__((noinline))
 perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
                           const struct perfmon_dev *dev, uint64_t mask,
-                          bool timed, uint64_t start,
+                          uint64_t timed, uint64_t start,
                           const struct trap_frame *frame)
 {
     const struct perfmon_cpu_dev *cdev = &cpu->devs[dev->index];
@@ -227,8 +264,9 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
     cpu->in_intr = false;
 
     for (due = cpu->due; due != 0; due &= due - 1) {
-        perfmon_overflow_write_sample(cpu, (unsigned int)__builtin_ctzll(due),
-                                      frame);
+        unsigned int slot = (unsigned int)__builtin_ctzll(due);
+
+        perfmon_overflow_write_sample(&cpu->pmcs[slot], slot, frame);
     }
 
     if (cpu->due != 0) {
@@ -257,39 +295,85 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
                           uint64_t sampling, uint64_t start,
                           const struct trap_frame *frame)
 {
-    unsigned int slot;
+    struct perfmon_cpu_pmc *pmc;
+    uint64_t slot;
 
     if (READ_ONCE(cpu->busy) || READ_ONCE(cpu->pending) != 0
         || (mask & (mask - 1)) != 0) {
         return false;
     }
 
-    slot = READ_ONCE(cpu->devs[dev->index].slot_of_hw[__builtin_ctzll(mask)]);
+    /* 64 bits wide from the byte, for the index: no extension after. */
+    slot = perfmon_nmi_map_entry(cpu, dev, perfmon_nmi_ctz(mask));
 
     if (slot == 0) {
         return false;
     }
 
     slot--;
+    pmc = &cpu->pmcs[slot];
     perfmon_cpu_begin(cpu);
 
     /* A bit test (a mask of the slot's bit takes a shift more). */
     if (likely(!((sampling >> slot) & 1))) {
-        perfmon_cpu_pmc_fold_ovf_alone(cpu, slot);
+        perfmon_cpu_pmc_fold_ovf_alone(cpu, (unsigned int)slot, pmc);
     } else {
-        cpu->in_intr = true;
-        cpu->due = 0;
-        perfmon_cpu_fold_intr_sampling(cpu, slot);
-        cpu->in_intr = false;
+        __asm__("" : "+r"(slot));       /* its narrowing not hoisted here */
 
-        if (cpu->due != 0) {
-            perfmon_overflow_write_sample(cpu, slot, frame);
-            perfmon_overflow_sampled(cpu, true, start);
+        if (perfmon_cpu_fold_intr_sampling(cpu, (unsigned int)slot, pmc)) {
+            perfmon_overflow_write_sample(pmc, (unsigned int)slot, frame);
+            perfmon_overflow_sampled(cpu, 1, start);
         }
     }
 
     perfmon_cpu_leave(cpu);
     return true;
+}
+
+/*
+ * The interrupt's work once the device said which counters overflowed
+ * (mask), no callbacks and no end of the device's to run: count it, fold.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_overflow_fold(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+                      uint64_t mask, uint64_t sampling, uint64_t timed,
+                      uint64_t start, const struct trap_frame *frame)
+{
+    perfmon_syscnt_inc_local(&cpu->nr_intrs);
+
+    if (!perfmon_overflow_fold_one(cpu, dev, mask, sampling, start, frame)) {
+        perfmon_overflow_fold_all(cpu, dev, mask, timed, start, frame);
+    }
+}
+
+/*
+ * The same with the callbacks around the fold, when some may be
+ * registered, and the device's end after it, when it has one.  The
+ * callbacks first (branch records may add a branch stack to the samples):
+ * records that do not freeze on the interrupt run on until a callback
+ * stops them, and must not fill with the fold's branches.
+ */
+static void __attribute__((noinline))
+perfmon_overflow_fold_more(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                           uint64_t mask, uint64_t sampling, uint64_t timed,
+                           uint64_t start, struct trap_frame *frame)
+{
+    unsigned int cpu_index = cpu_id();
+    bool callbacks = perfmon_intr_has_callbacks();
+
+    if (callbacks) {
+        perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    }
+
+    perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
+
+    if (callbacks) {
+        perfmon_intr_end_callbacks(cpu_index);
+    }
+
+    if (dev->intr_end) {
+        dev->ops->overflow_intr_end(dev);
+    }
 }
 
 PERFMON_REGION_DEFINE(pmi, "pmi");
@@ -298,10 +382,8 @@ bool
 perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
 {
     struct perfmon_dev *dev = arg;
-    uint64_t mask, sampling, start;
+    uint64_t mask, sampling, start, timed;
     struct perfmon_cpu *cpu;
-    unsigned int cpu_index;
-    bool timed, callbacks;
 
     assert(!cpu_intr_enabled());
     PERFMON_REGION_SCOPE(pmi);
@@ -315,17 +397,19 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
      * soft or step PMU from here on is nested in it, and its time part of
      * this one's.
      */
-    cpu_index = cpu_id();
-    cpu = perfmon_cpu_get(cpu_index);
-    __asm__("" : "+r"(cpu));    /* kept, not recomputed from cpu_index */
+    cpu = perfmon_cpu_get(cpu_id());
+    __asm__("" : "+r"(cpu));    /* kept, not recomputed from the index */
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     perfmon_cpu_word_add(&cpu->intr_depth, 1);
     barrier();
 
-    /* Throttling times the interrupt, when a sample may be due in it. */
+    /*
+     * Throttling times the interrupt, when a sample may be due in it
+     * (timed: nonzero, the sampling slots running here).
+     */
     sampling = READ_ONCE(perfmon_sampling_slots);
-    timed = (READ_ONCE(cpu->sched_mask) & sampling) != 0;
-    start = timed ? cpu_rdtsc() : 0;
+    timed = READ_ONCE(cpu->sched_mask) & sampling;
+    start = (timed != 0) ? cpu_rdtsc() : 0;
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
@@ -334,29 +418,16 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
     }
 
     /*
-     * The callbacks first (branch records may add a branch stack to the
-     * samples): records that do not freeze on the interrupt run on until
-     * a callback stops them, and must not fill with the fold's branches.
+     * One test for the callbacks (registered anywhere) and the device's
+     * end (a flag of the device's, not the op's pointer): an interrupt
+     * with neither makes no other.
      */
-    callbacks = perfmon_intr_has_callbacks();
-
-    if (callbacks) {
-        perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
-    }
-
-    perfmon_syscnt_inc_local(&cpu->nr_intrs);
-
-    if (!perfmon_overflow_fold_one(cpu, dev, mask, sampling, start, frame)) {
-        perfmon_overflow_fold_all(cpu, dev, mask, timed, start, frame);
-    }
-
-    if (callbacks) {
-        perfmon_intr_end_callbacks(cpu_index);
-    }
-
-    /* A flag of the device's, not the op's pointer: one load less. */
-    if (dev->intr_end) {
-        dev->ops->overflow_intr_end(dev);
+    if (unlikely((__atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_RELAXED)
+                  | dev->intr_end) != 0)) {
+        perfmon_overflow_fold_more(cpu, dev, mask, sampling, timed, start,
+                                   frame);
+    } else {
+        perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
     }
 
     barrier();
