@@ -574,7 +574,8 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot,
 /*
  * Load a sampling counter so that it overflows after the events left to
  * the next sample, or as many as the device can arm: a longer period takes
- * several overflows, the intermediate ones writing no sample.
+ * several overflows, the intermediate ones writing no sample.  A counter
+ * read in memory is that word, loaded by a store (kern/perfmon_dev.h).
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
@@ -587,7 +588,12 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
     pmc->prev = (0 - events) & pmc->mask;
     pmc->wrap_seen = false;
     pmc->armed_value = pmc->value;
-    dev->ops->write(dev, pmc->hw_id, pmc->prev);
+
+    if (likely(pmc->read_how == PERFMON_READ_MEM)) {
+        *(volatile uint64_t *)pmc->read_arg = pmc->prev;
+    } else {
+        dev->ops->write(dev, pmc->hw_id, pmc->prev);
+    }
 }
 
 /*
