@@ -384,6 +384,7 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
     struct perfmon_dev *dev = arg;
     uint64_t mask, sampling, start, timed;
     struct perfmon_cpu *cpu;
+    unsigned int callbacks;
 
     assert(!cpu_intr_enabled());
     PERFMON_REGION_SCOPE(pmi);
@@ -420,14 +421,19 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
     /*
      * One test for the callbacks (registered anywhere) and the device's
      * end (a flag of the device's, not the op's pointer): an interrupt
-     * with neither makes no other.
+     * with neither makes no other.  A hardware PMU's, with an end and no
+     * callbacks, folds inline too.
      */
-    if (unlikely((__atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_RELAXED)
-                  | dev->intr_end) != 0)) {
+    callbacks = __atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_RELAXED);
+
+    if (likely((callbacks | dev->intr_end) == 0)) {
+        perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
+    } else if (callbacks == 0) {
+        perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
+        dev->ops->overflow_intr_end(dev);
+    } else {
         perfmon_overflow_fold_more(cpu, dev, mask, sampling, timed, start,
                                    frame);
-    } else {
-        perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
     }
 
     barrier();
