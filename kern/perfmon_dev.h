@@ -26,6 +26,11 @@ struct perfmon_selftest;                /* kern/perfmon_selftest.h */
 #define PERFMON_READ_MEM    2   /* a volatile uint64_t at address arg */
 
 /*
+ * A PERFMON_READ_MEM counter is that word: the core also loads it (arms a
+ * sampling counter) by a store there, as write would, without the call.
+ */
+
+/*
  * Device operations.  Each takes the device it was registered with, so
  * that one driver can serve several devices and find its state from it.
  *
@@ -84,7 +89,8 @@ struct perfmon_selftest;                /* kern/perfmon_selftest.h */
  *   read method may change: the core asks read_method again.
  * write (optional: devices without it cannot sample): load a running
  *   counter on this CPU with value, within the device's width, so that it
- *   overflows after 2^width - value events.  Called by the core to arm a
+ *   overflows after 2^width - value events (stored in place instead for a
+ *   counter read in memory, PERFMON_READ_MEM).  Called by the core to arm a
  *   sampling counter after start and to re-arm it from the overflow
  *   interrupt; a device that freezes its counters for the interrupt (see
  *   overflow_intr_end) loses no event between the core's read and write.
@@ -207,6 +213,7 @@ struct perfmon_dev {
     unsigned int index;                 /* in the device table */
     unsigned int poll_interval_ms;      /* effective, 0 when not polled */
     bool intr_end;                      /* ops->overflow_intr_end is set */
+    uint64_t arm_max;                   /* max_period, or 2^width - 1 */
     unsigned int arm_min;               /* min_arm, 0 resolved */
 };
 

@@ -366,8 +366,9 @@ softpmu_read(struct perfmon_dev *dev, unsigned int hw_id)
 }
 
 /*
- * The core reads an event counter's count in place; the clock's is
- * computed from the TSC, by softpmu_read.
+ * The core reads an event counter's count in place, and loads it there
+ * too (all softpmu_write does for one); the clock's is computed from the
+ * TSC, by softpmu_read, and loaded by softpmu_write.
  */
 static unsigned int
 softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,

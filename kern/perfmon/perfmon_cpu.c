@@ -39,9 +39,6 @@
 
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
 
-static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot);
-
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
  * overflow interrupt says the counter wrapped since the last interrupt
@@ -96,8 +93,9 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     } while (READ_ONCE(cpu->pending) & bit);
 
     /* A sampling counter that overflowed has to be armed again. */
-    if (consumed && perfmon_pmcs[slot].sampling != NULL) {
-        perfmon_cpu_pmc_overflowed(cpu, slot);
+    if (consumed && perfmon_pmcs[slot].sampling != NULL
+        && perfmon_cpu_pmc_overflowed(cpu, slot, pmc, cpu->in_intr)) {
+        cpu->due |= bit;
     }
 }
 
@@ -151,35 +149,12 @@ perfmon_cpu_leave_pending(struct perfmon_cpu *cpu)
 }
 
 /*
- * Load a sampling counter so that it overflows after the events left to
- * the next sample, or as many as the device can arm: a longer period takes
- * several overflows, the intermediate ones writing no sample.
- */
-static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
-{
-    struct perfmon_dev *dev = pmc->dev;         /* set at its start */
-    uint64_t mask = pmc->mask, max = mask, events;
-
-    if (dev->max_period != 0) {
-        max = MIN(max, dev->max_period);
-    }
-
-    assert(pmc->left > 0);
-    events = MAX(MIN((uint64_t)pmc->left, max), dev->arm_min);
-    pmc->prev = (0 - events) & mask;
-    pmc->wrap_seen = false;
-    pmc->armed_value = pmc->value;
-    dev->ops->write(dev, pmc->hw_id, pmc->prev);
-}
-
-/*
  * Frequency mode (sampling->freq set), at a sample: the period that would
  * have made the last interval 1/freq seconds long, at the event rate seen
  * over it.  Close to the current period, move a quarter of the way
  * (noise); far from it, jump (a start, or a change of workload).
  */
-static void
+void
 perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
                        const struct perfmon_sampling *sampling)
 {
@@ -215,44 +190,6 @@ perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
     pmc->period = MIN(pmc->period, PERFMON_MAX_PERIOD);
 }
 
-/*
- * A sampling counter overflowed: count what it counted against the events
- * left, take a sample when they are used up (only in the interrupt's own
- * fold: then the interrupted frame is the one the sample must show), and
- * arm it again.
- */
-static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot)
-{
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-    const struct perfmon_sampling *sampling = perfmon_pmcs[slot].sampling;
-    int64_t left;
-
-    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
-    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
-
-    if (left <= 0) {
-        if (cpu->in_intr) {
-            cpu->due |= perfmon_slot_bit(slot);
-            pmc->due_period = pmc->period;
-        } else {
-            perfmon_syscnt_inc_local(&cpu->nr_unsampled);
-        }
-
-        /* A fixed period: nothing to time, and the TSC is not read. */
-        if (sampling->freq != 0) {
-            perfmon_cpu_pmc_adjust(pmc, sampling);
-        }
-
-        /* One sample, however far past the period the counter got. */
-        left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
-                                               : left + (int64_t)pmc->period;
-    }
-
-    pmc->left = left;
-    perfmon_cpu_pmc_arm(pmc);
-}
-
 void
 perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots)
 {
@@ -265,28 +202,28 @@ perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots)
 
         /* Folded inline, a sampling slot is accounted and armed here. */
         if (perfmon_cpu_pmc_fold_ovf(cpu, slot)
-            && perfmon_pmcs[slot].sampling != NULL) {
-            perfmon_cpu_pmc_overflowed(cpu, slot);
+            && perfmon_pmcs[slot].sampling != NULL
+            && perfmon_cpu_pmc_overflowed(cpu, slot, &cpu->pmcs[slot],
+                                          true)) {
+            cpu->due |= perfmon_slot_bit(slot);
         }
     }
 }
 
 /*
- * The arm writes the counter: an NMI of the same counter that landed after
- * the read is folded first, by the loop that takes it (and then arms).
+ * perfmon_cpu_fold_intr_sampling()'s other cases (perfmon_cpu.h), out of
+ * its line: the update, in the interrupt's own fold, says whether it left
+ * a sample due.
  */
-void
-perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, unsigned int slot)
+bool
+perfmon_cpu_fold_intr_update(struct perfmon_cpu *cpu, unsigned int slot,
+                             bool ovf)
 {
-    if (!perfmon_cpu_pmc_fold_ovf_alone(cpu, slot)) {
-        return;
-    }
-
-    if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
-        perfmon_cpu_pmc_update(cpu, slot, false);
-    } else {
-        perfmon_cpu_pmc_overflowed(cpu, slot);
-    }
+    cpu->in_intr = true;
+    cpu->due = 0;
+    perfmon_cpu_pmc_update(cpu, slot, ovf);
+    cpu->in_intr = false;
+    return cpu->due != 0;
 }
 
 /*
@@ -314,6 +251,7 @@ perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
         pmc->left = (int64_t)pmc->period;
     }
 
+    pmc->freq = (sampling->freq != 0);
     pmc->sample_value = pmc->value;
     pmc->sample_tsc = cpu->now;
 }

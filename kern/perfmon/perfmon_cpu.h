@@ -53,6 +53,7 @@ struct perfmon_cpu_pmc {
     struct perfmon_dev *dev;
     unsigned int nr_refs;
     bool wrap_seen;
+    bool freq;                          /* sampling in frequency mode */
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
@@ -132,7 +133,7 @@ struct perfmon_cpu {
     unsigned long intr_depth;           /* overflow interrupts running */
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
-    uint64_t window_tick;               /* clock_cpu_ticks(), window start */
+    uint64_t window_end;                /* clock_cpu_ticks(), window's end */
     uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
     struct syscnt nr_intrs;
@@ -213,8 +214,9 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  *   overflow interrupt says they wrapped.  perfmon_cpu_fold_intr: the
  *   same with ovf, for the interrupt's own fold (cpu->in_intr), inline
  *   for sampling and counting slots read without a call;
- *   perfmon_cpu_fold_intr_sampling: that of one sampling slot known to
- *   run here, in a section entered with nothing pending.
+ *   perfmon_cpu_fold_intr_sampling (inline, below): that of one
+ *   sampling slot known to run here, in a section entered with nothing
+ *   pending.
  * perfmon_cpu_pmc_start: give slot the hardware counter hw_id here and
  *   start it; perfmon_cpu_pmc_stop: fold (unless folded: the counts were
  *   just taken at now), stop and take it back.
@@ -239,8 +241,6 @@ struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
 void perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf);
 void perfmon_cpu_fold_intr(struct perfmon_cpu *cpu, uint64_t slots);
-void perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu,
-                                    unsigned int slot);
 void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
@@ -539,12 +539,13 @@ perfmon_cpu_pmc_fold_ovf(struct perfmon_cpu *cpu, unsigned int slot)
  * overflow an NMI marks pending meanwhile is the section's leave's to
  * fold, which reads again with it; a sampling slot's must be folded
  * before its arm writes the counter (perfmon_cpu_fold_intr_sampling).
- * True when it folded inline, as perfmon_cpu_pmc_fold_ovf().
+ * pmc: the slot's record, which the caller has at hand.  True when it
+ * folded inline, as perfmon_cpu_pmc_fold_ovf().
  */
 static inline __attribute__((always_inline)) bool
-perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot)
+perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot,
+                               struct perfmon_cpu_pmc *pmc)
 {
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     uint64_t raw;
 
     __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
@@ -558,6 +559,111 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot)
     barrier();
     perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
     return true;
+}
+
+/*
+ * Load a sampling counter so that it overflows after the events left to
+ * the next sample, or as many as the device can arm: a longer period takes
+ * several overflows, the intermediate ones writing no sample.  A counter
+ * read in memory is that word, loaded by a store (kern/perfmon_dev.h).
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
+{
+    struct perfmon_dev *dev = pmc->dev;         /* set at its start */
+    uint64_t events;
+
+    assert(pmc->left > 0);
+    events = MAX(MIN((uint64_t)pmc->left, dev->arm_max), dev->arm_min);
+    pmc->prev = (0 - events) & pmc->mask;
+    pmc->wrap_seen = false;
+    pmc->armed_value = pmc->value;
+
+    if (likely(pmc->read_how == PERFMON_READ_MEM)) {
+        *(volatile uint64_t *)pmc->read_arg = pmc->prev;
+    } else {
+        dev->ops->write(dev, pmc->hw_id, pmc->prev);
+    }
+}
+
+/*
+ * perfmon_cpu_pmc_adjust: frequency mode's new period at a sample.
+ * perfmon_cpu_fold_intr_update: perfmon_cpu_pmc_update() in the
+ * interrupt's own fold, true when it left a sample due.
+ */
+void perfmon_cpu_pmc_adjust(struct perfmon_cpu_pmc *pmc,
+                            const struct perfmon_sampling *sampling);
+bool perfmon_cpu_fold_intr_update(struct perfmon_cpu *cpu, unsigned int slot,
+                                  bool ovf);
+
+/*
+ * A sampling counter overflowed: count what it counted against the events
+ * left, take a sample when they are used up (only in the interrupt's own
+ * fold, intr: then the interrupted frame is the one the sample must show;
+ * true then, the sample's period in due_period), and arm it again.  pmc:
+ * the slot's record.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot,
+                           struct perfmon_cpu_pmc *pmc, bool intr)
+{
+    int64_t left;
+    bool due;
+
+    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+    due = (left <= 0);
+
+    if (due) {
+        if (intr) {
+            pmc->due_period = pmc->period;
+        } else {
+            perfmon_syscnt_inc_local(&cpu->nr_unsampled);
+        }
+
+        /* A fixed period: nothing to time, and the TSC is not read. */
+        if (unlikely(pmc->freq)) {
+            perfmon_cpu_pmc_adjust(pmc, perfmon_pmcs[slot].sampling);
+        }
+
+        /* One sample, however far past the period the counter got. */
+        left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
+                                               : left + (int64_t)pmc->period;
+    }
+
+    pmc->left = left;
+    perfmon_cpu_pmc_arm(pmc);
+    return due && intr;
+}
+
+/*
+ * The interrupt's fold of one sampling slot known to run here (pmc its
+ * record), in a section entered with nothing pending: true when it left
+ * a sample due (its period in the slot's due_period; cpu->due is not
+ * used).  The arm writes the counter: an NMI of the same counter that
+ * landed after the read is folded first, by the loop that takes it (and
+ * then arms), perfmon_cpu_fold_intr_update().
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, unsigned int slot,
+                               struct perfmon_cpu_pmc *pmc)
+{
+    uint64_t raw;
+
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+    barrier();
+
+    if (unlikely(!perfmon_cpu_pmc_raw_direct(pmc, &raw))) {
+        return perfmon_cpu_fold_intr_update(cpu, slot, true);
+    }
+
+    barrier();
+    perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
+
+    if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
+        return perfmon_cpu_fold_intr_update(cpu, slot, false);
+    }
+
+    return perfmon_cpu_pmc_overflowed(cpu, slot, pmc, true);
 }
 
 /* The slot's 64-bit value on this CPU, folded (entered). */

@@ -146,6 +146,12 @@ perfmon_register(struct perfmon_dev *dev)
     dev->index = nr;
     dev->intr_end = dev->ops->overflow_intr_end != NULL;
     dev->arm_min = (dev->min_arm != 0) ? dev->min_arm : PERFMON_DEV_MIN_ARM;
+    dev->arm_max = perfmon_width_mask(dev->width);
+
+    if (dev->max_period != 0) {
+        dev->arm_max = MIN(dev->arm_max, dev->max_period);
+    }
+
     perfmon_dev_set_poll(dev);
     perfmon_devs[nr] = dev;
     __atomic_store_n(&perfmon_nr_devs_published, nr + 1, __ATOMIC_RELEASE);

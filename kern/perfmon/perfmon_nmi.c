@@ -52,13 +52,17 @@ static unsigned int perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
 
 /*
  * Throttling's figures in TSC cycles, for the TSC frequency freq_hz: the
- * most one interrupt counts for, and the sampling time over the window
- * past which the period doubles, times 100 (a share in percent, compared
- * without dividing).  Computed at the first interrupt that samples, and
- * again when a window starts at another frequency (it is calibrated once,
- * at boot): the divisions are off the interrupt's path.  Written from NMI
- * context, by any CPU, with the same values: freq_hz is written last and
- * read first, so that a CPU seeing it sees the rest.
+ * most one interrupt counts for (cap), and one more than the most
+ * sampling time the window may hold before the period doubles (limit:
+ * the share of the window, floor(window * share / 100) + 1, so that the
+ * interrupt compares without multiplying or dividing: w * 100 > window *
+ * share holds exactly when w >= limit).  limit is 0 until computed, and
+ * again once the share changes: the next interrupt that samples finds no
+ * cycles below it and computes the figures (perfmon_cpu_throttle), and
+ * again when a window starts at another frequency (it is calibrated
+ * once, at boot): the divisions are off the interrupt's path.  Written
+ * from NMI context, by any CPU, with the same values: limit is written
+ * last and read first, so that a CPU seeing it nonzero sees the rest.
  */
 struct perfmon_throttle {
     uint64_t cap;
@@ -74,28 +78,32 @@ perfmon_throttle_set(uint64_t freq_hz)
     uint64_t window = freq_hz / 1000 * PERFMON_THROTTLE_WINDOW_MS;
 
     perfmon_throttle.cap = window / PERFMON_THROTTLE_MAX_SHARE;
-    perfmon_throttle.limit = window * perfmon_sample_share;
-    __atomic_store_n(&perfmon_throttle.freq_hz, freq_hz, __ATOMIC_RELEASE);
+    perfmon_throttle.freq_hz = freq_hz;
+    __atomic_store_n(&perfmon_throttle.limit,
+                     window * perfmon_sample_share / 100 + 1,
+                     __ATOMIC_RELEASE);
 }
 
 /*
- * Throttling, after an interrupt that wrote samples and took cycles: when
- * the window's sampling time passes the share allowed, double the period
- * of every sampling counter running here, and say so in their buffers.
- * The window starts again then, so the next doubling needs as much again.
+ * Throttling, when an interrupt that wrote samples took the window's
+ * sampling time to its limit, when the window is over or when the
+ * figures are to be computed (the inline part, below, found one of
+ * them): start a window when it is over or the figures are new, count
+ * cycles, and when the window's sampling time passes the share allowed,
+ * double the period of every sampling counter running here, and say so
+ * in their buffers.  The window starts again then, so the next doubling
+ * needs as much again.
  */
-static void
-perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
+static void __attribute__((noinline))
+perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles, uint64_t tick)
 {
-    uint64_t tick = clock_cpu_ticks(), known_hz, freq_hz, slots;
+    uint64_t limit, freq_hz, slots;
 
-    /* The frequency is looked at as a window starts, or has none yet. */
-    known_hz = __atomic_load_n(&perfmon_throttle.freq_hz, __ATOMIC_ACQUIRE);
+    limit = __atomic_load_n(&perfmon_throttle.limit, __ATOMIC_ACQUIRE);
 
-    if (tick - cpu->window_tick
-        >= clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS)
-        || known_hz == 0) {
-        cpu->window_tick = tick;
+    if (tick >= cpu->window_end || limit == 0) {
+        cpu->window_end = tick
+                          + clock_ticks_from_ms(PERFMON_THROTTLE_WINDOW_MS);
         cpu->window_cycles = 0;
         freq_hz = cpu_tsc_freq();
 
@@ -103,14 +111,15 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
             return;
         }
 
-        if (freq_hz != known_hz) {
+        if (limit == 0 || freq_hz != READ_ONCE(perfmon_throttle.freq_hz)) {
             perfmon_throttle_set(freq_hz);
+            limit = perfmon_throttle.limit;
         }
     }
 
     cpu->window_cycles += MIN(cycles, perfmon_throttle.cap);
 
-    if (cpu->window_cycles * 100 <= perfmon_throttle.limit) {
+    if (cpu->window_cycles < limit) {
         return;
     }
 
@@ -135,24 +144,77 @@ perfmon_cpu_throttle(struct perfmon_cpu *cpu, uint64_t cycles)
  * started, at start).  A nested one that sampled before this one's
  * section is part of it, and would count twice on its own.  (One nested
  * in an interrupt that samples nothing is not counted: rare, as nesting
- * is, and never a storm on its own.)
+ * is, and never a storm on its own.)  The common case, a window going on
+ * below its limit, is an add and two compares here; the rest is
+ * perfmon_cpu_throttle's.
  */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_sampled(struct perfmon_cpu *cpu, bool timed, uint64_t start)
+perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
+                         uint64_t start)
 {
-    if (cpu->intr_depth == 1 && timed) {
-        perfmon_cpu_throttle(cpu, cpu_rdtsc() - start);
+    uint64_t cycles, limit, tick, window_cycles;
+
+    if (cpu->intr_depth != 1 || timed == 0) {
+        return;
     }
+
+    cycles = cpu_rdtsc() - start;
+    limit = __atomic_load_n(&perfmon_throttle.limit, __ATOMIC_ACQUIRE);
+    tick = clock_cpu_ticks();
+    window_cycles = cpu->window_cycles + MIN(cycles, perfmon_throttle.cap);
+
+    if (likely(tick < cpu->window_end && window_cycles < limit)) {
+        cpu->window_cycles = window_cycles;
+        return;
+    }
+
+    perfmon_cpu_throttle(cpu, cycles, tick);
 }
 
-/* Write the sample of slot due in this interrupt (NMI context). */
+/*
+ * The lowest set bit of x (not 0), as a 64-bit index: the map's index
+ * with no sign or zero extension after it (the builtin's int has one).
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_nmi_ctz(uint64_t x)
+{
+#ifdef TALLY_HOST_TEST
+    return (uint64_t)__builtin_ctzll(x);
+#else
+    uint64_t index;
+
+    __asm__("bsfq %1, %0" : "=r"(index) : "rm"(x) : "cc");
+    return index;
+#endif
+}
+
+/*
+ * The map's entry for dev's counter hw on cpu (slot + 1 holding it, 0:
+ * none), read as a byte at its offset from cpu.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
+                      const struct perfmon_dev *dev, uint64_t hw)
+{
+    uint64_t offset = (uint64_t)dev->index * sizeof(struct perfmon_cpu_dev)
+                      + hw + offsetof(struct perfmon_cpu, devs)
+                      + offsetof(struct perfmon_cpu_dev, slot_of_hw);
+
+    return ((const volatile uint8_t *)cpu)[offset];
+}
+
+/*
+ * Write the sample of slot due in this interrupt (NMI context), pmc its
+ * record here.
+ */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_write_sample(struct perfmon_cpu *cpu, unsigned int slot,
+perfmon_overflow_write_sample(const struct perfmon_cpu_pmc *pmc,
+                              unsigned int slot,
                               const struct trap_frame *frame)
 {
     perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
         perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size, frame,
-        cpu->pmcs[slot].due_period);
+        pmc->due_period);
 }
 
 /*
@@ -164,7 +226,7 @@ perfmon_overflow_write_sample(struct perfmon_cpu *cpu, unsigned int slot,
 static void __attribute__((noinline))
 perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
                           const struct perfmon_dev *dev, uint64_t mask,
-                          bool timed, uint64_t start,
+                          uint64_t timed, uint64_t start,
                           const struct trap_frame *frame)
 {
     const struct perfmon_cpu_dev *cdev = &cpu->devs[dev->index];
@@ -202,8 +264,9 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
     cpu->in_intr = false;
 
     for (due = cpu->due; due != 0; due &= due - 1) {
-        perfmon_overflow_write_sample(cpu, (unsigned int)__builtin_ctzll(due),
-                                      frame);
+        unsigned int slot = (unsigned int)__builtin_ctzll(due);
+
+        perfmon_overflow_write_sample(&cpu->pmcs[slot], slot, frame);
     }
 
     if (cpu->due != 0) {
@@ -232,39 +295,85 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
                           uint64_t sampling, uint64_t start,
                           const struct trap_frame *frame)
 {
-    unsigned int slot;
+    struct perfmon_cpu_pmc *pmc;
+    uint64_t slot;
 
     if (READ_ONCE(cpu->busy) || READ_ONCE(cpu->pending) != 0
         || (mask & (mask - 1)) != 0) {
         return false;
     }
 
-    slot = READ_ONCE(cpu->devs[dev->index].slot_of_hw[__builtin_ctzll(mask)]);
+    /* 64 bits wide from the byte, for the index: no extension after. */
+    slot = perfmon_nmi_map_entry(cpu, dev, perfmon_nmi_ctz(mask));
 
     if (slot == 0) {
         return false;
     }
 
     slot--;
+    pmc = &cpu->pmcs[slot];
     perfmon_cpu_begin(cpu);
 
     /* A bit test (a mask of the slot's bit takes a shift more). */
     if (likely(!((sampling >> slot) & 1))) {
-        perfmon_cpu_pmc_fold_ovf_alone(cpu, slot);
+        perfmon_cpu_pmc_fold_ovf_alone(cpu, (unsigned int)slot, pmc);
     } else {
-        cpu->in_intr = true;
-        cpu->due = 0;
-        perfmon_cpu_fold_intr_sampling(cpu, slot);
-        cpu->in_intr = false;
+        __asm__("" : "+r"(slot));       /* its narrowing not hoisted here */
 
-        if (cpu->due != 0) {
-            perfmon_overflow_write_sample(cpu, slot, frame);
-            perfmon_overflow_sampled(cpu, true, start);
+        if (perfmon_cpu_fold_intr_sampling(cpu, (unsigned int)slot, pmc)) {
+            perfmon_overflow_write_sample(pmc, (unsigned int)slot, frame);
+            perfmon_overflow_sampled(cpu, 1, start);
         }
     }
 
     perfmon_cpu_leave(cpu);
     return true;
+}
+
+/*
+ * The interrupt's work once the device said which counters overflowed
+ * (mask), no callbacks and no end of the device's to run: count it, fold.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_overflow_fold(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+                      uint64_t mask, uint64_t sampling, uint64_t timed,
+                      uint64_t start, const struct trap_frame *frame)
+{
+    perfmon_syscnt_inc_local(&cpu->nr_intrs);
+
+    if (!perfmon_overflow_fold_one(cpu, dev, mask, sampling, start, frame)) {
+        perfmon_overflow_fold_all(cpu, dev, mask, timed, start, frame);
+    }
+}
+
+/*
+ * The same with the callbacks around the fold, when some may be
+ * registered, and the device's end after it, when it has one.  The
+ * callbacks first (branch records may add a branch stack to the samples):
+ * records that do not freeze on the interrupt run on until a callback
+ * stops them, and must not fill with the fold's branches.
+ */
+static void __attribute__((noinline))
+perfmon_overflow_fold_more(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                           uint64_t mask, uint64_t sampling, uint64_t timed,
+                           uint64_t start, struct trap_frame *frame)
+{
+    unsigned int cpu_index = cpu_id();
+    bool callbacks = perfmon_intr_has_callbacks();
+
+    if (callbacks) {
+        perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
+    }
+
+    perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
+
+    if (callbacks) {
+        perfmon_intr_end_callbacks(cpu_index);
+    }
+
+    if (dev->intr_end) {
+        dev->ops->overflow_intr_end(dev);
+    }
 }
 
 PERFMON_REGION_DEFINE(pmi, "pmi");
@@ -273,10 +382,9 @@ bool
 perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
 {
     struct perfmon_dev *dev = arg;
-    uint64_t mask, sampling, start;
+    uint64_t mask, sampling, start, timed;
     struct perfmon_cpu *cpu;
-    unsigned int cpu_index;
-    bool timed, callbacks;
+    unsigned int callbacks;
 
     assert(!cpu_intr_enabled());
     PERFMON_REGION_SCOPE(pmi);
@@ -290,17 +398,19 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
      * soft or step PMU from here on is nested in it, and its time part of
      * this one's.
      */
-    cpu_index = cpu_id();
-    cpu = perfmon_cpu_get(cpu_index);
-    __asm__("" : "+r"(cpu));    /* kept, not recomputed from cpu_index */
+    cpu = perfmon_cpu_get(cpu_id());
+    __asm__("" : "+r"(cpu));    /* kept, not recomputed from the index */
     assert(cpu->intr_depth < PERFMON_INTR_MAX_DEPTH);
     perfmon_cpu_word_add(&cpu->intr_depth, 1);
     barrier();
 
-    /* Throttling times the interrupt, when a sample may be due in it. */
+    /*
+     * Throttling times the interrupt, when a sample may be due in it
+     * (timed: nonzero, the sampling slots running here).
+     */
     sampling = READ_ONCE(perfmon_sampling_slots);
-    timed = (READ_ONCE(cpu->sched_mask) & sampling) != 0;
-    start = timed ? cpu_rdtsc() : 0;
+    timed = READ_ONCE(cpu->sched_mask) & sampling;
+    start = (timed != 0) ? cpu_rdtsc() : 0;
     mask = dev->ops->handle_overflow_intr(dev);
 
     if (mask == 0) {
@@ -309,29 +419,21 @@ perfmon_overflow_nmi(void *arg, struct trap_frame *frame)
     }
 
     /*
-     * The callbacks first (branch records may add a branch stack to the
-     * samples): records that do not freeze on the interrupt run on until
-     * a callback stops them, and must not fill with the fold's branches.
+     * One test for the callbacks (registered anywhere) and the device's
+     * end (a flag of the device's, not the op's pointer): an interrupt
+     * with neither makes no other.  A hardware PMU's, with an end and no
+     * callbacks, folds inline too.
      */
-    callbacks = perfmon_intr_has_callbacks();
+    callbacks = __atomic_load_n(&perfmon_intr_nr_used, __ATOMIC_RELAXED);
 
-    if (callbacks) {
-        perfmon_intr_run_callbacks(dev, cpu_index, mask, frame);
-    }
-
-    perfmon_syscnt_inc_local(&cpu->nr_intrs);
-
-    if (!perfmon_overflow_fold_one(cpu, dev, mask, sampling, start, frame)) {
-        perfmon_overflow_fold_all(cpu, dev, mask, timed, start, frame);
-    }
-
-    if (callbacks) {
-        perfmon_intr_end_callbacks(cpu_index);
-    }
-
-    /* A flag of the device's, not the op's pointer: one load less. */
-    if (dev->intr_end) {
+    if (likely((callbacks | dev->intr_end) == 0)) {
+        perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
+    } else if (callbacks == 0) {
+        perfmon_overflow_fold(cpu, dev, mask, sampling, timed, start, frame);
         dev->ops->overflow_intr_end(dev);
+    } else {
+        perfmon_overflow_fold_more(cpu, dev, mask, sampling, timed, start,
+                                   frame);
     }
 
     barrier();
@@ -353,7 +455,7 @@ perfmon_nmi_setup(void)
                     "using %u", PERFMON_SAMPLE_SHARE_DEFAULT);
     }
 
-    perfmon_throttle.freq_hz = 0;       /* its limit to compute again */
+    perfmon_throttle.limit = 0;         /* to compute again */
 }
 
 unsigned int
@@ -366,7 +468,7 @@ perfmon_set_max_sample_share(unsigned int percent)
     WRITE_ONCE(perfmon_sample_share, percent);
 
     /* Interrupts work the limit out again from the share. */
-    __atomic_store_n(&perfmon_throttle.freq_hz, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&perfmon_throttle.limit, 0, __ATOMIC_RELEASE);
     return old;
 }
 
@@ -375,6 +477,6 @@ void
 perfmon_nmi_reset(void)
 {
     perfmon_sample_share = PERFMON_SAMPLE_SHARE_DEFAULT;
-    perfmon_throttle.freq_hz = 0;
+    perfmon_throttle.limit = 0;
 }
 #endif /* TALLY_HOST_TEST */

@@ -299,13 +299,14 @@ test_period_longer_than_counter(void **state)
 {
     struct perfmon_sampling s = make_sampling(100000, 0, PERFMON_SF_PERIOD,
                                               65536);
-    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct fdev *fd = fdev_init(0, 16, 4, true);
     struct perfmon_event ev;
     struct drained d;
 
     (void)state;
+    fd->dev.max_period = 30000;     /* set before the device registers */
+    assert_int_equal(perfmon_register(&fd->dev), 0);
     current_on(1);
-    fd->dev.max_period = 30000;
     sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
 
     run(fd, 1, RAW_BRANCH, 1000000, 1000, 0);
@@ -313,6 +314,33 @@ test_period_longer_than_counter(void **state)
     assert_int_equal(d.nr_samples, 10);
     assert_true(d.last_period == 100000);
     assert_true(perfmon_event_read(&ev) == 1000000);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
+/*
+ * A counter read in memory is armed there too (kern/perfmon_dev.h): the
+ * samples come at their period, the counts are exact, and the device's
+ * write is never called.
+ */
+static void
+test_memory_counter_armed_in_place(void **state)
+{
+    struct perfmon_sampling s = make_sampling(1000, 0, PERFMON_SF_PERIOD,
+                                              65536);
+    struct fdev *fd = fdev_add(0, 16, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    fd->read_how = PERFMON_READ_MEM;
+    current_on(1);
+    sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
+    run(fd, 1, RAW_BRANCH, 10000, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_samples, 10);
+    assert_true(d.last_period == 1000);
+    assert_true(perfmon_event_read(&ev) == 10000);
+    assert_int_equal(fd->nr_write, 0);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
@@ -327,13 +355,14 @@ test_period_split_at_device_max(void **state)
     const uint64_t max = 0x7fffffff, period = (1ULL << 33) + 5;
     struct perfmon_sampling s = make_sampling(period, 0, PERFMON_SF_PERIOD,
                                               65536);
-    struct fdev *fd = fdev_add(0, 48, 4, true);
+    struct fdev *fd = fdev_init(0, 48, 4, true);
     struct perfmon_event ev;
     struct drained d;
 
     (void)state;
+    fd->dev.max_period = max;       /* set before the device registers */
+    assert_int_equal(perfmon_register(&fd->dev), 0);
     current_on(1);
-    fd->dev.max_period = max;
     sample_event_attach_cpu(&ev, PERFMON_EV_BRANCH, &s, 1);
     run(fd, 1, RAW_BRANCH, 4 * max, max, 0);
     drain(1, &d);
@@ -1596,6 +1625,7 @@ main(void)
         T(test_period_at_least_2),
         T(test_one_event_a_run),
         T(test_period_split_at_device_max),
+        T(test_memory_counter_armed_in_place),
         T(test_freq_keeps_throttled_floor),
         T(test_thread_progress_dropped_at_detach),
         T(test_freq_converges),

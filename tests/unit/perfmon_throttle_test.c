@@ -163,11 +163,48 @@ test_throttle_follows_freq_and_share(void **state)
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 
+/*
+ * The limit is exact: at 3 GHz a window is 300 million cycles, of which
+ * the default 25% is 75 million, 25 interrupts of 3 million cycles: those
+ * are not throttled, and one more of a single cycle in the same window
+ * is.
+ */
+static void
+test_throttle_at_the_limit(void **state)
+{
+    struct perfmon_sampling s = throttle_sampling();
+    struct fdev *fd = fdev_add(0, 32, 4, true);
+    struct perfmon_event ev;
+    struct drained d;
+
+    (void)state;
+    fake_thread_switch(1, fake_thread_create("worker"));
+    fake_cpu_set_tsc_freq(3000000000ULL);
+    fd->ovf_cycles = 3000000;
+    init_ok(&ev, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_sampling(&ev, &s), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&ev, 1), 0);
+
+    run(fd, 1, RAW_CYCLES, 25 * 100, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_throttles, 0);
+    assert_int_equal(d.nr_samples, 25);
+
+    fd->ovf_cycles = 1;
+    run(fd, 1, RAW_CYCLES, 100, 100, 0);
+    drain(1, &d);
+    assert_int_equal(d.nr_throttles, 1);
+    assert_int_equal(d.nr_samples, 1);
+    assert_int_equal(perfmon_event_detach(&ev), 0);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_throttle_follows_freq_and_share,
+                                        throttle_setup, throttle_teardown),
+        cmocka_unit_test_setup_teardown(test_throttle_at_the_limit,
                                         throttle_setup, throttle_teardown),
     };
 
