@@ -15,7 +15,8 @@
  * a record reserved later by an interrupting producer waits for it.
  *
  * The consumer reads complete records from `tail` to `published` and then
- * moves `tail`, with release ordering, which hands the room back.  It may
+ * moves `tail`, and `limit` after it with release ordering, which hands
+ * the room back.  It may
  * run on any CPU, concurrently with the producers, but there is only one
  * consumer per ring at a time (the caller's lock or thread).
  *
@@ -60,19 +61,22 @@ struct perfmon_rec_hdr {
 };
 
 /*
- * A ring.  data, size and spare are set once; size is a power of two, and
- * data holds size + spare bytes.  head and
+ * A ring.  data, size, mask and spare are set once; size is a power of
+ * two, and data holds size + spare bytes.  head and
  * nest are the producer CPU's; published is written by producers (release)
- * and read by the consumer (acquire); tail is written by the consumer
- * (release) and read by producers (acquire); lost is atomic.
+ * and read by the consumer (acquire); tail and limit are written by the
+ * consumer (release), and limit, tail + size, the offset producers may
+ * reserve up to, is read by producers (acquire); lost is atomic.
  */
 struct perfmon_ring {
     char *data;
     uint64_t size;
+    uint64_t mask;                      /* size - 1: offset of a count */
     uint64_t spare;                     /* bytes past size, for open() */
     uint64_t head;                      /* bytes reserved, ever */
     uint64_t published;                 /* bytes complete, ever */
     uint64_t tail;                      /* bytes consumed, ever */
+    uint64_t limit;                     /* tail + size */
     unsigned int nest;                  /* producers in progress */
     uint64_t lost;                      /* records dropped: no room */
 };
@@ -123,6 +127,19 @@ perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
 }
 
 /*
+ * A producer comes in: one more in progress, before it reads head.  A
+ * plain increment: a producer that interrupts this one puts the count back
+ * before it returns, so the add needs no atomicity, and it is one
+ * instruction.
+ */
+static inline void
+perfmon_ring_enter(struct perfmon_ring *ring)
+{
+    ring->nest++;
+    barrier();
+}
+
+/*
  * Start a record in place: returns where it goes (8-byte aligned), and
  * sets txn->end - txn->pos to the room there: the bytes free, contiguous,
  * at most PERFMON_RING_MAX_REC (a ring without spare may give less than
@@ -134,14 +151,13 @@ perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
 static inline void *
 perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
 {
-    uint64_t head, tail, off, room;
+    uint64_t head, limit, off, room;
 
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
+    perfmon_ring_enter(ring);
     head = READ_ONCE(ring->head);
-    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    off = head & (ring->size - 1);
-    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
+    limit = __atomic_load_n(&ring->limit, __ATOMIC_ACQUIRE);
+    off = head & ring->mask;
+    room = MIN(limit - head, ring->size + ring->spare - off);
     txn->pos = head;
     txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
     return &ring->data[off];
@@ -152,40 +168,75 @@ perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
  * the outermost producer publishes everything reserved, including what
  * producers that interrupted it reserved and completed meanwhile.
  */
+void perfmon_ring_leave_again(struct perfmon_ring *ring);
+
 static inline void
 perfmon_ring_leave(struct perfmon_ring *ring)
 {
     uint64_t head;
 
-    for (;;) {
-        if (ring->nest > 1) {
-            WRITE_ONCE(ring->nest, ring->nest - 1);
-            return;
-        }
+    barrier();
 
-        head = READ_ONCE(ring->head);
-        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
-        WRITE_ONCE(ring->nest, 0);
-        barrier();
+    /* Inner: the count put back, as perfmon_ring_enter() took it. */
+    if (unlikely(ring->nest > 1)) {
+        ring->nest--;
+        return;
+    }
 
-        /* A producer came in after the read, saw us, and left it to us. */
-        if (READ_ONCE(ring->head) == head) {
-            return;
-        }
+    head = READ_ONCE(ring->head);
+    __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
+    WRITE_ONCE(ring->nest, 0);
+    barrier();
 
-        WRITE_ONCE(ring->nest, 1);
-        barrier();
+    /* A producer came in after the read, saw us, and left it to us. */
+    if (unlikely(READ_ONCE(ring->head) != head)) {
+        perfmon_ring_leave_again(ring);
     }
 }
 
 /*
- * The words of a record that ran past the end of the data, moved to its
- * start (perfmon_ring_close(), out of line: rare).
+ * The end of perfmon_ring_publish() and _close() for a record that ends
+ * at offset end of the data, past its size: the bytes past it are moved
+ * to its start, then the producer leaves.  Out of line: rare.
  */
-void perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n);
+void perfmon_ring_publish_wrapped(struct perfmon_ring *ring, uint64_t end);
 
 /* Give the record up: it did not fit, and is counted as lost. */
 void perfmon_ring_cancel(struct perfmon_ring *ring);
+
+/*
+ * The first try of perfmon_ring_reserve(), for a producer that entered
+ * (perfmon_ring_enter()): claims the room and sets *offp, or returns
+ * false, claiming and counting nothing, still entered, when the ring has
+ * not the room or a producer interrupted the claim.  Then the producer
+ * goes on with perfmon_ring_reserve_slow() (which may be out of line with
+ * all its work: no loop, no call here).
+ */
+static inline bool
+perfmon_ring_reserve_once(struct perfmon_ring *ring, uint64_t size,
+                          uint64_t *offp)
+{
+    uint64_t head = READ_ONCE(ring->head);
+    uint64_t limit = __atomic_load_n(&ring->limit, __ATOMIC_ACQUIRE);
+
+    if (head + size > limit
+        || !__atomic_compare_exchange_n(&ring->head, &head, head + size,
+                                        false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+        return false;
+    }
+
+    *offp = head & ring->mask;
+    return true;
+}
+
+/*
+ * perfmon_ring_reserve() after a failed perfmon_ring_reserve_once(),
+ * still entered: tries until the claim holds, or, when the ring has not
+ * the room, counts the record as lost, leaves, and returns false.
+ */
+bool perfmon_ring_reserve_slow(struct perfmon_ring *ring, uint64_t size,
+                               uint64_t *offp);
 
 /*
  * Claim size bytes (a multiple of PERFMON_RING_ALIGN, at most the ring's
@@ -202,25 +253,12 @@ static inline bool
 perfmon_ring_reserve(struct perfmon_ring *ring, uint64_t size,
                      uint64_t *offp)
 {
-    uint64_t head, tail;
+    perfmon_ring_enter(ring);
 
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
-    head = READ_ONCE(ring->head);
+    if (unlikely(!perfmon_ring_reserve_once(ring, size, offp))) {
+        return perfmon_ring_reserve_slow(ring, size, offp);
+    }
 
-    do {
-        tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-
-        if (unlikely(head + size - tail > ring->size)) {
-            perfmon_ring_cancel(ring);
-            return false;
-        }
-    } while (unlikely(!__atomic_compare_exchange_n(&ring->head, &head,
-                                                   head + size, false,
-                                                   __ATOMIC_RELAXED,
-                                                   __ATOMIC_RELAXED)));
-
-    *offp = head & (ring->size - 1);
     return true;
 }
 
@@ -233,7 +271,9 @@ static inline void
 perfmon_ring_publish(struct perfmon_ring *ring, uint64_t off, uint64_t size)
 {
     if (unlikely(off + size > ring->size)) {
-        perfmon_ring_unspare(ring, off + size - ring->size);
+        /* Out of line, the leave too: nothing kept across a call here. */
+        perfmon_ring_publish_wrapped(ring, off + size);
+        return;
     }
 
     barrier();
@@ -261,10 +301,11 @@ perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
         return false;
     }
 
-    end = (txn->pos & (ring->size - 1)) + size;
+    end = (txn->pos & ring->mask) + size;
 
     if (end > ring->size) {
-        perfmon_ring_unspare(ring, end - ring->size);
+        perfmon_ring_publish_wrapped(ring, end);
+        return true;
     }
 
     barrier();

@@ -28,7 +28,7 @@ static void
 perfmon_ring_copy_in(struct perfmon_ring *ring, uint64_t pos,
                      const void *src, size_t n)
 {
-    uint64_t off = pos & (ring->size - 1);
+    uint64_t off = pos & ring->mask;
     size_t first = (size_t)MIN((uint64_t)n, ring->size - off);
 
     memcpy(&ring->data[off], src, first);
@@ -39,7 +39,7 @@ static void
 perfmon_ring_copy_out(const struct perfmon_ring *ring, uint64_t pos,
                       void *dst, size_t n)
 {
-    uint64_t off = pos & (ring->size - 1);
+    uint64_t off = pos & ring->mask;
     size_t first = (size_t)MIN((uint64_t)n, ring->size - off);
 
     memcpy(dst, &ring->data[off], first);
@@ -58,6 +58,8 @@ perfmon_ring_init_spare(struct perfmon_ring *ring, void *data, uint64_t size,
     memset(ring, 0, sizeof(*ring));
     ring->data = data;
     ring->size = size;
+    ring->mask = size - 1;
+    ring->limit = size;
     ring->spare = spare;
     return 0;
 }
@@ -82,17 +84,16 @@ perfmon_ring_begin(struct perfmon_ring *ring, unsigned int type,
                    uint32_t misc, size_t len, struct perfmon_ring_txn *txn)
 {
     struct perfmon_rec_hdr hdr;
-    uint64_t head, tail, rlen;
+    uint64_t head, limit, rlen;
 
     rlen = P2ROUND(sizeof(hdr) + (uint64_t)len, PERFMON_RING_ALIGN);
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
+    perfmon_ring_enter(ring);
 
     do {
         head = READ_ONCE(ring->head);
-        tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+        limit = __atomic_load_n(&ring->limit, __ATOMIC_ACQUIRE);
 
-        if (rlen > PERFMON_RING_MAX_REC || head + rlen - tail > ring->size) {
+        if (rlen > PERFMON_RING_MAX_REC || head + rlen > limit) {
             __atomic_fetch_add(&ring->lost, 1, __ATOMIC_RELAXED);
             perfmon_ring_leave(ring);
             return false;
@@ -127,7 +128,7 @@ perfmon_ring_commit(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
  * The words of a record that ran past the end of the data, moved to its
  * start: word stores, not a byte copy.
  */
-void __keep_loops
+static void __keep_loops
 perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
 {
     const uint64_t *src = (const uint64_t *)&ring->data[ring->size];
@@ -138,11 +139,80 @@ perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
     }
 }
 
+/*
+ * perfmon_ring_reserve() once its first try failed, already entered: the
+ * room checked again and the claim tried until it holds, or the record
+ * counted as lost.
+ */
+bool
+perfmon_ring_reserve_slow(struct perfmon_ring *ring, uint64_t size,
+                          uint64_t *offp)
+{
+    uint64_t head = READ_ONCE(ring->head), limit;
+
+    do {
+        limit = __atomic_load_n(&ring->limit, __ATOMIC_ACQUIRE);
+
+        if (head + size > limit) {
+            perfmon_ring_cancel(ring);
+            return false;
+        }
+    } while (!__atomic_compare_exchange_n(&ring->head, &head, head + size,
+                                          false, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+
+    *offp = head & ring->mask;
+    return true;
+}
+
+void
+perfmon_ring_publish_wrapped(struct perfmon_ring *ring, uint64_t end)
+{
+    perfmon_ring_unspare(ring, end - ring->size);
+    barrier();
+    perfmon_ring_leave(ring);
+}
+
+/*
+ * The end of perfmon_ring_leave() when a producer came in after the
+ * outermost one read head: it saw the outermost at work and left the
+ * publishing to it.  Outermost again (no producer is inside now: each
+ * puts the count back before it returns), until head holds still.
+ */
+void
+perfmon_ring_leave_again(struct perfmon_ring *ring)
+{
+    uint64_t head;
+
+    do {
+        WRITE_ONCE(ring->nest, 1);
+        barrier();
+        head = READ_ONCE(ring->head);
+        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
+        WRITE_ONCE(ring->nest, 0);
+        barrier();
+    } while (READ_ONCE(ring->head) != head);
+}
+
 void
 perfmon_ring_cancel(struct perfmon_ring *ring)
 {
     __atomic_fetch_add(&ring->lost, 1, __ATOMIC_RELAXED);
     perfmon_ring_leave(ring);
+}
+
+/*
+ * The consumer is done with the oldest size bytes: tail moves, and the
+ * producers' limit after it, with release ordering (the bytes were read
+ * before the room is handed back).
+ */
+static void
+perfmon_ring_consume(struct perfmon_ring *ring, uint64_t size)
+{
+    uint64_t tail = ring->tail + size;
+
+    __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
+    __atomic_store_n(&ring->limit, tail + ring->size, __ATOMIC_RELEASE);
 }
 
 /* The oldest complete record's size (its header read), or 0: none. */
@@ -170,7 +240,7 @@ perfmon_ring_pop(struct perfmon_ring *ring, void *dst, size_t cap)
     }
 
     perfmon_ring_copy_out(ring, ring->tail, dst, size);
-    __atomic_store_n(&ring->tail, ring->tail + size, __ATOMIC_RELEASE);
+    perfmon_ring_consume(ring, size);
     return size;
 }
 
@@ -179,7 +249,7 @@ perfmon_ring_drop(struct perfmon_ring *ring)
 {
     size_t size = perfmon_ring_peek(ring);
 
-    __atomic_store_n(&ring->tail, ring->tail + size, __ATOMIC_RELEASE);
+    perfmon_ring_consume(ring, size);
     return size;
 }
 
