@@ -542,11 +542,6 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
             = perfmon_sample_tid_word();
     }
 
-    if (fields & PERFMON_SF_TIME) {
-        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TIME)]
-            = perfmon_sample_now_ns();
-    }
-
     if (fields & PERFMON_SF_CPU) {
         /* u32 cpu, then u32 0 */
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_CPU)] = cpu;
@@ -554,6 +549,17 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
 
     if (fields & PERFMON_SF_PERIOD) {
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_PERIOD)] = period;
+    }
+
+    /*
+     * The time last, the other words stored: the conversion's registers
+     * are then free, and none is saved for it.
+     */
+    barrier();
+
+    if (fields & PERFMON_SF_TIME) {
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TIME)]
+            = perfmon_sample_now_ns();
     }
 
     perfmon_ring_publish(ring, off, size);
