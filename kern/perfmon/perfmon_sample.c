@@ -470,32 +470,21 @@ perfmon_sample_write_any(const struct perfmon_sampling *sampling,
     (2 + __builtin_popcount((fields) & ((field) - 1)))
 
 /*
- * A fixed layout's record once the first try of its claim failed, the
- * ring entered (perfmon_ring_reserve_once()): the claim tried again, then
- * the same words stored.  Out of line, so that the writer keeps nothing
- * across a call.
+ * A fixed layout's record once the first try of its claim failed (no
+ * room, or a producer interrupted the claim), the ring entered: out of
+ * it, then the record written by the writer of any layout, which makes
+ * the same record (or counts it lost), its time still taken where it is
+ * claimed.  Out of line, so that the fixed writer keeps nothing across a
+ * call.
  */
 static bool __attribute__((noinline))
-perfmon_sample_write_slow(const struct perfmon_sampling *sampling,
-                          struct perfmon_ring *ring,
-                          const struct trap_frame *frame, uint64_t period)
+perfmon_sample_write_again(const struct perfmon_sampling *sampling,
+                           struct perfmon_ring *ring,
+                           const struct trap_frame *frame, uint64_t period)
 {
-    unsigned int fields = sampling->fields;
-    uint64_t size, off, *w;
-
-    size = perfmon_sample_nr_words[fields & PERFMON_SAMPLE_FIXED_MASK]
-           * sizeof(uint64_t);
-
-    if (!perfmon_ring_reserve_slow(ring, size, &off)) {
-        return false;
-    }
-
-    w = (uint64_t *)&ring->data[off];
-    w[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, size, 0);
-    w[1] = perfmon_sample_fields_word(sampling);
-    perfmon_sample_put_fixed(&w[2], fields, frame, period);
-    perfmon_ring_publish(ring, off, size);
-    return true;
+    perfmon_ring_leave(ring);
+    return perfmon_sample_write_any(sampling, perfmon_sample_size(sampling),
+                                    frame, period);
 }
 
 /*
@@ -526,7 +515,7 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     perfmon_ring_enter(ring);
 
     if (unlikely(!perfmon_ring_reserve_once(ring, size, &off))) {
-        return perfmon_sample_write_slow(sampling, ring, frame, period);
+        return perfmon_sample_write_again(sampling, ring, frame, period);
     }
 
     w = (uint64_t *)&ring->data[off];
