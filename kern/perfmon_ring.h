@@ -22,15 +22,20 @@
  *
  * When a record does not fit, it is dropped and counted (`lost`): a full
  * ring never overwrites or tears a record.  Records are whole multiples of
- * PERFMON_RING_ALIGN bytes, start with struct perfmon_rec_hdr and may wrap
- * around the end of the data.
+ * PERFMON_RING_ALIGN bytes and start with struct perfmon_rec_hdr.  A
+ * record that runs past the end of the data lies in one piece, into the
+ * `spare` bytes after it, when it fits there, and wraps around to the
+ * start of the data otherwise (so always in a ring without spare): the
+ * producers and the consumer tell the two apart by that rule alone.  The
+ * bytes at the start of the data that a record in one piece passes over
+ * hold nothing; the next record begins after them.  (Its spare bytes are
+ * not written again before it is consumed: a record that reaches them
+ * again lies a whole ring later.)
  *
  * Three ways to write a record.  perfmon_ring_begin(), _put() and
- * _commit() copy bytes in, wrapping where the data ends.  The other two
- * let the producer store words straight into the ring: the place is
- * contiguous because the data has `spare` bytes past its end, and a record
- * that runs into them is moved to the start of the data when it is
- * published (the ring's layout is the same either way).
+ * _commit() copy bytes in.  The other two let the producer store words
+ * straight into the ring, in one piece: their records are never longer
+ * than the spare.
  * perfmon_ring_reserve() and _publish() are for a record whose size is
  * known before it is written: the room is claimed first, then filled.
  * perfmon_ring_open() and _close() are for one that learns its size while
@@ -81,10 +86,14 @@ struct perfmon_ring {
     uint64_t lost;                      /* records dropped: no room */
 };
 
-/* A record being written: where the next bytes go, and its end. */
+/*
+ * A record being written: where the next bytes go, and its end; for one
+ * being copied in (perfmon_ring_begin()), where it starts.
+ */
 struct perfmon_ring_txn {
     uint64_t pos;
     uint64_t end;
+    uint64_t start;
 };
 
 /*
@@ -194,13 +203,6 @@ perfmon_ring_leave(struct perfmon_ring *ring)
     }
 }
 
-/*
- * The end of perfmon_ring_publish() and _close() for a record that ends
- * at offset end of the data, past its size: the bytes past it are moved
- * to its start, then the producer leaves.  Out of line: rare.
- */
-void perfmon_ring_publish_wrapped(struct perfmon_ring *ring, uint64_t end);
-
 /* Give the record up: it did not fit, and is counted as lost. */
 void perfmon_ring_cancel(struct perfmon_ring *ring);
 
@@ -263,19 +265,12 @@ perfmon_ring_reserve(struct perfmon_ring *ring, uint64_t size,
 }
 
 /*
- * Publish the record of size bytes perfmon_ring_reserve() placed at off,
- * now stored (with the records of producers it interrupted, when it is
- * the outermost); its words past the end of the data go to its start.
+ * Publish the record perfmon_ring_reserve() placed, now stored (with the
+ * records of producers it interrupted, when it is the outermost).
  */
 static inline void
-perfmon_ring_publish(struct perfmon_ring *ring, uint64_t off, uint64_t size)
+perfmon_ring_publish(struct perfmon_ring *ring)
 {
-    if (unlikely(off + size > ring->size)) {
-        /* Out of line, the leave too: nothing kept across a call here. */
-        perfmon_ring_publish_wrapped(ring, off + size);
-        return;
-    }
-
     barrier();
     perfmon_ring_leave(ring);
 }
@@ -291,7 +286,7 @@ static inline bool
 perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                    uint64_t size)
 {
-    uint64_t head = txn->pos, end;
+    uint64_t head = txn->pos;
 
     assert(size <= txn->end - txn->pos && (size % PERFMON_RING_ALIGN) == 0);
 
@@ -299,13 +294,6 @@ perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
         perfmon_ring_leave(ring);
         return false;
-    }
-
-    end = (txn->pos & ring->mask) + size;
-
-    if (end > ring->size) {
-        perfmon_ring_publish_wrapped(ring, end);
-        return true;
     }
 
     barrier();

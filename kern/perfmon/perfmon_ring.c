@@ -23,25 +23,57 @@
 #include "kern/perfmon_ring.h"
 #include "kern/string.h"
 
-/* Copy n bytes at ring offset pos, across the end of data if needed. */
-static void
-perfmon_ring_copy_in(struct perfmon_ring *ring, uint64_t pos,
-                     const void *src, size_t n)
+/*
+ * Whether a record of n bytes at offset off of the data lies in one piece
+ * (into the spare past the end), or wraps (see kern/perfmon_ring.h).
+ */
+static bool
+perfmon_ring_one_piece(const struct perfmon_ring *ring, uint64_t off,
+                       uint64_t n)
 {
-    uint64_t off = pos & ring->mask;
-    size_t first = (size_t)MIN((uint64_t)n, ring->size - off);
-
-    memcpy(&ring->data[off], src, first);
-    memcpy(ring->data, (const char *)src + first, n - first);
+    return off + n <= ring->size + ring->spare;
 }
 
+/*
+ * Copy n bytes in at ring offset pos of the record txn writes: after its
+ * first byte when it lies in one piece, else across the end of the data
+ * if needed.
+ */
+static void
+perfmon_ring_copy_in(struct perfmon_ring *ring,
+                     const struct perfmon_ring_txn *txn, const void *src,
+                     size_t n)
+{
+    uint64_t start = txn->start & ring->mask, off, first;
+
+    if (perfmon_ring_one_piece(ring, start, txn->end - txn->start)) {
+        memcpy(&ring->data[start + (txn->pos - txn->start)], src, n);
+        return;
+    }
+
+    off = txn->pos & ring->mask;
+    first = MIN((uint64_t)n, ring->size - off);
+    memcpy(&ring->data[off], src, (size_t)first);
+    memcpy(ring->data, (const char *)src + first, n - (size_t)first);
+}
+
+/*
+ * Copy out n bytes from ring offset pos, the start of a record of n bytes
+ * or of its header: in one piece or across the end of the data.
+ */
 static void
 perfmon_ring_copy_out(const struct perfmon_ring *ring, uint64_t pos,
                       void *dst, size_t n)
 {
     uint64_t off = pos & ring->mask;
-    size_t first = (size_t)MIN((uint64_t)n, ring->size - off);
+    size_t first;
 
+    if (perfmon_ring_one_piece(ring, off, n)) {
+        memcpy(dst, &ring->data[off], n);
+        return;
+    }
+
+    first = (size_t)(ring->size - off);
     memcpy(dst, &ring->data[off], first);
     memcpy((char *)dst + first, ring->data, n - first);
 }
@@ -75,7 +107,7 @@ perfmon_ring_put(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                  const void *src, size_t n)
 {
     n = (size_t)MIN((uint64_t)n, txn->end - txn->pos);
-    perfmon_ring_copy_in(ring, txn->pos, src, n);
+    perfmon_ring_copy_in(ring, txn, src, n);
     txn->pos += n;
 }
 
@@ -104,6 +136,7 @@ perfmon_ring_begin(struct perfmon_ring *ring, unsigned int type,
 
     txn->pos = head;
     txn->end = head + rlen;
+    txn->start = head;
     hdr.type = (uint16_t)type;
     hdr.size = (uint16_t)rlen;
     hdr.misc = misc;
@@ -122,21 +155,6 @@ perfmon_ring_commit(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
 
     barrier();
     perfmon_ring_leave(ring);
-}
-
-/*
- * The words of a record that ran past the end of the data, moved to its
- * start: word stores, not a byte copy.
- */
-static void __keep_loops
-perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n)
-{
-    const uint64_t *src = (const uint64_t *)&ring->data[ring->size];
-    uint64_t *dst = (uint64_t *)ring->data;
-
-    for (uint64_t i = 0; i < n / sizeof(uint64_t); i++) {
-        dst[i] = src[i];
-    }
 }
 
 /*
@@ -163,14 +181,6 @@ perfmon_ring_reserve_slow(struct perfmon_ring *ring, uint64_t size,
 
     *offp = head & ring->mask;
     return true;
-}
-
-void
-perfmon_ring_publish_wrapped(struct perfmon_ring *ring, uint64_t end)
-{
-    perfmon_ring_unspare(ring, end - ring->size);
-    barrier();
-    perfmon_ring_leave(ring);
 }
 
 /*

@@ -551,7 +551,7 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
             = perfmon_sample_now_ns();
     }
 
-    perfmon_ring_publish(ring, off, size);
+    perfmon_ring_publish(ring);
     return true;
 }
 
