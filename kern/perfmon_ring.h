@@ -184,21 +184,27 @@ perfmon_ring_leave(struct perfmon_ring *ring)
 {
     uint64_t head;
 
+    /*
+     * head and nest are this CPU's alone: plain accesses between compiler
+     * barriers see what an interrupting producer left, and each test is
+     * one compare with memory.
+     */
     barrier();
 
     /* Inner: the count put back, as perfmon_ring_enter() took it. */
     if (unlikely(ring->nest > 1)) {
+        barrier();                      /* the count read again, rarely */
         ring->nest--;
         return;
     }
 
-    head = READ_ONCE(ring->head);
+    head = ring->head;
     __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
     WRITE_ONCE(ring->nest, 0);
     barrier();
 
     /* A producer came in after the read, saw us, and left it to us. */
-    if (unlikely(READ_ONCE(ring->head) != head)) {
+    if (unlikely(ring->head != head)) {
         perfmon_ring_leave_again(ring);
     }
 }
