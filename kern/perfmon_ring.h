@@ -16,9 +16,9 @@
  *
  * The consumer reads complete records from `tail` to `published` and then
  * moves `tail`, and `limit` after it with release ordering, which hands
- * the room back.  It may
- * run on any CPU, concurrently with the producers, but there is only one
- * consumer per ring at a time (the caller's lock or thread).
+ * the room back.  It may run on any CPU, concurrently with the producers,
+ * but there is only one consumer per ring at a time (the caller's lock or
+ * thread).
  *
  * When a record does not fit, it is dropped and counted (`lost`): a full
  * ring never overwrites or tears a record.  Records are whole multiples of
@@ -76,7 +76,8 @@ struct perfmon_rec_hdr {
 struct perfmon_ring {
     char *data;
     uint64_t size;
-    uint64_t mask;                      /* size - 1: offset of a count */
+    uint64_t mask;                      /* size - 1: a byte count's
+                                           offset in data, masked */
     uint64_t spare;                     /* bytes past size, for open() */
     uint64_t head;                      /* bytes reserved, ever */
     uint64_t published;                 /* bytes complete, ever */
@@ -172,13 +173,14 @@ perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
     return &ring->data[off];
 }
 
+/* perfmon_ring_leave()'s rare second round, out of line. */
+void perfmon_ring_leave_again(struct perfmon_ring *ring);
+
 /*
  * The end of a producer's work, reservation failed or record committed:
  * the outermost producer publishes everything reserved, including what
  * producers that interrupted it reserved and completed meanwhile.
  */
-void perfmon_ring_leave_again(struct perfmon_ring *ring);
-
 static inline void
 perfmon_ring_leave(struct perfmon_ring *ring)
 {

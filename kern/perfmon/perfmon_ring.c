@@ -4,7 +4,7 @@
  *
  * Per-CPU record rings for samples: see kern/perfmon_ring.h.
  *
- * Offsets (head, published, tail) count bytes since the ring was set up
+ * Offsets (head, published, tail, limit) count bytes since the ring was set up
  * and never wrap in practice (2^64 bytes); the position in data is the
  * offset modulo size.  Producer ordering relies on the producers of a ring
  * all running on one CPU: an interrupting producer completes before the
@@ -35,9 +35,9 @@ perfmon_ring_one_piece(const struct perfmon_ring *ring, uint64_t off,
 }
 
 /*
- * Copy n bytes in at ring offset pos of the record txn writes: after its
- * first byte when it lies in one piece, else across the end of the data
- * if needed.
+ * Copy n bytes in at txn->pos, inside the record txn writes: from the
+ * record's place on when it lies in one piece, else across the end of
+ * the data if they reach it.
  */
 static void
 perfmon_ring_copy_in(struct perfmon_ring *ring,
