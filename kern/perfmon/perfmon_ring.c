@@ -4,9 +4,9 @@
  *
  * Per-CPU record rings for samples: see kern/perfmon_ring.h.
  *
- * Offsets (head, published, tail, limit) count bytes since the ring was set up
- * and never wrap in practice (2^64 bytes); the position in data is the
- * offset modulo size.  Producer ordering relies on the producers of a ring
+ * Offsets (head, published, tail, limit) count bytes since the ring was
+ * set up and never wrap in practice (2^64 bytes); the position in data is
+ * the offset modulo size.  Producer ordering relies on the producers of a ring
  * all running on one CPU: an interrupting producer completes before the
  * interrupted one resumes, so plain compiler barriers order their steps,
  * and the compare-and-swap on head only guards against such an interrupt
