@@ -256,8 +256,8 @@ bool perfmon_ring_reserve_slow(struct perfmon_ring *ring, uint64_t size,
  * stores the whole record there, header included, then calls
  * perfmon_ring_publish() in the same context.  The claim is a
  * compare-and-swap only against a producer interrupting this one between
- * the read of head and its update: the loop tries again after it (its
- * record then lies before this one).
+ * the read of head and its update: perfmon_ring_reserve_slow() tries
+ * again after it (its record then lies before this one).
  */
 static inline bool
 perfmon_ring_reserve(struct perfmon_ring *ring, uint64_t size,
