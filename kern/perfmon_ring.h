@@ -15,21 +15,27 @@
  * a record reserved later by an interrupting producer waits for it.
  *
  * The consumer reads complete records from `tail` to `published` and then
- * moves `tail`, with release ordering, which hands the room back.  It may
- * run on any CPU, concurrently with the producers, but there is only one
- * consumer per ring at a time (the caller's lock or thread).
+ * moves `tail`, and `limit` after it with release ordering, which hands
+ * the room back.  It may run on any CPU, concurrently with the producers,
+ * but there is only one consumer per ring at a time (the caller's lock or
+ * thread).
  *
  * When a record does not fit, it is dropped and counted (`lost`): a full
  * ring never overwrites or tears a record.  Records are whole multiples of
- * PERFMON_RING_ALIGN bytes, start with struct perfmon_rec_hdr and may wrap
- * around the end of the data.
+ * PERFMON_RING_ALIGN bytes and start with struct perfmon_rec_hdr.  A
+ * record that runs past the end of the data lies in one piece, into the
+ * `spare` bytes after it, when it fits there, and wraps around to the
+ * start of the data otherwise (so always in a ring without spare): the
+ * producers and the consumer tell the two apart by that rule alone.  The
+ * bytes at the start of the data that a record in one piece passes over
+ * hold nothing; the next record begins after them.  (Its spare bytes are
+ * not written again before it is consumed: a record that reaches them
+ * again lies a whole ring later.)
  *
  * Three ways to write a record.  perfmon_ring_begin(), _put() and
- * _commit() copy bytes in, wrapping where the data ends.  The other two
- * let the producer store words straight into the ring: the place is
- * contiguous because the data has `spare` bytes past its end, and a record
- * that runs into them is moved to the start of the data when it is
- * published (the ring's layout is the same either way).
+ * _commit() copy bytes in.  The other two let the producer store words
+ * straight into the ring, in one piece: their records are never longer
+ * than the spare.
  * perfmon_ring_reserve() and _publish() are for a record whose size is
  * known before it is written: the room is claimed first, then filled.
  * perfmon_ring_open() and _close() are for one that learns its size while
@@ -60,27 +66,35 @@ struct perfmon_rec_hdr {
 };
 
 /*
- * A ring.  data, size and spare are set once; size is a power of two, and
- * data holds size + spare bytes.  head and
+ * A ring.  data, size, mask and spare are set once; size is a power of
+ * two, and data holds size + spare bytes.  head and
  * nest are the producer CPU's; published is written by producers (release)
- * and read by the consumer (acquire); tail is written by the consumer
- * (release) and read by producers (acquire); lost is atomic.
+ * and read by the consumer (acquire); tail and limit are written by the
+ * consumer (release), and limit, tail + size, the offset producers may
+ * reserve up to, is read by producers (acquire); lost is atomic.
  */
 struct perfmon_ring {
     char *data;
     uint64_t size;
+    uint64_t mask;                      /* size - 1: a byte count's
+                                           offset in data, masked */
     uint64_t spare;                     /* bytes past size, for open() */
     uint64_t head;                      /* bytes reserved, ever */
     uint64_t published;                 /* bytes complete, ever */
     uint64_t tail;                      /* bytes consumed, ever */
+    uint64_t limit;                     /* tail + size */
     unsigned int nest;                  /* producers in progress */
     uint64_t lost;                      /* records dropped: no room */
 };
 
-/* A record being written: where the next bytes go, and its end. */
+/*
+ * A record being written: where the next bytes go, and its end; for one
+ * being copied in (perfmon_ring_begin()), where it starts.
+ */
 struct perfmon_ring_txn {
     uint64_t pos;
     uint64_t end;
+    uint64_t start;
 };
 
 /*
@@ -123,6 +137,19 @@ perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
 }
 
 /*
+ * A producer comes in: one more in progress, before it reads head.  A
+ * plain increment: a producer that interrupts this one puts the count back
+ * before it returns, so the add needs no atomicity, and it is one
+ * instruction.
+ */
+static inline void
+perfmon_ring_enter(struct perfmon_ring *ring)
+{
+    ring->nest++;
+    barrier();
+}
+
+/*
  * Start a record in place: returns where it goes (8-byte aligned), and
  * sets txn->end - txn->pos to the room there: the bytes free, contiguous,
  * at most PERFMON_RING_MAX_REC (a ring without spare may give less than
@@ -134,18 +161,20 @@ perfmon_ring_hdr_word(unsigned int type, uint64_t size, uint32_t misc)
 static inline void *
 perfmon_ring_open(struct perfmon_ring *ring, struct perfmon_ring_txn *txn)
 {
-    uint64_t head, tail, off, room;
+    uint64_t head, limit, off, room;
 
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
+    perfmon_ring_enter(ring);
     head = READ_ONCE(ring->head);
-    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    off = head & (ring->size - 1);
-    room = MIN(ring->size - (head - tail), ring->size + ring->spare - off);
+    limit = __atomic_load_n(&ring->limit, __ATOMIC_ACQUIRE);
+    off = head & ring->mask;
+    room = MIN(limit - head, ring->size + ring->spare - off);
     txn->pos = head;
     txn->end = head + MIN(room, PERFMON_RING_MAX_REC);
     return &ring->data[off];
 }
+
+/* perfmon_ring_leave()'s rare second round, out of line. */
+void perfmon_ring_leave_again(struct perfmon_ring *ring);
 
 /*
  * The end of a producer's work, reservation failed or record committed:
@@ -157,35 +186,67 @@ perfmon_ring_leave(struct perfmon_ring *ring)
 {
     uint64_t head;
 
-    for (;;) {
-        if (ring->nest > 1) {
-            WRITE_ONCE(ring->nest, ring->nest - 1);
-            return;
-        }
+    /*
+     * head and nest are this CPU's alone: plain accesses between compiler
+     * barriers see what an interrupting producer left, and each test is
+     * one compare with memory.
+     */
+    barrier();
 
-        head = READ_ONCE(ring->head);
-        __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
-        WRITE_ONCE(ring->nest, 0);
-        barrier();
+    /* Inner: the count put back, as perfmon_ring_enter() took it. */
+    if (unlikely(ring->nest > 1)) {
+        barrier();                      /* the count read again, rarely */
+        ring->nest--;
+        return;
+    }
 
-        /* A producer came in after the read, saw us, and left it to us. */
-        if (READ_ONCE(ring->head) == head) {
-            return;
-        }
+    head = ring->head;
+    __atomic_store_n(&ring->published, head, __ATOMIC_RELEASE);
+    WRITE_ONCE(ring->nest, 0);
+    barrier();
 
-        WRITE_ONCE(ring->nest, 1);
-        barrier();
+    /* A producer came in after the read, saw us, and left it to us. */
+    if (unlikely(ring->head != head)) {
+        perfmon_ring_leave_again(ring);
     }
 }
 
-/*
- * The words of a record that ran past the end of the data, moved to its
- * start (perfmon_ring_close(), out of line: rare).
- */
-void perfmon_ring_unspare(struct perfmon_ring *ring, uint64_t n);
-
 /* Give the record up: it did not fit, and is counted as lost. */
 void perfmon_ring_cancel(struct perfmon_ring *ring);
+
+/*
+ * The first try of perfmon_ring_reserve(), for a producer that entered
+ * (perfmon_ring_enter()): claims the room and sets *offp, or returns
+ * false, claiming and counting nothing, still entered, when the ring has
+ * not the room or a producer interrupted the claim.  Then the producer
+ * goes on with perfmon_ring_reserve_slow() (which may be out of line with
+ * all its work: no loop, no call here).
+ */
+static inline bool
+perfmon_ring_reserve_once(struct perfmon_ring *ring, uint64_t size,
+                          uint64_t *offp)
+{
+    uint64_t head = READ_ONCE(ring->head);
+    uint64_t limit = __atomic_load_n(&ring->limit, __ATOMIC_ACQUIRE);
+
+    if (head + size > limit
+        || !__atomic_compare_exchange_n(&ring->head, &head, head + size,
+                                        false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+        return false;
+    }
+
+    *offp = head & ring->mask;
+    return true;
+}
+
+/*
+ * perfmon_ring_reserve() after a failed perfmon_ring_reserve_once(),
+ * still entered: tries until the claim holds, or, when the ring has not
+ * the room, counts the record as lost, leaves, and returns false.
+ */
+bool perfmon_ring_reserve_slow(struct perfmon_ring *ring, uint64_t size,
+                               uint64_t *offp);
 
 /*
  * Claim size bytes (a multiple of PERFMON_RING_ALIGN, at most the ring's
@@ -195,47 +256,29 @@ void perfmon_ring_cancel(struct perfmon_ring *ring);
  * stores the whole record there, header included, then calls
  * perfmon_ring_publish() in the same context.  The claim is a
  * compare-and-swap only against a producer interrupting this one between
- * the read of head and its update: the loop tries again after it (its
- * record then lies before this one).
+ * the read of head and its update: perfmon_ring_reserve_slow() tries
+ * again after it (its record then lies before this one).
  */
 static inline bool
 perfmon_ring_reserve(struct perfmon_ring *ring, uint64_t size,
                      uint64_t *offp)
 {
-    uint64_t head, tail;
+    perfmon_ring_enter(ring);
 
-    WRITE_ONCE(ring->nest, ring->nest + 1);
-    barrier();
-    head = READ_ONCE(ring->head);
+    if (unlikely(!perfmon_ring_reserve_once(ring, size, offp))) {
+        return perfmon_ring_reserve_slow(ring, size, offp);
+    }
 
-    do {
-        tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-
-        if (unlikely(head + size - tail > ring->size)) {
-            perfmon_ring_cancel(ring);
-            return false;
-        }
-    } while (unlikely(!__atomic_compare_exchange_n(&ring->head, &head,
-                                                   head + size, false,
-                                                   __ATOMIC_RELAXED,
-                                                   __ATOMIC_RELAXED)));
-
-    *offp = head & (ring->size - 1);
     return true;
 }
 
 /*
- * Publish the record of size bytes perfmon_ring_reserve() placed at off,
- * now stored (with the records of producers it interrupted, when it is
- * the outermost); its words past the end of the data go to its start.
+ * Publish the record perfmon_ring_reserve() placed, now stored (with the
+ * records of producers it interrupted, when it is the outermost).
  */
 static inline void
-perfmon_ring_publish(struct perfmon_ring *ring, uint64_t off, uint64_t size)
+perfmon_ring_publish(struct perfmon_ring *ring)
 {
-    if (unlikely(off + size > ring->size)) {
-        perfmon_ring_unspare(ring, off + size - ring->size);
-    }
-
     barrier();
     perfmon_ring_leave(ring);
 }
@@ -251,7 +294,7 @@ static inline bool
 perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                    uint64_t size)
 {
-    uint64_t head = txn->pos, end;
+    uint64_t head = txn->pos;
 
     assert(size <= txn->end - txn->pos && (size % PERFMON_RING_ALIGN) == 0);
 
@@ -259,12 +302,6 @@ perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
         perfmon_ring_leave(ring);
         return false;
-    }
-
-    end = (txn->pos & (ring->size - 1)) + size;
-
-    if (end > ring->size) {
-        perfmon_ring_unspare(ring, end - ring->size);
     }
 
     barrier();

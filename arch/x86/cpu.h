@@ -155,10 +155,11 @@ cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
 static inline uint64_t
 cpu_rdtsc(void)
 {
-    uint32_t low, high;
+    uint64_t low, high;
 
+    /* In 64-bit mode rdtsc clears the high halves: nothing to widen. */
     __asm__ __volatile__("rdtsc" : "=a"(low), "=d"(high));
-    return ((uint64_t)high << 32) | low;
+    return (high << 32) | low;
 }
 
 static inline void

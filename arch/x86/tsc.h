@@ -48,9 +48,10 @@ static inline uint64_t
 tsc_conv_cycles_to_ns(const struct tsc_conv *conv, uint64_t cycles)
 {
     uint64_t q = (uint64_t)(((unsigned __int128)cycles * conv->mult) >> 64);
+    uint64_t rem = cycles * conv->frac_ns - q * conv->hz;
 
-    q += (cycles * conv->frac_ns - q * conv->hz >= conv->hz);
-    return cycles * conv->whole_ns + q;
+    /* q + (rem >= hz), so written that the compare's borrow subtracts. */
+    return cycles * conv->whole_ns + q + 1 - (rem < conv->hz);
 }
 
 /*

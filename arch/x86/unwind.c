@@ -31,6 +31,8 @@
 /* The longest text the function map is used for (see unwind_walk()). */
 #define UNWIND_MAP_TEXT_MAX     (1ULL << 31)
 
+#define UNWIND_MAP_MASK         ((1ULL << UNWIND_MAP_SHIFT) - 1)
+
 /*
  * What the bytes before a return address say of the call that pushed it,
  * weakest first: none (not a return address), an indirect call (any
@@ -279,7 +281,8 @@ unwind_walk_call(const struct unwind_env *env, uint64_t ret, uint64_t callee,
  * (of the frame pointer rotated: 8-byte aligned, above the newer frame, a
  * whole frame below the end), one check that its return address follows
  * a direct call to the callee, the five bytes of the call inside the
- * text, and one read of the map for the next callee.  The callee is
+ * text, and one read of the map for the next callee, found from the
+ * address stored (ret - 1) shifted.  The callee is
  * want, an offset from text_lo, or UNWIND_FUNC_MIXED where the map does
  * not name it or it is unknown: with a text shorter than 2 GiB, a rel32
  * call in it reaches offsets -2 GiB to 4 GiB - 2 (64-bit), so that no
@@ -300,8 +303,17 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
     uint64_t minus_base = -(text_lo + 5);
     /* ret + minus_base below it: ret - 5 to ret - 1 in the text. */
     const uint64_t call_span = (map != NULL && text_len > 4
-                                && text_len < UNWIND_MAP_TEXT_MAX)
+                                && text_len < UNWIND_MAP_TEXT_MAX
+                                && (text_lo & UNWIND_MAP_MASK) == 0)
                                ? text_len - 4 : 0;
+    /*
+     * Where the map would start if it began at address 0 (text_lo is
+     * 16-byte aligned where the map is used): the entry for ret - 1 lies
+     * at map_abs + ((ret - 1) >> UNWIND_MAP_SHIFT) * 4, from the address
+     * stored, shifted.
+     */
+    const uintptr_t map_abs =
+        (uintptr_t)map - (text_lo >> UNWIND_MAP_SHIFT) * sizeof(*map);
     uint64_t want = (callee != 0) ? callee - text_lo : UNWIND_FUNC_MIXED;
     uint64_t lo = 1, hi = 0, *end = ips + max;
     /* The next address goes to end[i]: the chain is full at 0. */
@@ -333,8 +345,11 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
                                          (const void *)(uintptr_t)(ret - 4),
                                          sizeof(rel)),
                         at + 5 + (uint64_t)(int64_t)rel == want), 1)) {
-                /* A direct call to the callee. */
-                want = map[(at + 4) >> UNWIND_MAP_SHIFT];
+                /* A direct call to the callee: the next one by the map. */
+                end[i] = ret - 1;
+                want = *(const uint32_t *)(map_abs
+                                           + ((ret - 1) >> UNWIND_MAP_SHIFT)
+                                             * sizeof(*map));
             } else {
                 const uint64_t *last = (i == -(intptr_t)max) ? NULL
                                                               : &end[i - 1];
@@ -345,10 +360,10 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
                 }
 
                 want = unwind_map_callee(env, ret);
+                end[i] = ret - 1;
             }
 
             /* Either way ret - 1 is in the text. */
-            end[i] = ret - 1;
             lo = fp + 1;
             /* frame[0], without keeping frame across the general checks. */
             UNWIND_OPAQUE(fp);

@@ -58,7 +58,7 @@ struct unwind_stack {
  * last one may be partial), the offset from text_lo of func_start() of
  * all of the granule's bytes in the text, or UNWIND_FUNC_MIXED.  It must
  * agree with func_start(), and is used only for a text shorter than
- * 2 GiB.
+ * 2 GiB that starts on a granule (text_lo a multiple of its size).
  */
 struct unwind_env {
     const struct unwind_stack *stacks;

@@ -35,14 +35,28 @@
 #include "kern/thread.h"
 
 /*
- * A sample buffer: nr_cpus rings of size bytes each.  Set up at creation,
- * then only the rings change (see kern/perfmon_ring.h).
+ * A sample buffer: nr_cpus rings of size bytes each, by CPU.  Set up at
+ * creation, then only the rings change (see kern/perfmon_ring.h).  Each
+ * ring lies at the start of its own block, its data after it
+ * (struct perfmon_sbuf_block): a writer finds its CPU's ring by one load.
  */
 struct perfmon_sbuf {
     unsigned int nr_cpus;
     size_t size;
-    struct perfmon_ring rings[];
+    struct perfmon_ring *rings[];
 };
+
+/*
+ * A CPU's part of a sample buffer: its ring, then the ring's data.  The
+ * ring is at the start: a ring pointer is its block's.
+ */
+struct perfmon_sbuf_block {
+    struct perfmon_ring ring;
+    uint64_t data[];
+};
+
+_Static_assert(offsetof(struct perfmon_sbuf_block, ring) == 0,
+               "a ring pointer is its block's");
 
 /*
  * The largest sample record: header, fields and id, the five words of IP
@@ -56,9 +70,10 @@ struct perfmon_sbuf {
      + sizeof(struct perfmon_branch) * PERFMON_MAX_BRANCHES)
 
 static size_t
-perfmon_sbuf_data_size(const struct perfmon_sbuf *sbuf)
+perfmon_sbuf_block_size(const struct perfmon_sbuf *sbuf)
 {
-    return sbuf->size + PERFMON_SAMPLE_MAX_SIZE;
+    return sizeof(struct perfmon_sbuf_block) + sbuf->size
+           + PERFMON_SAMPLE_MAX_SIZE;
 }
 
 /* ---- buffers -------------------------------------------------------------- */
@@ -67,7 +82,7 @@ static size_t
 perfmon_sbuf_struct_size(unsigned int nr_cpus)
 {
     return sizeof(struct perfmon_sbuf)
-           + nr_cpus * sizeof(struct perfmon_ring);
+           + nr_cpus * sizeof(struct perfmon_ring *);
 }
 
 void
@@ -78,7 +93,7 @@ perfmon_sbuf_destroy(struct perfmon_sbuf *sbuf)
     }
 
     for (unsigned int i = 0; i < sbuf->nr_cpus; i++) {
-        kmem_free(sbuf->rings[i].data, perfmon_sbuf_data_size(sbuf));
+        kmem_free(sbuf->rings[i], perfmon_sbuf_block_size(sbuf));
     }
 
     kmem_free(sbuf, perfmon_sbuf_struct_size(sbuf->nr_cpus));
@@ -104,15 +119,18 @@ perfmon_sbuf_create(struct perfmon_sbuf **sbufp, size_t size)
     sbuf->size = size;
 
     for (unsigned int i = 0; i < nr_cpus; i++) {
-        void *data = kmem_alloc(perfmon_sbuf_data_size(sbuf));
+        struct perfmon_sbuf_block *block;
 
-        if (data == NULL) {
+        block = kmem_alloc(perfmon_sbuf_block_size(sbuf));
+
+        if (block == NULL) {
             perfmon_sbuf_destroy(sbuf);
             return -ENOMEM;
         }
 
-        perfmon_ring_init_spare(&sbuf->rings[i], data, size,
+        perfmon_ring_init_spare(&block->ring, block->data, size,
                                 PERFMON_SAMPLE_MAX_SIZE);
+        sbuf->rings[i] = &block->ring;
         sbuf->nr_cpus = i + 1;
     }
 
@@ -128,13 +146,13 @@ perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu, void *dst,
         return 0;
     }
 
-    return perfmon_ring_pop(&sbuf->rings[cpu], dst, cap);
+    return perfmon_ring_pop(sbuf->rings[cpu], dst, cap);
 }
 
 struct perfmon_ring *
 perfmon_sbuf_ring(struct perfmon_sbuf *sbuf, unsigned int cpu)
 {
-    return (sbuf == NULL || cpu >= sbuf->nr_cpus) ? NULL : &sbuf->rings[cpu];
+    return (sbuf == NULL || cpu >= sbuf->nr_cpus) ? NULL : sbuf->rings[cpu];
 }
 
 size_t
@@ -144,7 +162,7 @@ perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu)
         return 0;
     }
 
-    return perfmon_ring_drop(&sbuf->rings[cpu]);
+    return perfmon_ring_drop(sbuf->rings[cpu]);
 }
 
 uint64_t
@@ -154,7 +172,7 @@ perfmon_sbuf_lost(const struct perfmon_sbuf *sbuf, unsigned int cpu)
         return 0;
     }
 
-    return perfmon_ring_lost(&sbuf->rings[cpu]);
+    return perfmon_ring_lost(sbuf->rings[cpu]);
 }
 
 unsigned int
@@ -191,7 +209,7 @@ perfmon_sample_ring(const struct perfmon_sampling *sampling)
         return NULL;
     }
 
-    return &sampling->sbuf->rings[cpu];
+    return sampling->sbuf->rings[cpu];
 }
 
 /*
@@ -251,6 +269,27 @@ perfmon_sample_nr_words[PERFMON_SAMPLE_FIXED_MASK + 1] = {
     PERFMON_SAMPLE_NR_WORDS4(16), PERFMON_SAMPLE_NR_WORDS4(20),
     PERFMON_SAMPLE_NR_WORDS4(24), PERFMON_SAMPLE_NR_WORDS4(28),
 };
+
+/*
+ * The word after a sample's header: u32 its fields, then u32 the
+ * sampling id, as the two lie in struct perfmon_sampling: one load.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_sample_fields_word(const struct perfmon_sampling *sampling)
+{
+    uint64_t word;
+
+    _Static_assert(offsetof(struct perfmon_sampling, id)
+                   == offsetof(struct perfmon_sampling, fields) + 4
+                   && sizeof(sampling->fields) == 4
+                   && sizeof(sampling->id) == 4,
+                   "the id follows the fields, u32 each");
+    __builtin_memcpy(&word,
+                     (const char *)sampling
+                     + offsetof(struct perfmon_sampling, fields),
+                     sizeof(word));
+    return word;
+}
 
 /* The TID word: u32 0, then u32 the thread id (0 for no thread). */
 static inline __attribute__((always_inline)) uint64_t
@@ -385,7 +424,7 @@ perfmon_sample_write_any(const struct perfmon_sampling *sampling,
             return false;
         }
 
-        rec[1] = fields | ((uint64_t)sampling->id << 32);
+        rec[1] = perfmon_sample_fields_word(sampling);
         w = perfmon_sample_put_fixed(&rec[2], fields, frame, period);
 
         if (fields & PERFMON_SF_READ) {
@@ -431,13 +470,31 @@ perfmon_sample_write_any(const struct perfmon_sampling *sampling,
     (2 + __builtin_popcount((fields) & ((field) - 1)))
 
 /*
+ * A fixed layout's record once the first try of its claim failed (no
+ * room, or a producer interrupted the claim), the ring entered: out of
+ * it, then the record written by the writer of any layout, which makes
+ * the same record (or counts it lost), its time still taken where it is
+ * claimed.  Out of line, so that the fixed writer keeps nothing across a
+ * call.
+ */
+static bool __attribute__((noinline))
+perfmon_sample_write_again(const struct perfmon_sampling *sampling,
+                           struct perfmon_ring *ring,
+                           const struct trap_frame *frame, uint64_t period)
+{
+    perfmon_ring_leave(ring);
+    return perfmon_sample_write_any(sampling, perfmon_sample_size(sampling),
+                                    frame, period);
+}
+
+/*
  * A layout of the fields IP to PERIOD alone: a record of a size known at
- * build time, its room claimed first (perfmon_ring_reserve()), then its
- * words stored: with fields a constant, only those of the layout, tested
- * for nothing, each at its place, with no call among them (the thread id
- * and the time are inline).  The time is taken after the claim, so that
- * the records of a ring are in the order of their times even when one
- * producer interrupts another.
+ * build time, its room claimed first (perfmon_ring_reserve_once()), then
+ * its words stored: with fields a constant, only those of the layout,
+ * tested for nothing, each at its place, with no call among them (the
+ * thread id and the time are inline).  The time is taken after the
+ * claim, so that the records of a ring are in the order of their times
+ * even when one producer interrupts another.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
@@ -446,7 +503,7 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
 {
     const uint64_t size = PERFMON_SAMPLE_NR_WORDS(fields) * sizeof(uint64_t);
     struct perfmon_sbuf *sbuf = sampling->sbuf;
-    unsigned int cpu = cpu_id();
+    uint64_t cpu = cpu_id();            /* widened once: index and word */
     struct perfmon_ring *ring;
     uint64_t off, *w;
 
@@ -454,16 +511,16 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
         return false;
     }
 
-    ring = &sbuf->rings[cpu];
-    __asm__("" : "+r"(ring));   /* one base, not recomputed from cpu */
+    ring = sbuf->rings[cpu];
+    perfmon_ring_enter(ring);
 
-    if (!perfmon_ring_reserve(ring, size, &off)) {
-        return false;
+    if (unlikely(!perfmon_ring_reserve_once(ring, size, &off))) {
+        return perfmon_sample_write_again(sampling, ring, frame, period);
     }
 
     w = (uint64_t *)&ring->data[off];
     w[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, size, 0);
-    w[1] = fields | ((uint64_t)sampling->id << 32);
+    w[1] = perfmon_sample_fields_word(sampling);
 
     if (fields & PERFMON_SF_IP) {
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_IP)] = frame->rip;
@@ -472,11 +529,6 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     if (fields & PERFMON_SF_TID) {
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TID)]
             = perfmon_sample_tid_word();
-    }
-
-    if (fields & PERFMON_SF_TIME) {
-        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TIME)]
-            = perfmon_sample_now_ns();
     }
 
     if (fields & PERFMON_SF_CPU) {
@@ -488,7 +540,18 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_PERIOD)] = period;
     }
 
-    perfmon_ring_publish(ring, off, size);
+    /*
+     * The time last, the other words stored: the conversion's registers
+     * are then free, and none is saved for it.
+     */
+    barrier();
+
+    if (fields & PERFMON_SF_TIME) {
+        w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_TIME)]
+            = perfmon_sample_now_ns();
+    }
+
+    perfmon_ring_publish(ring);
     return true;
 }
 

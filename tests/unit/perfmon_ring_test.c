@@ -441,7 +441,7 @@ produce_in_place_alone(unsigned int seq, size_t n)
 /*
  * Records written in place by produce_fn go round the ring, cut by its
  * end at every 8-byte point, and come out as records copied in do
- * (produce()): the words past the end are moved to the start.  The
+ * (produce()): those past the end lie in one piece, in the spare.  The
  * spare's end is never passed.
  */
 static void
@@ -607,7 +607,7 @@ produce_reserved(unsigned int seq, size_t n)
         rec[8 + i] = (unsigned char)(seq + i);
     }
 
-    perfmon_ring_publish(&ring, off, size);
+    perfmon_ring_publish(&ring);
     return true;
 }
 
@@ -616,6 +616,57 @@ test_reserved_across_end(void **state)
 {
     (void)state;
     check_across_end(produce_reserved);
+}
+
+/*
+ * Records copied in and written in place by turns, in a ring with spare,
+ * cut by its end at every 8-byte point: the copied ones in one piece into
+ * the spare when they fit there, wrapped to the start when they are
+ * longer (past 128 bytes), as the consumer reads them; all come out
+ * intact, in order, and the spare's end is never passed.
+ */
+static void
+test_mixed_across_end(void **state)
+{
+    bool cut[2][32] = { { false } };
+    uint32_t lcg = 11;
+    size_t n[2] = { 0, 0 };
+
+    (void)state;
+    place_setup();
+
+    for (unsigned int seq = 0; seq < 2000; seq++) {
+        uint64_t off = ring.head % 512;
+        size_t len;
+
+        lcg = lcg * 1103515245 + 12345;
+
+        if (seq % 2 == 0) {
+            len = 1 + (lcg >> 20) % 240;        /* up to 248 bytes */
+            assert_true(produce(seq, len));
+        } else {
+            len = 8 * (1 + (lcg >> 24) % 15);
+            assert_true(produce_in_place(seq, len, NULL));
+        }
+
+        if (off + 8 + len > 512 && (512 - off) / 8 < 32) {
+            cut[8 + len > 128][(512 - off) / 8] = true;
+        }
+
+        n[seq % 2] = len;
+
+        if (seq % 2 == 1) {
+            consume(seq - 1, n[0]);
+            consume(seq, n[1]);
+        }
+    }
+
+    for (unsigned int w = 1; w < 16; w++) {
+        assert_true(cut[0][w] && cut[1][w]);
+    }
+
+    assert_true(place_data[64 + 16] == 0xeeeeeeeeeeeeeeeeULL);
+    assert_true(perfmon_ring_lost(&ring) == 0);
 }
 
 static void
@@ -701,6 +752,7 @@ main(void)
         cmocka_unit_test(test_in_place_full),
         cmocka_unit_test(test_in_place_interrupted),
         cmocka_unit_test(test_reserved_across_end),
+        cmocka_unit_test(test_mixed_across_end),
         cmocka_unit_test(test_reserved_full),
         cmocka_unit_test(test_reserved_interrupted),
     };

@@ -642,6 +642,31 @@ test_map_long_text(void **state)
     assert_int_equal(nr_func_start, 1);
 }
 
+/*
+ * Nor for a text that does not start on a granule: the walk finds a
+ * return's map entry from the address itself, which needs the granules
+ * aligned.  The map here must not be read: each entry names b as seen
+ * from the shifted start, so that, read, it would take b's frame without
+ * a look-up.
+ */
+static void
+test_map_unaligned_text(void **state)
+{
+    uint64_t ips[8];
+
+    (void)state;
+    map_chain_setup();
+    env.func_map = fmap;
+    env.text_lo = code(8);
+
+    for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
+        fmap[g] = FN_B - 8;
+    }
+
+    assert_map_chain(unwind_fp(&env, addr(0, 20), code(FN_C), ips, 8), ips);
+    assert_int_equal(nr_func_start, 1);
+}
+
 /* ---- the same chains as the reference unwinder ------------------------------ */
 
 static uint64_t
@@ -764,6 +789,7 @@ main(void)
         cmocka_unit_test(test_map_mixed),
         cmocka_unit_test(test_map_callee_of_last_byte),
         cmocka_unit_test(test_map_long_text),
+        cmocka_unit_test(test_map_unaligned_text),
         cmocka_unit_test(test_random_same_as_reference),
     };
 
