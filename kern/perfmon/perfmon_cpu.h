@@ -245,8 +245,6 @@ void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
                           uint64_t now, bool folded);
-void perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
-                              unsigned int in);
 void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
                             bool ovf);
 void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
@@ -586,6 +584,93 @@ perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
     counts->value = pmc->value;
     counts->enabled = pmc->enabled;
     counts->running = pmc->running;
+}
+
+/*
+ * The record of a slot holding no counter here reads its own prev: a
+ * read's difference is then 0, so the fast read needs no test of
+ * sched_mask to know it is not counting here.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
+{
+    pmc->read_how = PERFMON_READ_MEM;
+    pmc->read_arg = (uintptr_t)&pmc->prev;
+}
+
+/*
+ * Pass the counter slot out holds here (its record from, its bit obit)
+ * on to slot in, reprogrammed in
+ * place by the device's transfer (in not running).  The device returns
+ * the raw value at the hand-over: out's count is folded up to it, and in
+ * starts from it, so what the counter counted of out's event after out's
+ * last fold is out's, never in's (for a clock passed on to an event
+ * counter, thousands of cycles).  in reads the counter as out did, unless
+ * the device says otherwise: it is handed the method.  An overflow marked
+ * for out by then is out's: an NMI comes after its wrap, and the count
+ * before the hand-over is out's.  in takes out's wrap_seen: the device
+ * keeps the overflow status, and the NMI of a wrap out's fold counted
+ * comes for in, which must not add a period again.  in runs before the
+ * map says so and out stops after: an NMI in between finds one of them
+ * running.  An overflow marked for out after the fold (in the few
+ * instructions before the map names in) is taken as one of the count
+ * that goes on: it moves to in, folded at the section's end.  Its one
+ * caller, the context switch (perfmon_sched_transfer), checked that out
+ * runs and counts, that in does not run nor sample, and moves the two
+ * threads' clocks itself.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
+                         uint64_t obit, unsigned int in)
+{
+    struct perfmon_cpu_pmc *to = &cpu->pmcs[in];
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    struct perfmon_dev *dev = from->dev;
+    uint64_t raw;
+
+    __asm__("" : "+r"(to));     /* kept, not recomputed from in */
+
+    /* No NMI looks at in's record before the map names it. */
+    to->read_how = from->read_how;
+    to->read_arg = from->read_arg;
+    to->hw_id = from->hw_id;
+    to->dev = dev;
+    to->mask = from->mask;
+    to->peek_max = from->peek_max;
+
+    /* The call orders the accesses to the state, as a barrier would. */
+    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags,
+                             &to->read_how, &to->read_arg);
+
+    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
+        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
+        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
+    }
+
+    to->prev = from->prev;
+    to->wrap_seen = from->wrap_seen;
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | perfmon_slot_bit(in));
+    barrier();
+    WRITE_ONCE(cpu->devs[in / PERFMON_DEV_MAX_PMCS].slot_of_hw[to->hw_id],
+               in + 1);
+    barrier();
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
+
+    /*
+     * out holds no counter now, as after a stop: its record reads its own
+     * prev.  (No path found reads it before out is given a counter again,
+     * which sets the method; this keeps the record's rule without that.)
+     */
+    perfmon_cpu_pmc_set_idle(from);
+
+    /* The map names in now: no NMI marks out pending from here on. */
+    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
+        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
+        __atomic_fetch_or(&cpu->pending, perfmon_slot_bit(in),
+                          __ATOMIC_RELAXED);
+    }
 }
 
 #ifdef TALLY_HOST_TEST
