@@ -436,11 +436,12 @@ softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
 /*
  * Count another event from the count the counter holds.  Between two
  * event counters the count stays where it is, and so does the read
- * method (the count, in place): the counter stops counting the old event
- * (its handler skips a counter not running, so that no new event is
- * counted into the old one's count), the count at the stop is the
- * hand-over's, and it goes on with the new.  A wrap it holds in the
- * status stays, the count's that goes on.
+ * method (the count, in place).  The counter does not run while it
+ * changes events (its handler skips it, counting neither the old event
+ * nor the new), the old event is withdrawn and the new announced, and
+ * the count then, the hand-over's, goes on with the new.  A wrap it
+ * holds in the status stays, the count's that goes on.  Only c is kept
+ * across the calls: the rest is read back from it.
  */
 static uint64_t
 softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
@@ -449,8 +450,9 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
     uint64_t old = c->raw_event, count;
-    bool counts;
+    bool counted;
 
+    __asm__("" : "+r"(c));      /* kept, not recomputed */
     assert(c->running);
 
     if (unlikely(old == SWEVENT_CLOCK || raw_event == SWEVENT_CLOCK)) {
@@ -460,22 +462,21 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
 
     WRITE_ONCE(c->running, false);
     barrier();
-    count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+    counted = c->counts;
+    c->raw_event = raw_event;
+    c->counts = softpmu_counts(raw_event, flags);
 
-    if (c->counts) {
+    if (counted) {
         swevent_deactivate((unsigned int)old);
     }
 
-    counts = softpmu_counts(raw_event, flags);
-    c->raw_event = raw_event;
-    c->counts = counts;
-    barrier();
-    WRITE_ONCE(c->running, true);
-
-    if (counts) {
-        swevent_activate((unsigned int)raw_event);
+    if (READ_ONCE(c->counts)) {
+        swevent_activate((unsigned int)READ_ONCE(c->raw_event));
     }
 
+    count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+    barrier();
+    WRITE_ONCE(c->running, true);
     return count;
 }
 

@@ -600,7 +600,8 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 
 /*
  * Pass the counter slot out holds here (its record from, its bit obit)
- * on to slot in, reprogrammed in
+ * on to slot in (its record to, its fixed part gpmc, its bit ibit),
+ * reprogrammed in
  * place by the device's transfer (in not running).  The device returns
  * the raw value at the hand-over: out's count is folded up to it, and in
  * starts from it, so what the counter counted of out's event after out's
@@ -621,14 +622,12 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
-                         uint64_t obit, unsigned int in)
+                         uint64_t obit, struct perfmon_cpu_pmc *to,
+                         const struct perfmon_pmc *gpmc, unsigned int in,
+                         uint64_t ibit)
 {
-    struct perfmon_cpu_pmc *to = &cpu->pmcs[in];
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
     struct perfmon_dev *dev = from->dev;
     uint64_t raw;
-
-    __asm__("" : "+r"(to));     /* kept, not recomputed from in */
 
     /* No NMI looks at in's record before the map names it. */
     to->read_how = from->read_how;
@@ -651,7 +650,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
 
     to->prev = from->prev;
     to->wrap_seen = from->wrap_seen;
-    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | perfmon_slot_bit(in));
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
     barrier();
     WRITE_ONCE(cpu->devs[in / PERFMON_DEV_MAX_PMCS].slot_of_hw[to->hw_id],
                in + 1);
@@ -668,8 +667,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     /* The map names in now: no NMI marks out pending from here on. */
     if (unlikely(READ_ONCE(cpu->pending) & obit)) {
         __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
-        __atomic_fetch_or(&cpu->pending, perfmon_slot_bit(in),
-                          __ATOMIC_RELAXED);
+        __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
     }
 }
 

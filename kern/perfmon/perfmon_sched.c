@@ -813,10 +813,12 @@ unsigned int
 perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
                        uint64_t candidates, uint64_t now)
 {
+    struct perfmon_cpu_pmc *from = &cpu->pmcs[out];
     unsigned int d = out / PERFMON_DEV_MAX_PMCS;
     uint64_t pass = READ_ONCE(perfmon_pass_slots);
+    uint64_t obit = perfmon_slot_bit(out);
 
-    if (!perfmon_sched_may_pass(cpu, out, pass)) {
+    if (!perfmon_sched_may_pass(cpu, out, from, obit, pass)) {
         return PERFMON_MAX_PMCS;
     }
 
@@ -825,10 +827,11 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
 
     for (; candidates != 0; candidates &= candidates - 1) {
         unsigned int in = (unsigned int)__builtin_ctzll(candidates);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
-        if (perfmon_sched_may_take(cpu, d, in, cpu->pmcs[out].hw_id)) {
-            perfmon_sched_pass(cpu, &cpu->pmcs[out], perfmon_slot_bit(out),
-                               in, now);
+        if (perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
+            perfmon_sched_pass(cpu, from, obit, &cpu->pmcs[in], gpmc, in,
+                               perfmon_slot_bit(in), now);
             return in;
         }
     }

@@ -51,16 +51,15 @@ unsigned int perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
 void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
 
 /*
- * Whether slot (of perfmon_pass_slots) may take over counter hw_id of
- * device d here as placing it would: hw_id counts it, is not reserved,
+ * Whether a slot of perfmon_pass_slots (gpmc, its fixed part) may take
+ * over counter hw_id of device d here as placing it would: hw_id counts it, is not reserved,
  * and no preferred counter is free besides (a slot that prefers none, the
  * common case, is not asked).
  */
 static inline __attribute__((always_inline)) bool
 perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
-                       unsigned int slot, unsigned int hw_id)
+                       const struct perfmon_pmc *gpmc, unsigned int hw_id)
 {
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
     uint64_t hw = 1ULL << hw_id, reserved = READ_ONCE(perfmon_dev_reserved[d]);
 
     if (!(gpmc->counters & ~reserved & hw)) {
@@ -72,7 +71,8 @@ perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
 }
 
 /*
- * Whether slot out's counter may pass in place, at its last user's
+ * Whether slot out's counter (its record from, its bit obit) may pass
+ * in place, at its last user's
  * leaving, to another slot of perfmon_pass_slots (counting, alone, on a
  * device that can transfer) getting its first: out is such a slot and
  * runs here with no other user, and no slot of the device waits for a
@@ -80,30 +80,31 @@ perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
  */
 static inline __attribute__((always_inline)) bool
 perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int out,
+                       const struct perfmon_cpu_pmc *from, uint64_t obit,
                        uint64_t pass)
 {
-    return cpu->pmcs[out].nr_refs == 1
-           && (pass & cpu->sched_mask & perfmon_slot_bit(out))
+    return from->nr_refs == 1 && (pass & cpu->sched_mask & obit)
            && cpu->devs[out / PERFMON_DEV_MAX_PMCS].waiting == 0;
 }
 
 /*
- * The pass itself (out's record from, its bit obit), at now, once out
- * may pass and in (of
- * perfmon_pass_slots, of out's device, active nowhere here) may take its
- * counter: out's last user leaves and in's first comes, out's times
- * (active, running) counted to now, in's starting from now, and its share
- * with them (as perfmon_sched_activate, in needing no sampling); the
- * counter passes in place (perfmon_cpu_pmc_transfer).
+ * The pass itself (out's record from, its bit obit; in's record to, its
+ * fixed part gpmc, its bit ibit), at
+ * now, once out may pass and in (of perfmon_pass_slots, of out's device,
+ * active nowhere here) may take its counter: out's last user leaves and
+ * in's first comes, out's times (active, running) counted to now, in's
+ * starting from now, and its share with them (as perfmon_sched_activate,
+ * in needing no sampling); the counter passes in place
+ * (perfmon_cpu_pmc_transfer).
  */
 static inline __attribute__((always_inline)) void
 perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
-                   uint64_t obit, unsigned int in, uint64_t now)
+                   uint64_t obit, struct perfmon_cpu_pmc *to,
+                   const struct perfmon_pmc *gpmc, unsigned int in,
+                   uint64_t ibit, uint64_t now)
 {
-    struct perfmon_cpu_pmc *to = &cpu->pmcs[in];
     uint64_t dt = now - from->stamp;
 
-    __asm__("" : "+r"(to));     /* kept, not recomputed from in */
     from->enabled += dt;
     from->running += dt;
     from->stamp = now;
@@ -112,9 +113,8 @@ perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     to->nr_refs = 1;
     to->share_enabled = to->enabled;
     to->share_running = to->running;
-    WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit)
-                                 | perfmon_slot_bit(in));
-    perfmon_cpu_pmc_transfer(cpu, from, obit, in);
+    WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
+    perfmon_cpu_pmc_transfer(cpu, from, obit, to, gpmc, in, ibit);
 }
 
 void perfmon_sched_evict_all(struct perfmon_dev *dev);

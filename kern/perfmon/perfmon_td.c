@@ -226,9 +226,9 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
                         struct perfmon_cpu *cpu)
 {
     uint64_t kept = prev->loaded_mask, in = next->active_mask, now;
-    uint64_t pass = READ_ONCE(perfmon_pass_slots);
-    struct perfmon_cpu_pmc *from;
-    uint64_t *count;
+    uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
+    const struct perfmon_pmc *gpmc;
+    struct perfmon_cpu_pmc *from, *to;
     unsigned int out, slot;
 
     if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
@@ -240,11 +240,13 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     out = (unsigned int)__builtin_ctzll(kept);
     slot = (unsigned int)__builtin_ctzll(in);
     from = &cpu->pmcs[out];
-    __asm__("" : "+r"(from));   /* kept, not recomputed from out */
+    to = &cpu->pmcs[slot];
+    gpmc = &perfmon_pmcs[slot];
+    __asm__("" : "+r"(from), "+r"(to), "+r"(gpmc));  /* not recomputed */
 
     if ((out ^ slot) >= PERFMON_DEV_MAX_PMCS
-        || !perfmon_sched_may_pass(cpu, out, pass)
-        || !perfmon_sched_may_take(cpu, out / PERFMON_DEV_MAX_PMCS, slot,
+        || !perfmon_sched_may_pass(cpu, out, from, kept, pass)
+        || !perfmon_sched_may_take(cpu, out / PERFMON_DEV_MAX_PMCS, gpmc,
                                    from->hw_id)) {
         perfmon_td_switch_all(prev, next, cpu);
         return;
@@ -253,13 +255,15 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     /* All but out's count, which the hand-over folds, moves first. */
     now = cpu->now;
     count = &prev->pmcs[out].value;
+    offset = &next->pmcs[slot].value;
+    __asm__("" : "+r"(count), "+r"(offset));        /* not recomputed */
     prev->clock += now;
     prev->loaded_mask = 0;
-    next->pmcs[slot].value -= cpu->pmcs[slot].value;
+    *offset -= to->value;
     next->clock -= now;
     next->loaded_mask = in;
     cpu->td = next;
-    perfmon_sched_pass(cpu, from, kept, slot, now);
+    perfmon_sched_pass(cpu, from, kept, to, gpmc, slot, in, now);
     *count += from->value;
     perfmon_cpu_leave(cpu);
 }
