@@ -357,6 +357,9 @@ perfmon_cpu_init(unsigned int cpu_index)
 
     for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pmcs); i++) {
         perfmon_cpu_pmc_set_idle(&cpu->pmcs[i]);
+        cpu->pmcs[i].td_offset = offsetof(struct perfmon_td, pmcs)
+                                 + i * sizeof(struct perfmon_td_pmc)
+                                 + offsetof(struct perfmon_td_pmc, value);
     }
 
     cpu_set_perfmon(cpu_index, cpu);

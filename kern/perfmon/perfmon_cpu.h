@@ -26,7 +26,10 @@
  * slot holding no counter here reads its own prev, perfmon_cpu_init) and
  * the most a read may find the counter past prev without folding
  * (peek_max).  The
- * fields a read uses come first, in one cache line.  value grows by the
+ * fields a read uses come first, in one cache line, with the offset of
+ * the slot's value in a struct perfmon_td (td_offset, fixed at init), so
+ * that the context switch finds both of a slot's records without a
+ * multiply.  value grows by the
  * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
  * wrap must not add a period again.  enabled and running grow with the TSC
@@ -53,6 +56,7 @@ struct perfmon_cpu_pmc {
     struct perfmon_dev *dev;
     unsigned int nr_refs;
     bool wrap_seen;
+    uint16_t td_offset;                 /* of the slot's value in a thread */
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
@@ -97,6 +101,8 @@ _Static_assert((sizeof(struct perfmon_cpu_dev)
                "a device's state is indexed by a shift");
 
 _Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
+_Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
+               "td_offset holds an offset in a thread's state");
 
 /*
  * Overflow interrupts nest at most this deep on one CPU: an NMI landing in

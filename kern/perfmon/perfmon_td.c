@@ -309,6 +309,13 @@ perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
     perfmon_cpu_leave(cpu);
 }
 
+/* A thread's value of the slot whose record on a CPU has td_offset. */
+static inline __attribute__((always_inline)) uint64_t *
+perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
+{
+    return (uint64_t *)((char *)td + td_offset);
+}
+
 /*
  * A context switch from prev to next on this CPU, in one section.  When
  * next counts exactly the events prev counts and they all run here (none
@@ -343,6 +350,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     do {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
         struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        unsigned long offset;
         uint64_t raw, value;
 
         __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
@@ -353,11 +361,12 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
             return;
         }
 
+        offset = pmc->td_offset;
         value = pmc->value + (raw - pmc->prev);
         pmc->value = value;
         pmc->prev = raw;
-        prev->pmcs[slot].value += value;
-        next->pmcs[slot].value -= value;
+        *perfmon_td_value_at(prev, offset) += value;
+        *perfmon_td_value_at(next, offset) -= value;
         slots &= slots - 1;
     } while (slots != 0);
 
