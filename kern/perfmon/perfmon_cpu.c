@@ -71,6 +71,8 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     uint64_t mask = pmc->mask, bit = perfmon_slot_bit(slot), raw, delta;
     bool wrapped, consumed = false;
 
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+
     do {
         if (READ_ONCE(cpu->pending) & bit) {
             __atomic_fetch_and(&cpu->pending, ~bit, __ATOMIC_RELAXED);
