@@ -152,13 +152,14 @@ cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
                          : "a"(leaf), "c"(subleaf));
 }
 
+/* RDTSC clears the upper halves of RAX and RDX: no zero extension. */
 static inline uint64_t
 cpu_rdtsc(void)
 {
-    uint32_t low, high;
+    uint64_t low, high;
 
     __asm__ __volatile__("rdtsc" : "=a"(low), "=d"(high));
-    return ((uint64_t)high << 32) | low;
+    return (high << 32) | low;
 }
 
 static inline void
