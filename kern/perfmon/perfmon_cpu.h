@@ -308,15 +308,28 @@ perfmon_cpu_enter_switch(struct perfmon_cpu *cpu)
     return cpu;
 }
 
+/*
+ * Whether an NMI left slots pending on cpu, the calling CPU: after a
+ * compiler barrier, which makes the load one from memory, taken once,
+ * after what comes before (an aligned word: the NMI cannot split it);
+ * not a READ_ONCE, so that the compiler tests it in memory, in one
+ * instruction.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pending(const struct perfmon_cpu *cpu)
+{
+    barrier();
+    return cpu->pending != 0;
+}
+
 /* The end of a section: clear busy, fold what an NMI left pending. */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_leave(struct perfmon_cpu *cpu)
 {
     barrier();
     WRITE_ONCE(cpu->busy, false);
-    barrier();
 
-    if (unlikely(READ_ONCE(cpu->pending) != 0)) {
+    if (unlikely(perfmon_cpu_pending(cpu))) {
         perfmon_cpu_leave_pending(cpu);
     }
 }

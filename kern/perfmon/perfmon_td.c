@@ -370,7 +370,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         slots &= slots - 1;
     } while (slots != 0);
 
-    if (unlikely(READ_ONCE(cpu->pending))) {
+    if (unlikely(perfmon_cpu_pending(cpu))) {
         perfmon_td_switch_finish(prev, next, cpu, 0);
         return;
     }
