@@ -330,13 +330,15 @@ perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
-    struct perfmon_cpu *cpu = perfmon_cpu_enter_switch(perfmon_cpu_self());
-    uint64_t kept = prev->loaded_mask, slots = kept, now = cpu->now;
+    struct perfmon_cpu *cpu = perfmon_cpu_self();
+    uint64_t now = perfmon_cpu_enter_switch(cpu);
+    uint64_t kept = prev->loaded_mask, slots = kept;
 
     /* Some slots are loaded or active: when none is kept, not all are. */
     if (unlikely((kept ^ next->active_mask)
                  | (kept & (READ_ONCE(perfmon_sampling_slots)
                             | ~cpu->sched_mask)))) {
+        cpu->now = now;         /* read there, not on the path below */
         perfmon_td_switch_other(prev, next, cpu);
         return;
     }
