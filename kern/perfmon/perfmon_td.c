@@ -353,7 +353,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
         struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
         unsigned long offset;
-        uint64_t raw, value;
+        uint64_t raw, delta, value;
 
         __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
 
@@ -364,9 +364,10 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         }
 
         offset = pmc->td_offset;
-        value = pmc->value + (raw - pmc->prev);
-        pmc->value = value;
+        delta = raw - pmc->prev;
         pmc->prev = raw;
+        value = pmc->value + delta;
+        pmc->value = value;
         *perfmon_td_value_at(prev, offset) += value;
         *perfmon_td_value_at(next, offset) -= value;
         slots &= slots - 1;
