@@ -310,17 +310,23 @@ perfmon_cpu_enter_switch(struct perfmon_cpu *cpu)
 }
 
 /*
- * Whether an NMI left slots pending on cpu, the calling CPU: after a
- * compiler barrier, which makes the load one from memory, taken once,
- * after what comes before (an aligned word: the NMI cannot split it);
- * not a READ_ONCE, so that the compiler tests it in memory, in one
- * instruction.
+ * The slots an NMI left pending on cpu, the calling CPU, and whether
+ * there are any: after a compiler barrier, which makes the load one from
+ * memory, taken once, after what comes before (an aligned word: the NMI
+ * cannot split it); not a READ_ONCE, so that the compiler tests it in
+ * memory, in one instruction.
  */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pending_mask(const struct perfmon_cpu *cpu)
+{
+    barrier();
+    return cpu->pending;
+}
+
 static inline __attribute__((always_inline)) bool
 perfmon_cpu_pending(const struct perfmon_cpu *cpu)
 {
-    barrier();
-    return cpu->pending != 0;
+    return perfmon_cpu_pending_mask(cpu) != 0;
 }
 
 /* The end of a section: clear busy, fold what an NMI left pending. */
@@ -665,7 +671,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags,
                              &to->read_how, &to->read_arg);
 
-    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
+    if (unlikely(perfmon_cpu_pending_mask(cpu) & obit)) {
         __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
         perfmon_cpu_pmc_add_ovf(cpu, from, raw);
     } else {
@@ -689,7 +695,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     perfmon_cpu_pmc_set_idle(from);
 
     /* The map names in now: no NMI marks out pending from here on. */
-    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
+    if (unlikely(perfmon_cpu_pending_mask(cpu) & obit)) {
         __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
         __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
     }
