@@ -508,16 +508,19 @@ static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
                     uint64_t raw)
 {
-    uint64_t mask = pmc->mask, prev = pmc->prev;
+    uint64_t mask = pmc->mask, prev = pmc->prev, delta;
 
     raw &= mask;
+    delta = raw - prev;
 
-    if (raw < prev) {
+    /* Only a wrap's difference needs the width. */
+    if (unlikely(raw < prev)) {
         pmc->wrap_seen = true;
         perfmon_syscnt_inc_local(&cpu->nr_overflows);
+        delta &= mask;
     }
 
-    pmc->value += (raw - prev) & mask;
+    pmc->value += delta;
     pmc->prev = raw;
 }
 

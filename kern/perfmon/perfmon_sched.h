@@ -60,13 +60,13 @@ static inline __attribute__((always_inline)) bool
 perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
                        const struct perfmon_pmc *gpmc, unsigned int hw_id)
 {
-    uint64_t hw = 1ULL << hw_id, reserved = READ_ONCE(perfmon_dev_reserved[d]);
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
 
-    if (!(gpmc->counters & ~reserved & hw)) {
+    if (!(((gpmc->counters & ~reserved) >> hw_id) & 1)) {
         return false;
     }
 
-    return likely(gpmc->prefer == 0) || (gpmc->prefer & hw)
+    return likely(gpmc->prefer == 0) || ((gpmc->prefer >> hw_id) & 1)
            || !(gpmc->prefer & ~reserved & ~cpu->devs[d].hw_used);
 }
 

@@ -210,6 +210,13 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
     perfmon_cpu_leave(cpu);
 }
 
+/* A thread's value of the slot whose record on a CPU has td_offset. */
+static inline __attribute__((always_inline)) uint64_t *
+perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
+{
+    return (uint64_t *)((char *)td + td_offset);
+}
+
 /*
  * A switch perfmon_td_switch_slow() does not keep every counter for, in
  * the section it entered, which this one leaves.  From prev with one slot
@@ -254,9 +261,8 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
 
     /* All but out's count, which the hand-over folds, moves first. */
     now = cpu->now;
-    count = &prev->pmcs[out].value;
-    offset = &next->pmcs[slot].value;
-    __asm__("" : "+r"(count), "+r"(offset));        /* not recomputed */
+    count = perfmon_td_value_at(prev, from->td_offset);
+    offset = perfmon_td_value_at(next, to->td_offset);
     prev->clock += now;
     prev->loaded_mask = 0;
     *offset -= to->value;
@@ -307,13 +313,6 @@ perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
     }
 
     perfmon_cpu_leave(cpu);
-}
-
-/* A thread's value of the slot whose record on a CPU has td_offset. */
-static inline __attribute__((always_inline)) uint64_t *
-perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
-{
-    return (uint64_t *)((char *)td + td_offset);
 }
 
 /*
