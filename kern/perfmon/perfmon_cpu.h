@@ -634,8 +634,8 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 /*
  * Pass the counter slot out holds here (its record from, its bit obit)
  * on to slot in (its record to, its fixed part gpmc, its bit ibit),
- * reprogrammed in
- * place by the device's transfer (in not running).  The device returns
+ * reprogrammed in place by the device's transfer (in not running), inline
+ * in the one frame of the switch's pass.  The device returns
  * the raw value at the hand-over: out's count is folded up to it, and in
  * starts from it, so what the counter counted of out's event after out's
  * last fold is out's, never in's (for a clock passed on to an event
@@ -649,8 +649,8 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
  * running.  An overflow marked for out after the fold (in the few
  * instructions before the map names in) is taken as one of the count
  * that goes on: it moves to in, folded at the section's end.  Its one
- * caller, the context switch (perfmon_sched_transfer), checked that out
- * runs and counts, that in does not run nor sample, and moves the two
+ * caller, the context switch's pass (perfmon_sched_pass), checked that
+ * out runs and counts, that in does not run nor sample, and moves the two
  * threads' clocks itself.
  */
 static inline __attribute__((always_inline)) void

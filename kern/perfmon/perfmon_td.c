@@ -221,12 +221,13 @@ perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
  * A switch perfmon_td_switch_slow() does not keep every counter for, in
  * the section it entered, which this one leaves.  From prev with one slot
  * out loaded to next with one other active, when out counts alone on its
- * counter and next's slot may take it over (perfmon_sched_transfer), the
- * counter passes in place: one read (out's fold, at the hand-over) and
- * one write, and the offsets and clocks move as for a kept counter;
- * neither thread's mask of running slots changes (next's slot, not
- * loaded, ran with its clock, and holds a counter now: perfmon_types.h).
- * Anything else is perfmon_td_switch_all's.
+ * counter and next's slot may take it over (the parts of
+ * perfmon_sched_transfer, inline: perfmon_sched.h), the counter passes in
+ * place: one read (out's fold, at the hand-over) and one write, and the
+ * offsets and clocks move as for a kept counter; neither thread's mask of
+ * running slots changes (next's slot, not loaded, ran with its clock, and
+ * holds a counter now: perfmon_types.h).  Anything else is
+ * perfmon_td_switch_all's.
  */
 static void __attribute__((noinline))
 perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
