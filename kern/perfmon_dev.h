@@ -85,8 +85,12 @@ struct perfmon_selftest;                /* kern/perfmon_selftest.h */
  *   another event's counts).  One read and one write of the event select
  *   where the device can.  Unlike
  *   start, it keeps an overflow status the counter holds: it belongs to
- *   the count that goes on, and the core folds it for the new slot.  The
- *   read method may change: the core asks read_method again.
+ *   the count that goes on, and the core folds it for the new slot.
+ *   *read_howp and *argp hold the counter's read method (read_method's,
+ *   or PERFMON_READ_OP without the op): the device changes them when the
+ *   new event is read otherwise, and leaves them alone when it is read as
+ *   the old was (an RDPMC index stays with its counter), so that the core
+ *   asks nothing again.
  * write (optional: devices without it cannot sample): load a running
  *   counter on this CPU with value, within the device's width, so that it
  *   overflows after 2^width - value events (stored in place instead for a
@@ -138,7 +142,8 @@ struct perfmon_dev_ops {
     unsigned int (*read_method)(struct perfmon_dev *dev, unsigned int hw_id,
                                 uintptr_t *argp);
     uint64_t (*transfer)(struct perfmon_dev *dev, unsigned int hw_id,
-                         uint64_t raw_event, unsigned int flags);
+                         uint64_t raw_event, unsigned int flags,
+                         unsigned int *read_howp, uintptr_t *argp);
     void (*write)(struct perfmon_dev *dev, unsigned int hw_id,
                   uint64_t value);
     uint64_t (*handle_overflow_intr)(struct perfmon_dev *dev);

@@ -152,6 +152,7 @@ cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
                          : "a"(leaf), "c"(subleaf));
 }
 
+/* RDTSC clears the upper halves of RAX and RDX: no zero extension. */
 static inline uint64_t
 cpu_rdtsc(void)
 {

@@ -466,9 +466,14 @@ static uint64_t pmu_amd_read(struct perfmon_dev *dev, unsigned int hw_id);
 
 static uint64_t
 pmu_amd_transfer(struct perfmon_dev *dev, unsigned int hw_id,
-                 uint64_t raw_event, unsigned int flags)
+                 uint64_t raw_event, unsigned int flags,
+                 unsigned int *read_howp, uintptr_t *argp)
 {
     uint64_t raw = pmu_amd_read(dev, hw_id);
+
+    /* The counter's RDPMC index stays: the read method holds. */
+    (void)read_howp;
+    (void)argp;
 
     assert(!pmu_amd_is_pair(hw_id));
     assert(pmu_active_get() & (1ULL << hw_id));

@@ -621,7 +621,8 @@ pmu_selftest_transfer(struct pmu_selftest *t)
     struct pmu_selftest_set set;
     uint64_t before, after;
     unsigned long flags;
-    unsigned int hw_id;
+    unsigned int hw_id, how = PERFMON_READ_OP;
+    uintptr_t arg = 0;
 
     if (pmu_selftest_take(t, PERFMON_EV_INSTRUCTION, &set) != 0) {
         perfmon_selftest_skip(t->st, what, "no counter free");
@@ -641,10 +642,11 @@ pmu_selftest_transfer(struct pmu_selftest *t)
     perfmon_selftest_spin(PMU_SELFTEST_SHORT);
     before = t->dev->ops->read(t->dev, hw_id);
     t->dev->ops->transfer(t->dev, hw_id, set.raw | (255ULL << 24),
-                          PERFMON_EF_KERN);
+                          PERFMON_EF_KERN, &how, &arg);
     perfmon_selftest_spin(PMU_SELFTEST_SHORT);
     after = t->dev->ops->read(t->dev, hw_id);
-    t->dev->ops->transfer(t->dev, hw_id, set.raw, PERFMON_EF_KERN);
+    t->dev->ops->transfer(t->dev, hw_id, set.raw, PERFMON_EF_KERN, &how,
+                          &arg);
     cpu_intr_restore(flags);
 
     /* What retires between the read and the write, a few instructions. */

@@ -387,22 +387,23 @@ softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
 }
 
 /*
- * Count another event from the count the counter holds: an event
- * counter's stays in count; the clock's lives in its start, moved there
- * and back.  It is not running for the few instructions in between, so
- * that the handler does not count the new event into the old one; a wrap
- * it holds in the status stays, the count's that goes on.  The count at
- * the stop is the hand-over's.
+ * Count another event from the count the counter holds, when the clock
+ * is one of the two: its count lives in its start, moved there and back,
+ * and the core reads it through the op, not in place.  It is not running
+ * for the few instructions in between, so that the handler does not
+ * count the new event into the old one; a wrap it holds in the status
+ * stays, the count's that goes on.  The count at the stop is the
+ * hand-over's.
  */
-static uint64_t
-softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
-                 uint64_t raw_event, unsigned int flags)
+static uint64_t __attribute__((noinline))
+softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
+                       uint64_t raw_event, unsigned int flags,
+                       unsigned int *read_howp, uintptr_t *argp)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
     bool was_clock = (c->raw_event == SWEVENT_CLOCK);
     uint64_t count = was_clock ? cpu_rdtsc() - c->tsc_start : 0;
 
-    assert(c->running);
     softpmu_stop(dev, hw_id);
     barrier();
 
@@ -429,6 +430,54 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
         swevent_activate((unsigned int)raw_event);
     }
 
+    *read_howp = softpmu_read_method(dev, hw_id, argp);
+    return count;
+}
+
+/*
+ * Count another event from the count the counter holds.  Between two
+ * event counters the count stays where it is, and so does the read
+ * method (the count, in place).  The counter does not run while it
+ * changes events (its handler skips it, counting neither the old event
+ * nor the new), the old event is withdrawn and the new announced, and
+ * the count then, the hand-over's, goes on with the new.  A wrap it
+ * holds in the status stays, the count's that goes on.  Only c is kept
+ * across the calls: the rest is read back from it.
+ */
+static uint64_t
+softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
+                 uint64_t raw_event, unsigned int flags,
+                 unsigned int *read_howp, uintptr_t *argp)
+{
+    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
+    uint64_t old = c->raw_event, count;
+    bool counted;
+
+    __asm__("" : "+r"(c));      /* kept, not recomputed */
+    assert(c->running);
+
+    if (unlikely(old == SWEVENT_CLOCK || raw_event == SWEVENT_CLOCK)) {
+        return softpmu_transfer_clock(dev, hw_id, raw_event, flags,
+                                      read_howp, argp);
+    }
+
+    WRITE_ONCE(c->running, false);
+    barrier();
+    counted = c->counts;
+    c->raw_event = raw_event;
+    c->counts = softpmu_counts(raw_event, flags);
+
+    if (counted) {
+        swevent_deactivate((unsigned int)old);
+    }
+
+    if (READ_ONCE(c->counts)) {
+        swevent_activate((unsigned int)READ_ONCE(c->raw_event));
+    }
+
+    count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
+    barrier();
+    WRITE_ONCE(c->running, true);
     return count;
 }
 

@@ -58,6 +58,8 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     uint64_t mask = pmc->mask, bit = perfmon_slot_bit(slot), raw, delta;
     bool wrapped, consumed = false;
 
+    __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+
     do {
         if (READ_ONCE(cpu->pending) & bit) {
             __atomic_fetch_and(&cpu->pending, ~bit, __ATOMIC_RELAXED);
@@ -279,18 +281,6 @@ perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
     tpmc->sample_min_period = pmc->min_period;
 }
 
-/*
- * The record of a slot holding no counter here reads its own prev: a
- * read's difference is then 0, so the fast read needs no test of
- * sched_mask to know it is not counting here.
- */
-static void
-perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
-{
-    pmc->read_how = PERFMON_READ_MEM;
-    pmc->read_arg = (uintptr_t)&pmc->prev;
-}
-
 void
 perfmon_cpu_init(unsigned int cpu_index)
 {
@@ -298,6 +288,9 @@ perfmon_cpu_init(unsigned int cpu_index)
 
     for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pmcs); i++) {
         perfmon_cpu_pmc_set_idle(&cpu->pmcs[i]);
+        cpu->pmcs[i].td_offset = offsetof(struct perfmon_td, pmcs)
+                                 + i * sizeof(struct perfmon_td_pmc)
+                                 + offsetof(struct perfmon_td_pmc, value);
     }
 
     cpu_set_perfmon(cpu_index, cpu);
@@ -390,73 +383,6 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
     dev->ops->stop(dev, pmc->hw_id);
     perfmon_cpu_pmc_set_idle(pmc);
     perfmon_cpu_td_pmc_run(cpu, slot, now, false);
-}
-
-/*
- * Pass the counter slot out holds here on to slot in, reprogrammed in
- * place by the device's transfer (in not running).  The device returns
- * the raw value at the hand-over: out's count is folded up to it, and in
- * starts from it, so what the counter counted of out's event after out's
- * last fold is out's, never in's (for a clock passed on to an event
- * counter, thousands of cycles).  An overflow marked for out by then is
- * out's: an NMI comes after its wrap, and the count before the hand-over
- * is out's.  in takes out's wrap_seen: the device keeps the overflow
- * status, and the NMI of a wrap out's fold counted comes for in, which
- * must not add a period again.  in runs before the map says so and out
- * stops after: an NMI in between finds one of them running.  An overflow
- * marked for out after the fold (in the few instructions before the map
- * names in) is taken as one of the count that goes on: it moves to in,
- * folded at the section's end.  Its one caller, the context switch
- * (perfmon_sched_transfer), checked that out runs and counts, that in
- * does not run nor sample, and moves the two threads' clocks itself.
- */
-void
-perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
-                         unsigned int in)
-{
-    struct perfmon_cpu_pmc *from = &cpu->pmcs[out], *to = &cpu->pmcs[in];
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
-    struct perfmon_dev *dev = from->dev;
-    uint64_t obit = perfmon_slot_bit(out), ibit = perfmon_slot_bit(in);
-    uint64_t raw;
-
-    barrier();
-    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags);
-    barrier();
-
-    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
-        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
-        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
-    } else {
-        perfmon_cpu_pmc_add(cpu, from, raw);
-    }
-
-    to->hw_id = from->hw_id;
-    to->dev = dev;
-    to->mask = from->mask;
-    to->peek_max = from->peek_max;
-    to->prev = from->prev;
-    to->wrap_seen = from->wrap_seen;
-    perfmon_cpu_pmc_read_method(to);
-
-    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
-    barrier();
-    WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[to->hw_id], in + 1);
-    barrier();
-    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
-
-    /*
-     * out holds no counter now, as after a stop: its record reads its own
-     * prev.  (No path found reads it before out is given a counter again,
-     * which sets the method; this keeps the record's rule without that.)
-     */
-    perfmon_cpu_pmc_set_idle(from);
-
-    /* The map names in now: no NMI marks out pending from here on. */
-    if (unlikely(READ_ONCE(cpu->pending) & obit)) {
-        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
-        __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
-    }
 }
 
 void

@@ -25,9 +25,11 @@
  * counter (read_how and read_arg, the device's read_method at start; a
  * slot holding no counter here reads its own prev, perfmon_cpu_init) and
  * the most a read may find the counter past prev without folding
- * (peek_max).  The
- * fields a read uses come first, in one cache line.  value grows by the
- * difference between raw reads, taken modulo 2^width.  wrap_seen: a plain
+ * (peek_max).  The fields a read uses come first, in one cache line, with
+ * the offset of the slot's value in a struct perfmon_td (td_offset, fixed
+ * at init), so that the context switch finds both of a slot's records
+ * without a multiply.  value grows by the difference between raw reads,
+ * taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
  * wrap must not add a period again.  enabled and running grow with the TSC
  * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
@@ -54,6 +56,7 @@ struct perfmon_cpu_pmc {
     unsigned int nr_refs;
     bool wrap_seen;
     bool freq;                          /* sampling in frequency mode */
+    uint16_t td_offset;                 /* of the slot's value in a thread */
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
@@ -98,6 +101,8 @@ _Static_assert((sizeof(struct perfmon_cpu_dev)
                "a device's state is indexed by a shift");
 
 _Static_assert(PERFMON_MAX_PMCS < UINT8_MAX, "slot_of_hw holds slot + 1");
+_Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
+               "td_offset holds an offset in a thread's state");
 
 /*
  * Overflow interrupts nest at most this deep on one CPU: an NMI landing in
@@ -185,7 +190,11 @@ perfmon_cpu_pmc_raw_direct(const struct perfmon_cpu_pmc *pmc, uint64_t *rawp)
         return true;
     }
 
-    if (pmc->read_how == PERFMON_READ_RDPMC) {
+    /*
+     * Loaded again, not kept from the first test: that one then compares
+     * in memory, one instruction less on the common path.
+     */
+    if (READ_ONCE(pmc->read_how) == PERFMON_READ_RDPMC) {
         *rawp = msr_rdpmc((uint32_t)pmc->read_arg);
         return true;
     }
@@ -245,8 +254,6 @@ void perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
                            unsigned int hw_id, uint64_t now);
 void perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
                           uint64_t now, bool folded);
-void perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, unsigned int out,
-                              unsigned int in);
 void perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot,
                             bool ovf);
 void perfmon_cpu_pmc_sample_init(struct perfmon_cpu *cpu, unsigned int slot,
@@ -289,15 +296,36 @@ perfmon_cpu_begin(struct perfmon_cpu *cpu)
  * (perfmon_cpu_self()): perfmon_cpu_enter() inline and without its checks,
  * which the switch's caller meets (interrupts disabled, no section open
  * here).  It leaves gen as it is: the readers gen protects run with
- * preemption disabled, so no switch ever lands inside one.
+ * preemption disabled, so no switch ever lands inside one.  It returns
+ * the section's time and leaves cpu->now to the caller, to set before
+ * calling what reads it: the switch that keeps its counters reads none.
  */
-static inline __attribute__((always_inline)) struct perfmon_cpu *
+static inline __attribute__((always_inline)) uint64_t
 perfmon_cpu_enter_switch(struct perfmon_cpu *cpu)
 {
     WRITE_ONCE(cpu->busy, true);
     barrier();
-    cpu->now = cpu_rdtsc();
-    return cpu;
+    return cpu_rdtsc();
+}
+
+/*
+ * The slots an NMI left pending on cpu, the calling CPU, and whether
+ * there are any: after a compiler barrier, which makes the load one from
+ * memory, taken once, after what comes before (an aligned word: the NMI
+ * cannot split it); not a READ_ONCE, so that the compiler tests it in
+ * memory, in one instruction.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pending_mask(const struct perfmon_cpu *cpu)
+{
+    barrier();
+    return cpu->pending;
+}
+
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pending(const struct perfmon_cpu *cpu)
+{
+    return perfmon_cpu_pending_mask(cpu) != 0;
 }
 
 /* The end of a section: clear busy, fold what an NMI left pending. */
@@ -306,9 +334,8 @@ perfmon_cpu_leave(struct perfmon_cpu *cpu)
 {
     barrier();
     WRITE_ONCE(cpu->busy, false);
-    barrier();
 
-    if (unlikely(READ_ONCE(cpu->pending) != 0)) {
+    if (unlikely(perfmon_cpu_pending(cpu))) {
         perfmon_cpu_leave_pending(cpu);
     }
 }
@@ -480,16 +507,19 @@ static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
                     uint64_t raw)
 {
-    uint64_t mask = pmc->mask, prev = pmc->prev;
+    uint64_t mask = pmc->mask, prev = pmc->prev, delta;
 
     raw &= mask;
+    delta = raw - prev;
 
-    if (raw < prev) {
+    /* Only a wrap's difference needs the width. */
+    if (unlikely(raw < prev)) {
         pmc->wrap_seen = true;
         perfmon_syscnt_inc_local(&cpu->nr_overflows);
+        delta &= mask;
     }
 
-    pmc->value += (raw - prev) & mask;
+    pmc->value += delta;
     pmc->prev = raw;
 }
 
@@ -692,6 +722,91 @@ perfmon_cpu_pmc_counts(struct perfmon_cpu *cpu, unsigned int slot,
     counts->value = pmc->value;
     counts->enabled = pmc->enabled;
     counts->running = pmc->running;
+}
+
+/*
+ * The record of a slot holding no counter here reads its own prev: a
+ * read's difference is then 0, so the fast read needs no test of
+ * sched_mask to know it is not counting here.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
+{
+    pmc->read_how = PERFMON_READ_MEM;
+    pmc->read_arg = (uintptr_t)&pmc->prev;
+}
+
+/*
+ * Pass the counter slot out holds here (its record from, its bit obit)
+ * on to slot in (its record to, its fixed part gpmc, its bit ibit),
+ * reprogrammed in place by the device's transfer (in not running), inline
+ * in the one frame of the switch's pass.  The device returns
+ * the raw value at the hand-over: out's count is folded up to it, and in
+ * starts from it, so what the counter counted of out's event after out's
+ * last fold is out's, never in's (for a clock passed on to an event
+ * counter, thousands of cycles).  in reads the counter as out did, unless
+ * the device says otherwise: it is handed the method.  An overflow marked
+ * for out by then is out's: an NMI comes after its wrap, and the count
+ * before the hand-over is out's.  in takes out's wrap_seen: the device
+ * keeps the overflow status, and the NMI of a wrap out's fold counted
+ * comes for in, which must not add a period again.  in runs before the
+ * map says so and out stops after: an NMI in between finds one of them
+ * running.  An overflow marked for out after the fold (in the few
+ * instructions before the map names in) is taken as one of the count
+ * that goes on: it moves to in, folded at the section's end.  Its one
+ * caller, the context switch's pass (perfmon_sched_pass), checked that
+ * out runs and counts, that in does not run nor sample, and moves the two
+ * threads' clocks itself.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
+                         uint64_t obit, struct perfmon_cpu_pmc *to,
+                         const struct perfmon_pmc *gpmc, unsigned int in,
+                         uint64_t ibit)
+{
+    struct perfmon_dev *dev = from->dev;
+    uint64_t raw;
+
+    /* No NMI looks at in's record before the map names it. */
+    to->read_how = from->read_how;
+    to->read_arg = from->read_arg;
+    to->hw_id = from->hw_id;
+    to->dev = dev;
+    to->mask = from->mask;
+    to->peek_max = from->peek_max;
+
+    /* The call orders the accesses to the state, as a barrier would. */
+    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags,
+                             &to->read_how, &to->read_arg);
+
+    if (unlikely(perfmon_cpu_pending_mask(cpu) & obit)) {
+        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
+        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
+    }
+
+    to->prev = from->prev;
+    to->wrap_seen = from->wrap_seen;
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
+    barrier();
+    WRITE_ONCE(cpu->devs[in / PERFMON_DEV_MAX_PMCS].slot_of_hw[to->hw_id],
+               in + 1);
+    barrier();
+    WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
+
+    /*
+     * out holds no counter now, as after a stop: its record reads its own
+     * prev.  (No path found reads it before out is given a counter again,
+     * which sets the method; this keeps the record's rule without that.)
+     */
+    perfmon_cpu_pmc_set_idle(from);
+
+    /* The map names in now: no NMI marks out pending from here on. */
+    if (unlikely(perfmon_cpu_pending_mask(cpu) & obit)) {
+        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
+        __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
+    }
 }
 
 #ifdef TALLY_HOST_TEST

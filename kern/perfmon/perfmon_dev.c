@@ -29,6 +29,7 @@ bool perfmon_ready;
 struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 uint64_t perfmon_sampling_slots;
 uint64_t perfmon_branch_slots;
+uint64_t perfmon_pass_slots;
 uint64_t perfmon_dev_reserved[PERFMON_MAX_DEVS];
 unsigned int perfmon_dev_nr_used_[PERFMON_MAX_DEVS];
 
@@ -390,6 +391,7 @@ perfmon_dev_reset(void)
     memset(perfmon_pmcs, 0, sizeof(perfmon_pmcs));
     perfmon_sampling_slots = 0;
     perfmon_branch_slots = 0;
+    perfmon_pass_slots = 0;
     memset(perfmon_dev_reserved, 0, sizeof(perfmon_dev_reserved));
     memset(perfmon_dev_nr_used_, 0, sizeof(perfmon_dev_nr_used_));
 }

@@ -161,6 +161,16 @@ extern uint64_t perfmon_sampling_slots;
  */
 extern uint64_t perfmon_branch_slots;
 
+/*
+ * The slots a context switch may pass a counter between in place
+ * (perfmon_sched_transfer): flexible, alone (no group), counting, on a
+ * device with a transfer operation; their fixed fields say so once, when
+ * the slot is set up (perfmon_pmc.c's allocator), and the switch tests
+ * one mask.
+ * Kept as perfmon_sampling_slots is.
+ */
+extern uint64_t perfmon_pass_slots;
+
 /* The global counter table, slot by slot (perfmon_pmc.c allocates them). */
 extern struct perfmon_pmc perfmon_pmcs[PERFMON_MAX_PMCS];
 

@@ -398,6 +398,12 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
                    perfmon_branch_slots | perfmon_slot_bit(free_slot));
     }
 
+    if (!pmc->pinned && pmc->group == 0 && pmc->sampling == NULL
+        && dev->ops->transfer != NULL) {
+        WRITE_ONCE(perfmon_pass_slots,
+                   perfmon_pass_slots | perfmon_slot_bit(free_slot));
+    }
+
     if (dev->poll_interval_ms != 0 && !perfmon_poll_armed[dev->index]) {
         perfmon_poll_armed[dev->index] = true;
         *armp = true;
@@ -444,6 +450,8 @@ perfmon_pmc_put(struct perfmon_event *event)
                    perfmon_sampling_slots & ~perfmon_slot_bit(event->slot));
         WRITE_ONCE(perfmon_branch_slots,
                    perfmon_branch_slots & ~perfmon_slot_bit(event->slot));
+        WRITE_ONCE(perfmon_pass_slots,
+                   perfmon_pass_slots & ~perfmon_slot_bit(event->slot));
         pmc->sampling = NULL;
         pmc->group = 0;
     }

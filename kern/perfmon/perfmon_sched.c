@@ -801,64 +801,37 @@ perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
 }
 
 /*
- * Whether slot, counting alone, may take over counter hw_id of its device
- * here as placing it would: hw_id counts it, is not reserved, and no
- * preferred counter is free besides.
- */
-static bool
-perfmon_sched_may_take(const struct perfmon_cpu_dev *cdev, unsigned int d,
-                       unsigned int slot, unsigned int hw_id)
-{
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-    uint64_t hw = 1ULL << hw_id, reserved = READ_ONCE(perfmon_dev_reserved[d]);
-
-    return !gpmc->pinned && gpmc->group == 0 && gpmc->sampling == NULL
-           && (gpmc->counters & ~reserved & hw)
-           && (!(gpmc->prefer & ~reserved & ~cdev->hw_used)
-               || (gpmc->prefer & hw));
-}
-
-/*
  * Slot out's last user here leaves (folded by the hand-over) while one of
  * the slots of candidates (active nowhere here) gets its first: when out
- * counts (a sampling slot's progress is saved from its counter, before
- * it stops) alone on a flexible counter of a device that can transfer, and
- * no slot of the device waits for a counter (it would have it first),
- * the first candidate that may take the counter gets it in place, with
- * nothing stopped or started.  Returns that slot, or PERFMON_MAX_PMCS
- * when the caller must unref out and ref the candidates itself.
+ * may pass its counter (perfmon_sched_may_pass), the first candidate of
+ * perfmon_pass_slots on its device that may take the counter gets it in
+ * place, with nothing stopped or started.  Returns that slot, or
+ * PERFMON_MAX_PMCS when the caller must unref out and ref the candidates
+ * itself.
  */
 unsigned int
 perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
                        uint64_t candidates, uint64_t now)
 {
-    struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
+    struct perfmon_cpu_pmc *from = &cpu->pmcs[out];
     unsigned int d = out / PERFMON_DEV_MAX_PMCS;
-    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t pass = READ_ONCE(perfmon_pass_slots);
+    uint64_t obit = perfmon_slot_bit(out);
 
-    candidates &= ~cpu->active_mask;
-
-    if (pmc->nr_refs != 1 || !(cpu->sched_mask & perfmon_slot_bit(out))
-        || perfmon_pmcs[out].sampling != NULL
-        || cdev->waiting != 0 || pmc->dev->ops->transfer == NULL
-        || !perfmon_sched_may_take(cdev, d, out, pmc->hw_id)) {
+    if (!perfmon_sched_may_pass(cpu, out, from, obit, pass)) {
         return PERFMON_MAX_PMCS;
     }
 
-    candidates &= perfmon_dev_slots(pmc->dev);
+    candidates &= pass & ~cpu->active_mask
+                  & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
 
-    while (candidates != 0) {
+    for (; candidates != 0; candidates &= candidates - 1) {
         unsigned int in = (unsigned int)__builtin_ctzll(candidates);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
-        candidates &= candidates - 1;
-
-        if (perfmon_sched_may_take(cdev, d, in, pmc->hw_id)) {
-            perfmon_cpu_pmc_clock(cpu, out, now);
-            pmc->nr_refs = 0;
-            WRITE_ONCE(cpu->active_mask,
-                       cpu->active_mask & ~perfmon_slot_bit(out));
-            perfmon_sched_activate(cpu, in, NULL, now);
-            perfmon_cpu_pmc_transfer(cpu, out, in);
+        if (perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
+            perfmon_sched_pass(cpu, from, obit, &cpu->pmcs[in], gpmc, in,
+                               perfmon_slot_bit(in), now);
             return in;
         }
     }

@@ -17,6 +17,8 @@
  * perfmon_sched_transfer: slot out's last user leaves as the first of
  *   one of candidates comes: that one may take out's counter in place
  *   (returns it; PERFMON_MAX_PMCS: none did, unref and ref as usual).
+ *   Its parts, inline below for the switch of one slot each way:
+ *   perfmon_sched_may_pass, perfmon_sched_may_take, perfmon_sched_pass.
  * perfmon_sched_rotate: one turn of the slots waiting for a counter
  *   (every device's).  Also after a thread with slots waiting was loaded.
  *
@@ -31,8 +33,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kern/macros.h"
 #include "kern/perfmon.h"
 #include "kern/perfmon/perfmon_cpu.h"
+#include "kern/perfmon/perfmon_i.h"
 
 uint64_t perfmon_sched_ref_value(struct perfmon_cpu *cpu, unsigned int slot,
                                  const struct perfmon_td_pmc *saved,
@@ -45,6 +49,74 @@ void perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
 unsigned int perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
                                     uint64_t candidates, uint64_t now);
 void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
+
+/*
+ * Whether a slot of perfmon_pass_slots (gpmc, its fixed part) may take
+ * over counter hw_id of device d here as placing it would: hw_id counts it, is not reserved,
+ * and no preferred counter is free besides (a slot that prefers none, the
+ * common case, is not asked).
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
+                       const struct perfmon_pmc *gpmc, unsigned int hw_id)
+{
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
+
+    if (!(((gpmc->counters & ~reserved) >> hw_id) & 1)) {
+        return false;
+    }
+
+    return likely(gpmc->prefer == 0) || ((gpmc->prefer >> hw_id) & 1)
+           || !(gpmc->prefer & ~reserved & ~cpu->devs[d].hw_used);
+}
+
+/*
+ * Whether slot out's counter (its record from, its bit obit) may pass
+ * in place, at its last user's
+ * leaving, to another slot of perfmon_pass_slots (counting, alone, on a
+ * device that can transfer) getting its first: out is such a slot and
+ * runs here with no other user, and no slot of the device waits for a
+ * counter (it would have it first).
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int out,
+                       const struct perfmon_cpu_pmc *from, uint64_t obit,
+                       uint64_t pass)
+{
+    return from->nr_refs == 1 && (pass & cpu->sched_mask & obit)
+           && cpu->devs[out / PERFMON_DEV_MAX_PMCS].waiting == 0;
+}
+
+/*
+ * The pass itself (out's record from, its bit obit; in's record to, its
+ * fixed part gpmc, its bit ibit), at
+ * now, once out may pass and in (of perfmon_pass_slots, of out's device,
+ * active nowhere here) may take its counter: out's last user leaves and
+ * in's first comes, out's times (active, running) counted to now, in's
+ * starting from now, and its share with them (as perfmon_sched_activate,
+ * in needing no sampling); the counter passes in place
+ * (perfmon_cpu_pmc_transfer).
+ */
+static inline __attribute__((always_inline)) void
+perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
+                   uint64_t obit, struct perfmon_cpu_pmc *to,
+                   const struct perfmon_pmc *gpmc, unsigned int in,
+                   uint64_t ibit, uint64_t now)
+{
+    uint64_t dt = now - from->stamp;
+
+    from->enabled += dt;
+    from->running += dt;
+    from->stamp = now;
+    from->nr_refs = 0;
+    to->stamp = now;
+    to->nr_refs = 1;
+    to->share_enabled = to->enabled;
+    to->share_running = to->running;
+    WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
+    perfmon_cpu_pmc_transfer(cpu, from, obit, to, gpmc, in, ibit);
+}
+
 void perfmon_sched_evict_all(struct perfmon_dev *dev);
 void perfmon_sched_setup(void);
 

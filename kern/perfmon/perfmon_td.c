@@ -210,51 +210,80 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
     perfmon_cpu_leave(cpu);
 }
 
-/*
- * A switch from prev, with one counting slot out loaded, to next, with
- * another, in, active: when out counts alone on its counter and in may
- * take it over (perfmon_sched_transfer), the counter passes in place, one
- * read (out's fold, at the hand-over) and one write; then it leaves the
- * section.  Returns
- * false when it may not, having changed nothing.  Out of line, apart from
- * the switch that keeps its counters.
- */
-static bool __attribute__((noinline))
-perfmon_td_switch_pass(struct perfmon_td *prev, struct perfmon_td *next,
-                       struct perfmon_cpu *cpu, unsigned int out,
-                       unsigned int in)
+/* A thread's value of the slot whose record on a CPU has td_offset. */
+static inline __attribute__((always_inline)) uint64_t *
+perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
 {
-    uint64_t now = cpu->now;
+    return (uint64_t *)((char *)td + td_offset);
+}
 
-    /* Neither thread's clock runs the counter's times meanwhile. */
-    cpu->td = NULL;
+/*
+ * A switch perfmon_td_switch_slow() does not keep every counter for, in
+ * the section it entered, which this one leaves.  From prev with one slot
+ * out loaded to next with one other active, when out counts alone on its
+ * counter and next's slot may take it over (the parts of
+ * perfmon_sched_transfer, inline: perfmon_sched.h), the counter passes in
+ * place: one read (out's fold, at the hand-over) and one write, and the
+ * offsets and clocks move as for a kept counter; neither thread's mask of
+ * running slots changes (next's slot, not loaded, ran with its clock, and
+ * holds a counter now: perfmon_types.h).  Anything else is
+ * perfmon_td_switch_all's.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
+                        struct perfmon_cpu *cpu)
+{
+    uint64_t kept = prev->loaded_mask, in = next->active_mask, now;
+    uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
+    const struct perfmon_pmc *gpmc;
+    struct perfmon_cpu_pmc *from, *to;
+    unsigned int out, slot;
 
-    if (perfmon_sched_transfer(cpu, out, perfmon_slot_bit(in), now) != in) {
-        cpu->td = prev;
-        return false;
+    if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
+        || !(in & pass & ~cpu->active_mask)) {
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
     }
 
-    /* out's count was folded by the hand-over. */
-    prev->pmcs[out].value += cpu->pmcs[out].value;
+    out = (unsigned int)__builtin_ctzll(kept);
+    slot = (unsigned int)__builtin_ctzll(in);
+    from = &cpu->pmcs[out];
+    to = &cpu->pmcs[slot];
+    gpmc = &perfmon_pmcs[slot];
+    __asm__("" : "+r"(from), "+r"(to), "+r"(gpmc));  /* not recomputed */
+
+    if ((out ^ slot) >= PERFMON_DEV_MAX_PMCS
+        || !perfmon_sched_may_pass(cpu, out, from, kept, pass)
+        || !perfmon_sched_may_take(cpu, out / PERFMON_DEV_MAX_PMCS, gpmc,
+                                   from->hw_id)) {
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
+    }
+
+    /* All but out's count, which the hand-over folds, moves first. */
+    now = cpu->now;
+    count = perfmon_td_value_at(prev, from->td_offset);
+    offset = perfmon_td_value_at(next, to->td_offset);
     prev->clock += now;
     prev->loaded_mask = 0;
-    next->pmcs[in].value -= cpu->pmcs[in].value;
+    *offset -= to->value;
     next->clock -= now;
-    next->loaded_mask = perfmon_slot_bit(in);
-    perfmon_cpu_td_set_running(next, in, now, true);
+    next->loaded_mask = in;
     cpu->td = next;
+    perfmon_sched_pass(cpu, from, kept, to, gpmc, slot, in, now);
+    *count += from->value;
     perfmon_cpu_leave(cpu);
-    return true;
 }
 
 /*
  * The end of a switch's fast path (perfmon_td_switch_slow) when it could
- * not fold some slots itself (slow: their devices' read op, or a wrap
- * seen), or an overflow interrupt left something pending: those slots
- * are folded here, and the kept slots the interrupt marked after their
- * fold are folded again with the overflow, what that adds counted for
- * prev, as a fold after the interrupt would have.  Then it leaves the
- * section.  Out of line: rare.
+ * not fold a slot itself (slow: the first such and the slots after it,
+ * which it leaves to this: a device's read op, or a wrap seen), or an
+ * overflow interrupt left something pending: those slots are folded
+ * here, and the kept slots the interrupt marked after their fold are
+ * folded again with the overflow, what that adds counted for prev, as a
+ * fold after the interrupt would have.  Then it leaves the section.  Out
+ * of line: rare.
  */
 static void __attribute__((noinline))
 perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
@@ -290,75 +319,62 @@ perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
 /*
  * A context switch from prev to next on this CPU, in one section.  When
  * next counts exactly the events prev counts and they all run here (none
- * sampling, none waiting for a counter, none recording branches), every
- * counter keeps running: its CPU reference passes from prev to next, it
- * is read once, and the two offsets change; the clocks stop and start.
- * Nothing is called on that path but what it leaves for
- * perfmon_td_switch_finish; anything else is perfmon_td_switch_all's.
+ * sampling, none waiting for a counter, none recording branches: those
+ * sample), every counter keeps running: its CPU reference passes from
+ * prev to next, it is read once, and the two offsets change; the clocks
+ * stop and start.  Nothing is called on that path but what it leaves for
+ * perfmon_td_switch_finish, and nothing after a call, so that the
+ * compiler keeps it all in registers it need not save; anything else is
+ * perfmon_td_switch_other's.
  */
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
-    struct perfmon_cpu *cpu = perfmon_cpu_enter_switch(perfmon_cpu_self());
-    uint64_t kept = prev->loaded_mask, slow = 0, slots, runs, now;
-
-    /* next's slots, not loaded, all run with its clock (perfmon_types.h). */
-
-    runs = cpu->sched_mask & ~(READ_ONCE(perfmon_sampling_slots)
-                               | READ_ONCE(perfmon_branch_slots));
+    struct perfmon_cpu *cpu = perfmon_cpu_self();
+    uint64_t now = perfmon_cpu_enter_switch(cpu);
+    uint64_t kept = prev->loaded_mask, slots = kept;
 
     /* Some slots are loaded or active: when none is kept, not all are. */
-    if (unlikely((kept ^ next->active_mask) | (kept & ~runs))) {
-        uint64_t in = next->active_mask;
-
-        /* One counting slot out, one in: the counter may pass. */
-        if (kept != 0 && (kept & (kept - 1)) == 0 && in != 0
-            && (in & (in - 1)) == 0 && in != kept && (kept & cpu->sched_mask)
-            && !((kept | in) & (READ_ONCE(perfmon_sampling_slots)
-                                | READ_ONCE(perfmon_branch_slots)))
-            && perfmon_td_switch_pass(prev, next, cpu,
-                                      (unsigned int)__builtin_ctzll(kept),
-                                      (unsigned int)__builtin_ctzll(in))) {
-            return;
-        }
-
-        perfmon_td_switch_all(prev, next, cpu);
+    if (unlikely((kept ^ next->active_mask)
+                 | (kept & (READ_ONCE(perfmon_sampling_slots)
+                            | ~cpu->sched_mask)))) {
+        cpu->now = now;         /* read there, not on the path below */
+        perfmon_td_switch_other(prev, next, cpu);
         return;
     }
 
-    /* Some are kept: the test above fails when none are loaded. */
-    slots = kept;
-
-    do {
-        unsigned long slot = (unsigned long)__builtin_ctzll(slots);
-        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
-        uint64_t raw, value;
-
-        __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
-
-        if (likely(perfmon_cpu_pmc_raw_direct(pmc, &raw))
-            && likely((raw &= pmc->mask) >= pmc->prev)) {
-            value = pmc->value + (raw - pmc->prev);
-            pmc->value = value;
-            pmc->prev = raw;
-            prev->pmcs[slot].value += value;
-            next->pmcs[slot].value -= value;
-        } else {
-            slow |= slots & -slots;
-        }
-
-        slots &= slots - 1;
-    } while (slots != 0);
-
-    now = cpu->now;
     prev->clock += now;
     prev->loaded_mask = 0;
     next->clock -= now;
     next->loaded_mask = kept;
     cpu->td = next;
 
-    if (unlikely(slow | READ_ONCE(cpu->pending))) {
-        perfmon_td_switch_finish(prev, next, cpu, slow);
+    do {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        unsigned long offset;
+        uint64_t raw, delta, value;
+
+        __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
+
+        if (unlikely(!perfmon_cpu_pmc_raw_direct(pmc, &raw))
+            || unlikely((raw &= pmc->mask) < pmc->prev)) {
+            perfmon_td_switch_finish(prev, next, cpu, slots);
+            return;
+        }
+
+        offset = pmc->td_offset;
+        delta = raw - pmc->prev;
+        pmc->prev = raw;
+        value = pmc->value + delta;
+        pmc->value = value;
+        *perfmon_td_value_at(prev, offset) += value;
+        *perfmon_td_value_at(next, offset) -= value;
+        slots &= slots - 1;
+    } while (slots != 0);
+
+    if (unlikely(perfmon_cpu_pending(cpu))) {
+        perfmon_td_switch_finish(prev, next, cpu, 0);
         return;
     }
 

@@ -193,20 +193,34 @@ fdev_stop(struct fdev *fd, unsigned int hw_id)
     fd->nr_stop++;
 }
 
+static unsigned int fdev_op_read_method(struct perfmon_dev *dev,
+                                        unsigned int hw_id, uintptr_t *argp);
+
 /*
  * The transfer contract: the counter counts raw from its count, which it
  * returns, and an overflow status it holds stays (the count's that goes
- * on).
+ * on).  The core hands it the counter's read method, which it leaves: the
+ * fake's depends on the counter only, so it must be the one read_method
+ * gives (the op's: no argument the core uses).
  */
 static uint64_t
 fdev_transfer(struct fdev *fd, unsigned int hw_id, uint64_t raw,
-              unsigned int flags)
+              unsigned int flags, const unsigned int *read_howp,
+              const uintptr_t *argp)
 {
     struct fdev_counter *c = &fd->counters[cpu_id()][hw_id];
+    uintptr_t arg = 0;
     uint64_t value;
 
     assert_false(cpu_intr_enabled());
     assert_true(c->running);
+    assert_int_equal(*read_howp,
+                     fdev_op_read_method(&fd->dev, hw_id, &arg));
+
+    if (*read_howp != PERFMON_READ_OP) {
+        assert_int_equal(*argp, arg);
+    }
+
     fdev_step(fd, FDEV_STEP_TRANSFER, hw_id);
     value = c->value;
     c->raw_event = raw;
@@ -318,9 +332,9 @@ fdev_op_stop(struct perfmon_dev *dev, unsigned int hw_id)
 
 static uint64_t
 fdev_op_transfer(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw,
-                 unsigned int flags)
+                 unsigned int flags, unsigned int *read_howp, uintptr_t *argp)
 {
-    return fdev_transfer(fdev_of(dev), hw_id, raw, flags);
+    return fdev_transfer(fdev_of(dev), hw_id, raw, flags, read_howp, argp);
 }
 
 static uint64_t

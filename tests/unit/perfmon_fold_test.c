@@ -625,6 +625,90 @@ test_transfer_carries_wrap(void **state)
 }
 
 /*
+ * One round of a switch from a thread counting ea (branches, on fd,
+ * initialised here) alone to one counting eb (raw_b, on fd_b) alone on CPU
+ * 0, and back: passed says whether the counter passes in place each way
+ * (fd's transfers), and the counts stay exact either way.
+ */
+static void
+check_pass(struct fdev *fd, struct perfmon_event *ea,
+           struct perfmon_event *eb, struct fdev *fd_b, uint64_t raw_b,
+           bool passed)
+{
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    unsigned int transfers = fd->nr_transfer;
+    const uint64_t raw_a = RAW_BRANCH;
+
+    init_ok(ea, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(ea, a), 0);
+    assert_int_equal(perfmon_event_attach(eb, b), 0);
+    fake_thread_switch(0, a);
+    fdev_count(fd, 0, raw_a, 3);
+    fake_thread_switch(0, b);
+    fdev_count(fd_b, 0, raw_a, 100);
+    fdev_count(fd_b, 0, raw_b, 5);
+    fake_thread_switch(0, a);
+    fdev_count(fd, 0, raw_a, 7);
+    fdev_count(fd, 0, raw_b, 100);
+    assert_int_equal(fd->nr_transfer - transfers, passed ? 2 : 0);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_read(ea), 10);
+    assert_int_equal(perfmon_event_read(eb), 5);
+    assert_int_equal(perfmon_event_detach(ea), 0);
+    assert_int_equal(perfmon_event_detach(eb), 0);
+}
+
+/*
+ * The switch's pass of a counter from one thread's only slot to the
+ * other's, and where it must not pass: the incoming event prefers a
+ * counter that is free (a fixed counter for cycles), the outgoing slot
+ * has another user here (a CPU event sharing it), the incoming slot is
+ * a group's, or it is another device's.  A preferred counter taken, the
+ * pass goes on.
+ */
+static void
+test_transfer_refused(void **state)
+{
+    struct perfmon_event ea, eb, cpu_ev, other;
+    struct fdev *fd, *fd1;
+
+    (void)state;
+    fd = fdev_add(0, 48, 3, true);
+    fd1 = fdev_add(2, 48, 3, true);
+    fd->fixed_cycles = true;
+
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    check_pass(fd, &ea, &eb, fd, RAW_MISS, true);
+
+    init_ok(&eb, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    check_pass(fd, &ea, &eb, fd, RAW_CYCLES, false);
+
+    /* The fixed counter taken (another mode's slot), cycles may pass. */
+    init_ok(&other, PERFMON_EV_CYCLE, PERFMON_EF_KERN | PERFMON_EF_USER);
+    assert_int_equal(perfmon_event_attach_cpu(&other, 0), 0);
+    init_ok(&eb, PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    check_pass(fd, &ea, &eb, fd, RAW_CYCLES, true);
+    assert_int_equal(perfmon_event_detach(&other), 0);
+
+    init_ok(&cpu_ev, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&cpu_ev, 0), 0);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    check_pass(fd, &ea, &eb, fd, RAW_MISS, false);
+    assert_int_equal(perfmon_event_detach(&cpu_ev), 0);
+
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_group(&eb, &eb), 0);
+    check_pass(fd, &ea, &eb, fd, RAW_MISS, false);
+
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_dev(&eb, &fd1->dev), 0);
+    check_pass(fd, &ea, &eb, fd1, RAW_MISS, false);
+    assert_int_equal(fd1->nr_transfer, 0);
+    fdev_assert_idle(fd);
+    fdev_assert_idle(fd1);
+}
+
+/*
  * A slot waiting for a counter gets the one a switch frees: the counter
  * is not passed on past it.  Two counters: a CPU event holds one, the
  * outgoing thread's the other, a second CPU event waits.  At the switch
@@ -936,6 +1020,7 @@ main(void)
         cmocka_unit_test_setup(test_transfer_random, setup),
         cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
         cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
+        cmocka_unit_test_setup(test_transfer_refused, setup),
         cmocka_unit_test_setup(test_nmi_in_counting_fold, setup),
         cmocka_unit_test_setup(test_nmi_two_counters, setup),
         cmocka_unit_test_setup(test_nmi_two_sampling_counters, setup),

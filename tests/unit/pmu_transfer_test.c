@@ -119,6 +119,26 @@ test_intel_read_method(void **state)
 }
 
 /*
+ * The device's transfer, handed the counter's read method as the core
+ * hands it: an x86 counter keeps its RDPMC index, so it stays as it was.
+ * No MSR access but the transfer's.
+ */
+static uint64_t
+transfer(struct perfmon_dev *dev, unsigned int hw, uint64_t raw,
+         unsigned int flags)
+{
+    uintptr_t arg, keep_arg;
+    unsigned int how = dev->ops->read_method(dev, hw, &arg), keep_how = how;
+    uint64_t value;
+
+    keep_arg = arg;
+    value = dev->ops->transfer(dev, hw, raw, flags, &how, &arg);
+    assert_int_equal(how, keep_how);
+    assert_int_equal(arg, keep_arg);
+    return value;
+}
+
+/*
  * A general-purpose counter passed from branches to cache misses: one
  * RDPMC of the count at the hand-over, one WRMSR, the count kept (what the new event counts adds to it), branches
  * no longer counted.  cfg: the machine.
@@ -129,7 +149,8 @@ check_transfer_gp(const struct pmu_driver *drv, struct msr_model_config cfg,
 {
     struct perfmon_dev *dev = boot(drv, cfg);
     uint64_t miss = raw_of(dev, PERFMON_EV_CACHE_MISS), value;
-    unsigned int hw;
+    unsigned int hw, how, keep_how;
+    uintptr_t arg, keep_arg;
     int h;
 
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
@@ -137,10 +158,16 @@ check_transfer_gp(const struct pmu_driver *drv, struct msr_model_config cfg,
     msr_model_inject(MSR_MODEL_EV_BRANCH, 1000, false);
     value = fake_perfmon_value(h);
     assert_int_equal(value, 1000);
+    how = keep_how = dev->ops->read_method(dev, hw, &arg);
+    keep_arg = arg;
     accesses_begin();
-    assert_int_equal(dev->ops->transfer(dev, hw, miss, BOTH) & dev_mask(dev),
-                     1000);
+    assert_int_equal(dev->ops->transfer(dev, hw, miss, BOTH, &how, &arg)
+                     & dev_mask(dev), 1000);
     accesses_check(0, 1, 1);
+
+    /* The counter's RDPMC index stays with it: the method is left. */
+    assert_int_equal(how, keep_how);
+    assert_int_equal(arg, keep_arg);
     assert_int_equal(pmu_test_peek(ctl_base + ctl_step * hw)
                      & ~PMU_EVTSEL_INT,
                      miss | PMU_EVTSEL_EN | PMU_EVTSEL_OS | PMU_EVTSEL_USR);
@@ -220,11 +247,11 @@ test_intel_transfer_fixed(void **state)
     value = fake_perfmon_value(h);
 
     accesses_begin();
-    assert_int_equal(dev->ops->transfer(dev, hw, insn, KERN) & dev_mask(dev),
+    assert_int_equal(transfer(dev, hw, insn, KERN) & dev_mask(dev),
                      1000);
     accesses_check(0, 0, 1);
 
-    assert_int_equal(dev->ops->transfer(dev, hw, insn, BOTH) & dev_mask(dev),
+    assert_int_equal(transfer(dev, hw, insn, BOTH) & dev_mask(dev),
                      1000);
     accesses_check(0, 1, 2);
     shift = PMU_FIXED_CTRL_SHIFT(hw - PMU_INTEL_FIXED_BASE);
@@ -257,7 +284,7 @@ test_transfer_keeps_overflow(void **state)
     (void)state;
     dev = boot(&pmu_amd_driver, msr_model_amd(0x17, true, false));
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
-    dev->ops->transfer(dev, hw, raw_of(dev, PERFMON_EV_INSTRUCTION), KERN);
+    transfer(dev, hw, raw_of(dev, PERFMON_EV_INSTRUCTION), KERN);
     assert_true(pmu_test_peek(MSR_AMD_F15H_PERF_CTR0 + 2 * hw) & top);
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, top, false);
     pmu_test_deliver_nmis(dev);
@@ -266,7 +293,7 @@ test_transfer_keeps_overflow(void **state)
 
     dev = boot(&pmu_intel_driver, msr_model_intel(1));
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
-    dev->ops->transfer(dev, hw, raw_of(dev, PERFMON_EV_INSTRUCTION), KERN);
+    transfer(dev, hw, raw_of(dev, PERFMON_EV_INSTRUCTION), KERN);
     msr_model_inject(MSR_MODEL_EV_INSTRUCTIONS, 1ULL << (dev->width), false);
     pmu_test_deliver_nmis(dev);
     assert_int_equal(fake_perfmon_nr_ovf_folds(), 1);
@@ -275,7 +302,7 @@ test_transfer_keeps_overflow(void **state)
     dev = boot(&pmu_intel_driver, msr_model_kvm_intel());
     h = fake_perfmon_open(PERFMON_EV_BRANCH, KERN, &hw);
     msr_model_set_status(1ULL << hw);
-    dev->ops->transfer(dev, hw, raw_of(dev, PERFMON_EV_CACHE_MISS), KERN);
+    transfer(dev, hw, raw_of(dev, PERFMON_EV_CACHE_MISS), KERN);
     assert_true(pmu_test_peek(MSR_IA32_PERF_GLOBAL_STATUS) & (1ULL << hw));
     fake_perfmon_close(h);
     pmu_test_assert_no_fault();
