@@ -130,6 +130,21 @@ cpu_div128(uint64_t hi, uint64_t lo, uint64_t d)
     return q;
 }
 
+/*
+ * The index of the lowest set bit of x, which must not be 0 (BSF leaves
+ * its output undefined then), as a 64-bit value: an index into an array
+ * with no sign or zero extension after it, which __builtin_ctzll's int
+ * result takes.  Ordinary, like cpu_div128().
+ */
+static inline uint64_t
+cpu_ctz64(uint64_t x)
+{
+    uint64_t index;
+
+    __asm__("bsfq %1, %0" : "=r"(index) : "rm"(x) : "cc");
+    return index;
+}
+
 #ifdef TALLY_HOST_TEST
 
 unsigned int cpu_id(void);
@@ -152,13 +167,12 @@ cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
                          : "a"(leaf), "c"(subleaf));
 }
 
-/* RDTSC clears the upper halves of RAX and RDX: no zero extension. */
+/* In 64-bit mode RDTSC clears the upper halves of RAX and RDX: no widening. */
 static inline uint64_t
 cpu_rdtsc(void)
 {
     uint64_t low, high;
 
-    /* In 64-bit mode rdtsc clears the high halves: nothing to widen. */
     __asm__ __volatile__("rdtsc" : "=a"(low), "=d"(high));
     return (high << 32) | low;
 }
@@ -285,7 +299,8 @@ cpu_id(void)
 static inline bool
 cpu_in_intr(void)
 {
-    return cpu_local_read(intr_nesting) != 0 || cpu_local_read(nmi_nesting) != 0;
+    return cpu_local_read(intr_nesting) != 0
+           || cpu_local_read(nmi_nesting) != 0;
 }
 
 static inline uint64_t

@@ -172,23 +172,6 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
 }
 
 /*
- * The lowest set bit of x (not 0), as a 64-bit index: the map's index
- * with no sign or zero extension after it (the builtin's int has one).
- */
-static inline __attribute__((always_inline)) uint64_t
-perfmon_nmi_ctz(uint64_t x)
-{
-#ifdef TALLY_HOST_TEST
-    return (uint64_t)__builtin_ctzll(x);
-#else
-    uint64_t index;
-
-    __asm__("bsfq %1, %0" : "=r"(index) : "rm"(x) : "cc");
-    return index;
-#endif
-}
-
-/*
  * The map's entry for dev's counter hw on cpu (slot + 1 holding it, 0:
  * none), read as a byte at its offset from cpu.
  */
@@ -304,7 +287,7 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
     }
 
     /* 64 bits wide from the byte, for the index: no extension after. */
-    slot = perfmon_nmi_map_entry(cpu, dev, perfmon_nmi_ctz(mask));
+    slot = perfmon_nmi_map_entry(cpu, dev, cpu_ctz64(mask));
 
     if (slot == 0) {
         return false;
