@@ -145,6 +145,23 @@ cpu_ctz64(uint64_t x)
     return index;
 }
 
+/*
+ * A step of a loop over the set bits of *x, index the one just handled:
+ * that bit is cleared, and the lowest left goes to *indexp, or false says
+ * none is (*indexp then undefined).  BTR and BSF, whose zero flag is the
+ * loop's test: three instructions a bit with the branch, where clearing
+ * the lowest bit by x & (x - 1) and testing x take four.
+ */
+static inline bool
+cpu_ctz64_next(uint64_t *x, uint64_t *indexp)
+{
+    bool zero;
+
+    __asm__("btrq %1, %0\n\tbsfq %0, %1"
+            : "+r"(*x), "+r"(*indexp), "=@ccz"(zero));
+    return !zero;
+}
+
 #ifdef TALLY_HOST_TEST
 
 unsigned int cpu_id(void);

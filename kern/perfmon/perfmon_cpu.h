@@ -10,6 +10,7 @@
 #define KERN_PERFMON_CPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/x86/msr.h"
@@ -175,6 +176,24 @@ perfmon_cpu_self(void)
 #else
     return cpu_local_read_ptr(perfmon);
 #endif
+}
+
+/*
+ * The record of slot on cpu, in two instructions: a multiply and an add,
+ * where the compiler takes three for a size that is no power of two, and
+ * the array's offset goes into each access's displacement.  For the
+ * context switch's loops, which find a record per slot.
+ */
+static inline __attribute__((always_inline)) struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_of(struct perfmon_cpu *cpu, uint64_t slot)
+{
+    char *base;
+
+    __asm__("imulq %2, %1, %0\n\taddq %3, %0"
+            : "=&r"(base)
+            : "rm"(slot), "i"(sizeof(struct perfmon_cpu_pmc)), "r"(cpu));
+    return (struct perfmon_cpu_pmc *)(base + offsetof(struct perfmon_cpu,
+                                                      pmcs));
 }
 
 /*

@@ -332,7 +332,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu = perfmon_cpu_self();
     uint64_t now = perfmon_cpu_enter_switch(cpu);
-    uint64_t kept = prev->loaded_mask, slots = kept;
+    uint64_t kept = prev->loaded_mask, slots = kept, slot;
 
     /* Some slots are loaded or active: when none is kept, not all are. */
     if (unlikely((kept ^ next->active_mask)
@@ -349,13 +349,12 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     next->loaded_mask = kept;
     cpu->td = next;
 
+    slot = cpu_ctz64(slots);
+
     do {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        struct perfmon_cpu_pmc *pmc = perfmon_cpu_pmc_of(cpu, slot);
         unsigned long offset;
         uint64_t raw, delta, value;
-
-        __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
 
         if (unlikely(!perfmon_cpu_pmc_raw_direct(pmc, &raw))
             || unlikely((raw &= pmc->mask) < pmc->prev)) {
@@ -370,8 +369,7 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
         pmc->value = value;
         *perfmon_td_value_at(prev, offset) += value;
         *perfmon_td_value_at(next, offset) -= value;
-        slots &= slots - 1;
-    } while (slots != 0);
+    } while (cpu_ctz64_next(&slots, &slot));
 
     if (unlikely(perfmon_cpu_pending(cpu))) {
         perfmon_td_switch_finish(prev, next, cpu, 0);
