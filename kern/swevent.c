@@ -41,20 +41,3 @@ swevent_set_handler(swevent_handler_t handler)
 {
     __atomic_store_n(&swevent_handler, handler, __ATOMIC_RELEASE);
 }
-
-void
-swevent_activate(unsigned int id)
-{
-    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
-    __atomic_fetch_add(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
-}
-
-void
-swevent_deactivate(unsigned int id)
-{
-    unsigned int prev;
-
-    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
-    prev = __atomic_fetch_sub(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
-    assert(prev != 0);
-}

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kern/assert.h"
 #include "kern/macros.h"
 
 /*
@@ -83,7 +84,28 @@ swevent_add(unsigned int id, uint64_t n)
 typedef void (*swevent_handler_t)(unsigned int id, uint64_t n);
 
 void swevent_set_handler(swevent_handler_t handler);
-void swevent_activate(unsigned int id);
-void swevent_deactivate(unsigned int id);
+
+/*
+ * Inline: the context switch's transfer of a software counter from one
+ * event to another withdraws one and announces the other, and a call
+ * each would cost it more than the atomic adds.
+ */
+static inline void
+swevent_activate(unsigned int id)
+{
+    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
+    __atomic_fetch_add(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
+}
+
+static inline void
+swevent_deactivate(unsigned int id)
+{
+    unsigned int prev;
+
+    assert(id > SWEVENT_CLOCK && id < SWEVENT_NR);
+    prev = __atomic_fetch_sub(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
+    assert(prev != 0);
+    (void)prev;
+}
 
 #endif /* KERN_SWEVENT_H */

@@ -437,42 +437,47 @@ softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
 /*
  * Count another event from the count the counter holds.  Between two
  * event counters the count stays where it is, and so does the read
- * method (the count, in place).  The counter does not run while it
- * changes events (its handler skips it, counting neither the old event
- * nor the new), the old event is withdrawn and the new announced, and
- * the count then, the hand-over's, goes on with the new.  A wrap it
- * holds in the status stays, the count's that goes on.  Only c is kept
- * across the calls: the rest is read back from it.
+ * method (the count, in place), which the core hands in: its argument
+ * names the count, and so the counter, with no look-up by CPU.  The
+ * counter does not run while it changes events (its handler skips it,
+ * counting neither the old event nor the new), the old event is
+ * withdrawn and the new announced, and the count then, the hand-over's,
+ * goes on with the new.  A wrap it holds in the status stays, the
+ * count's that goes on.
  */
 static uint64_t
 softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
                  uint64_t raw_event, unsigned int flags,
                  unsigned int *read_howp, uintptr_t *argp)
 {
-    struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
-    uint64_t old = c->raw_event, count;
-    bool counted;
+    struct softpmu_counter *c;
+    uint64_t old, count;
+    bool counted, counts;
 
-    __asm__("" : "+r"(c));      /* kept, not recomputed */
-    assert(c->running);
-
-    if (unlikely(old == SWEVENT_CLOCK || raw_event == SWEVENT_CLOCK)) {
+    /* The clock's counter is read by the op (softpmu_read_method). */
+    if (unlikely(*read_howp != PERFMON_READ_MEM
+                 || raw_event == SWEVENT_CLOCK)) {
         return softpmu_transfer_clock(dev, hw_id, raw_event, flags,
                                       read_howp, argp);
     }
 
+    c = (struct softpmu_counter *)(*argp
+                                   - offsetof(struct softpmu_counter, count));
+    assert(c->running);
     WRITE_ONCE(c->running, false);
     barrier();
+    old = c->raw_event;
     counted = c->counts;
+    counts = softpmu_counts(raw_event, flags);
     c->raw_event = raw_event;
-    c->counts = softpmu_counts(raw_event, flags);
+    c->counts = counts;
 
     if (counted) {
         swevent_deactivate((unsigned int)old);
     }
 
-    if (READ_ONCE(c->counts)) {
-        swevent_activate((unsigned int)READ_ONCE(c->raw_event));
+    if (counts) {
+        swevent_activate((unsigned int)raw_event);
     }
 
     count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
