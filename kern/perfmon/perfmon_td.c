@@ -237,7 +237,7 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
     const struct perfmon_pmc *gpmc;
     struct perfmon_cpu_pmc *from, *to;
-    unsigned int out, slot;
+    uint64_t out, slot;
 
     if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
         || !(in & pass & ~cpu->active_mask)) {
@@ -245,12 +245,12 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
         return;
     }
 
-    out = (unsigned int)__builtin_ctzll(kept);
-    slot = (unsigned int)__builtin_ctzll(in);
-    from = &cpu->pmcs[out];
-    to = &cpu->pmcs[slot];
+    out = cpu_ctz64(kept);
+    slot = cpu_ctz64(in);
+    from = perfmon_cpu_pmc_of(cpu, out);
+    to = perfmon_cpu_pmc_of(cpu, slot);
     gpmc = &perfmon_pmcs[slot];
-    __asm__("" : "+r"(from), "+r"(to), "+r"(gpmc));  /* not recomputed */
+    __asm__("" : "+r"(gpmc));   /* not recomputed */
 
     if ((out ^ slot) >= PERFMON_DEV_MAX_PMCS
         || !perfmon_sched_may_pass(cpu, out, from, kept, pass)
