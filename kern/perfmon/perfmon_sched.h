@@ -57,7 +57,7 @@ void perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now);
  * common case, is not asked).
  */
 static inline __attribute__((always_inline)) bool
-perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
+perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned long d,
                        const struct perfmon_pmc *gpmc, unsigned int hw_id)
 {
     uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
@@ -79,7 +79,7 @@ perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned int d,
  * counter (it would have it first).
  */
 static inline __attribute__((always_inline)) bool
-perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int out,
+perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned long out,
                        const struct perfmon_cpu_pmc *from, uint64_t obit,
                        uint64_t pass)
 {
