@@ -759,32 +759,37 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
  * Pass the counter slot out holds here (its record from, its bit obit)
  * on to slot in (its record to, its fixed part gpmc, its bit ibit),
  * reprogrammed in place by the device's transfer (in not running), inline
- * in the one frame of the switch's pass.  The device returns
- * the raw value at the hand-over: out's count is folded up to it, and in
- * starts from it, so what the counter counted of out's event after out's
- * last fold is out's, never in's (for a clock passed on to an event
- * counter, thousands of cycles).  in reads the counter as out did, unless
- * the device says otherwise: it is handed the method.  An overflow marked
- * for out by then is out's: an NMI comes after its wrap, and the count
- * before the hand-over is out's.  in takes out's wrap_seen: the device
- * keeps the overflow status, and the NMI of a wrap out's fold counted
- * comes for in, which must not add a period again.  in runs before the
- * map says so and out stops after: an NMI in between finds one of them
- * running.  An overflow marked for out after the fold (in the few
- * instructions before the map names in) is taken as one of the count
- * that goes on: it moves to in, folded at the section's end.  Its one
- * caller, the context switch's pass (perfmon_sched_pass), checked that
- * out runs and counts, that in does not run nor sample, and moves the two
- * threads' clocks itself.
+ * in the one frame of the switch's pass.  The device returns the raw
+ * value at the hand-over: out's count is folded up to it, and in starts
+ * from it, so what the counter counted of out's event after out's last
+ * fold is out's, never in's (for a clock passed on to an event counter,
+ * thousands of cycles).  in reads the counter as out did, unless the
+ * device says otherwise: it is handed the method.  in takes out's
+ * wrap_seen: the device keeps the overflow status, and the NMI of a wrap
+ * out's fold counted comes for in, which must not add a period again.
+ *
+ * The map names in before the device's call, so that only the record
+ * and the section's pending mask are used after it (the fewest values
+ * kept across the call).  in runs before the map says so and out stops
+ * after: an NMI in between finds one of them running, and inside the
+ * section an NMI only marks the slot the map names pending.  So an
+ * overflow marked for either by the fold after the call, out (before
+ * the map changed) or in (after), is out's: an NMI comes after its wrap,
+ * and the count before the hand-over is out's.  One marked for in after
+ * the fold is taken as one of the count that goes on, folded for in at
+ * the section's end.  Its one caller, the context switch's pass
+ * (perfmon_sched_pass), checked that out runs and counts, that in does
+ * not run nor sample, and moves the two threads' clocks itself.  Returns
+ * cpu, reloaded after the call.
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
                          uint64_t obit, struct perfmon_cpu_pmc *to,
                          const struct perfmon_pmc *gpmc, unsigned int in,
                          uint64_t ibit)
 {
     struct perfmon_dev *dev = from->dev;
-    uint64_t raw;
+    uint64_t raw, both = obit | ibit;
 
     /* No NMI looks at in's record before the map names it. */
     to->read_how = from->read_how;
@@ -793,20 +798,6 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     to->dev = dev;
     to->mask = from->mask;
     to->peek_max = from->peek_max;
-
-    /* The call orders the accesses to the state, as a barrier would. */
-    raw = dev->ops->transfer(dev, from->hw_id, gpmc->raw_event, gpmc->flags,
-                             &to->read_how, &to->read_arg);
-
-    if (unlikely(perfmon_cpu_pending_mask(cpu) & obit)) {
-        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
-        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
-    } else {
-        perfmon_cpu_pmc_add(cpu, from, raw);
-    }
-
-    to->prev = from->prev;
-    to->wrap_seen = from->wrap_seen;
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
     barrier();
     WRITE_ONCE(cpu->devs[in / PERFMON_DEV_MAX_PMCS].slot_of_hw[to->hw_id],
@@ -821,11 +812,23 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
      */
     perfmon_cpu_pmc_set_idle(from);
 
-    /* The map names in now: no NMI marks out pending from here on. */
-    if (unlikely(perfmon_cpu_pending_mask(cpu) & obit)) {
-        __atomic_fetch_and(&cpu->pending, ~obit, __ATOMIC_RELAXED);
-        __atomic_fetch_or(&cpu->pending, ibit, __ATOMIC_RELAXED);
+    /* The call orders the accesses to the state, as a barrier would. */
+    raw = dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags,
+                             &to->read_how, &to->read_arg);
+
+    /* The CPU's record again: one load, where keeping it costs a save. */
+    cpu = perfmon_cpu_self();
+
+    if (unlikely(perfmon_cpu_pending_mask(cpu) & both)) {
+        __atomic_fetch_and(&cpu->pending, ~both, __ATOMIC_RELAXED);
+        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
     }
+
+    to->prev = from->prev;
+    to->wrap_seen = from->wrap_seen;
+    return cpu;
 }
 
 #ifdef TALLY_HOST_TEST

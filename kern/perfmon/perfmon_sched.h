@@ -95,9 +95,9 @@ perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned long out,
  * in's first comes, out's times (active, running) counted to now, in's
  * starting from now, and its share with them (as perfmon_sched_activate,
  * in needing no sampling); the counter passes in place
- * (perfmon_cpu_pmc_transfer).
+ * (perfmon_cpu_pmc_transfer, which returns cpu, reloaded).
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
                    uint64_t obit, struct perfmon_cpu_pmc *to,
                    const struct perfmon_pmc *gpmc, unsigned int in,
@@ -114,7 +114,7 @@ perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     to->share_enabled = to->enabled;
     to->share_running = to->running;
     WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
-    perfmon_cpu_pmc_transfer(cpu, from, obit, to, gpmc, in, ibit);
+    return perfmon_cpu_pmc_transfer(cpu, from, obit, to, gpmc, in, ibit);
 }
 
 void perfmon_sched_evict_all(struct perfmon_dev *dev);

@@ -270,7 +270,7 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     next->clock -= now;
     next->loaded_mask = in;
     cpu->td = next;
-    perfmon_sched_pass(cpu, from, kept, to, gpmc, slot, in, now);
+    cpu = perfmon_sched_pass(cpu, from, kept, to, gpmc, slot, in, now);
     *count += from->value;
     perfmon_cpu_leave(cpu);
 }
