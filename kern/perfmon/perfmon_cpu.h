@@ -756,8 +756,9 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 }
 
 /*
- * Pass the counter slot out holds here (its record from, its bit obit)
- * on to slot in (its record to, its fixed part gpmc, its bit ibit),
+ * Pass the counter slot out holds here (its record from, its bit obit,
+ * its device's state cdev) on to slot in (its record to, its fixed part
+ * gpmc, its bit ibit),
  * reprogrammed in place by the device's transfer (in not running), inline
  * in the one frame of the switch's pass.  The device returns the raw
  * value at the hand-over: out's count is folded up to it, and in starts
@@ -783,8 +784,9 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
  * cpu, reloaded after the call.
  */
 static inline __attribute__((always_inline)) struct perfmon_cpu *
-perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
-                         uint64_t obit, struct perfmon_cpu_pmc *to,
+perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
+                         struct perfmon_cpu_pmc *from, uint64_t obit,
+                         struct perfmon_cpu_pmc *to,
                          const struct perfmon_pmc *gpmc, unsigned int in,
                          uint64_t ibit)
 {
@@ -800,8 +802,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     to->peek_max = from->peek_max;
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
     barrier();
-    WRITE_ONCE(cpu->devs[in / PERFMON_DEV_MAX_PMCS].slot_of_hw[to->hw_id],
-               in + 1);
+    WRITE_ONCE(cdev->slot_of_hw[to->hw_id], in + 1);
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
 

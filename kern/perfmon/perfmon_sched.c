@@ -815,10 +815,11 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
 {
     struct perfmon_cpu_pmc *from = &cpu->pmcs[out];
     unsigned int d = out / PERFMON_DEV_MAX_PMCS;
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t pass = READ_ONCE(perfmon_pass_slots);
     uint64_t obit = perfmon_slot_bit(out);
 
-    if (!perfmon_sched_may_pass(cpu, out, from, obit, pass)) {
+    if (!perfmon_sched_may_pass(cpu, cdev, from, obit, pass)) {
         return PERFMON_MAX_PMCS;
     }
 
@@ -830,8 +831,8 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
         const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
         if (perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
-            perfmon_sched_pass(cpu, from, obit, &cpu->pmcs[in], gpmc, in,
-                               perfmon_slot_bit(in), now);
+            perfmon_sched_pass(cpu, cdev, from, obit, &cpu->pmcs[in], gpmc,
+                               in, perfmon_slot_bit(in), now);
             return in;
         }
     }

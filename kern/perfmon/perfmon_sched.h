@@ -71,7 +71,8 @@ perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned long d,
 }
 
 /*
- * Whether slot out's counter (its record from, its bit obit) may pass
+ * Whether slot out's counter (its record from, its bit obit, its
+ * device's state cdev) may pass
  * in place, at its last user's
  * leaving, to another slot of perfmon_pass_slots (counting, alone, on a
  * device that can transfer) getting its first: out is such a slot and
@@ -79,17 +80,18 @@ perfmon_sched_may_take(const struct perfmon_cpu *cpu, unsigned long d,
  * counter (it would have it first).
  */
 static inline __attribute__((always_inline)) bool
-perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned long out,
+perfmon_sched_may_pass(const struct perfmon_cpu *cpu,
+                       const struct perfmon_cpu_dev *cdev,
                        const struct perfmon_cpu_pmc *from, uint64_t obit,
                        uint64_t pass)
 {
     return from->nr_refs == 1 && (pass & cpu->sched_mask & obit)
-           && cpu->devs[out / PERFMON_DEV_MAX_PMCS].waiting == 0;
+           && cdev->waiting == 0;
 }
 
 /*
- * The pass itself (out's record from, its bit obit; in's record to, its
- * fixed part gpmc, its bit ibit), at
+ * The pass itself (out's record from, its bit obit, its device's state
+ * cdev; in's record to, its fixed part gpmc, its bit ibit), at
  * now, once out may pass and in (of perfmon_pass_slots, of out's device,
  * active nowhere here) may take its counter: out's last user leaves and
  * in's first comes, out's times (active, running) counted to now, in's
@@ -98,8 +100,9 @@ perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned long out,
  * (perfmon_cpu_pmc_transfer, which returns cpu, reloaded).
  */
 static inline __attribute__((always_inline)) struct perfmon_cpu *
-perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
-                   uint64_t obit, struct perfmon_cpu_pmc *to,
+perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
+                   struct perfmon_cpu_pmc *from, uint64_t obit,
+                   struct perfmon_cpu_pmc *to,
                    const struct perfmon_pmc *gpmc, unsigned int in,
                    uint64_t ibit, uint64_t now)
 {
@@ -114,7 +117,8 @@ perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
     to->share_enabled = to->enabled;
     to->share_running = to->running;
     WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
-    return perfmon_cpu_pmc_transfer(cpu, from, obit, to, gpmc, in, ibit);
+    return perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, gpmc, in,
+                                    ibit);
 }
 
 void perfmon_sched_evict_all(struct perfmon_dev *dev);

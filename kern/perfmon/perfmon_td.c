@@ -237,7 +237,8 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
     const struct perfmon_pmc *gpmc;
     struct perfmon_cpu_pmc *from, *to;
-    uint64_t out, slot;
+    struct perfmon_cpu_dev *cdev;
+    uint64_t out, slot, d;
 
     if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
         || !(in & pass & ~cpu->active_mask)) {
@@ -250,12 +251,13 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     from = perfmon_cpu_pmc_of(cpu, out);
     to = perfmon_cpu_pmc_of(cpu, slot);
     gpmc = &perfmon_pmcs[slot];
+    d = out / PERFMON_DEV_MAX_PMCS;
+    cdev = &cpu->devs[d];
     __asm__("" : "+r"(gpmc));   /* not recomputed */
 
     if ((out ^ slot) >= PERFMON_DEV_MAX_PMCS
-        || !perfmon_sched_may_pass(cpu, out, from, kept, pass)
-        || !perfmon_sched_may_take(cpu, out / PERFMON_DEV_MAX_PMCS, gpmc,
-                                   from->hw_id)) {
+        || !perfmon_sched_may_pass(cpu, cdev, from, kept, pass)
+        || !perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
         perfmon_td_switch_all(prev, next, cpu);
         return;
     }
@@ -270,7 +272,8 @@ perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
     next->clock -= now;
     next->loaded_mask = in;
     cpu->td = next;
-    cpu = perfmon_sched_pass(cpu, from, kept, to, gpmc, slot, in, now);
+    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, gpmc,
+                             (unsigned int)slot, in, now);
     *count += from->value;
     perfmon_cpu_leave(cpu);
 }
