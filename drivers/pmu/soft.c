@@ -472,11 +472,13 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
     c->raw_event = raw_event;
     c->counts = counts;
 
-    if (counted) {
+    /* Both counting, the common case, tested once. */
+    if (likely(counted & counts)) {
         swevent_deactivate((unsigned int)old);
-    }
-
-    if (counts) {
+        swevent_activate((unsigned int)raw_event);
+    } else if (counted) {
+        swevent_deactivate((unsigned int)old);
+    } else if (counts) {
         swevent_activate((unsigned int)raw_event);
     }
 
