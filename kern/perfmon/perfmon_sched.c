@@ -292,23 +292,66 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
 
 
 /*
+ * Whether slot in, arriving in a turn, may take over in place the counter
+ * slot out, leaving, holds, as placing it would: neither samples (a
+ * sampling slot's progress is read from its counter at its stop, and its
+ * counter armed at start), the device can transfer, the counter counts
+ * in and is not reserved, and no counter in prefers is free besides.
+ */
+static bool
+perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
+                       unsigned int out, unsigned int in)
+{
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
+    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
+    uint64_t hw = 1ULL << pmc->hw_id;
+
+    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
+           && pmc->dev->ops->transfer != NULL
+           && (gpmc->counters & ~reserved & hw)
+           && (!(gpmc->prefer & ~reserved & ~cpu->devs[d].hw_used)
+               || (gpmc->prefer & hw));
+}
+
+/*
  * The moves of a turn of single slots: flexible, those that held
- * counters; chosen, those that run after it.  Those leaving stop, and
- * those arriving take the counters freed.  No counter passes on in place
- * (the device's transfer): the events of the one leaving between its
- * fold and the reprogramming would count for the one arriving, which may
- * count something rarer (a turn from cpu-clock to interrupts would give
- * it thousands of cycles).
+ * counters; chosen, those that run after it.  A slot leaving passes its
+ * counter on to one arriving in place when it may: the device's transfer
+ * returns the count at the hand-over, which ends the leaving slot's count
+ * (perfmon_cpu_pmc_transfer), so none of its events count for the one
+ * arriving; both are clocked at now, running until then and from then
+ * on.  That is one device call for a stop, a fold and a start.  The
+ * others stop, and the arrivals left take the counters freed.
  */
 static void
 perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
                           uint64_t now, uint64_t flexible, uint64_t chosen)
 {
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
+
+    while (leaving != 0 && arriving != 0) {
+        unsigned int out = (unsigned int)__builtin_ctzll(leaving);
+        unsigned int in = (unsigned int)__builtin_ctzll(arriving);
+
+        if (!perfmon_sched_may_pass(cpu, d, out, in)) {
+            break;
+        }
+
+        perfmon_cpu_pmc_clock(cpu, out, now);
+        perfmon_cpu_pmc_clock(cpu, in, now);
+        perfmon_cpu_pmc_transfer(cpu, out, in);
+        perfmon_cpu_td_pmc_run(cpu, out, now, false);
+        perfmon_cpu_td_pmc_run(cpu, in, now, true);
+        cdev->waiting ^= perfmon_slot_bit(out) | perfmon_slot_bit(in);
+        leaving &= leaving - 1;
+        arriving &= arriving - 1;
+    }
 
     if (leaving != 0) {
         perfmon_sched_remove(cpu, leaving, now, false);
-        cpu->devs[d].waiting |= leaving;
+        cdev->waiting |= leaving;
     }
 
     for (; arriving != 0; arriving &= arriving - 1) {
