@@ -366,39 +366,6 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
 }
 
 /*
- * The largest share of slot's and *max until now (ties: slot's, the
- * higher), into *max and *last.  Inline: a turn takes one for each slot.
- */
-static inline __attribute__((always_inline)) void
-perfmon_sched_largest_of(const struct perfmon_cpu *cpu,
-                         const struct perfmon_td *td, uint64_t loaded,
-                         uint64_t sched, unsigned int slot, uint64_t now,
-                         struct perfmon_turn_share *max, unsigned int *last)
-{
-    struct perfmon_turn_share share;
-
-    perfmon_turn_share_of(cpu, td, loaded, sched, slot, now, &share);
-
-    if (!perfmon_turn_share_below(&share, max)) {
-        *max = share;
-        *last = slot;
-    }
-}
-
-/* The bits set in x (no popcount: the kernel runs on any x86-64). */
-static inline unsigned int
-perfmon_sched_nr_bits(uint64_t x)
-{
-    x -= (x >> 1) & 0x5555555555555555ULL;
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (unsigned int)((x * 0x0101010101010101ULL) >> 56);
-}
-
-/* No share is below it: where a search for the largest starts. */
-#define PERFMON_TURN_SHARE_NONE    { .running = 0, .enabled = 1 }
-
-/*
  * Bring the bits of device d in cpu->grouped up to date (they are set
  * when a group's second slot becomes active here, and only cleared here):
  * the groups with two slots or more still active.  True when none is.
@@ -440,13 +407,13 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
-    uint64_t sched = cpu->sched_mask, chosen, fit;
-    uint64_t slots = cpu->active_mask
-                     & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
+    uint64_t sched = cpu->sched_mask, chosen, fit, slots;
     uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
     struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
-    uint64_t flexible = slots;
-    unsigned int last = 0;
+    uint64_t flexible = cpu->active_mask & (PERFMON_DEV_SLOT_MASK
+                                            << (d * PERFMON_DEV_MAX_PMCS));
+    unsigned int last = 0, nr = 0;
+    bool simple;
     int out;
 
 #ifdef TALLY_HOST_TEST
@@ -455,42 +422,35 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     }
 #endif
 
-    if (unlikely(cpu->grouped & slots) && !perfmon_sched_regroup(cpu, d)) {
+    if (unlikely(cpu->grouped & flexible)
+        && !perfmon_sched_regroup(cpu, d)) {
         return false;
     }
 
     fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]);
+    loaded &= flexible;
+    simple = likely(loaded == 0)
+             ? perfmon_turn_scan_simple(cpu, td, 0, flexible, now, counters,
+                                        &flexible, &fit, &max, &last, &nr)
+             : perfmon_turn_scan_simple(cpu, td, loaded, flexible, now,
+                                        counters, &flexible, &fit, &max,
+                                        &last, &nr);
 
-    for (; slots != 0; slots &= slots - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-
-        if (unlikely(gpmc->pinned)) {
-            flexible &= ~perfmon_slot_bit(slot);
-            fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
-            continue;
-        }
-
-        if (gpmc->counters != counters) {
-            return false;
-        }
-
-        perfmon_sched_largest_of(cpu, td, loaded, sched, slot, now, &max,
-                                 &last);
+    if (!simple) {
+        return false;
     }
 
     /* out: how many do not fit; last, the largest share, goes first. */
-    out = (int)perfmon_sched_nr_bits(flexible)
-          - (int)perfmon_sched_nr_bits(fit);
+    out = (int)nr - (int)perfmon_turn_nr_bits(fit);
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);
         max = (struct perfmon_turn_share)PERFMON_TURN_SHARE_NONE;
 
         for (slots = (out > 1) ? chosen : 0; slots != 0; slots &= slots - 1) {
-            perfmon_sched_largest_of(cpu, td, loaded, sched,
-                                     (unsigned int)__builtin_ctzll(slots),
-                                     now, &max, &last);
+            perfmon_turn_largest_of(cpu, td, loaded, sched,
+                                    (unsigned int)__builtin_ctzll(slots),
+                                    now, &max, &last);
         }
     }
 
@@ -691,7 +651,7 @@ perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
                 perfmon_sched_rebalance(cpu, d, now);
             }
 
-            syscnt_inc(&cpu->nr_rotations);
+            perfmon_syscnt_inc_local(&cpu->nr_rotations);
             waiting |= cpu->devs[d].waiting;
         }
     }
