@@ -412,7 +412,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
     uint64_t flexible = cpu->active_mask & (PERFMON_DEV_SLOT_MASK
                                             << (d * PERFMON_DEV_MAX_PMCS));
-    unsigned int last = 0, nr = 0;
+    unsigned int last = 0;
     bool simple;
     int out;
 
@@ -431,17 +431,18 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     loaded &= flexible;
     simple = likely(loaded == 0)
              ? perfmon_turn_scan_simple(cpu, td, 0, flexible, now, counters,
-                                        &flexible, &fit, &max, &last, &nr)
+                                        &flexible, &fit, &max, &last)
              : perfmon_turn_scan_simple(cpu, td, loaded, flexible, now,
                                         counters, &flexible, &fit, &max,
-                                        &last, &nr);
+                                        &last);
 
     if (!simple) {
         return false;
     }
 
     /* out: how many do not fit; last, the largest share, goes first. */
-    out = (int)nr - (int)perfmon_turn_nr_bits(fit);
+    out = (int)perfmon_turn_nr_bits(flexible)
+          - (int)perfmon_turn_nr_bits(fit);
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);

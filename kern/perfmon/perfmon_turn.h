@@ -130,17 +130,16 @@ perfmon_turn_nr_bits(uint64_t x)
  * of its device: false when one is flexible and counts on other counters
  * than counters.  Takes the pinned ones out of *flexible and their
  * counters out of *fit; the largest share of the flexible ones into *max
- * and *last, their number into *nr.  Inline, to be expanded once for a
- * device none of whose slots is the loaded thread's (loaded 0), as for
- * CPU events: no test of each slot for it then.
+ * and *last.  Inline, to be expanded once for a device none of whose
+ * slots is the loaded thread's (loaded 0), as for CPU events: no test of
+ * each slot for it then.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
                          const struct perfmon_td *td, uint64_t loaded,
                          uint64_t slots, uint64_t now, uint64_t counters,
                          uint64_t *flexible, uint64_t *fit,
-                         struct perfmon_turn_share *max, unsigned int *last,
-                         unsigned int *nr)
+                         struct perfmon_turn_share *max, unsigned int *last)
 {
     uint64_t sched = cpu->sched_mask;
 
@@ -160,7 +159,6 @@ perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
 
         perfmon_turn_largest_of(cpu, td, loaded, sched, slot, now, max,
                                 last);
-        (*nr)++;
     }
 
     return true;
