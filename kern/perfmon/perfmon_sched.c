@@ -646,15 +646,18 @@ perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
     uint64_t waiting = 0;
 
+    /* Most devices have nothing waiting: they cost a test each. */
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
-        if (cpu->devs[d].waiting != 0) {
-            if (!perfmon_sched_turn_simple(cpu, d, now)) {
-                perfmon_sched_rebalance(cpu, d, now);
-            }
-
-            perfmon_syscnt_inc_local(&cpu->nr_rotations);
-            waiting |= cpu->devs[d].waiting;
+        if (likely(cpu->devs[d].waiting == 0)) {
+            continue;
         }
+
+        if (!perfmon_sched_turn_simple(cpu, d, now)) {
+            perfmon_sched_rebalance(cpu, d, now);
+        }
+
+        perfmon_syscnt_inc_local(&cpu->nr_rotations);
+        waiting |= cpu->devs[d].waiting;
     }
 
     cpu->mux_ticks = 0;
