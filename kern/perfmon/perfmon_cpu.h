@@ -753,10 +753,11 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
  * map says so and out stops after: an NMI in between finds one of them
  * running.  An overflow marked for out after the fold (in the few
  * instructions before the map names in) is taken as one of the count
- * that goes on: it moves to in, folded at the section's end.  Its one
- * caller, the context switch's pass (perfmon_sched_pass), checked that
- * out runs and counts, that in does not run nor sample, and moves the two
- * threads' clocks itself.
+ * that goes on: it moves to in, folded at the section's end.  Its callers,
+ * the context switch's pass (perfmon_sched_pass) and a multiplexing turn
+ * of single slots (perfmon_sched_move_simple), checked that out runs and
+ * counts, that in does not run nor sample, and move the slots' and the
+ * threads' clocks themselves.
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,

@@ -293,25 +293,21 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
 
 /*
  * Whether slot in, arriving in a turn, may take over in place the counter
- * slot out, leaving, holds, as placing it would: neither samples (a
- * sampling slot's progress is read from its counter at its stop, and its
- * counter armed at start), the device can transfer, the counter counts
- * in and is not reserved, and no counter in prefers is free besides.
+ * slot out, leaving, holds, as placing it would: both are of
+ * perfmon_pass_slots (neither samples: a sampling slot's progress is read
+ * from its counter at its stop, and its counter armed at start; the
+ * device can transfer), and in may take the counter
+ * (perfmon_sched_may_take).
  */
 static bool
-perfmon_sched_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
-                       unsigned int out, unsigned int in)
+perfmon_sched_turn_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
+                            unsigned int out, unsigned int in)
 {
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
-    uint64_t reserved = READ_ONCE(perfmon_dev_reserved[d]);
-    uint64_t hw = 1ULL << pmc->hw_id;
+    uint64_t pass = READ_ONCE(perfmon_pass_slots);
 
-    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
-           && pmc->dev->ops->transfer != NULL
-           && (gpmc->counters & ~reserved & hw)
-           && (!(gpmc->prefer & ~reserved & ~cpu->devs[d].hw_used)
-               || (gpmc->prefer & hw));
+    return (pass & perfmon_slot_bit(out)) && (pass & perfmon_slot_bit(in))
+           && perfmon_sched_may_take(cpu, d, &perfmon_pmcs[in],
+                                     cpu->pmcs[out].hw_id);
 }
 
 /*
@@ -335,13 +331,15 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
         unsigned int out = (unsigned int)__builtin_ctzll(leaving);
         unsigned int in = (unsigned int)__builtin_ctzll(arriving);
 
-        if (!perfmon_sched_may_pass(cpu, d, out, in)) {
+        if (!perfmon_sched_turn_may_pass(cpu, d, out, in)) {
             break;
         }
 
         perfmon_cpu_pmc_clock(cpu, out, now);
         perfmon_cpu_pmc_clock(cpu, in, now);
-        perfmon_cpu_pmc_transfer(cpu, out, in);
+        perfmon_cpu_pmc_transfer(cpu, &cpu->pmcs[out], perfmon_slot_bit(out),
+                                 &cpu->pmcs[in], &perfmon_pmcs[in], in,
+                                 perfmon_slot_bit(in));
         perfmon_cpu_td_pmc_run(cpu, out, now, false);
         perfmon_cpu_td_pmc_run(cpu, in, now, true);
         cdev->waiting ^= perfmon_slot_bit(out) | perfmon_slot_bit(in);

@@ -427,7 +427,7 @@ test_turn_passes_only_what_may(void **state)
     struct perfmon_sbuf *sbuf;
     struct fdev *fd;
     uint64_t (*transfer)(struct perfmon_dev *, unsigned int, uint64_t,
-                         unsigned int);
+                         unsigned int, unsigned int *, uintptr_t *);
 
     (void)state;
     fd = fdev_add(0, 48, 1, true);
