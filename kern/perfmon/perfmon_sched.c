@@ -293,21 +293,22 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
 
 /*
  * Whether slot in, arriving in a turn, may take over in place the counter
- * slot out, leaving, holds, as placing it would: both are of
- * perfmon_pass_slots (neither samples: a sampling slot's progress is read
- * from its counter at its stop, and its counter armed at start; the
- * device can transfer), and in may take the counter
- * (perfmon_sched_may_take).
+ * slot out, leaving, holds, as placing it would: neither samples (a
+ * sampling slot's progress is read from its counter at its stop, and its
+ * counter armed at start), the device can transfer, and in may take the
+ * counter (perfmon_sched_may_take).  Not perfmon_pass_slots, the
+ * switch's: a turn of single slots passes a group of one as well.
  */
 static bool
 perfmon_sched_turn_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
                             unsigned int out, unsigned int in)
 {
-    uint64_t pass = READ_ONCE(perfmon_pass_slots);
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
 
-    return (pass & perfmon_slot_bit(out)) && (pass & perfmon_slot_bit(in))
-           && perfmon_sched_may_take(cpu, d, &perfmon_pmcs[in],
-                                     cpu->pmcs[out].hw_id);
+    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
+           && pmc->dev->ops->transfer != NULL
+           && perfmon_sched_may_take(cpu, d, gpmc, pmc->hw_id);
 }
 
 /*

@@ -413,6 +413,38 @@ test_turn_passes_counter_in_place(void **state)
 }
 
 /*
+ * An event in a group of its own is a single slot too: the turn passes
+ * its counter on in place (`perf stat -e '{a}','{b}'` multiplexes so).
+ */
+static void
+test_turn_passes_groups_of_one(void **state)
+{
+    struct perfmon_event evs[2];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 1, true);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        init_ok(&evs[i], RAW_INSNS + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    fdev_count(fd, 1, RAW_INSNS, 40);
+    interval(1);
+    fdev_count(fd, 1, RAW_INSNS + 1, 9);
+    interval(1);
+    assert_int_equal(fd->nr_transfer, 2);
+    assert_int_equal(fd->nr_stop, 0);
+    assert_int_equal(perfmon_event_read(&evs[0]), 40);
+    assert_int_equal(perfmon_event_read(&evs[1]), 9);
+    assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+    assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
  * The turn passes no sampling slot's counter on in place (its counter is
  * read for its progress at its stop, armed at its start): it stops and
  * starts, as on a device without the transfer operation.  One counter,
@@ -473,6 +505,7 @@ main(void)
         cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
         cmocka_unit_test_setup(test_turn_passes_counter_in_place, setup),
+        cmocka_unit_test_setup(test_turn_passes_groups_of_one, setup),
         cmocka_unit_test_setup(test_turn_passes_only_what_may, setup),
     };
 
