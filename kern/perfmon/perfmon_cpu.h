@@ -778,10 +778,11 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
  * the map changed) or in (after), is out's: an NMI comes after its wrap,
  * and the count before the hand-over is out's.  One marked for in after
  * the fold is taken as one of the count that goes on, folded for in at
- * the section's end.  Its one caller, the context switch's pass
- * (perfmon_sched_pass), checked that out runs and counts, that in does
- * not run nor sample, and moves the two threads' clocks itself.  Returns
- * cpu, reloaded after the call.
+ * the section's end.  Its callers, the context switch's pass
+ * (perfmon_sched_pass) and a multiplexing turn of single slots
+ * (perfmon_sched_move_simple), checked that out runs and counts, that in
+ * does not run nor sample, and move the slots' and the threads' clocks
+ * themselves.  Returns cpu, reloaded after the call.
  */
 static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,

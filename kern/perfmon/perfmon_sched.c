@@ -292,23 +292,65 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
 
 
 /*
+ * Whether slot in, arriving in a turn, may take over in place the counter
+ * slot out, leaving, holds, as placing it would: neither samples (a
+ * sampling slot's progress is read from its counter at its stop, and its
+ * counter armed at start), the device can transfer, and in may take the
+ * counter (perfmon_sched_may_take).  Not perfmon_pass_slots, the
+ * switch's: a turn of single slots passes a group of one as well.
+ */
+static bool
+perfmon_sched_turn_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
+                            unsigned int out, unsigned int in)
+{
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
+
+    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
+           && pmc->dev->ops->transfer != NULL
+           && perfmon_sched_may_take(cpu, d, gpmc, pmc->hw_id);
+}
+
+/*
  * The moves of a turn of single slots: flexible, those that held
- * counters; chosen, those that run after it.  Those leaving stop, and
- * those arriving take the counters freed.  No counter passes on in place
- * (the device's transfer): the events of the one leaving between its
- * fold and the reprogramming would count for the one arriving, which may
- * count something rarer (a turn from cpu-clock to interrupts would give
- * it thousands of cycles).
+ * counters; chosen, those that run after it.  A slot leaving passes its
+ * counter on to one arriving in place when it may: the device's transfer
+ * returns the count at the hand-over, which ends the leaving slot's count
+ * (perfmon_cpu_pmc_transfer), so none of its events count for the one
+ * arriving; both are clocked at now, running until then and from then
+ * on.  That is one device call for a stop, a fold and a start.  The
+ * others stop, and the arrivals left take the counters freed.
  */
 static void
 perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
                           uint64_t now, uint64_t flexible, uint64_t chosen)
 {
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
+
+    while (leaving != 0 && arriving != 0) {
+        unsigned int out = (unsigned int)__builtin_ctzll(leaving);
+        unsigned int in = (unsigned int)__builtin_ctzll(arriving);
+
+        if (!perfmon_sched_turn_may_pass(cpu, d, out, in)) {
+            break;
+        }
+
+        perfmon_cpu_pmc_clock(cpu, out, now);
+        perfmon_cpu_pmc_clock(cpu, in, now);
+        perfmon_cpu_pmc_transfer(cpu, cdev, &cpu->pmcs[out],
+                                 perfmon_slot_bit(out), &cpu->pmcs[in],
+                                 &perfmon_pmcs[in], in, perfmon_slot_bit(in));
+        perfmon_cpu_td_pmc_run(cpu, out, now, false);
+        perfmon_cpu_td_pmc_run(cpu, in, now, true);
+        cdev->waiting ^= perfmon_slot_bit(out) | perfmon_slot_bit(in);
+        leaving &= leaving - 1;
+        arriving &= arriving - 1;
+    }
 
     if (leaving != 0) {
         perfmon_sched_remove(cpu, leaving, now, false);
-        cpu->devs[d].waiting |= leaving;
+        cdev->waiting |= leaving;
     }
 
     for (; arriving != 0; arriving &= arriving - 1) {
@@ -321,39 +363,6 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
         }
     }
 }
-
-/*
- * The largest share of slot's and *max until now (ties: slot's, the
- * higher), into *max and *last.  Inline: a turn takes one for each slot.
- */
-static inline __attribute__((always_inline)) void
-perfmon_sched_largest_of(const struct perfmon_cpu *cpu,
-                         const struct perfmon_td *td, uint64_t loaded,
-                         uint64_t sched, unsigned int slot, uint64_t now,
-                         struct perfmon_turn_share *max, unsigned int *last)
-{
-    struct perfmon_turn_share share;
-
-    perfmon_turn_share_of(cpu, td, loaded, sched, slot, now, &share);
-
-    if (!perfmon_turn_share_below(&share, max)) {
-        *max = share;
-        *last = slot;
-    }
-}
-
-/* The bits set in x (no popcount: the kernel runs on any x86-64). */
-static inline unsigned int
-perfmon_sched_nr_bits(uint64_t x)
-{
-    x -= (x >> 1) & 0x5555555555555555ULL;
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (unsigned int)((x * 0x0101010101010101ULL) >> 56);
-}
-
-/* No share is below it: where a search for the largest starts. */
-#define PERFMON_TURN_SHARE_NONE    { .running = 0, .enabled = 1 }
 
 /*
  * Bring the bits of device d in cpu->grouped up to date (they are set
@@ -397,13 +406,13 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     struct perfmon_cpu_dev *cdev = &cpu->devs[d];
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
-    uint64_t sched = cpu->sched_mask, chosen, fit;
-    uint64_t slots = cpu->active_mask
-                     & (PERFMON_DEV_SLOT_MASK << (d * PERFMON_DEV_MAX_PMCS));
+    uint64_t sched = cpu->sched_mask, chosen, fit, slots;
     uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
     struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
-    uint64_t flexible = slots;
+    uint64_t flexible = cpu->active_mask & (PERFMON_DEV_SLOT_MASK
+                                            << (d * PERFMON_DEV_MAX_PMCS));
     unsigned int last = 0;
+    bool simple;
     int out;
 
 #ifdef TALLY_HOST_TEST
@@ -412,42 +421,36 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     }
 #endif
 
-    if (unlikely(cpu->grouped & slots) && !perfmon_sched_regroup(cpu, d)) {
+    if (unlikely(cpu->grouped & flexible)
+        && !perfmon_sched_regroup(cpu, d)) {
         return false;
     }
 
     fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]);
+    loaded &= flexible;
+    simple = likely(loaded == 0)
+             ? perfmon_turn_scan_simple(cpu, td, 0, flexible, now, counters,
+                                        &flexible, &fit, &max, &last)
+             : perfmon_turn_scan_simple(cpu, td, loaded, flexible, now,
+                                        counters, &flexible, &fit, &max,
+                                        &last);
 
-    for (; slots != 0; slots &= slots - 1) {
-        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-
-        if (unlikely(gpmc->pinned)) {
-            flexible &= ~perfmon_slot_bit(slot);
-            fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
-            continue;
-        }
-
-        if (gpmc->counters != counters) {
-            return false;
-        }
-
-        perfmon_sched_largest_of(cpu, td, loaded, sched, slot, now, &max,
-                                 &last);
+    if (!simple) {
+        return false;
     }
 
     /* out: how many do not fit; last, the largest share, goes first. */
-    out = (int)perfmon_sched_nr_bits(flexible)
-          - (int)perfmon_sched_nr_bits(fit);
+    out = (int)perfmon_turn_nr_bits(flexible)
+          - (int)perfmon_turn_nr_bits(fit);
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);
         max = (struct perfmon_turn_share)PERFMON_TURN_SHARE_NONE;
 
         for (slots = (out > 1) ? chosen : 0; slots != 0; slots &= slots - 1) {
-            perfmon_sched_largest_of(cpu, td, loaded, sched,
-                                     (unsigned int)__builtin_ctzll(slots),
-                                     now, &max, &last);
+            perfmon_turn_largest_of(cpu, td, loaded, sched,
+                                    (unsigned int)__builtin_ctzll(slots),
+                                    now, &max, &last);
         }
     }
 
@@ -642,15 +645,18 @@ perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
     uint64_t waiting = 0;
 
+    /* Most devices have nothing waiting: they cost a test each. */
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
-        if (cpu->devs[d].waiting != 0) {
-            if (!perfmon_sched_turn_simple(cpu, d, now)) {
-                perfmon_sched_rebalance(cpu, d, now);
-            }
-
-            syscnt_inc(&cpu->nr_rotations);
-            waiting |= cpu->devs[d].waiting;
+        if (likely(cpu->devs[d].waiting == 0)) {
+            continue;
         }
+
+        if (!perfmon_sched_turn_simple(cpu, d, now)) {
+            perfmon_sched_rebalance(cpu, d, now);
+        }
+
+        perfmon_syscnt_inc_local(&cpu->nr_rotations);
+        waiting |= cpu->devs[d].waiting;
     }
 
     cpu->mux_ticks = 0;

@@ -13,6 +13,8 @@
  *   their slots in *chosenp), from the active flexible slots there:
  *   flexible, those holding counters, and the device's waiting ones; used:
  *   the counters the others hold (pinned slots).  In a section on cpu.
+ * perfmon_turn_scan_simple (inline, below): the one pass over the slots
+ *   of a turn that needs no order (perfmon_sched_turn_simple).
  */
 
 #ifndef KERN_PERFMON_TURN_H
@@ -88,6 +90,78 @@ perfmon_turn_share_below(const struct perfmon_turn_share *a,
 {
     return (unsigned __int128)a->running * b->enabled
            < (unsigned __int128)b->running * a->enabled;
+}
+
+/*
+ * The largest share of slot's and *max until now (ties: slot's, the
+ * higher), into *max and *last.  Inline: a turn takes one for each slot.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_turn_largest_of(const struct perfmon_cpu *cpu,
+                        const struct perfmon_td *td, uint64_t loaded,
+                        uint64_t sched, unsigned int slot, uint64_t now,
+                        struct perfmon_turn_share *max, unsigned int *last)
+{
+    struct perfmon_turn_share share;
+
+    perfmon_turn_share_of(cpu, td, loaded, sched, slot, now, &share);
+
+    if (!perfmon_turn_share_below(&share, max)) {
+        *max = share;
+        *last = slot;
+    }
+}
+
+/* The bits set in x (no popcount: the kernel runs on any x86-64). */
+static inline unsigned int
+perfmon_turn_nr_bits(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+/* No share is below it: where a search for the largest starts. */
+#define PERFMON_TURN_SHARE_NONE    { .running = 0, .enabled = 1 }
+
+/*
+ * The pass of perfmon_sched_turn_simple() over slots, the active slots
+ * of its device: false when one is flexible and counts on other counters
+ * than counters.  Takes the pinned ones out of *flexible and their
+ * counters out of *fit; the largest share of the flexible ones into *max
+ * and *last.  Inline, to be expanded once for a device none of whose
+ * slots is the loaded thread's (loaded 0), as for CPU events: no test of
+ * each slot for it then.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
+                         const struct perfmon_td *td, uint64_t loaded,
+                         uint64_t slots, uint64_t now, uint64_t counters,
+                         uint64_t *flexible, uint64_t *fit,
+                         struct perfmon_turn_share *max, unsigned int *last)
+{
+    uint64_t sched = cpu->sched_mask;
+
+    for (; slots != 0; slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+
+        if (unlikely(gpmc->pinned)) {
+            *flexible &= ~perfmon_slot_bit(slot);
+            *fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
+            continue;
+        }
+
+        if (gpmc->counters != counters) {
+            return false;
+        }
+
+        perfmon_turn_largest_of(cpu, td, loaded, sched, slot, now, max,
+                                last);
+    }
+
+    return true;
 }
 
 unsigned int perfmon_turn_select(struct perfmon_cpu *cpu, unsigned int d,

@@ -68,6 +68,9 @@ turn_rand(uint64_t bound)
     return (turn_rand_state >> 11) % bound;
 }
 
+/* The counters passed on in place in the runs, for the test's check. */
+static unsigned int turn_nr_transfers;
+
 #define TURN_MAX_EVS        12
 #define TURN_NR_TURNS       40
 
@@ -91,6 +94,10 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
     turn_rand_state = seed;
     fd = fdev_add(0, 48, 2 + (unsigned int)turn_rand(4), true);
     nr = 3 + (unsigned int)turn_rand(TURN_MAX_EVS - 2);
+
+    if (alone && (seed / 3) % 2 != 0) {
+        fd->ops.transfer = NULL;
+    }
 
     for (unsigned int i = 0; i < nr; i++) {
         uint64_t raw = (turn_rand(alone ? 40 : 5) == 0)
@@ -141,6 +148,8 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
 
         sets[t] = perfmon_cpus[1].sched_mask;
     }
+
+    turn_nr_transfers += fd->nr_transfer;
 
     for (unsigned int i = nr; i-- > 0;) {
         if (attached & (1U << i)) {
@@ -194,9 +203,14 @@ test_turn_moves_what_changes(void **state)
 
     (void)state;
 
-    /* The runs did take turns, the seeds of events alone without order. */
+    /*
+     * The runs did take turns, the seeds of events alone without order,
+     * passing counters on in place where the device could.
+     */
+    turn_nr_transfers = 0;
     assert_true(check_turns(run_turns, seed_alone, &simple) > 150);
     assert_true(simple > 1000);
+    assert_true(turn_nr_transfers > 200);
 }
 
 /*
@@ -336,6 +350,153 @@ test_rotate_local_moved(void **state)
     assert_int_equal(perfmon_event_detach(&evs[0]), 0);
 }
 
+/*
+ * A turn of events alone passes the counter of the one leaving on to the
+ * one arriving in place: one transfer, no stop nor start.  The count up
+ * to the hand-over is the leaving one's, the events of its kind in the
+ * transfer included, and so is a wrap it made before, whose interrupt
+ * comes after: the arriving one counts only its own events from then on.
+ * Two events on one counter: the first runs, the second waits.
+ */
+static void
+test_turn_passes_counter_in_place(void **state)
+{
+    struct perfmon_event evs[2];
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    uint64_t enabled, running;
+    struct fdev *fd;
+    unsigned int starts;
+
+    (void)state;
+    fd = fdev_add(0, 16, 1, true);
+    init_ok(&evs[0], RAW_INSNS, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&evs[1], RAW_BRANCH, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    assert_int_equal(perfmon_event_attach_cpu(&evs[0], 1), 0);
+    assert_int_equal(perfmon_event_attach_cpu(&evs[1], 1), 0);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[0].slot));
+    starts = fd->nr_start;
+    fdev_count(fd, 1, RAW_INSNS, 60000);
+    fdev_count(fd, 1, RAW_INSNS, 10000);      /* wraps; no NMI yet */
+    fdev_count(fd, 1, RAW_BRANCH, 7);         /* nobody's */
+
+    /* In the transfer, before the hand-over: 3 more of the first's. */
+    fdev_script_nmi(fd, FDEV_STEP_TRANSFER, 1, -1, 3);
+    interval(1);
+    fdev_script_done(fd);
+    assert_int_equal(fd->nr_transfer, 1);
+    assert_int_equal(fd->nr_start, starts);
+    assert_int_equal(fd->nr_stop, 0);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[1].slot));
+    assert_false(cpu->sched_mask & perfmon_slot_bit(evs[0].slot));
+    fdev_nmi(fd, 1);
+    fdev_count(fd, 1, RAW_INSNS, 11);         /* nobody's */
+    fdev_count(fd, 1, RAW_BRANCH, 5);
+    assert_int_equal(perfmon_event_read(&evs[0]), 70003);
+    assert_int_equal(perfmon_event_read(&evs[1]), 5);
+
+
+    /* And back: the second's count stays with it. */
+    interval(1);
+    assert_int_equal(fd->nr_transfer, 2);
+    fdev_count(fd, 1, RAW_INSNS, 13);
+    assert_int_equal(perfmon_event_read(&evs[0]), 70016);
+    assert_int_equal(perfmon_event_read(&evs[1]), 5);
+
+    /* Each ran one interval of the two, to the hand-over and from it. */
+    perfmon_event_read_times(&evs[0], &enabled, &running);
+    assert_true(running != 0 && running * 2 == enabled);
+    perfmon_event_read_times(&evs[1], &enabled, &running);
+    assert_true(running != 0 && running * 2 == enabled);
+    assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+    assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * An event in a group of its own is a single slot too: the turn passes
+ * its counter on in place (`perf stat -e '{a}','{b}'` multiplexes so).
+ */
+static void
+test_turn_passes_groups_of_one(void **state)
+{
+    struct perfmon_event evs[2];
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 1, true);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        init_ok(&evs[i], RAW_INSNS + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        assert_int_equal(perfmon_event_set_group(&evs[i], &evs[i]), 0);
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    fdev_count(fd, 1, RAW_INSNS, 40);
+    interval(1);
+    fdev_count(fd, 1, RAW_INSNS + 1, 9);
+    interval(1);
+    assert_int_equal(fd->nr_transfer, 2);
+    assert_int_equal(fd->nr_stop, 0);
+    assert_int_equal(perfmon_event_read(&evs[0]), 40);
+    assert_int_equal(perfmon_event_read(&evs[1]), 9);
+    assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+    assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+    fdev_assert_idle(fd);
+}
+
+/*
+ * The turn passes no sampling slot's counter on in place (its counter is
+ * read for its progress at its stop, armed at its start): it stops and
+ * starts, as on a device without the transfer operation.  One counter,
+ * two events: a sampling one and a counting one, then two counting ones
+ * on a device that cannot pass.
+ */
+static void
+test_turn_passes_only_what_may(void **state)
+{
+    struct perfmon_sampling smp = { .period = 1000, .id = 1 };
+    struct perfmon_event evs[2];
+    struct perfmon_sbuf *sbuf;
+    struct fdev *fd;
+    uint64_t (*transfer)(struct perfmon_dev *, unsigned int, uint64_t,
+                         unsigned int, unsigned int *, uintptr_t *);
+
+    (void)state;
+    fd = fdev_add(0, 48, 1, true);
+    transfer = fd->ops.transfer;
+    assert_int_equal(perfmon_sbuf_create(&sbuf, 4096), 0);
+    smp.sbuf = sbuf;
+
+    for (unsigned int sampling = 0; sampling < 2; sampling++) {
+        for (unsigned int i = 0; i < 2; i++) {
+            init_ok(&evs[i], RAW_INSNS + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+        }
+
+        if (sampling != 0) {
+            assert_int_equal(perfmon_event_set_sampling(&evs[sampling - 1],
+                                                        &smp), 0);
+        } else {
+            fd->ops.transfer = NULL;
+        }
+
+        for (unsigned int i = 0; i < 2; i++) {
+            assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+        }
+
+        fd->nr_stop = 0;
+        interval(1);
+        interval(1);
+        assert_int_equal(fd->nr_stop, 2);
+        assert_int_equal(fd->nr_transfer, 0);
+        assert_int_equal(perfmon_event_detach(&evs[1]), 0);
+        assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+        fd->ops.transfer = transfer;
+    }
+
+    perfmon_sbuf_destroy(sbuf);
+    fdev_assert_idle(fd);
+}
+
 int
 main(void)
 {
@@ -343,6 +504,9 @@ main(void)
         cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
         cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
+        cmocka_unit_test_setup(test_turn_passes_counter_in_place, setup),
+        cmocka_unit_test_setup(test_turn_passes_groups_of_one, setup),
+        cmocka_unit_test_setup(test_turn_passes_only_what_may, setup),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
