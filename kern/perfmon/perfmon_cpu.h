@@ -596,6 +596,10 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot,
  * the next sample, or as many as the device can arm: a longer period takes
  * several overflows, the intermediate ones writing no sample.  A counter
  * read in memory is that word, loaded by a store (kern/perfmon_dev.h).
+ * left > 0 and wrap_seen is false, by construction, not tested: the
+ * callers are the start, which makes both so, and
+ * perfmon_cpu_pmc_overflowed(), which comes right after a fold with the
+ * overflow (which clears wrap_seen) and leaves left positive (see there).
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
@@ -603,10 +607,8 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
     struct perfmon_dev *dev = pmc->dev;         /* set at its start */
     uint64_t events;
 
-    assert(pmc->left > 0);
     events = MAX(MIN((uint64_t)pmc->left, dev->arm_max), dev->arm_min);
     pmc->prev = (0 - events) & pmc->mask;
-    pmc->wrap_seen = false;
     pmc->armed_value = pmc->value;
 
     if (likely(pmc->read_how == PERFMON_READ_MEM)) {
@@ -629,51 +631,71 @@ bool perfmon_cpu_fold_intr_update(struct perfmon_cpu *cpu, unsigned int slot,
 /*
  * A sampling counter overflowed: count what it counted against the events
  * left, take a sample when they are used up (only in the interrupt's own
- * fold, intr: then the interrupted frame is the one the sample must show;
- * true then, the sample's period in due_period), and arm it again.  pmc:
- * the slot's record.
+ * fold, intr: then the interrupted frame is the one the sample must show),
+ * and arm it again.  pmc: the slot's record.  Returns the period of the
+ * sample due (a period is never 0: at least the device's arm_min), or 0
+ * when none is.  left stays positive: it was, or a period is added to a
+ * left above minus the period, or it is the period.  The arm is in both
+ * branches, so that the caller's test of the result is on no path.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_overflowed_period(struct perfmon_cpu *cpu, unsigned int slot,
+                                  struct perfmon_cpu_pmc *pmc, bool intr)
+{
+    uint64_t period = pmc->period;
+    int64_t left;
+
+    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+
+    if (likely(left > 0)) {
+        pmc->left = left;
+        perfmon_cpu_pmc_arm(pmc);
+        return 0;
+    }
+
+    if (!intr) {
+        perfmon_syscnt_inc_local(&cpu->nr_unsampled);
+    }
+
+    /* A fixed period: nothing to time, and the TSC is not read. */
+    if (unlikely(pmc->freq)) {
+        perfmon_cpu_pmc_adjust(pmc, perfmon_pmcs[slot].sampling);
+    }
+
+    /* One sample, however far past the period the counter got. */
+    left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
+                                           : left + (int64_t)pmc->period;
+    pmc->left = left;
+    perfmon_cpu_pmc_arm(pmc);
+    return intr ? period : 0;
+}
+
+/*
+ * The same, the sample's period in due_period: true when one is due.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot,
                            struct perfmon_cpu_pmc *pmc, bool intr)
 {
-    int64_t left;
-    bool due;
+    uint64_t period = perfmon_cpu_pmc_overflowed_period(cpu, slot, pmc, intr);
 
-    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
-    due = (left <= 0);
-
-    if (due) {
-        if (intr) {
-            pmc->due_period = pmc->period;
-        } else {
-            perfmon_syscnt_inc_local(&cpu->nr_unsampled);
-        }
-
-        /* A fixed period: nothing to time, and the TSC is not read. */
-        if (unlikely(pmc->freq)) {
-            perfmon_cpu_pmc_adjust(pmc, perfmon_pmcs[slot].sampling);
-        }
-
-        /* One sample, however far past the period the counter got. */
-        left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
-                                               : left + (int64_t)pmc->period;
+    if (period == 0) {
+        return false;
     }
 
-    pmc->left = left;
-    perfmon_cpu_pmc_arm(pmc);
-    return due && intr;
+    pmc->due_period = period;
+    return true;
 }
 
 /*
  * The interrupt's fold of one sampling slot known to run here (pmc its
- * record), in a section entered with nothing pending: true when it left
- * a sample due (its period in the slot's due_period; cpu->due is not
- * used).  The arm writes the counter: an NMI of the same counter that
+ * record), in a section entered with nothing pending: the period of the
+ * sample it left due, 0 for none (cpu->due and the slot's due_period are
+ * not used).  The arm writes the counter: an NMI of the same counter that
  * landed after the read is folded first, by the loop that takes it (and
  * then arms), perfmon_cpu_fold_intr_update().
  */
-static inline __attribute__((always_inline)) bool
+static inline __attribute__((always_inline)) uint64_t
 perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, unsigned int slot,
                                struct perfmon_cpu_pmc *pmc)
 {
@@ -683,17 +705,19 @@ perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, unsigned int slot,
     barrier();
 
     if (unlikely(!perfmon_cpu_pmc_raw_direct(pmc, &raw))) {
-        return perfmon_cpu_fold_intr_update(cpu, slot, true);
+        return perfmon_cpu_fold_intr_update(cpu, slot, true)
+               ? pmc->due_period : 0;
     }
 
     barrier();
     perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
 
     if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
-        return perfmon_cpu_fold_intr_update(cpu, slot, false);
+        return perfmon_cpu_fold_intr_update(cpu, slot, false)
+               ? pmc->due_period : 0;
     }
 
-    return perfmon_cpu_pmc_overflowed(cpu, slot, pmc, true);
+    return perfmon_cpu_pmc_overflowed_period(cpu, slot, pmc, true);
 }
 
 /* The slot's 64-bit value on this CPU, folded (entered). */

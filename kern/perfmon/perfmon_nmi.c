@@ -187,17 +187,17 @@ perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
 }
 
 /*
- * Write the sample of slot due in this interrupt (NMI context), pmc its
- * record here.
+ * Write the sample of slot due in this interrupt (NMI context), of
+ * period.
  */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_write_sample(const struct perfmon_cpu_pmc *pmc,
-                              unsigned int slot,
-                              const struct trap_frame *frame)
+perfmon_overflow_write_sample(unsigned int slot,
+                              const struct trap_frame *frame,
+                              uint64_t period)
 {
     perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
         perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size, frame,
-        pmc->due_period);
+        period);
 }
 
 /*
@@ -249,7 +249,8 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
     for (due = cpu->due; due != 0; due &= due - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(due);
 
-        perfmon_overflow_write_sample(&cpu->pmcs[slot], slot, frame);
+        perfmon_overflow_write_sample(slot, frame,
+                                      cpu->pmcs[slot].due_period);
     }
 
     if (cpu->due != 0) {
@@ -299,12 +300,16 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
 
     /* A bit test (a mask of the slot's bit takes a shift more). */
     if (likely(!((sampling >> slot) & 1))) {
+        __asm__("" : "+r"(slot));       /* nor here */
         perfmon_cpu_pmc_fold_ovf_alone(cpu, (unsigned int)slot, pmc);
     } else {
-        __asm__("" : "+r"(slot));       /* its narrowing not hoisted here */
+        uint64_t period;
 
-        if (perfmon_cpu_fold_intr_sampling(cpu, (unsigned int)slot, pmc)) {
-            perfmon_overflow_write_sample(pmc, (unsigned int)slot, frame);
+        __asm__("" : "+r"(slot));       /* its narrowing not hoisted here */
+        period = perfmon_cpu_fold_intr_sampling(cpu, (unsigned int)slot, pmc);
+
+        if (period != 0) {
+            perfmon_overflow_write_sample((unsigned int)slot, frame, period);
             perfmon_overflow_sampled(cpu, 1, start);
         }
     }
