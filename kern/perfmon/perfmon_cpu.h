@@ -139,6 +139,7 @@ struct perfmon_cpu {
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_end;                /* clock_cpu_ticks(), window's end */
+    const uint64_t *ticks;              /* clock_cpu_ticks_word(), set up */
     uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
     struct syscnt nr_intrs;

@@ -160,7 +160,7 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
 
     cycles = cpu_rdtsc() - start;
     limit = __atomic_load_n(&perfmon_throttle.limit, __ATOMIC_ACQUIRE);
-    tick = clock_cpu_ticks();
+    tick = __atomic_load_n(cpu->ticks, __ATOMIC_RELAXED);   /* no call */
     window_cycles = cpu->window_cycles + MIN(cycles, perfmon_throttle.cap);
 
     if (likely(tick < cpu->window_end && window_cycles < limit)) {
@@ -444,6 +444,10 @@ perfmon_nmi_setup(void)
     }
 
     perfmon_throttle.limit = 0;         /* to compute again */
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        perfmon_cpu_get(i)->ticks = clock_cpu_ticks_word(i);
+    }
 }
 
 unsigned int
