@@ -173,17 +173,22 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
 
 /*
  * The map's entry for dev's counter hw on cpu (slot + 1 holding it, 0:
- * none), read as a byte at its offset from cpu.
+ * none), read as a byte at its offset from cpu.  The device's index is
+ * loaded here on its own (READ_ONCE): kept from the load that the slow
+ * path's call takes, it would be copied.  The byte is a plain load, which
+ * the compiler folds into the address: the common path reads it outside
+ * a section, where nothing changes the map under it.
  */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
                       const struct perfmon_dev *dev, uint64_t hw)
 {
-    uint64_t offset = (uint64_t)dev->index * sizeof(struct perfmon_cpu_dev)
+    uint64_t offset = (uint64_t)READ_ONCE(dev->index)
+                      * sizeof(struct perfmon_cpu_dev)
                       + hw + offsetof(struct perfmon_cpu, devs)
                       + offsetof(struct perfmon_cpu_dev, slot_of_hw);
 
-    return ((const volatile uint8_t *)cpu)[offset];
+    return ((const uint8_t *)cpu)[offset];
 }
 
 /*
@@ -191,7 +196,7 @@ perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
  * period.
  */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_write_sample(unsigned int slot,
+perfmon_overflow_write_sample(uint64_t slot,
                               const struct trap_frame *frame,
                               uint64_t period)
 {
@@ -282,8 +287,13 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
     struct perfmon_cpu_pmc *pmc;
     uint64_t slot;
 
-    if (READ_ONCE(cpu->busy) || READ_ONCE(cpu->pending) != 0
-        || (mask & (mask - 1)) != 0) {
+    /*
+     * Loaded once each after the barrier, and not as READ_ONCE()s, so
+     * that the compiler tests them in memory.
+     */
+    barrier();
+
+    if (cpu->busy || cpu->pending != 0 || (mask & (mask - 1)) != 0) {
         return false;
     }
 
@@ -306,10 +316,9 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
         uint64_t period;
 
         __asm__("" : "+r"(slot));       /* its narrowing not hoisted here */
-        period = perfmon_cpu_fold_intr_sampling(cpu, (unsigned int)slot, pmc);
 
-        if (period != 0) {
-            perfmon_overflow_write_sample((unsigned int)slot, frame, period);
+        if (perfmon_cpu_fold_intr_sampling(cpu, slot, pmc, &period)) {
+            perfmon_overflow_write_sample(slot, frame, period);
             perfmon_overflow_sampled(cpu, 1, start);
         }
     }
