@@ -193,16 +193,18 @@ perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
 
 /*
  * Write the sample of slot due in this interrupt (NMI context), of
- * period.
+ * period.  The sampling pointer is a READ_ONCE() so that it is loaded at
+ * its place in one instruction, the slot's address not taken first.
  */
 static inline __attribute__((always_inline)) void
 perfmon_overflow_write_sample(uint64_t slot,
                               const struct trap_frame *frame,
                               uint64_t period)
 {
-    perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
-        perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size, frame,
-        period);
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+
+    perfmon_sample_writers[gpmc->sample_layout](
+        READ_ONCE(gpmc->sampling), gpmc->sample_size, frame, period);
 }
 
 /*
