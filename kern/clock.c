@@ -107,6 +107,13 @@ clock_cpu_ticks(void)
     return syscnt_read(&clock_sc_ticks[cpu_id()]);
 }
 
+const uint64_t *
+clock_cpu_ticks_word(unsigned int cpu)
+{
+    assert(cpu < CPU_MAX);
+    return &clock_sc_ticks[cpu].value;
+}
+
 static void
 clock_tick(void)
 {

@@ -28,6 +28,13 @@ uint64_t clock_get_time(void);
 uint64_t clock_cpu_ticks(void);
 
 /*
+ * The word clock_cpu_ticks() reads on CPU cpu, for a reader that keeps
+ * its address to read it by one load (the overflow interrupt's
+ * throttling): a relaxed atomic load, any context, NMI included.
+ */
+const uint64_t *clock_cpu_ticks_word(unsigned int cpu);
+
+/*
  * The first tick at which at least ms milliseconds of real time will have
  * passed since the call, however late the current tick was taken: a wait
  * that ends there lasts at least ms.  Safe from any context.

@@ -140,6 +140,7 @@ struct perfmon_cpu {
     bool in_intr;                       /* the interrupt's own fold runs */
     uint64_t due;                       /* slots with a sample due in it */
     uint64_t window_end;                /* clock_cpu_ticks(), window's end */
+    const uint64_t *ticks;              /* clock_cpu_ticks_word(), set up */
     uint64_t window_cycles;             /* spent sampling in the window */
     struct syscnt nr_overflows;
     struct syscnt nr_intrs;
@@ -492,11 +493,13 @@ perfmon_cpu_pmc_fold(struct perfmon_cpu *cpu, unsigned int slot)
  * The arithmetic of the overflow interrupt's fold of the counter pmc holds
  * on cpu, raw just read: the difference since the last fold, and the wrap
  * the interrupt reports where the difference does not show it, unless a
- * plain fold saw the counter go backwards and counted it then.
+ * plain fold saw the counter go backwards and counted it then.  Returns
+ * raw masked, the new prev, which the caller stores (or leaves to an arm
+ * that follows with nothing reading it between).
  */
-static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_add_ovf(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
-                        uint64_t raw)
+static inline __attribute__((always_inline)) uint64_t
+perfmon_cpu_pmc_add_ovf_value(struct perfmon_cpu *cpu,
+                              struct perfmon_cpu_pmc *pmc, uint64_t raw)
 {
     uint64_t mask = pmc->mask, prev = pmc->prev, delta;
 
@@ -513,7 +516,15 @@ perfmon_cpu_pmc_add_ovf(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
 
     pmc->wrap_seen = false;
     pmc->value += delta;
-    pmc->prev = raw;
+    return raw;
+}
+
+/* The same, prev stored. */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_add_ovf(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *pmc,
+                        uint64_t raw)
+{
+    pmc->prev = perfmon_cpu_pmc_add_ovf_value(cpu, pmc, raw);
 }
 
 /*
@@ -615,6 +626,10 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot,
  * the next sample, or as many as the device can arm: a longer period takes
  * several overflows, the intermediate ones writing no sample.  A counter
  * read in memory is that word, loaded by a store (kern/perfmon_dev.h).
+ * left > 0 and wrap_seen is false, by construction, not tested: the
+ * callers are the start, which makes both so, and
+ * perfmon_cpu_pmc_overflowed(), which comes right after a fold with the
+ * overflow (which clears wrap_seen) and leaves left positive (see there).
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
@@ -622,10 +637,8 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
     struct perfmon_dev *dev = pmc->dev;         /* set at its start */
     uint64_t events;
 
-    assert(pmc->left > 0);
     events = MAX(MIN((uint64_t)pmc->left, dev->arm_max), dev->arm_min);
     pmc->prev = (0 - events) & pmc->mask;
-    pmc->wrap_seen = false;
     pmc->armed_value = pmc->value;
 
     if (likely(pmc->read_how == PERFMON_READ_MEM)) {
@@ -633,6 +646,21 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
     } else {
         dev->ops->write(dev, pmc->hw_id, pmc->prev);
     }
+}
+
+/*
+ * Arm a sampling counter for the next sample once one was due, left the
+ * events then still left (0 or less, so that adding the period cannot
+ * overflow): one sample, however far past the period the counter got.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_arm_next(struct perfmon_cpu_pmc *pmc, int64_t left)
+{
+    int64_t period = (int64_t)pmc->period;
+
+    left += period;
+    pmc->left = (left <= 0) ? period : left;
+    perfmon_cpu_pmc_arm(pmc);
 }
 
 /*
@@ -649,70 +677,109 @@ bool perfmon_cpu_fold_intr_update(struct perfmon_cpu *cpu, unsigned int slot,
  * A sampling counter overflowed: count what it counted against the events
  * left, take a sample when they are used up (only in the interrupt's own
  * fold, intr: then the interrupted frame is the one the sample must show;
- * true then, the sample's period in due_period), and arm it again.  pmc:
- * the slot's record.
+ * true then, the sample's period in *periodp), and arm it again.  pmc:
+ * the slot's record.  left stays positive: it was, or a period (never 0:
+ * at least the device's arm_min) is added to a left above minus the
+ * period, or it is the period.  The arm is in both branches, each
+ * returning a constant, so that the caller's test of the result is on
+ * no path.
  */
+static inline __attribute__((always_inline)) bool
+perfmon_cpu_pmc_overflowed_period(struct perfmon_cpu *cpu, uint64_t slot,
+                                  struct perfmon_cpu_pmc *pmc, bool intr,
+                                  uint64_t *periodp)
+{
+    int64_t left;
+
+    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
+
+    if (likely(left > 0)) {
+        pmc->left = left;
+        perfmon_cpu_pmc_arm(pmc);
+        return false;
+    }
+
+    if (!intr) {
+        perfmon_syscnt_inc_local(&cpu->nr_unsampled);
+    }
+
+    /*
+     * A fixed period: nothing to time, and the TSC is not read.  The
+     * sample's period is the one before the adjustment; a fixed one is
+     * loaded again after the arm, which may call: nothing is kept across
+     * the call.
+     */
+    if (unlikely(pmc->freq)) {
+        if (intr) {
+            *periodp = pmc->period;
+        }
+
+        /* The slot's index worked out here, from nothing kept before. */
+        __asm__("" : "+r"(slot));
+        perfmon_cpu_pmc_adjust(pmc, perfmon_pmcs[slot].sampling);
+        perfmon_cpu_pmc_arm_next(pmc, left);
+        return intr;
+    }
+
+    perfmon_cpu_pmc_arm_next(pmc, left);
+
+    if (intr) {
+        *periodp = READ_ONCE(pmc->period);
+    }
+
+    return intr;
+}
+
+/* The same, the sample's period in the slot's due_period. */
 static inline __attribute__((always_inline)) bool
 perfmon_cpu_pmc_overflowed(struct perfmon_cpu *cpu, unsigned int slot,
                            struct perfmon_cpu_pmc *pmc, bool intr)
 {
-    int64_t left;
-    bool due;
-
-    left = pmc->left - (int64_t)(pmc->value - pmc->armed_value);
-    due = (left <= 0);
-
-    if (due) {
-        if (intr) {
-            pmc->due_period = pmc->period;
-        } else {
-            perfmon_syscnt_inc_local(&cpu->nr_unsampled);
-        }
-
-        /* A fixed period: nothing to time, and the TSC is not read. */
-        if (unlikely(pmc->freq)) {
-            perfmon_cpu_pmc_adjust(pmc, perfmon_pmcs[slot].sampling);
-        }
-
-        /* One sample, however far past the period the counter got. */
-        left = (left <= -(int64_t)pmc->period) ? (int64_t)pmc->period
-                                               : left + (int64_t)pmc->period;
-    }
-
-    pmc->left = left;
-    perfmon_cpu_pmc_arm(pmc);
-    return due && intr;
+    return perfmon_cpu_pmc_overflowed_period(cpu, slot, pmc, intr,
+                                             &pmc->due_period);
 }
 
 /*
  * The interrupt's fold of one sampling slot known to run here (pmc its
  * record), in a section entered with nothing pending: true when it left
- * a sample due (its period in the slot's due_period; cpu->due is not
- * used).  The arm writes the counter: an NMI of the same counter that
- * landed after the read is folded first, by the loop that takes it (and
- * then arms), perfmon_cpu_fold_intr_update().
+ * a sample due, its period in *periodp (cpu->due is not used).  The arm
+ * writes the counter: an NMI of the same counter that landed after the
+ * read is folded first, by the loop that takes it (and then arms),
+ * perfmon_cpu_fold_intr_update().
  */
 static inline __attribute__((always_inline)) bool
-perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, unsigned int slot,
-                               struct perfmon_cpu_pmc *pmc)
+perfmon_cpu_fold_intr_sampling(struct perfmon_cpu *cpu, uint64_t slot,
+                               struct perfmon_cpu_pmc *pmc, uint64_t *periodp)
 {
     uint64_t raw;
+    bool due;
 
     __asm__("" : "+r"(pmc));    /* kept, not recomputed from slot */
     barrier();
 
     if (unlikely(!perfmon_cpu_pmc_raw_direct(pmc, &raw))) {
-        return perfmon_cpu_fold_intr_update(cpu, slot, true);
+        __asm__("" : "+r"(slot));       /* narrowed here, not before */
+        due = perfmon_cpu_fold_intr_update(cpu, (unsigned int)slot, true);
+        *periodp = pmc->due_period;     /* used only when due */
+        return due;
     }
 
     barrier();
-    perfmon_cpu_pmc_add_ovf(cpu, pmc, raw);
+    raw = perfmon_cpu_pmc_add_ovf_value(cpu, pmc, raw);
 
     if (unlikely(READ_ONCE(cpu->pending) & perfmon_slot_bit(slot))) {
-        return perfmon_cpu_fold_intr_update(cpu, slot, false);
+        pmc->prev = raw;
+        __asm__("" : "+r"(slot));
+        due = perfmon_cpu_fold_intr_update(cpu, (unsigned int)slot, false);
+        *periodp = pmc->due_period;
+        return due;
     }
 
-    return perfmon_cpu_pmc_overflowed(cpu, slot, pmc, true);
+    /*
+     * prev is left to the arm, which sets it next: an NMI landing now
+     * leaves its overflow pending, for the section's leave, after it.
+     */
+    return perfmon_cpu_pmc_overflowed_period(cpu, slot, pmc, true, periodp);
 }
 
 /* The slot's 64-bit value on this CPU, folded (entered). */

@@ -160,7 +160,7 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
 
     cycles = cpu_rdtsc() - start;
     limit = __atomic_load_n(&perfmon_throttle.limit, __ATOMIC_ACQUIRE);
-    tick = clock_cpu_ticks();
+    tick = __atomic_load_n(cpu->ticks, __ATOMIC_RELAXED);   /* no call */
     window_cycles = cpu->window_cycles + MIN(cycles, perfmon_throttle.cap);
 
     if (likely(tick < cpu->window_end && window_cycles < limit)) {
@@ -173,31 +173,38 @@ perfmon_overflow_sampled(struct perfmon_cpu *cpu, uint64_t timed,
 
 /*
  * The map's entry for dev's counter hw on cpu (slot + 1 holding it, 0:
- * none), read as a byte at its offset from cpu.
+ * none), read as a byte at its offset from cpu.  The device's index is
+ * loaded here on its own (READ_ONCE): kept from the load that the slow
+ * path's call takes, it would be copied.  The byte is a plain load, which
+ * the compiler folds into the address: the common path reads it outside
+ * a section, where nothing changes the map under it.
  */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_nmi_map_entry(const struct perfmon_cpu *cpu,
                       const struct perfmon_dev *dev, uint64_t hw)
 {
-    uint64_t offset = (uint64_t)dev->index * sizeof(struct perfmon_cpu_dev)
+    uint64_t offset = (uint64_t)READ_ONCE(dev->index)
+                      * sizeof(struct perfmon_cpu_dev)
                       + hw + offsetof(struct perfmon_cpu, devs)
                       + offsetof(struct perfmon_cpu_dev, slot_of_hw);
 
-    return ((const volatile uint8_t *)cpu)[offset];
+    return ((const uint8_t *)cpu)[offset];
 }
 
 /*
- * Write the sample of slot due in this interrupt (NMI context), pmc its
- * record here.
+ * Write the sample of slot due in this interrupt (NMI context), of
+ * period.  The sampling pointer is a READ_ONCE() so that it is loaded at
+ * its place in one instruction, the slot's address not taken first.
  */
 static inline __attribute__((always_inline)) void
-perfmon_overflow_write_sample(const struct perfmon_cpu_pmc *pmc,
-                              unsigned int slot,
-                              const struct trap_frame *frame)
+perfmon_overflow_write_sample(uint64_t slot,
+                              const struct trap_frame *frame,
+                              uint64_t period)
 {
-    perfmon_sample_writers[perfmon_pmcs[slot].sample_layout](
-        perfmon_pmcs[slot].sampling, perfmon_pmcs[slot].sample_size, frame,
-        pmc->due_period);
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+
+    perfmon_sample_writers[gpmc->sample_layout](
+        READ_ONCE(gpmc->sampling), gpmc->sample_size, frame, period);
 }
 
 /*
@@ -249,7 +256,8 @@ perfmon_overflow_fold_all(struct perfmon_cpu *cpu,
     for (due = cpu->due; due != 0; due &= due - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(due);
 
-        perfmon_overflow_write_sample(&cpu->pmcs[slot], slot, frame);
+        perfmon_overflow_write_sample(slot, frame,
+                                      cpu->pmcs[slot].due_period);
     }
 
     if (cpu->due != 0) {
@@ -281,8 +289,13 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
     struct perfmon_cpu_pmc *pmc;
     uint64_t slot;
 
-    if (READ_ONCE(cpu->busy) || READ_ONCE(cpu->pending) != 0
-        || (mask & (mask - 1)) != 0) {
+    /*
+     * Loaded once each after the barrier, and not as READ_ONCE()s, so
+     * that the compiler tests them in memory.
+     */
+    barrier();
+
+    if (cpu->busy || cpu->pending != 0 || (mask & (mask - 1)) != 0) {
         return false;
     }
 
@@ -299,12 +312,15 @@ perfmon_overflow_fold_one(struct perfmon_cpu *cpu,
 
     /* A bit test (a mask of the slot's bit takes a shift more). */
     if (likely(!((sampling >> slot) & 1))) {
+        __asm__("" : "+r"(slot));       /* nor here */
         perfmon_cpu_pmc_fold_ovf_alone(cpu, (unsigned int)slot, pmc);
     } else {
+        uint64_t period;
+
         __asm__("" : "+r"(slot));       /* its narrowing not hoisted here */
 
-        if (perfmon_cpu_fold_intr_sampling(cpu, (unsigned int)slot, pmc)) {
-            perfmon_overflow_write_sample(pmc, (unsigned int)slot, frame);
+        if (perfmon_cpu_fold_intr_sampling(cpu, slot, pmc, &period)) {
+            perfmon_overflow_write_sample(slot, frame, period);
             perfmon_overflow_sampled(cpu, 1, start);
         }
     }
@@ -439,6 +455,10 @@ perfmon_nmi_setup(void)
     }
 
     perfmon_throttle.limit = 0;         /* to compute again */
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        perfmon_cpu_get(i)->ticks = clock_cpu_ticks_word(i);
+    }
 }
 
 unsigned int

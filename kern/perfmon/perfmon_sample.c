@@ -505,7 +505,10 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
     struct perfmon_sbuf *sbuf = sampling->sbuf;
     uint64_t cpu = cpu_id();            /* widened once: index and word */
     struct perfmon_ring *ring;
-    uint64_t off, *w;
+    uint64_t off, *w, word1;
+
+    /* Loaded first (it never changes here): a register move fewer. */
+    word1 = perfmon_sample_fields_word(sampling);
 
     if (unlikely(cpu >= sbuf->nr_cpus)) {
         return false;
@@ -520,7 +523,7 @@ perfmon_sample_write_fixed(const struct perfmon_sampling *sampling,
 
     w = (uint64_t *)&ring->data[off];
     w[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, size, 0);
-    w[1] = perfmon_sample_fields_word(sampling);
+    w[1] = word1;
 
     if (fields & PERFMON_SF_IP) {
         w[PERFMON_SAMPLE_WORD(fields, PERFMON_SF_IP)] = frame->rip;

@@ -290,6 +290,12 @@ test_fixed_period_skid(void **state)
     drain(2, &d);
     assert_int_equal(d.nr_samples, 1);
     assert_next_sample_after(fd, 2, RAW_CYCLES, 1000, &d);
+
+    /* Exactly one period past, the edge of that rule: the same. */
+    run(fd, 2, RAW_CYCLES, 2000, 2000, 0);
+    drain(2, &d);
+    assert_int_equal(d.nr_samples, 1);
+    assert_next_sample_after(fd, 2, RAW_CYCLES, 1000, &d);
     assert_int_equal(perfmon_event_detach(&ev), 0);
 }
 

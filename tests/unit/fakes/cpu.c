@@ -28,6 +28,16 @@ static bool fake_cpu_intr = true;
 static uint64_t fake_cpu_tsc_freq = 3000000000ULL;
 static uint64_t fake_cpu_tsc;
 static uint64_t fake_cpu_stalled;       /* of fake_cpu_tsc, the host's */
+static uint64_t fake_cpu_ticks;         /* clock_cpu_ticks(), every CPU's */
+
+/* The ticks follow the TSC the CPU ran (see clock_cpu_ticks() below). */
+static void
+fake_cpu_ticks_update(void)
+{
+    fake_cpu_ticks = (fake_cpu_tsc_freq == 0) ? 0
+                     : fake_cpu_run_tsc() / (fake_cpu_tsc_freq / CLOCK_HZ);
+}
+
 static struct cpu fake_cpus[CPU_MAX];
 static void (*fake_cpu_pause_hook)(void);
 
@@ -41,6 +51,7 @@ fake_cpu_reset(unsigned int nr_cpus)
     fake_cpu_tsc_freq = 3000000000ULL;
     fake_cpu_tsc = 0;
     fake_cpu_stalled = 0;
+    fake_cpu_ticks_update();
     memset(fake_cpus, 0, sizeof(fake_cpus));
     fake_cpu_pause_hook = NULL;
 }
@@ -62,12 +73,14 @@ void
 fake_cpu_set_tsc_freq(uint64_t hz)
 {
     fake_cpu_tsc_freq = hz;
+    fake_cpu_ticks_update();
 }
 
 void
 fake_cpu_advance_tsc(uint64_t cycles)
 {
     fake_cpu_tsc += cycles;
+    fake_cpu_ticks_update();
 }
 
 void
@@ -75,6 +88,7 @@ fake_cpu_stall(uint64_t cycles)
 {
     fake_cpu_tsc += cycles;
     fake_cpu_stalled += cycles;
+    fake_cpu_ticks_update();
 }
 
 uint64_t
@@ -90,8 +104,14 @@ fake_cpu_run_tsc(void)
 uint64_t
 clock_cpu_ticks(void)
 {
-    return (fake_cpu_tsc_freq == 0) ? 0
-           : fake_cpu_run_tsc() / (fake_cpu_tsc_freq / CLOCK_HZ);
+    return fake_cpu_ticks;
+}
+
+const uint64_t *
+clock_cpu_ticks_word(unsigned int cpu)
+{
+    (void)cpu;
+    return &fake_cpu_ticks;
 }
 
 /* The TSC stands still unless a test moves it. */
