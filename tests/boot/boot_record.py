@@ -296,6 +296,8 @@ def main():
              ["unknown command 'frobnicate'", USAGE]),
             ('unknown option', 'perfmon record -q -- spin 1',
              ["unknown option '-q'", USAGE]),
+            ('a value for a flag', 'perfmon record --switch-events=1 -- spin 1',
+             ["option --switch-events takes no argument", USAGE]),
             ('bad --sort', 'perfmon report --sort dso',
              ["unknown keys 'dso'", 'usage: perfmon report']),
             ('bad --percent-limit', 'perfmon report --percent-limit 101',

@@ -58,7 +58,7 @@ opts_fuzz_check(const struct perfmon_cmd_opts *opts, int opt,
 
     fuzz_check(opts->index >= 2 && opts->index <= opts->argc);
 
-    if (opt == '?' || opt == ':') {
+    if (opt == '?' || opt == ':' || opt == '=') {
         fuzz_check(memchr(opts->bad, '\0', sizeof(opts->bad)) != NULL);
         fuzz_check(opts->bad[0] == '-');
         fuzz_check(val == NULL);

@@ -61,7 +61,7 @@ getopt_all(int argc, char **argv, char *out, size_t size,
         snprintf(out + len, size - len, "%c%s%s;", opt, val ? "=" : "",
                  val ? val : "");
 
-        if (opt == '?' || opt == ':') {
+        if (opt == '?' || opt == ':' || opt == '=') {
             break;
         }
     }
@@ -105,6 +105,9 @@ test_getopt(void **state)
     GETOPT(out, &opts, "-:");
     assert_string_equal(out, "?;");
     GETOPT(out, &opts, "--stdio=1");
+    assert_string_equal(out, "=;");
+    assert_string_equal(opts.bad, "--stdio");
+    GETOPT(out, &opts, "-=");
     assert_string_equal(out, "?;");
     GETOPT(out, &opts, "--nope");
     assert_string_equal(out, "?;");

@@ -326,7 +326,12 @@ perfmon_cmd_getopt_long(struct perfmon_cmd_opts *opts, const char *word,
         }
 
         if (!o->has_arg) {
-            return (eq != NULL) ? '?' : o->letter;
+            if (eq != NULL) {
+                opts->bad[MIN(len + 2, sizeof(opts->bad) - 1)] = '\0';
+                return '=';
+            }
+
+            return o->letter;
         }
 
         *valp = perfmon_cmd_optval(opts, (eq != NULL) ? eq + 1 : NULL);
@@ -375,7 +380,7 @@ perfmon_cmd_getopt(struct perfmon_cmd_opts *opts, const char **valp)
     ksnprintf(opts->bad, sizeof(opts->bad), "-%c", letter);
     spec = strchr(opts->spec, letter);
 
-    if (letter == ':' || spec == NULL) {
+    if (letter == ':' || letter == '=' || spec == NULL) {
         return '?';
     }
 
@@ -402,6 +407,9 @@ perfmon_cmd_options(struct perfmon_cmd_opts *opts, const char *who,
         } else if (opt == ':') {
             return perfmon_cmd_error(who, usage, "option %s needs an argument",
                                      opts->bad);
+        } else if (opt == '=') {
+            return perfmon_cmd_error(who, usage,
+                                     "option %s takes no argument", opts->bad);
         }
 
         error = fn(ctx, opt, val);

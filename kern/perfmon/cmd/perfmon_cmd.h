@@ -69,8 +69,9 @@ int perfmon_cmd_error(const char *who, const char *usage,
  *
  * perfmon_cmd_getopt() returns the next option's letter and its value in
  * *valp (NULL without one), 0 at the end of the options, '?' for an
- * unknown option and ':' for one without its value (opts->bad names it,
- * as typed).
+ * unknown option, ':' for one without its value and '=' for a long one
+ * given a value it does not take (opts->bad names it, as typed, without
+ * the value).  Neither ':' nor '=' may be a short option's letter.
  */
 struct perfmon_cmd_longopt {
     const char *name;
