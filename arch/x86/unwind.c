@@ -263,24 +263,18 @@ unwind_chain_call(const struct unwind_env *env, uint64_t ret, uint64_t callee,
 }
 
 /*
- * How many of the nr return addresses at rets, newest first, the first
- * one from a function starting at callee (0: unknown, then only an
- * indirect call is taken for it), are real callers: the chain ends at the
- * first that is not.  Reads only the text and the map.
- *
- * The common frame costs one check that its return address follows a
- * direct call to the callee, the five bytes of the call inside the text,
- * and one read of the map for the next callee.  The callee is want, an
- * offset from text_lo, or UNWIND_FUNC_MIXED where the map does not name
- * it or it is unknown: with a text shorter than 2 GiB, a rel32 call in it
- * reaches offsets -2 GiB to 4 GiB - 2 (64-bit), so that no frame passes.
- * A frame that fails the common check goes through the general ones: a
- * call whose callee the map does not name, an indirect call, a call
- * outside the map.
+ * The first of the return addresses rets[k] to rets[nr - 1] that is not
+ * the common frame, or nr: a return from a direct call to the callee (an
+ * offset from text_lo in *wantp, updated), the five bytes of the call
+ * inside the text, the next callee read from the map.  The callee is
+ * UNWIND_FUNC_MIXED where the map does not name it or it is unknown: with
+ * a text shorter than 2 GiB, a rel32 call in it reaches offsets -2 GiB to
+ * 4 GiB - 2 (64-bit), so that no frame passes.  No call: the loop keeps
+ * all it needs in registers.
  */
-static unsigned int
-unwind_chain_check(const struct unwind_env *env, uint64_t callee,
-                   const uint64_t *rets, unsigned int nr)
+static inline __attribute__((always_inline)) unsigned int
+unwind_chain_direct(const struct unwind_env *env, const uint64_t *rets,
+                    unsigned int k, unsigned int nr, uint64_t *wantp)
 {
     const uint64_t text_lo = env->text_lo;
     const uint64_t text_len = env->text_hi - text_lo;
@@ -290,34 +284,67 @@ unwind_chain_check(const struct unwind_env *env, uint64_t callee,
                                 && text_len < UNWIND_MAP_TEXT_MAX
                                 && (text_lo & UNWIND_MAP_MASK) == 0)
                                ? text_len - 4 : 0;
-    uint64_t want = (callee != 0) ? callee - text_lo : UNWIND_FUNC_MIXED;
+    /* Minus the lowest return address a call in the text pushes. */
+    const uint64_t minus_base = -(text_lo + 5);
+    const uint64_t *p = &rets[k], *end = &rets[nr];
+    uint64_t want = *wantp;
 
-    for (unsigned int k = 0; k < nr; k++) {
-        uint64_t ret = rets[k], at = ret - (text_lo + 5);
+    for (; p != end; p++) {
+        uint64_t ret = *p, at = ret + minus_base;     /* of the call */
         int32_t rel;
 
-        if (at < call_span && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
-            /* One load (unaligned: x86 allows it). */
-            __builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
-                             sizeof(rel));
-
-            if (at + 5 + (uint64_t)(int64_t)rel == want) {
-                /* A direct call to the callee: the next one by the map. */
-                want = map[(ret - 1 - text_lo) >> UNWIND_MAP_SHIFT];
-                continue;
-            }
+        if (at >= call_span || unwind_code(ret - 5) != UNWIND_OP_CALL_REL32) {
+            break;
         }
 
-        if (unwind_chain_call(env, ret, callee, k == 0,
+        /* One load (unaligned: x86 allows it). */
+        __builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
+                         sizeof(rel));
+
+        if (at + 5 + (uint64_t)(int64_t)rel != want) {
+            break;
+        }
+
+        /* The function holding ret - 1. */
+        want = map[(at + 4) >> UNWIND_MAP_SHIFT];
+    }
+
+    *wantp = want;
+    return (unsigned int)(p - rets);
+}
+
+/*
+ * How many of the nr return addresses at rets, newest first, the first
+ * one from a function starting at callee (0: unknown, then only an
+ * indirect call is taken for it), are real callers: the chain ends at the
+ * first that is not.  Reads only the text and the map.  A frame the
+ * common check (unwind_chain_direct()) does not take goes through the
+ * general ones: a call whose callee the map does not name, an indirect
+ * call, a call outside the map.
+ */
+static unsigned int
+unwind_chain_check(const struct unwind_env *env, uint64_t callee,
+                   const uint64_t *rets, unsigned int nr)
+{
+    uint64_t want = (callee != 0) ? callee - env->text_lo : UNWIND_FUNC_MIXED;
+    unsigned int k = 0;
+
+    for (;;) {
+        k = unwind_chain_direct(env, rets, k, nr, &want);
+
+        if (k == nr) {
+            return nr;
+        }
+
+        if (unwind_chain_call(env, rets[k], callee, k == 0,
                               (k == 0) ? 0 : rets[k - 1])
             == UNWIND_CALL_NONE) {
             return k;
         }
 
-        want = unwind_map_callee(env, ret);
+        want = unwind_map_callee(env, rets[k]);
+        k++;
     }
-
-    return nr;
 }
 
 /*

@@ -762,7 +762,8 @@ perfmon_sample_cut_find(const uint64_t *rec, size_t size,
 /*
  * The record at rec, of size bytes, as read into dst: its chain cut and
  * made of call addresses (unwind_interrupted_ip()), what follows it moved
- * down, its size in its header.  Byte copies: dst need not be aligned.
+ * down, its size in its header.  dst need not be aligned: each word is
+ * stored by a fixed-size copy, which gcc makes one move.
  */
 static void
 perfmon_sample_cut_copy(void *dst, const uint64_t *rec, size_t size,
@@ -775,18 +776,18 @@ perfmon_sample_cut_copy(void *dst, const uint64_t *rec, size_t size,
     struct perfmon_rec_hdr hdr;
     uint64_t word;
 
-    memcpy(&hdr, rec, sizeof(hdr));
+    __builtin_memcpy(&hdr, rec, sizeof(hdr));
     hdr.size = (uint16_t)cut->size;
-    memcpy(d, &hdr, sizeof(hdr));
+    __builtin_memcpy(d, &hdr, sizeof(hdr));
     memcpy(d + sizeof(hdr), (const char *)rec + sizeof(hdr),
            head - sizeof(hdr) - sizeof(word));
     word = cut->nr;
-    memcpy(d + head - sizeof(word), &word, sizeof(word));
+    __builtin_memcpy(d + head - sizeof(word), &word, sizeof(word));
     d += head;
 
     for (unsigned int k = 0; k < cut->nr; k++) {
         word = unwind_interrupted_ip(ips, k);
-        memcpy(d, &word, sizeof(word));
+        __builtin_memcpy(d, &word, sizeof(word));
         d += sizeof(word);
     }
 
