@@ -312,11 +312,20 @@ int perfmon_sbuf_create(struct perfmon_sbuf **sbufp, size_t size);
 void perfmon_sbuf_destroy(struct perfmon_sbuf *sbuf);
 
 /*
- * The consumer's side, any CPU, one consumer per buffer: copy the oldest
- * record of cpu's ring into dst (at most cap bytes) and consume it.
- * Returns its size, 0 when there is none, or its size, leaving it, when
- * that is more than cap (dst may be NULL with a cap of 0).
- * perfmon_sbuf_drop(): consume it without a copy (its size, or 0: none).
+ * The consumer's side, thread context, any CPU, one consumer per buffer:
+ * copy the oldest record of cpu's ring into dst (at most cap bytes) and
+ * consume it.  Returns its size, 0 when there is none, or its size,
+ * leaving it, when that is more than cap (dst may be NULL with a cap of
+ * 0).  It is the one way out of the rings, and it finishes each sample's
+ * call chain: the overflow NMI stores the frames raw, doing only what
+ * memory safety needs, and the proof that each is a real caller, which
+ * depends only on the addresses stored and the kernel's text, is made
+ * here, once, out of the NMI (arch/x86/unwind.h).  The chain is cut at
+ * the first frame that is none, what follows it moved down, and the size
+ * given is the record's as read: exactly the bytes a checked walk would
+ * have stored.  The raw record holds the ring's room until it is read.
+ * perfmon_sbuf_drop(): consume it without a copy (its size as read, or 0:
+ * none).
  * perfmon_sbuf_lost(): records dropped so far on cpu because its ring was
  * full.
  */

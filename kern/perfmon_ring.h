@@ -319,6 +319,16 @@ perfmon_ring_close(struct perfmon_ring *ring, struct perfmon_ring_txn *txn,
 size_t perfmon_ring_pop(struct perfmon_ring *ring, void *dst, size_t cap);
 size_t perfmon_ring_drop(struct perfmon_ring *ring);
 
+/*
+ * Consumer: the oldest complete record where it lies, its size in
+ * *sizep, for a consumer that reads it in place before it consumes it
+ * (perfmon_ring_drop()): NULL with *sizep 0 when there is none, NULL
+ * with its size when it wraps around the end of the data (one no longer
+ * than the spare never does).  It stays unchanged until consumed.
+ */
+const void *perfmon_ring_front(const struct perfmon_ring *ring,
+                               size_t *sizep);
+
 /* Records dropped so far (any context). */
 uint64_t perfmon_ring_lost(const struct perfmon_ring *ring);
 

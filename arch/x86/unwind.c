@@ -21,14 +21,7 @@
 #define UNWIND_OP_GROUP5        0xff    /* /2: call r/m64 */
 #define UNWIND_OP_RET           0xc3
 
-/*
- * Make x a value the compiler knows nothing of, so that it computes what
- * follows from x itself rather than keep, in a register, what it could
- * have derived from x's origin: fewer instructions in the walk's loop.
- */
-#define UNWIND_OPAQUE(x)        __asm__("" : "+r"(x))
-
-/* The longest text the function map is used for (see unwind_walk()). */
+/* The longest text the function map is used for (unwind_chain_check()). */
 #define UNWIND_MAP_TEXT_MAX     (1ULL << 31)
 
 #define UNWIND_MAP_MASK         ((1ULL << UNWIND_MAP_SHIFT) - 1)
@@ -246,23 +239,23 @@ unwind_map_callee(const struct unwind_env *env, uint64_t ret)
 }
 
 /*
- * The general checks of a frame the common one does not take, returning
- * to ret: the callee is callee for the first frame (last NULL), else the
- * function holding *last, the address stored before, named only where a
- * rel32 call ends at ret.
+ * The general checks of a return to ret the common one does not take:
+ * the callee is callee for the first frame (first), else the function
+ * holding prev - 1, the return address before, named only where a rel32
+ * call ends at ret.
  */
 static enum unwind_call
-unwind_walk_call(const struct unwind_env *env, uint64_t ret, uint64_t callee,
-                 const uint64_t *last)
+unwind_chain_call(const struct unwind_env *env, uint64_t ret, uint64_t callee,
+                  bool first, uint64_t prev)
 {
     uint64_t text_len = env->text_hi - env->text_lo;
 
-    if (last != NULL) {
+    if (!first) {
         callee = 0;
 
         if (text_len > 4 && ret - 5 - env->text_lo < text_len - 4
             && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32) {
-            callee = unwind_func_start(env, *last);
+            callee = unwind_func_start(env, prev - 1);
         }
     }
 
@@ -270,52 +263,109 @@ unwind_walk_call(const struct unwind_env *env, uint64_t ret, uint64_t callee,
 }
 
 /*
- * The walk from frame fp of the function starting at callee.  The frame
- * must lie above floor when on floor_stack (the place the newer return
- * address came from): within a stack, older frames are at higher
- * addresses, and a chain that does not move up is corrupt, or loops.
- * Moving to another stack (out of an interrupt stack) is allowed; the
- * depth bound ends any cycle between stacks.
- *
- * The common frame costs one range check against the stack being walked
- * (of the frame pointer rotated: 8-byte aligned, above the newer frame, a
- * whole frame below the end), one check that its return address follows
- * a direct call to the callee, the five bytes of the call inside the
- * text, and one read of the map for the next callee, found from the
- * address stored (ret - 1) shifted.  The callee is
- * want, an offset from text_lo, or UNWIND_FUNC_MIXED where the map does
- * not name it or it is unknown: with a text shorter than 2 GiB, a rel32
- * call in it reaches offsets -2 GiB to 4 GiB - 2 (64-bit), so that no
- * frame passes.  A frame that fails the common check goes through the
- * general ones, against the callee found again from the last address
- * stored: a call whose callee the map does not name, an indirect call, a
- * call outside the map.
+ * The first of the return addresses rets[k] to rets[nr - 1] that is not
+ * the common frame, or nr: a return from a direct call to the callee (an
+ * offset from text_lo in *wantp, updated), the five bytes of the call
+ * inside the text, the next callee read from the map.  The callee is
+ * UNWIND_FUNC_MIXED where the map does not name it or it is unknown: with
+ * a text shorter than 2 GiB, a rel32 call in it reaches offsets -2 GiB to
+ * 4 GiB - 2 (64-bit), so that no frame passes.  No call: the loop keeps
+ * all it needs in registers.
  */
-static unsigned int
-unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
-            int floor_stack, uint64_t callee, uint64_t *ips,
-            unsigned int max)
+static inline __attribute__((always_inline)) unsigned int
+unwind_chain_direct(const struct unwind_env *env, const uint64_t *rets,
+                    unsigned int k, unsigned int nr, uint64_t *wantp)
 {
     const uint64_t text_lo = env->text_lo;
     const uint64_t text_len = env->text_hi - text_lo;
     const uint32_t *map = env->func_map;
-    /* Minus the lowest return address a call in the text pushes. */
-    uint64_t minus_base = -(text_lo + 5);
-    /* ret + minus_base below it: ret - 5 to ret - 1 in the text. */
+    /* ret - (text_lo + 5) below it: ret - 5 to ret - 1 in the text. */
     const uint64_t call_span = (map != NULL && text_len > 4
                                 && text_len < UNWIND_MAP_TEXT_MAX
                                 && (text_lo & UNWIND_MAP_MASK) == 0)
                                ? text_len - 4 : 0;
-    /*
-     * Where the map would start if it began at address 0 (text_lo is
-     * 16-byte aligned where the map is used): the entry for ret - 1 lies
-     * at map_abs + ((ret - 1) >> UNWIND_MAP_SHIFT) * 4, from the address
-     * stored, shifted.
-     */
-    const uintptr_t map_abs =
-        (uintptr_t)map - (text_lo >> UNWIND_MAP_SHIFT) * sizeof(*map);
-    uint64_t want = (callee != 0) ? callee - text_lo : UNWIND_FUNC_MIXED;
-    uint64_t lo = 1, hi = 0, *end = ips + max;
+    /* Minus the lowest return address a call in the text pushes. */
+    const uint64_t minus_base = -(text_lo + 5);
+    const uint64_t *p = &rets[k], *end = &rets[nr];
+    uint64_t want = *wantp;
+
+    for (; p != end; p++) {
+        uint64_t ret = *p, at = ret + minus_base;     /* of the call */
+        int32_t rel;
+
+        if (at >= call_span || unwind_code(ret - 5) != UNWIND_OP_CALL_REL32) {
+            break;
+        }
+
+        /* One load (unaligned: x86 allows it). */
+        __builtin_memcpy(&rel, (const void *)(uintptr_t)(ret - 4),
+                         sizeof(rel));
+
+        if (at + 5 + (uint64_t)(int64_t)rel != want) {
+            break;
+        }
+
+        /* The function holding ret - 1. */
+        want = map[(at + 4) >> UNWIND_MAP_SHIFT];
+    }
+
+    *wantp = want;
+    return (unsigned int)(p - rets);
+}
+
+/*
+ * How many of the nr return addresses at rets, newest first, the first
+ * one from a function starting at callee (0: unknown, then only an
+ * indirect call is taken for it), are real callers: the chain ends at the
+ * first that is not.  Reads only the text and the map.  A frame the
+ * common check (unwind_chain_direct()) does not take goes through the
+ * general ones: a call whose callee the map does not name, an indirect
+ * call, a call outside the map.
+ */
+static unsigned int
+unwind_chain_check(const struct unwind_env *env, uint64_t callee,
+                   const uint64_t *rets, unsigned int nr)
+{
+    uint64_t want = (callee != 0) ? callee - env->text_lo : UNWIND_FUNC_MIXED;
+    unsigned int k = 0;
+
+    for (;;) {
+        k = unwind_chain_direct(env, rets, k, nr, &want);
+
+        if (k == nr) {
+            return nr;
+        }
+
+        if (unwind_chain_call(env, rets[k], callee, k == 0,
+                              (k == 0) ? 0 : rets[k - 1])
+            == UNWIND_CALL_NONE) {
+            return k;
+        }
+
+        want = unwind_map_callee(env, rets[k]);
+        k++;
+    }
+}
+
+/*
+ * The walk from frame fp, storing the return address of each frame at
+ * rets, up to max, unchecked: the overflow NMI's, one range check per
+ * frame.  The frame must lie above floor when on floor_stack (the place
+ * the newer return address came from): within a stack, older frames are
+ * at higher addresses, and a chain that does not move up is corrupt, or
+ * loops.  Moving to another stack (out of an interrupt stack) is allowed;
+ * the depth bound ends any cycle between stacks.
+ *
+ * The range check is of the frame pointer rotated: 8-byte aligned, above
+ * the newer frame, a whole frame below the end of the stack being
+ * walked.  Out of line, so that every caller runs these very
+ * instructions (the bench measures them through unwind_fp_raw()).
+ */
+static unsigned int __attribute__((noinline))
+unwind_walk_raw(const struct unwind_env *env, uint64_t fp, uint64_t floor,
+                int floor_stack, uint64_t *rets, unsigned int max)
+{
+    uint64_t lo = 1, hi = 0, *end = rets + max;
     /* The next address goes to end[i]: the chain is full at 0. */
     intptr_t i = -(intptr_t)max;
 
@@ -324,9 +374,7 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
         unwind_stack_range(env, floor_stack, floor + 8, &lo, &hi);
     }
 
-    /* The frame pointer, rotated; ret + minus_base in one instruction. */
     fp = unwind_ror3(fp);
-    UNWIND_OPAQUE(minus_base);
 
     while (i < 0) {
         int s;
@@ -334,40 +382,10 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
         /* The frames on this stack, each above the one before. */
         while (fp >= lo && fp <= hi) {
             const uint64_t *frame = (const uint64_t *)(uintptr_t)(fp << 3);
-            uint64_t ret = frame[1];
-            uint64_t at = ret + minus_base;     /* of the call */
-            int32_t rel;
 
-            if (__builtin_expect(
-                    at < call_span
-                    && unwind_code(ret - 5) == UNWIND_OP_CALL_REL32
-                    && (__builtin_memcpy(&rel,
-                                         (const void *)(uintptr_t)(ret - 4),
-                                         sizeof(rel)),
-                        at + 5 + (uint64_t)(int64_t)rel == want), 1)) {
-                /* A direct call to the callee: the next one by the map. */
-                end[i] = ret - 1;
-                want = *(const uint32_t *)(map_abs
-                                           + ((ret - 1) >> UNWIND_MAP_SHIFT)
-                                             * sizeof(*map));
-            } else {
-                const uint64_t *last = (i == -(intptr_t)max) ? NULL
-                                                              : &end[i - 1];
-
-                if (unwind_walk_call(env, ret, callee, last)
-                    == UNWIND_CALL_NONE) {
-                    return (unsigned int)(i + (intptr_t)max);
-                }
-
-                want = unwind_map_callee(env, ret);
-                end[i] = ret - 1;
-            }
-
-            /* Either way ret - 1 is in the text. */
+            end[i] = frame[1];
             lo = fp + 1;
-            /* frame[0], without keeping frame across the general checks. */
-            UNWIND_OPAQUE(fp);
-            fp = unwind_ror3(*(const uint64_t *)(uintptr_t)(fp << 3));
+            fp = unwind_ror3(frame[0]);
 
             if (++i == 0) {
                 return max;
@@ -388,10 +406,25 @@ unwind_walk(const struct unwind_env *env, uint64_t fp, uint64_t floor,
 }
 
 unsigned int
+unwind_fp_raw(const struct unwind_env *env, uint64_t fp, uint64_t *rets,
+              unsigned int max)
+{
+    return unwind_walk_raw(env, fp, 0, -1, rets, max);
+}
+
+unsigned int
 unwind_fp(const struct unwind_env *env, uint64_t fp, uint64_t callee,
           uint64_t *ips, unsigned int max)
 {
-    return unwind_walk(env, fp, 0, -1, callee, ips, max);
+    unsigned int nr = unwind_walk_raw(env, fp, 0, -1, ips, max);
+
+    nr = unwind_chain_check(env, callee, ips, nr);
+
+    for (unsigned int k = 0; k < nr; k++) {
+        ips[k]--;
+    }
+
+    return nr;
 }
 
 /*
@@ -436,8 +469,9 @@ unwind_guess_try(const struct unwind_env *env, uint64_t slot,
 }
 
 unsigned int
-unwind_interrupted(const struct unwind_env *env, uint64_t rip, uint64_t rsp,
-                   uint64_t fp, uint64_t *ips, unsigned int max)
+unwind_interrupted_raw(const struct unwind_env *env, uint64_t rip,
+                       uint64_t rsp, uint64_t fp, uint64_t *ips,
+                       unsigned int max)
 {
     struct unwind_guess best = { .call = UNWIND_CALL_NONE };
     unsigned int nr_best = 0;
@@ -477,9 +511,40 @@ unwind_interrupted(const struct unwind_env *env, uint64_t rip, uint64_t rsp,
         return 1;
     }
 
+    _Static_assert(UNWIND_INTERRUPTED_PROVEN == 2,
+                   "the interrupted address and its caller's are proven");
     ips[1] = best.ret - 1;
-    return 2 + unwind_walk(env, best.next_fp, best.slot,
-                           unwind_stack_find(env, best.slot, 8),
-                           unwind_func_start(env, best.ret - 1), &ips[2],
-                           max - 2);
+    return 2 + unwind_walk_raw(env, best.next_fp, best.slot,
+                               unwind_stack_find(env, best.slot, 8), &ips[2],
+                               max - 2);
+}
+
+unsigned int
+unwind_interrupted_check(const struct unwind_env *env, const uint64_t *ips,
+                         unsigned int nr)
+{
+    if (nr <= UNWIND_INTERRUPTED_PROVEN) {
+        return nr;
+    }
+
+    /* ips[1] is the return address minus one, in the text. */
+    return UNWIND_INTERRUPTED_PROVEN
+           + unwind_chain_check(env, unwind_func_start(env, ips[1]),
+                                &ips[UNWIND_INTERRUPTED_PROVEN],
+                                nr - UNWIND_INTERRUPTED_PROVEN);
+}
+
+unsigned int
+unwind_interrupted(const struct unwind_env *env, uint64_t rip, uint64_t rsp,
+                   uint64_t fp, uint64_t *ips, unsigned int max)
+{
+    unsigned int nr = unwind_interrupted_raw(env, rip, rsp, fp, ips, max);
+
+    nr = unwind_interrupted_check(env, ips, nr);
+
+    for (unsigned int k = 0; k < nr; k++) {
+        ips[k] = unwind_interrupted_ip(ips, k);
+    }
+
+    return nr;
 }

@@ -25,6 +25,18 @@
  * stack: every word is checked to be 8-byte aligned and to lie wholly
  * inside one of the stacks the caller names before it is read, code bytes
  * to lie inside the text, and the walk only goes towards older frames.
+ *
+ * The walk and the proof of each caller are apart.  The raw walk
+ * (unwind_interrupted_raw(), unwind_fp_raw()) does only what memory
+ * safety needs: one range check per frame against the stack being
+ * walked, and it stores each frame's return address unchecked.  Whether
+ * those are real callers depends only on the addresses stored and the
+ * kernel's text and function map, which never change: the check
+ * (unwind_interrupted_check()) can run later, once, anywhere.  The
+ * overflow NMI stores raw chains into samples, and the sample buffer's
+ * reader checks them as each record leaves the ring
+ * (perfmon_sbuf_read()), so that no reader ever sees a raw chain.
+ * unwind_interrupted() and unwind_fp() do both at once.
  */
 
 #ifndef ARCH_X86_UNWIND_H
@@ -74,19 +86,67 @@ struct unwind_env {
  * then its callers, newest first, each return address minus one so that
  * it names the call instruction (a call to a function that never returns
  * may be the last instruction of its caller).  Any context.  Returns the
- * number of addresses stored (at least 1 when max is not 0).
+ * number of addresses stored (at least 1 when max is not 0); the entries
+ * past it, up to max, may have been written.
  */
 unsigned int unwind_interrupted(const struct unwind_env *env, uint64_t rip,
                                 uint64_t rsp, uint64_t fp, uint64_t *ips,
                                 unsigned int max);
 
 /*
+ * The first UNWIND_INTERRUPTED_PROVEN entries of a raw chain are final:
+ * the interrupted address, and its caller's, which the stack and the code
+ * proved as unwind_interrupted() proves it (the frame setup it stands in
+ * is guessed there, and nowhere else).
+ */
+#define UNWIND_INTERRUPTED_PROVEN       2
+
+/*
+ * unwind_interrupted() without the check of the callers past the first:
+ * from entry UNWIND_INTERRUPTED_PROVEN on, the raw return addresses of
+ * the frames walked, as they are, of which only a prefix may be real
+ * callers.  Any context: the overflow NMI's walk.  Returns how many
+ * entries it stored.
+ */
+unsigned int unwind_interrupted_raw(const struct unwind_env *env,
+                                    uint64_t rip, uint64_t rsp, uint64_t fp,
+                                    uint64_t *ips, unsigned int max);
+
+/*
+ * How many of the nr entries unwind_interrupted_raw() stored at ips make
+ * the chain unwind_interrupted() would have given (a prefix: the first
+ * frame that is no real caller ends it).  Reads only the addresses, the
+ * text and the map (env's stacks are not used).  Any context.
+ */
+unsigned int unwind_interrupted_check(const struct unwind_env *env,
+                                      const uint64_t *ips, unsigned int nr);
+
+/*
+ * Entry k of the chain unwind_interrupted() gives, from the raw one at
+ * ips whose first k + 1 entries unwind_interrupted_check() kept.
+ */
+static inline uint64_t
+unwind_interrupted_ip(const uint64_t *ips, unsigned int k)
+{
+    return (k < UNWIND_INTERRUPTED_PROVEN) ? ips[k] : ips[k] - 1;
+}
+
+/*
  * Walk the frames from frame pointer fp, the frame of a function starting
  * at callee (0: unknown, then only an indirect call is taken for its
  * return), storing up to max addresses as unwind_interrupted() does.  Any
- * context.  Returns the number stored.
+ * context.  Returns the number stored; the entries past it, up to max,
+ * may have been written.
  */
 unsigned int unwind_fp(const struct unwind_env *env, uint64_t fp,
                        uint64_t callee, uint64_t *ips, unsigned int max);
+
+/*
+ * The raw walk of unwind_fp(): the return addresses of the frames from
+ * fp, up to max, unchecked, with the very instructions the overflow NMI
+ * runs per frame (for the bench).  Any context.  Returns how many.
+ */
+unsigned int unwind_fp_raw(const struct unwind_env *env, uint64_t fp,
+                           uint64_t *rets, unsigned int max);
 
 #endif /* ARCH_X86_UNWIND_H */

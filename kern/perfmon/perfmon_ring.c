@@ -263,6 +263,20 @@ perfmon_ring_drop(struct perfmon_ring *ring)
     return size;
 }
 
+const void *
+perfmon_ring_front(const struct perfmon_ring *ring, size_t *sizep)
+{
+    uint64_t off = ring->tail & ring->mask;
+
+    *sizep = perfmon_ring_peek(ring);
+
+    if (*sizep == 0 || !perfmon_ring_one_piece(ring, off, *sizep)) {
+        return NULL;
+    }
+
+    return &ring->data[off];
+}
+
 uint64_t
 perfmon_ring_lost(const struct perfmon_ring *ring)
 {

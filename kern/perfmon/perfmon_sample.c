@@ -11,7 +11,12 @@
  * header, u32 fields and u32 the sampling id, then the fields asked for, in
  * the order of PERFMON_SF_* (perf's order: READ after PERIOD).  The call
  * chain is walked by frame pointers over the interrupted thread's stack
- * only, so a corrupt stack ends the chain and never faults.
+ * only, so a corrupt stack ends the chain and never faults.  The overflow
+ * interrupt stores it raw, each frame unchecked past the interrupted
+ * function's caller (arch/x86/unwind.h), and the reader checks it as the
+ * record leaves the ring (perfmon_sbuf_read()): every record read holds
+ * only real callers, byte for byte what a checked walk would have
+ * written.
  */
 
 #include <stdbool.h>
@@ -138,31 +143,10 @@ perfmon_sbuf_create(struct perfmon_sbuf **sbufp, size_t size)
     return 0;
 }
 
-size_t
-perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu, void *dst,
-                  size_t cap)
-{
-    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
-        return 0;
-    }
-
-    return perfmon_ring_pop(sbuf->rings[cpu], dst, cap);
-}
-
 struct perfmon_ring *
 perfmon_sbuf_ring(struct perfmon_sbuf *sbuf, unsigned int cpu)
 {
     return (sbuf == NULL || cpu >= sbuf->nr_cpus) ? NULL : sbuf->rings[cpu];
-}
-
-size_t
-perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu)
-{
-    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
-        return 0;
-    }
-
-    return perfmon_ring_drop(sbuf->rings[cpu]);
 }
 
 uint64_t
@@ -213,41 +197,63 @@ perfmon_sample_ring(const struct perfmon_sampling *sampling)
 }
 
 /*
- * The call chain of the interrupted code, stored at ips: its ip, then the
- * callers found on the current thread's stack (arch/x86/unwind.h), at most
- * max of them.  Returns how many.
+ * The unwinder's view of the current thread's stack (false: it has none),
+ * with the kernel's text and function map.
+ */
+static bool
+perfmon_sample_unwind_env(struct unwind_env *env, struct unwind_stack *stack)
+{
+    *env = (struct unwind_env){ .stacks = stack, .nr_stacks = 1 };
+
+    if (!thread_stack_bounds(thread_self(), &stack->lo, &stack->hi)) {
+        return false;
+    }
+
+    symtab_unwind_env(env);
+    return true;
+}
+
+/*
+ * The call chain of the interrupted code, stored at ips raw: its ip, then
+ * the frames found on the current thread's stack
+ * (unwind_interrupted_raw()), at most max of them, checked when the
+ * record is read (perfmon_sbuf_read()).  Returns how many.
  */
 static unsigned int
 perfmon_sample_callchain(const struct trap_frame *frame, uint64_t *ips,
                          unsigned int max)
 {
     struct unwind_stack stack;
-    struct unwind_env env = {
-        .stacks = &stack,
-        .nr_stacks = 1,
-    };
+    struct unwind_env env;
 
-    if (!thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
+    if (!perfmon_sample_unwind_env(&env, &stack)) {
         ips[0] = frame->rip;
         return 1;
     }
 
-    symtab_unwind_env(&env);
-    return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
-                              max);
+    return unwind_interrupted_raw(&env, frame->rip, frame->rsp, frame->rbp,
+                                  ips, max);
 }
 
 /*
- * The call chain stored at ips with room for max entries filled them: it
- * fits only if it has no more (walked again, aside; a ring nearly full).
+ * The raw call chain stored at ips with room for max entries filled them:
+ * it fits only if its checked chain has no more (walked again aside, and
+ * checked; a ring nearly full), since the read keeps only that.
  */
 static bool __attribute__((noinline))
 perfmon_sample_callchain_fits(const struct trap_frame *frame,
                               unsigned int max)
 {
     uint64_t ips[PERFMON_MAX_CALLCHAIN];
+    struct unwind_stack stack;
+    struct unwind_env env;
 
-    return perfmon_sample_callchain(frame, ips, PERFMON_MAX_CALLCHAIN) <= max;
+    if (!perfmon_sample_unwind_env(&env, &stack)) {
+        return max >= 1;
+    }
+
+    return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
+                              PERFMON_MAX_CALLCHAIN) <= max;
 }
 
 /*
@@ -692,6 +698,165 @@ perfmon_sample_throttled(const struct perfmon_sampling *sampling,
 }
 
 /* ---- reading samples ------------------------------------------------------- */
+
+/*
+ * What the read keeps of a sample record's raw call chain: the chain's
+ * count is word chain of the record, nr of its nr_raw entries are real
+ * callers, and the record read is size bytes.
+ */
+struct perfmon_sample_cut {
+    size_t chain;
+    unsigned int nr_raw;
+    unsigned int nr;
+    size_t size;
+};
+
+/*
+ * The cut of the record at rec, of size bytes, in place in a ring: false
+ * when it is no sample with a call chain, or none laid out as the writer
+ * lays them out, which is read as it is.  Thread context: the check reads
+ * the text and the function map (unwind_interrupted_check()).
+ */
+static bool
+perfmon_sample_cut_find(const uint64_t *rec, size_t size,
+                        struct perfmon_sample_cut *cut)
+{
+    const struct perfmon_rec_hdr *hdr = (const void *)rec;
+    size_t nr_words = size / sizeof(uint64_t), w;
+    struct unwind_env env = { .nr_stacks = 0 };
+    unsigned int fields;
+
+    if (nr_words < 2 || hdr->type != PERFMON_REC_SAMPLE) {
+        return false;
+    }
+
+    fields = (uint32_t)rec[1];
+
+    if (!(fields & PERFMON_SF_CALLCHAIN)) {
+        return false;
+    }
+
+    w = perfmon_sample_nr_words[fields & PERFMON_SAMPLE_FIXED_MASK];
+
+    if (fields & PERFMON_SF_READ) {
+        if (w >= nr_words || rec[w] > PERFMON_MAX_READS) {
+            return false;
+        }
+
+        w += 1 + rec[w];
+    }
+
+    if (w >= nr_words || rec[w] > PERFMON_MAX_CALLCHAIN
+        || rec[w] > nr_words - w - 1) {
+        return false;
+    }
+
+    symtab_unwind_env(&env);
+    cut->chain = w;
+    cut->nr_raw = (unsigned int)rec[w];
+    cut->nr = unwind_interrupted_check(&env, &rec[w + 1], cut->nr_raw);
+    cut->size = size - (cut->nr_raw - cut->nr) * sizeof(uint64_t);
+    return true;
+}
+
+/*
+ * The record at rec, of size bytes, as read into dst: its chain cut and
+ * made of call addresses (unwind_interrupted_ip()), what follows it moved
+ * down, its size in its header.  dst need not be aligned: each word is
+ * stored by a fixed-size copy, which gcc makes one move.
+ */
+static void
+perfmon_sample_cut_copy(void *dst, const uint64_t *rec, size_t size,
+                        const struct perfmon_sample_cut *cut)
+{
+    size_t head = (cut->chain + 1) * sizeof(uint64_t);
+    size_t rest = head + cut->nr_raw * sizeof(uint64_t);
+    const uint64_t *ips = &rec[cut->chain + 1];
+    char *d = dst;
+    struct perfmon_rec_hdr hdr;
+    uint64_t word;
+
+    __builtin_memcpy(&hdr, rec, sizeof(hdr));
+    hdr.size = (uint16_t)cut->size;
+    __builtin_memcpy(d, &hdr, sizeof(hdr));
+    memcpy(d + sizeof(hdr), (const char *)rec + sizeof(hdr),
+           head - sizeof(hdr) - sizeof(word));
+    word = cut->nr;
+    __builtin_memcpy(d + head - sizeof(word), &word, sizeof(word));
+    d += head;
+
+    for (unsigned int k = 0; k < cut->nr; k++) {
+        word = unwind_interrupted_ip(ips, k);
+        __builtin_memcpy(d, &word, sizeof(word));
+        d += sizeof(word);
+    }
+
+    memcpy(d, (const char *)rec + rest, size - rest);
+}
+
+size_t
+perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu, void *dst,
+                  size_t cap)
+{
+    struct perfmon_sample_cut cut;
+    struct perfmon_ring *ring;
+    const uint64_t *rec;
+    size_t size;
+
+    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
+        return 0;
+    }
+
+    ring = sbuf->rings[cpu];
+    rec = perfmon_ring_front(ring, &size);
+
+    /*
+     * A sample lies in one piece: the spare holds the longest.  None
+     * seen: none read, not one published meanwhile and read unchecked.
+     */
+    if (size == 0) {
+        return 0;
+    }
+
+    if (rec == NULL || !perfmon_sample_cut_find(rec, size, &cut)) {
+        return perfmon_ring_pop(ring, dst, cap);
+    }
+
+    if (cut.size > cap) {
+        return cut.size;
+    }
+
+    perfmon_sample_cut_copy(dst, rec, size, &cut);
+    perfmon_ring_drop(ring);
+    return cut.size;
+}
+
+size_t
+perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu)
+{
+    struct perfmon_sample_cut cut;
+    struct perfmon_ring *ring;
+    const uint64_t *rec;
+    size_t size;
+
+    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
+        return 0;
+    }
+
+    ring = sbuf->rings[cpu];
+    rec = perfmon_ring_front(ring, &size);
+
+    if (size == 0) {
+        return 0;
+    }
+
+    if (rec != NULL && perfmon_sample_cut_find(rec, size, &cut)) {
+        size = cut.size;
+    }
+
+    perfmon_ring_drop(ring);
+    return size;
+}
 
 /* A cursor over a record's payload; every take checks the bounds. */
 struct perfmon_sample_cursor {

@@ -12,7 +12,8 @@
  *     ticks that CPU took, which a host that preempts the vCPU delays
  *     alike), and at least 90% of them inside the loop's function;
  *   - call chains: the callers of the function that made the events, in
- *     order;
+ *     order, and none past a frame that is no caller (the NMI stores the
+ *     frames raw, the read cuts them there);
  *   - a tiny buffer at a high rate: lost samples counted, every kept one
  *     whole;
  *   - sampling on all CPUs while threads migrate: counts stay exact, no
@@ -349,6 +350,112 @@ out:
 }
 
 KTEST_DEFINE(sample, callchain, st_callchain);
+
+/*
+ * st_forged_call(fn): fn called under a forged frame, between fn's frame
+ * and st_forged_call's own, whose return address follows no call (nops
+ * before it) and whose saved frame pointer is st_forged_call's frame, a
+ * real one higher on the stack.  The overflow NMI's raw walk goes on
+ * through it, as memory allows; the chain read must end before it.
+ */
+void st_forged_call(void (*fn)(void));
+
+__asm__(".pushsection .text\n"
+        ".p2align 4\n"
+        ".type st_forged_call, @function\n"
+        "st_forged_call:\n"
+        "    push %rbp\n"
+        "    mov %rsp, %rbp\n"
+        "    lea .Lst_forged_ret(%rip), %rax\n"
+        "    push %rax\n"              /* the forged frame: its return, */
+        "    push %rbp\n"              /* its caller's frame: this one */
+        "    mov %rsp, %rbp\n"
+        "    call *%rdi\n"
+        "    leave\n"                  /* out of the forged frame, */
+        "    leave\n"                  /* then out of this one */
+        "    ret\n"
+        "    .fill 8, 1, 0x90\n"
+        ".Lst_forged_ret:\n"
+        "    ud2\n"
+        ".size st_forged_call, . - st_forged_call\n"
+        ".popsection\n");
+
+/* Not st_chain_c()'s code: gcc would make the two one function. */
+static void __attribute__((noinline))
+st_forged_target(void)
+{
+    swevent_add(SWEVENT_TEST, 10);
+    st_depth += 2;
+}
+
+static bool
+st_is(uint64_t ip, const char *want)
+{
+    uint64_t offset;
+    const char *name = symtab_lookup(ip, &offset);
+
+    return name != NULL && strcmp(name, want) == 0;
+}
+
+/*
+ * A chain through a frame that is no caller: st_forged_target, then the
+ * return into st_forged_call, and nothing after it (the raw frames the
+ * NMI stored past it are cut as the record is read).
+ */
+static int
+st_callchain_cut(void)
+{
+    struct perfmon_sampling s = {
+        .period = 10, .fields = ST_FIELDS | PERFMON_SF_CALLCHAIN,
+    };
+    struct perfmon_event ev = { .state = 0 };
+    unsigned int nr = 0, nr_cut = 0, cpu;
+    uint64_t saved;
+    size_t size;
+
+    if (!st_can_sample()) {
+        return KTEST_SKIP;
+    }
+
+    KTEST_ASSERT_EQ(perfmon_sbuf_create(&s.sbuf, 65536), 0);
+    saved = ktest_pin_self(&cpu);
+    KTEST_CHECK_EQ(st_attach(&ev, PERFMON_EV_TEST, PERFMON_EF_KERN, &s,
+                             thread_self(), 0), 0);
+
+    for (unsigned int i = 0; i < 20; i++) {
+        st_forged_call(st_forged_target);
+    }
+
+    perfmon_event_detach(&ev);
+
+    while ((size = perfmon_sbuf_read(s.sbuf, cpu, st_rec, sizeof(st_rec)))
+           != 0) {
+        struct perfmon_sample sample;
+        unsigned int last;
+
+        if (perfmon_sample_decode(st_rec, size, &sample) != 0) {
+            continue;
+        }
+
+        nr++;
+        last = sample.nr_ips - 1;
+        nr_cut += (sample.nr_ips >= 2
+                   && st_is(sample.ips[last], "st_forged_call")
+                   && st_is(sample.ips[last - 1], "st_forged_target"));
+    }
+
+    ktest_diag("%u samples, %u ending at the forged frame", nr, nr_cut);
+    KTEST_CHECK_EQ(nr, 20);
+    KTEST_CHECK_EQ(nr_cut, 20);
+
+out:
+    st_detach(&ev);
+    ktest_unpin_self(saved);
+    perfmon_sbuf_destroy(s.sbuf);
+    return ktest_result();
+}
+
+KTEST_DEFINE(sample, callchain_cut, st_callchain_cut);
 
 /* ---- a tiny buffer --------------------------------------------------------- */
 

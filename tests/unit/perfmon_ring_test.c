@@ -625,6 +625,60 @@ test_reserved_across_end(void **state)
  * longer (past 128 bytes), as the consumer reads them; all come out
  * intact, in order, and the spare's end is never passed.
  */
+/*
+ * The oldest record in place: none in an empty ring; where it lies when
+ * in one piece, in the spare too, with the bytes a pop copies; NULL with
+ * its size when it wraps (longer than the spare); unchanged by the
+ * records written after it, until a drop consumes it.
+ */
+static void
+test_front(void **state)
+{
+    unsigned char copy[256];
+    const unsigned char *rec;
+    size_t size;
+    uint32_t lcg = 5;
+    bool seen[2] = { false, false };
+
+    (void)state;
+    place_setup();
+    assert_null(perfmon_ring_front(&ring, &size));
+    assert_int_equal(size, 0);
+
+    for (unsigned int seq = 0; seq < 1000; seq++) {
+        uint64_t off = ring.tail % 512;
+        size_t len = 1 + ((lcg = lcg * 1103515245 + 12345) >> 20) % 240;
+
+        assert_true(produce(seq, len));
+        rec = perfmon_ring_front(&ring, &size);
+        assert_int_equal(size, (8 + len + 7) & ~(size_t)7);
+
+        if (off + size > 512 + 128) {
+            assert_null(rec);
+            seen[0] = true;
+        } else {
+            assert_true(rec == (const unsigned char *)place_data + off);
+            memcpy(copy, rec, size);
+            seen[1] |= (off + size > 512);
+        }
+
+        assert_true(produce(seq + 1, 8));
+
+        if (rec != NULL) {
+            assert_int_equal(perfmon_ring_pop(&ring, out, sizeof(out)), size);
+            assert_memory_equal(out, copy, size);
+        } else {
+            assert_int_equal(perfmon_ring_drop(&ring), size);
+        }
+
+        assert_int_equal(perfmon_ring_drop(&ring), 16);
+    }
+
+    assert_true(seen[0] && seen[1]);
+    assert_null(perfmon_ring_front(&ring, &size));
+    assert_int_equal(size, 0);
+}
+
 static void
 test_mixed_across_end(void **state)
 {
@@ -747,6 +801,7 @@ main(void)
         cmocka_unit_test(test_pop_small_buffer),
         cmocka_unit_test(test_pop_exact_buffer),
         cmocka_unit_test(test_drop),
+        cmocka_unit_test(test_front),
         cmocka_unit_test(test_in_place_init),
         cmocka_unit_test(test_in_place_across_end),
         cmocka_unit_test(test_in_place_full),

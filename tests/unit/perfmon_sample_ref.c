@@ -8,7 +8,9 @@
  * byte copies into a plain ring (perfmon_ring_init(), no spare), wrapping
  * at the end of the data, and drops what does not fit whole.  The fields,
  * their order and the ring's accounting are the ones perf's reader and
- * `perfmon record` were written against.
+ * `perfmon record` were written against.  Its call chains are the
+ * reference unwinder's (unwind_ref.c), walked and checked at once in the
+ * interrupt, as they were before the check moved to the reader.
  */
 
 #include <stdbool.h>
@@ -27,6 +29,7 @@
 #include "kern/symtab.h"
 #include "kern/thread.h"
 #include "perfmon_sample_ref.h"
+#include "unwind_ref.h"
 
 struct ref_txn {
     uint64_t pos;
@@ -105,8 +108,8 @@ ref_callchain(const struct trap_frame *frame, uint64_t *ips)
     }
 
     symtab_text_bounds(&env.text_lo, &env.text_hi);
-    return unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp, ips,
-                              PERFMON_MAX_CALLCHAIN);
+    return ref_unwind_interrupted(&env, frame->rip, frame->rsp, frame->rbp,
+                                  ips, PERFMON_MAX_CALLCHAIN);
 }
 
 static void

@@ -12,7 +12,11 @@
  * the middle of a perfmon section is counted and re-armed, not sampled;
  * a full ring drops and counts samples (branch stacks:
  * perfmon_branch_test.c); every refusal (bad arguments, devices that cannot sample, sharing that
- * cannot work) and the decoding of damaged records.
+ * cannot work) and the decoding of damaged records.  Records read from a
+ * buffer are the reference writer's byte for byte, their raw call chains
+ * cut by the read where the reference's walk stopped, at the ring's end
+ * too, with what follows moved down, and the read's size contract holds
+ * for the size as read.
  */
 
 #include <stdarg.h>
@@ -20,6 +24,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -1372,6 +1377,13 @@ static uint64_t ref_out[PERFMON_RING_MAX_REC / 8];
 #define REF_CPU         1
 #define REF_SIZE        4096
 
+/*
+ * The frame of ref_stack whose return address follows no call (into the
+ * function's body, after its prologue), or UINT_MAX: the walk goes on past
+ * it, the chain ends before it.
+ */
+static unsigned int ref_cut = UINT_MAX;
+
 /* The interrupted frame: in the function's body, depth frames of it below. */
 static void
 ref_frame_set(struct trap_frame *frame, unsigned int depth)
@@ -1381,7 +1393,7 @@ ref_frame_set(struct trap_frame *frame, unsigned int depth)
     for (unsigned int j = 0; j < depth; j++) {
         ref_stack[8 + 2 * j] =
             (j + 1 < depth) ? (uint64_t)&ref_stack[8 + 2 * (j + 1)] : 0;
-        ref_stack[9 + 2 * j] = (uint64_t)&ref_code[37];
+        ref_stack[9 + 2 * j] = (uint64_t)&ref_code[(j == ref_cut) ? 10 : 37];
     }
 
     frame->rip = (uint64_t)&ref_code[8];
@@ -1554,23 +1566,17 @@ test_records_match_reference(void **state)
 }
 
 /*
- * A ring with just the room for a sample of a call chain of depth frames:
- * it is written when the chain is that long, lost when one more frame
- * would not fit, as the reference does; and a thread without a stack
- * (or none at all) has the interrupted address alone for a chain.
+ * Samples of fields with a call chain into rings filled to every room
+ * from 3 to 39 words, the chain as long as the room holds, one shorter,
+ * one longer.  With cut, the walk goes 10 frames past the room, the
+ * chain ending where it would have: the raw frames fill the room, and
+ * the sample is kept when its chain fits (the read cuts the rest).
  */
 static void
-test_records_match_reference_when_full(void **state)
+ref_fill_then_write(unsigned int fields, bool cut, unsigned int *seqp)
 {
-    struct thread *t = fake_thread_create("sampled");
-    unsigned int fields = PERFMON_SF_IP | PERFMON_SF_CALLCHAIN;
-    struct fake_ctx ctx;
     uint64_t off, size;
-    unsigned int seq = 0;
     int depth;
-
-    (void)state;
-    ref_start(t, &ctx);
 
     for (unsigned int room_words = 3; room_words < 40; room_words++) {
         for (int extra = -1; extra <= 1; extra++) {
@@ -1582,23 +1588,49 @@ test_records_match_reference_when_full(void **state)
                 assert_true(ref_write_both(PERFMON_SF_MASK
                                            & ~PERFMON_SF_CALLCHAIN
                                            & ~PERFMON_SF_BRANCH, 0,
-                                           1, seq++, &off, &size));
+                                           1, (*seqp)++, &off, &size));
             }
 
             while (REF_SIZE - (ref_ring.head - ref_ring.tail)
                    > room_words * 8) {
-                assert_true(ref_write_both(0, 0, 0, seq++, &off, &size));
+                assert_true(ref_write_both(0, 0, 0, (*seqp)++, &off, &size));
             }
 
             /* header, head, ip, nr, then room_words - 4 entries fit. */
-            depth = (int)room_words - 5 + extra;
-            ref_write_both(fields, (unsigned int)MAX(depth, 0), 0, seq++,
-                           &off, &size);
+            depth = MAX((int)room_words - 5 + extra, 0);
+            ref_cut = cut ? (unsigned int)depth : UINT_MAX;
+            ref_write_both(fields,
+                           cut ? room_words + 10 : (unsigned int)depth, 0,
+                           (*seqp)++, &off, &size);
+            ref_cut = UINT_MAX;
             ref_assert_same();
         }
     }
+}
 
-    assert_true(perfmon_ring_lost(&ref_ring) != 0);
+/*
+ * A ring with just the room for a sample of a call chain of depth frames:
+ * it is written when the chain is that long, lost when one more frame
+ * would not fit, as the reference does, also when the walk stores more
+ * frames than the chain keeps; and a thread without a stack (or none at
+ * all) has the interrupted address alone for a chain.
+ */
+static void
+test_records_match_reference_when_full(void **state)
+{
+    struct thread *t = fake_thread_create("sampled");
+    unsigned int fields = PERFMON_SF_IP | PERFMON_SF_CALLCHAIN;
+    struct fake_ctx ctx;
+    uint64_t off, size, lost;
+    unsigned int seq = 0;
+
+    (void)state;
+    ref_start(t, &ctx);
+    ref_fill_then_write(fields, false, &seq);
+    lost = perfmon_ring_lost(&ref_ring);
+    assert_true(lost != 0);
+    ref_fill_then_write(fields, true, &seq);
+    assert_true(perfmon_ring_lost(&ref_ring) == 2 * lost);
 
     /* No stack, then no thread: the address alone. */
     fake_thread_set_stack(t, 0, 0);
@@ -1610,6 +1642,211 @@ test_records_match_reference_when_full(void **state)
     ref_write_both(PERFMON_SF_MASK, 3, 2, seq++, &off, &size);
     ref_assert_same();
     ref_stop(&ctx);
+    fake_symtab_set(NULL, 0, 0);
+    fake_symtab_set_text(NULL, 0);
+}
+
+/* The place of the next record in REF_CPU's ring of the buffer. */
+static uint64_t
+ref_sbuf_head(void)
+{
+    return perfmon_sbuf_ring(sbuf, REF_CPU)->head;
+}
+
+/*
+ * Call chains cut by the check at read anywhere (their first raw frame,
+ * the middle, the last one the walk stores, never), with branch stacks
+ * after them: what the buffer gives out is what the reference wrote,
+ * byte for byte, with the raw record cut by the end of the ring's data
+ * at every 8-byte point, and the rest moved down.  Each record is read
+ * as soon as written, as the raw ones take more room until then.
+ */
+static void
+test_records_match_reference_cut(void **state)
+{
+    struct thread *t = fake_thread_create("sampled");
+    bool split[PERFMON_RING_MAX_REC / 8] = { false };
+    unsigned int nr_cut = 0;
+    struct fake_ctx ctx;
+    uint64_t off, size;
+
+    (void)state;
+    ref_start(t, &ctx);
+
+    for (unsigned int seq = 0; seq < 6000; seq++) {
+        unsigned int fields = (seq % (PERFMON_SF_MASK + 1))
+                              | PERFMON_SF_CALLCHAIN;
+        unsigned int depth = 1 + (seq * 7) % 40;
+        uint64_t head = ref_sbuf_head(), raw;
+
+        if (seq % 53 == 0) {
+            depth = PERFMON_MAX_CALLCHAIN + seq % 5;
+        }
+
+        ref_cut = (seq % 11 == 0) ? UINT_MAX : (seq * 13) % (depth + 1);
+        assert_true(ref_write_both(fields, depth,
+                                   (seq * 5) % (PERFMON_MAX_BRANCHES + 1),
+                                   seq, &off, &size));
+        raw = ref_sbuf_head() - head;
+        assert_true(raw >= size);
+        nr_cut += (raw > size);
+
+        if ((head & (REF_SIZE - 1)) + raw > REF_SIZE) {
+            split[(REF_SIZE - (head & (REF_SIZE - 1))) / 8] = true;
+        }
+
+        ref_assert_same();
+    }
+
+    for (unsigned int w = 1; w <= 32; w++) {
+        if (!split[w]) {
+            fail_msg("no raw record was cut %u bytes into it", w * 8);
+        }
+    }
+
+    assert_true(nr_cut > 3000);
+    assert_true(perfmon_ring_lost(&ref_ring) == 0);
+    ref_cut = UINT_MAX;
+    ref_stop(&ctx);
+    fake_thread_switch(REF_CPU, NULL);
+    fake_symtab_set(NULL, 0, 0);
+    fake_symtab_set_text(NULL, 0);
+}
+
+/*
+ * A record whose chain the read cuts is read only into room for its size
+ * as read: with less, that size is given and the record left; with just
+ * that (less than it holds in the ring), it is read.  A drop gives the
+ * same size.
+ */
+static void
+test_read_cut_room(void **state)
+{
+    struct thread *t = fake_thread_create("sampled");
+    unsigned int fields = PERFMON_SF_IP | PERFMON_SF_CALLCHAIN
+                          | PERFMON_SF_BRANCH;
+    struct fake_ctx ctx;
+    uint64_t off, size, head;
+
+    (void)state;
+    ref_start(t, &ctx);
+    ref_cut = 3;
+
+    for (unsigned int drop = 0; drop < 2; drop++) {
+        head = ref_sbuf_head();
+        assert_true(ref_write_both(fields, 20, 2, drop, &off, &size));
+        assert_true(ref_sbuf_head() - head == size + 17 * 8);
+        assert_int_equal(perfmon_sbuf_read(sbuf, REF_CPU, NULL, 0), size);
+        assert_int_equal(perfmon_sbuf_read(sbuf, REF_CPU, rec_buf, size - 8),
+                         size);
+
+        if (drop) {
+            assert_int_equal(perfmon_sbuf_drop(sbuf, REF_CPU), size);
+            assert_int_equal(perfmon_ring_pop(&ref_ring, ref_out,
+                                              sizeof(ref_out)), size);
+        } else {
+            memset(rec_buf, 0xa5, sizeof(rec_buf));
+            assert_int_equal(perfmon_sbuf_read(sbuf, REF_CPU, rec_buf, size),
+                             size);
+            assert_int_equal(perfmon_ring_pop(&ref_ring, ref_out,
+                                              sizeof(ref_out)), size);
+            assert_memory_equal(rec_buf, ref_out, size);
+            assert_true(((const unsigned char *)rec_buf)[size] == 0xa5);
+        }
+    }
+
+    assert_int_equal(perfmon_sbuf_read(sbuf, REF_CPU, rec_buf,
+                                       sizeof(rec_buf)), 0);
+    assert_int_equal(perfmon_sbuf_drop(sbuf, REF_CPU), 0);
+    ref_cut = UINT_MAX;
+    ref_stop(&ctx);
+    fake_thread_switch(REF_CPU, NULL);
+    fake_symtab_set(NULL, 0, 0);
+    fake_symtab_set_text(NULL, 0);
+}
+
+/* A record of nr words into cpu's ring of the buffer, as a writer stores it. */
+static void
+put_raw_record(unsigned int cpu, const uint64_t *words, size_t nr)
+{
+    struct perfmon_ring *ring = perfmon_sbuf_ring(sbuf, cpu);
+    uint64_t off;
+
+    assert_true(perfmon_ring_reserve(ring, nr * sizeof(uint64_t), &off));
+    memcpy(&ring->data[off], words, nr * sizeof(uint64_t));
+    perfmon_ring_publish(ring);
+}
+
+/*
+ * The read finds the chain past a group's reads, cuts it at its first
+ * frame that is no caller (the first two, the interrupt's, kept as they
+ * are), makes the rest call addresses, and moves the branch stack down.
+ * A record whose counts do not fit its size (or a sample of a header
+ * alone) is given out as it is: the decoder refuses it.
+ */
+static void
+test_read_cut_after_reads(void **state)
+{
+    const uint64_t fields = PERFMON_SF_IP | PERFMON_SF_READ
+                            | PERFMON_SF_CALLCHAIN | PERFMON_SF_BRANCH;
+    const uint64_t self = (uint64_t)ref_code, rip = self + 8;
+    uint64_t raw[] = {
+        perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, 16 * 8, 0),
+        fields | (9ULL << 32), rip, 2, 111, 222,
+        5, rip, self + 36, self + 37, self + 10, self + 37,
+        1, 0xf00, 0xba5, 3,
+    };
+    uint64_t expect[] = {
+        perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, 14 * 8, 0),
+        fields | (9ULL << 32), rip, 2, 111, 222,
+        3, rip, self + 36, self + 36,
+        1, 0xf00, 0xba5, 3,
+    };
+    struct perfmon_sample sample;
+    size_t size;
+
+    (void)state;
+    make_sampling(1000, 0, 0, 4096);
+    fake_symtab_set("self", self, self + sizeof(ref_code));
+    fake_symtab_set_text(ref_code, sizeof(ref_code));
+
+    put_raw_record(1, raw, ARRAY_SIZE(raw));
+    size = perfmon_sbuf_read(sbuf, 1, rec_buf, sizeof(rec_buf));
+    assert_int_equal(size, sizeof(expect));
+    assert_memory_equal(rec_buf, expect, sizeof(expect));
+    assert_int_equal(perfmon_sample_decode(rec_buf, size, &sample), 0);
+    assert_int_equal(sample.nr_ips, 3);
+    assert_int_equal(sample.nr_branches, 1);
+
+    /* Counts past the end: as they are. */
+    for (unsigned int bad = 0; bad < 4; bad++) {
+        uint64_t words[ARRAY_SIZE(raw)];
+        size_t nr = ARRAY_SIZE(raw);
+
+        memcpy(words, raw, sizeof(raw));
+
+        if (bad == 0) {
+            words[3] = PERFMON_MAX_READS + 1;
+        } else if (bad == 1) {
+            words[6] = 11;
+        } else if (bad == 2) {
+            words[6] = PERFMON_MAX_CALLCHAIN + 1;
+        } else {
+            nr = 4;
+            words[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, nr * 8, 0);
+        }
+
+        put_raw_record(1, words, nr);
+        assert_int_equal(perfmon_sbuf_read(sbuf, 1, rec_buf,
+                                           sizeof(rec_buf)), nr * 8);
+        assert_memory_equal(rec_buf, words, nr * 8);
+    }
+
+    /* A header alone. */
+    raw[0] = perfmon_ring_hdr_word(PERFMON_REC_SAMPLE, 8, 0);
+    put_raw_record(1, raw, 1);
+    assert_int_equal(perfmon_sbuf_read(sbuf, 1, rec_buf, sizeof(rec_buf)),
+                     8);
     fake_symtab_set(NULL, 0, 0);
     fake_symtab_set_text(NULL, 0);
 }
@@ -1651,6 +1888,9 @@ main(void)
         T(test_read_group_layout),
         T(test_records_match_reference),
         T(test_records_match_reference_when_full),
+        T(test_records_match_reference_cut),
+        T(test_read_cut_room),
+        T(test_read_cut_after_reads),
 #undef T
     };
 

@@ -17,7 +17,10 @@
  * (func_start() is not called), a map entry that does not tell sends the
  * frame through the general checks, and every chain is the one the
  * reference gives, whatever the map leaves untold and however the
- * stacks' ends are aligned.
+ * stacks' ends are aligned.  The raw walk the overflow NMI makes keeps
+ * the rules of memory and none of the callers, and the check the sample
+ * reader runs on its chains later, the stacks gone, gives the reference's
+ * chain again, cut where the reference stops.
  */
 
 #include <setjmp.h>
@@ -758,13 +761,204 @@ test_random_same_as_reference(void **state)
         n = unwind_interrupted(&env, rip, rsp, fp, ips, max);
         ref_n = ref_unwind_interrupted(&env, rip, rsp, fp, ref, max);
         assert_int_equal(n, ref_n);
-        assert_memory_equal(ips, ref, sizeof(ips));
+        assert_memory_equal(ips, ref, n * sizeof(ips[0]));
 
         n = unwind_fp(&env, fp, callee, ips, max);
         ref_n = ref_unwind_fp(&env, fp, callee, ref, max);
         assert_int_equal(n, ref_n);
-        assert_memory_equal(ips, ref, sizeof(ips));
+        assert_memory_equal(ips, ref, n * sizeof(ips[0]));
     }
+}
+
+/*
+ * A stack of frames going up from c's interrupted leaf (the chain_setup()
+ * place of c, b's frame at word 30), each frame's next one a few words up
+ * (now and then a random word), each return address one of the fixture's
+ * or a random word: chains whose frames stop being callers at any depth,
+ * while the walk goes on.
+ */
+static void
+rnd_chain(uint64_t *s, uint64_t *ripp, uint64_t *rspp, uint64_t *fpp)
+{
+    static const unsigned int rets[] = { RET_A_B, RET_A_PTR, RET_A_SIB,
+                                         RET_A_RIP, RET_B_C, RET_D_C,
+                                         RET_D_PTR };
+    unsigned int w = 30;
+
+    mem[0][29] = code(RET_B_C);
+
+    while (w < 54) {
+        unsigned int next = w + 2 + (unsigned int)(rnd(s) % 5);
+        uint64_t r = rnd(s);
+
+        mem[0][w] = (r % 16 == 0) ? rnd_word(s) : addr(0, (next < 63) ? next : 63);
+        mem[0][w + 1] = (r % 7 == 1) ? rnd_word(s)
+                                     : code(rets[(r >> 8) % 7]);
+        w = next;
+    }
+
+    *ripp = code(FN_C + (unsigned int)(rnd(s) % 4));
+    *rspp = addr(0, 29);
+    *fpp = addr(0, 30);
+}
+
+/*
+ * The split the overflow NMI and the sample reader make: on random
+ * stacks, the raw walk then the check (later, the stacks gone: poisoned
+ * before it) give the reference's chain, address for address, at every
+ * depth bound; the raw walk stores the frames the check cuts, so that a
+ * read without the check would differ (and does, in many trials).  The
+ * raw walk of unwind_fp_raw() is unwind_fp()'s before its check.
+ */
+static void
+test_random_raw_then_check(void **state)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    unsigned int nr_cut = 0, nr_cut_deep = 0;
+
+    (void)state;
+    setup();
+
+    for (unsigned int trial = 0; trial < 200000; trial++) {
+        uint64_t raw[12], ips[12], ref[12], rip, rsp, fp;
+        unsigned int max = (unsigned int)(rnd(&seed) % 13), n, nr_raw, ref_n;
+
+        for (unsigned int s = 0; s < 2; s++) {
+            for (unsigned int w = 8; w < 56; w++) {
+                mem[s][w] = rnd_word(&seed);
+            }
+        }
+
+        env.nr_stacks = 1 + (unsigned int)(rnd(&seed) % 2);
+        env.func_map = (rnd(&seed) % 4 == 0) ? NULL : fmap;
+        fmap_setup();
+
+        for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
+            if (rnd(&seed) % 8 == 0) {
+                fmap[g] = UNWIND_FUNC_MIXED;
+            }
+        }
+
+        rip = code((unsigned int)(rnd(&seed) % sizeof(text)));
+        rsp = rnd_word(&seed);
+        fp = rnd_word(&seed);
+
+        if (trial % 2 == 0) {
+            rnd_chain(&seed, &rip, &rsp, &fp);
+        }
+
+        ref_n = ref_unwind_interrupted(&env, rip, rsp, fp, ref, max);
+        nr_raw = unwind_interrupted_raw(&env, rip, rsp, fp, raw, max);
+
+        /* The check reads no stack. */
+        for (unsigned int s = 0; s < 2; s++) {
+            for (unsigned int w = 0; w < 64; w++) {
+                mem[s][w] = POISON;
+            }
+        }
+
+        n = unwind_interrupted_check(&env, raw, nr_raw);
+        assert_true(n <= nr_raw);
+        assert_int_equal(n, ref_n);
+
+        for (unsigned int k = 0; k < n; k++) {
+            ips[k] = unwind_interrupted_ip(raw, k);
+        }
+
+        assert_memory_equal(ips, ref, n * sizeof(ips[0]));
+        nr_cut += (n < nr_raw);
+        nr_cut_deep += (n > UNWIND_INTERRUPTED_PROVEN && n < nr_raw);
+
+        /* unwind_fp(): the same raw walk, each address minus one. */
+        for (unsigned int s = 0; s < 2; s++) {
+            for (unsigned int w = 8; w < 56; w++) {
+                mem[s][w] = rnd_word(&seed);
+            }
+        }
+
+        fp = rnd_word(&seed);
+        nr_raw = unwind_fp_raw(&env, fp, raw, max);
+        n = unwind_fp(&env, fp, 0, ips, max);
+        assert_true(n <= nr_raw);
+
+        for (unsigned int k = 0; k < n; k++) {
+            assert_true(ips[k] == raw[k] - 1);
+        }
+    }
+
+    assert_true(nr_cut > 10000 && nr_cut_deep > 10000);
+}
+
+/*
+ * The raw walk keeps every rule of memory safety and none of the callers:
+ * it stores frames whose return addresses follow no call, and stops only
+ * where the stack ends, goes down, is misaligned, or at the depth bound.
+ */
+static void
+test_raw_walk(void **state)
+{
+    uint64_t rets[8] = { 0 }, ips[8];
+
+    (void)state;
+    setup();
+    frame(0, 10, addr(0, 20), code(RET_A_PTR));
+    frame(0, 20, addr(0, 30), 0);
+    frame(0, 30, addr(0, 40) + 4, 0x1001);
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 8), 3);
+    assert_true(rets[0] == code(RET_A_PTR) && rets[1] == 0
+                && rets[2] == 0x1001);
+    assert_int_equal(unwind_fp(&env, addr(0, 10), 0, ips, 8), 1);
+
+    frame(0, 30, addr(0, 24), 0x1001);      /* down the stack */
+    frame(0, 24, addr(0, 40), 7);
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 8), 3);
+    frame(0, 30, addr(0, 55), 0x1001);      /* straddling the end */
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 8), 3);
+    frame(0, 30, addr(2, 20), 0x1001);      /* outside */
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 8), 3);
+    frame(0, 30, addr(0, 40), 0x1001);
+    frame(0, 40, addr(0, 50), 9);
+    frame(0, 50, addr(0, 10), 11);          /* a loop */
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 8), 5);
+    rets[2] = POISON;
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 2), 2);
+    assert_true(rets[2] == POISON);
+    assert_int_equal(unwind_fp_raw(&env, addr(0, 10), rets, 0), 0);
+}
+
+/*
+ * The check of an interrupted chain: the first two entries are the NMI's
+ * (kept whatever they hold), the third on are raw return addresses, cut
+ * at the first that is no caller of the function before it, each kept
+ * one made minus one; a chain of one or two is kept whole.
+ */
+static void
+test_interrupted_check(void **state)
+{
+    uint64_t raw[6] = { code(FN_C + 2), code(RET_B_C) - 1, code(RET_A_B),
+                        code(RET_D_PTR), code(RET_A_B), 0 };
+
+    (void)state;
+    setup();
+    assert_int_equal(unwind_interrupted_check(&env, raw, 0), 0);
+    assert_int_equal(unwind_interrupted_check(&env, raw, 1), 1);
+    assert_int_equal(unwind_interrupted_check(&env, raw, 2), 2);
+    assert_int_equal(unwind_interrupted_check(&env, raw, 3), 3);
+    assert_int_equal(unwind_interrupted_check(&env, raw, 4), 4);
+
+    /* d is no caller of b (RET_A_B follows a call to b, from a). */
+    assert_int_equal(unwind_interrupted_check(&env, raw, 6), 4);
+    assert_true(unwind_interrupted_ip(raw, 0) == code(FN_C + 2));
+    assert_true(unwind_interrupted_ip(raw, 1) == code(RET_B_C) - 1);
+    assert_true(unwind_interrupted_ip(raw, 2) == code(RET_A_B) - 1);
+    assert_true(unwind_interrupted_ip(raw, 3) == code(RET_D_PTR) - 1);
+
+    /* Cut at the first raw entry: a return from b is no caller of a. */
+    raw[1] = code(RET_A_B) - 1;
+    assert_int_equal(unwind_interrupted_check(&env, raw, 4), 2);
+    raw[1] = 0;
+    assert_int_equal(unwind_interrupted_check(&env, raw, 2), 2);
+    assert_int_equal(unwind_interrupted_check(&env, raw, 3), 2);
 }
 
 int
@@ -791,6 +985,9 @@ main(void)
         cmocka_unit_test(test_map_long_text),
         cmocka_unit_test(test_map_unaligned_text),
         cmocka_unit_test(test_random_same_as_reference),
+        cmocka_unit_test(test_random_raw_then_check),
+        cmocka_unit_test(test_raw_walk),
+        cmocka_unit_test(test_interrupted_check),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,8 +152,8 @@ perfmon_bench_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
 
 /*
  * A call chain walked from depth calls deep, as the overflow interrupt
- * walks it into a sample (the frames go straight into the record there):
- * the per-frame row.  The interrupt itself cannot be used for it here:
+ * walks it into a sample (the frames go straight into the record there,
+ * raw: the reader checks them, arch/x86/unwind.h): the per-frame row.  The interrupt itself cannot be used for it here:
  * the step PMU steps the thread, the single-step trap is taken before the
  * pending NMI (Intel SDM vol. 3A, 6.9, priorities), and the NMI lands on
  * the #DB handler's first instruction, where no caller can be proven: its
@@ -180,9 +180,8 @@ perfmon_bench_walk_here(struct perfmon_bench_walk *walk)
     if (walk->walk
         && thread_stack_bounds(thread_self(), &stack.lo, &stack.hi)) {
         symtab_unwind_env(&env);
-        walk->nr_ips = unwind_fp(
-            &env, (uint64_t)(uintptr_t)__builtin_frame_address(0),
-            (uint64_t)(uintptr_t)perfmon_bench_walk_here, walk->ips,
+        walk->nr_ips = unwind_fp_raw(
+            &env, (uint64_t)(uintptr_t)__builtin_frame_address(0), walk->ips,
             PERFMON_MAX_CALLCHAIN);
     }
 }
