@@ -296,6 +296,20 @@ perfmon_cpu_init(unsigned int cpu_index)
     cpu_set_perfmon(cpu_index, cpu);
 }
 
+void
+perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
+{
+    uint64_t mask = perfmon_width_mask(dev->width);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_cpus); i++) {
+        struct perfmon_cpu_pmc *pmc = &perfmon_cpus[i].pmcs[slot];
+
+        pmc->dev = dev;
+        pmc->mask = mask;
+        pmc->peek_max = mask >> PERFMON_PEEK_SHIFT;
+    }
+}
+
 /* Ask the device how to read the counter pmc just started holds. */
 static void
 perfmon_cpu_pmc_read_method(struct perfmon_cpu_pmc *pmc)
@@ -322,14 +336,12 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    struct perfmon_dev *dev = pmc->dev;
 
+    assert(dev == perfmon_slot_dev(slot));
     assert(!(cpu->sched_mask & perfmon_slot_bit(slot)));
     perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->hw_id = hw_id;
-    pmc->dev = dev;
-    pmc->mask = perfmon_width_mask(dev->width);
-    pmc->peek_max = pmc->mask >> PERFMON_PEEK_SHIFT;
     dev->ops->start(dev, hw_id, gpmc->raw_event, gpmc->flags);
     perfmon_cpu_pmc_read_method(pmc);
 

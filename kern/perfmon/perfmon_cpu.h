@@ -21,8 +21,10 @@
 /*
  * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
  * loaded threads needing the counter to run here; dev and mask (its
- * width's) are the slot's, kept here while it holds a counter for the
- * reads, which use nothing else of the slot's device, with how to read the
+ * width's) are the slot's, set on every CPU when the slot is allocated
+ * (perfmon_cpu_slot_setup: a slot's device is its index's, a device's
+ * width the one it registered with), for the reads, which use nothing
+ * else of the slot's device, and with how to read the
  * counter (read_how and read_arg, the device's read_method at start; a
  * slot holding no counter here reads its own prev, perfmon_cpu_init) and
  * the most a read may find the counter past prev without folding
@@ -32,9 +34,13 @@
  * without a multiply.  value grows by the difference between raw reads,
  * taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
- * wrap must not add a period again.  enabled and running grow with the TSC
- * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
- * a hardware counter here (its bit in sched_mask).
+ * wrap must not add a period again.  enabled and running count from 0
+ * when the slot last became active here (its first user came): they grow
+ * with the TSC (perfmon_cpu_pmc_clock) while it has users here and while
+ * it holds a hardware counter here (its bit in sched_mask).  They are what
+ * a multiplexing turn compares (perfmon_turn_share), and a CPU event takes
+ * them as a base at its enable and differences after: nothing reads them
+ * once the last user left, so nothing clocks them then.
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -61,8 +67,6 @@ struct perfmon_cpu_pmc {
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
-    uint64_t share_enabled;             /* enabled and running when it */
-    uint64_t share_running;             /*   last became active here */
 
     uint64_t period;
     int64_t left;
@@ -263,8 +267,10 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  *   poll timer's xcall); perfmon_cpu_active_slots: the slots holding a
  *   counter on cpu (a hint, any context).
  * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
- *   pointer to it (setup).
- * All in a section on cpu but the last three.
+ *   pointer to it (setup).  perfmon_cpu_slot_setup: slot, of dev, was
+ *   allocated (active on no CPU; thread context, under the allocator's
+ *   lock): every CPU's record of it names the device and its mask.
+ * All in a section on cpu but the last four.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
@@ -283,6 +289,7 @@ void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
 void perfmon_cpu_poll_xcall(void *dev);
 uint64_t perfmon_cpu_active_slots(unsigned int cpu);
 void perfmon_cpu_init(unsigned int cpu);
+void perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev);
 
 /*
  * Add n to a word of the calling CPU's state that its own interrupts and
@@ -634,7 +641,7 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot,
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
 {
-    struct perfmon_dev *dev = pmc->dev;         /* set at its start */
+    struct perfmon_dev *dev = pmc->dev;
     uint64_t events;
 
     events = MAX(MIN((uint64_t)pmc->left, dev->arm_max), dev->arm_min);
@@ -861,13 +868,13 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
     struct perfmon_dev *dev = from->dev;
     uint64_t raw, both = obit | ibit;
 
-    /* No NMI looks at in's record before the map names it. */
+    /*
+     * No NMI looks at in's record before the map names it.  Its device
+     * and mask are out's already (perfmon_cpu_slot_setup).
+     */
     to->read_how = from->read_how;
     to->read_arg = from->read_arg;
     to->hw_id = from->hw_id;
-    to->dev = dev;
-    to->mask = from->mask;
-    to->peek_max = from->peek_max;
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
     barrier();
     WRITE_ONCE(cdev->slot_of_hw[to->hw_id], in + 1);

@@ -726,7 +726,7 @@ perfmon_rotate_local_moved(void)
 
 /* ---- users of a slot ------------------------------------------------------- */
 
-/* Slot's first user here: it becomes active, its share counted from now. */
+/* Slot's first user here: it becomes active, its times counted from now. */
 static void
 perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
                        const struct perfmon_td_pmc *saved, uint64_t now)
@@ -734,10 +734,10 @@ perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
 
     assert(perfmon_pmcs[slot].nr_refs != 0);
-    perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->nr_refs = 1;
-    pmc->share_enabled = pmc->enabled;
-    pmc->share_running = pmc->running;
+    pmc->stamp = now;
+    pmc->enabled = 0;
+    pmc->running = 0;
 
     if (perfmon_pmcs[slot].sampling != NULL) {
         perfmon_cpu_pmc_sample_init(cpu, slot, saved);
@@ -784,8 +784,8 @@ perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
 
 /*
  * Drop a user of slot on this CPU; the caller folded its value at now.
- * The last one stops its times and gives its counter back, to a slot
- * waiting for one.
+ * The last one gives its counter back, to a slot waiting for one (its
+ * times end unclocked: nothing reads them after it).
  */
 void
 perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
@@ -795,10 +795,6 @@ perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
     uint64_t bit = perfmon_slot_bit(slot);
 
     assert(pmc->nr_refs != 0);
-
-    if (pmc->nr_refs == 1) {
-        perfmon_cpu_pmc_clock(cpu, slot, now);
-    }
 
     if (--pmc->nr_refs == 0) {
         WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);

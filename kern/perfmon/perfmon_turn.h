@@ -63,9 +63,8 @@ perfmon_turn_share_of(const struct perfmon_cpu *cpu,
     } else {
         uint64_t dt = now - pmc->stamp;
 
-        enabled = pmc->enabled + dt - pmc->share_enabled;
-        running = pmc->running + (((sched >> slot) & 1) ? dt : 0)
-                  - pmc->share_running;
+        enabled = pmc->enabled + dt;
+        running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
     }
 
     /* running <= enabled: with no enabled time, none ran either. */
