@@ -101,6 +101,28 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     }
 }
 
+struct perfmon_cpu *
+perfmon_cpu_pmc_handover_pending(struct perfmon_cpu *cpu,
+                                 struct perfmon_cpu_pmc *from, uint64_t raw)
+{
+    const struct perfmon_cpu_dev *cdev = &cpu->devs[from->dev->index];
+    unsigned int in = cdev->slot_of_hw[from->hw_id] - 1U;
+    struct perfmon_cpu_pmc *to = &cpu->pmcs[in];
+    uint64_t both = perfmon_slot_bit((unsigned int)(from - cpu->pmcs))
+                    | perfmon_slot_bit(in);
+
+    if (READ_ONCE(cpu->pending) & both) {
+        __atomic_fetch_and(&cpu->pending, ~both, __ATOMIC_RELAXED);
+        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
+    }
+
+    to->prev = from->prev;
+    to->wrap_seen = from->wrap_seen;
+    return cpu;
+}
+
 void
 perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
 {

@@ -830,6 +830,17 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 }
 
 /*
+ * perfmon_cpu_pmc_transfer()'s fold of out (its record from) at the
+ * hand-over, raw the value then, when an NMI left something pending:
+ * an overflow marked for out or for in (the slot the map names for the
+ * counter now) is out's, folded as the interrupt says, their bits
+ * cleared; in goes on from it.  Out of line: rare.  Returns cpu, so that
+ * the caller keeps nothing but from across it.
+ */
+struct perfmon_cpu *perfmon_cpu_pmc_handover_pending(
+    struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from, uint64_t raw);
+
+/*
  * Pass the counter slot out holds here (its record from, its bit obit,
  * its device's state cdev) on to slot in (its record to, its fixed part
  * gpmc, its bit ibit),
@@ -866,7 +877,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
                          uint64_t ibit)
 {
     struct perfmon_dev *dev = from->dev;
-    uint64_t raw, both = obit | ibit;
+    uint64_t raw;
 
     /*
      * No NMI looks at in's record before the map names it.  Its device
@@ -881,29 +892,31 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
 
+    /* The call orders the accesses to the state, as a barrier would. */
+    raw = dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags,
+                             &to->read_how, &to->read_arg);
+
+    /*
+     * The CPU's record again: one load, where keeping it costs a save.
+     * Anything pending sends the fold out of line, which finds the two
+     * slots' bits itself: they are not kept across the call either.
+     */
+    cpu = perfmon_cpu_self();
+
+    if (unlikely(perfmon_cpu_pending(cpu))) {
+        cpu = perfmon_cpu_pmc_handover_pending(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
+        to->prev = from->prev;
+        to->wrap_seen = from->wrap_seen;
+    }
+
     /*
      * out holds no counter now, as after a stop: its record reads its own
      * prev.  (No path found reads it before out is given a counter again,
      * which sets the method; this keeps the record's rule without that.)
      */
     perfmon_cpu_pmc_set_idle(from);
-
-    /* The call orders the accesses to the state, as a barrier would. */
-    raw = dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags,
-                             &to->read_how, &to->read_arg);
-
-    /* The CPU's record again: one load, where keeping it costs a save. */
-    cpu = perfmon_cpu_self();
-
-    if (unlikely(perfmon_cpu_pending_mask(cpu) & both)) {
-        __atomic_fetch_and(&cpu->pending, ~both, __ATOMIC_RELAXED);
-        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
-    } else {
-        perfmon_cpu_pmc_add(cpu, from, raw);
-    }
-
-    to->prev = from->prev;
-    to->wrap_seen = from->wrap_seen;
     return cpu;
 }
 
