@@ -321,7 +321,9 @@ perfmon_cpu_init(unsigned int cpu_index)
 void
 perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
 {
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
     uint64_t mask = perfmon_width_mask(dev->width);
+    uint64_t counters = gpmc->pinned ? 0 : gpmc->counters;
 
     for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_cpus); i++) {
         struct perfmon_cpu_pmc *pmc = &perfmon_cpus[i].pmcs[slot];
@@ -329,6 +331,7 @@ perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
         pmc->dev = dev;
         pmc->mask = mask;
         pmc->peek_max = mask >> PERFMON_PEEK_SHIFT;
+        pmc->turn_counters = counters;
     }
 }
 

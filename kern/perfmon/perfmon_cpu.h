@@ -40,7 +40,9 @@
  * it holds a hardware counter here (its bit in sched_mask).  They are what
  * a multiplexing turn compares (perfmon_turn_share), and a CPU event takes
  * them as a base at its enable and differences after: nothing reads them
- * once the last user left, so nothing clocks them then.
+ * once the last user left, so nothing clocks them then.  turn_counters:
+ * the slot's counters (perfmon_pmc) when it is flexible, 0 when pinned,
+ * set with dev, next to the times a turn reads with it.
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -67,6 +69,7 @@ struct perfmon_cpu_pmc {
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
+    uint64_t turn_counters;             /* counters, 0 when pinned */
 
     uint64_t period;
     int64_t left;
@@ -269,7 +272,8 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
  *   pointer to it (setup).  perfmon_cpu_slot_setup: slot, of dev, was
  *   allocated (active on no CPU; thread context, under the allocator's
- *   lock): every CPU's record of it names the device and its mask.
+ *   lock): every CPU's record of it names the device, its mask and its
+ *   turn_counters.
  * All in a section on cpu but the last four.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);

@@ -407,7 +407,8 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
     uint64_t sched = cpu->sched_mask, chosen, fit, slots;
-    uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
+    uint64_t counters =
+        cpu->pmcs[__builtin_ctzll(cdev->waiting)].turn_counters;
     struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
     uint64_t flexible = cpu->active_mask & (PERFMON_DEV_SLOT_MASK
                                             << (d * PERFMON_DEV_MAX_PMCS));
