@@ -142,8 +142,8 @@ perfmon_td_switch_in(struct perfmon_td *next, struct perfmon_cpu *cpu,
 
 /*
  * A context switch from prev to next on this CPU, in the section
- * perfmon_td_switch_slow() entered, which this one leaves: the general
- * case, out of line.  prev's clock stops at once and cpu->td is cleared
+ * perfmon_td_switch_slow() or perfmon_td_switch_change() entered, which
+ * this one leaves: the general case, out of line.  prev's clock stops at once and cpu->td is cleared
  * meanwhile: the counters moved in this section move at now, when prev's
  * times stand and next's start.  A slot both threads count keeps running
  * and is read once: its CPU reference passes from prev to next.  A
@@ -218,27 +218,29 @@ perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
 }
 
 /*
- * A switch perfmon_td_switch_slow() does not keep every counter for, in
- * the section it entered, which this one leaves.  From prev with one slot
- * out loaded to next with one other active, when out counts alone on its
- * counter and next's slot may take it over (the parts of
- * perfmon_sched_transfer, inline: perfmon_sched.h), the counter passes in
- * place: one read (out's fold, at the hand-over) and one write, and the
- * offsets and clocks move as for a kept counter; neither thread's mask of
- * running slots changes (next's slot, not loaded, ran with its clock, and
- * holds a counter now: perfmon_types.h).  Anything else is
- * perfmon_td_switch_all's.
+ * A switch from prev to next where next does not use exactly the slots
+ * prev has loaded, in one section.  From prev with one slot out loaded to
+ * next with one other active, when out counts alone on its counter and
+ * next's slot may take it over (the parts of perfmon_sched_transfer,
+ * inline: perfmon_sched.h), the counter passes in place: one read (out's
+ * fold, at the hand-over) and one write, and the offsets and clocks move
+ * as for a kept counter; neither thread's mask of running slots changes
+ * (next's slot, not loaded, ran with its clock, and holds a counter now:
+ * perfmon_types.h).  Anything else is perfmon_td_switch_all's.
  */
-static void __attribute__((noinline))
-perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
-                        struct perfmon_cpu *cpu)
+void
+perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
 {
+    struct perfmon_cpu *cpu = perfmon_cpu_self();
     uint64_t kept = prev->loaded_mask, in = next->active_mask, now;
     uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
     const struct perfmon_pmc *gpmc;
     struct perfmon_cpu_pmc *from, *to;
     struct perfmon_cpu_dev *cdev;
     uint64_t out, slot, d;
+
+    /* Stored, not kept: loaded again where needed, a register less. */
+    cpu->now = perfmon_cpu_enter_switch(cpu);
 
     if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
         || !(in & pass & ~cpu->active_mask)) {
@@ -320,15 +322,15 @@ perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
 }
 
 /*
- * A context switch from prev to next on this CPU, in one section.  When
- * next counts exactly the events prev counts and they all run here (none
- * sampling, none waiting for a counter, none recording branches: those
- * sample), every counter keeps running: its CPU reference passes from
- * prev to next, it is read once, and the two offsets change; the clocks
- * stop and start.  Nothing is called on that path but what it leaves for
- * perfmon_td_switch_finish, and nothing after a call, so that the
- * compiler keeps it all in registers it need not save; anything else is
- * perfmon_td_switch_other's.
+ * A context switch from prev to next on this CPU, in one section, next
+ * using exactly the slots prev has loaded (some).  When they all run here
+ * (none sampling, none waiting for a counter, none recording branches:
+ * those sample), every counter keeps running: its CPU reference passes
+ * from prev to next, it is read once, and the two offsets change; the
+ * clocks stop and start.  Nothing is called on that path but what it
+ * leaves for perfmon_td_switch_finish, and nothing after a call, so that
+ * the compiler keeps it all in registers it need not save; anything else
+ * is perfmon_td_switch_all's.
  */
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
@@ -337,12 +339,12 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     uint64_t now = perfmon_cpu_enter_switch(cpu);
     uint64_t kept = prev->loaded_mask, slots = kept, slot;
 
-    /* Some slots are loaded or active: when none is kept, not all are. */
-    if (unlikely((kept ^ next->active_mask)
-                 | (kept & (READ_ONCE(perfmon_sampling_slots)
-                            | ~cpu->sched_mask)))) {
+    assert(kept == next->active_mask);
+
+    if (unlikely(kept & (READ_ONCE(perfmon_sampling_slots)
+                         | ~cpu->sched_mask))) {
         cpu->now = now;         /* read there, not on the path below */
-        perfmon_td_switch_other(prev, next, cpu);
+        perfmon_td_switch_all(prev, next, cpu);
         return;
     }
 
