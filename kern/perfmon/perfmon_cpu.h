@@ -394,6 +394,22 @@ perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
     pmc->stamp = now;
 }
 
+/* The same for a slot known to be active, its record pmc, running or not. */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_clock_active(struct perfmon_cpu_pmc *pmc, uint64_t now,
+                             bool running)
+{
+    uint64_t dt = now - pmc->stamp;
+
+    pmc->enabled += dt;
+
+    if (running) {
+        pmc->running += dt;
+    }
+
+    pmc->stamp = now;
+}
+
 /*
  * A thread's clock at now (kern/perfmon_types.h): when it is loaded, now
  * is its CPU's TSC, in a section there.

@@ -292,23 +292,22 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
 
 
 /*
- * Whether slot in, arriving in a turn, may take over in place the counter
- * slot out, leaving, holds, as placing it would: neither samples (a
+ * Whether slot in (its bit ibit, its fixed part gpmc), arriving in a
+ * turn, may take over in place the counter slot out (its bit obit, its
+ * record from), leaving, holds, as placing it would: neither samples (a
  * sampling slot's progress is read from its counter at its stop, and its
  * counter armed at start), the device can transfer, and in may take the
  * counter (perfmon_sched_may_take).  Not perfmon_pass_slots, the
  * switch's: a turn of single slots passes a group of one as well.
  */
-static bool
+static inline __attribute__((always_inline)) bool
 perfmon_sched_turn_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
-                            unsigned int out, unsigned int in)
+                            const struct perfmon_cpu_pmc *from,
+                            const struct perfmon_pmc *gpmc, uint64_t both)
 {
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
-
-    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
-           && pmc->dev->ops->transfer != NULL
-           && perfmon_sched_may_take(cpu, d, gpmc, pmc->hw_id);
+    return !(both & READ_ONCE(perfmon_sampling_slots))
+           && from->dev->ops->transfer != NULL
+           && perfmon_sched_may_take(cpu, d, gpmc, from->hw_id);
 }
 
 /*
@@ -329,23 +328,27 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
     uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
 
     while (leaving != 0 && arriving != 0) {
-        unsigned int out = (unsigned int)__builtin_ctzll(leaving);
-        unsigned int in = (unsigned int)__builtin_ctzll(arriving);
+        uint64_t out = cpu_ctz64(leaving), in = cpu_ctz64(arriving);
+        uint64_t obit = leaving & -leaving, ibit = arriving & -arriving;
+        struct perfmon_cpu_pmc *from = perfmon_cpu_pmc_of(cpu, out);
+        struct perfmon_cpu_pmc *to = perfmon_cpu_pmc_of(cpu, in);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
-        if (!perfmon_sched_turn_may_pass(cpu, d, out, in)) {
+        if (!perfmon_sched_turn_may_pass(cpu, d, from, gpmc, obit | ibit)) {
             break;
         }
 
-        perfmon_cpu_pmc_clock(cpu, out, now);
-        perfmon_cpu_pmc_clock(cpu, in, now);
-        perfmon_cpu_pmc_transfer(cpu, cdev, &cpu->pmcs[out],
-                                 perfmon_slot_bit(out), &cpu->pmcs[in],
-                                 &perfmon_pmcs[in], in, perfmon_slot_bit(in));
-        perfmon_cpu_td_pmc_run(cpu, out, now, false);
-        perfmon_cpu_td_pmc_run(cpu, in, now, true);
-        cdev->waiting ^= perfmon_slot_bit(out) | perfmon_slot_bit(in);
-        leaving &= leaving - 1;
-        arriving &= arriving - 1;
+        /* Both active: out ran until now, in waited. */
+        perfmon_cpu_pmc_clock_active(from, now, true);
+        perfmon_cpu_pmc_clock_active(to, now, false);
+        cpu = perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, gpmc,
+                                       (unsigned int)in, ibit);
+        perfmon_cpu_td_pmc_run(cpu, (unsigned int)out, now, false);
+        perfmon_cpu_td_pmc_run(cpu, (unsigned int)in, now, true);
+        cdev = &cpu->devs[d];
+        cdev->waiting ^= obit | ibit;
+        leaving ^= obit;
+        arriving ^= ibit;
     }
 
     if (leaving != 0) {
