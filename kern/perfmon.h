@@ -580,16 +580,18 @@ void perfmon_td_switch_change(struct perfmon_td *prev,
 static inline void
 perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 {
-    uint64_t kept;
-
     if (!__atomic_load_n(&perfmon_switch_hook_on, __ATOMIC_RELAXED)) {
         return;
     }
 
-    kept = prev->loaded_mask;
+    if (unlikely((prev->loaded_mask | next->active_mask) != 0)) {
+        /*
+         * The masks loaded again, not kept from the test: keeping them
+         * would cost the switch without events a register move.
+         */
+        barrier();
 
-    if (unlikely((kept | next->active_mask) != 0)) {
-        if (kept == next->active_mask) {
+        if (prev->loaded_mask == next->active_mask) {
             perfmon_td_switch_slow(prev, next);
         } else {
             perfmon_td_switch_change(prev, next);
