@@ -38,6 +38,7 @@
 #define PERFMON_FREQ_FIRST_PERIOD   10000
 
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
+unsigned long perfmon_cpu_slot_gen;
 
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
@@ -308,6 +309,11 @@ perfmon_cpu_init(unsigned int cpu_index)
 {
     struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
 
+    /* No key is all ones: no pass is known yet. */
+    for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pass_memo); i++) {
+        cpu->pass_memo[i] = UINT64_MAX;
+    }
+
     for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pmcs); i++) {
         perfmon_cpu_pmc_set_idle(&cpu->pmcs[i]);
         cpu->pmcs[i].td_offset = offsetof(struct perfmon_td, pmcs)
@@ -333,6 +339,8 @@ perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
         pmc->peek_max = mask >> PERFMON_PEEK_SHIFT;
         pmc->turn_counters = counters;
     }
+
+    WRITE_ONCE(perfmon_cpu_slot_gen, perfmon_cpu_slot_gen + 1);
 }
 
 /* Ask the device how to read the counter pmc just started holds. */

@@ -133,7 +133,16 @@ _Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
  * on the same CPU read the state without disabling interrupts: such a
  * section, when it interrupts the reader, completes before the reader
  * resumes, so an unchanged gen across the reads means nothing changed
- * under them (see perfmon_event_read_local).
+ * under them (see perfmon_event_read_local).  The context switch's
+ * section leaves gen alone but when it loads or unloads slots other than
+ * by passing a counter on (perfmon_td.c).
+ *
+ * pass_memo: the passes of a counter in place the context switch found
+ * allowed last (perfmon_td_switch_change), each its slot out, its slot
+ * in and the counter (perfmon_td_pass_key), with pass_memo_gen, gen plus
+ * perfmon_cpu_slot_gen then: while neither moved, only passes and
+ * switches that keep every slot changed the state here, and what allowed
+ * the pass still holds (perfmon_td.c says why).
  */
 struct perfmon_cpu {
     bool busy;
@@ -157,11 +166,20 @@ struct perfmon_cpu {
     struct syscnt nr_rotations;
     unsigned int mux_ticks;             /* clock ticks since a rotation */
     uint64_t grouped;
+    uint64_t pass_memo[2];
+    unsigned long pass_memo_gen[2];
     struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);
 
 extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
+
+/*
+ * Grows by one at every slot allocation (perfmon_cpu_slot_setup), under
+ * the allocator's lock: a slot's fixed part may have changed.  Read
+ * without it by the context switch (pass_memo_gen).
+ */
+extern unsigned long perfmon_cpu_slot_gen;
 
 static inline struct perfmon_cpu *
 perfmon_cpu_get(unsigned int cpu)
@@ -897,6 +915,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
                          uint64_t ibit)
 {
     struct perfmon_dev *dev = from->dev;
+    unsigned int hw_id = from->hw_id;   /* kept, not loaded again */
     uint64_t raw;
 
     /*
@@ -905,15 +924,15 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
      */
     to->read_how = from->read_how;
     to->read_arg = from->read_arg;
-    to->hw_id = from->hw_id;
+    to->hw_id = hw_id;
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
     barrier();
-    WRITE_ONCE(cdev->slot_of_hw[to->hw_id], in + 1);
+    WRITE_ONCE(cdev->slot_of_hw[hw_id], in + 1);
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
 
     /* The call orders the accesses to the state, as a barrier would. */
-    raw = dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags,
+    raw = dev->ops->transfer(dev, hw_id, gpmc->raw_event, gpmc->flags,
                              &to->read_how, &to->read_arg);
 
     /*

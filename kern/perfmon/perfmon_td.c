@@ -158,6 +158,8 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
 {
     uint64_t now = cpu->now, slots = prev->loaded_mask, kept, in;
 
+    /* What a switch here loads and unloads may disallow a pass known. */
+    perfmon_cpu_word_add(&cpu->gen, 1);
     kept = slots & next->active_mask & ~READ_ONCE(perfmon_sampling_slots);
 
     if (slots != 0) {
@@ -218,32 +220,97 @@ perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
 }
 
 /*
+ * A pass of a counter in place at a context switch, from slot out (its
+ * counter hw_id) to slot in, as perfmon_cpu's pass_memo keeps it.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_td_pass_key(uint64_t out, uint64_t in, unsigned int hw_id)
+{
+    return out | (in << 8) | ((uint64_t)hw_id << 16);
+}
+
+/* Whether cpu found the pass of key allowed at gen (its generation now). */
+static inline __attribute__((always_inline)) bool
+perfmon_td_pass_known(const struct perfmon_cpu *cpu, uint64_t key,
+                      unsigned long gen)
+{
+    return (cpu->pass_memo[0] == key && cpu->pass_memo_gen[0] == gen)
+           || (cpu->pass_memo[1] == key && cpu->pass_memo_gen[1] == gen);
+}
+
+/*
+ * Whether the counter of slot out may pass in place to slot in (of the
+ * pass key), out counting alone on it and next's slot taking
+ * it as placing would (the parts of perfmon_sched_transfer:
+ * perfmon_sched.h).  A pass allowed is kept in the CPU's pass_memo with
+ * gen, the generation now, unless it went by what other counters are
+ * free (a preferred counter none is: another given back would change
+ * the answer, and nothing moves gen then).  While gen stays, it holds:
+ * the CPU's state changed only by passes and by switches that keep
+ * every slot (no section began: gen; no switch loaded or unloaded a slot
+ * otherwise: perfmon_td_switch_all moves gen; no slot was allocated:
+ * perfmon_cpu_slot_gen), and a pass keeps what allowed this one: out
+ * runs alone on hw_id with no slot of its device waiting, and in is not
+ * active here (the loaded thread's slots and CPU events' are the active
+ * ones, and prev loads only out); counters reserved since move slots off
+ * them in sections of their own (perfmon_sched_evict_all) or come with a
+ * pinned slot's allocation.  Out of line: taken when a pass is new.
+ */
+static bool __attribute__((noinline))
+perfmon_td_pass_check(struct perfmon_cpu *cpu, unsigned int out,
+                      unsigned int in, uint64_t key, unsigned long gen)
+{
+    const struct perfmon_cpu_pmc *from = &cpu->pmcs[out];
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    unsigned int d = out / PERFMON_DEV_MAX_PMCS;
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t pass = READ_ONCE(perfmon_pass_slots);
+
+    if (!(perfmon_slot_bit(in) & pass & ~cpu->active_mask)
+        || (out ^ in) >= PERFMON_DEV_MAX_PMCS
+        || !perfmon_sched_may_pass(cpu, cdev, from, perfmon_slot_bit(out),
+                                   pass)
+        || !perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
+        return false;
+    }
+
+    if (likely(gpmc->prefer == 0) || ((gpmc->prefer >> from->hw_id) & 1)) {
+        cpu->pass_memo[1] = cpu->pass_memo[0];
+        cpu->pass_memo_gen[1] = cpu->pass_memo_gen[0];
+        cpu->pass_memo[0] = key;
+        cpu->pass_memo_gen[0] = gen;
+    }
+
+    return true;
+}
+
+/*
  * A switch from prev to next where next does not use exactly the slots
  * prev has loaded, in one section.  From prev with one slot out loaded to
  * next with one other active, when out counts alone on its counter and
- * next's slot may take it over (the parts of perfmon_sched_transfer,
- * inline: perfmon_sched.h), the counter passes in place: one read (out's
- * fold, at the hand-over) and one write, and the offsets and clocks move
- * as for a kept counter; neither thread's mask of running slots changes
- * (next's slot, not loaded, ran with its clock, and holds a counter now:
+ * next's slot may take it over (perfmon_td_pass_check, or known from an
+ * earlier switch), the counter passes in place: one read (out's fold, at
+ * the hand-over) and one write, and the offsets and clocks move as for a
+ * kept counter; neither thread's mask of running slots changes (next's
+ * slot, not loaded, ran with its clock, and holds a counter now:
  * perfmon_types.h).  Anything else is perfmon_td_switch_all's.
  */
 void
 perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu = perfmon_cpu_self();
-    uint64_t kept = prev->loaded_mask, in = next->active_mask, now;
-    uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
+    uint64_t kept = prev->loaded_mask, in = next->active_mask, now, key;
     const struct perfmon_pmc *gpmc;
     struct perfmon_cpu_pmc *from, *to;
     struct perfmon_cpu_dev *cdev;
-    uint64_t out, slot, d;
+    uint64_t out, slot, d, *count, *offset;
+    unsigned long gen;
 
     /* Stored, not kept: loaded again where needed, a register less. */
     cpu->now = perfmon_cpu_enter_switch(cpu);
 
-    if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
-        || !(in & pass & ~cpu->active_mask)) {
+    if (kept == 0 || in == 0
+        || ((kept & (kept - 1)) | (in & (in - 1))) != 0) {
         perfmon_td_switch_all(prev, next, cpu);
         return;
     }
@@ -251,20 +318,21 @@ perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
     out = cpu_ctz64(kept);
     slot = cpu_ctz64(in);
     from = perfmon_cpu_pmc_of(cpu, out);
-    to = perfmon_cpu_pmc_of(cpu, slot);
-    gpmc = &perfmon_pmcs[slot];
-    d = out / PERFMON_DEV_MAX_PMCS;
-    cdev = &cpu->devs[d];
-    __asm__("" : "+r"(gpmc));   /* not recomputed */
+    key = perfmon_td_pass_key(out, slot, from->hw_id);
+    gen = cpu->gen + READ_ONCE(perfmon_cpu_slot_gen);
 
-    if ((out ^ slot) >= PERFMON_DEV_MAX_PMCS
-        || !perfmon_sched_may_pass(cpu, cdev, from, kept, pass)
-        || !perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
+    if (unlikely(!perfmon_td_pass_known(cpu, key, gen))
+        && !perfmon_td_pass_check(cpu, (unsigned int)out,
+                                  (unsigned int)slot, key, gen)) {
         perfmon_td_switch_all(prev, next, cpu);
         return;
     }
 
     /* All but out's count, which the hand-over folds, moves first. */
+    d = out / PERFMON_DEV_MAX_PMCS;
+    cdev = &cpu->devs[d];
+    gpmc = &perfmon_pmcs[slot];
+    to = perfmon_cpu_pmc_of(cpu, slot);
     now = cpu->now;
     count = perfmon_td_value_at(prev, from->td_offset);
     offset = perfmon_td_value_at(next, to->td_offset);
