@@ -338,6 +338,8 @@ perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
         pmc->mask = mask;
         pmc->peek_max = mask >> PERFMON_PEEK_SHIFT;
         pmc->turn_counters = counters;
+        pmc->raw_event = gpmc->raw_event;
+        pmc->flags = gpmc->flags;
     }
 
     WRITE_ONCE(perfmon_cpu_slot_gen, perfmon_cpu_slot_gen + 1);

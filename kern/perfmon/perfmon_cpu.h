@@ -42,7 +42,9 @@
  * them as a base at its enable and differences after: nothing reads them
  * once the last user left, so nothing clocks them then.  turn_counters:
  * the slot's counters (perfmon_pmc) when it is flexible, 0 when pinned,
- * set with dev, next to the times a turn reads with it.
+ * set with dev, next to the times a turn reads with it; raw_event and
+ * flags too, the slot's, for the device's transfer to the slot, which
+ * then needs no other record.
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -70,6 +72,8 @@ struct perfmon_cpu_pmc {
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
     uint64_t turn_counters;             /* counters, 0 when pinned */
+    uint64_t raw_event;                 /* the slot's, for a transfer */
+    unsigned int flags;
 
     uint64_t period;
     int64_t left;
@@ -290,8 +294,8 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
  *   pointer to it (setup).  perfmon_cpu_slot_setup: slot, of dev, was
  *   allocated (active on no CPU; thread context, under the allocator's
- *   lock): every CPU's record of it names the device, its mask and its
- *   turn_counters.
+ *   lock): every CPU's record of it names the device, its mask, its
+ *   turn_counters and its event.
  * All in a section on cpu but the last four.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
@@ -880,10 +884,9 @@ struct perfmon_cpu *perfmon_cpu_pmc_handover_pending(
 
 /*
  * Pass the counter slot out holds here (its record from, its bit obit,
- * its device's state cdev) on to slot in (its record to, its fixed part
- * gpmc, its bit ibit),
- * reprogrammed in place by the device's transfer (in not running), inline
- * in the one frame of the switch's pass.  The device returns the raw
+ * its device's state cdev) on to slot in (its record to, its bit ibit),
+ * reprogrammed in place by the device's transfer for in's event (in not
+ * running), inline in the one frame of the switch's pass.  The device returns the raw
  * value at the hand-over: out's count is folded up to it, and in starts
  * from it, so what the counter counted of out's event after out's last
  * fold is out's, never in's (for a clock passed on to an event counter,
@@ -910,8 +913,7 @@ struct perfmon_cpu *perfmon_cpu_pmc_handover_pending(
 static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
                          struct perfmon_cpu_pmc *from, uint64_t obit,
-                         struct perfmon_cpu_pmc *to,
-                         const struct perfmon_pmc *gpmc, unsigned int in,
+                         struct perfmon_cpu_pmc *to, unsigned int in,
                          uint64_t ibit)
 {
     struct perfmon_dev *dev = from->dev;
@@ -932,7 +934,7 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
 
     /* The call orders the accesses to the state, as a barrier would. */
-    raw = dev->ops->transfer(dev, hw_id, gpmc->raw_event, gpmc->flags,
+    raw = dev->ops->transfer(dev, hw_id, to->raw_event, to->flags,
                              &to->read_how, &to->read_arg);
 
     /*

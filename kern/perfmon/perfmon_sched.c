@@ -341,7 +341,7 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
         /* Both active: out ran until now, in waited. */
         perfmon_cpu_pmc_clock_active(from, now, true);
         perfmon_cpu_pmc_clock_active(to, now, false);
-        cpu = perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, gpmc,
+        cpu = perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to,
                                        (unsigned int)in, ibit);
         perfmon_cpu_td_pmc_run(cpu, (unsigned int)out, now, false);
         perfmon_cpu_td_pmc_run(cpu, (unsigned int)in, now, true);
@@ -837,8 +837,8 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
         const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
         if (perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
-            perfmon_sched_pass(cpu, cdev, from, obit, &cpu->pmcs[in], gpmc,
-                               in, perfmon_slot_bit(in), now);
+            perfmon_sched_pass(cpu, cdev, from, obit, &cpu->pmcs[in], in,
+                               perfmon_slot_bit(in), now);
             return in;
         }
     }

@@ -91,7 +91,7 @@ perfmon_sched_may_pass(const struct perfmon_cpu *cpu,
 
 /*
  * The pass itself (out's record from, its bit obit, its device's state
- * cdev; in's record to, its fixed part gpmc, its bit ibit), at
+ * cdev; in's record to, its bit ibit), at
  * now, once out may pass and in (of perfmon_pass_slots, of out's device,
  * active nowhere here) may take its counter: out's last user leaves
  * (its times end, unclocked, as at perfmon_sched_unref) and in's first
@@ -102,8 +102,7 @@ perfmon_sched_may_pass(const struct perfmon_cpu *cpu,
 static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
                    struct perfmon_cpu_pmc *from, uint64_t obit,
-                   struct perfmon_cpu_pmc *to,
-                   const struct perfmon_pmc *gpmc, unsigned int in,
+                   struct perfmon_cpu_pmc *to, unsigned int in,
                    uint64_t ibit, uint64_t now)
 {
     from->nr_refs = 0;
@@ -112,8 +111,7 @@ perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
     to->enabled = 0;
     to->running = 0;
     WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
-    return perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, gpmc, in,
-                                    ibit);
+    return perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, in, ibit);
 }
 
 void perfmon_sched_evict_all(struct perfmon_dev *dev);

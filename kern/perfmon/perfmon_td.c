@@ -300,28 +300,26 @@ perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu = perfmon_cpu_self();
     uint64_t kept = prev->loaded_mask, in = next->active_mask, now, key;
-    const struct perfmon_pmc *gpmc;
     struct perfmon_cpu_pmc *from, *to;
     struct perfmon_cpu_dev *cdev;
-    uint64_t out, slot, d, *count, *offset;
+    uint64_t out, slot, *count, *offset;
     unsigned long gen;
 
     /* Stored, not kept: loaded again where needed, a register less. */
     cpu->now = perfmon_cpu_enter_switch(cpu);
 
-    if (kept == 0 || in == 0
+    /* One slot each way. */
+    if (!cpu_ctz64_test(kept, &out) || !cpu_ctz64_test(in, &slot)
         || ((kept & (kept - 1)) | (in & (in - 1))) != 0) {
         perfmon_td_switch_all(prev, next, cpu);
         return;
     }
 
-    out = cpu_ctz64(kept);
-    slot = cpu_ctz64(in);
     from = perfmon_cpu_pmc_of(cpu, out);
     key = perfmon_td_pass_key(out, slot, from->hw_id);
     gen = cpu->gen + READ_ONCE(perfmon_cpu_slot_gen);
 
-    if (unlikely(!perfmon_td_pass_known(cpu, key, gen))
+    if (!perfmon_td_pass_known(cpu, key, gen)
         && !perfmon_td_pass_check(cpu, (unsigned int)out,
                                   (unsigned int)slot, key, gen)) {
         perfmon_td_switch_all(prev, next, cpu);
@@ -329,9 +327,7 @@ perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
     }
 
     /* All but out's count, which the hand-over folds, moves first. */
-    d = out / PERFMON_DEV_MAX_PMCS;
-    cdev = &cpu->devs[d];
-    gpmc = &perfmon_pmcs[slot];
+    cdev = &cpu->devs[out / PERFMON_DEV_MAX_PMCS];
     to = perfmon_cpu_pmc_of(cpu, slot);
     now = cpu->now;
     count = perfmon_td_value_at(prev, from->td_offset);
@@ -342,8 +338,8 @@ perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
     next->clock -= now;
     next->loaded_mask = in;
     cpu->td = next;
-    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, gpmc,
-                             (unsigned int)slot, in, now);
+    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, (unsigned int)slot,
+                             in, now);
     *count += from->value;
     perfmon_cpu_leave(cpu);
 }
