@@ -112,10 +112,11 @@ swevent_deactivate(unsigned int id)
  * A counter changes events: from withdrawn, to announced, either 0 for
  * none.  Both are ids the counter was set up with, checked then (from
  * was announced, to's counter is not counting yet): none is checked
- * again on this path, the switch's transfer.
+ * again on this path, the switch's transfer.  64-bit: they index an
+ * array with no extension first.
  */
 static inline void
-swevent_move(unsigned int from, unsigned int to)
+swevent_move(uint64_t from, uint64_t to)
 {
     if (likely(from != 0)) {
         __atomic_fetch_sub(&swevent_nr_active[from], 1, __ATOMIC_SEQ_CST);

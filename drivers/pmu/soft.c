@@ -480,7 +480,7 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
     barrier();
     key = softpmu_key(raw_event, flags);
     c->raw_event = raw_event;
-    swevent_move((unsigned int)old, (unsigned int)key);
+    swevent_move(old, key);
     count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
     barrier();
     WRITE_ONCE(c->key, key);
