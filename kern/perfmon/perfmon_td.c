@@ -254,9 +254,9 @@ perfmon_td_pass_known(const struct perfmon_cpu *cpu, uint64_t key,
  * active here (the loaded thread's slots and CPU events' are the active
  * ones, and prev loads only out); counters reserved since move slots off
  * them in sections of their own (perfmon_sched_evict_all) or come with a
- * pinned slot's allocation.  Out of line: taken when a pass is new.
+ * pinned slot's allocation.
  */
-static bool __attribute__((noinline))
+static inline __attribute__((always_inline)) bool
 perfmon_td_pass_check(struct perfmon_cpu *cpu, unsigned int out,
                       unsigned int in, uint64_t key, unsigned long gen)
 {
@@ -285,6 +285,56 @@ perfmon_td_pass_check(struct perfmon_cpu *cpu, unsigned int out,
 }
 
 /*
+ * The pass itself, from prev's slot out (its record from, its bit kept)
+ * to next's slot in (its bit ibit), in the section entered at cpu->now.
+ * Inline, expanded twice: on the path of a pass known, nothing is called
+ * before the device's transfer, so that prev and next need no register
+ * saved.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_td_pass(struct perfmon_td *prev, struct perfmon_td *next,
+                struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
+                uint64_t out, uint64_t kept, uint64_t in, uint64_t ibit)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[out / PERFMON_DEV_MAX_PMCS];
+    struct perfmon_cpu_pmc *to = perfmon_cpu_pmc_of(cpu, in);
+    uint64_t now = cpu->now, *count, *offset;
+
+    /* All but out's count, which the hand-over folds, moves first. */
+    count = perfmon_td_value_at(prev, from->td_offset);
+    offset = perfmon_td_value_at(next, to->td_offset);
+    prev->clock += now;
+    prev->loaded_mask = 0;
+    *offset -= to->value;
+    next->clock -= now;
+    next->loaded_mask = ibit;
+    cpu->td = next;
+    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, (unsigned int)in,
+                             ibit, now);
+    *count += from->value;
+    perfmon_cpu_leave(cpu);
+}
+
+/*
+ * A pass not known (perfmon_td_switch_change): checked, then taken (and
+ * kept in the memo), or the general switch.  Out of line.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_check(struct perfmon_td *prev, struct perfmon_td *next,
+                        struct perfmon_cpu *cpu, uint64_t out, uint64_t in,
+                        uint64_t key, unsigned long gen)
+{
+    if (!perfmon_td_pass_check(cpu, (unsigned int)out, (unsigned int)in,
+                               key, gen)) {
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
+    }
+
+    perfmon_td_pass(prev, next, cpu, perfmon_cpu_pmc_of(cpu, out), out,
+                    prev->loaded_mask, in, next->active_mask);
+}
+
+/*
  * A switch from prev to next where next does not use exactly the slots
  * prev has loaded, in one section.  From prev with one slot out loaded to
  * next with one other active, when out counts alone on its counter and
@@ -299,10 +349,9 @@ void
 perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu = perfmon_cpu_self();
-    uint64_t kept = prev->loaded_mask, in = next->active_mask, now, key;
-    struct perfmon_cpu_pmc *from, *to;
-    struct perfmon_cpu_dev *cdev;
-    uint64_t out, slot, *count, *offset;
+    uint64_t kept = prev->loaded_mask, in = next->active_mask, key;
+    struct perfmon_cpu_pmc *from;
+    uint64_t out, slot;
     unsigned long gen;
 
     /* Stored, not kept: loaded again where needed, a register less. */
@@ -319,29 +368,12 @@ perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
     key = perfmon_td_pass_key(out, slot, from->hw_id);
     gen = cpu->gen + READ_ONCE(perfmon_cpu_slot_gen);
 
-    if (!perfmon_td_pass_known(cpu, key, gen)
-        && !perfmon_td_pass_check(cpu, (unsigned int)out,
-                                  (unsigned int)slot, key, gen)) {
-        perfmon_td_switch_all(prev, next, cpu);
+    if (unlikely(!perfmon_td_pass_known(cpu, key, gen))) {
+        perfmon_td_switch_check(prev, next, cpu, out, slot, key, gen);
         return;
     }
 
-    /* All but out's count, which the hand-over folds, moves first. */
-    cdev = &cpu->devs[out / PERFMON_DEV_MAX_PMCS];
-    to = perfmon_cpu_pmc_of(cpu, slot);
-    now = cpu->now;
-    count = perfmon_td_value_at(prev, from->td_offset);
-    offset = perfmon_td_value_at(next, to->td_offset);
-    prev->clock += now;
-    prev->loaded_mask = 0;
-    *offset -= to->value;
-    next->clock -= now;
-    next->loaded_mask = in;
-    cpu->td = next;
-    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, (unsigned int)slot,
-                             in, now);
-    *count += from->value;
-    perfmon_cpu_leave(cpu);
+    perfmon_td_pass(prev, next, cpu, from, out, kept, slot, in);
 }
 
 /*
