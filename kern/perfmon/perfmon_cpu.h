@@ -349,9 +349,11 @@ perfmon_cpu_begin(struct perfmon_cpu *cpu)
  * (perfmon_cpu_self()): perfmon_cpu_enter() inline and without its checks,
  * which the switch's caller meets (interrupts disabled, no section open
  * here).  It leaves gen as it is: the readers gen protects run with
- * preemption disabled, so no switch ever lands inside one.  It returns
- * the section's time and leaves cpu->now to the caller, to set before
- * calling what reads it: the switch that keeps its counters reads none.
+ * preemption disabled, so no switch ever lands inside one (the general
+ * switch moves it, for the passes known: see struct perfmon_cpu).  It
+ * returns the section's time and leaves cpu->now to the caller, to set
+ * before calling what reads it: the switch that keeps its counters reads
+ * none.
  */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_cpu_enter_switch(struct perfmon_cpu *cpu)
