@@ -56,22 +56,24 @@
 #define SOFTPMU_CLOCK_MIN_US    20
 
 /*
- * A counter of one CPU.  deadline: for a clock counter armed to overflow
- * (sampling), the TSC at which it wraps, 0 otherwise.  key: the event the
- * handler counts into it, its raw_event while it runs and sees its
- * events, 0 otherwise (a clock, a counter stopped or changing events, one
- * started for user mode only on an event of kernel work: see
- * softpmu_key()); one word, so that the handler, which may be an NMI
- * landing in a start, a stop or a transfer, needs only it, and that a
- * counter announced to swevent (swevent_activate) is one with a key.
+ * A counter of one CPU.  deadline: for a clock counter running and armed
+ * to overflow (sampling), the TSC at which it wraps, 0 otherwise (a stop
+ * clears it).  key: the event the handler counts into it, its raw_event
+ * while it runs and sees its events, 0 otherwise (a clock, a counter
+ * stopped or changing events, one started for user mode only on an event
+ * of kernel work: see softpmu_key()); one word, so that the handler,
+ * which may be an NMI landing in a start, a stop or a transfer, needs
+ * only it, and that a counter announced to swevent (swevent_activate) is
+ * one with a key.  The two say all a counter's state the others need: a
+ * counter is 40 bytes, a CPU's counters three cache lines with its
+ * status, found by a shift and an add.
  */
 struct softpmu_counter {
-    uint64_t key;
     uint64_t raw_event;                 /* a SWEVENT_* id */
+    uint64_t key;
     uint64_t deadline;
     uint64_t count;                     /* atomic: events since start */
     uint64_t tsc_start;                 /* the clock counter's start */
-    bool running;
 };
 
 struct softpmu_cpu {
@@ -305,8 +307,7 @@ softpmu_clock_program(struct softpmu_cpu *cpu)
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         const struct softpmu_counter *c = &cpu->counters[i];
 
-        if (c->running && c->deadline != 0
-            && (deadline == 0 || c->deadline < deadline)) {
+        if (c->deadline != 0 && (deadline == 0 || c->deadline < deadline)) {
             deadline = c->deadline;
         }
     }
@@ -337,7 +338,6 @@ softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
 
     /* The NMI reads the key first: the fields above must be set by then. */
     barrier();
-    WRITE_ONCE(c->running, true);
     WRITE_ONCE(c->key, key);
 
     if (key != 0) {
@@ -354,7 +354,6 @@ softpmu_stop(struct perfmon_dev *dev, unsigned int hw_id)
 
     (void)dev;
     WRITE_ONCE(c->key, 0);
-    WRITE_ONCE(c->running, false);
 
     if (key != 0) {
         swevent_deactivate((unsigned int)key);
@@ -402,9 +401,10 @@ softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
 /*
  * Count another event from the count the counter holds, when the clock
  * is one of the two: its count lives in its start, moved there and back,
- * and the core reads it through the op, not in place.  It is not running
- * for the few instructions in between, so that the handler does not
- * count the new event into the old one; a wrap it holds in the status
+ * and the core reads it through the op, not in place.  It counts
+ * nothing (the stop's key 0) for the few instructions in between, so
+ * that the handler does not count the new event into the old one; a
+ * wrap it holds in the status
  * stays, the count's that goes on.  The count at the stop is the
  * hand-over's.
  */
@@ -436,7 +436,6 @@ softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
     }
 
     barrier();
-    WRITE_ONCE(c->running, true);
     WRITE_ONCE(c->key, softpmu_key(raw_event, flags));
 
     if (c->key != 0) {
@@ -534,7 +533,7 @@ softpmu_clock_deadline(struct trap_frame *frame)
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         struct softpmu_counter *c = &cpu->counters[i];
 
-        if (c->running && c->deadline != 0 && now >= c->deadline) {
+        if (c->deadline != 0 && now >= c->deadline) {
             c->deadline = 0;
             due |= 1ULL << i;
         }
