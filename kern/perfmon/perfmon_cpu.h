@@ -885,15 +885,15 @@ struct perfmon_cpu *perfmon_cpu_pmc_handover_pending(
     struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from, uint64_t raw);
 
 /*
- * Pass the counter slot out holds here (its record from, its bit obit,
- * its device's state cdev) on to slot in (its record to, its bit ibit),
+ * Pass the counter slot out holds here (its record from, its bit obit, its
+ * device's state cdev) on to slot in (its record to, its bit ibit),
  * reprogrammed in place by the device's transfer for in's event (in not
- * running), inline in the one frame of the switch's pass.  The device returns the raw
- * value at the hand-over: out's count is folded up to it, and in starts
- * from it, so what the counter counted of out's event after out's last
- * fold is out's, never in's (for a clock passed on to an event counter,
- * thousands of cycles).  in reads the counter as out did, unless the
- * device says otherwise: it is handed the method.  in takes out's
+ * running), inline in the one frame of the switch's pass.  The device
+ * returns the raw value at the hand-over: out's count is folded up to it,
+ * and in starts from it, so what the counter counted of out's event after
+ * out's last fold is out's, never in's (for a clock passed on to an event
+ * counter, thousands of cycles).  in reads the counter as out did, unless
+ * the device says otherwise: it is handed the method.  in takes out's
  * wrap_seen: the device keeps the overflow status, and the NMI of a wrap
  * out's fold counted comes for in, which must not add a period again.
  *

@@ -143,14 +143,14 @@ perfmon_td_switch_in(struct perfmon_td *next, struct perfmon_cpu *cpu,
 /*
  * A context switch from prev to next on this CPU, in the section
  * perfmon_td_switch_slow() or perfmon_td_switch_change() entered, which
- * this one leaves: the general case, out of line.  prev's clock stops at once and cpu->td is cleared
- * meanwhile: the counters moved in this section move at now, when prev's
- * times stand and next's start.  A slot both threads count keeps running
- * and is read once: its CPU reference passes from prev to next.  A
- * counting slot of prev alone on its counter may pass the counter on to
- * one of next's (perfmon_sched_transfer): one read, one write.  Sampling
- * slots are always unloaded and loaded: each thread has its own progress
- * to its next sample.
+ * this one leaves: the general case, out of line.  prev's clock stops at
+ * once and cpu->td is cleared meanwhile: the counters moved in this section
+ * move at now, when prev's times stand and next's start.  A slot both
+ * threads count keeps running and is read once: its CPU reference passes
+ * from prev to next.  A counting slot of prev alone on its counter may pass
+ * the counter on to one of next's (perfmon_sched_transfer): one read, one
+ * write.  Sampling slots are always unloaded and loaded: each thread has
+ * its own progress to its next sample.
  */
 static void __attribute__((noinline))
 perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
@@ -239,22 +239,21 @@ perfmon_td_pass_known(const struct perfmon_cpu *cpu, uint64_t key,
 }
 
 /*
- * Whether the counter of slot out may pass in place to slot in (of the
- * pass key), out counting alone on it and next's slot taking
- * it as placing would (the parts of perfmon_sched_transfer:
- * perfmon_sched.h).  A pass allowed is kept in the CPU's pass_memo with
- * gen, the generation now, unless it went by what other counters are
- * free (a preferred counter none is: another given back would change
- * the answer, and nothing moves gen then).  While gen stays, it holds:
- * the CPU's state changed only by passes and by switches that keep
- * every slot (no section began: gen; no switch loaded or unloaded a slot
- * otherwise: perfmon_td_switch_all moves gen; no slot was allocated:
- * perfmon_cpu_slot_gen), and a pass keeps what allowed this one: out
- * runs alone on hw_id with no slot of its device waiting, and in is not
- * active here (the loaded thread's slots and CPU events' are the active
- * ones, and prev loads only out); counters reserved since move slots off
- * them in sections of their own (perfmon_sched_evict_all) or come with a
- * pinned slot's allocation.
+ * Whether the counter of slot out may pass in place to slot in (of the pass
+ * key), out counting alone on it and next's slot taking it as placing would
+ * (the parts of perfmon_sched_transfer: perfmon_sched.h).  A pass allowed
+ * is kept in the CPU's pass_memo with gen, the generation now, unless it
+ * went by what other counters are free (a preferred counter none is:
+ * another given back would change the answer, and nothing moves gen
+ * then).  While gen stays, it holds: the CPU's state changed only by passes
+ * and by switches that keep every slot (no section began: gen; no switch
+ * loaded or unloaded a slot otherwise: perfmon_td_switch_all moves gen; no
+ * slot was allocated: perfmon_cpu_slot_gen), and a pass keeps what allowed
+ * this one: out runs alone on hw_id with no slot of its device waiting, and
+ * in is not active here (the loaded thread's slots and CPU events' are the
+ * active ones, and prev loads only out); counters reserved since move slots
+ * off them in sections of their own (perfmon_sched_evict_all) or come with
+ * a pinned slot's allocation.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_td_pass_check(struct perfmon_cpu *cpu, unsigned int out,
