@@ -150,7 +150,7 @@ perfmon_cpu_enter(void)
     struct perfmon_cpu *cpu;
 
     assert(!cpu_intr_enabled());
-    cpu = perfmon_cpu_get(cpu_id());
+    cpu = perfmon_cpu_self();
     assert(!cpu->busy);
     perfmon_cpu_begin(cpu);
     cpu->now = cpu_rdtsc();

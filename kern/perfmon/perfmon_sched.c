@@ -647,10 +647,14 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 void
 perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
+    unsigned int nr = perfmon_nr_devs_load();
     uint64_t waiting = 0;
 
-    /* Most devices have nothing waiting: they cost a test each. */
-    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+    /*
+     * Most devices have nothing waiting: they cost a test each (and one
+     * not registered has nothing).
+     */
+    for (unsigned int d = 0; d < nr; d++) {
         if (likely(cpu->devs[d].waiting == 0)) {
             continue;
         }
