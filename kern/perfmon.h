@@ -577,9 +577,14 @@ extern bool perfmon_switch_hook_on;
  * those of next, on this CPU, in one section.  Counters both threads use
  * keep running (no stop and start, one read).  Interrupts and preemption
  * disabled, the run queue lock held.  Two threads without events cost the
- * flag test and one test of their masks.
+ * flag test and one test of their masks.  perfmon_td_switch_slow: next
+ * uses exactly the slots prev has loaded (the counters may all keep
+ * running); perfmon_td_switch_change: it does not (one may pass its
+ * counter on in place, or they stop and start).
  */
 void perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next);
+void perfmon_td_switch_change(struct perfmon_td *prev,
+                              struct perfmon_td *next);
 
 static inline void
 perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
@@ -589,7 +594,17 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
     }
 
     if (unlikely((prev->loaded_mask | next->active_mask) != 0)) {
-        perfmon_td_switch_slow(prev, next);
+        /*
+         * The masks loaded again, not kept from the test: keeping them
+         * would cost the switch without events a register move.
+         */
+        barrier();
+
+        if (prev->loaded_mask == next->active_mask) {
+            perfmon_td_switch_slow(prev, next);
+        } else {
+            perfmon_td_switch_change(prev, next);
+        }
     }
 }
 

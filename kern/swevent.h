@@ -87,8 +87,8 @@ void swevent_set_handler(swevent_handler_t handler);
 
 /*
  * Inline: the context switch's transfer of a software counter from one
- * event to another withdraws one and announces the other, and a call
- * each would cost it more than the atomic adds.
+ * event to another withdraws one and announces the other (swevent_move),
+ * and a call each would cost it more than the atomic adds.
  */
 static inline void
 swevent_activate(unsigned int id)
@@ -106,6 +106,25 @@ swevent_deactivate(unsigned int id)
     prev = __atomic_fetch_sub(&swevent_nr_active[id], 1, __ATOMIC_SEQ_CST);
     assert(prev != 0);
     (void)prev;
+}
+
+/*
+ * A counter changes events: from withdrawn, to announced, either 0 for
+ * none.  Both are ids the counter was set up with, checked then (from
+ * was announced, to's counter is not counting yet): none is checked
+ * again on this path, the switch's transfer.  64-bit: they index an
+ * array with no extension first.
+ */
+static inline void
+swevent_move(uint64_t from, uint64_t to)
+{
+    if (likely(from != 0)) {
+        __atomic_fetch_sub(&swevent_nr_active[from], 1, __ATOMIC_SEQ_CST);
+    }
+
+    if (likely(to != 0)) {
+        __atomic_fetch_add(&swevent_nr_active[to], 1, __ATOMIC_SEQ_CST);
+    }
 }
 
 #endif /* KERN_SWEVENT_H */

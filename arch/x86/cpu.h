@@ -146,6 +146,19 @@ cpu_ctz64(uint64_t x)
 }
 
 /*
+ * The same, x maybe 0: false then (*indexp undefined), BSF's zero flag
+ * the test, where testing x first takes two instructions more.
+ */
+static inline bool
+cpu_ctz64_test(uint64_t x, uint64_t *indexp)
+{
+    bool zero;
+
+    __asm__("bsfq %2, %0" : "=r"(*indexp), "=@ccz"(zero) : "rm"(x));
+    return !zero;
+}
+
+/*
  * A step of a loop over the set bits of *x, index the one just handled:
  * that bit is cleared, and the lowest left goes to *indexp, or false says
  * none is (*indexp then undefined).  BTR and BSF, whose zero flag is the

@@ -56,18 +56,24 @@
 #define SOFTPMU_CLOCK_MIN_US    20
 
 /*
- * A counter of one CPU.  deadline: for a clock counter armed to overflow
- * (sampling), the TSC at which it wraps, 0 otherwise.  counts: false for
- * a counter that sees none of its events, one started for user mode only
- * on an event of kernel work (see softpmu_counts()).
+ * A counter of one CPU.  deadline: for a clock counter running and armed
+ * to overflow (sampling), the TSC at which it wraps, 0 otherwise (a stop
+ * clears it).  key: the event the handler counts into it, its raw_event
+ * while it runs and sees its events, 0 otherwise (a clock, a counter
+ * stopped or changing events, one started for user mode only on an event
+ * of kernel work: see softpmu_key()); one word, so that the handler,
+ * which may be an NMI landing in a start, a stop or a transfer, needs
+ * only it, and that a counter announced to swevent (swevent_activate) is
+ * one with a key.  The two say all a counter's state the others need: a
+ * counter is 40 bytes, a CPU's counters three cache lines with its
+ * status, found by a shift and an add.
  */
 struct softpmu_counter {
     uint64_t raw_event;                 /* a SWEVENT_* id */
+    uint64_t key;
     uint64_t deadline;
     uint64_t count;                     /* atomic: events since start */
     uint64_t tsc_start;                 /* the clock counter's start */
-    bool running;
-    bool counts;
 };
 
 struct softpmu_cpu {
@@ -152,16 +158,22 @@ softpmu_modes_setup(void)
 }
 
 /*
- * Whether a counter of raw_event (a valid one) started in mode flags sees
- * its events: there is no user mode, so when the event tells modes apart,
- * only a counter counting kernel mode does.
+ * The key of a counter of raw_event (a valid one) started in mode flags:
+ * raw_event when it sees its events, 0 when it sees none (the clock, or
+ * there being no user mode, an event that tells modes apart counted in
+ * user mode only).
  */
-static bool
-softpmu_counts(uint64_t raw_event, unsigned int flags)
+static uint64_t
+softpmu_key(uint64_t raw_event, unsigned int flags)
 {
     unsigned int modes = softpmu_modes[raw_event];
 
-    return modes == 0 || (flags & modes & PERFMON_EF_KERN);
+    if (raw_event == SWEVENT_CLOCK
+        || (modes != 0 && !(flags & modes & PERFMON_EF_KERN))) {
+        return 0;
+    }
+
+    return raw_event;
 }
 
 /*
@@ -233,7 +245,7 @@ softpmu_why_not(struct perfmon_dev *dev, uint64_t raw_event)
 }
 
 /*
- * Every counter counts every event, in every mode (see softpmu_counts()
+ * Every counter counts every event, in every mode (see softpmu_key()
  * for what each mode counts), but the clock at a width where it wraps
  * within two poll intervals: it never raises an overflow NMI, only polls
  * catch its wraps, and a count would silently lose some.
@@ -295,8 +307,7 @@ softpmu_clock_program(struct softpmu_cpu *cpu)
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         const struct softpmu_counter *c = &cpu->counters[i];
 
-        if (c->running && c->deadline != 0
-            && (deadline == 0 || c->deadline < deadline)) {
+        if (c->deadline != 0 && (deadline == 0 || c->deadline < deadline)) {
             deadline = c->deadline;
         }
     }
@@ -310,9 +321,10 @@ softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
 
+    uint64_t key = softpmu_key(raw_event, flags);
+
     (void)dev;
     c->raw_event = raw_event;
-    c->counts = softpmu_counts(raw_event, flags);
     __atomic_store_n(&c->count, 0, __ATOMIC_RELAXED);
 
     /* A wrap of an earlier user whose NMI never came is not this one's. */
@@ -324,12 +336,12 @@ softpmu_start(struct perfmon_dev *dev, unsigned int hw_id, uint64_t raw_event,
         c->deadline = 0;
     }
 
-    /* The NMI reads running first: the fields above must be set by then. */
+    /* The NMI reads the key first: the fields above must be set by then. */
     barrier();
-    WRITE_ONCE(c->running, true);
+    WRITE_ONCE(c->key, key);
 
-    if (raw_event != SWEVENT_CLOCK && c->counts) {
-        swevent_activate((unsigned int)raw_event);
+    if (key != 0) {
+        swevent_activate((unsigned int)key);
     }
 }
 
@@ -338,14 +350,14 @@ softpmu_stop(struct perfmon_dev *dev, unsigned int hw_id)
 {
     struct softpmu_counter *c = &softpmu_cpu_local()->counters[hw_id];
 
-    (void)dev;
-    WRITE_ONCE(c->running, false);
+    uint64_t key = c->key;
 
-    if (c->raw_event != SWEVENT_CLOCK) {
-        if (c->counts) {
-            swevent_deactivate((unsigned int)c->raw_event);
-        }
-    } else if (c->deadline != 0) {
+    (void)dev;
+    WRITE_ONCE(c->key, 0);
+
+    if (key != 0) {
+        swevent_deactivate((unsigned int)key);
+    } else if (c->raw_event == SWEVENT_CLOCK && c->deadline != 0) {
         c->deadline = 0;
         softpmu_clock_program(softpmu_cpu_local());
     }
@@ -389,9 +401,10 @@ softpmu_read_method(struct perfmon_dev *dev, unsigned int hw_id,
 /*
  * Count another event from the count the counter holds, when the clock
  * is one of the two: its count lives in its start, moved there and back,
- * and the core reads it through the op, not in place.  It is not running
- * for the few instructions in between, so that the handler does not
- * count the new event into the old one; a wrap it holds in the status
+ * and the core reads it through the op, not in place.  It counts
+ * nothing (the stop's key 0) for the few instructions in between, so
+ * that the handler does not count the new event into the old one; a
+ * wrap it holds in the status
  * stays, the count's that goes on.  The count at the stop is the
  * hand-over's.
  */
@@ -412,7 +425,6 @@ softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
     }
 
     c->raw_event = raw_event;
-    c->counts = softpmu_counts(raw_event, flags);
 
     if (was_clock) {
         __atomic_store_n(&c->count, count, __ATOMIC_RELAXED);
@@ -424,10 +436,10 @@ softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
     }
 
     barrier();
-    WRITE_ONCE(c->running, true);
+    WRITE_ONCE(c->key, softpmu_key(raw_event, flags));
 
-    if (raw_event != SWEVENT_CLOCK && c->counts) {
-        swevent_activate((unsigned int)raw_event);
+    if (c->key != 0) {
+        swevent_activate((unsigned int)c->key);
     }
 
     *read_howp = softpmu_read_method(dev, hw_id, argp);
@@ -439,11 +451,11 @@ softpmu_transfer_clock(struct perfmon_dev *dev, unsigned int hw_id,
  * event counters the count stays where it is, and so does the read
  * method (the count, in place), which the core hands in: its argument
  * names the count, and so the counter, with no look-up by CPU.  The
- * counter does not run while it changes events (its handler skips it,
- * counting neither the old event nor the new), the old event is
- * withdrawn and the new announced, and the count then, the hand-over's,
- * goes on with the new.  A wrap it holds in the status stays, the
- * count's that goes on.
+ * counter counts nothing while it changes events (its key 0: the handler
+ * counts neither the old event nor the new), the old event is withdrawn
+ * and the new announced, and the count then, the hand-over's, goes on
+ * with the new.  A wrap it holds in the status stays, the count's that
+ * goes on.
  */
 static uint64_t
 softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
@@ -451,8 +463,7 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
                  unsigned int *read_howp, uintptr_t *argp)
 {
     struct softpmu_counter *c;
-    uint64_t old, count;
-    bool counted, counts;
+    uint64_t old, key, count;
 
     /* The clock's counter is read by the op (softpmu_read_method). */
     if (unlikely(*read_howp != PERFMON_READ_MEM
@@ -463,28 +474,15 @@ softpmu_transfer(struct perfmon_dev *dev, unsigned int hw_id,
 
     c = (struct softpmu_counter *)(*argp
                                    - offsetof(struct softpmu_counter, count));
-    assert(c->running);
-    WRITE_ONCE(c->running, false);
+    old = c->key;
+    WRITE_ONCE(c->key, 0);
     barrier();
-    old = c->raw_event;
-    counted = c->counts;
-    counts = softpmu_counts(raw_event, flags);
+    key = softpmu_key(raw_event, flags);
     c->raw_event = raw_event;
-    c->counts = counts;
-
-    /* Both counting, the common case, tested once. */
-    if (likely(counted & counts)) {
-        swevent_deactivate((unsigned int)old);
-        swevent_activate((unsigned int)raw_event);
-    } else if (counted) {
-        swevent_deactivate((unsigned int)old);
-    } else if (counts) {
-        swevent_activate((unsigned int)raw_event);
-    }
-
+    swevent_move(old, key);
     count = __atomic_load_n(&c->count, __ATOMIC_RELAXED);
     barrier();
-    WRITE_ONCE(c->running, true);
+    WRITE_ONCE(c->key, key);
     return count;
 }
 
@@ -535,7 +533,7 @@ softpmu_clock_deadline(struct trap_frame *frame)
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         struct softpmu_counter *c = &cpu->counters[i];
 
-        if (c->running && c->deadline != 0 && now >= c->deadline) {
+        if (c->deadline != 0 && now >= c->deadline) {
             c->deadline = 0;
             due |= 1ULL << i;
         }
@@ -646,8 +644,7 @@ softpmu_count(unsigned int id, uint64_t n)
     for (unsigned int i = 0; i < SOFTPMU_NR_PMCS; i++) {
         struct softpmu_counter *c = &cpu->counters[i];
 
-        if (!READ_ONCE(c->running) || c->raw_event != raw_event
-            || !c->counts) {
+        if (READ_ONCE(c->key) != raw_event) {
             continue;
         }
 

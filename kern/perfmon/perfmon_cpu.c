@@ -38,6 +38,7 @@
 #define PERFMON_FREQ_FIRST_PERIOD   10000
 
 struct perfmon_cpu perfmon_cpus[CPU_MAX];
+unsigned long perfmon_cpu_slot_gen;
 
 /*
  * Fold the counter of slot into its 64-bit value.  ovf: the device's
@@ -101,6 +102,28 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, unsigned int slot, bool ovf)
     }
 }
 
+struct perfmon_cpu *
+perfmon_cpu_pmc_handover_pending(struct perfmon_cpu *cpu,
+                                 struct perfmon_cpu_pmc *from, uint64_t raw)
+{
+    const struct perfmon_cpu_dev *cdev = &cpu->devs[from->dev->index];
+    unsigned int in = cdev->slot_of_hw[from->hw_id] - 1U;
+    struct perfmon_cpu_pmc *to = &cpu->pmcs[in];
+    uint64_t both = perfmon_slot_bit((unsigned int)(from - cpu->pmcs))
+                    | perfmon_slot_bit(in);
+
+    if (READ_ONCE(cpu->pending) & both) {
+        __atomic_fetch_and(&cpu->pending, ~both, __ATOMIC_RELAXED);
+        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
+    }
+
+    to->prev = from->prev;
+    to->wrap_seen = from->wrap_seen;
+    return cpu;
+}
+
 void
 perfmon_cpu_fold(struct perfmon_cpu *cpu, uint64_t slots, bool ovf)
 {
@@ -127,7 +150,7 @@ perfmon_cpu_enter(void)
     struct perfmon_cpu *cpu;
 
     assert(!cpu_intr_enabled());
-    cpu = perfmon_cpu_get(cpu_id());
+    cpu = perfmon_cpu_self();
     assert(!cpu->busy);
     perfmon_cpu_begin(cpu);
     cpu->now = cpu_rdtsc();
@@ -286,6 +309,11 @@ perfmon_cpu_init(unsigned int cpu_index)
 {
     struct perfmon_cpu *cpu = perfmon_cpu_get(cpu_index);
 
+    /* No key is all ones: no pass is known yet. */
+    for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pass_memo); i++) {
+        cpu->pass_memo[i] = UINT64_MAX;
+    }
+
     for (unsigned int i = 0; i < ARRAY_SIZE(cpu->pmcs); i++) {
         perfmon_cpu_pmc_set_idle(&cpu->pmcs[i]);
         cpu->pmcs[i].td_offset = offsetof(struct perfmon_td, pmcs)
@@ -294,6 +322,27 @@ perfmon_cpu_init(unsigned int cpu_index)
     }
 
     cpu_set_perfmon(cpu_index, cpu);
+}
+
+void
+perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
+{
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
+    uint64_t mask = perfmon_width_mask(dev->width);
+    uint64_t counters = gpmc->pinned ? 0 : gpmc->counters;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(perfmon_cpus); i++) {
+        struct perfmon_cpu_pmc *pmc = &perfmon_cpus[i].pmcs[slot];
+
+        pmc->dev = dev;
+        pmc->mask = mask;
+        pmc->peek_max = mask >> PERFMON_PEEK_SHIFT;
+        pmc->turn_counters = counters;
+        pmc->raw_event = gpmc->raw_event;
+        pmc->flags = gpmc->flags;
+    }
+
+    WRITE_ONCE(perfmon_cpu_slot_gen, perfmon_cpu_slot_gen + 1);
 }
 
 /* Ask the device how to read the counter pmc just started holds. */
@@ -322,14 +371,12 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
 {
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
-    struct perfmon_dev *dev = perfmon_slot_dev(slot);
+    struct perfmon_dev *dev = pmc->dev;
 
+    assert(dev == perfmon_slot_dev(slot));
     assert(!(cpu->sched_mask & perfmon_slot_bit(slot)));
     perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->hw_id = hw_id;
-    pmc->dev = dev;
-    pmc->mask = perfmon_width_mask(dev->width);
-    pmc->peek_max = pmc->mask >> PERFMON_PEEK_SHIFT;
     dev->ops->start(dev, hw_id, gpmc->raw_event, gpmc->flags);
     perfmon_cpu_pmc_read_method(pmc);
 

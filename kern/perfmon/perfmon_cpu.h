@@ -21,8 +21,10 @@
 /*
  * A counter slot on one CPU.  nr_refs counts the enabled CPU events and
  * loaded threads needing the counter to run here; dev and mask (its
- * width's) are the slot's, kept here while it holds a counter for the
- * reads, which use nothing else of the slot's device, with how to read the
+ * width's) are the slot's, set on every CPU when the slot is allocated
+ * (perfmon_cpu_slot_setup: a slot's device is its index's, a device's
+ * width the one it registered with), for the reads, which use nothing
+ * else of the slot's device, and with how to read the
  * counter (read_how and read_arg, the device's read_method at start; a
  * slot holding no counter here reads its own prev, perfmon_cpu_init) and
  * the most a read may find the counter past prev without folding
@@ -32,9 +34,17 @@
  * without a multiply.  value grows by the difference between raw reads,
  * taken modulo 2^width.  wrap_seen: a plain
  * update saw the raw value go backwards, so the overflow interrupt of that
- * wrap must not add a period again.  enabled and running grow with the TSC
- * (perfmon_cpu_pmc_clock) while the slot has users here and while it holds
- * a hardware counter here (its bit in sched_mask).
+ * wrap must not add a period again.  enabled and running count from 0
+ * when the slot last became active here (its first user came): they grow
+ * with the TSC (perfmon_cpu_pmc_clock) while it has users here and while
+ * it holds a hardware counter here (its bit in sched_mask).  They are what
+ * a multiplexing turn compares (perfmon_turn_share), and a CPU event takes
+ * them as a base at its enable and differences after: nothing reads them
+ * once the last user left, so nothing clocks them then.  turn_counters:
+ * the slot's counters (perfmon_pmc) when it is flexible, 0 when pinned,
+ * set with dev, next to the times a turn reads with it; raw_event and
+ * flags too, the slot's, for the device's transfer to the slot, which
+ * then needs no other record.
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -61,8 +71,9 @@ struct perfmon_cpu_pmc {
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
-    uint64_t share_enabled;             /* enabled and running when it */
-    uint64_t share_running;             /*   last became active here */
+    uint64_t turn_counters;             /* counters, 0 when pinned */
+    uint64_t raw_event;                 /* the slot's, for a transfer */
+    unsigned int flags;
 
     uint64_t period;
     int64_t left;
@@ -126,7 +137,16 @@ _Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
  * on the same CPU read the state without disabling interrupts: such a
  * section, when it interrupts the reader, completes before the reader
  * resumes, so an unchanged gen across the reads means nothing changed
- * under them (see perfmon_event_read_local).
+ * under them (see perfmon_event_read_local).  The context switch's
+ * section leaves gen alone but when it loads or unloads slots other than
+ * by passing a counter on (perfmon_td.c).
+ *
+ * pass_memo: the passes of a counter in place the context switch found
+ * allowed last (perfmon_td_switch_change), each its slot out, its slot
+ * in and the counter (perfmon_td_pass_key), with pass_memo_gen, gen plus
+ * perfmon_cpu_slot_gen then: while neither moved, only passes and
+ * switches that keep every slot changed the state here, and what allowed
+ * the pass still holds (perfmon_td.c says why).
  */
 struct perfmon_cpu {
     bool busy;
@@ -150,11 +170,20 @@ struct perfmon_cpu {
     struct syscnt nr_rotations;
     unsigned int mux_ticks;             /* clock ticks since a rotation */
     uint64_t grouped;
+    uint64_t pass_memo[2];
+    unsigned long pass_memo_gen[2];
     struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);
 
 extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
+
+/*
+ * Grows by one at every slot allocation (perfmon_cpu_slot_setup), under
+ * the allocator's lock: a slot's fixed part may have changed.  Read
+ * without it by the context switch (pass_memo_gen).
+ */
+extern unsigned long perfmon_cpu_slot_gen;
 
 static inline struct perfmon_cpu *
 perfmon_cpu_get(unsigned int cpu)
@@ -263,8 +292,11 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  *   poll timer's xcall); perfmon_cpu_active_slots: the slots holding a
  *   counter on cpu (a hint, any context).
  * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
- *   pointer to it (setup).
- * All in a section on cpu but the last three.
+ *   pointer to it (setup).  perfmon_cpu_slot_setup: slot, of dev, was
+ *   allocated (active on no CPU; thread context, under the allocator's
+ *   lock): every CPU's record of it names the device, its mask, its
+ *   turn_counters and its event.
+ * All in a section on cpu but the last four.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
 void perfmon_cpu_leave_pending(struct perfmon_cpu *cpu);
@@ -283,6 +315,7 @@ void perfmon_cpu_pmc_sample_save(struct perfmon_cpu *cpu, unsigned int slot,
 void perfmon_cpu_poll_xcall(void *dev);
 uint64_t perfmon_cpu_active_slots(unsigned int cpu);
 void perfmon_cpu_init(unsigned int cpu);
+void perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev);
 
 /*
  * Add n to a word of the calling CPU's state that its own interrupts and
@@ -316,9 +349,11 @@ perfmon_cpu_begin(struct perfmon_cpu *cpu)
  * (perfmon_cpu_self()): perfmon_cpu_enter() inline and without its checks,
  * which the switch's caller meets (interrupts disabled, no section open
  * here).  It leaves gen as it is: the readers gen protects run with
- * preemption disabled, so no switch ever lands inside one.  It returns
- * the section's time and leaves cpu->now to the caller, to set before
- * calling what reads it: the switch that keeps its counters reads none.
+ * preemption disabled, so no switch ever lands inside one (the general
+ * switch moves it, for the passes known: see struct perfmon_cpu).  It
+ * returns the section's time and leaves cpu->now to the caller, to set
+ * before calling what reads it: the switch that keeps its counters reads
+ * none.
  */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_cpu_enter_switch(struct perfmon_cpu *cpu)
@@ -378,6 +413,22 @@ perfmon_cpu_pmc_clock(struct perfmon_cpu *cpu, unsigned int slot,
         if (cpu->sched_mask & perfmon_slot_bit(slot)) {
             pmc->running += dt;
         }
+    }
+
+    pmc->stamp = now;
+}
+
+/* The same for a slot known to be active, its record pmc, running or not. */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_clock_active(struct perfmon_cpu_pmc *pmc, uint64_t now,
+                             bool running)
+{
+    uint64_t dt = now - pmc->stamp;
+
+    pmc->enabled += dt;
+
+    if (running) {
+        pmc->running += dt;
     }
 
     pmc->stamp = now;
@@ -634,7 +685,7 @@ perfmon_cpu_pmc_fold_ovf_alone(struct perfmon_cpu *cpu, unsigned int slot,
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_arm(struct perfmon_cpu_pmc *pmc)
 {
-    struct perfmon_dev *dev = pmc->dev;         /* set at its start */
+    struct perfmon_dev *dev = pmc->dev;
     uint64_t events;
 
     events = MAX(MIN((uint64_t)pmc->left, dev->arm_max), dev->arm_min);
@@ -823,16 +874,26 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 }
 
 /*
- * Pass the counter slot out holds here (its record from, its bit obit,
- * its device's state cdev) on to slot in (its record to, its fixed part
- * gpmc, its bit ibit),
- * reprogrammed in place by the device's transfer (in not running), inline
- * in the one frame of the switch's pass.  The device returns the raw
- * value at the hand-over: out's count is folded up to it, and in starts
- * from it, so what the counter counted of out's event after out's last
- * fold is out's, never in's (for a clock passed on to an event counter,
- * thousands of cycles).  in reads the counter as out did, unless the
- * device says otherwise: it is handed the method.  in takes out's
+ * perfmon_cpu_pmc_transfer()'s fold of out (its record from) at the
+ * hand-over, raw the value then, when an NMI left something pending:
+ * an overflow marked for out or for in (the slot the map names for the
+ * counter now) is out's, folded as the interrupt says, their bits
+ * cleared; in goes on from it.  Out of line: rare.  Returns cpu, so that
+ * the caller keeps nothing but from across it.
+ */
+struct perfmon_cpu *perfmon_cpu_pmc_handover_pending(
+    struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from, uint64_t raw);
+
+/*
+ * Pass the counter slot out holds here (its record from, its bit obit, its
+ * device's state cdev) on to slot in (its record to, its bit ibit),
+ * reprogrammed in place by the device's transfer for in's event (in not
+ * running), inline in the one frame of the switch's pass.  The device
+ * returns the raw value at the hand-over: out's count is folded up to it,
+ * and in starts from it, so what the counter counted of out's event after
+ * out's last fold is out's, never in's (for a clock passed on to an event
+ * counter, thousands of cycles).  in reads the counter as out did, unless
+ * the device says otherwise: it is handed the method.  in takes out's
  * wrap_seen: the device keeps the overflow status, and the NMI of a wrap
  * out's fold counted comes for in, which must not add a period again.
  *
@@ -854,25 +915,44 @@ perfmon_cpu_pmc_set_idle(struct perfmon_cpu_pmc *pmc)
 static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
                          struct perfmon_cpu_pmc *from, uint64_t obit,
-                         struct perfmon_cpu_pmc *to,
-                         const struct perfmon_pmc *gpmc, unsigned int in,
+                         struct perfmon_cpu_pmc *to, unsigned int in,
                          uint64_t ibit)
 {
     struct perfmon_dev *dev = from->dev;
-    uint64_t raw, both = obit | ibit;
+    unsigned int hw_id = from->hw_id;   /* kept, not loaded again */
+    uint64_t raw;
 
-    /* No NMI looks at in's record before the map names it. */
+    /*
+     * No NMI looks at in's record before the map names it.  Its device
+     * and mask are out's already (perfmon_cpu_slot_setup).
+     */
     to->read_how = from->read_how;
     to->read_arg = from->read_arg;
-    to->hw_id = from->hw_id;
-    to->dev = dev;
-    to->mask = from->mask;
-    to->peek_max = from->peek_max;
+    to->hw_id = hw_id;
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | ibit);
     barrier();
-    WRITE_ONCE(cdev->slot_of_hw[to->hw_id], in + 1);
+    WRITE_ONCE(cdev->slot_of_hw[hw_id], in + 1);
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~obit);
+
+    /* The call orders the accesses to the state, as a barrier would. */
+    raw = dev->ops->transfer(dev, hw_id, to->raw_event, to->flags,
+                             &to->read_how, &to->read_arg);
+
+    /*
+     * The CPU's record again: one load, where keeping it costs a save.
+     * Anything pending sends the fold out of line, which finds the two
+     * slots' bits itself: they are not kept across the call either.
+     */
+    cpu = perfmon_cpu_self();
+
+    if (unlikely(perfmon_cpu_pending(cpu))) {
+        cpu = perfmon_cpu_pmc_handover_pending(cpu, from, raw);
+    } else {
+        perfmon_cpu_pmc_add(cpu, from, raw);
+        to->prev = from->prev;
+        to->wrap_seen = from->wrap_seen;
+    }
 
     /*
      * out holds no counter now, as after a stop: its record reads its own
@@ -880,23 +960,6 @@ perfmon_cpu_pmc_transfer(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
      * which sets the method; this keeps the record's rule without that.)
      */
     perfmon_cpu_pmc_set_idle(from);
-
-    /* The call orders the accesses to the state, as a barrier would. */
-    raw = dev->ops->transfer(dev, to->hw_id, gpmc->raw_event, gpmc->flags,
-                             &to->read_how, &to->read_arg);
-
-    /* The CPU's record again: one load, where keeping it costs a save. */
-    cpu = perfmon_cpu_self();
-
-    if (unlikely(perfmon_cpu_pending_mask(cpu) & both)) {
-        __atomic_fetch_and(&cpu->pending, ~both, __ATOMIC_RELAXED);
-        perfmon_cpu_pmc_add_ovf(cpu, from, raw);
-    } else {
-        perfmon_cpu_pmc_add(cpu, from, raw);
-    }
-
-    to->prev = from->prev;
-    to->wrap_seen = from->wrap_seen;
     return cpu;
 }
 

@@ -385,6 +385,7 @@ perfmon_pmc_get(struct perfmon_event *event, bool *armp)
                          ? perfmon_sample_layout(pmc->sampling) : 0;
     pmc->thread_events = event->thread != NULL;
     pmc->users = NULL;
+    perfmon_cpu_slot_setup(free_slot, dev);
     perfmon_dev_nr_used_[dev->index]++;
 
     if (pmc->sampling != NULL) {

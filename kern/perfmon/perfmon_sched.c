@@ -292,23 +292,22 @@ perfmon_sched_replace(struct perfmon_cpu *cpu, unsigned int d, uint64_t now,
 
 
 /*
- * Whether slot in, arriving in a turn, may take over in place the counter
- * slot out, leaving, holds, as placing it would: neither samples (a
+ * Whether slot in (its bit ibit, its fixed part gpmc), arriving in a
+ * turn, may take over in place the counter slot out (its bit obit, its
+ * record from), leaving, holds, as placing it would: neither samples (a
  * sampling slot's progress is read from its counter at its stop, and its
  * counter armed at start), the device can transfer, and in may take the
  * counter (perfmon_sched_may_take).  Not perfmon_pass_slots, the
  * switch's: a turn of single slots passes a group of one as well.
  */
-static bool
+static inline __attribute__((always_inline)) bool
 perfmon_sched_turn_may_pass(const struct perfmon_cpu *cpu, unsigned int d,
-                            unsigned int out, unsigned int in)
+                            const struct perfmon_cpu_pmc *from,
+                            const struct perfmon_pmc *gpmc, uint64_t both)
 {
-    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[out];
-
-    return gpmc->sampling == NULL && perfmon_pmcs[out].sampling == NULL
-           && pmc->dev->ops->transfer != NULL
-           && perfmon_sched_may_take(cpu, d, gpmc, pmc->hw_id);
+    return !(both & READ_ONCE(perfmon_sampling_slots))
+           && from->dev->ops->transfer != NULL
+           && perfmon_sched_may_take(cpu, d, gpmc, from->hw_id);
 }
 
 /*
@@ -329,23 +328,27 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
     uint64_t leaving = flexible & ~chosen, arriving = chosen & ~flexible;
 
     while (leaving != 0 && arriving != 0) {
-        unsigned int out = (unsigned int)__builtin_ctzll(leaving);
-        unsigned int in = (unsigned int)__builtin_ctzll(arriving);
+        uint64_t out = cpu_ctz64(leaving), in = cpu_ctz64(arriving);
+        uint64_t obit = leaving & -leaving, ibit = arriving & -arriving;
+        struct perfmon_cpu_pmc *from = perfmon_cpu_pmc_of(cpu, out);
+        struct perfmon_cpu_pmc *to = perfmon_cpu_pmc_of(cpu, in);
+        const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
-        if (!perfmon_sched_turn_may_pass(cpu, d, out, in)) {
+        if (!perfmon_sched_turn_may_pass(cpu, d, from, gpmc, obit | ibit)) {
             break;
         }
 
-        perfmon_cpu_pmc_clock(cpu, out, now);
-        perfmon_cpu_pmc_clock(cpu, in, now);
-        perfmon_cpu_pmc_transfer(cpu, cdev, &cpu->pmcs[out],
-                                 perfmon_slot_bit(out), &cpu->pmcs[in],
-                                 &perfmon_pmcs[in], in, perfmon_slot_bit(in));
-        perfmon_cpu_td_pmc_run(cpu, out, now, false);
-        perfmon_cpu_td_pmc_run(cpu, in, now, true);
-        cdev->waiting ^= perfmon_slot_bit(out) | perfmon_slot_bit(in);
-        leaving &= leaving - 1;
-        arriving &= arriving - 1;
+        /* Both active: out ran until now, in waited. */
+        perfmon_cpu_pmc_clock_active(from, now, true);
+        perfmon_cpu_pmc_clock_active(to, now, false);
+        cpu = perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to,
+                                       (unsigned int)in, ibit);
+        perfmon_cpu_td_pmc_run(cpu, (unsigned int)out, now, false);
+        perfmon_cpu_td_pmc_run(cpu, (unsigned int)in, now, true);
+        cdev = &cpu->devs[d];
+        cdev->waiting ^= obit | ibit;
+        leaving ^= obit;
+        arriving ^= ibit;
     }
 
     if (leaving != 0) {
@@ -407,7 +410,8 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
     uint64_t sched = cpu->sched_mask, chosen, fit, slots;
-    uint64_t counters = perfmon_pmcs[__builtin_ctzll(cdev->waiting)].counters;
+    uint64_t counters =
+        cpu->pmcs[__builtin_ctzll(cdev->waiting)].turn_counters;
     struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
     uint64_t flexible = cpu->active_mask & (PERFMON_DEV_SLOT_MASK
                                             << (d * PERFMON_DEV_MAX_PMCS));
@@ -643,10 +647,14 @@ perfmon_sched_out(struct perfmon_cpu *cpu, unsigned int slot, uint64_t now)
 void
 perfmon_sched_rotate(struct perfmon_cpu *cpu, uint64_t now)
 {
+    unsigned int nr = perfmon_nr_devs_load();
     uint64_t waiting = 0;
 
-    /* Most devices have nothing waiting: they cost a test each. */
-    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+    /*
+     * Most devices have nothing waiting: they cost a test each (and one
+     * not registered has nothing).
+     */
+    for (unsigned int d = 0; d < nr; d++) {
         if (likely(cpu->devs[d].waiting == 0)) {
             continue;
         }
@@ -726,7 +734,7 @@ perfmon_rotate_local_moved(void)
 
 /* ---- users of a slot ------------------------------------------------------- */
 
-/* Slot's first user here: it becomes active, its share counted from now. */
+/* Slot's first user here: it becomes active, its times counted from now. */
 static void
 perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
                        const struct perfmon_td_pmc *saved, uint64_t now)
@@ -734,10 +742,10 @@ perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
     struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
 
     assert(perfmon_pmcs[slot].nr_refs != 0);
-    perfmon_cpu_pmc_clock(cpu, slot, now);
     pmc->nr_refs = 1;
-    pmc->share_enabled = pmc->enabled;
-    pmc->share_running = pmc->running;
+    pmc->stamp = now;
+    pmc->enabled = 0;
+    pmc->running = 0;
 
     if (perfmon_pmcs[slot].sampling != NULL) {
         perfmon_cpu_pmc_sample_init(cpu, slot, saved);
@@ -784,8 +792,8 @@ perfmon_sched_ref_counts(struct perfmon_cpu *cpu, unsigned int slot,
 
 /*
  * Drop a user of slot on this CPU; the caller folded its value at now.
- * The last one stops its times and gives its counter back, to a slot
- * waiting for one.
+ * The last one gives its counter back, to a slot waiting for one (its
+ * times end unclocked: nothing reads them after it).
  */
 void
 perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
@@ -795,10 +803,6 @@ perfmon_sched_unref(struct perfmon_cpu *cpu, unsigned int slot,
     uint64_t bit = perfmon_slot_bit(slot);
 
     assert(pmc->nr_refs != 0);
-
-    if (pmc->nr_refs == 1) {
-        perfmon_cpu_pmc_clock(cpu, slot, now);
-    }
 
     if (--pmc->nr_refs == 0) {
         WRITE_ONCE(cpu->active_mask, cpu->active_mask & ~bit);
@@ -837,8 +841,8 @@ perfmon_sched_transfer(struct perfmon_cpu *cpu, unsigned int out,
         const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
 
         if (perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
-            perfmon_sched_pass(cpu, cdev, from, obit, &cpu->pmcs[in], gpmc,
-                               in, perfmon_slot_bit(in), now);
+            perfmon_sched_pass(cpu, cdev, from, obit, &cpu->pmcs[in], in,
+                               perfmon_slot_bit(in), now);
             return in;
         }
     }

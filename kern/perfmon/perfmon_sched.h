@@ -91,34 +91,27 @@ perfmon_sched_may_pass(const struct perfmon_cpu *cpu,
 
 /*
  * The pass itself (out's record from, its bit obit, its device's state
- * cdev; in's record to, its fixed part gpmc, its bit ibit), at
+ * cdev; in's record to, its bit ibit), at
  * now, once out may pass and in (of perfmon_pass_slots, of out's device,
- * active nowhere here) may take its counter: out's last user leaves and
- * in's first comes, out's times (active, running) counted to now, in's
- * starting from now, and its share with them (as perfmon_sched_activate,
- * in needing no sampling); the counter passes in place
+ * active nowhere here) may take its counter: out's last user leaves
+ * (its times end, unclocked, as at perfmon_sched_unref) and in's first
+ * comes, its times counted from now (as perfmon_sched_activate, in
+ * needing no sampling); the counter passes in place
  * (perfmon_cpu_pmc_transfer, which returns cpu, reloaded).
  */
 static inline __attribute__((always_inline)) struct perfmon_cpu *
 perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
                    struct perfmon_cpu_pmc *from, uint64_t obit,
-                   struct perfmon_cpu_pmc *to,
-                   const struct perfmon_pmc *gpmc, unsigned int in,
+                   struct perfmon_cpu_pmc *to, unsigned int in,
                    uint64_t ibit, uint64_t now)
 {
-    uint64_t dt = now - from->stamp;
-
-    from->enabled += dt;
-    from->running += dt;
-    from->stamp = now;
     from->nr_refs = 0;
-    to->stamp = now;
     to->nr_refs = 1;
-    to->share_enabled = to->enabled;
-    to->share_running = to->running;
+    to->stamp = now;
+    to->enabled = 0;
+    to->running = 0;
     WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
-    return perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, gpmc, in,
-                                    ibit);
+    return perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, in, ibit);
 }
 
 void perfmon_sched_evict_all(struct perfmon_dev *dev);

@@ -142,15 +142,15 @@ perfmon_td_switch_in(struct perfmon_td *next, struct perfmon_cpu *cpu,
 
 /*
  * A context switch from prev to next on this CPU, in the section
- * perfmon_td_switch_slow() entered, which this one leaves: the general
- * case, out of line.  prev's clock stops at once and cpu->td is cleared
- * meanwhile: the counters moved in this section move at now, when prev's
- * times stand and next's start.  A slot both threads count keeps running
- * and is read once: its CPU reference passes from prev to next.  A
- * counting slot of prev alone on its counter may pass the counter on to
- * one of next's (perfmon_sched_transfer): one read, one write.  Sampling
- * slots are always unloaded and loaded: each thread has its own progress
- * to its next sample.
+ * perfmon_td_switch_slow() or perfmon_td_switch_change() entered, which
+ * this one leaves: the general case, out of line.  prev's clock stops at
+ * once and cpu->td is cleared meanwhile: the counters moved in this section
+ * move at now, when prev's times stand and next's start.  A slot both
+ * threads count keeps running and is read once: its CPU reference passes
+ * from prev to next.  A counting slot of prev alone on its counter may pass
+ * the counter on to one of next's (perfmon_sched_transfer): one read, one
+ * write.  Sampling slots are always unloaded and loaded: each thread has
+ * its own progress to its next sample.
  */
 static void __attribute__((noinline))
 perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
@@ -158,6 +158,8 @@ perfmon_td_switch_all(struct perfmon_td *prev, struct perfmon_td *next,
 {
     uint64_t now = cpu->now, slots = prev->loaded_mask, kept, in;
 
+    /* What a switch here loads and unloads may disallow a pass known. */
+    perfmon_cpu_word_add(&cpu->gen, 1);
     kept = slots & next->active_mask & ~READ_ONCE(perfmon_sampling_slots);
 
     if (slots != 0) {
@@ -218,64 +220,159 @@ perfmon_td_value_at(struct perfmon_td *td, unsigned long td_offset)
 }
 
 /*
- * A switch perfmon_td_switch_slow() does not keep every counter for, in
- * the section it entered, which this one leaves.  From prev with one slot
- * out loaded to next with one other active, when out counts alone on its
- * counter and next's slot may take it over (the parts of
- * perfmon_sched_transfer, inline: perfmon_sched.h), the counter passes in
- * place: one read (out's fold, at the hand-over) and one write, and the
- * offsets and clocks move as for a kept counter; neither thread's mask of
- * running slots changes (next's slot, not loaded, ran with its clock, and
- * holds a counter now: perfmon_types.h).  Anything else is
- * perfmon_td_switch_all's.
+ * A pass of a counter in place at a context switch, from slot out (its
+ * counter hw_id) to slot in, as perfmon_cpu's pass_memo keeps it.
  */
-static void __attribute__((noinline))
-perfmon_td_switch_other(struct perfmon_td *prev, struct perfmon_td *next,
-                        struct perfmon_cpu *cpu)
+static inline __attribute__((always_inline)) uint64_t
+perfmon_td_pass_key(uint64_t out, uint64_t in, unsigned int hw_id)
 {
-    uint64_t kept = prev->loaded_mask, in = next->active_mask, now;
-    uint64_t pass = READ_ONCE(perfmon_pass_slots), *count, *offset;
-    const struct perfmon_pmc *gpmc;
-    struct perfmon_cpu_pmc *from, *to;
-    struct perfmon_cpu_dev *cdev;
-    uint64_t out, slot, d;
+    return out | (in << 8) | ((uint64_t)hw_id << 16);
+}
 
-    if (kept == 0 || ((kept & (kept - 1)) | (in & (in - 1))) != 0
-        || !(in & pass & ~cpu->active_mask)) {
-        perfmon_td_switch_all(prev, next, cpu);
-        return;
-    }
+/* Whether cpu found the pass of key allowed at gen (its generation now). */
+static inline __attribute__((always_inline)) bool
+perfmon_td_pass_known(const struct perfmon_cpu *cpu, uint64_t key,
+                      unsigned long gen)
+{
+    return (cpu->pass_memo[0] == key && cpu->pass_memo_gen[0] == gen)
+           || (cpu->pass_memo[1] == key && cpu->pass_memo_gen[1] == gen);
+}
 
-    out = cpu_ctz64(kept);
-    slot = cpu_ctz64(in);
-    from = perfmon_cpu_pmc_of(cpu, out);
-    to = perfmon_cpu_pmc_of(cpu, slot);
-    gpmc = &perfmon_pmcs[slot];
-    d = out / PERFMON_DEV_MAX_PMCS;
-    cdev = &cpu->devs[d];
-    __asm__("" : "+r"(gpmc));   /* not recomputed */
+/*
+ * Whether the counter of slot out may pass in place to slot in (of the pass
+ * key), out counting alone on it and next's slot taking it as placing would
+ * (the parts of perfmon_sched_transfer: perfmon_sched.h).  A pass allowed
+ * is kept in the CPU's pass_memo with gen, the generation now, unless it
+ * went by what other counters are free (a preferred counter none is:
+ * another given back would change the answer, and nothing moves gen
+ * then).  While gen stays, it holds: the CPU's state changed only by passes
+ * and by switches that keep every slot (no section began: gen; no switch
+ * loaded or unloaded a slot otherwise: perfmon_td_switch_all moves gen; no
+ * slot was allocated: perfmon_cpu_slot_gen), and a pass keeps what allowed
+ * this one: out runs alone on hw_id with no slot of its device waiting, and
+ * in is not active here (the loaded thread's slots and CPU events' are the
+ * active ones, and prev loads only out); counters reserved since move slots
+ * off them in sections of their own (perfmon_sched_evict_all) or come with
+ * a pinned slot's allocation.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_td_pass_check(struct perfmon_cpu *cpu, unsigned int out,
+                      unsigned int in, uint64_t key, unsigned long gen)
+{
+    const struct perfmon_cpu_pmc *from = &cpu->pmcs[out];
+    const struct perfmon_pmc *gpmc = &perfmon_pmcs[in];
+    unsigned int d = out / PERFMON_DEV_MAX_PMCS;
+    struct perfmon_cpu_dev *cdev = &cpu->devs[d];
+    uint64_t pass = READ_ONCE(perfmon_pass_slots);
 
-    if ((out ^ slot) >= PERFMON_DEV_MAX_PMCS
-        || !perfmon_sched_may_pass(cpu, cdev, from, kept, pass)
+    if (!(perfmon_slot_bit(in) & pass & ~cpu->active_mask)
+        || (out ^ in) >= PERFMON_DEV_MAX_PMCS
+        || !perfmon_sched_may_pass(cpu, cdev, from, perfmon_slot_bit(out),
+                                   pass)
         || !perfmon_sched_may_take(cpu, d, gpmc, from->hw_id)) {
-        perfmon_td_switch_all(prev, next, cpu);
-        return;
+        return false;
     }
+
+    if (likely(gpmc->prefer == 0) || ((gpmc->prefer >> from->hw_id) & 1)) {
+        cpu->pass_memo[1] = cpu->pass_memo[0];
+        cpu->pass_memo_gen[1] = cpu->pass_memo_gen[0];
+        cpu->pass_memo[0] = key;
+        cpu->pass_memo_gen[0] = gen;
+    }
+
+    return true;
+}
+
+/*
+ * The pass itself, from prev's slot out (its record from, its bit kept)
+ * to next's slot in (its bit ibit), in the section entered at cpu->now.
+ * Inline, expanded twice: on the path of a pass known, nothing is called
+ * before the device's transfer, so that prev and next need no register
+ * saved.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_td_pass(struct perfmon_td *prev, struct perfmon_td *next,
+                struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *from,
+                uint64_t out, uint64_t kept, uint64_t in, uint64_t ibit)
+{
+    struct perfmon_cpu_dev *cdev = &cpu->devs[out / PERFMON_DEV_MAX_PMCS];
+    struct perfmon_cpu_pmc *to = perfmon_cpu_pmc_of(cpu, in);
+    uint64_t now = cpu->now, *count, *offset;
 
     /* All but out's count, which the hand-over folds, moves first. */
-    now = cpu->now;
     count = perfmon_td_value_at(prev, from->td_offset);
     offset = perfmon_td_value_at(next, to->td_offset);
     prev->clock += now;
     prev->loaded_mask = 0;
     *offset -= to->value;
     next->clock -= now;
-    next->loaded_mask = in;
+    next->loaded_mask = ibit;
     cpu->td = next;
-    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, gpmc,
-                             (unsigned int)slot, in, now);
+    cpu = perfmon_sched_pass(cpu, cdev, from, kept, to, (unsigned int)in,
+                             ibit, now);
     *count += from->value;
     perfmon_cpu_leave(cpu);
+}
+
+/*
+ * A pass not known (perfmon_td_switch_change): checked, then taken (and
+ * kept in the memo), or the general switch.  Out of line.
+ */
+static void __attribute__((noinline))
+perfmon_td_switch_check(struct perfmon_td *prev, struct perfmon_td *next,
+                        struct perfmon_cpu *cpu, uint64_t out, uint64_t in,
+                        uint64_t key, unsigned long gen)
+{
+    if (!perfmon_td_pass_check(cpu, (unsigned int)out, (unsigned int)in,
+                               key, gen)) {
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
+    }
+
+    perfmon_td_pass(prev, next, cpu, perfmon_cpu_pmc_of(cpu, out), out,
+                    prev->loaded_mask, in, next->active_mask);
+}
+
+/*
+ * A switch from prev to next where next does not use exactly the slots
+ * prev has loaded, in one section.  From prev with one slot out loaded to
+ * next with one other active, when out counts alone on its counter and
+ * next's slot may take it over (perfmon_td_pass_check, or known from an
+ * earlier switch), the counter passes in place: one read (out's fold, at
+ * the hand-over) and one write, and the offsets and clocks move as for a
+ * kept counter; neither thread's mask of running slots changes (next's
+ * slot, not loaded, ran with its clock, and holds a counter now:
+ * perfmon_types.h).  Anything else is perfmon_td_switch_all's.
+ */
+void
+perfmon_td_switch_change(struct perfmon_td *prev, struct perfmon_td *next)
+{
+    struct perfmon_cpu *cpu = perfmon_cpu_self();
+    uint64_t kept = prev->loaded_mask, in = next->active_mask, key;
+    struct perfmon_cpu_pmc *from;
+    uint64_t out, slot;
+    unsigned long gen;
+
+    /* Stored, not kept: loaded again where needed, a register less. */
+    cpu->now = perfmon_cpu_enter_switch(cpu);
+
+    /* One slot each way. */
+    if (!cpu_ctz64_test(kept, &out) || !cpu_ctz64_test(in, &slot)
+        || ((kept & (kept - 1)) | (in & (in - 1))) != 0) {
+        perfmon_td_switch_all(prev, next, cpu);
+        return;
+    }
+
+    from = perfmon_cpu_pmc_of(cpu, out);
+    key = perfmon_td_pass_key(out, slot, from->hw_id);
+    gen = cpu->gen + READ_ONCE(perfmon_cpu_slot_gen);
+
+    if (unlikely(!perfmon_td_pass_known(cpu, key, gen))) {
+        perfmon_td_switch_check(prev, next, cpu, out, slot, key, gen);
+        return;
+    }
+
+    perfmon_td_pass(prev, next, cpu, from, out, kept, slot, in);
 }
 
 /*
@@ -320,15 +417,15 @@ perfmon_td_switch_finish(struct perfmon_td *prev, struct perfmon_td *next,
 }
 
 /*
- * A context switch from prev to next on this CPU, in one section.  When
- * next counts exactly the events prev counts and they all run here (none
- * sampling, none waiting for a counter, none recording branches: those
- * sample), every counter keeps running: its CPU reference passes from
- * prev to next, it is read once, and the two offsets change; the clocks
- * stop and start.  Nothing is called on that path but what it leaves for
- * perfmon_td_switch_finish, and nothing after a call, so that the
- * compiler keeps it all in registers it need not save; anything else is
- * perfmon_td_switch_other's.
+ * A context switch from prev to next on this CPU, in one section, next
+ * using exactly the slots prev has loaded (some).  When they all run here
+ * (none sampling, none waiting for a counter, none recording branches:
+ * those sample), every counter keeps running: its CPU reference passes
+ * from prev to next, it is read once, and the two offsets change; the
+ * clocks stop and start.  Nothing is called on that path but what it
+ * leaves for perfmon_td_switch_finish, and nothing after a call, so that
+ * the compiler keeps it all in registers it need not save; anything else
+ * is perfmon_td_switch_all's.
  */
 void
 perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
@@ -337,12 +434,12 @@ perfmon_td_switch_slow(struct perfmon_td *prev, struct perfmon_td *next)
     uint64_t now = perfmon_cpu_enter_switch(cpu);
     uint64_t kept = prev->loaded_mask, slots = kept, slot;
 
-    /* Some slots are loaded or active: when none is kept, not all are. */
-    if (unlikely((kept ^ next->active_mask)
-                 | (kept & (READ_ONCE(perfmon_sampling_slots)
-                            | ~cpu->sched_mask)))) {
+    assert(kept == next->active_mask);
+
+    if (unlikely(kept & (READ_ONCE(perfmon_sampling_slots)
+                         | ~cpu->sched_mask))) {
         cpu->now = now;         /* read there, not on the path below */
-        perfmon_td_switch_other(prev, next, cpu);
+        perfmon_td_switch_all(prev, next, cpu);
         return;
     }
 

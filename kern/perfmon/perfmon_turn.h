@@ -63,9 +63,8 @@ perfmon_turn_share_of(const struct perfmon_cpu *cpu,
     } else {
         uint64_t dt = now - pmc->stamp;
 
-        enabled = pmc->enabled + dt - pmc->share_enabled;
-        running = pmc->running + (((sched >> slot) & 1) ? dt : 0)
-                  - pmc->share_running;
+        enabled = pmc->enabled + dt;
+        running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
     }
 
     /* running <= enabled: with no enabled time, none ran either. */
@@ -132,7 +131,9 @@ perfmon_turn_nr_bits(uint64_t x)
  * counters out of *fit; the largest share of the flexible ones into *max
  * and *last.  Inline, to be expanded once for a device none of whose
  * slots is the loaded thread's (loaded 0), as for CPU events: no test of
- * each slot for it then.
+ * each slot for it then.  Each slot's record has all it needs (its
+ * turn_counters, 0 for a pinned one, tested once): the fixed part is read
+ * only for a slot that differs.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
@@ -145,16 +146,15 @@ perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
 
     for (; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
-        const struct perfmon_pmc *gpmc = &perfmon_pmcs[slot];
 
-        if (unlikely(gpmc->pinned)) {
+        if (unlikely(cpu->pmcs[slot].turn_counters != counters)) {
+            if (!perfmon_pmcs[slot].pinned) {
+                return false;
+            }
+
             *flexible &= ~perfmon_slot_bit(slot);
             *fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
             continue;
-        }
-
-        if (gpmc->counters != counters) {
-            return false;
         }
 
         perfmon_turn_largest_of(cpu, td, loaded, sched, slot, now, max,

@@ -754,6 +754,107 @@ test_transfer_not_past_waiting(void **state)
 }
 
 /*
+ * The same when the switches themselves change what allowed it: a's
+ * event counts on counter 0 only, a CPU event counts beside it; a and b
+ * pass a counter back and forth; a thread with two events takes turns
+ * with the CPU event, which then holds counter 0 when a comes back, and
+ * a's event waits (no section on the CPU, only switches).  The next
+ * switch to b must not pass the counter a's event no longer holds (the
+ * CPU event's): it stops and starts, and the CPU event counts on.
+ */
+static void
+test_transfer_known_switches_changed(void **state)
+{
+    struct perfmon_event ea, eb, ec[2], cpu_ev;
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    struct thread *c = fake_thread_create("c");
+    unsigned int transfers;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&ea, RAW_ONLY0, PERFMON_EF_KERN | PERFMON_EF_RAW);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        init_ok(&ec[i], PERFMON_EV_CYCLE,
+                PERFMON_EF_KERN | ((i == 0) ? PERFMON_EF_USER : 0));
+        assert_int_equal(perfmon_event_attach(&ec[i], c), 0);
+    }
+
+    fake_thread_switch(0, a);
+    init_ok(&cpu_ev, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach_cpu(&cpu_ev, 0), 0);
+    fake_cpu_advance_tsc(1000);
+    fake_thread_switch(0, b);
+    fake_cpu_advance_tsc(1000);
+    fake_thread_switch(0, a);
+    assert_int_equal(fd->nr_transfer, 2);
+    fake_cpu_advance_tsc(1000);
+    fake_thread_switch(0, c);
+    fake_cpu_advance_tsc(1000);
+    fake_thread_switch(0, a);
+    assert_int_equal(perfmon_cpus[0].sched_mask
+                     & perfmon_slot_bit(ea.slot), 0);
+    transfers = fd->nr_transfer;
+    fake_thread_switch(0, b);
+    assert_int_equal(fd->nr_transfer, transfers);
+    fdev_count(fd, 0, RAW_BRANCH, 7);
+    assert_int_equal(perfmon_event_read(&cpu_ev), 7);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_detach(&cpu_ev), 0);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+    assert_int_equal(perfmon_event_detach(&ec[0]), 0);
+    assert_int_equal(perfmon_event_detach(&ec[1]), 0);
+}
+
+/*
+ * A pass the switch found allowed is taken again without the checks
+ * while nothing but passes changed (perfmon_td_pass_check); a slot
+ * allocated since may be another slot at the same place.  Threads a and
+ * b pass a counter back and forth; b's event goes, and one of a group of
+ * its own (which never passes) takes its slot while b does not run, no
+ * section on the CPU meanwhile: the next switch to b starts its counter.
+ */
+static void
+test_transfer_known_slot_reused(void **state)
+{
+    struct perfmon_event ea, eb, eg;
+    struct thread *a = fake_thread_create("a"), *b = fake_thread_create("b");
+    unsigned int slot;
+    struct fdev *fd;
+
+    (void)state;
+    fd = fdev_add(0, 48, 2, true);
+    init_ok(&ea, PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    init_ok(&eb, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_attach(&ea, a), 0);
+    assert_int_equal(perfmon_event_attach(&eb, b), 0);
+    slot = eb.slot;
+    fake_thread_switch(0, a);
+    fake_thread_switch(0, b);
+    fake_thread_switch(0, a);
+    fake_thread_switch(0, b);
+    fake_thread_switch(0, a);
+    assert_int_equal(fd->nr_transfer, 4);
+    assert_int_equal(perfmon_event_detach(&eb), 0);
+    init_ok(&eg, PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    assert_int_equal(perfmon_event_set_group(&eg, &eg), 0);
+    assert_int_equal(perfmon_event_attach(&eg, b), 0);
+    assert_int_equal(eg.slot, slot);
+    fake_thread_switch(0, b);
+    assert_int_equal(fd->nr_transfer, 4);
+    fdev_count(fd, 0, RAW_MISS, 5);
+    assert_int_equal(perfmon_event_read(&eg), 5);
+    fake_thread_switch(0, NULL);
+    assert_int_equal(perfmon_event_detach(&ea), 0);
+    assert_int_equal(perfmon_event_detach(&eg), 0);
+}
+
+/*
  * The overflow handler called outside an NMI (the soft and step PMUs'
  * deadline calls) folds its one counting counter inline, and an NMI of the
  * same counter lands just after that fold's read, the counter a period
@@ -1023,6 +1124,8 @@ main(void)
         cmocka_unit_test_setup(test_transfer_carries_wrap, setup),
         cmocka_unit_test_setup(test_transfer_not_past_waiting, setup),
         cmocka_unit_test_setup(test_transfer_refused, setup),
+        cmocka_unit_test_setup(test_transfer_known_slot_reused, setup),
+        cmocka_unit_test_setup(test_transfer_known_switches_changed, setup),
         cmocka_unit_test_setup(test_nmi_in_counting_fold, setup),
         cmocka_unit_test_setup(test_nmi_two_counters, setup),
         cmocka_unit_test_setup(test_nmi_two_sampling_counters, setup),

@@ -494,9 +494,9 @@ test_misuse_asserted(void **state)
 
     /* The context switch hook needs interrupts and preemption disabled. */
     t->perfmon_td.active_mask = 1;
-    expect_assert_failure(perfmon_td_switch_slow(&idle, &t->perfmon_td));
+    expect_assert_failure(perfmon_td_switch_change(&idle, &t->perfmon_td));
     thread_preempt_disable();
-    expect_assert_failure(perfmon_td_switch_slow(&idle, &t->perfmon_td));
+    expect_assert_failure(perfmon_td_switch_change(&idle, &t->perfmon_td));
     thread_preempt_enable();
     t->perfmon_td.active_mask = 0;
 

@@ -53,7 +53,8 @@ interval(unsigned int cpu)
  * with turns between them, so that a group's members have shares of
  * their own (the unit's is its smallest).  A third of the seeds make
  * only events alone (no group, or one of their own; now and then a
- * pinned one first), which all counters can count but now and then: the
+ * pinned one first, in a slot a flexible one had), which all counters can
+ * count but now and then: the
  * turn that needs no order, whose
  * counters pass in place (or stop and start: a device that cannot pass
  * them, every other such seed).
@@ -104,6 +105,17 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
                        ? (RAW_ONLY0 | (i + 1) << 8) : 0x1000 + i;
         unsigned int leader = (unsigned int)turn_rand(i + 1);
         bool pinned = alone && i == 0 && turn_rand(2) == 0;
+
+        /*
+         * A pinned event takes the slot a flexible one of the same
+         * counters had: what the slot's fixed part still says of those
+         * must not make a turn take it for flexible.
+         */
+        if (pinned) {
+            init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW);
+            assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+            assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+        }
 
         init_ok(&evs[i], raw, PERFMON_EF_KERN | PERFMON_EF_RAW
                               | (pinned ? PERFMON_EF_PINNED : 0));
