@@ -38,13 +38,12 @@
  * when the slot last became active here (its first user came): they grow
  * with the TSC (perfmon_cpu_pmc_clock) while it has users here and while
  * it holds a hardware counter here (its bit in sched_mask).  They are what
- * a multiplexing turn compares (perfmon_turn_share), and a CPU event takes
- * them as a base at its enable and differences after: nothing reads them
- * once the last user left, so nothing clocks them then.  turn_counters:
- * the slot's counters (perfmon_pmc) when it is flexible, 0 when pinned,
- * set with dev, next to the times a turn reads with it; raw_event and
- * flags too, the slot's, for the device's transfer to the slot, which
- * then needs no other record.
+ * a multiplexing turn compares (perfmon_turn_share, by the CPU's
+ * turn_enabled and turn_running), and a CPU event takes them as a base at
+ * its enable and differences after: nothing reads them once the last user
+ * left, so nothing clocks them then.  raw_event and flags: the slot's,
+ * for the device's transfer to the slot, which then needs no other
+ * record.
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -71,7 +70,6 @@ struct perfmon_cpu_pmc {
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
-    uint64_t turn_counters;             /* counters, 0 when pinned */
     uint64_t raw_event;                 /* the slot's, for a transfer */
     unsigned int flags;
 
@@ -147,6 +145,19 @@ _Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
  * perfmon_cpu_slot_gen then: while neither moved, only passes and
  * switches that keep every slot changed the state here, and what allowed
  * the pass still holds (perfmon_td.c says why).
+ *
+ * turn_enabled and turn_running: an active slot's times as a turn reads
+ * them, offsets from the TSC: at any now, its record's enabled time
+ * clocked to now is turn_enabled[slot] + now, its running time
+ * turn_running[slot] + now while it holds a counter, turn_running[slot]
+ * otherwise.  So they are the record's times less its stamp (running
+ * less it only while holding a counter), which a clock leaves as they are
+ * (it adds the same to the times as to the stamp): they are set again
+ * (perfmon_cpu_pmc_turn_sync) only where the times are set otherwise or
+ * the slot starts or stops holding a counter.  turn_counters: the slot's
+ * counters (perfmon_pmc) when it is flexible, 0 when pinned, set with its
+ * device.  Arrays of their own, next to each other, so that a turn's pass
+ * over the slots indexes them by slot and reads no record.
  */
 struct perfmon_cpu {
     bool busy;
@@ -174,6 +185,9 @@ struct perfmon_cpu {
     unsigned long pass_memo_gen[2];
     struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
+    uint64_t turn_enabled[PERFMON_MAX_PMCS];
+    uint64_t turn_running[PERFMON_MAX_PMCS];
+    uint64_t turn_counters[PERFMON_MAX_PMCS];
 } __aligned(CACHE_LINE_SIZE);
 
 extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
@@ -294,8 +308,8 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
  *   pointer to it (setup).  perfmon_cpu_slot_setup: slot, of dev, was
  *   allocated (active on no CPU; thread context, under the allocator's
- *   lock): every CPU's record of it names the device, its mask, its
- *   turn_counters and its event.
+ *   lock): every CPU's record of it names the device, its mask and its
+ *   event, and every CPU's turn_counters its counters.
  * All in a section on cpu but the last four.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
@@ -432,6 +446,20 @@ perfmon_cpu_pmc_clock_active(struct perfmon_cpu_pmc *pmc, uint64_t now,
     }
 
     pmc->stamp = now;
+}
+
+/*
+ * Set slot's turn_enabled and turn_running from its record (see struct
+ * perfmon_cpu), after its times were set or its bit in sched_mask changed.
+ */
+static inline void
+perfmon_cpu_pmc_turn_sync(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    bool sched = (cpu->sched_mask & perfmon_slot_bit(slot)) != 0;
+
+    cpu->turn_enabled[slot] = pmc->enabled - pmc->stamp;
+    cpu->turn_running[slot] = pmc->running - (sched ? pmc->stamp : 0);
 }
 
 /*

@@ -25,6 +25,7 @@
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_sched.h"
+#include "kern/perfmon/perfmon_turn.h"
 
 #define TSC_PER_INTERVAL    30000       /* 10 us at the fake 3 GHz */
 
@@ -80,6 +81,30 @@ static bool
 seed_alone(uint64_t seed)
 {
     return seed % 3 == 0;
+}
+
+/*
+ * Every active slot's turn_enabled and turn_running on cpu agree with its
+ * record's times (struct perfmon_cpu): a turn's share of it is what
+ * clocking the record to its now would give.  Checked after every step of
+ * the runs below, through starts, stops, passes in place, activations and
+ * switches.
+ */
+static void
+assert_turn_offsets(unsigned int cpu_index)
+{
+    const struct perfmon_cpu *cpu = &perfmon_cpus[cpu_index];
+
+    for (uint64_t slots = cpu->active_mask; slots != 0;
+         slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        bool sched = (cpu->sched_mask & perfmon_slot_bit(slot)) != 0;
+
+        assert_int_equal(cpu->turn_enabled[slot] + pmc->stamp, pmc->enabled);
+        assert_int_equal(cpu->turn_running[slot] + (sched ? pmc->stamp : 0),
+                         pmc->running);
+    }
 }
 
 static void
@@ -148,6 +173,8 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
         if (turn_rand(3) == 0) {
             interval(1);
         }
+
+        assert_turn_offsets(1);
     }
 
     for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
@@ -156,6 +183,7 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
         for (unsigned int i = 0, n = 1 + (unsigned int)turn_rand(3); i < n;
              i++) {
             interval(1);
+            assert_turn_offsets(1);
         }
 
         sets[t] = perfmon_cpus[1].sched_mask;
@@ -206,6 +234,38 @@ seed_any(uint64_t seed)
 {
     (void)seed;
     return true;
+}
+
+/*
+ * The count of a turn's slots over its counters, by one byte sum for
+ * both, is the difference of their bits set, on random and extreme
+ * masks.
+ */
+static void
+test_nr_over(void **state)
+{
+    static const uint64_t edges[] = { 0, 1, ~0ULL, 1ULL << 63, 0xffff,
+                                      0xff00ff00ff00ff00ULL };
+
+    (void)state;
+    turn_rand_state = 7;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(edges); i++) {
+        for (unsigned int j = 0; j < ARRAY_SIZE(edges); j++) {
+            assert_int_equal(perfmon_turn_nr_over(edges[i], edges[j]),
+                             __builtin_popcountll(edges[i])
+                             - __builtin_popcountll(edges[j]));
+        }
+    }
+
+    for (unsigned int i = 0; i < 100000; i++) {
+        uint64_t a = turn_rand(UINT64_MAX) ^ (turn_rand(UINT64_MAX) << 40);
+        uint64_t b = turn_rand(UINT64_MAX) ^ (turn_rand(UINT64_MAX) << 40);
+
+        a &= (i % 3 == 0) ? turn_rand(UINT64_MAX) : ~0ULL;
+        assert_int_equal(perfmon_turn_nr_over(a, b),
+                         __builtin_popcountll(a) - __builtin_popcountll(b));
+    }
 }
 
 static void
@@ -296,10 +356,13 @@ run_thread_turns(bool full, uint64_t seed, uint64_t *sets)
 
         fake_cpu_advance_tsc(1 + turn_rand(TSC_PER_INTERVAL));
 
+        assert_turn_offsets(1);
+
         if (turn_rand(3) == 0) {
             interval(1);
         }
 
+        assert_turn_offsets(1);
         sets[t] = perfmon_cpus[1].sched_mask;
     }
 
@@ -513,6 +576,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nr_over),
         cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
         cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
