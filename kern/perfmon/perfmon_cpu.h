@@ -94,7 +94,11 @@ struct perfmon_cpu_pmc {
  * after it stops being: a stale entry is filtered by sched_mask).
  * turn_order: the units of the last turn by share (their representative
  * slots, nr_turn_order of them), where the next turn's sort starts: any
- * order sorts right, this one takes the fewest steps.  Aligned on a
+ * order sorts right, this one takes the fewest steps.  turn_memo_slots,
+ * turn_memo_fit and turn_memo_over: the last turn of single slots' active
+ * flexible slots, the counters they fit on and how many more the slots
+ * are, so that a turn like the last counts nothing (a cache: a turn
+ * that finds other masks counts them and sets it).  Aligned on a
  * cache line, which makes it two of them: the interrupt finds its
  * device's map by a shift, not a multiply.
  */
@@ -104,6 +108,9 @@ struct perfmon_cpu_dev {
     uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
     uint8_t turn_order[PERFMON_DEV_MAX_PMCS];
     unsigned int nr_turn_order;
+    int turn_memo_over;
+    uint64_t turn_memo_slots;
+    uint64_t turn_memo_fit;
 } __aligned(CACHE_LINE_SIZE);
 
 _Static_assert((sizeof(struct perfmon_cpu_dev)

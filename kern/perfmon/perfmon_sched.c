@@ -448,7 +448,15 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     }
 
     /* out: how many do not fit; last, the largest share, goes first. */
-    out = perfmon_turn_nr_over(flexible, fit);
+    /* Most turns are like the last: the same slots on the same counters. */
+    if (unlikely(flexible != cdev->turn_memo_slots
+                 || fit != cdev->turn_memo_fit)) {
+        cdev->turn_memo_slots = flexible;
+        cdev->turn_memo_fit = fit;
+        cdev->turn_memo_over = perfmon_turn_nr_over(flexible, fit);
+    }
+
+    out = cdev->turn_memo_over;
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);
