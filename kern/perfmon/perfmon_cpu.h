@@ -94,11 +94,9 @@ struct perfmon_cpu_pmc {
  * after it stops being: a stale entry is filtered by sched_mask).
  * turn_order: the units of the last turn by share (their representative
  * slots, nr_turn_order of them), where the next turn's sort starts: any
- * order sorts right, this one takes the fewest steps.  turn_memo_slots,
- * turn_memo_fit and turn_memo_over: the last turn of single slots' active
- * flexible slots, the counters they fit on and how many more the slots
- * are, so that a turn like the last counts nothing (a cache: a turn
- * that finds other masks counts them and sets it).  Aligned on a
+ * order sorts right, this one takes the fewest steps.  turn_memo_*: the
+ * last simple turn's slots, the counters they fit on and how many more
+ * the slots are (a cache, checked against both masks).  Aligned on a
  * cache line, which makes it two of them: the interrupt finds its
  * device's map by a shift, not a multiply.
  */
@@ -153,18 +151,13 @@ _Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
  * switches that keep every slot changed the state here, and what allowed
  * the pass still holds (perfmon_td.c says why).
  *
- * turn_enabled and turn_running: an active slot's times as a turn reads
- * them, offsets from the TSC: at any now, its record's enabled time
- * clocked to now is turn_enabled[slot] + now, its running time
- * turn_running[slot] + now while it holds a counter, turn_running[slot]
- * otherwise.  So they are the record's times less its stamp (running
- * less it only while holding a counter), which a clock leaves as they are
- * (it adds the same to the times as to the stamp): they are set again
- * (perfmon_cpu_pmc_turn_sync) only where the times are set otherwise or
- * the slot starts or stops holding a counter.  turn_counters: the slot's
- * counters (perfmon_pmc) when it is flexible, 0 when pinned, set with its
- * device.  Arrays of their own, next to each other, so that a turn's pass
- * over the slots indexes them by slot and reads no record.
+ * turn_enabled, turn_running: an active slot's times, clocked to any now,
+ * are turn_enabled[slot] + now and turn_running[slot] (+ now while it
+ * holds a counter): its record's less its stamp, which a clock keeps, so
+ * they are set again (perfmon_cpu_pmc_turn_sync) only where the times are
+ * set otherwise or its bit in sched_mask changes.  turn_counters: its
+ * counters when flexible, 0 when pinned.  Arrays, read by a turn's pass
+ * by slot (no record).
  */
 struct perfmon_cpu {
     bool busy;
@@ -455,10 +448,7 @@ perfmon_cpu_pmc_clock_active(struct perfmon_cpu_pmc *pmc, uint64_t now,
     pmc->stamp = now;
 }
 
-/*
- * Set slot's turn_enabled and turn_running from its record (see struct
- * perfmon_cpu), after its times were set or its bit in sched_mask changed.
- */
+/* Slot's turn_enabled and turn_running from its record (perfmon_cpu). */
 static inline void
 perfmon_cpu_pmc_turn_sync(struct perfmon_cpu *cpu, unsigned int slot)
 {

@@ -13,8 +13,11 @@
  *   their slots in *chosenp), from the active flexible slots there:
  *   flexible, those holding counters, and the device's waiting ones; used:
  *   the counters the others hold (pinned slots).  In a section on cpu.
- * perfmon_turn_scan_simple (inline, below): the one pass over the slots
- *   of a turn that needs no order (perfmon_sched_turn_simple).
+ * perfmon_turn_scan_simple, perfmon_turn_scan_cpu (inline, below): the
+ *   pass over the slots of a turn that needs no order
+ *   (perfmon_sched_turn_simple), with slots of the loaded thread among
+ *   them and without; perfmon_turn_nr_over: how many more slots than
+ *   counters such a turn has.
  */
 
 #ifndef KERN_PERFMON_TURN_H
@@ -136,11 +139,9 @@ perfmon_turn_nr_over(uint64_t a, uint64_t b)
  * of its device: false when one is flexible and counts on other counters
  * than counters.  Takes the pinned ones out of *flexible and their
  * counters out of *fit; the largest share of the flexible ones into *max
- * and *last.  Inline, to be expanded once for a device none of whose
- * slots is the loaded thread's (loaded 0), as for CPU events: no test of
- * each slot for it then.  The CPU's turn arrays have all it needs (its
- * turn_counters, 0 for a pinned one, tested once): a record is read only
- * for a slot that differs.
+ * and *last.  For slots of the loaded thread among them (loaded, not 0;
+ * perfmon_turn_scan_cpu does without).  A slot's turn_counters (0 for a
+ * pinned one) is tested once: a record is read only for one that differs.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
