@@ -77,8 +77,8 @@ perfmon_sched_dev(struct perfmon_cpu *cpu, unsigned int slot)
     return &cpu->devs[slot / PERFMON_DEV_MAX_PMCS];
 }
 
-/* Tell the tick whether cpu has slots waiting. */
-static void
+/* Tell the tick whether cpu has slots waiting (inline: every turn does). */
+static inline __attribute__((always_inline)) void
 perfmon_sched_set_mux(unsigned int cpu_index, bool waiting)
 {
     uint64_t bit = 1ULL << cpu_index;
