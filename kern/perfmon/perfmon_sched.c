@@ -488,7 +488,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
  * stayers left room (counters cut up among groups), the turn places
  * everything again.
  */
-static void
+static void __attribute__((noinline))
 perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
                         uint64_t now)
 {
