@@ -157,7 +157,9 @@ _Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
  * they are set again (perfmon_cpu_pmc_turn_sync) only where the times are
  * set otherwise or its bit in sched_mask changes.  turn_counters: its
  * counters when flexible, 0 when pinned.  Arrays, read by a turn's pass
- * by slot (no record).
+ * by slot (no record).  turn_zero_at: the latest time a slot's times
+ * started from 0 here (an activation, a pass): at any later now, every
+ * active slot has enabled time.
  */
 struct perfmon_cpu {
     bool busy;
@@ -188,6 +190,7 @@ struct perfmon_cpu {
     uint64_t turn_enabled[PERFMON_MAX_PMCS];
     uint64_t turn_running[PERFMON_MAX_PMCS];
     uint64_t turn_counters[PERFMON_MAX_PMCS];
+    uint64_t turn_zero_at;
 } __aligned(CACHE_LINE_SIZE);
 
 extern struct perfmon_cpu perfmon_cpus[CPU_MAX];

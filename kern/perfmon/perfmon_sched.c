@@ -436,7 +436,9 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
 
     fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]);
     loaded &= flexible;
-    simple = likely(loaded == 0)
+
+    /* Slots of the thread, or one of no enabled time: the general pass. */
+    simple = likely(loaded == 0 && cpu->turn_zero_at != now)
              ? perfmon_turn_scan_cpu(cpu, flexible, now, counters,
                                      &flexible, &fit, &max, &last)
              : perfmon_turn_scan_simple(cpu, td, loaded, flexible, now,
@@ -758,6 +760,7 @@ perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
     pmc->enabled = 0;
     pmc->running = 0;
     perfmon_cpu_pmc_turn_sync(cpu, slot);
+    cpu->turn_zero_at = now;
 
     if (perfmon_pmcs[slot].sampling != NULL) {
         perfmon_cpu_pmc_sample_init(cpu, slot, saved);

@@ -139,8 +139,8 @@ perfmon_turn_nr_over(uint64_t a, uint64_t b)
  * of its device: false when one is flexible and counts on other counters
  * than counters.  Takes the pinned ones out of *flexible and their
  * counters out of *fit; the largest share of the flexible ones into *max
- * and *last.  For slots of the loaded thread among them (loaded, not 0;
- * perfmon_turn_scan_cpu does without).  A slot's turn_counters (0 for a
+ * and *last.  For slots of the loaded thread among them (loaded) or one
+ * with no enabled time (perfmon_turn_scan_cpu does without either).  A slot's turn_counters (0 for a
  * pinned one) is tested once: a record is read only for one that differs.
  */
 static inline __attribute__((always_inline)) bool
@@ -197,9 +197,8 @@ perfmon_turn_pass(const struct perfmon_cpu *cpu, uint64_t slots,
             continue;
         }
 
-        /* No enabled time counts as 1 (perfmon_turn_share_of). */
+        /* Above 0: it counts from before now (see turn_zero_at). */
         share.enabled = cpu->turn_enabled[slot] + now;
-        share.enabled += (share.enabled < 1);
         share.running = cpu->turn_running[slot] + run;
         m.running = running;
         m.enabled = enabled;
@@ -218,7 +217,7 @@ perfmon_turn_pass(const struct perfmon_cpu *cpu, uint64_t slots,
 
 /*
  * perfmon_turn_scan_simple() for slots none of which is the loaded
- * thread's, with the same results: the slots holding a counter and the
+ * thread's, at a now after cpu->turn_zero_at, with the same results: the slots holding a counter and the
  * others in two passes (perfmon_turn_pass), so that a share needs no test
  * of sched_mask, then the larger of their largest (ties: the higher slot)
  * and the slots not on counters.

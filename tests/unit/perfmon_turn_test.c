@@ -86,8 +86,10 @@ seed_alone(uint64_t seed)
 /*
  * Every active slot's turn_enabled and turn_running on cpu agree with its
  * record's times (struct perfmon_cpu): a turn's share of it is what
- * clocking the record to its now would give.  Checked after every step of
- * the runs below, through starts, stops, passes in place, activations and
+ * clocking the record to its now would give; and one with no enabled time
+ * yet started no later than turn_zero_at, so that a turn at a later now
+ * finds enabled time in every slot.  Checked after every step of the runs
+ * below, through starts, stops, passes in place, activations and
  * switches.
  */
 static void
@@ -104,6 +106,7 @@ assert_turn_offsets(unsigned int cpu_index)
         assert_int_equal(cpu->turn_enabled[slot] + pmc->stamp, pmc->enabled);
         assert_int_equal(cpu->turn_running[slot] + (sched ? pmc->stamp : 0),
                          pmc->running);
+        assert_true(pmc->enabled != 0 || pmc->stamp <= cpu->turn_zero_at);
     }
 }
 
@@ -426,6 +429,45 @@ test_rotate_local_moved(void **state)
 }
 
 /*
+ * A turn at the time an event arrived: its share is 0 (no enabled time
+ * yet), below the others' (all their time run), so it takes the counter
+ * of the one with the highest slot, as a full placement does.  The turn
+ * must see the arrival's lack of time as a share of 0 over 1, not as 0
+ * over 0 (which no cross product tells from the others').
+ */
+static void
+test_turn_at_arrival(void **state)
+{
+    struct perfmon_event evs[3];
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    struct fake_ctx ctx;
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], 0x1000 + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+        if (i == 2) {
+            fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+        }
+
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    assert_false(cpu->sched_mask & perfmon_slot_bit(evs[2].slot));
+    fake_ctx_enter(&ctx, 1);
+    assert_int_equal(perfmon_rotate_local_moved(), 2);
+    fake_ctx_exit(&ctx);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[2].slot));
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[0].slot));
+
+    for (unsigned int i = 3; i-- > 0;) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
+}
+
+/*
  * A turn of events alone passes the counter of the one leaving on to the
  * one arriving in place: one transfer, no stop nor start.  The count up
  * to the hand-over is the leaving one's, the events of its kind in the
@@ -580,6 +622,7 @@ main(void)
         cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
         cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
+        cmocka_unit_test_setup(test_turn_at_arrival, setup),
         cmocka_unit_test_setup(test_turn_passes_counter_in_place, setup),
         cmocka_unit_test_setup(test_turn_passes_groups_of_one, setup),
         cmocka_unit_test_setup(test_turn_passes_only_what_may, setup),
