@@ -337,7 +337,7 @@ perfmon_cpu_slot_setup(unsigned int slot, struct perfmon_dev *dev)
         pmc->dev = dev;
         pmc->mask = mask;
         pmc->peek_max = mask >> PERFMON_PEEK_SHIFT;
-        pmc->turn_counters = counters;
+        perfmon_cpus[i].turn_counters[slot] = counters;
         pmc->raw_event = gpmc->raw_event;
         pmc->flags = gpmc->flags;
     }
@@ -392,6 +392,7 @@ perfmon_cpu_pmc_start(struct perfmon_cpu *cpu, unsigned int slot,
     WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[hw_id], slot + 1);
     barrier();
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask | perfmon_slot_bit(slot));
+    perfmon_cpu_pmc_turn_sync(cpu, slot);
     perfmon_cpu_td_pmc_run(cpu, slot, now, true);
 }
 
@@ -423,6 +424,7 @@ perfmon_cpu_pmc_stop(struct perfmon_cpu *cpu, unsigned int slot,
     }
 
     WRITE_ONCE(cpu->sched_mask, cpu->sched_mask & ~perfmon_slot_bit(slot));
+    perfmon_cpu_pmc_turn_sync(cpu, slot);
     barrier();
     WRITE_ONCE(cpu->devs[dev->index].slot_of_hw[pmc->hw_id], 0);
     __atomic_fetch_and(&cpu->pending, ~perfmon_slot_bit(slot),

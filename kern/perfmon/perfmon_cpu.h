@@ -38,13 +38,12 @@
  * when the slot last became active here (its first user came): they grow
  * with the TSC (perfmon_cpu_pmc_clock) while it has users here and while
  * it holds a hardware counter here (its bit in sched_mask).  They are what
- * a multiplexing turn compares (perfmon_turn_share), and a CPU event takes
- * them as a base at its enable and differences after: nothing reads them
- * once the last user left, so nothing clocks them then.  turn_counters:
- * the slot's counters (perfmon_pmc) when it is flexible, 0 when pinned,
- * set with dev, next to the times a turn reads with it; raw_event and
- * flags too, the slot's, for the device's transfer to the slot, which
- * then needs no other record.
+ * a multiplexing turn compares (perfmon_turn_share, by the CPU's
+ * turn_enabled and turn_running), and a CPU event takes them as a base at
+ * its enable and differences after: nothing reads them once the last user
+ * left, so nothing clocks them then.  raw_event and flags: the slot's,
+ * for the device's transfer to the slot, which then needs no other
+ * record.
  *
  * A sampling slot also keeps, while it runs here: the period, the events
  * still to count to the next sample from armed_value (the value when the
@@ -71,7 +70,6 @@ struct perfmon_cpu_pmc {
     uint64_t stamp;                     /* TSC the times are counted to */
     uint64_t enabled;                   /* TSC cycles with nr_refs > 0 */
     uint64_t running;                   /* and holding a counter */
-    uint64_t turn_counters;             /* counters, 0 when pinned */
     uint64_t raw_event;                 /* the slot's, for a transfer */
     unsigned int flags;
 
@@ -96,7 +94,9 @@ struct perfmon_cpu_pmc {
  * after it stops being: a stale entry is filtered by sched_mask).
  * turn_order: the units of the last turn by share (their representative
  * slots, nr_turn_order of them), where the next turn's sort starts: any
- * order sorts right, this one takes the fewest steps.  Aligned on a
+ * order sorts right, this one takes the fewest steps.  turn_memo_*: the
+ * last simple turn's slots, the counters they fit on and how many more
+ * the slots are (a cache, checked against both masks).  Aligned on a
  * cache line, which makes it two of them: the interrupt finds its
  * device's map by a shift, not a multiply.
  */
@@ -106,6 +106,9 @@ struct perfmon_cpu_dev {
     uint8_t slot_of_hw[64];             /* slot + 1 holding it, 0: none */
     uint8_t turn_order[PERFMON_DEV_MAX_PMCS];
     unsigned int nr_turn_order;
+    int turn_memo_over;
+    uint64_t turn_memo_slots;
+    uint64_t turn_memo_fit;
 } __aligned(CACHE_LINE_SIZE);
 
 _Static_assert((sizeof(struct perfmon_cpu_dev)
@@ -147,6 +150,16 @@ _Static_assert(sizeof(struct perfmon_td) <= UINT16_MAX,
  * perfmon_cpu_slot_gen then: while neither moved, only passes and
  * switches that keep every slot changed the state here, and what allowed
  * the pass still holds (perfmon_td.c says why).
+ *
+ * turn_enabled, turn_running: an active slot's times, clocked to any now,
+ * are turn_enabled[slot] + now and turn_running[slot] (+ now while it
+ * holds a counter): its record's less its stamp, which a clock keeps, so
+ * they are set again (perfmon_cpu_pmc_turn_sync) only where the times are
+ * set otherwise or its bit in sched_mask changes.  turn_counters: its
+ * counters when flexible, 0 when pinned.  Arrays, read by a turn's pass
+ * by slot (no record).  turn_zero_at: the latest time a slot's times
+ * started from 0 here (an activation, a pass): at any later now, every
+ * active slot has enabled time.
  */
 struct perfmon_cpu {
     bool busy;
@@ -174,6 +187,10 @@ struct perfmon_cpu {
     unsigned long pass_memo_gen[2];
     struct perfmon_cpu_dev devs[PERFMON_MAX_DEVS];
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_PMCS];
+    uint64_t turn_enabled[PERFMON_MAX_PMCS];
+    uint64_t turn_running[PERFMON_MAX_PMCS];
+    uint64_t turn_counters[PERFMON_MAX_PMCS];
+    uint64_t turn_zero_at;
 } __aligned(CACHE_LINE_SIZE);
 
 extern struct perfmon_cpu perfmon_cpus[CPU_MAX];
@@ -294,8 +311,8 @@ perfmon_cpu_pmc_raw(const struct perfmon_cpu_pmc *pmc)
  * perfmon_cpu_init: cpu's records, none counting, and its struct cpu's
  *   pointer to it (setup).  perfmon_cpu_slot_setup: slot, of dev, was
  *   allocated (active on no CPU; thread context, under the allocator's
- *   lock): every CPU's record of it names the device, its mask, its
- *   turn_counters and its event.
+ *   lock): every CPU's record of it names the device, its mask and its
+ *   event, and every CPU's turn_counters its counters.
  * All in a section on cpu but the last four.
  */
 struct perfmon_cpu *perfmon_cpu_enter(void);
@@ -432,6 +449,17 @@ perfmon_cpu_pmc_clock_active(struct perfmon_cpu_pmc *pmc, uint64_t now,
     }
 
     pmc->stamp = now;
+}
+
+/* Slot's turn_enabled and turn_running from its record (perfmon_cpu). */
+static inline void
+perfmon_cpu_pmc_turn_sync(struct perfmon_cpu *cpu, unsigned int slot)
+{
+    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+    bool sched = (cpu->sched_mask & perfmon_slot_bit(slot)) != 0;
+
+    cpu->turn_enabled[slot] = pmc->enabled - pmc->stamp;
+    cpu->turn_running[slot] = pmc->running - (sched ? pmc->stamp : 0);
 }
 
 /*

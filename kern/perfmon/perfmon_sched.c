@@ -77,8 +77,8 @@ perfmon_sched_dev(struct perfmon_cpu *cpu, unsigned int slot)
     return &cpu->devs[slot / PERFMON_DEV_MAX_PMCS];
 }
 
-/* Tell the tick whether cpu has slots waiting. */
-static void
+/* Tell the tick whether cpu has slots waiting (inline: every turn does). */
+static inline __attribute__((always_inline)) void
 perfmon_sched_set_mux(unsigned int cpu_index, bool waiting)
 {
     uint64_t bit = 1ULL << cpu_index;
@@ -338,9 +338,14 @@ perfmon_sched_move_simple(struct perfmon_cpu *cpu, unsigned int d,
             break;
         }
 
-        /* Both active: out ran until now, in waited. */
+        /*
+         * Both active: out ran until now, in waited.  Their turn_running
+         * as perfmon_cpu_pmc_turn_sync would set them after the transfer.
+         */
         perfmon_cpu_pmc_clock_active(from, now, true);
         perfmon_cpu_pmc_clock_active(to, now, false);
+        cpu->turn_running[out] += now;
+        cpu->turn_running[in] -= now;
         cpu = perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to,
                                        (unsigned int)in, ibit);
         perfmon_cpu_td_pmc_run(cpu, (unsigned int)out, now, false);
@@ -410,8 +415,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     const struct perfmon_td *td = cpu->td;
     uint64_t loaded = (td != NULL) ? td->loaded_mask : 0;
     uint64_t sched = cpu->sched_mask, chosen, fit, slots;
-    uint64_t counters =
-        cpu->pmcs[__builtin_ctzll(cdev->waiting)].turn_counters;
+    uint64_t counters = cpu->turn_counters[__builtin_ctzll(cdev->waiting)];
     struct perfmon_turn_share max = PERFMON_TURN_SHARE_NONE;
     uint64_t flexible = cpu->active_mask & (PERFMON_DEV_SLOT_MASK
                                             << (d * PERFMON_DEV_MAX_PMCS));
@@ -432,9 +436,11 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
 
     fit = counters & ~READ_ONCE(perfmon_dev_reserved[d]);
     loaded &= flexible;
-    simple = likely(loaded == 0)
-             ? perfmon_turn_scan_simple(cpu, td, 0, flexible, now, counters,
-                                        &flexible, &fit, &max, &last)
+
+    /* Slots of the thread, or one of no enabled time: the general pass. */
+    simple = likely(loaded == 0 && cpu->turn_zero_at != now)
+             ? perfmon_turn_scan_cpu(cpu, flexible, now, counters,
+                                     &flexible, &fit, &max, &last)
              : perfmon_turn_scan_simple(cpu, td, loaded, flexible, now,
                                         counters, &flexible, &fit, &max,
                                         &last);
@@ -444,8 +450,15 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
     }
 
     /* out: how many do not fit; last, the largest share, goes first. */
-    out = (int)perfmon_turn_nr_bits(flexible)
-          - (int)perfmon_turn_nr_bits(fit);
+    /* Most turns are like the last: the same slots on the same counters. */
+    if (unlikely(flexible != cdev->turn_memo_slots
+                 || fit != cdev->turn_memo_fit)) {
+        cdev->turn_memo_slots = flexible;
+        cdev->turn_memo_fit = fit;
+        cdev->turn_memo_over = perfmon_turn_nr_over(flexible, fit);
+    }
+
+    out = cdev->turn_memo_over;
 
     for (chosen = flexible; out > 0; out--) {
         chosen &= ~perfmon_slot_bit(last);
@@ -477,7 +490,7 @@ perfmon_sched_turn_simple(struct perfmon_cpu *cpu, unsigned int d,
  * stayers left room (counters cut up among groups), the turn places
  * everything again.
  */
-static void
+static void __attribute__((noinline))
 perfmon_sched_rebalance(struct perfmon_cpu *cpu, unsigned int d,
                         uint64_t now)
 {
@@ -746,6 +759,8 @@ perfmon_sched_activate(struct perfmon_cpu *cpu, unsigned int slot,
     pmc->stamp = now;
     pmc->enabled = 0;
     pmc->running = 0;
+    perfmon_cpu_pmc_turn_sync(cpu, slot);
+    cpu->turn_zero_at = now;
 
     if (perfmon_pmcs[slot].sampling != NULL) {
         perfmon_cpu_pmc_sample_init(cpu, slot, saved);

@@ -110,6 +110,10 @@ perfmon_sched_pass(struct perfmon_cpu *cpu, struct perfmon_cpu_dev *cdev,
     to->stamp = now;
     to->enabled = 0;
     to->running = 0;
+    /* As perfmon_cpu_pmc_turn_sync once in holds the counter. */
+    cpu->turn_enabled[in] = -now;
+    cpu->turn_running[in] = -now;
+    cpu->turn_zero_at = now;
     WRITE_ONCE(cpu->active_mask, (cpu->active_mask & ~obit) | ibit);
     return perfmon_cpu_pmc_transfer(cpu, cdev, from, obit, to, in, ibit);
 }

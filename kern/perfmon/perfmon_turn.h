@@ -13,8 +13,11 @@
  *   their slots in *chosenp), from the active flexible slots there:
  *   flexible, those holding counters, and the device's waiting ones; used:
  *   the counters the others hold (pinned slots).  In a section on cpu.
- * perfmon_turn_scan_simple (inline, below): the one pass over the slots
- *   of a turn that needs no order (perfmon_sched_turn_simple).
+ * perfmon_turn_scan_simple, perfmon_turn_scan_cpu (inline, below): the
+ *   pass over the slots of a turn that needs no order
+ *   (perfmon_sched_turn_simple), with slots of the loaded thread among
+ *   them and without; perfmon_turn_nr_over: how many more slots than
+ *   counters such a turn has.
  */
 
 #ifndef KERN_PERFMON_TURN_H
@@ -40,9 +43,9 @@ struct perfmon_turn_share {
 /*
  * Slot's share until now (an active slot): the loaded thread's, for its
  * slots (loaded: td's loaded_mask, 0 without a thread), by its clock;
- * the CPU's otherwise, as clocked to now (perfmon_cpu_pmc_clock), without
- * clocking it: a turn takes a share for every slot and moves few.  Inline
- * for that.
+ * the CPU's otherwise, as clocked to now (perfmon_cpu_pmc_clock), from
+ * its turn_enabled and turn_running, without clocking it: a turn takes a
+ * share for every slot and moves few.  Inline for that.
  */
 static inline __attribute__((always_inline)) void
 perfmon_turn_share_of(const struct perfmon_cpu *cpu,
@@ -50,7 +53,6 @@ perfmon_turn_share_of(const struct perfmon_cpu *cpu,
                       uint64_t sched, unsigned int slot, uint64_t now,
                       struct perfmon_turn_share *share)
 {
-    const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
     uint64_t enabled, running;
 
     if (unlikely((loaded >> slot) & 1)) {
@@ -61,10 +63,8 @@ perfmon_turn_share_of(const struct perfmon_cpu *cpu,
         enabled = counts.enabled - base->enabled;
         running = counts.running - base->running;
     } else {
-        uint64_t dt = now - pmc->stamp;
-
-        enabled = pmc->enabled + dt;
-        running = pmc->running + (((sched >> slot) & 1) ? dt : 0);
+        enabled = cpu->turn_enabled[slot] + now;
+        running = cpu->turn_running[slot] + (((sched >> slot) & 1) ? now : 0);
     }
 
     /* running <= enabled: with no enabled time, none ran either. */
@@ -83,7 +83,7 @@ perfmon_turn_share(const struct perfmon_cpu *cpu, unsigned int slot,
 }
 
 /* Whether share a is below share b: a.running * b.enabled < the other. */
-static inline bool
+static inline __attribute__((always_inline)) bool
 perfmon_turn_share_below(const struct perfmon_turn_share *a,
                          const struct perfmon_turn_share *b)
 {
@@ -111,14 +111,24 @@ perfmon_turn_largest_of(const struct perfmon_cpu *cpu,
     }
 }
 
-/* The bits set in x (no popcount: the kernel runs on any x86-64). */
-static inline unsigned int
-perfmon_turn_nr_bits(uint64_t x)
+/*
+ * How many more bits a has set than b (no popcount: the kernel runs on any
+ * x86-64): the bits of a and of ~b summed, less 64.  The two are counted
+ * together: pairs and nibbles each, then their nibbles added (8 at most in
+ * each), so that one byte sum does, 128 at most.
+ */
+static inline int
+perfmon_turn_nr_over(uint64_t a, uint64_t b)
 {
+    uint64_t x = a, y = ~b;
+
     x -= (x >> 1) & 0x5555555555555555ULL;
+    y -= (y >> 1) & 0x5555555555555555ULL;
     x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (unsigned int)((x * 0x0101010101010101ULL) >> 56);
+    y = (y & 0x3333333333333333ULL) + ((y >> 2) & 0x3333333333333333ULL);
+    x += y;
+    x = (x & 0x0f0f0f0f0f0f0f0fULL) + ((x >> 4) & 0x0f0f0f0f0f0f0f0fULL);
+    return (int)((x * 0x0101010101010101ULL) >> 56) - 64;
 }
 
 /* No share is below it: where a search for the largest starts. */
@@ -129,11 +139,9 @@ perfmon_turn_nr_bits(uint64_t x)
  * of its device: false when one is flexible and counts on other counters
  * than counters.  Takes the pinned ones out of *flexible and their
  * counters out of *fit; the largest share of the flexible ones into *max
- * and *last.  Inline, to be expanded once for a device none of whose
- * slots is the loaded thread's (loaded 0), as for CPU events: no test of
- * each slot for it then.  Each slot's record has all it needs (its
- * turn_counters, 0 for a pinned one, tested once): the fixed part is read
- * only for a slot that differs.
+ * and *last.  For slots of the loaded thread among them (loaded) or one
+ * with no enabled time (perfmon_turn_scan_cpu does without either).  A slot's turn_counters (0 for a
+ * pinned one) is tested once: a record is read only for one that differs.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
@@ -147,7 +155,7 @@ perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
     for (; slots != 0; slots &= slots - 1) {
         unsigned int slot = (unsigned int)__builtin_ctzll(slots);
 
-        if (unlikely(cpu->pmcs[slot].turn_counters != counters)) {
+        if (unlikely(cpu->turn_counters[slot] != counters)) {
             if (!perfmon_pmcs[slot].pinned) {
                 return false;
             }
@@ -161,6 +169,91 @@ perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
                                 last);
     }
 
+    return true;
+}
+
+/*
+ * For perfmon_turn_scan_cpu: one pass over slots, active slots of a
+ * device none of which is the loaded thread's, that run (running times
+ * advance by run, now) or wait (run 0): the largest share of those on
+ * counters, and *max's (its slot last), into *max, its slot returned
+ * (ties: the highest slot); the others into *odd.  Only the CPU's turn
+ * arrays are read.  Inline: out of line, its values spill.
+ */
+static inline __attribute__((always_inline)) uint64_t
+perfmon_turn_pass(const struct perfmon_cpu *cpu, uint64_t slots,
+                  uint64_t now, uint64_t run, uint64_t counters,
+                  uint64_t *odd, struct perfmon_turn_share *max,
+                  uint64_t last)
+{
+    uint64_t running = max->running, enabled = max->enabled;
+
+    for (; slots != 0; slots &= slots - 1) {
+        uint64_t slot = cpu_ctz64(slots);
+        struct perfmon_turn_share share, m;
+
+        if (unlikely(cpu->turn_counters[slot] != counters)) {
+            *odd |= 1ULL << slot;
+            continue;
+        }
+
+        /* Above 0: it counts from before now (see turn_zero_at). */
+        share.enabled = cpu->turn_enabled[slot] + now;
+        share.running = cpu->turn_running[slot] + run;
+        m.running = running;
+        m.enabled = enabled;
+
+        if (!perfmon_turn_share_below(&share, &m)) {
+            running = share.running;
+            enabled = share.enabled;
+            last = slot;
+        }
+    }
+
+    max->running = running;
+    max->enabled = enabled;
+    return last;
+}
+
+/*
+ * perfmon_turn_scan_simple() for slots none of which is the loaded
+ * thread's, at a now after cpu->turn_zero_at, with the same results: the slots holding a counter and the
+ * others in two passes (perfmon_turn_pass), so that a share needs no test
+ * of sched_mask, then the larger of their largest (ties: the higher slot)
+ * and the slots not on counters.
+ */
+static inline __attribute__((always_inline)) bool
+perfmon_turn_scan_cpu(const struct perfmon_cpu *cpu, uint64_t slots,
+                      uint64_t now, uint64_t counters, uint64_t *flexible,
+                      uint64_t *fit, struct perfmon_turn_share *max,
+                      unsigned int *last)
+{
+    struct perfmon_turn_share wait = PERFMON_TURN_SHARE_NONE;
+    uint64_t sched = cpu->sched_mask, odd = 0, lrun = *last, lwait = 0;
+
+    lrun = perfmon_turn_pass(cpu, slots & sched, now, now, counters, &odd,
+                             max, lrun);
+    lwait = perfmon_turn_pass(cpu, slots & ~sched, now, 0, counters, &odd,
+                              &wait, lwait);
+
+    for (; unlikely(odd != 0); odd &= odd - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(odd);
+
+        if (!perfmon_pmcs[slot].pinned) {
+            return false;
+        }
+
+        *flexible &= ~perfmon_slot_bit(slot);
+        *fit &= ~(1ULL << cpu->pmcs[slot].hw_id);
+    }
+
+    if (perfmon_turn_share_below(max, &wait)
+        || (!perfmon_turn_share_below(&wait, max) && lwait > lrun)) {
+        *max = wait;
+        lrun = lwait;
+    }
+
+    *last = (unsigned int)lrun;
     return true;
 }
 

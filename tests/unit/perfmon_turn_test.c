@@ -25,6 +25,7 @@
 #include "kern/perfmon/perfmon_cpu.h"
 #include "kern/perfmon/perfmon_i.h"
 #include "kern/perfmon/perfmon_sched.h"
+#include "kern/perfmon/perfmon_turn.h"
 
 #define TSC_PER_INTERVAL    30000       /* 10 us at the fake 3 GHz */
 
@@ -80,6 +81,33 @@ static bool
 seed_alone(uint64_t seed)
 {
     return seed % 3 == 0;
+}
+
+/*
+ * Every active slot's turn_enabled and turn_running on cpu agree with its
+ * record's times (struct perfmon_cpu): a turn's share of it is what
+ * clocking the record to its now would give; and one with no enabled time
+ * yet started no later than turn_zero_at, so that a turn at a later now
+ * finds enabled time in every slot.  Checked after every step of the runs
+ * below, through starts, stops, passes in place, activations and
+ * switches.
+ */
+static void
+assert_turn_offsets(unsigned int cpu_index)
+{
+    const struct perfmon_cpu *cpu = &perfmon_cpus[cpu_index];
+
+    for (uint64_t slots = cpu->active_mask; slots != 0;
+         slots &= slots - 1) {
+        unsigned int slot = (unsigned int)__builtin_ctzll(slots);
+        const struct perfmon_cpu_pmc *pmc = &cpu->pmcs[slot];
+        bool sched = (cpu->sched_mask & perfmon_slot_bit(slot)) != 0;
+
+        assert_int_equal(cpu->turn_enabled[slot] + pmc->stamp, pmc->enabled);
+        assert_int_equal(cpu->turn_running[slot] + (sched ? pmc->stamp : 0),
+                         pmc->running);
+        assert_true(pmc->enabled != 0 || pmc->stamp <= cpu->turn_zero_at);
+    }
 }
 
 static void
@@ -148,6 +176,8 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
         if (turn_rand(3) == 0) {
             interval(1);
         }
+
+        assert_turn_offsets(1);
     }
 
     for (unsigned int t = 0; t < TURN_NR_TURNS; t++) {
@@ -156,6 +186,7 @@ run_turns(bool full, uint64_t seed, uint64_t *sets)
         for (unsigned int i = 0, n = 1 + (unsigned int)turn_rand(3); i < n;
              i++) {
             interval(1);
+            assert_turn_offsets(1);
         }
 
         sets[t] = perfmon_cpus[1].sched_mask;
@@ -206,6 +237,38 @@ seed_any(uint64_t seed)
 {
     (void)seed;
     return true;
+}
+
+/*
+ * The count of a turn's slots over its counters, by one byte sum for
+ * both, is the difference of their bits set, on random and extreme
+ * masks.
+ */
+static void
+test_nr_over(void **state)
+{
+    static const uint64_t edges[] = { 0, 1, ~0ULL, 1ULL << 63, 0xffff,
+                                      0xff00ff00ff00ff00ULL };
+
+    (void)state;
+    turn_rand_state = 7;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(edges); i++) {
+        for (unsigned int j = 0; j < ARRAY_SIZE(edges); j++) {
+            assert_int_equal(perfmon_turn_nr_over(edges[i], edges[j]),
+                             __builtin_popcountll(edges[i])
+                             - __builtin_popcountll(edges[j]));
+        }
+    }
+
+    for (unsigned int i = 0; i < 100000; i++) {
+        uint64_t a = turn_rand(UINT64_MAX) ^ (turn_rand(UINT64_MAX) << 40);
+        uint64_t b = turn_rand(UINT64_MAX) ^ (turn_rand(UINT64_MAX) << 40);
+
+        a &= (i % 3 == 0) ? turn_rand(UINT64_MAX) : ~0ULL;
+        assert_int_equal(perfmon_turn_nr_over(a, b),
+                         __builtin_popcountll(a) - __builtin_popcountll(b));
+    }
 }
 
 static void
@@ -296,10 +359,13 @@ run_thread_turns(bool full, uint64_t seed, uint64_t *sets)
 
         fake_cpu_advance_tsc(1 + turn_rand(TSC_PER_INTERVAL));
 
+        assert_turn_offsets(1);
+
         if (turn_rand(3) == 0) {
             interval(1);
         }
 
+        assert_turn_offsets(1);
         sets[t] = perfmon_cpus[1].sched_mask;
     }
 
@@ -360,6 +426,45 @@ test_rotate_local_moved(void **state)
     fake_ctx_exit(&ctx);
     assert_int_equal(perfmon_event_detach(&evs[1]), 0);
     assert_int_equal(perfmon_event_detach(&evs[0]), 0);
+}
+
+/*
+ * A turn at the time an event arrived: its share is 0 (no enabled time
+ * yet), below the others' (all their time run), so it takes the counter
+ * of the one with the highest slot, as a full placement does.  The turn
+ * must see the arrival's lack of time as a share of 0 over 1, not as 0
+ * over 0 (which no cross product tells from the others').
+ */
+static void
+test_turn_at_arrival(void **state)
+{
+    struct perfmon_event evs[3];
+    struct perfmon_cpu *cpu = &perfmon_cpus[1];
+    struct fake_ctx ctx;
+
+    (void)state;
+    fdev_add(0, 48, 2, true);
+
+    for (unsigned int i = 0; i < 3; i++) {
+        init_ok(&evs[i], 0x1000 + i, PERFMON_EF_KERN | PERFMON_EF_RAW);
+
+        if (i == 2) {
+            fake_cpu_advance_tsc(TSC_PER_INTERVAL);
+        }
+
+        assert_int_equal(perfmon_event_attach_cpu(&evs[i], 1), 0);
+    }
+
+    assert_false(cpu->sched_mask & perfmon_slot_bit(evs[2].slot));
+    fake_ctx_enter(&ctx, 1);
+    assert_int_equal(perfmon_rotate_local_moved(), 2);
+    fake_ctx_exit(&ctx);
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[2].slot));
+    assert_true(cpu->sched_mask & perfmon_slot_bit(evs[0].slot));
+
+    for (unsigned int i = 3; i-- > 0;) {
+        assert_int_equal(perfmon_event_detach(&evs[i]), 0);
+    }
 }
 
 /*
@@ -513,9 +618,11 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nr_over),
         cmocka_unit_test_setup(test_turn_moves_what_changes, setup),
         cmocka_unit_test_setup(test_thread_turns_move_what_changes, setup),
         cmocka_unit_test_setup(test_rotate_local_moved, setup),
+        cmocka_unit_test_setup(test_turn_at_arrival, setup),
         cmocka_unit_test_setup(test_turn_passes_counter_in_place, setup),
         cmocka_unit_test_setup(test_turn_passes_groups_of_one, setup),
         cmocka_unit_test_setup(test_turn_passes_only_what_may, setup),
