@@ -702,12 +702,14 @@ perfmon_sample_throttled(const struct perfmon_sampling *sampling,
 /*
  * What the read keeps of a sample record's raw call chain: the chain's
  * count is word chain of the record, nr of its nr_raw entries are real
- * callers, and the record read is size bytes.
+ * callers, and the record, raw_size bytes in the ring, is size bytes
+ * read.
  */
 struct perfmon_sample_cut {
     size_t chain;
     unsigned int nr_raw;
     unsigned int nr;
+    size_t raw_size;
     size_t size;
 };
 
@@ -755,18 +757,19 @@ perfmon_sample_cut_find(const uint64_t *rec, size_t size,
     cut->chain = w;
     cut->nr_raw = (unsigned int)rec[w];
     cut->nr = unwind_interrupted_check(&env, &rec[w + 1], cut->nr_raw);
+    cut->raw_size = size;
     cut->size = size - (cut->nr_raw - cut->nr) * sizeof(uint64_t);
     return true;
 }
 
 /*
- * The record at rec, of size bytes, as read into dst: its chain cut and
+ * The record at rec, as cut describes it, read into dst: its chain cut and
  * made of call addresses (unwind_interrupted_ip()), what follows it moved
  * down, its size in its header.  dst need not be aligned: each word is
  * stored by a fixed-size copy, which gcc makes one move.
  */
 static void
-perfmon_sample_cut_copy(void *dst, const uint64_t *rec, size_t size,
+perfmon_sample_cut_copy(void *dst, const uint64_t *rec,
                         const struct perfmon_sample_cut *cut)
 {
     size_t head = (cut->chain + 1) * sizeof(uint64_t);
@@ -791,7 +794,40 @@ perfmon_sample_cut_copy(void *dst, const uint64_t *rec, size_t size,
         d += sizeof(word);
     }
 
-    memcpy(d, (const char *)rec + rest, size - rest);
+    memcpy(d, (const char *)rec + rest, cut->raw_size - rest);
+}
+
+/*
+ * The oldest record of cpu's ring in sbuf, in place: its ring in *ringp,
+ * NULL with a size of 0 in *sizep when there is none.  Its size as read
+ * in *sizep, and true, when it is a sample whose chain the read cuts
+ * (*cut); false otherwise (*sizep its size in the ring; the record NULL
+ * when it wraps, which no sample does: the spare holds the longest).
+ * A record none saw is left alone: none published meanwhile is read
+ * unchecked.
+ */
+static bool
+perfmon_sbuf_front(struct perfmon_sbuf *sbuf, unsigned int cpu,
+                   struct perfmon_ring **ringp, const uint64_t **recp,
+                   size_t *sizep, struct perfmon_sample_cut *cut)
+{
+    *ringp = NULL;
+    *recp = NULL;
+    *sizep = 0;
+
+    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
+        return false;
+    }
+
+    *ringp = sbuf->rings[cpu];
+    *recp = perfmon_ring_front(*ringp, sizep);
+
+    if (*recp == NULL || !perfmon_sample_cut_find(*recp, *sizep, cut)) {
+        return false;
+    }
+
+    *sizep = cut->size;
+    return true;
 }
 
 size_t
@@ -803,32 +839,17 @@ perfmon_sbuf_read(struct perfmon_sbuf *sbuf, unsigned int cpu, void *dst,
     const uint64_t *rec;
     size_t size;
 
-    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
-        return 0;
+    if (!perfmon_sbuf_front(sbuf, cpu, &ring, &rec, &size, &cut)) {
+        return (size == 0) ? 0 : perfmon_ring_pop(ring, dst, cap);
     }
 
-    ring = sbuf->rings[cpu];
-    rec = perfmon_ring_front(ring, &size);
-
-    /*
-     * A sample lies in one piece: the spare holds the longest.  None
-     * seen: none read, not one published meanwhile and read unchecked.
-     */
-    if (size == 0) {
-        return 0;
+    if (size > cap) {
+        return size;
     }
 
-    if (rec == NULL || !perfmon_sample_cut_find(rec, size, &cut)) {
-        return perfmon_ring_pop(ring, dst, cap);
-    }
-
-    if (cut.size > cap) {
-        return cut.size;
-    }
-
-    perfmon_sample_cut_copy(dst, rec, size, &cut);
+    perfmon_sample_cut_copy(dst, rec, &cut);
     perfmon_ring_drop(ring);
-    return cut.size;
+    return size;
 }
 
 size_t
@@ -839,22 +860,12 @@ perfmon_sbuf_drop(struct perfmon_sbuf *sbuf, unsigned int cpu)
     const uint64_t *rec;
     size_t size;
 
-    if (sbuf == NULL || cpu >= sbuf->nr_cpus) {
-        return 0;
+    perfmon_sbuf_front(sbuf, cpu, &ring, &rec, &size, &cut);
+
+    if (size != 0) {
+        perfmon_ring_drop(ring);
     }
 
-    ring = sbuf->rings[cpu];
-    rec = perfmon_ring_front(ring, &size);
-
-    if (size == 0) {
-        return 0;
-    }
-
-    if (rec != NULL && perfmon_sample_cut_find(rec, size, &cut)) {
-        size = cut.size;
-    }
-
-    perfmon_ring_drop(ring);
     return size;
 }
 
