@@ -140,8 +140,9 @@ perfmon_turn_nr_over(uint64_t a, uint64_t b)
  * than counters.  Takes the pinned ones out of *flexible and their
  * counters out of *fit; the largest share of the flexible ones into *max
  * and *last.  For slots of the loaded thread among them (loaded) or one
- * with no enabled time (perfmon_turn_scan_cpu does without either).  A slot's turn_counters (0 for a
- * pinned one) is tested once: a record is read only for one that differs.
+ * with no enabled time (perfmon_turn_scan_cpu does without either).  A
+ * slot's turn_counters (0 for a pinned one) is tested once: a record is
+ * read only for one that differs.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_turn_scan_simple(const struct perfmon_cpu *cpu,
@@ -217,10 +218,11 @@ perfmon_turn_pass(const struct perfmon_cpu *cpu, uint64_t slots,
 
 /*
  * perfmon_turn_scan_simple() for slots none of which is the loaded
- * thread's, at a now after cpu->turn_zero_at, with the same results: the slots holding a counter and the
- * others in two passes (perfmon_turn_pass), so that a share needs no test
- * of sched_mask, then the larger of their largest (ties: the higher slot)
- * and the slots not on counters.
+ * thread's, at a now after cpu->turn_zero_at, with the same results: the
+ * slots holding a counter and the others in two passes
+ * (perfmon_turn_pass), so that a share needs no test of sched_mask, then
+ * the larger of their largest (ties: the higher slot) and the slots not
+ * on counters.
  */
 static inline __attribute__((always_inline)) bool
 perfmon_turn_scan_cpu(const struct perfmon_cpu *cpu, uint64_t slots,

@@ -791,7 +791,8 @@ rnd_chain(uint64_t *s, uint64_t *ripp, uint64_t *rspp, uint64_t *fpp)
         unsigned int next = w + 2 + (unsigned int)(rnd(s) % 5);
         uint64_t r = rnd(s);
 
-        mem[0][w] = (r % 16 == 0) ? rnd_word(s) : addr(0, (next < 63) ? next : 63);
+        mem[0][w] = (r % 16 == 0) ? rnd_word(s)
+                                  : addr(0, (next < 63) ? next : 63);
         mem[0][w + 1] = (r % 7 == 1) ? rnd_word(s)
                                      : code(rets[(r >> 8) % 7]);
         w = next;

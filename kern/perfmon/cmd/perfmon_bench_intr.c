@@ -153,11 +153,12 @@ perfmon_bench_sample_nmi(struct perfmon_bench_run *run, unsigned int fields,
 /*
  * A call chain walked from depth calls deep, as the overflow interrupt
  * walks it into a sample (the frames go straight into the record there,
- * raw: the reader checks them, arch/x86/unwind.h): the per-frame row.  The interrupt itself cannot be used for it here:
- * the step PMU steps the thread, the single-step trap is taken before the
- * pending NMI (Intel SDM vol. 3A, 6.9, priorities), and the NMI lands on
- * the #DB handler's first instruction, where no caller can be proven: its
- * chain is that address alone, at any depth.
+ * raw: the reader checks them, arch/x86/unwind.h): the per-frame row.
+ * The interrupt itself cannot be used for it here: the step PMU steps
+ * the thread, the single-step trap is taken before the pending NMI
+ * (Intel SDM vol. 3A, 6.9, priorities), and the NMI lands on the #DB
+ * handler's first instruction, where no caller can be proven: its chain
+ * is that address alone, at any depth.
  */
 struct perfmon_bench_walk {
     unsigned int depth;
