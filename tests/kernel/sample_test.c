@@ -302,28 +302,37 @@ st_chain_in_order(const struct perfmon_sample *s)
     return next == ARRAY_SIZE(names);
 }
 
+/* The number of calls st_chain_samples() samples, a sample each. */
+#define ST_CHAIN_CALLS  20
+
+/*
+ * ST_CHAIN_CALLS calls of run sampled with their call chains on this CPU,
+ * the test event's period 10 (one sample a call): the samples read in
+ * *nrp, those ok accepts in *nr_okp.  KTEST_FAIL when the buffer cannot
+ * be made; the checks' result otherwise.
+ */
 static int
-st_callchain(void)
+st_chain_samples(void (*run)(void),
+                 bool (*ok)(const struct perfmon_sample *),
+                 unsigned int *nrp, unsigned int *nr_okp)
 {
     struct perfmon_sampling s = {
         .period = 10, .fields = ST_FIELDS | PERFMON_SF_CALLCHAIN,
     };
     struct perfmon_event ev = { .state = 0 };
-    unsigned int nr = 0, nr_ordered = 0, cpu;
+    unsigned int cpu;
     uint64_t saved;
     size_t size;
 
-    if (!st_can_sample()) {
-        return KTEST_SKIP;
-    }
-
+    *nrp = 0;
+    *nr_okp = 0;
     KTEST_ASSERT_EQ(perfmon_sbuf_create(&s.sbuf, 65536), 0);
     saved = ktest_pin_self(&cpu);
     KTEST_CHECK_EQ(st_attach(&ev, PERFMON_EV_TEST, PERFMON_EF_KERN, &s,
                              thread_self(), 0), 0);
 
-    for (unsigned int i = 0; i < 20; i++) {
-        st_chain_a();
+    for (unsigned int i = 0; i < ST_CHAIN_CALLS; i++) {
+        run();
     }
 
     perfmon_event_detach(&ev);
@@ -333,19 +342,34 @@ st_callchain(void)
         struct perfmon_sample sample;
 
         if (perfmon_sample_decode(st_rec, size, &sample) == 0) {
-            nr++;
-            nr_ordered += st_chain_in_order(&sample);
+            (*nrp)++;
+            *nr_okp += ok(&sample);
         }
     }
-
-    ktest_diag("%u samples, %u with a, b, c in order", nr, nr_ordered);
-    KTEST_CHECK_EQ(nr, 20);
-    KTEST_CHECK_EQ(nr_ordered, 20);
 
 out:
     st_detach(&ev);
     ktest_unpin_self(saved);
     perfmon_sbuf_destroy(s.sbuf);
+    return ktest_result();
+}
+
+static int
+st_callchain(void)
+{
+    unsigned int nr, nr_ordered;
+
+    if (!st_can_sample()) {
+        return KTEST_SKIP;
+    }
+
+    KTEST_ASSERT_EQ(st_chain_samples(st_chain_a, st_chain_in_order, &nr,
+                                     &nr_ordered), KTEST_PASS);
+    ktest_diag("%u samples, %u with a, b, c in order", nr, nr_ordered);
+    KTEST_CHECK_EQ(nr, ST_CHAIN_CALLS);
+    KTEST_CHECK_EQ(nr_ordered, ST_CHAIN_CALLS);
+
+out:
     return ktest_result();
 }
 
@@ -402,56 +426,39 @@ st_is(uint64_t ip, const char *want)
  * return into st_forged_call, and nothing after it (the raw frames the
  * NMI stored past it are cut as the record is read).
  */
+/* The forged call, as st_chain_samples() runs it. */
+static void
+st_forged_run(void)
+{
+    st_forged_call(st_forged_target);
+}
+
+/* Whether the chain ends at the forged frame, nothing read past it. */
+static bool
+st_forged_cut(const struct perfmon_sample *s)
+{
+    unsigned int last = s->nr_ips - 1;
+
+    return s->nr_ips >= 2 && st_is(s->ips[last], "st_forged_call")
+           && st_is(s->ips[last - 1], "st_forged_target");
+}
+
 static int
 st_callchain_cut(void)
 {
-    struct perfmon_sampling s = {
-        .period = 10, .fields = ST_FIELDS | PERFMON_SF_CALLCHAIN,
-    };
-    struct perfmon_event ev = { .state = 0 };
-    unsigned int nr = 0, nr_cut = 0, cpu;
-    uint64_t saved;
-    size_t size;
+    unsigned int nr, nr_cut;
 
     if (!st_can_sample()) {
         return KTEST_SKIP;
     }
 
-    KTEST_ASSERT_EQ(perfmon_sbuf_create(&s.sbuf, 65536), 0);
-    saved = ktest_pin_self(&cpu);
-    KTEST_CHECK_EQ(st_attach(&ev, PERFMON_EV_TEST, PERFMON_EF_KERN, &s,
-                             thread_self(), 0), 0);
-
-    for (unsigned int i = 0; i < 20; i++) {
-        st_forged_call(st_forged_target);
-    }
-
-    perfmon_event_detach(&ev);
-
-    while ((size = perfmon_sbuf_read(s.sbuf, cpu, st_rec, sizeof(st_rec)))
-           != 0) {
-        struct perfmon_sample sample;
-        unsigned int last;
-
-        if (perfmon_sample_decode(st_rec, size, &sample) != 0) {
-            continue;
-        }
-
-        nr++;
-        last = sample.nr_ips - 1;
-        nr_cut += (sample.nr_ips >= 2
-                   && st_is(sample.ips[last], "st_forged_call")
-                   && st_is(sample.ips[last - 1], "st_forged_target"));
-    }
-
+    KTEST_ASSERT_EQ(st_chain_samples(st_forged_run, st_forged_cut, &nr,
+                                     &nr_cut), KTEST_PASS);
     ktest_diag("%u samples, %u ending at the forged frame", nr, nr_cut);
-    KTEST_CHECK_EQ(nr, 20);
-    KTEST_CHECK_EQ(nr_cut, 20);
+    KTEST_CHECK_EQ(nr, ST_CHAIN_CALLS);
+    KTEST_CHECK_EQ(nr_cut, ST_CHAIN_CALLS);
 
 out:
-    st_detach(&ev);
-    ktest_unpin_self(saved);
-    perfmon_sbuf_destroy(s.sbuf);
     return ktest_result();
 }
 
