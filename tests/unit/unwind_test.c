@@ -709,6 +709,36 @@ rnd_word(uint64_t *s)
     }
 }
 
+/* Random words in both stacks' frames (words 8 to 55). */
+static void
+rnd_stack_words(uint64_t *seed)
+{
+    for (unsigned int s = 0; s < 2; s++) {
+        for (unsigned int w = 8; w < 56; w++) {
+            mem[s][w] = rnd_word(seed);
+        }
+    }
+}
+
+/*
+ * A random world for a walk: random stack words, one stack or two, the
+ * function map or none, and now and then a map entry that does not tell.
+ */
+static void
+rnd_world(uint64_t *seed)
+{
+    rnd_stack_words(seed);
+    env.nr_stacks = 1 + (unsigned int)(rnd(seed) % 2);
+    env.func_map = (rnd(seed) % 4 == 0) ? NULL : fmap;
+    fmap_setup();
+
+    for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
+        if (rnd(seed) % 8 == 0) {
+            fmap[g] = UNWIND_FUNC_MIXED;
+        }
+    }
+}
+
 /*
  * Random stacks over the fixture's code, one or two of them: from any
  * interrupted place and frame pointer, the new walk gives the chain the
@@ -726,23 +756,9 @@ test_random_same_as_reference(void **state)
         uint64_t ips[12], ref[12], rip, rsp, fp, callee;
         unsigned int max = (unsigned int)(rnd(&seed) % 13), n, ref_n;
 
-        for (unsigned int s = 0; s < 2; s++) {
-            for (unsigned int w = 8; w < 56; w++) {
-                mem[s][w] = rnd_word(&seed);
-            }
-        }
+        rnd_world(&seed);
 
-        env.nr_stacks = 1 + (unsigned int)(rnd(&seed) % 2);
-        env.func_map = (rnd(&seed) % 4 == 0) ? NULL : fmap;
-        fmap_setup();
-
-        /* Now and then an entry that does not tell, or a stack's ends not
-         * 8-byte aligned. */
-        for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
-            if (rnd(&seed) % 8 == 0) {
-                fmap[g] = UNWIND_FUNC_MIXED;
-            }
-        }
+        /* Now and then a stack's ends not 8-byte aligned. */
 
         for (unsigned int s = 0; s < 2; s++) {
             uint64_t r = rnd(&seed);
@@ -824,21 +840,7 @@ test_random_raw_then_check(void **state)
         uint64_t raw[12], ips[12], ref[12], rip, rsp, fp;
         unsigned int max = (unsigned int)(rnd(&seed) % 13), n, nr_raw, ref_n;
 
-        for (unsigned int s = 0; s < 2; s++) {
-            for (unsigned int w = 8; w < 56; w++) {
-                mem[s][w] = rnd_word(&seed);
-            }
-        }
-
-        env.nr_stacks = 1 + (unsigned int)(rnd(&seed) % 2);
-        env.func_map = (rnd(&seed) % 4 == 0) ? NULL : fmap;
-        fmap_setup();
-
-        for (unsigned int g = 0; g < sizeof(fmap) / sizeof(fmap[0]); g++) {
-            if (rnd(&seed) % 8 == 0) {
-                fmap[g] = UNWIND_FUNC_MIXED;
-            }
-        }
+        rnd_world(&seed);
 
         rip = code((unsigned int)(rnd(&seed) % sizeof(text)));
         rsp = rnd_word(&seed);
@@ -871,11 +873,7 @@ test_random_raw_then_check(void **state)
         nr_cut_deep += (n > UNWIND_INTERRUPTED_PROVEN && n < nr_raw);
 
         /* unwind_fp(): the same raw walk, each address minus one. */
-        for (unsigned int s = 0; s < 2; s++) {
-            for (unsigned int w = 8; w < 56; w++) {
-                mem[s][w] = rnd_word(&seed);
-            }
-        }
+        rnd_stack_words(&seed);
 
         fp = rnd_word(&seed);
         nr_raw = unwind_fp_raw(&env, fp, raw, max);
