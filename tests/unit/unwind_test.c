@@ -759,7 +759,6 @@ test_random_same_as_reference(void **state)
         rnd_world(&seed);
 
         /* Now and then a stack's ends not 8-byte aligned. */
-
         for (unsigned int s = 0; s < 2; s++) {
             uint64_t r = rnd(&seed);
 
