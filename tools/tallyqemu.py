@@ -844,6 +844,12 @@ def stat_elapsed(out):
     return float(m.group(1).replace(',', '')) if m else None
 
 
+def slept_ms(out):
+    """The milliseconds the shell's sleep says it slept, or None."""
+    m = re.search(r'^sleep: asked \d+ ms, slept ([\d,]+\.\d+) ms', out, re.M)
+    return float(m.group(1).replace(',', '')) if m else None
+
+
 def stat_utilized(out):
     """Every "N CPUs utilized" figure, in order."""
     return [float(v.replace(',', '')) for v in

@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', '..', 'tools'))
 
 import tallyqemu  # noqa: E402
-from tallyqemu import stat_count, stat_elapsed, stat_msec  # noqa: E402
+from tallyqemu import (slept_ms, stat_count, stat_elapsed,  # noqa: E402
+                       stat_msec)
 
 SMP = 4
 CMDLINE = 'softpmu.counters=2'
@@ -81,8 +82,8 @@ def shell(t):
                       'xcalls,test sleep 300')
             row = [l.split(',') for l in csv.split('\n')
                    if l.split(',')[2:3] == ['cpu-clock']]
-            slept = re.search(r'slept (\d+\.\d+) ms', csv)
-            if len(row) != 1 or not float(row[0][4]) or not slept:
+            slept = slept_ms(csv)
+            if len(row) != 1 or not float(row[0][4]) or slept is None:
                 return 'no cpu-clock line with a share, or no sleep:\n' + csv
             est, running, pcnt = (float(row[0][0]), int(row[0][3]),
                                   float(row[0][4]))
@@ -90,7 +91,7 @@ def shell(t):
             if not 0.98 * enabled <= est <= 1.02 * enabled:
                 return 'cpu-clock estimate %.2f msec, not its enabled ' \
                     'time %.2f msec within 2%%:\n%s' % (est, enabled, csv)
-            if enabled < SMP * float(slept.group(1)):
+            if enabled < SMP * slept:
                 return 'cpu-clock enabled %.2f msec, less than %d x the ' \
                     'sleep:\n%s' % (enabled, SMP, csv)
             # The ticks the CPUs took, not those of the elapsed time: a

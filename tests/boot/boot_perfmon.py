@@ -93,10 +93,10 @@ def main():
             # the elapsed time at most.  (Not about SMP times the elapsed
             # time: a host that stalls a CPU while the others enable or
             # disable their events shortens that CPU's part.)
-            slept = re.search(r'slept (\d+\.\d+) ms', out)
-            if not slept:
+            slept = tallyqemu.slept_ms(out)
+            if slept is None:
                 return 'no sleep:\n' + out
-            if not 0.99 * SMP * float(slept.group(1)) <= clock \
+            if not 0.99 * SMP * slept <= clock \
                     <= 1.01 * SMP * elapsed * 1000:
                 return 'cpu-clock %.2f msec is not between %d x the sleep ' \
                     'and %d x %.3f s:\n%s' % (clock, SMP, SMP, elapsed, out)
